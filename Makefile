@@ -1,0 +1,39 @@
+# The two commands of the README: `make quickstart` and `make test`.
+# Each creates .venv when it is missing and installs the project into it.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.fairseq_ext-installed
+# fairseq 0.12.2 does not import on Python >= 3.11; fairseq-fixed is the same code that does.
+FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" if sys.version_info >= (3, 11) else "fairseq==0.12.2")')
+PYTEST_ARGS ?=
+
+.PHONY: venv quickstart test test-slow bench clean
+
+venv: $(STAMP)
+
+# torch==2.13.0 first (a CPU build on this machine) unless a torch is importable, so that
+# nothing pulls a multi-GB CUDA build; fairseq with --no-deps, because it declares
+# torchaudio, which fails to import beside a CPU torch (its other needs are in setup.py).
+$(STAMP): setup.py Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip setuptools wheel
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q --no-deps "$(FAIRSEQ_REQ)"
+	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip uninstall -q -y torchaudio 2>/dev/null || true
+	$(PY) -c "import fairseq, fairseq_ext; print('fairseq', fairseq.__version__, '+ fairseq_ext', fairseq_ext.__version__)"
+	touch $(STAMP)
+
+quickstart: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/quickstart/run.sh
+
+test: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) work build *.egg-info

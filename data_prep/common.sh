@@ -1,0 +1,58 @@
+# Shared shell helpers for data_prep/*.sh (sourced, not run).
+# Every script: download from the original source when there is a network, or take
+# --local DIR (e.g. ../shared/data/...) when there is none.
+
+set -euo pipefail
+DATA_PREP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+PYTHON="${PYTHON:-python}"
+
+die() { echo "error: $*" >&2; exit 2; }
+
+# fetch URL DEST: download with curl or wget, failing with a clear message offline.
+fetch() {
+  local url="$1" dest="$2"
+  [ -s "$dest" ] && return 0
+  echo "downloading $url" >&2
+  if command -v curl >/dev/null; then
+    curl -fsSL --retry 2 -o "$dest.part" "$url" || die "could not download $url (offline? pass --local DIR)"
+  else
+    wget -q -O "$dest.part" "$url" || die "could not download $url (offline? pass --local DIR)"
+  fi
+  mv "$dest.part" "$dest"
+}
+
+# read_text FILE: cat a plain or gzipped file.
+read_text() { case "$1" in *.gz) gzip -dc "$1" ;; *) cat "$1" ;; esac; }
+
+# spm_and_binarize OUT SRC TGT VOCAB TRAINPREF VALIDPREF [TESTPREF]
+# Trains a joint sentencepiece model on the training pair (unless OUT/spm.model exists or
+# SPM_MODEL is set), encodes every split, and binarizes with one joined dictionary
+# (SRCDICT, if set, is reused instead of building a new one).
+spm_and_binarize() {
+  local out="$1" src="$2" tgt="$3" vocab="$4" trainpref="$5" validpref="$6" testpref="${7:-}"
+  local model="${SPM_MODEL:-$out/spm.model}"
+  mkdir -p "$out/spm"
+  if [ ! -s "$model" ]; then
+    "$PYTHON" "$DATA_PREP_DIR/spm.py" train --model "$out/spm" --vocab-size "$vocab" \
+      "$trainpref.$src" "$trainpref.$tgt"
+    model="$out/spm.model"
+  fi
+  local split pref
+  for split in train valid test; do
+    case "$split" in train) pref="$trainpref" ;; valid) pref="$validpref" ;; test) pref="$testpref" ;; esac
+    [ -n "$pref" ] || continue
+    for l in "$src" "$tgt"; do
+      "$PYTHON" "$DATA_PREP_DIR/spm.py" encode --model "$model" < "$pref.$l" > "$out/spm/$split.$l"
+    done
+  done
+  local dict_args=(--joined-dictionary)
+  if [ -n "${SRCDICT:-}" ]; then dict_args=(--srcdict "$SRCDICT" --joined-dictionary); fi
+  local test_args=()
+  [ -n "$testpref" ] && test_args=(--testpref "$out/spm/test")
+  rm -rf "$out/bin"
+  fairseq-preprocess --source-lang "$src" --target-lang "$tgt" \
+    --trainpref "$out/spm/train" --validpref "$out/spm/valid" "${test_args[@]}" \
+    "${dict_args[@]}" --destdir "$out/bin" --workers 2 >"$out/preprocess.log" 2>&1 \
+    || { cat "$out/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
+  echo "binarized data in $out/bin (sentencepiece model $model)" >&2
+}

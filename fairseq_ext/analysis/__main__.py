@@ -1,0 +1,165 @@
+"""Reproduce the HI-CMLM paper's analysis from ``fairseq-generate`` output.
+
+    fairseq-generate ... --task cmlm_hybrid --retain-iter-history --iter-decode-max-iter 9 \\
+        --iter-decode-force-max-iter --post-process sentencepiece > fence.txt
+    python -m fairseq_ext.analysis --run fence_replace=fence.txt --run all_mask=mask.txt \\
+        --max-iter 10 --post-process sentencepiece --out-dir figures
+
+Prints BLEU after each iteration (Figure 2), BLEU by reference length (Table 2) and the
+share of copied embeddings among the masked slots per iteration (Figure 3), and writes
+them as PNG plots and ``analysis.json`` under ``--out-dir``. A run named after a hybrid
+strategy uses it for the copy share; ``NAME=PATH@STRATEGY`` names it explicitly.
+``--max-iter`` counts decoder passes (fairseq's ``--iter-decode-max-iter`` + 1).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import os
+import sys
+
+from fairseq_ext.analysis.generate_output import read_generate_output
+from fairseq_ext.analysis.iterations import (
+    LENGTH_BINS,
+    bin_label,
+    bleu_by_length,
+    bleu_per_iteration,
+    copy_share_per_iteration,
+)
+from fairseq_ext.masking.hybrid import HYBRID_STRATEGIES
+
+
+def _parse_run(spec: str) -> tuple[str, str, str]:
+    if "=" not in spec:
+        raise argparse.ArgumentTypeError(f"--run {spec!r}: expected NAME=PATH or NAME=PATH@STRATEGY")
+    name, rest = spec.split("=", 1)
+    path, _, strategy = rest.partition("@")
+    strategy = strategy or (name if name in HYBRID_STRATEGIES else "all_mask")
+    if strategy not in HYBRID_STRATEGIES:
+        raise argparse.ArgumentTypeError(f"--run {spec!r}: unknown strategy {strategy!r}")
+    return name, path, strategy
+
+
+def _fmt(x: float) -> str:
+    return "   -  " if math.isnan(x) else f"{x:6.2f}"
+
+
+def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float) -> dict:
+    results = {}
+    for name, path, strategy in runs:
+        sentences = read_generate_output(path)
+        results[name] = {
+            "path": path,
+            "strategy": strategy,
+            "sentences": len(sentences),
+            "bleu_per_iteration": bleu_per_iteration(sentences, max_iter, post_process),
+            "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences))),
+            "copy_share_of_masked": dict(zip([bin_label(*b) for b in LENGTH_BINS],
+                                             copy_share_per_iteration(sentences, max_iter, strategy, mask_weight))),
+        }
+    return results
+
+
+def print_tables(results: dict, max_iter: int, out=sys.stdout) -> None:
+    names = list(results)
+    width = max(12, *(len(n) for n in names))
+    print("BLEU after each iteration (Figure 2)", file=out)
+    print("iter".ljust(6) + "".join(n.rjust(width + 1) for n in names), file=out)
+    for t in range(max_iter):
+        print(str(t + 1).ljust(6) + "".join(_fmt(results[n]["bleu_per_iteration"][t]).rjust(width + 1)
+                                          for n in names), file=out)
+    print("\nBLEU by reference length in words, final output (Table 2)", file=out)
+    print("bin".ljust(10) + "".join(n.rjust(width + 1) for n in names), file=out)
+    for b in LENGTH_BINS:
+        label = bin_label(*b)
+        print(label.ljust(10) + "".join(_fmt(results[n]["bleu_by_length"][label]).rjust(width + 1)
+                                        for n in names), file=out)
+    for n in names:
+        print(f"\nShare of copied embeddings among masked slots, {n} ({results[n]['strategy']}) (Figure 3)",
+              file=out)
+        print("bin".ljust(10) + "".join(f"{t + 1:>7d}" for t in range(max_iter)), file=out)
+        for label, shares in results[n]["copy_share_of_masked"].items():
+            print(label.ljust(10) + "".join(f"{_fmt(s):>7}" for s in shares), file=out)
+
+
+def plot(results: dict, max_iter: int, out_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    iters = list(range(1, max_iter + 1))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for n, r in results.items():
+        ax.plot(iters, r["bleu_per_iteration"], marker="o", label=n)
+    ax.set(xlabel="decoder pass (iteration)", ylabel="sacreBLEU", title="BLEU after each iteration")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    paths.append(os.path.join(out_dir, "bleu_per_iteration.png"))
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    labels = [bin_label(*b) for b in LENGTH_BINS]
+    fig, ax = plt.subplots(figsize=(6, 4))
+    width = 0.8 / max(1, len(results))
+    for k, (n, r) in enumerate(results.items()):
+        ax.bar([i + k * width for i in range(len(labels))], [r["bleu_by_length"][lb] for lb in labels],
+               width=width, label=n)
+    ax.set_xticks([i + width * (len(results) - 1) / 2 for i in range(len(labels))], labels)
+    ax.set(xlabel="reference length (words)", ylabel="sacreBLEU", title="BLEU by target length")
+    ax.legend()
+    paths.append(os.path.join(out_dir, "bleu_by_length.png"))
+    fig.tight_layout()
+    fig.savefig(paths[-1], dpi=120)
+    plt.close(fig)
+
+    for n, r in results.items():
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for label, shares in r["copy_share_of_masked"].items():
+            ax.plot(iters, shares, marker="o", label=label)
+        ax.set(xlabel="decoder pass (iteration)", ylabel="copied share of masked slots",
+               title=f"Copied embeddings in the masked area: {n}", ylim=(0, 1.05))
+        ax.legend(title="reference length")
+        ax.grid(alpha=0.3)
+        paths.append(os.path.join(out_dir, f"copy_share_{n}.png"))
+        fig.tight_layout()
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--run", action="append", type=_parse_run, required=True,
+                   help="NAME=PATH[@STRATEGY]: a fairseq-generate output with --retain-iter-history")
+    p.add_argument("--max-iter", type=int, default=10, help="decoder passes to report (default 10)")
+    p.add_argument("--post-process", default="sentencepiece",
+                   help="how the history lines are detokenised: sentencepiece, subword_nmt or none")
+    p.add_argument("--mask-weight", type=float, default=0.6, help="M weight of weighted_sum runs")
+    p.add_argument("--out-dir", default=None, help="write PNG plots and analysis.json here")
+    args = p.parse_args(argv)
+    # importing fairseq runs logging.basicConfig(level=DEBUG) (its text_to_speech task)
+    logging.getLogger().setLevel(logging.WARNING)
+    if args.max_iter < 1:
+        p.error("--max-iter must be >= 1")
+    post = None if args.post_process == "none" else args.post_process
+    try:
+        results = analyse(args.run, args.max_iter, post, args.mask_weight)
+    except (OSError, ValueError) as exc:
+        p.exit(2, f"error: {exc}\n")
+    print_tables(results, args.max_iter)
+    if args.out_dir:
+        os.makedirs(args.out_dir, exist_ok=True)
+        with open(os.path.join(args.out_dir, "analysis.json"), "w") as f:
+            json.dump(results, f, indent=2)
+        for path in plot(results, args.max_iter, args.out_dir):
+            print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,2 @@
+"""fairseq criterion adapters (``register_criterion``). HI-CMLM trains with fairseq's own
+``nat_loss``; the other techniques' criteria live here."""

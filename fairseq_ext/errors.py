@@ -1,0 +1,35 @@
+"""User-facing errors: one message that names the problem and the fix, no deep stack trace."""
+from __future__ import annotations
+
+import sys
+from types import TracebackType
+
+
+class FairseqExtError(ValueError):
+    """A problem with the user's input (options, data, checkpoint). The message says what is
+    wrong and how to fix it; command-line tools print it without a traceback."""
+
+
+def require(condition: bool, message: str) -> None:
+    """Raise ``FairseqExtError(message)`` unless ``condition`` holds."""
+    if not condition:
+        raise FairseqExtError(message)
+
+
+def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    if isinstance(exc, FairseqExtError):
+        sys.stderr.write(f"fairseq_ext: error: {exc}\n")
+        return
+    _previous_hook(exc_type, exc, tb)
+
+
+_previous_hook = sys.excepthook
+
+
+def install_cli_excepthook() -> None:
+    """Print ``FairseqExtError`` as one line on stderr (the process still exits with 1).
+    Other exceptions keep Python's usual report."""
+    if sys.excepthook is not _excepthook:
+        global _previous_hook
+        _previous_hook = sys.excepthook
+        sys.excepthook = _excepthook

@@ -1,0 +1,4 @@
+"""Generators that the plugin's tasks build for fairseq-generate and fairseq-interactive."""
+from fairseq_ext.generation.mask_predict import MaskPredictGenerator
+
+__all__ = ["MaskPredictGenerator"]

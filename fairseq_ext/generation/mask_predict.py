@@ -1,0 +1,113 @@
+"""Mask-predict decoding (Ghazvininejad et al. 2019; HI-CMLM paper, section 2.2) with a
+length beam, on CPU and CUDA.
+
+It keeps the interface and output of fairseq's ``IterativeRefinementGenerator`` (so
+``fairseq-generate`` prints H/D/P lines, ``--print-step`` I lines and
+``--retain-iter-history`` E lines as usual) and differs in two points:
+
+* the best length candidate is chosen with torch on the scores' own device; fairseq calls
+  ``np.argmax`` on a list of CUDA tensors there and crashes with ``--iter-decode-with-beam``
+  on a GPU (upstream issue 4063);
+* options that mask-predict cannot honour (ensembles, an external reranker, constraints)
+  are refused with a clear error instead of an ``assert``.
+
+The model does the mask and predict steps (``forward_decoder``): at iteration t (0-based)
+of T = ``--iter-decode-max-iter`` + 1 decoder passes, it predicts every masked slot and
+re-masks the ``L (T - t - 1) / T`` least confident tokens. fairseq counts from 0, so
+``--iter-decode-max-iter 9`` means 10 decoder passes.
+"""
+from __future__ import annotations
+
+import torch
+from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
+
+from fairseq_ext.errors import FairseqExtError, require
+
+
+class MaskPredictGenerator(IterativeRefinementGenerator):
+    """Iterative refinement for one CMLM model, with a device-safe length beam."""
+
+    def _hypothesis(self, step: int, tokens: torch.Tensor, scores: torch.Tensor | None) -> dict:
+        keep = tokens.ne(self.pad)
+        positional = None if scores is None else scores[keep]
+        return {
+            "steps": step,
+            "tokens": tokens[keep],
+            "positional_scores": positional,
+            "score": None if positional is None else positional.mean(),
+            "hypo_attn": None,
+            "alignment": None,
+        }
+
+    @torch.no_grad()
+    def generate(self, models, sample, prefix_tokens=None, constraints=None):
+        if constraints is not None:
+            raise FairseqExtError("mask-predict cannot decode with lexical constraints; drop --constraints")
+        require(not self.reranking, "mask-predict here has no external reranker; drop "
+                                    "--iter-decode-with-external-reranker")
+        require(len(models) == 1, f"mask-predict decodes with one model, got {len(models)} "
+                                  "(--path a:b); average checkpoints with fairseq's "
+                                  "scripts/average_checkpoints.py instead")
+        model = models[0]
+        if not self.retain_dropout:
+            model.eval()
+
+        src_tokens = sample["net_input"]["src_tokens"]
+        src_lengths = sample["net_input"]["src_lengths"]
+        bsz = src_tokens.size(0)
+        beam = max(1, self.beam_size)
+
+        encoder_out = model.forward_encoder([src_tokens, src_lengths])
+        decoder_out = model.initialize_output_tokens(encoder_out, src_tokens)
+        if beam > 1:
+            order = torch.arange(bsz, device=src_tokens.device).repeat_interleave(beam)
+            encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
+            decoder_out = model.regenerate_length_beam(decoder_out, beam)
+        n = bsz * beam
+
+        if self.retain_history:
+            decoder_out = decoder_out._replace(history=[decoder_out.output_tokens.clone()])
+        finalized: list[list[dict] | None] = [None] * n
+        alive = torch.arange(n, device=src_tokens.device)
+        prev_tokens = decoder_out.output_tokens.clone()
+
+        for step in range(self.max_iter + 1):
+            decoder_out = decoder_out._replace(step=step, max_step=self.max_iter + 1)
+            decoder_out = model.forward_decoder(
+                decoder_out, encoder_out, eos_penalty=self.eos_penalty,
+                max_ratio=self.max_ratio, decoding_format=self.decoding_format,
+            )
+            tokens, scores = decoder_out.output_tokens, decoder_out.output_scores
+            if step == self.max_iter:
+                done = torch.ones_like(alive, dtype=torch.bool)
+            elif self.adaptive:
+                done = (tokens == prev_tokens).all(dim=1)
+            else:
+                done = torch.zeros_like(alive, dtype=torch.bool)
+
+            for row in done.nonzero(as_tuple=False).view(-1).tolist():
+                hypo = self._hypothesis(step, tokens[row], scores[row])
+                if self.retain_history:
+                    hypo["history"] = [self._hypothesis(step, h[row], None) for h in decoder_out.history]
+                finalized[alive[row].item()] = [hypo]
+
+            if bool(done.all()):
+                break
+            keep = ~done
+            keep_idx = keep.nonzero(as_tuple=False).view(-1)
+            decoder_out = decoder_out._replace(
+                output_tokens=tokens[keep],
+                output_scores=scores[keep],
+                attn=None,
+                history=None if decoder_out.history is None else [h[keep] for h in decoder_out.history],
+            )
+            encoder_out = model.encoder.reorder_encoder_out(encoder_out, keep_idx)
+            alive = alive[keep]
+            prev_tokens = decoder_out.output_tokens.clone()
+
+        if beam == 1:
+            return finalized
+        # Length beam: keep, per sentence, the candidate with the best mean log-probability.
+        best_scores = torch.stack([f[0]["score"] for f in finalized]).view(bsz, beam)
+        best = best_scores.argmax(dim=1).tolist()
+        return [finalized[i * beam + b] for i, b in enumerate(best)]

@@ -1,0 +1,2 @@
+"""fairseq model adapters (``register_model`` / ``register_model_architecture``)."""
+from fairseq_ext.models import hi_cmlm_transformer  # noqa: F401

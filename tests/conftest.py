@@ -1,0 +1,126 @@
+"""Shared fixtures: a tiny binarized En-De set built from the shipped quickstart sample,
+and a tiny HI-CMLM checkpoint trained through the real fairseq CLIs."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "examples" / "quickstart" / "data"
+USER_DIR = str(ROOT / "fairseq_ext")
+SHARED = ROOT.parent / "shared"
+BIN_DIR = str(Path(sys.executable).parent)
+
+TINY_DIMS = [
+    "--encoder-layers", "1", "--decoder-layers", "1",
+    "--encoder-embed-dim", "32", "--decoder-embed-dim", "32",
+    "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
+    "--encoder-attention-heads", "2", "--decoder-attention-heads", "2",
+]
+
+
+def cli_env() -> dict:
+    env = dict(os.environ)
+    env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "")
+    env["PYTHONWARNINGS"] = "ignore"
+    env.setdefault("OMP_NUM_THREADS", "2")
+    return env
+
+
+def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+    """Run a command with the venv's CLIs first on PATH; on failure show its output."""
+    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=cli_env(), **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
+                             f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+    return proc
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+def read_sample(split: str, lang: str, n: int | None = None) -> list[str]:
+    lines = (SAMPLE / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()
+    return lines[:n] if n else lines
+
+
+@pytest.fixture(scope="session")
+def spm_model(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("spm")
+    write_lines(d / "train.en", read_sample("train", "en", 600))
+    write_lines(d / "train.de", read_sample("train", "de", 600))
+    run([sys.executable, ROOT / "data_prep" / "spm.py", "train", "--model", d / "spm",
+         "--vocab-size", "400", d / "train.en", d / "train.de"])
+    return d / "spm.model"
+
+
+def encode(spm: Path, src: Path, dst: Path) -> None:
+    with open(src) as fin, open(dst, "w") as fout:
+        subprocess.run([sys.executable, str(ROOT / "data_prep" / "spm.py"), "encode", "--model", str(spm)],
+                       stdin=fin, stdout=fout, check=True)
+
+
+def binarize(spm: Path, out: Path, splits: dict[str, tuple[list[str], list[str]]],
+             srcdict: Path | None = None) -> Path:
+    """Encode raw ``{split: (en_lines, de_lines)}`` with ``spm`` and run fairseq-preprocess."""
+    raw = out / "raw"
+    raw.mkdir(parents=True, exist_ok=True)
+    for split, (en, de) in splits.items():
+        write_lines(raw / f"{split}.raw.en", en)
+        write_lines(raw / f"{split}.raw.de", de)
+        for lang in ("en", "de"):
+            encode(spm, raw / f"{split}.raw.{lang}", raw / f"{split}.{lang}")
+    args = ["fairseq-preprocess", "-s", "en", "-t", "de", "--destdir", out / "bin", "--workers", "1",
+            "--joined-dictionary"]
+    prefs = {"train": "--trainpref", "valid": "--validpref", "test": "--testpref"}
+    for split in splits:
+        args += [prefs.get(split, "--testpref"), raw / split]
+    if srcdict is not None:
+        args += ["--srcdict", srcdict]
+    run(args)
+    return out / "bin"
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory, spm_model) -> Path:
+    out = tmp_path_factory.mktemp("tiny_data")
+    return binarize(spm_model, out, {
+        "train": (read_sample("train", "en", 400), read_sample("train", "de", 400)),
+        "valid": (read_sample("valid", "en", 37), read_sample("valid", "de", 37)),
+        "test": (read_sample("test", "en", 21), read_sample("test", "de", 21)),
+    })
+
+
+def train_args(data: Path, save_dir: Path, *extra: str, updates: int = 4) -> list:
+    return ["fairseq-train", data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
+            "--arch", "hi_cmlm_transformer_tiny", *TINY_DIMS, "--criterion", "nat_loss",
+            "--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "2000", "--max-update", str(updates),
+            "--save-dir", save_dir, "--no-progress-bar", "--log-format", "simple", "--seed", "1",
+            "--num-workers", "0", *extra]
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory, tiny_data) -> Path:
+    save = tmp_path_factory.mktemp("tiny_ckpt")
+    run(train_args(tiny_data, save, "--eval-bleu", "--eval-bleu-args",
+                   '{"iter_decode_max_iter": 2, "iter_decode_with_beam": 2}',
+                   "--eval-bleu-remove-bpe", "sentencepiece"))
+    return save / "checkpoint_last.pt"
+
+
+def generate_args(data: Path, ckpt: Path, *extra: str, subset: str = "test") -> list:
+    return ["fairseq-generate", data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en",
+            "-t", "de", "--path", ckpt, "--gen-subset", subset, "--batch-size", "16", *extra]
+
+
+def shared_data(*parts: str) -> Path:
+    """A path under ../shared/data, or skip the test when the folder is not there."""
+    p = SHARED.joinpath("data", *parts)
+    if not p.exists():
+        pytest.skip(f"{p} is not available (a clone without ../shared)")
+    return p

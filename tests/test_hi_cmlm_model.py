@@ -1,0 +1,193 @@
+"""hi_cmlm_transformer: all_mask is fairseq's CMLM, the hybrid input is where it belongs,
+mask-predict equals fairseq's generator, and bad options are refused clearly."""
+import numpy as np
+import pytest
+import torch
+
+import fairseq_ext  # noqa: F401  (registers the plugin)
+from fairseq import options, tasks
+from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
+from fairseq_ext.data import CompleteBatchesDataset
+from fairseq_ext.errors import FairseqExtError
+from tests.conftest import TINY_DIMS, USER_DIR
+
+
+def build(data, arch="hi_cmlm_transformer_tiny", *extra, seed=0):
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, [str(data), "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
+                 "--arch", arch, *TINY_DIMS, "--dropout", "0", "--criterion", "nat_loss", *extra])
+    task = tasks.setup_task(args)
+    torch.manual_seed(seed)
+    model = task.build_model(args)
+    model.eval()
+    return task, model
+
+
+def a_batch(task, split="test", n=None):
+    task.load_dataset(split)
+    ds = task.dataset(split)
+    idx = list(range(len(ds) if n is None else n))
+    return ds.collater([ds[i] for i in idx])
+
+
+def test_all_mask_is_exactly_fairseq_cmlm(tiny_data):
+    task, cmlm = build(tiny_data, "cmlm_transformer")
+    _, hybrid = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", seed=1)
+    hybrid.load_state_dict(cmlm.state_dict())
+    sample = a_batch(task)
+    prev = task.inject_noise(sample["target"])
+    net = sample["net_input"]
+    with torch.no_grad():
+        out_ref = cmlm(net["src_tokens"], net["src_lengths"], prev, sample["target"])
+        out = hybrid(net["src_tokens"], net["src_lengths"], prev, sample["target"])
+    assert torch.equal(out["word_ins"]["out"], out_ref["word_ins"]["out"])
+    assert torch.equal(out["length"]["out"], out_ref["length"]["out"])
+    assert torch.equal(out["word_ins"]["mask"], out_ref["word_ins"]["mask"])
+
+
+def _brute_copy(src_emb, src_mask, tgt_mask, tau):
+    B, T = tgt_mask.shape
+    z = torch.zeros(B, T, src_emb.size(-1), dtype=torch.float64)
+    for b in range(B):
+        js = [j for j in range(src_mask.size(1)) if src_mask[b, j]]
+        is_ = [i for i in range(T) if tgt_mask[b, i]]
+        for ti, i in enumerate(is_):
+            logits = torch.tensor([-abs(ti / len(is_) - sj / len(js)) / tau for sj in range(len(js))],
+                                  dtype=torch.float64)
+            a = torch.softmax(logits, 0)
+            z[b, i] = (a[:, None] * src_emb[b, js].double()).sum(0)
+    return z
+
+
+@pytest.mark.parametrize("strategy", ["all_mask", "all_copied", "weighted_sum", "fence_replace"])
+def test_decoder_input_of_each_strategy(tiny_data, strategy):
+    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy)
+    sample = a_batch(task)
+    torch.manual_seed(5)
+    prev = task.inject_noise(sample["target"])
+    net = sample["net_input"]
+    captured = {}
+    model.decoder.layers[0].register_forward_pre_hook(lambda mod, args: captured.setdefault("x", args[0]))
+    with torch.no_grad():
+        enc = model.encoder(net["src_tokens"], src_lengths=net["src_lengths"])
+        model.decoder(normalize=False, prev_output_tokens=prev, encoder_out=enc)
+    x = captured["x"].transpose(0, 1).double()  # B x T x C
+
+    dec = model.decoder
+    unk, pad = task.tgt_dict.unk(), task.tgt_dict.pad()
+    emb = dec.embed_scale * dec.embed_tokens(prev).double()
+    pos = dec.embed_positions(prev).double()
+    src_mask = net["src_tokens"].ne(pad)
+    z = _brute_copy(enc["encoder_embedding"][0], src_mask, prev.ne(pad), 0.2)
+    B, T = prev.shape
+    n_copied = 0
+    for b in range(B):
+        for i in range(T):
+            if prev[b, i] == pad:
+                continue
+            masked = bool(prev[b, i] == unk)
+            if not masked or strategy == "all_mask" or (strategy == "fence_replace" and i % 2 == 0):
+                expected = emb[b, i]
+            elif strategy == "weighted_sum":
+                expected = 0.6 * emb[b, i] + 0.4 * z[b, i]
+                n_copied += 1
+            else:
+                expected = z[b, i]
+                n_copied += 1
+            assert torch.allclose(x[b, i], expected + pos[b, i], atol=1e-5), (strategy, b, i)
+    assert (n_copied > 0) == (strategy != "all_mask")
+
+
+def test_copy_gradient_reaches_source_embeddings(tiny_data):
+    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_copied",
+                        "--no-scale-embedding")
+    sample = a_batch(task, n=4)
+    prev = task.inject_noise(sample["target"])
+    net = sample["net_input"]
+    out = model(net["src_tokens"], net["src_lengths"], prev, sample["target"])
+    out["word_ins"]["out"].logsumexp(-1).sum().backward()
+    src_only = set(net["src_tokens"].unique().tolist()) - set(sample["target"].unique().tolist())
+    grad = model.encoder.embed_tokens.weight.grad
+    assert any(grad[t].abs().sum() > 0 for t in src_only)
+
+
+def _random_model_batch(tiny_data, strategy):
+    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=3)
+    return task, model, a_batch(task)
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+@pytest.mark.parametrize("strategy", ["all_mask", "fence_replace"])
+def test_mask_predict_matches_fairseq_generator_on_cpu(tiny_data, beam, strategy):
+    task, model, sample = _random_model_batch(tiny_data, strategy)
+    kwargs = dict(max_iter=4, beam_size=beam, retain_history=True, adaptive=False)
+    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=4, iter_decode_with_beam=beam,
+                                                            retain_iter_history=True,
+                                                            iter_decode_force_max_iter=True))
+    ref = IterativeRefinementGenerator(task.tgt_dict, **kwargs)
+    a = ours.generate([model], sample)
+    b = ref.generate([model], sample)
+    assert len(a) == len(b) == sample["target"].size(0)
+    for ha, hb in zip(a, b):
+        assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])
+        assert torch.allclose(ha[0]["positional_scores"], hb[0]["positional_scores"])
+        assert ha[0]["steps"] == hb[0]["steps"] == 4
+        assert [h["tokens"].tolist() for h in ha[0]["history"]] == [h["tokens"].tolist() for h in hb[0]["history"]]
+        assert len(ha[0]["history"]) == 2 * 5 - 1 + 1  # initial + (predict, re-mask) x 4 + final predict
+
+
+def test_mask_predict_adaptive_stop_matches_fairseq(tiny_data):
+    task, model, sample = _random_model_batch(tiny_data, "fence_replace")
+    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9))
+    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9)
+    for ha, hb in zip(ours.generate([model], sample), ref.generate([model], sample)):
+        assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])
+        assert ha[0]["steps"] == hb[0]["steps"]
+
+
+def test_generator_refuses_ensembles_and_constraints(tiny_data):
+    task, model, sample = _random_model_batch(tiny_data, "fence_replace")
+    gen = task.build_generator([model], argparse_namespace())
+    with pytest.raises(FairseqExtError, match="one model"):
+        gen.generate([model, model], sample)
+    with pytest.raises(FairseqExtError, match="constraints"):
+        gen.generate([model], sample, constraints=torch.zeros(1))
+
+
+def argparse_namespace(**kw):
+    import argparse
+
+    return argparse.Namespace(**kw)
+
+
+@pytest.mark.parametrize("extra, match", [
+    (["--copy-temperature", "0"], "copy-temperature must be > 0"),
+    (["--copy-temperature", "-1"], "copy-temperature must be > 0"),
+    (["--mask-weight", "1.5"], r"mask-weight must be in \[0, 1\]"),
+    (["--mask-weight", "-0.1"], r"mask-weight must be in \[0, 1\]"),
+    (["--decoder-embed-dim", "48", "--no-scale-embedding"], "must equal --decoder-embed-dim"),
+])
+def test_bad_model_options_are_refused(tiny_data, extra, match):
+    with pytest.raises(FairseqExtError, match=match):
+        build(tiny_data, "hi_cmlm_transformer_tiny", *extra)
+
+
+def test_max_positions_respects_the_length_predictor(tiny_data):
+    _, model = build(tiny_data)
+    assert model.max_positions()[1] == 255
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 21])
+def test_complete_batches_cover_every_index(tiny_data, n):
+    task, _ = build(tiny_data)
+    task.load_dataset("test")
+    ds = task.dataset("test")
+    indices = np.arange(min(n, len(ds)))
+    stock = ds.batch_by_size(indices, max_sentences=4, required_batch_size_multiple=8)
+    ours = CompleteBatchesDataset(ds).batch_by_size(indices, max_sentences=4, required_batch_size_multiple=8)
+    covered = sorted(int(i) for b in ours for i in b)
+    assert covered == list(range(len(indices)))
+    assert sum(len(b) for b in stock) <= len(indices)
+    for b_stock, b_ours in zip(stock, ours):
+        assert list(b_stock) == list(b_ours)
