@@ -1,0 +1,1 @@
+"""Side-by-side speed and memory benchmarks (``make bench``); see ``benchmarks/run.py``."""
