@@ -25,6 +25,7 @@ setup(
         "packaging",
         "sentencepiece>=0.1.99",
         "sacrebleu>=2.0",
+        "rouge-score",
         "matplotlib",
     ],
     extras_require={"test": ["pytest>=7"]},

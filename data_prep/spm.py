@@ -31,6 +31,7 @@ def train(args: argparse.Namespace) -> None:
         eos_id=-1,
         unk_id=0,
         pad_id=-1,
+        user_defined_symbols=args.user_defined_symbols.split(",") if args.user_defined_symbols else [],
         minloglevel=2,
     )
 
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     t.add_argument("--vocab-size", type=int, default=8000)
     t.add_argument("--character-coverage", type=float, default=1.0)
     t.add_argument("--input-sentence-size", type=int, default=2_000_000)
+    t.add_argument("--user-defined-symbols", default="", help="comma-separated pieces kept whole (e.g. UNK)")
     t.add_argument("files", nargs="+")
     t.set_defaults(fn=train)
     for name, fn in (("encode", encode), ("decode", decode)):

@@ -1,0 +1,63 @@
+"""ROUGE-1/2/L F1 with Google's ``rouge-score`` package (a maintained re-implementation of
+ROUGE-1.5.5), the one scorer of every headline-generation example of the plugin, so that
+ProphetNet, UniLM and Transformer rows are comparable.
+
+    python -m fairseq_ext.analysis.rouge --hyp HYP.txt --ref REF.txt [--json OUT.json]
+
+Settings: ``rouge1``, ``rouge2`` and sentence-level ``rougeL`` (not ``rougeLsum``), Porter
+stemming on, rouge-score's default tokenizer (lowercase, split on non-alphanumerics, so the
+'#' digit placeholders of Gigaword are dropped on both sides). Scores are the mean F1 over
+sentences, times 100. Values differ slightly from the Perl ROUGE-1.5.5 (files2rouge) that
+papers report; compare rows of this table with each other.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from rouge_score import rouge_scorer
+
+ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
+
+
+def rouge_f1(hypotheses: list[str], references: list[str]) -> dict[str, float]:
+    """Mean sentence-level F1 x 100 for ROUGE-1, ROUGE-2 and ROUGE-L."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
+    if not references:
+        raise ValueError("no sentences to score")
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
+    totals = dict.fromkeys(ROUGE_TYPES, 0.0)
+    for hyp, ref in zip(hypotheses, references):
+        scores = scorer.score(ref, hyp)
+        for t in ROUGE_TYPES:
+            totals[t] += scores[t].fmeasure
+    return {t: 100.0 * v / len(references) for t, v in totals.items()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis.rouge", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hyp", required=True, help="one hypothesis per line")
+    p.add_argument("--ref", required=True, help="one reference per line, aligned with --hyp")
+    p.add_argument("--json", help="also write the scores here")
+    args = p.parse_args(argv)
+    with open(args.hyp, encoding="utf-8") as f:
+        hyps = [line.rstrip("\n") for line in f]
+    with open(args.ref, encoding="utf-8") as f:
+        refs = [line.rstrip("\n") for line in f]
+    try:
+        scores = rouge_f1(hyps, refs)
+    except ValueError as exc:
+        p.exit(2, f"error: {exc} ({args.hyp} vs {args.ref})\n")
+    line = " ".join(f"{t.upper().replace('ROUGE', 'ROUGE-')}={v:.2f}" for t, v in scores.items())
+    print(f"{line} (F1 x 100, rouge-score, stemmed, {len(refs)} sentences)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"sentences": len(refs), **scores}, f, indent=2)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
