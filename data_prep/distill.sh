@@ -48,6 +48,10 @@ if [ -z "$TEACHER" ]; then
     --log-format simple --log-interval 100 --seed 1 2>&1 | tee -a "$OUT/teacher/train.log" >&2
 fi
 
+if [ -s "$OUT/bin/train.$SRC-$TGT.$TGT.bin" ] && [ "$OUT/bin/train.$SRC-$TGT.$TGT.bin" -nt "$TEACHER" ]; then
+  echo "distilled data in $OUT/bin is newer than $TEACHER; nothing to do" >&2
+  exit 0
+fi
 # --required-batch-size-multiple 1: stock fairseq drops the final batch otherwise
 # (upstream issue 5036), which would silently lose training pairs here.
 fairseq-generate "$DATA" --user-dir "$USER_DIR" --task translation -s "$SRC" -t "$TGT" --path "$TEACHER" \

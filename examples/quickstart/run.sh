@@ -46,9 +46,8 @@ fairseq-generate "$WORK/bin" --user-dir "$ROOT/fairseq_ext" --task cmlm_hybrid -
 grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp.de"
 [ "$(wc -l < "$WORK/hyp.de")" = "$(wc -l < "$DATA/test.de")" ] || { echo "error: not every test sentence was decoded" >&2; exit 1; }
 echo "sacreBLEU on $(wc -l < "$DATA/test.de") held-out Multi30k sentences (val lines 201-700):"
-sacrebleu "$DATA/test.de" -i "$WORK/hyp.de" -m bleu -b -w 2 > "$WORK/bleu.txt"
-sacrebleu "$DATA/test.de" -i "$WORK/hyp.de" -m bleu | grep -o '"verbose_score": "[^"]*"\|nrefs[^"]*' | head -2 || true
-echo "BLEU = $(cat "$WORK/bleu.txt")"
+sacrebleu "$DATA/test.de" -i "$WORK/hyp.de" -m bleu > "$WORK/bleu.json"
+python -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"BLEU = {d['score']}  {d['verbose_score']}\n{d['signature']}\")" "$WORK/bleu.json"
 
 echo "== 4/4 per-iteration analysis (python -m fairseq_ext.analysis)"
 python -m fairseq_ext.analysis --run "fence_replace=$WORK/generate.txt" --max-iter 10 \
@@ -60,4 +59,4 @@ for i in 0 1 2 3 4; do
   echo "HYP: $(sed -n "$((i + 1))p" "$WORK/hyp.de")"
   echo
 done
-echo "BLEU = $(cat "$WORK/bleu.txt") (outputs under $WORK)"
+python -c "import json,sys; print(f\"BLEU = {json.load(open(sys.argv[1]))['score']} (outputs under {sys.argv[2]})\")" "$WORK/bleu.json" "$WORK"
