@@ -12,7 +12,8 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
   saved metrics.
  ``install()`` allow-lists exactly ``SAFE_CHECKPOINT_GLOBALS`` and makes the
 loader answer a foreign, corrupt or truncated checkpoint with one clear message. The
-safety itself stays on: nothing here sets ``weights_only=False``.
+safety itself stays on: nothing here sets ``weights_only=False``. ``install()`` also makes
+fairseq's checkpoint copies atomic (``_atomic_copy``).
 
 Command line:
     python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint pickles
@@ -24,6 +25,7 @@ import argparse
 import functools
 import os
 import pickle
+import shutil
 import zipfile
 from typing import Any
 
@@ -126,14 +128,44 @@ def _is_read_error(exc: RuntimeError) -> bool:
                                    "unexpected EOF", "invalid load key"))
 
 
+def _atomic_copy(copy_fn):
+    """fairseq writes ``checkpoint_N.pt`` atomically (temp file, then rename) but then *copies*
+    it over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place: a job killed during that
+    copy leaves a truncated ``checkpoint_last.pt`` and nothing to resume from. For local
+    files, copy to a temporary name in the same folder and ``os.replace`` it (atomic on POSIX),
+    so the destination is always the old file or the new one."""
+
+    @functools.wraps(copy_fn)
+    def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
+        if "://" in src_path or "://" in dst_path:
+            return copy_fn(src_path, dst_path, overwrite=overwrite)
+        if os.path.exists(dst_path) and not overwrite:
+            return False
+        tmp = f"{dst_path}.partial-{os.getpid()}"
+        try:
+            shutil.copyfile(src_path, tmp)
+            os.replace(tmp, dst_path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        return True
+
+    copy.fairseq_ext_atomic = True
+    return staticmethod(copy)
+
+
 def install() -> None:
-    """Allow-list ``SAFE_CHECKPOINT_GLOBALS`` for torch's weights-only loader and make
-    fairseq's checkpoint loader report unsafe or corrupt files clearly. Idempotent."""
+    """Allow-list ``SAFE_CHECKPOINT_GLOBALS`` for torch's weights-only loader, make fairseq's
+    checkpoint loader report unsafe or corrupt files clearly, and make its checkpoint copies
+    atomic (``_atomic_copy``). Idempotent."""
     from fairseq import checkpoint_utils
+    from fairseq.file_io import PathManager
 
     torch.serialization.add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     if not getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_ext_guarded", False):
         checkpoint_utils.load_checkpoint_to_cpu = _guard_loader(checkpoint_utils.load_checkpoint_to_cpu)
+    if not getattr(PathManager.copy, "fairseq_ext_atomic", False):
+        PathManager.copy = _atomic_copy(PathManager.copy)
 
 
 def export_weights(src: str, dst: str, fp16: bool = False) -> None:

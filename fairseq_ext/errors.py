@@ -16,9 +16,23 @@ def require(condition: bool, message: str) -> None:
         raise FairseqExtError(message)
 
 
+def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
+    """The ``FairseqExtError`` behind ``exc``, if any: fairseq sometimes re-raises a generic
+    exception from inside an ``except`` block (e.g. "Cannot load model parameters ..."), which
+    keeps ours as the context."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, FairseqExtError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
 def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    if isinstance(exc, FairseqExtError):
-        sys.stderr.write(f"fairseq_ext: error: {exc}\n")
+    user_error = user_error_in_chain(exc)
+    if user_error is not None:
+        sys.stderr.write(f"fairseq_ext: error: {user_error}\n")
         return
     _previous_hook(exc_type, exc, tb)
 

@@ -5,12 +5,14 @@ import sys
 import pytest
 
 from tests.conftest import (
+    ROOT,
     USER_DIR,
     binarize,
     generate_args,
     read_sample,
     run,
     train_args,
+    write_lines,
 )
 
 
@@ -118,3 +120,24 @@ def test_too_long_target_is_refused(spm_model, tiny_data, tiny_checkpoint, tmp_p
     assert proc.returncode != 0
     assert "test target line 2 has" in proc.stderr and "more than the 255 a CMLM can predict" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_dictionary_mismatch_is_named(tiny_data, tiny_checkpoint, tmp_path):
+    write_lines(tmp_path / "t.en", read_sample("train", "en", 300))
+    write_lines(tmp_path / "t.de", read_sample("train", "de", 300))
+    run([sys.executable, ROOT / "data_prep" / "spm.py", "train",
+         "--model", tmp_path / "other", "--vocab-size", "250", tmp_path / "t.en", tmp_path / "t.de"])
+    data = binarize(tmp_path / "other.model", tmp_path, {
+        "train": (read_sample("train", "en", 300), read_sample("train", "de", 300)),
+        "valid": (read_sample("test", "en", 4), read_sample("test", "de", 4)),
+        "test": (read_sample("test", "en", 4), read_sample("test", "de", 4))})
+    gen = run(generate_args(data, tiny_checkpoint), check=False)
+    assert gen.returncode != 0
+    assert "fairseq_ext: error: dictionary mismatch" in gen.stderr and "--srcdict" in gen.stderr
+    assert "Traceback" not in gen.stderr
+    before = tiny_checkpoint.read_bytes()
+    restore = run(train_args(data, tmp_path / "ck", "--restore-file", tiny_checkpoint, updates=6), check=False)
+    assert restore.returncode != 0
+    assert "fairseq_ext: error: dictionary mismatch" in restore.stderr
+    assert "Traceback" not in restore.stderr
+    assert tiny_checkpoint.read_bytes() == before

@@ -191,3 +191,13 @@ def test_complete_batches_cover_every_index(tiny_data, n):
     assert sum(len(b) for b in stock) <= len(indices)
     for b_stock, b_ours in zip(stock, ours):
         assert list(b_stock) == list(b_ours)
+
+
+def test_init_encoder_from_checkpoint(tiny_data, tiny_checkpoint):
+    source = torch.load(str(tiny_checkpoint), map_location="cpu", weights_only=True)["model"]
+    _, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint), seed=7)
+    for name, value in model.encoder.state_dict().items():
+        assert torch.equal(value, source[f"encoder.{name}"]), name
+    with pytest.raises(FairseqExtError, match="same encoder sizes and dictionary"):
+        build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint),
+              "--encoder-ffn-embed-dim", "48")

@@ -26,6 +26,7 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
 from fairseq_ext.errors import require
 from fairseq_ext.masking import HYBRID_STRATEGIES, mix_decoder_input, soft_copy
+from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 
 # fairseq's NAT length predictor has 256 classes: a target (with <s> and </s>) may have at
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
@@ -86,7 +87,7 @@ class HybridInputDecoder(NATransformerDecoder):
 
 
 @register_model("hi_cmlm_transformer")
-class HiCMLMTransformerModel(CMLMNATransformerModel):
+class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
     """CMLM with a hybrid decoder input (``--hybrid-strategy``)."""
 
     @staticmethod

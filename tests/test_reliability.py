@@ -1,0 +1,129 @@
+"""Reliability of every model family: 2-rank CPU distributed training through fairseq's own
+path (gloo, legacy_ddp) equals one process on the same combined batches; a SIGKILLed job
+resumes from checkpoint_last.pt and ends where an uninterrupted run ends; an interrupted
+checkpoint copy never leaves a corrupt checkpoint_last.pt."""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import fairseq_ext  # noqa: F401  (installs the atomic copy)
+from fairseq.file_io import PathManager
+from tests.conftest import TINY_DIMS, USER_DIR, cli_env, run
+
+
+def hi_cmlm_args(tiny_data):
+    # full_mask noise and no dropout: the run does not depend on how random numbers are
+    # consumed, so two ranks and one process with --update-freq 2 must agree.
+    return [tiny_data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "--noise", "full_mask", "-s", "en",
+            "-t", "de", "--arch", "hi_cmlm_transformer_tiny", *TINY_DIMS, "--criterion", "nat_loss",
+            "--dropout", "0"]
+
+
+FAMILIES = {"hi_cmlm": ("tiny_data", hi_cmlm_args)}
+COMMON = ["--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8", "--required-batch-size-multiple", "1",
+          "--num-workers", "0", "--seed", "3", "--cpu", "--log-format", "simple", "--no-progress-bar"]
+
+
+def family_args(request, family):
+    fixture, make = FAMILIES[family]
+    return [str(a) for a in make(request.getfixturevalue(fixture))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def dumped(prefix, rank=0):
+    return torch.load(f"{prefix}.rank{rank}", map_location="cpu", weights_only=True)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_two_gloo_ranks_match_one_process(request, family, tmp_path):
+    args = family_args(request, family) + COMMON + ["--max-update", "4", "--no-save", "--disable-validation"]
+    driver = [sys.executable, "-m", "tests.helpers.train_and_dump"]
+    port = free_port()
+    procs = []
+    for rank in (0, 1):
+        env = cli_env() | {"DUMP_PARAMS": str(tmp_path / "ddp")}
+        procs.append(subprocess.Popen(
+            driver + args + ["--ddp-backend", "legacy_ddp", "--distributed-backend", "gloo",
+                             "--distributed-world-size", "2", "--distributed-init-method", f"tcp://127.0.0.1:{port}",
+                             "--distributed-rank", str(rank), "--distributed-no-spawn"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=600)[0] for p in procs]
+    for p, out in zip(procs, outs):
+        assert p.returncode == 0, out[-3000:]
+    env = cli_env() | {"DUMP_PARAMS": str(tmp_path / "single")}
+    single_proc = subprocess.run(driver + args + ["--update-freq", "2"], env=env, capture_output=True, text=True)
+    assert single_proc.returncode == 0, single_proc.stderr[-3000:]
+
+    r0, r1, single = dumped(tmp_path / "ddp", 0), dumped(tmp_path / "ddp", 1), dumped(tmp_path / "single")
+    assert r0["num_updates"] == r1["num_updates"] == single["num_updates"] == 4
+    for name, value in r0["model"].items():
+        assert torch.equal(value, r1["model"][name]), f"ranks differ at {name}"
+        assert torch.allclose(value.float(), single["model"][name].float(), atol=1e-5, rtol=1e-4), name
+
+
+def _checkpoint_updates(path):
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    return state["optimizer_history"][-1]["num_updates"], state
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family, tmp_path):
+    args = family_args(request, family) + COMMON + [
+        "--max-update", "16", "--save-interval-updates", "4", "--no-epoch-checkpoints", "--disable-validation"]
+    reference = tmp_path / "uninterrupted"
+    run(["fairseq-train", *args, "--save-dir", reference])
+
+    crashed = tmp_path / "crashed"
+    proc = subprocess.Popen(["fairseq-train", *args, "--save-dir", crashed], env=cli_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 600
+    while not (crashed / "checkpoint_1_8.pt").exists():
+        assert proc.poll() is None, "training ended before it could be killed"
+        assert time.time() < deadline
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    saved, _ = _checkpoint_updates(crashed / "checkpoint_last.pt")  # readable: the copy is atomic
+    assert saved in (4, 8)
+
+    resumed = run(["fairseq-train", *args, "--save-dir", crashed])
+    assert f"@ {saved} updates" in resumed.stdout + resumed.stderr
+    final_ref, ref_state = _checkpoint_updates(reference / "checkpoint_last.pt")
+    final, state = _checkpoint_updates(crashed / "checkpoint_last.pt")
+    assert final == final_ref == 16
+    for name, value in ref_state["model"].items():
+        assert torch.allclose(value, state["model"][name], atol=1e-6), name
+    ref_opt, opt = ref_state["last_optimizer_state"]["state"], state["last_optimizer_state"]["state"]
+    for k in ref_opt:
+        assert torch.allclose(ref_opt[k]["exp_avg_sq"], opt[k]["exp_avg_sq"], atol=1e-9)
+    assert ref_state["optimizer_history"][-1]["lr_scheduler_state"] == state["optimizer_history"][-1]["lr_scheduler_state"]
+
+
+def _copy_that_dies_halfway(src, dst, *args, **kwargs):
+    data = open(src, "rb").read()
+    with open(dst, "wb") as f:
+        f.write(data[: len(data) // 2])
+    raise OSError("killed while copying")
+
+
+def test_interrupted_checkpoint_copy_keeps_the_old_file(tmp_path, monkeypatch):
+    good, new = tmp_path / "checkpoint_last.pt", tmp_path / "checkpoint_1_8.pt"
+    torch.save({"step": 4, "w": torch.ones(1000)}, good)
+    torch.save({"step": 8, "w": torch.zeros(1000)}, new)
+    monkeypatch.setattr(shutil, "copyfile", _copy_that_dies_halfway)
+    with pytest.raises(OSError, match="killed while copying"):
+        PathManager.copy(str(new), str(good), overwrite=True)
+    assert torch.load(good, weights_only=True)["step"] == 4
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint_1_8.pt", "checkpoint_last.pt"]
