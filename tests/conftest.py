@@ -107,9 +107,10 @@ def train_args(data: Path, save_dir: Path, *extra: str, updates: int = 4) -> lis
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory, tiny_data) -> Path:
     save = tmp_path_factory.mktemp("tiny_ckpt")
-    run(train_args(tiny_data, save, "--eval-bleu", "--eval-bleu-args",
-                   '{"iter_decode_max_iter": 2, "iter_decode_with_beam": 2}',
-                   "--eval-bleu-remove-bpe", "sentencepiece"))
+    proc = run(train_args(tiny_data, save, "--eval-bleu", "--eval-bleu-args",
+                          '{"iter_decode_max_iter": 2, "iter_decode_with_beam": 2}',
+                          "--eval-bleu-remove-bpe", "sentencepiece"))
+    (save / "train.log").write_text(proc.stdout + proc.stderr)
     return save / "checkpoint_last.pt"
 
 

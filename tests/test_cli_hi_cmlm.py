@@ -25,6 +25,13 @@ def hypotheses(stdout: str) -> dict[int, str]:
     return out
 
 
+def test_validation_reports_mask_predict_bleu(tiny_checkpoint):
+    log = (tiny_checkpoint.parent / "train.log").read_text()
+    valid = [line for line in log.splitlines() if "| valid |" in line]
+    assert valid and all("| bleu " in line for line in valid)
+    assert "valid on 'valid' subset" in log
+
+
 def test_generate_length_beam_history_and_analysis(tiny_data, tiny_checkpoint, tmp_path):
     proc = run(generate_args(tiny_data, tiny_checkpoint, "--iter-decode-max-iter", "3",
                              "--iter-decode-with-beam", "3", "--retain-iter-history", "--print-step",

@@ -201,3 +201,12 @@ def test_init_encoder_from_checkpoint(tiny_data, tiny_checkpoint):
     with pytest.raises(FairseqExtError, match="same encoder sizes and dictionary"):
         build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint),
               "--encoder-ffn-embed-dim", "48")
+
+
+def test_task_iterator_yields_every_validation_example(tiny_data):
+    task, _ = build(tiny_data)
+    task.load_dataset("valid")
+    ds = task.dataset("valid")
+    itr = task.get_batch_iterator(ds, max_sentences=16, required_batch_size_multiple=8).next_epoch_itr(shuffle=False)
+    ids = sorted(int(i) for batch in itr for i in batch["id"])
+    assert ids == list(range(len(ds))) and len(ds) == 37

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# HI-CMLM on WMT14 En-De or WMT16 En-Ro with the paper's hyper-parameters (section 4.1): 6+6 layers x 512,
+# 8 heads, FFN 2048, Adam, lr 5e-4 after 20k warm-up updates, inverse-sqrt decay, 8k tokens per GPU
+# on 4 GPUs (--update-freq 4 on one), 300k updates; mask-predict with 10 passes and length beam 5.
+#   examples/hi_cmlm/paper_recipe.sh --dataset wmt14_en_de|wmt16_en_ro [--strategies "all_mask all_copied weighted_sum fence_replace"]
+#        [--distill] [--local DIR] [--work DIR] [--updates N] [--update-freq K]
+# --distill trains an autoregressive teacher (data_prep/distill.sh) and uses its targets (as the
+# paper does). Without a GPU this is days of compute: use examples/hi_cmlm/multi30k.sh on a CPU.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+DATASET="" WORK="" LOCAL_ARGS=() STRATEGIES="fence_replace all_mask all_copied weighted_sum"
+DISTILL=0 UPDATES=300000 UPDATE_FREQ=4
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --dataset) DATASET="$2"; shift 2 ;;
+    --strategies) STRATEGIES="$2"; shift 2 ;;  --distill) DISTILL=1; shift ;;
+    --local) LOCAL_ARGS=(--local "$2"); shift 2 ;;  --work) WORK="$2"; shift 2 ;;
+    --updates) UPDATES="$2"; shift 2 ;;  --update-freq) UPDATE_FREQ="$2"; shift 2 ;;
+    *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+case "$DATASET" in
+  wmt14_en_de) TGT=de ;;
+  wmt16_en_ro) TGT=ro ;;
+  *) echo "error: --dataset must be wmt14_en_de or wmt16_en_ro" >&2; exit 2 ;;
+esac
+WORK="${WORK:-$ROOT/work/$DATASET}"
+[ -s "$WORK/data/bin/dict.en.txt" ] || bash "$ROOT/data_prep/$DATASET.sh" "${LOCAL_ARGS[@]}" --out "$WORK/data" --vocab 32000
+DATA="$WORK/data/bin"
+GEN=test
+[ -e "$DATA/test.en-$TGT.en.bin" ] || GEN=valid
+if [ "$DISTILL" = 1 ]; then
+  bash "$ROOT/data_prep/distill.sh" --data "$DATA" --out "$WORK/distill" --src en --tgt "$TGT" --hours 48 \
+    --teacher-args "--arch transformer_wmt_en_de --share-all-embeddings --dropout 0.1 --optimizer adam \
+--adam-betas (0.9,0.98) --lr 7e-4 --lr-scheduler inverse_sqrt --warmup-updates 4000 --clip-norm 0.0 \
+--criterion label_smoothed_cross_entropy --label-smoothing 0.1 --max-tokens 8192 --update-freq $UPDATE_FREQ"
+  DATA="$WORK/distill/bin"
+fi
+for s in $STRATEGIES; do
+  bash "$HERE/run.sh" --data "$DATA" --work "$WORK/$s" -s en -t "$TGT" --model hi_cmlm --strategy "$s" \
+    --arch hi_cmlm_transformer_wmt_en_de --updates "$UPDATES" --lr 5e-4 --warmup 20000 --max-tokens 8192 \
+    --update-freq "$UPDATE_FREQ" --dropout 0.3 --gen-subset "$GEN" --iter 10 --length-beam 5
+done
