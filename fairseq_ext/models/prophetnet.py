@@ -277,8 +277,8 @@ def prophetnet_architecture(args):
     _setdefault(args, "ngram", 2)
     _setdefault(args, "num_buckets", 32)
     _setdefault(args, "relative_max_distance", 128)
-    _setdefault(args, "max_source_positions", 512)
-    _setdefault(args, "max_target_positions", 512)
+    _setdefault(args, "max_source_positions", 1024)  # fairseq's default, as the tasks set it
+    _setdefault(args, "max_target_positions", 1024)
     _setdefault(args, "dropout", 0.1)
     _setdefault(args, "attention_dropout", 0.1)
     _setdefault(args, "activation_dropout", 0.1)

@@ -37,8 +37,10 @@ class ProphetNetDenoisingConfig(FairseqDataclass):
                                         "dict.*.txt of the folder"})
     mask_ratio: float = field(default=0.15, metadata={"help": "share of each block that is masked, in (0, 1]"})
     block_size: int = field(default=64, metadata={"help": "tokens per block; one span is masked in each"})
-    max_source_positions: int = field(default=512, metadata={"help": "longest line accepted, in tokens"})
-    max_target_positions: int = field(default=512, metadata={"help": "decoder positions (>= the longest line)"})
+    # The positions tables are model weights: fine-tuning (translation_prophetnet, default 1024
+    # like fairseq's translation) must use the same values to load the checkpoint.
+    max_source_positions: int = field(default=1024, metadata={"help": "longest line accepted, in tokens"})
+    max_target_positions: int = field(default=1024, metadata={"help": "decoder positions (>= the longest line)"})
     seed: int = II("common.seed")
     dataset_impl: Optional[str] = II("dataset.dataset_impl")
     train_subset: str = II("dataset.train_subset")
