@@ -170,9 +170,9 @@ def test_equals_transformers_without_relative_positions():
 
 
 def test_equals_transformers_with_relative_positions_one_head_one_stream():
-    """transformers >= 4.27 (PR #21870) mixes up the rows of the predicting streams'
-    relative-position logits when there are several heads or streams; with one of each the
-    orders coincide and everything, relative positions included, must agree."""
+    """transformers (5.23.0 tested) mixes up the rows of the predicting streams' relative-
+    position logits when there are several heads or streams (README, ProphetNet); with one of
+    each the orders coincide and everything, relative positions included, must agree."""
     ours = build(heads=1, ngram=1)
     compare_with_hf(ours, hf_model(ours, 1, 1), 1)
 

@@ -25,12 +25,14 @@ from fairseq.data import FairseqDataset, data_utils
 from fairseq_ext.masking import block_span_mask, replace_80_10_10
 
 
-def span_lengths(num_tokens: int, block_size: int, ratio: float) -> int:
-    """Number of target tokens of a line with ``num_tokens`` maskable tokens."""
-    total = 0
-    for start in range(0, num_tokens, block_size):
-        total += max(1, int(round(ratio * min(block_size, num_tokens - start))))
-    return total
+def span_lengths(num_tokens, block_size: int, ratio: float) -> np.ndarray:
+    """Target tokens of lines with ``num_tokens`` maskable tokens (``block_span_mask``'s count:
+    ``max(1, round(ratio * m))`` per block of ``m`` tokens, rounding half to even)."""
+    n = np.asarray(num_tokens, dtype=np.int64)
+    full, rest = n // block_size, n % block_size
+    per_full = max(1, int(round(ratio * block_size)))
+    per_rest = np.maximum(1, np.round(ratio * rest)).astype(np.int64)
+    return full * per_full + np.where(rest > 0, per_rest, 0)
 
 
 class MassSpanDataset(FairseqDataset):
@@ -45,8 +47,7 @@ class MassSpanDataset(FairseqDataset):
         self.ratio = ratio
         self.shuffle = shuffle
         self.epoch = 1
-        self.tgt_sizes = np.array([span_lengths(int(n) - 1, block_size, ratio) for n in self.src_sizes],
-                                  dtype=np.int64)
+        self.tgt_sizes = span_lengths(self.src_sizes - 1, block_size, ratio)
 
     @property
     def sizes(self):

@@ -129,12 +129,6 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             return buckets, additive_attention_mask(mask, torch.float32)
         return self._cached(("step", step, device), build)
 
-    def _check_length(self, positions: Tensor) -> None:
-        top = int(positions.max()) if positions.numel() else 0
-        require(top <= self.padding_idx + self.max_target_positions,
-                f"decoder input reaches position {top - self.padding_idx}, beyond --max-target-positions "
-                f"{self.max_target_positions}; raise it or filter long targets")
-
     # --------------------------------------------------------------------------- forward
     def forward(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
                 incremental_state: Optional[IncrementalState] = None, features_only: bool = False,
@@ -168,6 +162,9 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             return self._extract_step(prev_output_tokens, enc, enc_mask, incremental_state)
 
         length = prev_output_tokens.size(1)
+        require(length <= self.max_target_positions,
+                f"a decoder input of {length} tokens is longer than --max-target-positions "
+                f"{self.max_target_positions}; raise it or filter long targets")
         device = prev_output_tokens.device
         if decoder_positions is None:
             positions = utils.make_positions(prev_output_tokens, self.padding_idx)
@@ -175,7 +172,6 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         else:
             positions = decoder_positions
             buckets = ngram_stream_buckets(positions, self.ngram, self.num_buckets, self.relative_max_distance)
-        self._check_length(positions)
         key_mask = self._key_mask(length, device)
         main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(positions)
         ahead = self.embed_positions(positions + 1)
