@@ -135,6 +135,8 @@ def test_empty_article_and_empty_input_line_are_refused(tiny_data, tmp_path):
         task.build_dataset_for_inference([torch.tensor([10, 2]), torch.tensor([2])], [2, 1])
     with pytest.raises(FairseqExtError, match="input line 1 has 5 tokens, more than --max-source-positions 4"):
         translation_task().build_dataset_for_inference([torch.tensor([10, 11, 12, 13, 2])], [5])
+    with pytest.raises(FairseqExtError, match="right-padded targets"):
+        TranslationProphetNetTask.setup_task(argparse.Namespace(data=str(tiny_data), left_pad_target=True))
 
 
 def test_long_article_is_refused_not_truncated(tiny_data, tmp_path):

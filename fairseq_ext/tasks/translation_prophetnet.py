@@ -9,7 +9,8 @@ sentencepiece pieces or with an existing dictionary via ``--srcdict``/``--tgtdic
   checkpoint has the same embedding table and loads with ``--finetune-from-model``;
 * every example is batched (``CompleteBatchesTaskMixin``);
 * empty source or target lines (a target of length 1 is only ``</s>``) and lines longer
-  than the model's positions are refused with a clear message, not skipped or truncated.
+  than the model's positions are refused with a clear message, not skipped or truncated;
+  so is ``--left-pad-target`` (the decoder needs padding after the target).
 
 Generation is fairseq's beam search; ProphetNet's decoder then runs its main stream and the
 next-token stream only (``models.prophetnet``).
@@ -36,6 +37,14 @@ class TranslationProphetNetTask(CompleteBatchesTaskMixin, TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationConfig
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        # The decoder reads a right-padded target: padding comes after every real token, so
+        # the causal attention never sees it and positions count from the start.
+        require(not getattr(cfg, "left_pad_target", False),
+                "translation_prophetnet needs right-padded targets; drop --left-pad-target")
+        return super().setup_task(cfg, **kwargs)
 
     @classmethod
     def load_dictionary(cls, filename):
