@@ -14,13 +14,31 @@ from fairseq_ext.masking.hybrid import (
     mix_decoder_input,
     source_copy_weight,
 )
+from fairseq_ext.masking.ngram_stream import (
+    additive_attention_mask,
+    main_stream_mask,
+    ngram_stream_key_mask,
+    ngram_stream_mask,
+    predicting_stream_main_mask,
+)
+from fairseq_ext.masking.relative_position import ngram_stream_buckets, relative_position_bucket
 from fairseq_ext.masking.soft_copy import relative_position_copy_weights, soft_copy
+from fairseq_ext.masking.span_corruption import block_span_mask, replace_80_10_10
 
 __all__ = [
     "HYBRID_STRATEGIES",
+    "additive_attention_mask",
+    "block_span_mask",
     "fence_pattern",
+    "main_stream_mask",
     "mix_decoder_input",
+    "ngram_stream_buckets",
+    "ngram_stream_key_mask",
+    "ngram_stream_mask",
+    "predicting_stream_main_mask",
+    "relative_position_bucket",
     "relative_position_copy_weights",
+    "replace_80_10_10",
     "soft_copy",
     "source_copy_weight",
     "uniform_count_mask",

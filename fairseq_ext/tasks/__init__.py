@@ -1,2 +1,3 @@
 """fairseq task adapters (``register_task``)."""
 from fairseq_ext.tasks import cmlm_hybrid  # noqa: F401
+from fairseq_ext.tasks import prophetnet_denoising, translation_prophetnet  # noqa: F401

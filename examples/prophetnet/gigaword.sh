@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# ProphetNet on Gigaword headline generation (Qi et al. 2020, section 3): optional span-masking
+# pre-training on the article side, fine-tuning on article -> title, beam search with the
+# paper's settings (beam 4, lenpen 1.0), ROUGE-1/2/L F1 (fairseq_ext.analysis.rouge).
+#
+#   examples/prophetnet/gigaword.sh [options]
+#     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
+#     --data DIR              local Gigaword in the harvardnlp format (default ../shared/data/gigaword
+#                             when it exists, else the download of data_prep/gigaword.sh)
+#     --prep DIR              binarized data (default DIR_OF_WORK/gigaword-data; reused when present)
+#     --vocab N               sentencepiece vocabulary when --prep is made (default 10000)
+#     --model prophetnet|transformer   transformer: fairseq's plain Transformer with the same
+#                             sizes and embedding choices (learned positions, embedding layer
+#                             norm, GELU, shared embeddings), label-smoothed cross-entropy
+#     --arch NAME             prophetnet_tiny (default), prophetnet_base, prophetnet_large
+#     --ngram N               predicting streams (default 2)
+#     --pretrain-updates N    span-masking pre-training updates on the articles (default 200, about
+#                             2 epochs of the 10k shared articles; 0: none; default 0 with
+#                             --model transformer or --init)
+#     --finetune-updates N    fine-tuning updates (default 600, about 6 epochs of the 10k pairs)
+#     --max-tokens N          tokens per batch (default 4096)
+#     --lr X                  peak learning rate (default 7e-4; inverse square root after 200 warm-up updates)
+#     --paper                 the paper's fine-tuning recipe (ProphetNet's README): prophetnet_large,
+#                             lr 1e-5, warm-up 1000 from 1e-7, clip-norm 0.1, weight decay 0.01,
+#                             dropout 0.1, max-tokens 1400, 512 positions. Meant for a GPU and a
+#                             pre-trained checkpoint (--init CKPT).
+#     --init CKPT             fine-tune from this checkpoint instead of pre-training here
+#
+# Defaults: prophetnet_tiny, 200 pre-training + 600 fine-tuning updates on the 10k shared
+# pairs, ROUGE on the 1000 validation pairs (the test split of the shared data is withheld).
+# Wall time: about 2.5 CPU-seconds per update (prophetnet_tiny, 4096 tokens), so 30-40 minutes on
+# 2 idle CPU cores; on a busy shared machine 2 hours and more (README, section ProphetNet).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
+die() { echo "error: $*" >&2; exit 2; }
+
+WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
+PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --work) WORK="$2"; shift 2 ;;
+    --data) DATA="$2"; shift 2 ;;
+    --prep) PREP="$2"; shift 2 ;;
+    --vocab) VOCAB="$2"; shift 2 ;;
+    --model) MODEL="$2"; shift 2 ;;
+    --arch) ARCH="$2"; shift 2 ;;
+    --ngram) NGRAM="$2"; shift 2 ;;
+    --pretrain-updates) PRETRAIN="$2"; shift 2 ;;
+    --finetune-updates) FINETUNE="$2"; shift 2 ;;
+    --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
+    --lr) LR="$2"; shift 2 ;;
+    --paper) PAPER=1; shift ;;
+    --init) INIT="$2"; shift 2 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+  esac
+done
+case "$MODEL" in prophetnet|transformer) ;; *) die "--model must be prophetnet or transformer, got $MODEL" ;; esac
+if [ -z "$PRETRAIN" ]; then  # default: 200, none for the transformer or a given starting checkpoint
+  PRETRAIN=200
+  if [ "$MODEL" = transformer ] || [ -n "$INIT" ]; then PRETRAIN=0; fi
+fi
+[[ "$PRETRAIN" =~ ^[0-9]+$ && "$FINETUNE" =~ ^[1-9][0-9]*$ ]] || die "--pretrain-updates must be >= 0 and --finetune-updates >= 1"
+[ "$MODEL" = transformer ] && [ "$PRETRAIN" -gt 0 ] && die "span-masking pre-training is for --model prophetnet; use --pretrain-updates 0 with the transformer"
+[ -n "$INIT" ] && [ "$PRETRAIN" -gt 0 ] && die "--init and --pretrain-updates both give the starting point; choose one"
+[ -z "$INIT" ] || [ -s "$INIT" ] || die "--init $INIT does not exist"
+
+POSITIONS=1024 OPTIM=(--optimizer adam --adam-betas '(0.9,0.98)' --clip-norm 1.0 --lr-scheduler inverse_sqrt
+  --warmup-updates 200 --dropout 0.1 --attention-dropout 0.1)
+if [ "$PAPER" = 1 ]; then
+  ARCH=prophetnet_large LR=1e-5 MAX_TOKENS=1400 POSITIONS=512
+  OPTIM=(--optimizer adam --adam-betas '(0.9,0.999)' --clip-norm 0.1 --lr-scheduler inverse_sqrt
+    --warmup-init-lr 1e-07 --warmup-updates 1000 --weight-decay 0.01 --dropout 0.1 --attention-dropout 0.1)
+fi
+mkdir -p "$WORK"
+WORK="$(cd "$WORK" && pwd)"
+PREP="${PREP:-$(dirname "$WORK")/gigaword-data}"
+if [ -z "$DATA" ] && [ -d "$ROOT/../shared/data/gigaword" ]; then DATA="$ROOT/../shared/data/gigaword"; fi
+COMMANDS="$WORK/commands.txt"
+: > "$COMMANDS"
+logged() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
+T0=$(date +%s)
+
+echo "== 1/4 data: $PREP"
+if [ ! -s "$PREP/bin/dict.article.txt" ] || [ ! -s "$PREP/bin-article/dict.article.txt" ]; then
+  if [ -n "$DATA" ]; then logged bash "$ROOT/data_prep/gigaword.sh" --local "$DATA" --out "$PREP" --vocab "$VOCAB"
+  else logged bash "$ROOT/data_prep/gigaword.sh" --out "$PREP" --vocab "$VOCAB"; fi
+fi
+T1=$(date +%s)
+
+# The same sizes for the plain Transformer, read from the ProphetNet architecture.
+SIZES=($(python - "$ARCH" <<'EOF'
+import argparse, sys
+import fairseq_ext  # noqa: F401
+from fairseq.models import ARCH_CONFIG_REGISTRY
+a = argparse.Namespace()
+ARCH_CONFIG_REGISTRY[sys.argv[1]](a)
+for side in ("encoder", "decoder"):
+    for f in ("layers", "embed_dim", "ffn_embed_dim", "attention_heads"):
+        print(f"--{side}-{f.replace('_', '-')} {getattr(a, f'{side}_{f}')}")
+EOF
+))
+if [ "$MODEL" = prophetnet ]; then
+  MODEL_ARGS=(--arch "$ARCH" --ngram "$NGRAM" --criterion ngram_language_loss)
+else
+  MODEL_ARGS=(--arch transformer "${SIZES[@]}" --activation-fn gelu --encoder-learned-pos --decoder-learned-pos
+    --layernorm-embedding --no-scale-embedding --share-all-embeddings --activation-dropout 0.1
+    --criterion label_smoothed_cross_entropy)
+fi
+TRAIN_ARGS=(--user-dir "$ROOT/fairseq_ext" "${MODEL_ARGS[@]}" "${OPTIM[@]}" --lr "$LR" --max-tokens "$MAX_TOKENS"
+  --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" --no-epoch-checkpoints
+  --log-format simple --log-interval 50 --seed 1 --num-workers 0)
+
+START=()
+if [ "$PRETRAIN" -gt 0 ]; then
+  echo "== 2/4 span-masking pre-training on the articles: $PRETRAIN updates"
+  logged fairseq-train "$PREP/bin-article" --task prophetnet_denoising "${TRAIN_ARGS[@]}" \
+    --max-update "$PRETRAIN" --validate-interval 1000 --save-dir "$WORK/pretrain" \
+    > "$WORK/pretrain.log" 2>&1 || { tail -20 "$WORK/pretrain.log"; exit 1; }
+  grep -E "\| valid on" "$WORK/pretrain.log" | tail -1 | cut -c1-200
+  START=(--finetune-from-model "$WORK/pretrain/checkpoint_last.pt")
+elif [ -n "$INIT" ]; then
+  START=(--finetune-from-model "$INIT")
+else
+  echo "== 2/4 no pre-training"
+fi
+T2=$(date +%s)
+
+echo "== 3/4 fine-tuning article -> title: $FINETUNE updates"
+logged fairseq-train "$PREP/bin" --task translation_prophetnet -s article -t title "${TRAIN_ARGS[@]}" \
+  --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" --validate-interval 5 \
+  --save-dir "$WORK/finetune" > "$WORK/finetune.log" 2>&1 || { tail -20 "$WORK/finetune.log"; exit 1; }
+grep -E "\| valid on" "$WORK/finetune.log" | tail -1 | cut -c1-200
+T3=$(date +%s)
+
+echo "== 4/4 beam search (beam 4, lenpen 1.0) on the validation pairs and ROUGE"
+REF="$PREP/raw/valid.title"
+logged fairseq-generate "$PREP/bin" --user-dir "$ROOT/fairseq_ext" --task translation_prophetnet -s article \
+  -t title --path "$WORK/finetune/checkpoint_last.pt" --gen-subset valid --batch-size 64 --beam 4 \
+  --lenpen 1.0 --no-repeat-ngram-size 3 --max-len-a 0 --max-len-b 40 --post-process sentencepiece \
+  --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" \
+  > "$WORK/generate.txt" 2> "$WORK/generate.log" || { tail -20 "$WORK/generate.log"; exit 1; }
+grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp.title"
+[ "$(wc -l < "$WORK/hyp.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded"
+cp "$REF" "$WORK/ref.title"
+logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.title" --ref "$WORK/ref.title" --json "$WORK/rouge.json"
+T4=$(date +%s)
+
+python - "$WORK" "$MODEL" "$ARCH" "$NGRAM" "$PRETRAIN" "$FINETUNE" "$PAPER" "$T0" "$T1" "$T2" "$T3" "$T4" <<'EOF'
+import json, os, platform, sys
+import torch
+work, model, arch, ngram, pretrain, finetune, paper = sys.argv[1:8]
+t = [int(x) for x in sys.argv[8:]]
+rouge = json.load(open(os.path.join(work, "rouge.json")))
+cpu = platform.processor() or platform.machine()
+try:
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+except (OSError, StopIteration):
+    pass
+result = {
+    "model": model, "arch": arch, "ngram": int(ngram) if model == "prophetnet" else None,
+    "pretrain_updates": int(pretrain), "finetune_updates": int(finetune), "paper_recipe": paper == "1",
+    "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"],
+    "sentences": rouge["sentences"], "scorer": "fairseq_ext.analysis.rouge (rouge-score, stemmed, F1 x 100)",
+    "commands": open(os.path.join(work, "commands.txt")).read().splitlines(),
+    "wall_seconds": {"data": t[1] - t[0], "pretrain": t[2] - t[1], "finetune": t[3] - t[2],
+                     "generate_and_score": t[4] - t[3], "total": t[4] - t[0]},
+    "hardware": {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                 "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+                 "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+}
+json.dump(result, open(os.path.join(work, "results.json"), "w"), indent=2)
+print(f"ROUGE-1 {result['rouge1_f1']:.2f}  ROUGE-2 {result['rouge2_f1']:.2f}  ROUGE-L {result['rougeL_f1']:.2f} "
+      f"({rouge['sentences']} validation pairs; {result['wall_seconds']['total']} s) -> {work}/results.json")
+EOF

@@ -1,0 +1,132 @@
+"""MASS-style span masking of monolingual text for ProphetNet's pre-training (Qi et al. 2020,
+section 2.4; Song et al. 2019).
+
+For a line ``x_0 .. x_{L-1} </s>``:
+
+* ``masking.block_span_mask`` picks one contiguous span per 64-token block (15% of the block),
+  among all tokens but ``</s>``, ``<pad>`` and ``<s>``;
+* the encoder input is the line with the span tokens replaced 80/10/10 (``<mask>`` / a random
+  token / unchanged, ``masking.replace_80_10_10``);
+* the decoder target is the span tokens (all spans of the line, in order); the decoder input
+  at each target is the original token just before it (``</s>`` before ``x_0``), at that
+  token's position, so the decoder sees the article's positions as in fine-tuning, where
+  input ``t`` is at position ``t``;
+* ``span_offset`` numbers the tokens of each span from 0: predicting stream ``k`` is scored
+  only from offset ``k - 1`` on (``criterions.ngram_language_loss``).
+
+Masks are drawn with ``numpy_seed(seed, epoch, index)``: reproducible, new each epoch.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from fairseq.data import FairseqDataset, data_utils
+
+from fairseq_ext.masking import block_span_mask, replace_80_10_10
+
+
+def span_lengths(num_tokens, block_size: int, ratio: float) -> np.ndarray:
+    """Target tokens of lines with ``num_tokens`` maskable tokens (``block_span_mask``'s count:
+    ``max(1, round(ratio * m))`` per block of ``m`` tokens, rounding half to even)."""
+    n = np.asarray(num_tokens, dtype=np.int64)
+    full, rest = n // block_size, n % block_size
+    per_full = max(1, int(round(ratio * block_size)))
+    per_rest = np.maximum(1, np.round(ratio * rest)).astype(np.int64)
+    return full * per_full + np.where(rest > 0, per_rest, 0)
+
+
+class MassSpanDataset(FairseqDataset):
+    def __init__(self, tokens: FairseqDataset, sizes: np.ndarray, dictionary, mask_idx: int, seed: int,
+                 block_size: int = 64, ratio: float = 0.15, shuffle: bool = True):
+        self.tokens = tokens
+        self.src_sizes = np.asarray(sizes)
+        self.dictionary = dictionary
+        self.mask_idx = mask_idx
+        self.seed = seed
+        self.block_size = block_size
+        self.ratio = ratio
+        self.shuffle = shuffle
+        self.epoch = 1
+        self.tgt_sizes = span_lengths(self.src_sizes - 1, block_size, ratio)
+
+    @property
+    def sizes(self):
+        return self.src_sizes
+
+    def set_epoch(self, epoch, **unused):
+        self.epoch = epoch
+
+    @property
+    def can_reuse_epoch_itr_across_epochs(self):
+        return False
+
+    def __len__(self):
+        return len(self.tokens)
+
+    def __getitem__(self, index):
+        with data_utils.numpy_seed(self.seed, self.epoch, index):
+            rng = np.random.RandomState(np.random.randint(2 ** 31))
+        tokens = self.tokens[index]
+        d = self.dictionary
+        maskable = tokens.ne(d.eos()) & tokens.ne(d.pad()) & tokens.ne(d.bos())
+        chosen = block_span_mask(maskable, self.block_size, self.ratio, rng)
+        source, _ = replace_80_10_10(tokens, chosen, self.mask_idx, d.nspecial, self.mask_idx, rng)
+        where = chosen.nonzero().squeeze(1)
+        before = tokens.new_full(where.shape, d.eos())
+        has_before = where > 0
+        before[has_before] = tokens[where[has_before] - 1]
+        new_span = torch.ones_like(where, dtype=torch.bool)
+        new_span[1:] = where[1:] != where[:-1] + 1
+        span_start = where[new_span][new_span.long().cumsum(0) - 1]
+        return {
+            "id": index,
+            "source": source,
+            "target": tokens[where],
+            "prev_output_tokens": before,
+            "positions": where + d.pad() + 1,
+            "span_offset": where - span_start,
+        }
+
+    def collater(self, samples):
+        if not samples:
+            return {}
+        pad, eos = self.dictionary.pad(), self.dictionary.eos()
+
+        def merge(key, left_pad, pad_idx=pad):
+            return data_utils.collate_tokens([s[key] for s in samples], pad_idx, eos, left_pad)
+
+        source = merge("source", left_pad=True)
+        target = merge("target", left_pad=False)
+        return {
+            "id": torch.LongTensor([s["id"] for s in samples]),
+            "nsentences": len(samples),
+            "ntokens": int(target.ne(pad).sum()),
+            "net_input": {
+                "src_tokens": source,
+                "src_lengths": torch.LongTensor([len(s["source"]) for s in samples]),
+                "prev_output_tokens": merge("prev_output_tokens", left_pad=False),
+                "decoder_positions": merge("positions", left_pad=False),
+            },
+            "target": target,
+            "span_offset": merge("span_offset", left_pad=False, pad_idx=0),
+        }
+
+    def num_tokens(self, index):
+        return max(int(self.src_sizes[index]), int(self.tgt_sizes[index]))
+
+    def size(self, index):
+        return int(self.src_sizes[index]), int(self.tgt_sizes[index])
+
+    def num_tokens_vec(self, indices):
+        return np.maximum(self.src_sizes[indices], self.tgt_sizes[indices])
+
+    def ordered_indices(self):
+        order = np.random.permutation(len(self)) if self.shuffle else np.arange(len(self))
+        return order[np.argsort(self.src_sizes[order], kind="mergesort")]
+
+    @property
+    def supports_prefetch(self):
+        return getattr(self.tokens, "supports_prefetch", False)
+
+    def prefetch(self, indices):
+        self.tokens.prefetch(indices)

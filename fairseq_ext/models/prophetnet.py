@@ -1,0 +1,305 @@
+"""ProphetNet (Qi et al. 2020, "ProphetNet: Predicting Future N-gram for Sequence-to-Sequence
+Pre-training"): a Transformer encoder-decoder whose decoder predicts the next ``n`` tokens at
+every step with n-stream self-attention (section 2.3).
+
+* Encoder: fairseq's ``TransformerEncoder`` with ProphetNet's choices (learned positions, a
+  layer norm on the embeddings, GELU, post-norm, no embedding scaling).
+* Decoder: ``ProphetNetDecoder`` below. The main stream embeds the input tokens at their
+  absolute positions; predicting stream ``k`` embeds a learned stream vector plus the
+  position of the token it predicts (one further). The streams go through the same layers
+  (``modules.ProphetNetDecoderLayer``); predicting stream ``k`` at index ``t`` gives the
+  logits of target ``t`` seen from ``k`` tokens back (``masking.ngram_stream``). The decoder
+  returns stream 1 (next token) as its output and all streams in ``extra["stream_logits"]``
+  for ``criterions.ngram_language_loss``.
+* Inference: with an ``incremental_state`` only the main stream (its keys/values are cached)
+  and stream 1 of the newest position are computed; the other streams are off.
+
+Relative positions are T5 buckets (``--num-buckets``, ``--relative-max-distance``) of the
+absolute positions, which pre-training passes in (``decoder_positions``: the positions of
+the masked span in the article); fine-tuning numbers the target from the start.
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq import utils
+from fairseq.models import FairseqIncrementalDecoder, register_model, register_model_architecture
+from fairseq.models.transformer import TransformerEncoder, TransformerModel
+from fairseq.models.transformer.transformer_legacy import base_architecture
+from fairseq.modules import LayerNorm
+from fairseq.modules.fairseq_dropout import FairseqDropout
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from torch import Tensor, nn
+
+from fairseq_ext.errors import require
+from fairseq_ext.masking import (
+    additive_attention_mask,
+    ngram_stream_buckets,
+    ngram_stream_key_mask,
+    relative_position_bucket,
+)
+from fairseq_ext.modules import ProphetNetDecoderLayer
+from fairseq_ext.modules.ngram_self_attention import IncrementalState
+
+
+def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
+    """Clear errors for option values the model cannot honour."""
+    ngram, buckets, distance = args.ngram, args.num_buckets, args.relative_max_distance
+    require(ngram >= 1, f"--ngram must be >= 1 (1 = next-token prediction only, the paper uses 2), got {ngram}")
+    require(ngram <= args.max_target_positions,
+            f"--ngram {ngram} is larger than the decoder's positions table (--max-target-positions "
+            f"{args.max_target_positions}); use a smaller --ngram")
+    require(buckets >= 2, f"--num-buckets must be >= 2 (the paper uses 32), got {buckets}")
+    require(distance > buckets // 2,
+            f"--relative-max-distance must be larger than --num-buckets // 2 = {buckets // 2} (the "
+            f"paper uses 128 with 32 buckets), got {distance}")
+    require(args.encoder_embed_dim == args.decoder_embed_dim,
+            f"prophetnet shares its embeddings, so --encoder-embed-dim ({args.encoder_embed_dim}) must "
+            f"equal --decoder-embed-dim ({args.decoder_embed_dim})")
+    for side in ("encoder", "decoder"):
+        dim, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
+        require(heads >= 1 and dim % heads == 0,
+                f"--{side}-embed-dim {dim} must be a multiple of --{side}-attention-heads {heads}")
+    require(src_dict == tgt_dict,
+            "prophetnet shares one embedding table between encoder, decoder and output layer (as in "
+            "the paper), so source and target need one dictionary: binarize with fairseq-preprocess "
+            "--joined-dictionary (or --srcdict with the target dictionary)")
+
+
+class ProphetNetDecoder(FairseqIncrementalDecoder):
+    """Decoder with a main stream and ``args.ngram`` predicting streams."""
+
+    def __init__(self, args, dictionary, embed_tokens: nn.Embedding):
+        super().__init__(dictionary)
+        self.ngram = args.ngram
+        self.num_buckets = args.num_buckets
+        self.relative_max_distance = args.relative_max_distance
+        self.max_target_positions = args.max_target_positions
+        self.padding_idx = embed_tokens.padding_idx
+        embed_dim = embed_tokens.embedding_dim
+        self.embed_tokens = embed_tokens
+        self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(embed_dim)
+        # Rows padding_idx + 1 .. padding_idx + max_target_positions hold the input tokens'
+        # positions; one more row holds the last predicting stream's position (one further).
+        self.embed_positions = nn.Embedding(args.max_target_positions + self.padding_idx + 2, embed_dim,
+                                            padding_idx=self.padding_idx)
+        self.ngram_embeddings = nn.Embedding(self.ngram, embed_dim)
+        self.layernorm_embedding = LayerNorm(embed_dim)
+        self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
+        self.layers = nn.ModuleList([
+            ProphetNetDecoderLayer(embed_dim, args.decoder_ffn_embed_dim, args.decoder_attention_heads,
+                                   self.ngram, self.num_buckets, args.dropout, args.attention_dropout,
+                                   args.activation_dropout, args.activation_fn)
+            for _ in range(args.decoder_layers)
+        ])
+        self.share_input_output_embed = args.share_decoder_input_output_embed
+        self.output_projection = None
+        if not self.share_input_output_embed:
+            self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
+        self._fixed_cache: Dict[tuple, tuple] = {}
+
+    # ---------------------------------------------------------------- positions and masks
+    def _cached(self, key: tuple, build):
+        if key not in self._fixed_cache:
+            self._fixed_cache[key] = build()
+        return self._fixed_cache[key]
+
+    def _key_mask(self, length: int, device) -> Tensor:
+        """Additive float32 ``((1 + n) T, T + 1)`` mask over ``[main keys, own key]``."""
+        return self._cached(("mask", length, device), lambda: additive_attention_mask(
+            ngram_stream_key_mask(length, self.ngram, device=device), torch.float32))
+
+    def _numbered_buckets(self, length: int, device) -> Tensor:
+        """Buckets of a target numbered from the start (fine-tuning, validation)."""
+        return self._cached(("buckets", length, device), lambda: ngram_stream_buckets(
+            torch.arange(length, device=device), self.ngram, self.num_buckets, self.relative_max_distance))
+
+    def _step_tensors(self, step: int, device) -> tuple:
+        """Buckets ``(2, S)`` and additive key mask ``(2, S + 1)`` of rows ``[main, stream 1]``
+        at decoding step ``step`` (``S = step + 1`` cached main keys)."""
+        def build():
+            d = torch.arange(step + 2, device=device)
+            far = relative_position_bucket(-d, self.num_buckets, self.relative_max_distance).flip(0)
+            buckets = torch.stack([far[1:], far[:-1]])  # main: distance step - j; stream 1: one more
+            mask = torch.ones(2, step + 2, dtype=torch.bool, device=device)
+            mask[0, -1] = False  # the main query sees itself as the last cached key
+            return buckets, additive_attention_mask(mask, torch.float32)
+        return self._cached(("step", step, device), build)
+
+    # --------------------------------------------------------------------------- forward
+    def forward(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+                incremental_state: Optional[IncrementalState] = None, features_only: bool = False,
+                decoder_positions: Optional[Tensor] = None, **unused):
+        """
+        Returns:
+            ``(stream-1 logits (B, T, V), extra)``; a full pass also returns every stream's
+            logits in ``extra["stream_logits"]`` (a list of ``ngram`` tensors ``(B, T, V)``).
+            Incrementally ``T = 1``: the next-token logits of the newest position.
+        """
+        streams = self.extract_features(prev_output_tokens, encoder_out, incremental_state, decoder_positions)
+        extra = {"attn": [None], "inner_states": None}
+        if features_only:
+            return streams[0], extra
+        logits = [self.output_layer(s) for s in streams]
+        if incremental_state is None:
+            extra["stream_logits"] = logits
+        return logits[0], extra
+
+    def extract_features(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+                         incremental_state: Optional[IncrementalState] = None,
+                         decoder_positions: Optional[Tensor] = None) -> List[Tensor]:
+        """Final hidden states of the predicting streams, each ``(B, T, C)`` (incrementally: one
+        stream, ``T = 1``)."""
+        enc, enc_mask = None, None
+        if encoder_out is not None:
+            enc = encoder_out["encoder_out"][0]
+            if encoder_out.get("encoder_padding_mask"):
+                enc_mask = encoder_out["encoder_padding_mask"][0]
+        if incremental_state is not None:
+            return self._extract_step(prev_output_tokens, enc, enc_mask, incremental_state)
+
+        length = prev_output_tokens.size(1)
+        require(length <= self.max_target_positions,
+                f"a decoder input of {length} tokens is longer than --max-target-positions "
+                f"{self.max_target_positions}; raise it or filter long targets")
+        device = prev_output_tokens.device
+        if decoder_positions is None:
+            positions = utils.make_positions(prev_output_tokens, self.padding_idx)
+            buckets = self._numbered_buckets(length, device)
+        else:
+            positions = decoder_positions
+            buckets = ngram_stream_buckets(positions, self.ngram, self.num_buckets, self.relative_max_distance)
+        key_mask = self._key_mask(length, device)
+        main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(positions)
+        ahead = self.embed_positions(positions + 1)
+        rows = [main] + [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
+        x = self.dropout_module(self.layernorm_embedding(torch.cat(rows, dim=1))).transpose(0, 1)
+        x = self._layers(x, enc, enc_mask, buckets, key_mask, length)
+        x = x.transpose(0, 1)
+        return [x[:, k * length:(k + 1) * length] for k in range(self.ngram)]
+
+    def _layers(self, x: Tensor, enc: Optional[Tensor], enc_mask: Optional[Tensor], buckets: Tensor,
+                key_mask: Tensor, first_predicting: int, incremental_state: Optional[IncrementalState] = None):
+        """All layers; the last one computes the predicting rows only (nothing reads the main
+        stream's output)."""
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            if i == last:
+                buckets, key_mask = buckets[..., first_predicting:, :], key_mask[first_predicting:]
+            x = layer(x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last)
+        return x
+
+    def _extract_step(self, prev_output_tokens: Tensor, enc: Optional[Tensor], enc_mask: Optional[Tensor],
+                      incremental_state: IncrementalState) -> List[Tensor]:
+        """Rows ``[main, stream 1]`` of the newest token; the main stream's keys/values are cached."""
+        step = prev_output_tokens.size(1) - 1
+        require(step < self.max_target_positions,
+                f"decoding step {step + 1} is beyond --max-target-positions {self.max_target_positions}")
+        buckets, key_mask = self._step_tensors(step, prev_output_tokens.device)
+        position = self.padding_idx + 1 + step
+        pos = self.embed_positions.weight[position:position + 2]
+        main = self.embed_scale * self.embed_tokens(prev_output_tokens[:, -1:]) + pos[0]
+        ahead = (pos[1] + self.ngram_embeddings.weight[0]).expand_as(main)
+        x = self.dropout_module(self.layernorm_embedding(torch.cat([main, ahead], dim=1))).transpose(0, 1)
+        x = self._layers(x, enc, enc_mask, buckets, key_mask, 1, incremental_state)
+        return [x.transpose(0, 1)]
+
+    def output_layer(self, features: Tensor) -> Tensor:
+        if self.share_input_output_embed:
+            return F.linear(features, self.embed_tokens.weight)
+        return self.output_projection(features)
+
+    def max_positions(self) -> int:
+        return self.max_target_positions
+
+
+@register_model("prophetnet")
+class ProphetNetModel(TransformerModel):
+    """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
+
+    @classmethod
+    def add_args(cls, parser):
+        TransformerModel.add_args(parser)
+        parser.add_argument("--ngram", type=int, metavar="N",
+                            help="number of predicting streams: tokens predicted at each step (>= 1; "
+                                 "the paper uses 2)")
+        parser.add_argument("--num-buckets", type=int, metavar="N",
+                            help="relative-position buckets of the decoder self-attention (default 32)")
+        parser.add_argument("--relative-max-distance", type=int, metavar="N",
+                            help="distances >= this share the last relative-position bucket (default 128)")
+
+    @classmethod
+    def build_model(cls, args, task):
+        prophetnet_architecture(args)
+        src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
+        validate_prophetnet_args(args, src_dict, tgt_dict)
+        args.share_decoder_input_output_embed = True
+        embed_tokens = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
+        encoder = TransformerEncoder(args, src_dict, embed_tokens)
+        decoder = ProphetNetDecoder(args, tgt_dict, embed_tokens)
+        model = cls(args, encoder, decoder)
+        model.apply(init_bert_params)
+        return model
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, decoder_positions: Optional[Tensor] = None,
+                features_only: bool = False, **unused):
+        encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
+        return self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
+                            decoder_positions=decoder_positions)
+
+
+def _setdefault(args, name: str, value) -> None:
+    if getattr(args, name, None) is None:
+        setattr(args, name, value)
+
+
+def _sizes(args, layers: int, dim: int, heads: int, ffn: int) -> None:
+    for side in ("encoder", "decoder"):
+        _setdefault(args, f"{side}_layers", layers)
+        _setdefault(args, f"{side}_embed_dim", dim)
+        _setdefault(args, f"{side}_attention_heads", heads)
+        _setdefault(args, f"{side}_ffn_embed_dim", ffn)
+
+
+@register_model_architecture("prophetnet", "prophetnet")
+def prophetnet_architecture(args):
+    """ProphetNet's choices on top of fairseq's Transformer defaults: learned positions, a
+    layer norm on the embeddings, GELU, no embedding scaling, one shared embedding table,
+    dropout 0.1 everywhere, n = 2, 32 buckets up to distance 128; 6+6 layers x 768 dims."""
+    _sizes(args, 6, 768, 12, 3072)
+    _setdefault(args, "ngram", 2)
+    _setdefault(args, "num_buckets", 32)
+    _setdefault(args, "relative_max_distance", 128)
+    _setdefault(args, "max_source_positions", 1024)  # fairseq's default, as the tasks set it
+    _setdefault(args, "max_target_positions", 1024)
+    _setdefault(args, "dropout", 0.1)
+    _setdefault(args, "attention_dropout", 0.1)
+    _setdefault(args, "activation_dropout", 0.1)
+    _setdefault(args, "activation_fn", "gelu")
+    for flag in ("encoder_learned_pos", "decoder_learned_pos", "layernorm_embedding", "no_scale_embedding",
+                 "share_all_embeddings", "share_decoder_input_output_embed"):
+        setattr(args, flag, True)
+    base_architecture(args)
+
+
+@register_model_architecture("prophetnet", "prophetnet_base")
+def prophetnet_base(args):
+    """6+6 layers x 768 dims, 12 heads, FFN 3072."""
+    prophetnet_architecture(args)
+
+
+@register_model_architecture("prophetnet", "prophetnet_large")
+def prophetnet_large(args):
+    """The paper's size (section 3.1): 12+12 layers x 1024 dims, 16 heads, FFN 4096."""
+    _sizes(args, 12, 1024, 16, 4096)
+    prophetnet_architecture(args)
+
+
+@register_model_architecture("prophetnet", "prophetnet_tiny")
+def prophetnet_tiny(args):
+    """3+3 layers x 256 dims, 4 heads, FFN 1024: tests and the CPU Gigaword example."""
+    _sizes(args, 3, 256, 4, 1024)
+    prophetnet_architecture(args)

@@ -1,0 +1,123 @@
+"""ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5).
+
+Queries are ``(1 + n) * T`` rows: the main stream and ``n`` predicting streams, all with the
+same projections. Who sees whom is ``masking.ngram_stream_mask``; since no query sees a
+predicting-stream key other than its own, every query attends ``T + 1`` keys: the ``T``
+main-stream keys and its own key, masked by ``masking.ngram_stream_key_mask`` (causal for the
+main stream, ``j <= max(t - k + 1, 0)`` plus itself for stream ``k``). One matrix product
+and one softmax serve all streams; a test compares this with dense attention under the full
+``((1 + n) T)^2`` mask. Every score gets a T5-style relative-position bias predicted from the
+query (``relative_pos_proj``: one logit per bucket and head, feature ``bucket * heads + head``).
+
+Incremental decoding (``incremental_state``) keeps a key/value cache of the main stream only
+and takes rows ``[main, stream 1]`` of the newest position: the new main key joins the cache
+and both queries see the whole cache (stream 1 at ``t`` sees main ``<= t``). The other
+predicting streams are not computed at inference.
+"""
+from __future__ import annotations
+
+from typing import Dict, Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq.incremental_decoding_utils import with_incremental_state
+from fairseq.modules.fairseq_dropout import FairseqDropout
+from torch import Tensor, nn
+
+IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
+
+
+def _gather_bias(bias: Tensor, buckets: Tensor) -> Tensor:
+    """``bias``: ``(B, H, R, num_buckets)``; ``buckets``: ``(R, S)`` or ``(B, R, S)`` ->
+    ``(B, H, R, S)`` with ``out[..., r, s] = bias[..., r, buckets[r, s]]``."""
+    b, h, r, _ = bias.shape
+    if buckets.dim() == 2:
+        buckets = buckets.unsqueeze(0)
+    return bias.gather(-1, buckets.unsqueeze(1).expand(b, h, r, buckets.size(-1)))
+
+
+@with_incremental_state
+class NgramSelfAttention(nn.Module):
+    """Multi-head self-attention over a main stream and ``ngram`` predicting streams."""
+
+    def __init__(self, embed_dim: int, num_heads: int, ngram: int, num_buckets: int,
+                 attention_dropout: float = 0.0):
+        super().__init__()
+        if embed_dim % num_heads:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by {num_heads} heads")
+        self.embed_dim = embed_dim
+        self.num_heads = num_heads
+        self.head_dim = embed_dim // num_heads
+        self.scaling = self.head_dim ** -0.5
+        self.ngram = ngram
+        self.num_buckets = num_buckets
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+        self.relative_pos_proj = nn.Linear(embed_dim, num_buckets * num_heads)
+        self.dropout_module = FairseqDropout(attention_dropout, module_name=self.__class__.__name__)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        """``(R, B, C)`` -> ``(B, H, R, d)``."""
+        rows, bsz, _ = x.shape
+        return x.view(rows, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
+
+    def forward(self, x: Tensor, buckets: Tensor, key_mask: Tensor,
+                incremental_state: Optional[IncrementalState] = None, predicting_only: bool = False) -> Tensor:
+        """
+        Args:
+            x: ``(R, B, C)``. Full pass: ``R = (1 + ngram) * T``, rows
+                ``[main, stream 1, ..., stream n]``. Incremental: ``R = 2``, rows
+                ``[main, stream 1]`` of the newest position.
+            buckets: relative-position bucket of each main key for each query row,
+                ``(R, S)`` or ``(B, R, S)`` (``masking.ngram_stream_buckets``; ``S = T`` in a full
+                pass, the number of cached keys incrementally).
+            key_mask: ``(R, S + 1)`` additive float32 mask over ``[main keys, own key]``
+                (``masking.ngram_stream_key_mask``).
+            predicting_only: compute the predicting rows only (the main rows still give their
+                keys and values): the decoder's last layer needs no main-stream output.
+                ``buckets`` and ``key_mask`` then hold the predicting rows only.
+
+        Returns:
+            ``(R, B, C)``, or the predicting rows only.
+        """
+        rows, bsz, _ = x.shape
+        first = 1 if incremental_state is not None else rows // (1 + self.ngram)  # first predicting row
+        k = self._heads(self.k_proj(x))
+        v = self._heads(self.v_proj(x))
+        queries = x[first:] if predicting_only else x
+        q = self._heads(self.q_proj(queries) * self.scaling)
+        bias = self.relative_pos_proj(queries).view(queries.size(0), bsz, self.num_buckets, self.num_heads)
+        bias = bias.permute(1, 3, 0, 2).float()  # (B, H, R', num_buckets)
+        k_own, v_own = (k[:, :, first:], v[:, :, first:]) if predicting_only else (k, v)
+        if incremental_state is not None:
+            k_main, v_main = self._cached_main(k[:, :, :1], v[:, :, :1], incremental_state)
+        else:
+            k_main, v_main = k[:, :, :first], v[:, :, :first]
+
+        on_main = torch.matmul(q, k_main.transpose(-1, -2)).float() + _gather_bias(bias, buckets)
+        on_own = (q * k_own).sum(-1, keepdim=True).float() + bias[..., :1]
+        scores = torch.cat([on_main, on_own], dim=-1) + key_mask
+        probs = self.dropout_module(F.softmax(scores, dim=-1).to(x.dtype))
+        keys = k_main.size(2)
+        out = torch.matmul(probs[..., :keys], v_main) + probs[..., keys:] * v_own
+        return self.out_proj(out.permute(2, 0, 1, 3).reshape(out.size(2), bsz, self.embed_dim))
+
+    def _cached_main(self, k_new: Tensor, v_new: Tensor, incremental_state: IncrementalState) -> tuple:
+        """Append the newest main-stream key/value to the cache; return all cached ones."""
+        cache = self.get_incremental_state(incremental_state, "main_stream") or {}
+        if cache.get("prev_key") is not None:
+            k_new = torch.cat([cache["prev_key"], k_new], dim=2)
+            v_new = torch.cat([cache["prev_value"], v_new], dim=2)
+        self.set_incremental_state(incremental_state, "main_stream", {"prev_key": k_new, "prev_value": v_new})
+        return k_new, v_new
+
+    def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor) -> None:
+        """Follow beam search's reordering of the hypotheses."""
+        cache = self.get_incremental_state(incremental_state, "main_stream")
+        if cache is not None:
+            for key in ("prev_key", "prev_value"):
+                if cache.get(key) is not None:
+                    cache[key] = cache[key].index_select(0, new_order)
+            self.set_incremental_state(incremental_state, "main_stream", cache)

@@ -1,0 +1,75 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+"""Task ``translation_prophetnet``: fine-tune ProphetNet on source/target pairs (Qi et al. 2020,
+section 3.2: summarization, question generation).
+
+fairseq's ``translation`` task (binarized pairs made by fairseq-preprocess, from
+sentencepiece pieces or with an existing dictionary via ``--srcdict``/``--tgtdict``), plus:
+
+* the dictionaries get a ``<mask>`` symbol, as in ``prophetnet_denoising``, so a pre-trained
+  checkpoint has the same embedding table and loads with ``--finetune-from-model``;
+* every example is batched (``CompleteBatchesTaskMixin``);
+* empty source or target lines (a target of length 1 is only ``</s>``) and lines longer
+  than the model's positions are refused with a clear message, not skipped or truncated;
+  so is ``--left-pad-target`` (the decoder needs padding after the target).
+
+Generation is fairseq's beam search; ProphetNet's decoder then runs its main stream and the
+next-token stream only (``models.prophetnet``).
+"""
+from fairseq.data import Dictionary
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask
+
+from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines
+from fairseq_ext.errors import require
+
+MASK_SYMBOL = "<mask>"
+
+
+def with_mask_symbol(dictionary: Dictionary) -> Dictionary:
+    """Add ``<mask>`` (the last symbol) unless the dictionary has it already."""
+    dictionary.add_symbol(MASK_SYMBOL)
+    return dictionary
+
+
+@register_task("translation_prophetnet", dataclass=TranslationConfig)
+class TranslationProphetNetTask(CompleteBatchesTaskMixin, TranslationTask):
+    """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
+
+    cfg: TranslationConfig
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        # The decoder reads a right-padded target: padding comes after every real token, so
+        # the causal attention never sees it and positions count from the start.
+        require(not getattr(cfg, "left_pad_target", False),
+                "translation_prophetnet needs right-padded targets; drop --left-pad-target")
+        return super().setup_task(cfg, **kwargs)
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        return with_mask_symbol(Dictionary.load(filename))
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        dataset = self.datasets[split]
+        refuse_empty_lines(split, "source", dataset.src_sizes, self.cfg.data)
+        if not self.cfg.truncate_source:
+            refuse_long_lines(split, "source", dataset.src_sizes, self.cfg.max_source_positions,
+                              "--max-source-positions")
+        if dataset.tgt_sizes is not None:
+            refuse_empty_lines(split, "target", dataset.tgt_sizes, self.cfg.data)
+            refuse_long_lines(split, "target", dataset.tgt_sizes, self.cfg.max_target_positions,
+                              "--max-target-positions")
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        # fairseq-interactive calls this once per buffer of lines, in input order.
+        seen = self.__dict__.get("_inference_lines_seen", 0)
+        for i, length in enumerate(src_lengths):
+            line = seen + i + 1
+            require(int(length) > 1, f"input line {line} is empty; remove empty lines from the input")
+            require(int(length) <= self.cfg.max_source_positions,
+                    f"input line {line} has {int(length)} tokens, more than --max-source-positions "
+                    f"{self.cfg.max_source_positions}; split it or raise the limit")
+        self._inference_lines_seen = seen + len(src_lengths)
+        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
