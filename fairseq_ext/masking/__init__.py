@@ -7,6 +7,15 @@ is given, who may attend to whom). Conventions (see ../shared/DESIGN.md):
 * corruption functions take an optional ``torch.Generator`` and return the positions they chose;
 * padding and special tokens are never chosen unless a docstring says otherwise.
 """
+from fairseq_ext.masking.attention import (
+    bidirectional_mask,
+    causal_mask,
+    check_order,
+    order_ranks,
+    permutation_mask,
+    prefix_lm_mask,
+    random_order,
+)
 from fairseq_ext.masking.corruption import uniform_count_mask
 from fairseq_ext.masking.hybrid import (
     HYBRID_STRATEGIES,
@@ -18,8 +27,15 @@ from fairseq_ext.masking.soft_copy import relative_position_copy_weights, soft_c
 
 __all__ = [
     "HYBRID_STRATEGIES",
+    "bidirectional_mask",
+    "causal_mask",
+    "check_order",
     "fence_pattern",
     "mix_decoder_input",
+    "order_ranks",
+    "permutation_mask",
+    "prefix_lm_mask",
+    "random_order",
     "relative_position_copy_weights",
     "soft_copy",
     "source_copy_weight",
