@@ -12,24 +12,16 @@ same list prunes three things consistently:
 * the model rows (embedding, tied output projection, output bias): ``keep_ids`` selects
   them from a pretrained checkpoint (``models/unilm_init.py``).
 
-Build a list from the (sentencepiece-encoded) task data:
-
-    python -m fairseq_ext.data.keep_tokens --dict DATA/dict.src.txt --out keep.txt \\
-        FILE [FILE ...]
+Build a list from the (sentencepiece-encoded) task data with ``data_prep/keep_tokens.py``.
 """
 from __future__ import annotations
 
-import argparse
-import logging
-from collections import Counter
 from typing import Iterable
 
 import torch
 from fairseq.data import BaseWrapperDataset, Dictionary
 
 from fairseq_ext.errors import FairseqExtError
-
-logger = logging.getLogger(__name__)
 
 
 def read_keep_list(path: str) -> list[str]:
@@ -94,33 +86,3 @@ def count_unmapped(dataset, lookup: torch.Tensor, unk: int) -> tuple[int, int]:
         lost += int((lookup[ids].eq(unk) & ids.ne(unk)).sum())
         total += ids.numel()
     return lost, total
-
-
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.data.keep_tokens", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("files", nargs="+", help="tokenized text (e.g. sentencepiece pieces), one sentence a line")
-    p.add_argument("--dict", required=True, help="the full dictionary (fairseq dict.txt)")
-    p.add_argument("--min-count", type=int, default=1, help="keep tokens seen at least this often")
-    p.add_argument("--out", required=True, help="the list to write (fairseq dict format)")
-    args = p.parse_args(argv)
-    if args.min_count < 1:
-        p.error("--min-count must be >= 1")
-    full = Dictionary.load(args.dict)
-    counts: Counter = Counter()
-    for path in args.files:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                counts.update(line.split())
-    kept = [(tok, counts[tok]) for tok in full.symbols[full.nspecial:] if counts[tok] >= args.min_count]
-    outside = sum(n for tok, n in counts.items() if tok not in full.indices)
-    with open(args.out, "w", encoding="utf-8") as f:
-        f.writelines(f"{tok} {n}\n" for tok, n in kept)
-    share = 100.0 * len(kept) / max(1, len(full) - full.nspecial)
-    print(f"kept {len(kept)} of {len(full) - full.nspecial} tokens ({share:.1f}%) in {args.out}"
-          + (f"; {outside} running tokens are not in {args.dict}" if outside else ""))
-
-
-if __name__ == "__main__":
-    logging.getLogger().setLevel(logging.WARNING)
-    main()

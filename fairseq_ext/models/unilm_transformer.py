@@ -295,7 +295,8 @@ class UniLMTransformerModel(FairseqEncoderDecoderModel):
     def add_args(parser):
         parser.add_argument("--attention-mask", choices=ATTENTION_MASKS,
                             help="prefix: UniLM seq2seq; causal: left to right; permutation: "
-                                 "XLNet-style random factorisation order (permutation_lm)")
+                                 "XLNet-style random factorisation order (permutation_lm); "
+                                 "default: the task's (prefix, or permutation for permutation_lm)")
         parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of layers")
         parser.add_argument("--encoder-embed-dim", type=int, metavar="N", help="model dimension")
         parser.add_argument("--encoder-ffn-embed-dim", type=int, metavar="N", help="FFN dimension")
@@ -313,6 +314,8 @@ class UniLMTransformerModel(FairseqEncoderDecoderModel):
     @classmethod
     def build_model(cls, args, task):
         unilm_base_architecture(args)
+        if args.attention_mask is None:  # the task's own script by default
+            args.attention_mask = getattr(task, "default_attention_mask", "prefix")
         validate_unilm_args(args)
         stack = UniLMStack(args, task.source_dictionary)
         return cls(args, stack, UniLMDecoder(task.target_dictionary, stack))
@@ -351,8 +354,9 @@ class UniLMTransformerModel(FairseqEncoderDecoderModel):
 
 @register_model_architecture("unilm_transformer", "unilm_transformer")
 def unilm_base_architecture(args):
-    """BERT-base sizes: 12 layers x 768, 12 heads, FFN 3072, 512 positions, prefix mask."""
-    args.attention_mask = utils.safe_getattr(args, "attention_mask", None) or "prefix"
+    """BERT-base sizes: 12 layers x 768, 12 heads, FFN 3072, 512 positions; the mask defaults
+    to the task's (prefix for unilm_seq2seq, permutation for permutation_lm)."""
+    args.attention_mask = utils.safe_getattr(args, "attention_mask", None)
     args.encoder_layers = utils.safe_getattr(args, "encoder_layers", 12)
     args.encoder_embed_dim = utils.safe_getattr(args, "encoder_embed_dim", 768)
     args.encoder_ffn_embed_dim = utils.safe_getattr(args, "encoder_ffn_embed_dim", 3072)

@@ -65,6 +65,7 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
+    default_attention_mask = "permutation"
 
     def __init__(self, cfg: PermutationLMConfig, dictionary: Dictionary):
         super().__init__(cfg)

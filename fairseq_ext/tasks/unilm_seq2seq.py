@@ -65,6 +65,7 @@ class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
+    default_attention_mask = "prefix"
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(src_dict.symbols == tgt_dict.symbols,
