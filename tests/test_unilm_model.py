@@ -389,3 +389,14 @@ def test_keep_tokens_refuses_unknown_tokens(tmp_path):
     (tmp_path / "keep.txt").write_text("w1\nnot-a-token\n")
     with pytest.raises(FairseqExtError, match="'not-a-token' .entry 2. is not in the data's dictionary"):
         build(keep_tokens=str(tmp_path / "keep.txt"))
+
+
+def test_a_consumed_encoder_out_is_refused_clearly():
+    d = dictionary()
+    _, model = build(d)
+    src, _, _ = batch(d)
+    encoder_out = model.encoder(src)
+    bos = torch.full((src.size(0), 1), d.eos())
+    model.decoder(bos, encoder_out, incremental_state={})
+    with pytest.raises(FairseqExtError, match="already used by an incremental decoding run"):
+        model.decoder(bos, encoder_out, incremental_state={})

@@ -262,9 +262,15 @@ class UniLMDecoder(FairseqIncrementalDecoder):
         stack = self.stack
         step = prev_output_tokens.size(1) - 1
         if step == 0:  # the source's </s> predicts the first target token
+            if "keys" not in encoder_out:
+                raise FairseqExtError("this encoder_out was already used by an incremental decoding run; "
+                                      "run the encoder again for a new one")
+            # The cache takes the source keys/values over: popping them from encoder_out spares
+            # fairseq's per-step reorder_encoder_out from copying them a second time.
+            keys, values = encoder_out.pop("keys"), encoder_out.pop("values")
             cache = {"padding": encoder_out["source_padding"][0]}
             for i in range(len(stack.layers)):
-                cache[f"k{i}"], cache[f"v{i}"] = encoder_out["keys"][i], encoder_out["values"][i]
+                cache[f"k{i}"], cache[f"v{i}"] = keys[i], values[i]
             self.set_incremental_state(incremental_state, "cache", cache)
             return stack.lm_head(encoder_out["sep_state"][0])
         cache = self.get_incremental_state(incremental_state, "cache")
