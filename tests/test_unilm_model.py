@@ -400,3 +400,14 @@ def test_a_consumed_encoder_out_is_refused_clearly():
     model.decoder(bos, encoder_out, incremental_state={})
     with pytest.raises(FairseqExtError, match="already used by an incremental decoding run"):
         model.decoder(bos, encoder_out, incremental_state={})
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_model_runs_in_half_precision(dtype):
+    d = dictionary()
+    _, model = build(d)
+    src, _, prev = batch(d)
+    ref, _ = model(src, None, prev)
+    out, _ = model.to(dtype)(src, None, prev)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    assert torch.allclose(out.float(), ref, atol=0.15)
