@@ -29,6 +29,14 @@ ZERO_INITIALISED = ("encoder.embed_segments.weight", "encoder.embed_next_positio
 VOCAB_ROWS = ("encoder.embed_tokens.weight", "encoder.lm_head.weight", "encoder.lm_head.bias")
 
 
+def _renamed(key: str) -> Optional[str]:
+    """The model's name for a RoBERTa parameter, or None if it has none."""
+    for old, new in RENAMES:
+        if key.startswith(old):
+            return new + key[len(old):]
+    return None
+
+
 def _model_args(state: dict) -> dict:
     cfg = state.get("cfg") or {}
     model = cfg.get("model") if hasattr(cfg, "get") else None
@@ -92,12 +100,8 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
     state = checkpoint_utils.load_checkpoint_to_cpu(path)
     args = _model_args(state)
     _check_structure(path, args, model.args)
-    theirs = {}
-    for key, value in state["model"].items():
-        for old, new in RENAMES:
-            if key.startswith(old):
-                theirs[new + key[len(old):]] = value
-                break
+    renamed = {key: _renamed(key) for key in state["model"]}
+    theirs = {new: state["model"][key] for key, new in renamed.items() if new is not None}
     own = model.state_dict()
     vocab = theirs.get("encoder.embed_tokens.weight")
     require(vocab is not None, f"--init-from {path}: no encoder.sentence_encoder.embed_tokens.weight; "
@@ -134,8 +138,7 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
                 "(--encoder-embed-dim, --encoder-ffn-embed-dim, --max-positions)"
             )
         new_state[name] = loaded.to(value.dtype)
-    unused = sorted(k for k in state["model"] if not any(k.startswith(o) for o, _ in RENAMES)
-                    or next(n + k[len(o):] for o, n in RENAMES if k.startswith(o)) not in own)
+    unused = sorted(k for k, new in renamed.items() if new not in own)
     with torch.no_grad():
         model.load_state_dict(new_state, strict=True)
     kept = f", keeping {len(keep_ids)} of {len(dictionary)} vocabulary rows" if keep_ids is not None else ""
