@@ -7,6 +7,16 @@ is given, who may attend to whom). Conventions (see ../shared/DESIGN.md):
 * corruption functions take an optional ``torch.Generator`` and return the positions they chose;
 * padding and special tokens are never chosen unless a docstring says otherwise.
 """
+from fairseq_ext.masking.attention import (
+    additive_attention_mask,
+    bidirectional_mask,
+    causal_mask,
+    check_order,
+    order_ranks,
+    permutation_mask,
+    prefix_lm_mask,
+    random_order,
+)
 from fairseq_ext.masking.corruption import uniform_count_mask
 from fairseq_ext.masking.hybrid import (
     HYBRID_STRATEGIES,
@@ -15,7 +25,6 @@ from fairseq_ext.masking.hybrid import (
     source_copy_weight,
 )
 from fairseq_ext.masking.ngram_stream import (
-    additive_attention_mask,
     main_stream_mask,
     ngram_stream_key_mask,
     ngram_stream_mask,
@@ -26,16 +35,23 @@ from fairseq_ext.masking.soft_copy import relative_position_copy_weights, soft_c
 from fairseq_ext.masking.span_corruption import block_span_mask, replace_80_10_10
 
 __all__ = [
-    "HYBRID_STRATEGIES",
     "additive_attention_mask",
+    "bidirectional_mask",
     "block_span_mask",
+    "causal_mask",
+    "check_order",
     "fence_pattern",
+    "HYBRID_STRATEGIES",
     "main_stream_mask",
     "mix_decoder_input",
     "ngram_stream_buckets",
     "ngram_stream_key_mask",
     "ngram_stream_mask",
+    "order_ranks",
+    "permutation_mask",
     "predicting_stream_main_mask",
+    "prefix_lm_mask",
+    "random_order",
     "relative_position_bucket",
     "relative_position_copy_weights",
     "replace_80_10_10",

@@ -79,11 +79,3 @@ def ngram_stream_key_mask(length: int, ngram: int, device=None) -> Tensor:
     mask[length:, :length] = predicting_stream_main_mask(length, ngram, device=device).reshape(ngram * length, length)
     mask[length:, length] = True
     return mask
-
-
-def additive_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
-    """``0`` where ``allowed`` is True and ``torch.finfo(dtype).min`` elsewhere (finite, so
-    fp16/bf16 scores stay finite; a row must keep at least one allowed key)."""
-    zero = torch.zeros((), dtype=dtype, device=allowed.device)
-    low = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=allowed.device)
-    return torch.where(allowed, zero, low)

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# UniLM headline generation on Gigaword (the seed's title-generation experiment): one
+# unilm_transformer stack with the prefix mask, trained on article -> title pairs, decoded
+# with beam search (cached keys/values), scored with the project's ROUGE
+# (fairseq_ext/analysis/rouge.py: rouge-score, ROUGE-1/2/L F1, stemmed) against the
+# normalised validation titles of data_prep/gigaword.sh, the same scorer and references as
+# the ProphetNet example, so both go in one table.
+#
+#   examples/unilm/gigaword.sh [--data DIR] [--out DIR] [--arch NAME] [--layers N] [--dim N]
+#       [--ffn N] [--heads N] [--mask prefix|causal] [--updates N] [--max-tokens N] [--lr LR]
+#       [--warmup N] [--beam N] [--vocab N] [--train-lines N] [--valid-lines N]
+#       [--init-from CKPT --init-dict DICT --init-spm MODEL]
+#
+# --data: a folder with PREFIX.{article,title}.txt (default ../shared/data/gigaword, train10k
+#   and valid1k); --train-lines / --valid-lines take the first N pairs (smoke runs).
+# --layers/--dim/--ffn/--heads override the sizes of --arch (default unilm_transformer_tiny);
+#   give a ProphetNet-sized run the same numbers as that example.
+# --init-from: a fairseq roberta checkpoint; the data are then encoded with its sentencepiece
+#   model (--init-spm) and binarized with its dictionary (--init-dict).
+# Writes OUT/results.json (ROUGE-1/2/L F1, commands, wall time, hardware) and OUT/hyp.txt.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+DATA="$ROOT/../shared/data/gigaword" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
+LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
+BEAM=4 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM=""
+die() { echo "error: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || die "option $1 needs a value"
+  case "$1" in
+    --data) DATA="$2" ;; --out) OUT="$2" ;; --arch) ARCH="$2" ;; --layers) LAYERS="$2" ;;
+    --dim) DIM="$2" ;; --ffn) FFN="$2" ;; --heads) HEADS="$2" ;; --mask) MASK="$2" ;;
+    --updates) UPDATES="$2" ;; --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;;
+    --beam) BEAM="$2" ;; --vocab) VOCAB="$2" ;; --train-lines) TRAIN_LINES="$2" ;;
+    --valid-lines) VALID_LINES="$2" ;; --init-from) INIT_FROM="$2" ;; --init-dict) INIT_DICT="$2" ;;
+    --init-spm) INIT_SPM="$2" ;;
+    *) die "unknown option $1 (see the header of $0)" ;;
+  esac
+  shift 2
+done
+[ -d "$DATA" ] || die "no data folder $DATA (pass --data DIR with PREFIX.article.txt / PREFIX.title.txt)"
+if [ -n "$INIT_FROM" ]; then
+  [ -s "$INIT_FROM" ] && [ -s "$INIT_DICT" ] && [ -s "$INIT_SPM" ] \
+    || die "--init-from needs the checkpoint, --init-dict (its dict.txt) and --init-spm (its sentencepiece model)"
+fi
+mkdir -p "$OUT"
+export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
+START=$(date +%s)
+COMMANDS="$OUT/commands.txt"; : > "$COMMANDS"
+log_run() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
+
+echo "== 1/4 data: data_prep/gigaword.sh"
+SRC="$OUT/source"; mkdir -p "$SRC"
+train=train10k valid=valid1k
+[ -s "$DATA/train10k.article.txt" ] || { train=train; valid=valid.filter; }
+for side in article title; do
+  for pair in "train:$train:$TRAIN_LINES" "valid:$valid:$VALID_LINES"; do
+    IFS=: read -r name prefix lines <<< "$pair"
+    [ -s "$DATA/$prefix.$side.txt" ] || die "$DATA has no $prefix.$side.txt"
+    if [ "$lines" -gt 0 ]; then head -n "$lines" "$DATA/$prefix.$side.txt"; else cat "$DATA/$prefix.$side.txt"; fi \
+      > "$SRC/$name.$side.txt"
+  done
+done
+PREP=(bash "$ROOT/data_prep/gigaword.sh" --local "$SRC" --out "$OUT/data" --vocab "$VOCAB" --train train --valid valid)
+if [ -n "$INIT_FROM" ]; then
+  mkdir -p "$OUT/data"; cp "$INIT_SPM" "$OUT/data/spm.model"
+  SRCDICT="$INIT_DICT" log_run "${PREP[@]}" > "$OUT/prep.log" 2>&1 || { tail -5 "$OUT/prep.log"; exit 1; }
+else
+  log_run "${PREP[@]}" > "$OUT/prep.log" 2>&1 || { tail -5 "$OUT/prep.log"; exit 1; }
+fi
+tail -1 "$OUT/prep.log"
+
+echo "== 2/4 fairseq-train: $ARCH, --attention-mask $MASK, $UPDATES updates"
+SIZES=()
+[ -n "$LAYERS" ] && SIZES+=(--encoder-layers "$LAYERS")
+[ -n "$DIM" ] && SIZES+=(--encoder-embed-dim "$DIM")
+[ -n "$FFN" ] && SIZES+=(--encoder-ffn-embed-dim "$FFN")
+[ -n "$HEADS" ] && SIZES+=(--encoder-attention-heads "$HEADS")
+INIT=()
+[ -n "$INIT_FROM" ] && INIT=(--init-from "$INIT_FROM")
+rm -rf "$OUT/checkpoints"
+TRAIN_START=$(date +%s)
+log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
+  --arch "$ARCH" "${SIZES[@]}" --attention-mask "$MASK" "${INIT[@]}" \
+  --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
+  --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt \
+  --warmup-updates "$WARMUP" --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" \
+  --save-dir "$OUT/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval 50 \
+  --seed 1 > "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log"; exit 1; }
+TRAIN_SECONDS=$(( $(date +%s) - TRAIN_START ))
+grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
+
+echo "== 3/4 fairseq-generate: beam $BEAM on the validation split"
+GEN_START=$(date +%s)
+log_run fairseq-generate "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
+  --path "$OUT/checkpoints/checkpoint_best.pt" --gen-subset valid --beam "$BEAM" --max-len-b 40 \
+  --batch-size 64 --post-process sentencepiece > "$OUT/generate.txt" 2> "$OUT/generate.log" \
+  || { tail -20 "$OUT/generate.log"; exit 1; }
+GEN_SECONDS=$(( $(date +%s) - GEN_START ))
+grep '^D-' "$OUT/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$OUT/hyp.txt"
+REF="$OUT/data/raw/valid.title"
+[ "$(wc -l < "$OUT/hyp.txt")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded"
+
+echo "== 4/4 ROUGE (fairseq_ext/analysis/rouge.py)"
+log_run python -m fairseq_ext.analysis.rouge --hyp "$OUT/hyp.txt" --ref "$REF" --json "$OUT/rouge.json"
+python - "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" <<'EOF'
+import json, os, platform, re, sys, time
+out, commands, start, train_s, gen_s, arch, mask, updates, beam = sys.argv[1:]
+import torch
+rouge = json.load(open(os.path.join(out, "rouge.json")))
+cpu = platform.machine()
+try:
+    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+except (OSError, StopIteration):
+    pass
+params = re.search(r"num\. shared model params: ([\d,]+)", open(os.path.join(out, "train.log")).read())
+valid = [l for l in open(os.path.join(out, "train.log")) if "| valid |" in l]
+result = {
+    "task": "gigaword headline generation, validation split", "model": arch, "attention_mask": mask,
+    "updates": int(updates), "beam": int(beam), "sentences": rouge["sentences"],
+    "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"],
+    "scorer": "fairseq_ext.analysis.rouge (rouge-score, stemmed, mean sentence F1 x 100)",
+    "parameters": int(params.group(1).replace(",", "")) if params else None,
+    "last_valid_log": valid[-1].strip() if valid else None,
+    "train_seconds": int(train_s), "generate_seconds": int(gen_s), "wall_seconds": int(time.time()) - int(start),
+    "hardware": f"{cpu}, {os.cpu_count()} cores, {'cuda ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'}",
+    "torch_threads": torch.get_num_threads(),
+    "commands": [l.strip() for l in open(commands) if l.strip()],
+}
+json.dump(result, open(os.path.join(out, "results.json"), "w"), indent=2)
+print(f"ROUGE-1 {result['rouge1_f1']:.2f}  ROUGE-2 {result['rouge2_f1']:.2f}  ROUGE-L {result['rougeL_f1']:.2f} "
+      f"on {result['sentences']} sentences; wrote {os.path.join(out, 'results.json')}")
+EOF

@@ -1,0 +1,281 @@
+"""Draw the masks of the plugin the way the seed's figures do: rows = outputs (queries),
+columns = inputs (keys); a filled cell means "may attend" (Su 2019, "Analysis").
+
+    python -m fairseq_ext.analysis.draw_mask causal                 # text in the terminal
+    python -m fairseq_ext.analysis.draw_mask permutation --order 4,2,5,3,1 --png perm.png
+    python -m fairseq_ext.analysis.draw_mask prefix --source "what do you want to eat" \\
+        --target "white cut chicken"
+    python -m fairseq_ext.analysis.draw_mask hicmlm --length 10 --iterations 10 --iteration 3
+    python -m fairseq_ext.analysis.draw_mask --all docs/masks       # every script as PNG
+
+Every picture comes from the plugin's own mask functions (``fairseq_ext.masking``); a script
+is one entry of ``SCRIPTS``: a function of its options that returns a ``MaskPicture``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+from fairseq_ext.masking import (
+    HYBRID_STRATEGIES,
+    bidirectional_mask,
+    causal_mask,
+    permutation_mask,
+    prefix_lm_mask,
+    source_copy_weight,
+)
+
+# (label, text character, colour) per value of a picture's matrix
+ATTENTION_LEGEND = (("does not attend", ".", "#f2f2f2"), ("attends", "#", "#2f6db5"))
+DECODER_INPUT_LEGEND = (
+    ("observed token", "w", "#d9d9d9"),
+    ("[MASK] embedding (M)", "M", "#ffffff"),
+    ("copied source embedding (Z)", "Z", "#e07b39"),
+    ("mix of M and Z", "m", "#f3c197"),
+)
+
+
+@dataclass
+class MaskPicture:
+    """A matrix of legend indices (a bool attention mask is 0/1) with axis labels."""
+
+    matrix: Tensor
+    rows: list[str]
+    cols: list[str]
+    title: str
+    legend: tuple = ATTENTION_LEGEND
+    xlabel: str = "inputs (keys)"
+    ylabel: str = "outputs (queries)"
+    note: str = ""
+
+    def __post_init__(self):
+        self.matrix = self.matrix.long()
+        if tuple(self.matrix.shape) != (len(self.rows), len(self.cols)):
+            raise ValueError(f"matrix {tuple(self.matrix.shape)} for {len(self.rows)} rows and "
+                             f"{len(self.cols)} columns")
+
+
+@dataclass(frozen=True)
+class Script:
+    """One drawable mask: ``draw(**options)`` and the command-line options it takes
+    (name -> (type, default, help))."""
+
+    draw: Callable[..., MaskPicture]
+    help: str
+    options: dict[str, tuple[type, Any, str]] = field(default_factory=dict)
+
+
+DEFAULT_WORDS = "bei jing huan ying ni"  # 北京欢迎你, "Beijing welcomes you", the seed's example
+
+
+def _no_padding(n: int) -> Tensor:
+    return torch.zeros(1, n, dtype=torch.bool)
+
+
+def draw_bidirectional(words: str = DEFAULT_WORDS) -> MaskPicture:
+    tokens = ["[CLS]", *words.split(), "[SEP]"]
+    return MaskPicture(bidirectional_mask(_no_padding(len(tokens)))[0], tokens, tokens,
+                       "bidirectional (BERT): every token sees every token")
+
+
+def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
+    """The seed's unidirectional LM picture: the output for x_i is computed at the input
+    before it, which sees <s> and x_1 .. x_{i-1}."""
+    words_ = words.split()
+    inputs = ["<s>", *words_]
+    m = causal_mask(_no_padding(len(inputs)))[0][:-1]  # the last input predicts nothing shown
+    return MaskPicture(m, words_, inputs, "causal LM: x_i is predicted from <s>, x_1 .. x_{i-1}")
+
+
+def _parse_order(order: str, n: int) -> list[int]:
+    try:
+        positions = [int(p) for p in order.replace(" ", "").split(",") if p]
+    except ValueError:
+        raise ValueError(f"--order {order!r}: give comma-separated word positions, e.g. 4,2,5,3,1") from None
+    if sorted(positions) != list(range(1, n + 1)):
+        raise ValueError(f"--order {order!r} is not a permutation of the word positions 1..{n}: "
+                         "each position must appear exactly once")
+    return positions
+
+
+def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed: int = -1) -> MaskPicture:
+    """The seed's permutation LM picture: x_i sees <s> and the words before it in the order."""
+    words_ = words.split()
+    n = len(words_)
+    if seed >= 0:
+        g = torch.Generator().manual_seed(seed)
+        positions = (torch.randperm(n, generator=g) + 1).tolist()
+    else:
+        positions = _parse_order(order, n)
+    full = torch.tensor([[0, *positions]])
+    m = permutation_mask(full, _no_padding(n + 1), strict=True)[0][1:]
+    path = " -> ".join(["<s>", *(words_[p - 1] for p in positions)])
+    return MaskPicture(m, words_, ["<s>", *words_], f"permutation LM, order {path}",
+                       note="the same as the causal mask with rows and columns shuffled into the order")
+
+
+def draw_prefix(source: str = "what do you want to eat", target: str = "white cut chicken") -> MaskPicture:
+    """UniLM's seq2seq mask on [CLS] source [SEP] target [SEP] (the seed's right figure)."""
+    src, tgt = ["[CLS]", *source.split(), "[SEP]"], [*target.split(), "[SEP]"]
+    seg = torch.tensor([[0] * len(src) + [1] * len(tgt)])
+    m = prefix_lm_mask(seg, _no_padding(seg.size(1)))[0]
+    tokens = src + tgt
+    return MaskPicture(m, tokens, tokens, "UniLM seq2seq: bidirectional source, causal target",
+                       note="segment 0 = [CLS] source [SEP], segment 1 = target [SEP]")
+
+
+def hicmlm_masked_slots(length: int, iterations: int, iteration: int, seed: int = 0) -> Tensor:
+    """Which target slots are masked at decoder pass ``iteration`` (0-based) of ``iterations``:
+    mask-predict masks all ``length`` slots at pass 0 and re-masks the
+    ``floor(length * (iterations - t) / iterations)`` least confident ones before pass t. A
+    picture has no model confidences, so the slots are a seeded uniform choice."""
+    if not 0 <= iteration < iterations:
+        raise ValueError(f"--iteration must be in 0..{iterations - 1} (0-based pass of --iterations "
+                         f"{iterations}), got {iteration}")
+    count = length * (iterations - iteration) // iterations
+    g = torch.Generator().manual_seed(seed)
+    chosen = torch.randperm(length, generator=g)[:count]
+    masked = torch.zeros(length, dtype=torch.bool)
+    masked[chosen] = True
+    return masked
+
+
+def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2, mask_weight: float = 0.6,
+                seed: int = 0) -> MaskPicture:
+    """HI-CMLM's decoder input per hybrid strategy (rows) and slot (columns) at one pass."""
+    if length < 1 or iterations < 1:
+        raise ValueError("--length and --iterations must be >= 1")
+    words = hicmlm_masked_slots(length, iterations, iteration, seed)
+    masked = torch.cat([torch.zeros(1, dtype=torch.bool), words, torch.zeros(1, dtype=torch.bool)]).unsqueeze(0)
+    rows = []
+    for strategy in HYBRID_STRATEGIES:
+        w = source_copy_weight(masked, strategy, mask_weight)[0]
+        code = torch.where(w >= 1.0, 2, torch.where(w > 0.0, 3, 1))
+        rows.append(torch.where(masked[0], code, 0))
+    cols = ["<s>", *(f"y{i}" for i in range(1, length + 1)), "</s>"]
+    return MaskPicture(torch.stack(rows), list(HYBRID_STRATEGIES), cols,
+                       f"HI-CMLM decoder input, pass {iteration + 1} of {iterations}: "
+                       f"{int(words.sum())} of {length} slots masked",
+                       legend=DECODER_INPUT_LEGEND, xlabel="decoder input slot (fairseq index)",
+                       ylabel="--hybrid-strategy",
+                       note=f"masked slots: a seeded random choice (seed {seed}) standing in for the "
+                            "least confident tokens")
+
+
+SCRIPTS: dict[str, Script] = {
+    "bidirectional": Script(draw_bidirectional, "BERT: everyone sees everyone",
+                            {"words": (str, DEFAULT_WORDS, "space-separated words")}),
+    "causal": Script(draw_causal, "left-to-right LM (lower triangle)",
+                     {"words": (str, DEFAULT_WORDS, "space-separated words")}),
+    "permutation": Script(draw_permutation, "XLNet's permutation LM for one factorisation order",
+                          {"words": (str, DEFAULT_WORDS, "space-separated words"),
+                           "order": (str, "4,2,5,3,1", "1-based word positions in generation order"),
+                           "seed": (int, -1, "draw a random order with this seed instead of --order")}),
+    "prefix": Script(draw_prefix, "UniLM seq2seq (prefix LM) from segment ids",
+                     {"source": (str, "what do you want to eat", "source words"),
+                      "target": (str, "white cut chicken", "target words")}),
+    "hicmlm": Script(draw_hicmlm, "HI-CMLM decoder input of each hybrid strategy at one mask-predict pass",
+                     {"length": (int, 12, "target length L"),
+                      "iterations": (int, 10, "decoder passes T"),
+                      "iteration": (int, 2, "0-based pass t; L*(T-t)/T slots are masked"),
+                      "mask_weight": (float, 0.6, "M weight of weighted_sum"),
+                      "seed": (int, 0, "seed of the masked-slot choice")}),
+}
+
+
+def render_text(picture: MaskPicture) -> str:
+    """A terminal rendering: one character per cell, columns numbered and listed."""
+    chars = [c for _, c, _ in picture.legend]
+    width = max(len(r) for r in picture.rows)
+    lines = [picture.title, ""]
+    tens = "".join(str(j // 10) if j >= 10 else " " for j in range(len(picture.cols)))
+    if tens.strip():
+        lines.append(" " * (width + 2) + " ".join(tens))
+    lines.append(" " * (width + 2) + " ".join(str(j % 10) for j in range(len(picture.cols))))
+    for label, row in zip(picture.rows, picture.matrix.tolist()):
+        lines.append(label.rjust(width) + "  " + " ".join(chars[v] for v in row))
+    lines += ["", f"rows: {picture.ylabel}; columns: {picture.xlabel}:",
+              "  " + " ".join(f"{j}={c}" for j, c in enumerate(picture.cols)),
+              "legend: " + ", ".join(f"{c} {label}" for label, c, _ in picture.legend)]
+    if picture.note:
+        lines.append(f"note: {picture.note}")
+    return "\n".join(lines)
+
+
+def render_png(picture: MaskPicture, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    colours = [c for _, _, c in picture.legend]
+    R, C = picture.matrix.shape
+    fig, ax = plt.subplots(figsize=(max(3.5, 0.3 * C + 2.0), max(2.5, 0.3 * R + 1.5)))
+    ax.imshow(picture.matrix.numpy(), cmap=ListedColormap(colours), vmin=-0.5, vmax=len(colours) - 0.5)
+    ax.set_xticks(range(C), picture.cols, rotation=60, ha="right")
+    ax.set_yticks(range(R), picture.rows)
+    ax.set_xticks([x - 0.5 for x in range(1, C)], minor=True)
+    ax.set_yticks([y - 0.5 for y in range(1, R)], minor=True)
+    ax.grid(which="minor", color="#bbbbbb", linewidth=0.6)
+    ax.tick_params(which="minor", length=0)
+    ax.set(xlabel=picture.xlabel, ylabel=picture.ylabel)
+    title = picture.title + (f"\n({picture.note})" if picture.note else "")
+    ax.set_title(title, fontsize=9)
+    used = sorted(set(picture.matrix.flatten().tolist()))
+    ax.legend(handles=[Patch(facecolor=colours[v], edgecolor="#888888", label=picture.legend[v][0]) for v in used],
+              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+
+
+def draw(name: str, **options) -> MaskPicture:
+    """The picture of script ``name`` with ``options`` (its defaults for the others)."""
+    if name not in SCRIPTS:
+        raise ValueError(f"unknown mask {name!r}; choose one of {', '.join(SCRIPTS)}")
+    return SCRIPTS[name].draw(**options)
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis.draw_mask", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("mask", nargs="?", choices=list(SCRIPTS), help="which mask to draw")
+    p.add_argument("--png", help="also write the picture as a PNG here")
+    p.add_argument("--all", metavar="DIR", help="write every mask with its defaults to DIR/NAME.png")
+    for name, script in SCRIPTS.items():
+        group = p.add_argument_group(f"{name} options")
+        for option, (kind, default, help_text) in script.options.items():
+            flag = "--" + option.replace("_", "-")
+            if flag not in p._option_string_actions:
+                group.add_argument(flag, type=kind, default=None, help=f"{help_text} (default {default})")
+    args = p.parse_args(argv)
+    if args.all:
+        os.makedirs(args.all, exist_ok=True)
+        for name in SCRIPTS:
+            path = os.path.join(args.all, f"{name}.png")
+            render_png(draw(name), path)
+            print(f"wrote {path}")
+        return
+    if args.mask is None:
+        p.error("name a mask to draw, or pass --all DIR")
+    options = {k: getattr(args, k) for k in SCRIPTS[args.mask].options if getattr(args, k) is not None}
+    try:
+        picture = draw(args.mask, **options)
+    except ValueError as exc:
+        p.exit(2, f"{p.prog}: error: {exc}\n")
+    print(render_text(picture))
+    if args.png:
+        render_png(picture, args.png)
+        print(f"wrote {args.png}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""``--keep-tokens FILE``: keep only the vocabulary a task needs (the seed's ``keep_tokens``).
+
+A pretrained model's vocabulary is larger than what a seq2seq task ever reads or writes;
+every step still pays the softmax over all of it. The seed (Su 2019, "Brief Explanation")
+keeps a list of token ids and slices the embedding and output layers to them. Here the
+same list prunes three things consistently:
+
+* the dictionary: the four specials, then the listed tokens in the order of the full
+  dictionary (``prune_dictionary``); generation prints words through it;
+* the data: every token id of a binarized split (full dictionary) is mapped to the pruned
+  id; a token outside the list becomes ``<unk>``, and the task logs how many did;
+* the model rows (embedding, tied output projection, output bias): ``keep_ids`` selects
+  them from a pretrained checkpoint (``models/unilm_init.py``).
+
+Build a list from the (sentencepiece-encoded) task data with ``data_prep/keep_tokens.py``.
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+from fairseq.data import BaseWrapperDataset, Dictionary
+
+from fairseq_ext.errors import FairseqExtError
+
+
+def read_keep_list(path: str) -> list[str]:
+    """Tokens listed in ``path``: the first field of every non-empty line (a fairseq
+    ``dict.txt`` is a valid list)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            tokens = [line.split()[0] for line in f if line.strip()]
+    except OSError as exc:
+        raise FairseqExtError(f"--keep-tokens {path}: cannot read it ({exc.strerror})") from None
+    if not tokens:
+        raise FairseqExtError(f"--keep-tokens {path} lists no token; write one token per line "
+                              "(python -m fairseq_ext.data.keep_tokens builds one from the data)")
+    return tokens
+
+
+def prune_dictionary(full: Dictionary, keep: Iterable[str], source: str = "--keep-tokens"
+                     ) -> tuple[Dictionary, torch.Tensor, torch.Tensor]:
+    """The pruned dictionary, the kept rows of ``full`` and the full -> pruned id map.
+
+    Returns:
+        ``(pruned, keep_ids, lookup)``: ``pruned`` has ``full``'s specials and the kept
+        tokens in ``full``'s order; ``keep_ids[i]`` is the full id of pruned token ``i``;
+        ``lookup[j]`` is the pruned id of full token ``j`` (``<unk>`` if not kept).
+    """
+    wanted = set()
+    for i, token in enumerate(keep):
+        if token not in full.indices:
+            raise FairseqExtError(f"{source}: token {token!r} (entry {i + 1}) is not in the data's "
+                                  "dictionary; list tokens of the dictionary the data was binarized with")
+        wanted.add(full.indices[token])
+    pruned = Dictionary(bos=full.bos_word, pad=full.pad_word, eos=full.eos_word, unk=full.unk_word)
+    specials = {full.bos(), full.pad(), full.eos(), full.unk()}
+    if [pruned.index(full[i]) for i in sorted(specials)] != sorted(specials):
+        raise FairseqExtError(f"{source}: the data's dictionary has its special tokens at unusual ids")
+    keep_ids = list(range(pruned.nspecial))
+    for j in range(full.nspecial, len(full)):
+        if j in wanted:
+            pruned.add_symbol(full[j], n=full.count[j])
+            keep_ids.append(j)
+    lookup = torch.full((len(full),), full.unk(), dtype=torch.long)
+    lookup[torch.tensor(keep_ids)] = torch.arange(len(keep_ids))
+    return pruned, torch.tensor(keep_ids), lookup
+
+
+class RemapTokensDataset(BaseWrapperDataset):
+    """Token ids of the full dictionary, seen through ``lookup`` (full -> pruned)."""
+
+    def __init__(self, dataset, lookup: torch.Tensor):
+        super().__init__(dataset)
+        self.lookup = lookup
+
+    def __getitem__(self, index):
+        return self.lookup[self.dataset[index].long()]
+
+
+def count_unmapped(dataset, lookup: torch.Tensor, unk: int) -> tuple[int, int]:
+    """``(tokens that become <unk> without being <unk>, all tokens)`` of a raw split."""
+    lost = total = 0
+    for i in range(len(dataset)):
+        ids = dataset[i].long()
+        lost += int((lookup[ids].eq(unk) & ids.ne(unk)).sum())
+        total += ids.numel()
+    return lost, total

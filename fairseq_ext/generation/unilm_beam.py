@@ -1,0 +1,28 @@
+"""Beam search for ``unilm_transformer``: fairseq's ``SequenceGenerator`` with a length cap
+that respects the one shared positions table.
+
+In UniLM the target continues the source's positions (``<s> source </s> target``), so a
+batch whose padded source has ``S`` tokens leaves ``--max-positions - S`` positions for the
+target. fairseq caps the output length by ``max_decoder_positions()`` alone; this generator
+caps it per batch so that decoding never runs past the table.
+"""
+from __future__ import annotations
+
+from fairseq.sequence_generator import SequenceGenerator
+
+
+class UniLMSequenceGenerator(SequenceGenerator):
+    """``SequenceGenerator`` whose ``max_len`` leaves room for the source's positions."""
+
+    def __init__(self, models, tgt_dict, **kwargs):
+        super().__init__(models, tgt_dict, **kwargs)
+        self._configured_max_len = self.max_len
+        self._positions = min(m.encoder.max_positions() for m in self.model.models)
+
+    def _generate(self, sample, prefix_tokens=None, constraints=None, bos_token=None):
+        source_width = sample["net_input"]["src_tokens"].size(1)  # with </s>; <s> is position 0
+        # target token t (1-based) is fed at position source_width + t, and fairseq feeds
+        # token max_len too (the step that forces </s>): max_len <= positions - 1 - width
+        self.max_len = min(self._configured_max_len, self._positions - source_width)
+        return super()._generate(sample, prefix_tokens=prefix_tokens, constraints=constraints,
+                                 bos_token=bos_token)

@@ -1,0 +1,176 @@
+"""Who may attend to whom: the attention masks of the seed's "Transformer is a play" article
+(Su 2019, sections "Unidirectional Language Model", "Permutation Language Model" and
+"Seq2Seq"), and the factorisation orders of the permutation language model.
+
+Every builder returns a boolean ``(B, T, T)`` tensor, rows = queries (outputs), columns =
+keys (inputs), ``True`` = may attend. Padding (``padding[b, j]`` True) is never attended
+by a real token. A padding *query* row attends to itself only, so that no row is empty
+and a softmax over it stays finite; its output is meaningless and must be ignored.
+"""
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def _check_padding(padding: Tensor) -> None:
+    if padding.dim() != 2 or padding.dtype != torch.bool:
+        raise ValueError(f"padding must be a (batch, length) bool tensor, got {tuple(padding.shape)} "
+                         f"{padding.dtype}")
+
+
+def _finish(allowed: Tensor, padding: Tensor) -> Tensor:
+    """Remove padded keys; padded queries see only themselves."""
+    allowed = allowed & ~padding.unsqueeze(1)
+    eye = torch.eye(padding.size(1), dtype=torch.bool, device=padding.device).unsqueeze(0)
+    return torch.where(padding.unsqueeze(2), eye, allowed)
+
+
+def bidirectional_mask(padding: Tensor) -> Tensor:
+    """BERT's encoder: ``i`` sees ``j`` iff ``j`` is not padding.
+
+    Args:
+        padding: ``(B, T)`` bool, True at padding.
+
+    Returns:
+        ``(B, T, T)`` bool, True = may attend.
+    """
+    _check_padding(padding)
+    B, T = padding.shape
+    return _finish(torch.ones(B, T, T, dtype=torch.bool, device=padding.device), padding)
+
+
+def causal_mask(padding: Tensor) -> Tensor:
+    """A left-to-right language model (the lower triangle): ``i`` sees ``j`` iff ``j <= i``
+    and ``j`` is not padding.
+
+    Args:
+        padding: ``(B, T)`` bool, True at padding.
+
+    Returns:
+        ``(B, T, T)`` bool, True = may attend.
+    """
+    _check_padding(padding)
+    T = padding.size(1)
+    tril = torch.ones(T, T, dtype=torch.bool, device=padding.device).tril()
+    return _finish(tril.unsqueeze(0).expand(padding.size(0), T, T), padding)
+
+
+def prefix_lm_mask(segment_ids: Tensor, padding: Tensor) -> Tensor:
+    """UniLM's seq2seq mask: ``i`` sees ``j`` iff ``j`` is not padding and either ``j`` is a
+    source token (segment 0) or both are target tokens (segment 1) with ``j <= i``.
+
+    So the source is bidirectional, a target token sees the whole source and its own past,
+    and no source token sees the target.
+
+    Args:
+        segment_ids: ``(B, T)`` integer, 0 for the source, 1 for the target.
+        padding: ``(B, T)`` bool, True at padding.
+
+    Returns:
+        ``(B, T, T)`` bool, True = may attend.
+    """
+    _check_padding(padding)
+    if segment_ids.shape != padding.shape:
+        raise ValueError(f"segment_ids {tuple(segment_ids.shape)} and padding {tuple(padding.shape)} "
+                         "must have the same shape")
+    if ((segment_ids != 0) & (segment_ids != 1) & ~padding).any():
+        raise ValueError("segment_ids must be 0 (source) or 1 (target) at every non-padding position")
+    T = padding.size(1)
+    source_key = (segment_ids == 0).unsqueeze(1)
+    target_query = (segment_ids == 1).unsqueeze(2)
+    tril = torch.ones(T, T, dtype=torch.bool, device=padding.device).tril().unsqueeze(0)
+    return _finish(source_key | (target_query & ~source_key & tril), padding)
+
+
+def check_order(order: Tensor) -> None:
+    """Raise ``ValueError`` unless every row of ``order`` is a permutation of ``0..T-1``."""
+    if order.dim() != 2 or order.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"an order must be a (batch, length) integer tensor, got {tuple(order.shape)} "
+                         f"{order.dtype}")
+    T = order.size(1)
+    ok = (order >= 0) & (order < T)
+    if not ok.all():
+        b, k = (~ok).nonzero()[0].tolist()
+        raise ValueError(f"order row {b} is not a permutation of 0..{T - 1}: entry {k} is "
+                         f"{int(order[b, k])}, outside the range")
+    counts = torch.zeros(order.size(0), T, dtype=torch.long, device=order.device)
+    counts.scatter_add_(1, order.long(), torch.ones_like(order, dtype=torch.long))
+    if (counts != 1).any():
+        b, p = (counts != 1).nonzero()[0].tolist()
+        raise ValueError(f"order row {b} is not a permutation of 0..{T - 1}: position {p} appears "
+                         f"{int(counts[b, p])} times (each position must appear exactly once)")
+
+
+def order_ranks(order: Tensor) -> Tensor:
+    """``rank[b, p]`` = the step at which position ``p`` comes in ``order[b]`` (the inverse
+    permutation). Raises ``ValueError`` if a row is not a permutation."""
+    check_order(order)
+    steps = torch.arange(order.size(1), device=order.device).expand_as(order)
+    return torch.empty_like(order, dtype=torch.long).scatter_(1, order.long(), steps)
+
+
+def permutation_mask(order: Tensor, padding: Tensor, strict: bool = False) -> Tensor:
+    """XLNet's factorisation-order mask over the tokens in their natural positions: ``i``
+    sees ``j`` iff ``j`` is not padding and ``rank[j] <= rank[i]`` (``<`` with ``strict``),
+    where ``rank[p]`` is the step at which position ``p`` comes in ``order``.
+
+    ``strict=False`` is the content stream (a token sees itself; the seed's "shuffled lower
+    triangle" with the input shifted by one); ``strict=True`` is the query stream, the
+    picture in the seed: the row of a token lists what it is predicted from, so the first
+    position of the order sees nothing, and padding rows are empty too (do not feed empty
+    rows to a softmax).
+
+    Args:
+        order: ``(B, T)`` integer, each row a permutation of ``0..T-1`` (padding positions
+            included, conventionally last).
+        padding: ``(B, T)`` bool, True at padding.
+        strict: exclude ``j == i``.
+
+    Returns:
+        ``(B, T, T)`` bool, True = may attend.
+    """
+    _check_padding(padding)
+    if order.shape != padding.shape:
+        raise ValueError(f"order {tuple(order.shape)} and padding {tuple(padding.shape)} must have "
+                         "the same shape")
+    rank = order_ranks(order)
+    rq, rk = rank.unsqueeze(2), rank.unsqueeze(1)
+    allowed = rk < rq if strict else rk <= rq
+    allowed = allowed & ~padding.unsqueeze(1)
+    if strict:
+        return allowed & ~padding.unsqueeze(2)
+    return _finish(allowed, padding)
+
+
+def random_order(padding: Tensor, keep_first: int = 1, generator: torch.Generator | None = None) -> Tensor:
+    """A uniformly random factorisation order per row.
+
+    The first ``keep_first`` positions (e.g. ``<s>``) stay first and in place, the other
+    non-padding positions follow in uniformly random order, and padding positions come last
+    in their natural order (so padding stays at the end of a shuffled sequence).
+
+    Args:
+        padding: ``(B, T)`` bool, True at padding (right padding).
+        keep_first: number of leading positions that keep their place.
+        generator: optional RNG for reproducibility.
+
+    Returns:
+        ``(B, T)`` long, each row a permutation of ``0..T-1``.
+    """
+    _check_padding(padding)
+    B, T = padding.shape
+    scores = torch.rand(B, T, generator=generator, device=padding.device)
+    idx = torch.arange(T, device=padding.device, dtype=scores.dtype).expand(B, T)
+    # keep_first: scores below 0; random part in [0, 1); padding in [2, 3) by position
+    scores = torch.where(idx < keep_first, idx - keep_first, scores)
+    scores = torch.where(padding, 2.0 + idx / T, scores)
+    return scores.argsort(dim=1)
+
+
+def additive_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+    """``0`` where ``allowed`` is True and ``torch.finfo(dtype).min`` elsewhere (finite, so
+    fp16/bf16 scores stay finite; a row must keep at least one allowed key)."""
+    zero = torch.zeros((), dtype=dtype, device=allowed.device)
+    low = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=allowed.device)
+    return torch.where(allowed, zero, low)

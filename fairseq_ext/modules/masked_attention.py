@@ -1,0 +1,106 @@
+"""Self-attention with a per-example mask and a key/value cache.
+
+fairseq's ``MultiheadAttention`` takes one 2-D ``attn_mask`` for the whole batch, but the
+masks of the attention-mask playbook (``masking.prefix_lm_mask``, ``permutation_mask``)
+differ per example. This path uses PyTorch's ``scaled_dot_product_attention`` (Vaswani et
+al. 2017, eq. 1: softmax(QK^T / sqrt(d_k)) V) with a ``(B, 1, T, S)`` mask, and returns the
+keys and values it used so that a decoder can cache them and feed one token per step.
+
+The layer keeps the parameter names of fairseq's ``TransformerEncoderLayer`` (``self_attn.
+{q,k,v,out}_proj``, ``self_attn_layer_norm``, ``fc1``, ``fc2``, ``final_layer_norm``) and its
+post-norm order, so BERT/RoBERTa weights load into it unchanged.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import torch
+import torch.nn.functional as F
+from fairseq import utils
+from torch import Tensor, nn
+
+from fairseq_ext.masking import additive_attention_mask
+
+KeyValue = Tuple[Tensor, Tensor]
+
+
+def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
+    """A boolean mask (True = may attend), ``(B, T, S)`` or ``(T, S)``, as the additive
+    ``(B or 1, 1, T, S)`` float mask of ``scaled_dot_product_attention``
+    (``masking.additive_attention_mask``: finite in fp16/bf16, unlike -inf)."""
+    if allowed.dtype != torch.bool or allowed.dim() not in (2, 3):
+        raise ValueError(f"allowed must be a (B, T, S) or (T, S) bool tensor, got {tuple(allowed.shape)} "
+                         f"{allowed.dtype}")
+    if allowed.dim() == 2:
+        allowed = allowed.unsqueeze(0)
+    return additive_attention_mask(allowed, dtype).unsqueeze(1)
+
+
+class MaskedSelfAttention(nn.Module):
+    """Multi-head self-attention whose mask may differ per example, with an optional cache
+    of past keys/values (the new keys/values are appended after them)."""
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0):
+        super().__init__()
+        if embed_dim % num_heads != 0:
+            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
+        self.embed_dim, self.num_heads = embed_dim, num_heads
+        self.head_dim = embed_dim // num_heads
+        self.dropout = dropout
+        self.k_proj = nn.Linear(embed_dim, embed_dim)
+        self.v_proj = nn.Linear(embed_dim, embed_dim)
+        self.q_proj = nn.Linear(embed_dim, embed_dim)
+        self.out_proj = nn.Linear(embed_dim, embed_dim)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        B, T, _ = x.shape
+        return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
+
+    def forward(self, x: Tensor, allowed: Tensor, past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
+        """
+        Args:
+            x: ``(B, T, C)`` queries (and the new keys/values).
+            allowed: bool ``(B, T, S)`` or ``(T, S)``, True = may attend, where ``S`` is the
+                number of past keys plus ``T``.
+            past: cached ``(keys, values)``, each ``(B, H, S - T, C / H)``.
+
+        Returns:
+            ``(B, T, C)`` outputs and the ``(keys, values)`` of all ``S`` positions.
+        """
+        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        if past is not None:
+            k = torch.cat([past[0], k], dim=2)
+            v = torch.cat([past[1], v], dim=2)
+        if allowed.shape[-2:] != (x.size(1), k.size(2)):
+            raise ValueError(f"mask of shape {tuple(allowed.shape)} for {x.size(1)} queries and "
+                             f"{k.size(2)} keys")
+        out = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=sdpa_attention_mask(allowed, q.dtype),
+            dropout_p=self.dropout if self.training else 0.0,
+        )
+        out = out.transpose(1, 2).reshape(x.size(0), x.size(1), self.embed_dim)
+        return self.out_proj(out), (k, v)
+
+
+class MaskedTransformerLayer(nn.Module):
+    """A post-norm Transformer layer (BERT/RoBERTa) on ``MaskedSelfAttention``."""
+
+    def __init__(self, embed_dim: int, ffn_dim: int, num_heads: int, dropout: float = 0.1,
+                 attention_dropout: float = 0.1, activation_dropout: float = 0.0,
+                 activation_fn: str = "gelu"):
+        super().__init__()
+        self.self_attn = MaskedSelfAttention(embed_dim, num_heads, attention_dropout)
+        self.self_attn_layer_norm = nn.LayerNorm(embed_dim)
+        self.fc1 = nn.Linear(embed_dim, ffn_dim)
+        self.fc2 = nn.Linear(ffn_dim, embed_dim)
+        self.final_layer_norm = nn.LayerNorm(embed_dim)
+        self.activation_fn = utils.get_activation_fn(activation_fn)
+        self.dropout, self.activation_dropout = dropout, activation_dropout
+
+    def forward(self, x: Tensor, allowed: Tensor, past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
+        """``x``: ``(B, T, C)``; ``allowed``/``past``: see ``MaskedSelfAttention.forward``."""
+        h, kv = self.self_attn(x, allowed, past)
+        x = self.self_attn_layer_norm(x + F.dropout(h, self.dropout, self.training))
+        h = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)
+        x = self.final_layer_norm(x + F.dropout(self.fc2(h), self.dropout, self.training))
+        return x, kv

@@ -1,0 +1,180 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+"""Task ``permutation_lm``: XLNet-style permutation language modelling on ``unilm_transformer``.
+
+The seed's section "Permutation Language Model": p(x) factorises in any order, and one
+Transformer can learn all orders at once. Each training sequence ``<s> x_1 .. x_n </s>``
+gets a uniformly random order of its positions (``<s>`` first, ``masking.random_order``);
+the model shuffles the tokens into that order, keeps their original position ids, runs the
+plain causal mask and is told which position it must predict next (see
+``UniLMStack.lm_logits``). With ``--attention-mask causal`` every order is the natural one
+(a left-to-right LM, the baseline).
+
+Validation (and ``fairseq-validate``) always uses the natural order, so ``--criterion
+cross_entropy`` reports the perplexity of x in natural order, comparable across both masks.
+
+Data: ``fairseq-preprocess --only-source`` output (``dict.txt``, ``train.bin`` ...). With
+``--sample-break-mode eos`` a line is a sequence; with ``none`` the text is cut into blocks
+of ``--tokens-per-sample``. An empty or too-long line is an error, never skipped or cut.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from fairseq import utils
+from fairseq.data import (
+    Dictionary,
+    IdDataset,
+    NestedDictionaryDataset,
+    NumelDataset,
+    NumSamplesDataset,
+    PrependTokenDataset,
+    RightPadDataset,
+    SortDataset,
+    TokenBlockDataset,
+    data_utils,
+)
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.tasks import FairseqTask, register_task
+from omegaconf import II
+
+from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.masking import random_order
+from fairseq_ext.models.unilm_init import init_from_pretrained
+from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
+
+logger = logging.getLogger(__name__)
+
+BREAK_MODES = ChoiceEnum(["eos", "none"])
+
+
+@dataclass
+class PermutationLMConfig(FairseqDataclass):
+    data: Optional[str] = field(default=None, metadata={"help": "fairseq-preprocess --only-source output"})
+    sample_break_mode: BREAK_MODES = field(
+        default="eos", metadata={"help": "eos: one line is one sequence; none: blocks of --tokens-per-sample"})
+    tokens_per_sample: int = field(
+        default=512, metadata={"help": "the longest sequence, <s> and </s> included"})
+    seed: int = II("common.seed")
+
+
+@register_task("permutation_lm", dataclass=PermutationLMConfig)
+class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
+    """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
+
+    cfg: PermutationLMConfig
+    default_attention_mask = "permutation"
+
+    def __init__(self, cfg: PermutationLMConfig, dictionary: Dictionary):
+        super().__init__(cfg)
+        self.dictionary = dictionary
+        self.attention_mask = None
+        self.model_positions = None
+        self._checked = set()
+
+    @classmethod
+    def setup_task(cls, cfg: PermutationLMConfig, **kwargs):
+        require(cfg.data is not None, "permutation_lm needs a data directory (fairseq-preprocess --only-source)")
+        require(cfg.tokens_per_sample >= 3,
+                f"--tokens-per-sample must be >= 3 (<s>, one token, </s>), got {cfg.tokens_per_sample}")
+        path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
+        require(os.path.isfile(path), f"{path} does not exist; binarize the text with "
+                                      "fairseq-preprocess --only-source (without --source-lang)")
+        dictionary = Dictionary.load(path)
+        dictionary.add_symbol("<mask>")  # RoBERTa's rows, for --init-from
+        return cls(cfg, dictionary)
+
+    @property
+    def source_dictionary(self):
+        return self.dictionary
+
+    @property
+    def target_dictionary(self):
+        return self.dictionary
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
+        if lines is None:
+            raise FairseqExtError(f"no {split} split at {split_path}.{{bin,idx}}; binarize it with "
+                                  "fairseq-preprocess --only-source")
+        limit = self.cfg.tokens_per_sample - 1  # one position for <s>
+        if self.cfg.sample_break_mode == "eos":
+            row = _first(lines.sizes <= 1)
+            if row is not None:
+                raise FairseqExtError(
+                    f"{split} line {row + 1} is empty ({int((lines.sizes <= 1).sum())} empty lines); remove "
+                    "empty lines before fairseq-preprocess, or use --sample-break-mode none")
+            row = _first(lines.sizes > limit)
+            if row is not None:
+                raise FairseqExtError(
+                    f"{split} line {row + 1} has {int(lines.sizes[row])} tokens with </s>, more than "
+                    f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>; raise it, split long "
+                    "lines, or use --sample-break-mode none (fixed-size blocks)")
+            blocks = lines
+        else:
+            blocks = TokenBlockDataset(lines, lines.sizes, limit, pad=self.dictionary.pad(),
+                                       eos=self.dictionary.eos(), break_mode="none")
+        sequences = PrependTokenDataset(blocks, self.dictionary.bos())
+        pad = self.dictionary.pad()
+        dataset = NestedDictionaryDataset(
+            {
+                "id": IdDataset(),
+                "net_input": {"src_tokens": RightPadDataset(sequences, pad_idx=pad),
+                              "src_lengths": NumelDataset(sequences, reduce=False)},
+                "target": RightPadDataset(blocks, pad_idx=pad),
+                "nsentences": NumSamplesDataset(),
+                "ntokens": NumelDataset(blocks, reduce=True),
+            },
+            sizes=[sequences.sizes],
+        )
+        with data_utils.numpy_seed(self.cfg.seed + epoch):
+            shuffle = np.random.permutation(len(dataset))
+        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, sequences.sizes])
+        logger.info("%s: %d sequences from %s", split, len(dataset), split_path)
+
+    def max_positions(self):
+        return self.cfg.tokens_per_sample
+
+    def get_batch_iterator(self, dataset, *args, max_positions=None, **kwargs):
+        if isinstance(max_positions, tuple):  # the model's (P, P) against our int
+            max_positions = min(p for p in max_positions if p is not None)
+        if self.model_positions is not None and id(dataset) not in self._checked:
+            sizes = dataset.sizes[0] if isinstance(dataset.sizes, list) else dataset.sizes
+            row = _first(sizes > self.model_positions)
+            if row is not None:
+                raise FairseqExtError(
+                    f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
+                    f"{self.model_positions} positions (--max-positions); lower --tokens-per-sample")
+            self._checked.add(id(dataset))
+        return super().get_batch_iterator(dataset, *args, max_positions=max_positions, **kwargs)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        require(isinstance(model, UniLMTransformerModel),
+                "--task permutation_lm runs on one stack: use --arch unilm_transformer, "
+                "unilm_transformer_base or unilm_transformer_tiny")
+        require(model.attention_mask in ("permutation", "causal"),
+                f"--attention-mask {model.attention_mask} needs a source and a target: use --task "
+                "unilm_seq2seq; permutation_lm takes permutation or causal")
+        self.attention_mask = model.attention_mask
+        self.model_positions = model.encoder.max_positions()
+        init_from = getattr(cfg, "init_from", None)
+        if init_from and not from_checkpoint:
+            init_from_pretrained(model, init_from, self.dictionary)
+        return model
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """Each sequence in a fresh random order (fairseq seeds torch per update)."""
+        if self.attention_mask == "permutation":
+            tokens = sample["net_input"]["src_tokens"]
+            sample["net_input"]["order"] = random_order(tokens.eq(self.dictionary.pad()), keep_first=1)
+        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+
+
+def _first(bad: np.ndarray) -> Optional[int]:
+    idx = np.flatnonzero(bad)
+    return int(idx[0]) if len(idx) else None

@@ -1,0 +1,181 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+"""Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (UniLM).
+
+The seed's section "Seq2Seq": a source/target pair becomes ``[CLS] source [SEP] target
+[SEP]`` with segment ids 0 for ``[CLS] source [SEP]`` and 1 for the target, under the prefix
+mask; only target tokens are predicted. In fairseq's vocabulary ``[CLS]`` is ``<s>`` and
+``[SEP]`` is ``</s>`` (RoBERTa's convention), so the data are ordinary ``fairseq-preprocess
+--joined-dictionary`` pairs and the model (``unilm_transformer``) builds the sequence.
+
+The task adds to fairseq's ``translation``:
+
+* the dictionary gets RoBERTa's ``<mask>`` symbol, so that a ``roberta`` checkpoint trained
+  on the same ``dict.txt`` has the same rows (``--init-from`` on the model);
+* ``--keep-tokens FILE`` prunes the vocabulary (``data/keep_tokens.py``);
+* beam search that never runs past the positions table (``UniLMSequenceGenerator``);
+* every example is batched (``CompleteBatchesTaskMixin``), and data the model cannot honour
+  (an empty line, a source that fills every position, a pair longer than the table) is
+  refused with a clear message instead of being skipped or truncated.
+"""
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+from fairseq import utils
+from fairseq.tasks import register_task
+from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
+
+from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
+from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.generation import UniLMSequenceGenerator
+from fairseq_ext.models.unilm_init import init_from_pretrained
+from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class UniLMSeq2SeqConfig(TranslationConfig):
+    keep_tokens: Optional[str] = field(
+        default=None,
+        metadata={"help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
+                          "dictionary, embedding and output layer; pass the same FILE to "
+                          "fairseq-generate"},
+    )
+
+
+def first_bad(bad: np.ndarray) -> Optional[int]:
+    idx = np.flatnonzero(bad)
+    return int(idx[0]) if len(idx) else None
+
+
+def source_fills_table(split: str, row: int, size: int, positions: int) -> FairseqExtError:
+    return FairseqExtError(
+        f"{split} source line {row + 1} has {size} tokens with </s>; with <s> that is {size + 1} of "
+        f"the model's {positions} positions (--max-positions), leaving none for the target: filter "
+        "or shorten long sources (data_prep/spm.py clean-pair --max-words), or train a model with "
+        "more positions"
+    )
+
+
+@register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
+class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
+    """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
+
+    cfg: UniLMSeq2SeqConfig
+    default_attention_mask = "prefix"
+
+    def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
+        require(src_dict.symbols == tgt_dict.symbols,
+                f"unilm_seq2seq reads source and target with one embedding, so {cfg.data} needs one "
+                "dictionary for both sides: run fairseq-preprocess with --joined-dictionary")
+        self.full_dictionary = src_dict
+        self.keep_ids = self.lookup = None
+        if cfg.keep_tokens:
+            pruned, self.keep_ids, self.lookup = prune_dictionary(
+                src_dict, read_keep_list(cfg.keep_tokens), f"--keep-tokens {cfg.keep_tokens}")
+            logger.info("--keep-tokens %s: %d of %d vocabulary entries kept", cfg.keep_tokens,
+                        len(pruned), len(src_dict))
+            src_dict = pruned
+        super().__init__(cfg, src_dict, src_dict)
+        self.model_positions = None
+        self._checked = set()
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        dictionary = super().load_dictionary(filename)
+        dictionary.add_symbol("<mask>")  # as fairseq's masked_lm does: RoBERTa's rows
+        return dictionary
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        paths = utils.split_paths(self.cfg.data)
+        if split != self.cfg.train_subset:
+            paths = paths[:1]
+        src, tgt = self.cfg.source_lang, self.cfg.target_lang
+        dataset = load_langpair_dataset(
+            paths[(epoch - 1) % len(paths)], split, src, self.full_dictionary, tgt, self.full_dictionary,
+            combine=combine, dataset_impl=self.cfg.dataset_impl, upsample_primary=self.cfg.upsample_primary,
+            left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
+            max_source_positions=self.cfg.max_source_positions,
+            max_target_positions=self.cfg.max_target_positions, load_alignments=self.cfg.load_alignments,
+            truncate_source=self.cfg.truncate_source, num_buckets=self.cfg.num_batch_buckets,
+            shuffle=(split != "test"), pad_to_multiple=self.cfg.required_seq_len_multiple,
+        )
+        self._check_empty(split, dataset)
+        if self.lookup is not None:
+            unk = self.full_dictionary.unk()
+            for side in ("src", "tgt"):
+                lost, total = count_unmapped(getattr(dataset, side), self.lookup, unk)
+                if lost:
+                    logger.warning("%s %s: %d of %d tokens (%.2f%%) are not in --keep-tokens %s and became "
+                                   "<unk>", split, side, lost, total, 100.0 * lost / total, self.cfg.keep_tokens)
+                setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
+            dataset.src_dict = dataset.tgt_dict = self.src_dict
+        self.datasets[split] = dataset
+
+    def _check_empty(self, split: str, dataset) -> None:
+        for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
+            if sizes is None:
+                continue
+            row = first_bad(sizes <= 1)  # sizes count </s>
+            if row is not None:
+                raise FairseqExtError(
+                    f"{split} {side} line {row + 1} is empty ({int((sizes <= 1).sum())} empty {side} "
+                    f"line(s) in {self.cfg.data}); remove empty pairs before fairseq-preprocess "
+                    "(data_prep/spm.py clean-pair does this)"
+                )
+
+    def _check_positions(self, dataset) -> None:
+        """Every pair must fit the one positions table: 1 (<s>) + source + target - 1."""
+        if self.model_positions is None or id(dataset) in self._checked:
+            return
+        split = next((s for s, d in self.datasets.items() if d is dataset), "input")
+        P = self.model_positions
+        row = first_bad(dataset.src_sizes + 2 > P)
+        if row is not None:
+            raise source_fills_table(split, row, int(dataset.src_sizes[row]), P)
+        if dataset.tgt_sizes is not None:
+            total = dataset.src_sizes + dataset.tgt_sizes
+            row = first_bad(total > P)
+            if row is not None:
+                raise FairseqExtError(
+                    f"{split} line {row + 1}: the source ({int(dataset.src_sizes[row])} tokens with </s>) "
+                    f"and target ({int(dataset.tgt_sizes[row])} with </s>) need {int(total[row])} positions, "
+                    f"more than the model's {P} (--max-positions); filter or shorten such pairs"
+                )
+        self._checked.add(id(dataset))
+
+    def get_batch_iterator(self, dataset, *args, **kwargs):
+        if hasattr(dataset, "src_sizes"):
+            self._check_positions(dataset)
+        return super().get_batch_iterator(dataset, *args, **kwargs)
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        seen = self.__dict__.get("_inference_lines_seen", 0)
+        for i, length in enumerate(src_lengths):
+            require(int(length) > 1, f"input line {seen + i + 1} is empty; a seq2seq model needs a "
+                                     "source (remove empty lines from the input)")
+            if self.model_positions is not None and int(length) + 2 > self.model_positions:
+                raise source_fills_table("input", seen + i, int(length), self.model_positions)
+        self._inference_lines_seen = seen + len(src_lengths)
+        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        require(isinstance(model, UniLMTransformerModel),
+                "--task unilm_seq2seq runs on one stack: use --arch unilm_transformer, "
+                "unilm_transformer_base or unilm_transformer_tiny")
+        require(model.attention_mask in ("prefix", "causal"),
+                f"--attention-mask {model.attention_mask} is for --task permutation_lm; unilm_seq2seq "
+                "uses prefix (UniLM: bidirectional source) or causal (left to right throughout)")
+        self.model_positions = model.encoder.max_positions()
+        init_from = getattr(cfg, "init_from", None)
+        if init_from and not from_checkpoint:
+            init_from_pretrained(model, init_from, self.full_dictionary, self.keep_ids)
+        return model
+
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
+        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls or UniLMSequenceGenerator,
+                                       extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)
