@@ -102,3 +102,12 @@ def test_a_new_script_is_one_registry_entry(monkeypatch, capsys):
     main(["identity", "--size", "4"])
     out = capsys.readouterr().out
     assert out.count("#") == 4 + 1  # four cells and the legend
+
+
+def test_ngram_picture_is_prophetnets_mask():
+    from fairseq_ext.analysis.draw_mask import draw
+    from fairseq_ext.masking import ngram_stream_mask
+
+    pic = draw("ngram", length=4, ngram=3)
+    assert torch.equal(pic.matrix.bool(), ngram_stream_mask(4, 3))
+    assert pic.rows[:2] == ["h_0", "h_1"] and pic.rows[4] == "s1_0" and pic.rows[-1] == "s3_3"

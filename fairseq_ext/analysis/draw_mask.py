@@ -6,6 +6,7 @@ columns = inputs (keys); a filled cell means "may attend" (Su 2019, "Analysis").
     python -m fairseq_ext.analysis.draw_mask prefix --source "what do you want to eat" \\
         --target "white cut chicken"
     python -m fairseq_ext.analysis.draw_mask hicmlm --length 10 --iterations 10 --iteration 3
+    python -m fairseq_ext.analysis.draw_mask ngram --length 5 --ngram 2
     python -m fairseq_ext.analysis.draw_mask --all docs/masks       # every script as PNG
 
 Every picture comes from the plugin's own mask functions (``fairseq_ext.masking``); a script
@@ -26,6 +27,7 @@ from fairseq_ext.masking import (
     HYBRID_STRATEGIES,
     bidirectional_mask,
     causal_mask,
+    ngram_stream_mask,
     permutation_mask,
     prefix_lm_mask,
     source_copy_weight,
@@ -168,6 +170,20 @@ def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2, mask
                             "least confident tokens")
 
 
+def draw_ngram(length: int = 5, ngram: int = 2) -> MaskPicture:
+    """ProphetNet's n-stream self-attention (``masking.ngram_stream_mask``): the main stream
+    h_t (causal) and predicting stream k at index t, which predicts target t from the main
+    stream up to index t - k + 1 and its own position."""
+    if length < 1 or ngram < 1:
+        raise ValueError(f"--length and --ngram must be >= 1, got {length} and {ngram}")
+    m = ngram_stream_mask(length, ngram)
+    names = ["h"] + [f"s{k}" for k in range(1, ngram + 1)]
+    labels = [f"{name}_{t}" for name in names for t in range(length)]
+    return MaskPicture(m, labels, labels, f"ProphetNet n-stream self-attention, n = {ngram}",
+                       note="h = main stream, sk = predicting stream k (predicts the token k - 1 "
+                            "after the next one); parameters are shared between streams")
+
+
 SCRIPTS: dict[str, Script] = {
     "bidirectional": Script(draw_bidirectional, "BERT: everyone sees everyone",
                             {"words": (str, DEFAULT_WORDS, "space-separated words")}),
@@ -186,6 +202,9 @@ SCRIPTS: dict[str, Script] = {
                       "iteration": (int, 2, "0-based pass t; L*(T-t)/T slots are masked"),
                       "mask_weight": (float, 0.6, "M weight of weighted_sum"),
                       "seed": (int, 0, "seed of the masked-slot choice")}),
+    "ngram": Script(draw_ngram, "ProphetNet's main stream and n predicting streams",
+                    {"length": (int, 5, "target positions T"),
+                     "ngram": (int, 2, "predicting streams n")}),
 }
 
 
