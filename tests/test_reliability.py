@@ -26,7 +26,23 @@ def hi_cmlm_args(tiny_data):
             "--dropout", "0"]
 
 
-FAMILIES = {"hi_cmlm": ("tiny_data", hi_cmlm_args)}
+NO_DROPOUT = ["--dropout", "0", "--attention-dropout", "0", "--activation-dropout", "0"]
+
+
+def prophetnet_args(tiny_data):
+    return [tiny_data, "--user-dir", USER_DIR, "--task", "translation_prophetnet", "-s", "en", "-t", "de",
+            "--arch", "prophetnet_tiny", *TINY_DIMS, "--criterion", "ngram_language_loss", *NO_DROPOUT]
+
+
+def unilm_args(tiny_data):
+    return [tiny_data, "--user-dir", USER_DIR, "--task", "unilm_seq2seq", "-s", "en", "-t", "de",
+            "--arch", "unilm_transformer_tiny", "--attention-mask", "prefix", "--encoder-layers", "1",
+            "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64", "--encoder-attention-heads", "2",
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", *NO_DROPOUT]
+
+
+FAMILIES = {"hi_cmlm": ("tiny_data", hi_cmlm_args), "prophetnet": ("tiny_data", prophetnet_args),
+            "unilm": ("tiny_data", unilm_args)}
 COMMON = ["--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8", "--required-batch-size-multiple", "1",
           "--num-workers", "0", "--seed", "3", "--cpu", "--log-format", "simple", "--no-progress-bar"]
 
