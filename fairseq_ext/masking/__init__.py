@@ -14,12 +14,24 @@ from fairseq_ext.masking.hybrid import (
     mix_decoder_input,
     source_copy_weight,
 )
+from fairseq_ext.masking.position_masking import (
+    MASK_POSITION,
+    PositionMask,
+    TokenMask,
+    bert_token_mask,
+    position_mask,
+)
 from fairseq_ext.masking.soft_copy import relative_position_copy_weights, soft_copy
 
 __all__ = [
     "HYBRID_STRATEGIES",
+    "MASK_POSITION",
+    "PositionMask",
+    "TokenMask",
+    "bert_token_mask",
     "fence_pattern",
     "mix_decoder_input",
+    "position_mask",
     "relative_position_copy_weights",
     "soft_copy",
     "source_copy_weight",
