@@ -23,7 +23,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-BENCHMARKS = ["hicmlm"]
+BENCHMARKS = ["hicmlm", "posmask"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 

@@ -74,8 +74,11 @@ class PositionMaskedLMLoss(MaskedLmLoss):
             targets = targets[masked_tokens]
         mlm_loss = modules.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1),
                                          reduction="sum", ignore_index=self.padding_idx)
-        counted = targets.ne(self.padding_idx)
-        mlm_correct = (logits.argmax(-1).view(-1).eq(targets.view(-1)) & counted.view(-1)).sum()
+        with torch.no_grad():
+            hits = logits.argmax(-1).eq(targets)
+            if masked_tokens is None:  # every token was projected: count the masked ones only
+                hits &= targets.ne(self.padding_idx)
+            mlm_correct = hits.sum()
 
         labels = position_target[masked_positions]
         n_position = labels.numel()
@@ -93,7 +96,8 @@ class PositionMaskedLMLoss(MaskedLmLoss):
             position_loss = F.cross_entropy(position_logits.float(), labels, reduction="sum")
             loss = mlm_loss + self.position_loss_weight * position_loss * (sample_size / n_position)
             logging_output["position_loss"] = position_loss.data
-            logging_output["position_correct"] = position_logits.argmax(-1).eq(labels).sum().data
+            with torch.no_grad():
+                logging_output["position_correct"] = position_logits.argmax(-1).eq(labels).sum()
         logging_output["loss"] = loss if self.tpu else loss.data
         return loss, sample_size, logging_output
 

@@ -97,12 +97,12 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
         (0-based), the mask-position embedding where it is ``MASK_POSITION``."""
         table = self.sentence_encoder.embed_positions
         pad = table.padding_idx
-        real = src_tokens.ne(self.sentence_encoder.padding_idx)
-        # fairseq's learned positions: row pad + 1 + i for the i-th token, row pad for padding
-        rows = torch.where(real, src_positions.clamp(min=0) + pad + 1, torch.full_like(src_positions, pad))
-        emb = F.embedding(rows, table.weight, pad)
-        masked = (src_positions == MASK_POSITION) & real
-        return torch.where(masked.unsqueeze(-1), self.mask_position_embedding.to(emb.dtype), emb)
+        # fairseq's learned positions: row pad + 1 + i for the i-th token, row pad for padding;
+        # the mask-position embedding is looked up as one more row after the table
+        weight = torch.cat([table.weight, self.mask_position_embedding.to(table.weight.dtype)[None]])
+        rows = torch.where(src_positions == MASK_POSITION, table.num_embeddings, src_positions + pad + 1)
+        rows = rows.masked_fill(src_tokens.eq(self.sentence_encoder.padding_idx), pad)
+        return F.embedding(rows, weight, pad)
 
     def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,
                 src_positions: Optional[Tensor] = None, masked_positions: Optional[Tensor] = None,
