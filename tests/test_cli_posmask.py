@@ -119,3 +119,20 @@ def test_wikitext2_prep_splits_by_article(tmp_path):
     assert len(train) == 18 * 7 and len(valid) == 2 * 7
     for f in ("dict.txt", "train.bin", "valid.bin"):
         assert (tmp_path / "out" / "bin" / f).exists()
+
+
+def test_headline_match_pairs_are_balanced_and_never_pair_an_article_with_its_title():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("headline_match", ROOT / "data_prep" / "headline_match.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    articles = [f"article {i}" for i in range(50)] + [""]
+    titles = [f"title {i % 45}" for i in range(50)] + ["orphan"]
+    rows = module.pairs(articles, titles, seed=3)
+    assert len(rows) == 100 and rows == module.pairs(articles, titles, seed=3)
+    for k in range(0, 100, 2):
+        (a, t, y), (a2, t2, y2) = rows[k], rows[k + 1]
+        i = int(a.split()[1])
+        assert (y, y2) == ("match", "other") and a == a2 and t == titles[i] and t2 != titles[i]
+    assert len({t2 for _, t2, y in rows if y == "other"}) > 10
