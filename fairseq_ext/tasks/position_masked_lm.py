@@ -14,7 +14,7 @@ and batching are reused unchanged) and draws, per example and epoch:
 
 ``--position-mask-source independent`` (default) draws the position-masked tokens from all
 tokens, independently of the token masking; ``token_masked`` draws them from the
-token-masked ones. The default follows the paper: position masking adds training signal
+token-masked ones (``--position-mask-prob`` is then a fraction of those). The default follows the paper: position masking adds training signal
 at tokens that token masking leaves unused ("adding extra information in training which
 is normally limited by masking a small percentage of tokens", section 1), and Figure 1
 shows position labels at tokens other than the MLM labels. Drawn from the token-masked
@@ -78,7 +78,8 @@ class PositionMaskedLMConfig(MaskedLMConfig):
     position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
         default="independent",
         metadata={"help": "independent: position-masked tokens are drawn from all tokens; "
-                          "token_masked: from the token-masked ones"},
+                          "token_masked: from the token-masked ones (--position-mask-prob is then "
+                          "a fraction of those)"},
     )
     mask_special_tokens: bool = field(
         default=False,
