@@ -76,7 +76,8 @@ class PositionMaskingDataset(BaseWrapperDataset):
     @lru_cache(maxsize=16)
     def _draw(self, seed: int, epoch: int, index: int) -> dict:
         rng = np.random.default_rng(int(hash((seed, epoch, index)) % 1e6))
-        item = np.asarray(self.dataset[index])
+        item = self.dataset[index]
+        item = item.numpy() if torch.is_tensor(item) else np.asarray(item)
         require(not (item == self.mask_idx).any(),
                 f"{self.split} example {index} contains the <mask> symbol itself; remove the "
                 "literal '<mask>' from the text before fairseq-preprocess")
