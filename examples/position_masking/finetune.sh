@@ -6,7 +6,7 @@
 # Environment (defaults in brackets): ST [0] (1: --attention-dropout-straight-through, the
 #   paper's enhanced dropout gradient, section 2.2), ARCH [position_masked_roberta_tiny],
 #   MAX_POSITIONS [128] (must equal the pre-training --tokens-per-sample), UPDATES [600],
-#   BATCH [32], LR [1e-4], SEED [1].
+#   BATCH [32], LR [5e-4] (for the tiny model), SEED [1].
 # Writes SAVE_DIR/train.log; its last "valid" line has the accuracy.
 set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 CHECKPOINT DATA_BIN SAVE_DIR [fairseq-train args...]" >&2; exit 2; }
@@ -14,7 +14,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 CKPT="$1" DATA="$2" SAVE="$3"; shift 3
 ARCH="${ARCH:-position_masked_roberta_tiny}" MAXPOS="${MAX_POSITIONS:-128}" UPDATES="${UPDATES:-600}"
-BATCH="${BATCH:-32}" LR="${LR:-1e-4}" SEED="${SEED:-1}"
+BATCH="${BATCH:-32}" LR="${LR:-5e-4}" SEED="${SEED:-1}"
 ST_ARGS=()
 [ "${ST:-0}" = 1 ] && ST_ARGS=(--attention-dropout-straight-through)
 mkdir -p "$SAVE"

@@ -23,7 +23,7 @@ fairseq-train "$DATA" --user-dir "$ROOT/fairseq_ext" --task position_masked_lm \
   --tokens-per-sample "$TPS" --sample-break-mode none --batch-size "$BATCH" \
   --optimizer adam --adam-betas '(0.9,0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 1.0 \
   --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \
-  --max-update "$UPDATES" --validate-interval-updates 100 --save-interval-updates 100000 \
+  --max-update "$UPDATES" --validate-interval-updates 100 \
   --no-epoch-checkpoints --log-format simple --log-interval 25 --num-workers 0 --seed "$SEED" \
   --save-dir "$SAVE" "$@" > "$SAVE/train.log" 2>&1 || { tail -20 "$SAVE/train.log" >&2; exit 1; }
 fairseq-validate "$DATA" --user-dir "$ROOT/fairseq_ext" --task position_masked_lm \
