@@ -24,7 +24,7 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-BENCHMARKS = ["hicmlm", "prophetnet", "unilm"]
+BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 

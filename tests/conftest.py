@@ -1,5 +1,6 @@
 """Shared fixtures: a tiny binarized En-De set built from the shipped quickstart sample,
-and a tiny HI-CMLM checkpoint trained through the real fairseq CLIs."""
+its English side binarized alone for masked LM tasks, and a tiny HI-CMLM checkpoint
+trained through the real fairseq CLIs."""
 from __future__ import annotations
 
 import os
@@ -94,6 +95,19 @@ def tiny_data(tmp_path_factory, spm_model) -> Path:
         "valid": (read_sample("valid", "en", 37), read_sample("valid", "de", 37)),
         "test": (read_sample("test", "en", 21), read_sample("test", "de", 21)),
     })
+
+
+@pytest.fixture(scope="session")
+def mono_data(tmp_path_factory, spm_model) -> Path:
+    """Monolingual English (400 training lines, 37 validation lines: not a multiple of 8),
+    binarized with ``fairseq-preprocess --only-source`` for masked LM tasks."""
+    out = tmp_path_factory.mktemp("mono_data")
+    for split, n in (("train", 400), ("valid", 37)):
+        write_lines(out / f"{split}.raw", read_sample(split, "en", n))
+        encode(spm_model, out / f"{split}.raw", out / split)
+    run(["fairseq-preprocess", "--only-source", "--trainpref", out / "train", "--validpref", out / "valid",
+         "--destdir", out / "bin", "--workers", "1"])
+    return out / "bin"
 
 
 def train_args(data: Path, save_dir: Path, *extra: str, updates: int = 4) -> list:

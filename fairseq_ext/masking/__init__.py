@@ -30,12 +30,20 @@ from fairseq_ext.masking.ngram_stream import (
     ngram_stream_mask,
     predicting_stream_main_mask,
 )
+from fairseq_ext.masking.position_masking import (
+    MASK_POSITION,
+    PositionMask,
+    TokenMask,
+    bert_token_mask,
+    position_mask,
+)
 from fairseq_ext.masking.relative_position import ngram_stream_buckets, relative_position_bucket
 from fairseq_ext.masking.soft_copy import relative_position_copy_weights, soft_copy
 from fairseq_ext.masking.span_corruption import block_span_mask, replace_80_10_10
 
 __all__ = [
     "additive_attention_mask",
+    "bert_token_mask",
     "bidirectional_mask",
     "block_span_mask",
     "causal_mask",
@@ -43,12 +51,15 @@ __all__ = [
     "fence_pattern",
     "HYBRID_STRATEGIES",
     "main_stream_mask",
+    "MASK_POSITION",
     "mix_decoder_input",
     "ngram_stream_buckets",
     "ngram_stream_key_mask",
     "ngram_stream_mask",
     "order_ranks",
     "permutation_mask",
+    "position_mask",
+    "PositionMask",
     "predicting_stream_main_mask",
     "prefix_lm_mask",
     "random_order",
@@ -57,5 +68,6 @@ __all__ = [
     "replace_80_10_10",
     "soft_copy",
     "source_copy_weight",
+    "TokenMask",
     "uniform_count_mask",
 ]

@@ -1,4 +1,7 @@
 """fairseq model adapters (``register_model`` / ``register_model_architecture``)."""
-from fairseq_ext.models import hi_cmlm_transformer  # noqa: F401
-from fairseq_ext.models import prophetnet  # noqa: F401
-from fairseq_ext.models import unilm_transformer  # noqa: F401
+from fairseq_ext.models import (  # noqa: F401
+    hi_cmlm_transformer,
+    position_masked_roberta,
+    prophetnet,
+    unilm_transformer,
+)

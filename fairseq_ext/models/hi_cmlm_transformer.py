@@ -27,6 +27,7 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq_ext.errors import require
 from fairseq_ext.masking import HYBRID_STRATEGIES, mix_decoder_input, soft_copy
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
+from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
 
 # fairseq's NAT length predictor has 256 classes: a target (with <s> and </s>) may have at
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
@@ -102,11 +103,14 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
         parser.add_argument("--init-encoder-from", type=str, metavar="CKPT",
                             help="initialise the encoder (and shared embeddings) from a fairseq "
                                  "checkpoint, e.g. the autoregressive teacher")
+        add_straight_through_args(parser)
 
     @classmethod
     def build_model(cls, args, task):
         validate_hybrid_args(args)
-        return super().build_model(args, task)
+        model = super().build_model(args, task)
+        apply_straight_through_from_args(model, args)
+        return model
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
@@ -129,6 +133,7 @@ def _hybrid_defaults(args) -> None:
     if args.mask_weight is None:
         args.mask_weight = 0.6
     args.init_encoder_from = getattr(args, "init_encoder_from", None)
+    args.attention_dropout_straight_through = getattr(args, "attention_dropout_straight_through", False)
 
 
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer")

@@ -1,0 +1,152 @@
+#!/usr/bin/env python
+"""MLM accuracy and position accuracy against updates, one line per run, from fairseq's
+training logs (``--log-format simple``), as in the paper's Figures 3, 5 and 7.
+
+    python examples/position_masking/plot.py --out DIR PROB=RUN [PROB=RUN ...]
+
+RUN is a run directory of pretrain.sh (its train.log and valid_clean.log are read) or a
+log file. Writes DIR/mlm_accuracy.png, DIR/position_accuracy.png (training curves as
+lines, validations as markers) and DIR/results.json and DIR/results.md (the last
+validation of each run).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+TRAIN_INNER = re.compile(r"\| train_inner \| .*?((?:\w+=[^,\s]+,?\s*)+)$")
+VALID = re.compile(r"\| valid \| .*valid on '[^']+' subset \| (.*)$")
+METRICS = ("mlm_accuracy", "position_accuracy", "mlm_loss", "position_loss", "num_updates")
+
+
+def _numbers(pairs: list[tuple[str, str]]) -> dict[str, float]:
+    out = {}
+    for key, value in pairs:
+        if key in METRICS:
+            out[key] = float(value)
+    return out
+
+
+def parse_log(path: Path) -> dict[str, list[dict[str, float]]]:
+    """``{"train": [...], "valid": [...]}``: the metrics of each train_inner and valid line."""
+    train, valid = [], []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = TRAIN_INNER.search(line)
+        if m:
+            train.append(_numbers(re.findall(r"(\w+)=([^,\s]+)", m.group(1))))
+            continue
+        m = VALID.search(line)
+        if m:
+            pairs = [tuple(part.strip().split(" ", 1)) for part in m.group(1).split(" | ") if " " in part.strip()]
+            valid.append(_numbers(pairs))
+    return {"train": train, "valid": valid}
+
+
+def load_run(spec: str) -> tuple[str, dict]:
+    label, _, where = spec.partition("=")
+    if not where:
+        raise SystemExit(f"error: run {spec!r} must be PROB=RUN_DIR or PROB=LOG")
+    path = Path(where)
+    log = path / "train.log" if path.is_dir() else path
+    if not log.exists():
+        raise SystemExit(f"error: {log} does not exist")
+    run = parse_log(log)
+    if not run["train"] and not run["valid"]:
+        raise SystemExit(f"error: {log} has no train_inner or valid lines (is it a fairseq-train log "
+                         "written with --log-format simple?)")
+    clean = path / "valid_clean.log" if path.is_dir() else None
+    run["valid_clean"] = parse_log(clean)["valid"] if clean is not None and clean.exists() else []
+    return label, run
+
+
+def _label(prob: str) -> str:
+    try:
+        return f"position mask {float(prob) * 100:g}%"
+    except ValueError:
+        return prob
+
+
+def plot(runs: dict[str, dict], metric: str, title: str, out: Path) -> bool:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    drawn = False
+    for i, (prob, run) in enumerate(runs.items()):
+        color = f"C{i}"
+        train = [r for r in run["train"] if metric in r and "num_updates" in r]
+        valid = [r for r in run["valid"] if metric in r and "num_updates" in r]
+        if train:
+            ax.plot([r["num_updates"] for r in train], [r[metric] for r in train], color=color,
+                    label=f"{_label(prob)} (train)")
+        if valid:
+            ax.plot([r["num_updates"] for r in valid], [r[metric] for r in valid], "o--", color=color,
+                    label=f"{_label(prob)} (valid)")
+        drawn |= bool(train or valid)
+    if not drawn:
+        plt.close(fig)
+        return False
+    ax.set_xlabel("updates")
+    ax.set_ylabel(f"{metric.replace('_', ' ')} (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def summarise(runs: dict[str, dict]) -> list[dict]:
+    rows = []
+    for prob, run in runs.items():
+        last = run["valid"][-1] if run["valid"] else {}
+        clean = run["valid_clean"][-1] if run["valid_clean"] else {}
+        rows.append({
+            "position_mask_prob": prob,
+            "updates": last.get("num_updates"),
+            "valid_mlm_accuracy": last.get("mlm_accuracy"),
+            "valid_position_accuracy": last.get("position_accuracy"),
+            "valid_mlm_accuracy_positions_intact": clean.get("mlm_accuracy"),
+        })
+    return rows
+
+
+def markdown(rows: list[dict]) -> str:
+    def show(v):
+        return "n/a" if v is None else f"{v:g}"
+
+    lines = ["| --position-mask-prob | updates | valid MLM accuracy (%) | valid position accuracy (%) "
+             "| valid MLM accuracy, positions intact (%) |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['position_mask_prob']} | {show(r['updates'])} | {show(r['valid_mlm_accuracy'])} "
+                     f"| {show(r['valid_position_accuracy'])} | {show(r['valid_mlm_accuracy_positions_intact'])} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("runs", nargs="+", help="PROB=RUN_DIR or PROB=LOG")
+    args = p.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    runs = dict(load_run(spec) for spec in args.runs)
+    written = []
+    for metric, title in (("mlm_accuracy", "MLM accuracy"), ("position_accuracy", "Position accuracy")):
+        png = args.out / f"{metric}.png"
+        if plot(runs, metric, title, png):
+            written.append(str(png))
+    rows = summarise(runs)
+    (args.out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (args.out / "results.md").write_text(markdown(rows))
+    sys.stdout.write(markdown(rows))
+    print("wrote " + ", ".join(written + [str(args.out / "results.json"), str(args.out / "results.md")]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,120 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+"""Criterion ``position_masked_lm``: MLM cross-entropy plus the position classifier's
+cross-entropy (Wagner et al. 2020, section 2.1; the paper plots MLM accuracy and position
+accuracy, Figures 3, 5 and 7).
+
+    loss = CE_mlm + --position-loss-weight x CE_position
+
+Both terms are means per predicted token (CE_mlm over the token-masked tokens, CE_position
+over the position-masked ones). fairseq divides the returned loss by ``sample_size`` (the
+number of token-masked tokens), so the position term is returned as its sum times
+``sample_size / n_position``. Logged: ``loss``, ``mlm_loss`` and ``position_loss`` (base 2,
+as fairseq's ``masked_lm``), ``ppl`` (of the MLM alone), ``mlm_accuracy`` and
+``position_accuracy`` (percent), and ``examples`` (how many examples the batches covered;
+at validation, the whole split). A batch
+without position-masked tokens (``--position-mask-prob 0``) gets exactly fairseq's
+``masked_lm`` loss.
+"""
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from fairseq import modules, utils
+from fairseq.criterions import register_criterion
+from fairseq.criterions.masked_lm import MaskedLmConfig, MaskedLmLoss
+from fairseq.logging import metrics
+
+from fairseq_ext.data import NO_POSITION_LABEL
+from fairseq_ext.errors import require
+
+
+@dataclass
+class PositionMaskedLMCriterionConfig(MaskedLmConfig):
+    position_loss_weight: float = field(
+        default=1.0,
+        metadata={"help": "weight of the position cross-entropy added to the MLM cross-entropy (>= 0)"},
+    )
+
+
+@register_criterion("position_masked_lm", dataclass=PositionMaskedLMCriterionConfig)
+class PositionMaskedLMLoss(MaskedLmLoss):
+    """fairseq's masked LM loss plus the weighted position classification loss."""
+
+    def __init__(self, cfg: PositionMaskedLMCriterionConfig, task):
+        super().__init__(cfg, task)
+        weight = cfg.position_loss_weight
+        require(weight >= 0 and math.isfinite(weight),
+                f"--position-loss-weight must be a finite number >= 0, got {weight}")
+        require(getattr(task, "masks_positions", False),
+                "--criterion position_masked_lm needs --task position_masked_lm (it reads the "
+                "masked positions from the batch)")
+        self.position_loss_weight = weight
+
+    def forward(self, model, sample, reduce=True):
+        masked_tokens = sample["target"].ne(self.padding_idx)
+        sample_size = masked_tokens.int().sum()
+        if self.tpu:
+            masked_tokens = None
+        elif masked_tokens.device == torch.device("cpu"):
+            if not masked_tokens.any():
+                masked_tokens = None
+        else:
+            masked_tokens = torch.where(masked_tokens.any(), masked_tokens, masked_tokens.new([True]))
+
+        position_target = sample["position_target"]
+        masked_positions = position_target.ne(NO_POSITION_LABEL)
+        logits, extra = model(**sample["net_input"], masked_tokens=masked_tokens,
+                              masked_positions=masked_positions)
+        require("position_logits" in extra,
+                "--criterion position_masked_lm needs a model with a position classifier "
+                "(--arch position_masked_roberta_*)")
+        targets = model.get_targets(sample, [logits])
+        if masked_tokens is not None:
+            targets = targets[masked_tokens]
+        mlm_loss = modules.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1),
+                                         reduction="sum", ignore_index=self.padding_idx)
+        with torch.no_grad():
+            hits = logits.argmax(-1).eq(targets)
+            if masked_tokens is None:  # every token was projected: count the masked ones only
+                hits &= targets.ne(self.padding_idx)
+            mlm_correct = hits.sum()
+
+        labels = position_target[masked_positions]
+        n_position = labels.numel()
+        loss = mlm_loss
+        logging_output = {
+            "ntokens": sample["ntokens"],
+            "nsentences": sample["nsentences"],
+            "sample_size": sample_size,
+            "mlm_loss": mlm_loss.data,
+            "mlm_correct": mlm_correct.data,
+            "position_sample_size": n_position,
+        }
+        if n_position > 0:
+            position_logits = extra["position_logits"]
+            position_loss = F.cross_entropy(position_logits.float(), labels, reduction="sum")
+            loss = mlm_loss + self.position_loss_weight * position_loss * (sample_size / n_position)
+            logging_output["position_loss"] = position_loss.data
+            with torch.no_grad():
+                logging_output["position_correct"] = position_logits.argmax(-1).eq(labels).sum()
+        logging_output["loss"] = loss if self.tpu else loss.data
+        return loss, sample_size, logging_output
+
+    @staticmethod
+    def reduce_metrics(logging_outputs) -> None:
+        total = lambda key: sum(log.get(key, 0) for log in logging_outputs)  # noqa: E731
+        sample_size = total("sample_size")
+        n_position = total("position_sample_size")
+        # the number of examples the batches covered: a whole split at validation
+        metrics.log_scalar_sum("examples", total("nsentences"), priority=900)
+        if sample_size > 0:
+            metrics.log_scalar("loss", total("loss") / sample_size / math.log(2), sample_size, round=3)
+            metrics.log_scalar("mlm_loss", total("mlm_loss") / sample_size / math.log(2), sample_size, round=3)
+            metrics.log_derived("ppl", lambda meters: utils.get_perplexity(meters["mlm_loss"].avg))
+            metrics.log_scalar("mlm_accuracy", 100.0 * total("mlm_correct") / sample_size, sample_size, round=2)
+        if n_position > 0:
+            metrics.log_scalar("position_loss", total("position_loss") / n_position / math.log(2),
+                               n_position, round=3)
+            metrics.log_scalar("position_accuracy", 100.0 * total("position_correct") / n_position,
+                               n_position, round=2)

@@ -1,0 +1,233 @@
+"""``position_masked_roberta``: RoBERTa/BERT with position masking (Wagner et al. 2020,
+"Positional Masking for Language Models", section 2.1, Figure 2).
+
+fairseq's ``RobertaModel`` with two additions, both under their own state-dict names so
+that every RoBERTa parameter keeps fairseq's name:
+
+* ``encoder.mask_position_embedding`` (``(C,)``): replaces the learned position embedding
+  of the tokens whose position is masked;
+* ``encoder.position_classifier`` (``Linear(C, max_positions)``): "a single extra classifier
+  layer" (section 2.1) that predicts, from the last hidden state of a position-masked
+  token, its original position index (one class per position).
+
+Both exist only when the task masks positions (``position_masked_lm``). Built for another
+task, e.g. fairseq's ``sentence_prediction``, the model is the encoder alone and a
+pre-trained checkpoint's position head is dropped when loaded (logged). Without
+``src_positions`` (fine-tuning, inference) the forward pass is RoBERTa's, and with
+``--position-mask-prob 0`` training is fairseq's ``masked_lm`` + ``roberta``.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import torch
+import torch.nn.functional as F
+from fairseq.models import register_model, register_model_architecture
+from fairseq.models.roberta.model import (
+    RobertaEncoder,
+    RobertaModel,
+    base_architecture as roberta_base_architecture,
+    roberta_large_architecture,
+)
+from fairseq.models.transformer import TransformerEncoder
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from fairseq.utils import safe_getattr, safe_hasattr
+from torch import Tensor, nn
+
+from fairseq_ext.errors import require
+from fairseq_ext.masking import MASK_POSITION
+from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
+
+logger = logging.getLogger(__name__)
+
+POSITION_HEAD_KEYS = ("encoder.mask_position_embedding", "encoder.position_classifier.")
+
+
+class GivenPositionsTransformerEncoder(TransformerEncoder):
+    """fairseq's ``TransformerEncoder`` that adds position embeddings given for one call
+    (``position_embeddings``, ``(B, T, C)``) instead of computing them from the tokens."""
+
+    def __init__(self, args, dictionary, embed_tokens):
+        super().__init__(args, dictionary, embed_tokens)
+        self._given_positions: Optional[Tensor] = None
+
+    def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False,
+                token_embeddings=None, position_embeddings: Optional[Tensor] = None):
+        self._given_positions = position_embeddings
+        try:
+            return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
+        finally:
+            self._given_positions = None
+
+    def forward_embedding(self, src_tokens, token_embedding: Optional[Tensor] = None):
+        if self._given_positions is None:
+            return super().forward_embedding(src_tokens, token_embedding)
+        if token_embedding is None:
+            token_embedding = self.embed_tokens(src_tokens)
+        embed = self.embed_scale * token_embedding
+        x = embed + self._given_positions
+        if self.layernorm_embedding is not None:
+            x = self.layernorm_embedding(x)
+        x = self.dropout_module(x)
+        if self.quant_noise is not None:
+            x = self.quant_noise(x)
+        return x, embed
+
+
+class PositionMaskedRobertaEncoder(RobertaEncoder):
+    """RoBERTa's encoder; with ``predicts_positions`` it also owns the mask-position
+    embedding and the position classifier."""
+
+    def __init__(self, args, dictionary, predicts_positions: bool):
+        super().__init__(args, dictionary)
+        self.predicts_positions = predicts_positions
+        if predicts_positions:
+            dim = args.encoder_embed_dim
+            self.mask_position_embedding = nn.Parameter(torch.empty(dim).normal_(mean=0.0, std=0.02))
+            self.position_classifier = nn.Linear(dim, args.max_positions)
+
+    def build_encoder(self, args, dictionary, embed_tokens):
+        encoder = GivenPositionsTransformerEncoder(args, dictionary, embed_tokens)
+        encoder.apply(init_bert_params)
+        return encoder
+
+    def input_position_embeddings(self, src_tokens: Tensor, src_positions: Tensor) -> Tensor:
+        """Position embeddings of the input: the learned embedding of ``src_positions``
+        (0-based), the mask-position embedding where it is ``MASK_POSITION``."""
+        table = self.sentence_encoder.embed_positions
+        pad = table.padding_idx
+        # fairseq's learned positions: row pad + 1 + i for the i-th token, row pad for padding;
+        # the mask-position embedding is looked up as one more row after the table
+        weight = torch.cat([table.weight, self.mask_position_embedding.to(table.weight.dtype)[None]])
+        rows = torch.where(src_positions == MASK_POSITION, table.num_embeddings, src_positions + pad + 1)
+        rows = rows.masked_fill(src_tokens.eq(self.sentence_encoder.padding_idx), pad)
+        return F.embedding(rows, weight, pad)
+
+    def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,
+                src_positions: Optional[Tensor] = None, masked_positions: Optional[Tensor] = None,
+                **unused):
+        """As ``RobertaEncoder.forward``, plus:
+
+        Args:
+            src_positions: ``(B, T)`` input position index of each token, ``MASK_POSITION``
+                for the mask-position embedding; None: the usual positions.
+            masked_positions: ``(B, T)`` bool, the tokens whose original position the
+                classifier predicts; their logits are ``extra["position_logits"]``
+                (``(N, max_positions)``, in row-major order of the True entries).
+        """
+        limit = self.max_positions()
+        require(src_tokens.size(1) <= limit,
+                f"an input has {src_tokens.size(1)} tokens, more than the {limit} positions of "
+                "position_masked_roberta (its position embedding and classifier); use "
+                "--tokens-per-sample / --max-positions <= that, or shorten the input")
+        uses_head = src_positions is not None or masked_positions is not None
+        require(not uses_head or self.predicts_positions,
+                "position_masked_roberta was built without its position head (the task does "
+                "not mask positions); train it with --task position_masked_lm")
+        given = None if src_positions is None else self.input_position_embeddings(src_tokens, src_positions)
+        encoder_out = self.sentence_encoder(src_tokens, return_all_hiddens=return_all_hiddens,
+                                            token_embeddings=unused.get("token_embeddings"),
+                                            position_embeddings=given)
+        features = encoder_out["encoder_out"][0].transpose(0, 1)
+        extra = {"inner_states": encoder_out["encoder_states"] if return_all_hiddens else None}
+        if masked_positions is not None:
+            extra["position_logits"] = self.position_classifier(features[masked_positions])
+        if not features_only:
+            features = self.output_layer(features, masked_tokens=masked_tokens)
+        return features, extra
+
+
+@register_model("position_masked_roberta")
+class PositionMaskedRobertaModel(RobertaModel):
+    """RoBERTa with the mask-position embedding and the position classifier."""
+
+    @staticmethod
+    def add_args(parser):
+        RobertaModel.add_args(parser)
+        add_straight_through_args(parser)
+
+    @classmethod
+    def build_model(cls, args, task):
+        from omegaconf import OmegaConf
+
+        if OmegaConf.is_config(args):
+            OmegaConf.set_struct(args, False)
+        position_masked_roberta_architecture(args)
+        if not safe_hasattr(args, "max_positions"):
+            if not safe_hasattr(args, "tokens_per_sample"):
+                args.tokens_per_sample = task.max_positions()
+            args.max_positions = args.tokens_per_sample
+        predicts = bool(getattr(task, "masks_positions", False))
+        validate_position_args(args, task, predicts)
+        encoder = PositionMaskedRobertaEncoder(args, task.source_dictionary, predicts)
+        if OmegaConf.is_config(args):
+            OmegaConf.set_struct(args, True)
+        model = cls(args, encoder)
+        apply_straight_through_from_args(model, args)
+        if not predicts:
+            logger.info("position_masked_roberta: built without the position head (task %s does not "
+                        "mask positions)", type(task).__name__)
+        return model
+
+    def upgrade_state_dict_named(self, state_dict, name):
+        super().upgrade_state_dict_named(state_dict, name)
+        if self.encoder.predicts_positions:
+            return
+        prefix = name + "." if name else ""
+        dropped = [k for k in state_dict if any(k.startswith(prefix + h) for h in POSITION_HEAD_KEYS)]
+        for k in dropped:
+            del state_dict[k]
+        if dropped:
+            logger.info("position_masked_roberta: dropped the pre-training position head of the "
+                        "checkpoint (%s): the task does not mask positions", ", ".join(sorted(dropped)))
+
+
+def validate_position_args(args, task, predicts: bool) -> None:
+    """Clear errors for settings the position embedding or classifier cannot honour."""
+    require(args.max_positions >= 2, f"--max-positions must be >= 2, got {args.max_positions}")
+    require(safe_getattr(args, "encoder_learned_pos", True)
+            and not safe_getattr(args, "no_token_positional_embeddings", False),
+            "position_masked_roberta needs learned position embeddings (no "
+            "--no-token-positional-embeddings, --encoder-learned-pos)")
+    task_cfg = getattr(task, "cfg", None)
+    tokens_per_sample = getattr(task_cfg, "tokens_per_sample", None)
+    if predicts and tokens_per_sample is not None:
+        require(tokens_per_sample <= args.max_positions,
+                f"--tokens-per-sample {tokens_per_sample} is more than the {args.max_positions} "
+                "classes of the position classifier (one per position, --max-positions); "
+                "lower --tokens-per-sample or raise --max-positions")
+
+
+def _sizes(args, layers: int, dim: int, ffn: int, heads: int) -> None:
+    args.encoder_layers = safe_getattr(args, "encoder_layers", layers)
+    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", dim)
+    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", ffn)
+    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", heads)
+
+
+@register_model_architecture("position_masked_roberta", "position_masked_roberta")
+def position_masked_roberta_architecture(args):
+    """fairseq's RoBERTa defaults (base sizes: 12 layers x 768, 12 heads, FFN 3072)."""
+    args.attention_dropout_straight_through = safe_getattr(args, "attention_dropout_straight_through", False)
+    roberta_base_architecture(args)
+
+
+@register_model_architecture("position_masked_roberta", "position_masked_roberta_base")
+def position_masked_roberta_base_architecture(args):
+    """BERT/RoBERTa base, the paper's model (section 3): 12 layers x 768, 12 heads, FFN 3072."""
+    position_masked_roberta_architecture(args)
+
+
+@register_model_architecture("position_masked_roberta", "position_masked_roberta_large")
+def position_masked_roberta_large_architecture(args):
+    """RoBERTa large: 24 layers x 1024, 16 heads, FFN 4096."""
+    args.attention_dropout_straight_through = safe_getattr(args, "attention_dropout_straight_through", False)
+    roberta_large_architecture(args)
+
+
+@register_model_architecture("position_masked_roberta", "position_masked_roberta_tiny")
+def position_masked_roberta_tiny_architecture(args):
+    """BERT-Tiny sizes (2 layers x 128, 2 heads, FFN 512): tests and the CPU sweep."""
+    _sizes(args, 2, 128, 512, 2)
+    position_masked_roberta_architecture(args)

@@ -1,0 +1,200 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+"""Task ``position_masked_lm``: BERT masked LM plus position masking (Wagner et al. 2020,
+"Positional Masking for Language Models", section 2.1 and section 3).
+
+Builds on fairseq's ``masked_lm`` (its data loading, token blocks, ``<s>`` prefix, shuffle
+and batching are reused unchanged) and draws, per example and epoch:
+
+* BERT token masking: ``--mask-prob`` (0.15) of the tokens, 80% ``<mask>``, 10% kept, 10%
+  random (``masking.bert_token_mask``);
+* position masking: ``--position-mask-prob`` (0.10, the paper's best, section 5.1) of the
+  tokens, 90% get the learned mask-position embedding instead of their position
+  embedding, 5% keep their position, 5% get a random position of the sequence
+  (``masking.position_mask``); the model predicts their original position index.
+
+``--position-mask-source independent`` (default) draws the position-masked tokens from all
+tokens, independently of the token masking; ``token_masked`` draws them from the
+token-masked ones (``--position-mask-prob`` is then a fraction of those). The default follows the paper: position masking adds training signal
+at tokens that token masking leaves unused ("adding extra information in training which
+is normally limited by masking a small percentage of tokens", section 1), and Figure 1
+shows position labels at tokens other than the MLM labels. Drawn from the token-masked
+tokens, a token would lose its identity and its position at once.
+
+``<s>``, ``</s>`` and padding are never token- or position-masked. fairseq's ``masked_lm``
+lets ``<s>`` and ``</s>`` be token-masked like any other token; ``--mask-special-tokens``
+does the same, and with ``--position-mask-prob 0`` the batches are then fairseq's
+``masked_lm`` batches token for token.
+"""
+import logging
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from fairseq import utils
+from fairseq.data import (
+    IdDataset,
+    NestedDictionaryDataset,
+    NumelDataset,
+    NumSamplesDataset,
+    PrependTokenDataset,
+    RightPadDataset,
+    SortDataset,
+    data_utils,
+)
+from fairseq.data.shorten_dataset import maybe_shorten_dataset
+from fairseq.dataclass import ChoiceEnum
+from fairseq.tasks import register_task
+from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
+
+from fairseq_ext.data import (
+    NO_POSITION_LABEL,
+    POSITION_MASK_SOURCES,
+    CompleteBatchesTaskMixin,
+    PositionMaskingDataset,
+)
+from fairseq_ext.errors import FairseqExtError, require
+
+logger = logging.getLogger(__name__)
+
+POSITION_MASK_SOURCE_CHOICES = ChoiceEnum(list(POSITION_MASK_SOURCES))
+
+
+@dataclass
+class PositionMaskedLMConfig(MaskedLMConfig):
+    position_mask_prob: float = field(
+        default=0.10,
+        metadata={"help": "fraction of the tokens whose position is masked (the paper's best: 0.10); "
+                          "0 gives fairseq's masked_lm"},
+    )
+    position_keep_prob: float = field(
+        default=0.05,
+        metadata={"help": "of the position-masked tokens, the fraction that keeps its true position"},
+    )
+    position_random_prob: float = field(
+        default=0.05,
+        metadata={"help": "of the position-masked tokens, the fraction that gets a random position "
+                          "of its sequence"},
+    )
+    position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
+        default="independent",
+        metadata={"help": "independent: position-masked tokens are drawn from all tokens; "
+                          "token_masked: from the token-masked ones (--position-mask-prob is then "
+                          "a fraction of those)"},
+    )
+    mask_special_tokens: bool = field(
+        default=False,
+        metadata={"help": "let token masking choose <s> and </s> too, as fairseq's masked_lm does"},
+    )
+
+
+def validate_config(cfg: PositionMaskedLMConfig) -> None:
+    """One clear error per out-of-range option, before any data is read."""
+    for name in ("mask_prob", "leave_unmasked_prob", "random_token_prob", "position_mask_prob",
+                 "position_keep_prob", "position_random_prob"):
+        value = getattr(cfg, name)
+        require(0.0 <= value <= 1.0, f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+    require(cfg.mask_prob > 0.0, "--mask-prob must be > 0: the MLM loss needs token-masked tokens "
+                                 "(BERT uses 0.15)")
+    require(cfg.leave_unmasked_prob + cfg.random_token_prob <= 1.0,
+            f"--leave-unmasked-prob + --random-token-prob must be <= 1, got "
+            f"{cfg.leave_unmasked_prob} + {cfg.random_token_prob}")
+    require(cfg.position_keep_prob + cfg.position_random_prob <= 1.0,
+            f"--position-keep-prob + --position-random-prob must be <= 1, got "
+            f"{cfg.position_keep_prob} + {cfg.position_random_prob}")
+    require(cfg.tokens_per_sample >= 2, f"--tokens-per-sample must be >= 2, got {cfg.tokens_per_sample}")
+    for name, default in (("mask_whole_words", False), ("mask_multiple_length", 1), ("mask_stdev", 0.0),
+                          ("skip_masking", False), ("d2v2_multi", False), ("include_target_tokens", False)):
+        require(getattr(cfg, name) == default,
+                f"--{name.replace('_', '-')} is a masked_lm option that position_masked_lm does not "
+                f"support; leave it at its default ({default}) or use --task masked_lm")
+
+
+@register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
+class PositionMaskedLMTask(CompleteBatchesTaskMixin, MaskedLMTask):
+    """Masked LM whose examples also carry masked positions and their labels."""
+
+    cfg: PositionMaskedLMConfig
+    # Read by position_masked_roberta: build the mask-position embedding and the position
+    # classifier. Tasks without it (e.g. sentence_prediction) get the encoder alone.
+    masks_positions = True
+
+    @classmethod
+    def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):
+        validate_config(cfg)
+        return super().setup_task(cfg, **kwargs)
+
+    def _load_dataset_split(self, split, epoch, combine):
+        """masked_lm's token blocks with ``<s>`` prepended. With ``--sample-break-mode eos``
+        every block is one line of the data, so the lines are used directly: fairseq's
+        ``TokenBlockDataset`` fails in that mode on numpy >= 2 (it calls the removed
+        ``np.compat.long``)."""
+        if self.cfg.sample_break_mode != "eos":
+            return super()._load_dataset_split(split, epoch, combine)
+        paths = utils.split_paths(self.cfg.data)
+        split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
+        lines = data_utils.load_indexed_dataset(split_path, self.source_dictionary, combine=combine)
+        if lines is None:
+            raise FileNotFoundError(f"Dataset not found: {split} ({split_path})")
+        lines = maybe_shorten_dataset(lines, split, self.cfg.shorten_data_split_list,
+                                      self.cfg.shorten_method, self.cfg.tokens_per_sample, self.cfg.seed)
+        logger.info("loaded %d lines (one block each) from: %s", len(lines), split_path)
+        return PrependTokenDataset(lines, self.source_dictionary.bos())
+
+    def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        try:
+            blocks = self._load_dataset_split(split, epoch, combine)
+        except FileNotFoundError as exc:
+            raise FairseqExtError(
+                f"{exc}: binarize the {split} split with fairseq-preprocess --only-source "
+                f"(e.g. data_prep/wikitext2.sh) into {self.cfg.data}"
+            ) from None
+        self._check_block_sizes(split, blocks.sizes)
+        cfg = self.cfg
+        masked = PositionMaskingDataset(
+            blocks, self.source_dictionary, self.mask_idx, split, seed=cfg.seed,
+            mask_prob=cfg.mask_prob, leave_unmasked_prob=cfg.leave_unmasked_prob,
+            random_token_prob=cfg.random_token_prob,
+            freq_weighted_replacement=cfg.freq_weighted_replacement,
+            position_mask_prob=cfg.position_mask_prob, position_keep_prob=cfg.position_keep_prob,
+            position_random_prob=cfg.position_random_prob,
+            position_mask_source=cfg.position_mask_source,
+            mask_special_tokens=cfg.mask_special_tokens,
+        )
+        pad = self.source_dictionary.pad()
+        source = masked.field("source")
+        net_input = {
+            "src_tokens": RightPadDataset(source, pad_idx=pad),
+            "src_lengths": NumelDataset(source, reduce=False),
+            "src_positions": RightPadDataset(masked.field("positions"), pad_idx=0),
+        }
+        if cfg.include_index:
+            net_input["src_id"] = IdDataset()
+        dataset = NestedDictionaryDataset(
+            {
+                "id": IdDataset(),
+                "net_input": net_input,
+                "target": RightPadDataset(masked.field("target"), pad_idx=pad),
+                "position_target": RightPadDataset(masked.field("position_target"),
+                                                   pad_idx=NO_POSITION_LABEL),
+                "nsentences": NumSamplesDataset(),
+                "ntokens": NumelDataset(source, reduce=True),
+            },
+            sizes=[source.sizes],
+        )
+        # masked_lm's shuffle, drawn from the same seed
+        with data_utils.numpy_seed(cfg.seed):
+            shuffle = np.random.permutation(len(source))
+        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, source.sizes])
+
+    def _check_block_sizes(self, split: str, sizes: np.ndarray) -> None:
+        limit = self.cfg.tokens_per_sample
+        too_long = np.flatnonzero(sizes > limit)
+        if len(too_long):
+            i = int(too_long[0])
+            raise FairseqExtError(
+                f"{split} example {i + 1} has {int(sizes[i])} tokens with <s>, more than "
+                f"--tokens-per-sample {limit} ({len(too_long)} such example(s)); the position "
+                "classifier has one class per position. Use --sample-break-mode none (blocks of "
+                "exactly that size), raise --tokens-per-sample, or split long lines before "
+                "fairseq-preprocess"
+            )

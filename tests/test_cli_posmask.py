@@ -1,0 +1,138 @@
+"""Position masking through the real fairseq CLIs (subprocesses): pre-train with
+position_masked_lm, validate every example, fine-tune with fairseq's sentence_prediction
+and the straight-through attention dropout, plot the curves, and refuse bad input with one
+line."""
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import fairseq_ext  # noqa: F401
+from fairseq_ext.checkpoints import pickled_globals
+from tests.conftest import ROOT, USER_DIR, encode, read_sample, run, write_lines
+
+PLOT = ROOT / "examples" / "position_masking" / "plot.py"
+DIMS = ["--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+        "--encoder-attention-heads", "2"]
+
+
+def pretrain_args(data, save, *extra):
+    return ["fairseq-train", data, "--user-dir", USER_DIR, "--task", "position_masked_lm",
+            "--arch", "position_masked_roberta_tiny", *DIMS, "--criterion", "position_masked_lm",
+            "--tokens-per-sample", "128", "--sample-break-mode", "eos", "--batch-size", "8",
+            "--optimizer", "adam", "--lr", "1e-3", "--max-update", "6", "--log-interval", "2",
+            "--log-format", "simple", "--no-progress-bar", "--num-workers", "0", "--seed", "1",
+            "--save-dir", save, *extra]
+
+
+@pytest.fixture(scope="module")
+def pretrained(mono_data, tmp_path_factory):
+    save = tmp_path_factory.mktemp("posmask_pretrain")
+    proc = run(pretrain_args(mono_data, save, "--position-mask-prob", "0.2"))
+    (save / "train.log").write_text(proc.stdout + proc.stderr)
+    return save
+
+
+def _valid_line(log: str) -> str:
+    return [line for line in log.splitlines() if "| valid |" in line][-1]
+
+
+def test_pretrain_validates_every_example_and_logs_both_accuracies(pretrained):
+    valid = _valid_line((pretrained / "train.log").read_text())
+    assert 37 % 8 != 0 and "| examples 37 |" in valid  # every validation line, none dropped
+    for metric in ("mlm_loss", "mlm_accuracy", "position_loss", "position_accuracy"):
+        assert re.search(rf"\| {metric} [\d.]+ ", valid), metric
+    assert pickled_globals(str(pretrained / "checkpoint_last.pt")) == ["argparse.Namespace"]
+
+
+def test_plot_draws_both_curves_and_reports_the_last_validation(pretrained, tmp_path):
+    log = (pretrained / "train.log").read_text()
+    run([sys.executable, PLOT, "--out", tmp_path, f"0.2={pretrained}"])
+    for png in ("mlm_accuracy.png", "position_accuracy.png"):
+        assert (tmp_path / png).stat().st_size > 5000
+    row = json.loads((tmp_path / "results.json").read_text())[0]
+    valid = _valid_line(log)
+    assert row["valid_mlm_accuracy"] == float(re.search(r"\| mlm_accuracy ([\d.]+)", valid).group(1))
+    assert row["valid_position_accuracy"] == float(re.search(r"\| position_accuracy ([\d.]+)", valid).group(1))
+    assert row["updates"] == 6
+
+
+def _classification_data(spm_model, mono_data, out: Path) -> Path:
+    """A small two-class set (does the caption mention a man?) for sentence_prediction."""
+    lines = read_sample("train", "en")[600:800]
+    for split, part in (("train", lines[:160]), ("valid", lines[160:])):
+        write_lines(out / f"{split}.raw", part)
+        encode(spm_model, out / f"{split}.raw", out / f"{split}.input0")
+        write_lines(out / f"{split}.label", ["man" if " man " in f" {s.lower()} " else "other" for s in part])
+    run(["fairseq-preprocess", "--only-source", "--trainpref", out / "train.input0", "--validpref",
+         out / "valid.input0", "--srcdict", mono_data / "dict.txt", "--destdir", out / "bin" / "input0",
+         "--workers", "1"])
+    run(["fairseq-preprocess", "--only-source", "--trainpref", out / "train.label", "--validpref",
+         out / "valid.label", "--destdir", out / "bin" / "label", "--workers", "1"])
+    return out / "bin"
+
+
+def test_finetune_with_sentence_prediction_drops_the_position_head(spm_model, mono_data, pretrained, tmp_path):
+    data = _classification_data(spm_model, mono_data, tmp_path)
+    proc = run(["fairseq-train", data, "--user-dir", USER_DIR, "--task", "sentence_prediction",
+                "--num-classes", "2", "--max-positions", "128", "--arch", "position_masked_roberta_tiny",
+                *DIMS, "--criterion", "sentence_prediction", "--restore-file", pretrained / "checkpoint_last.pt",
+                "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--attention-dropout-straight-through",
+                "--optimizer", "adam", "--lr", "1e-4", "--batch-size", "16", "--max-update", "4",
+                "--log-format", "simple", "--no-progress-bar", "--num-workers", "0",
+                "--save-dir", tmp_path / "ft"])
+    log = proc.stdout + proc.stderr
+    assert "dropped the pre-training position head of the checkpoint" in log
+    assert "encoder.position_classifier.weight" in log
+    assert "1 attention modules drop their weights with the straight-through gradient" in log
+    assert re.search(r"\| valid \|.*\| accuracy [\d.]+", log)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--position-mask-prob", "1.5"], r"--position-mask-prob must be in \[0, 1\], got 1.5"),
+    (["--max-positions", "32"], r"--tokens-per-sample 128 is more than the 32 classes of the position classifier"),
+])
+def test_bad_input_is_one_line(mono_data, tmp_path, extra, message):
+    proc = run(pretrain_args(mono_data, tmp_path, *extra), check=False)
+    assert proc.returncode == 1
+    assert re.search("fairseq_ext: error: " + message, proc.stderr)
+    assert "Traceback" not in proc.stderr
+
+
+def test_wikitext2_prep_splits_by_article(tmp_path):
+    """data_prep/wikitext2.sh --local FILE: the last tenth of the articles is valid."""
+    text = []
+    for a in range(20):
+        text += ["", f" = Article {a} = ", ""]
+        text += [f" the article number {a} says word{a % 7} and more text {i} ." for i in range(6)]
+    corpus = tmp_path / "wiki.raw"
+    write_lines(corpus, text)
+    proc = run(["bash", ROOT / "data_prep" / "wikitext2.sh", "--local", corpus, "--out", tmp_path / "out",
+                "--vocab", "38"])
+    assert "18 articles train, 2 valid" in proc.stderr
+    train = (tmp_path / "out" / "raw" / "train.txt").read_text().splitlines()
+    valid = (tmp_path / "out" / "raw" / "valid.txt").read_text().splitlines()
+    assert [line for line in valid if line.startswith(" = ")] == [" = Article 18 = ", " = Article 19 = "]
+    assert sum(line.startswith(" = ") for line in train) == 18 and "" not in train + valid
+    assert len(train) == 18 * 7 and len(valid) == 2 * 7
+    for f in ("dict.txt", "train.bin", "valid.bin"):
+        assert (tmp_path / "out" / "bin" / f).exists()
+
+
+def test_headline_match_pairs_are_balanced_and_never_pair_an_article_with_its_title():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("headline_match", ROOT / "data_prep" / "headline_match.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    articles = [f"article {i}" for i in range(50)] + [""]
+    titles = [f"title {i % 45}" for i in range(50)] + ["orphan"]
+    rows = module.pairs(articles, titles, seed=3)
+    assert len(rows) == 100 and rows == module.pairs(articles, titles, seed=3)
+    for k in range(0, 100, 2):
+        (a, t, y), (a2, t2, y2) = rows[k], rows[k + 1]
+        i = int(a.split()[1])
+        assert (y, y2) == ("match", "other") and a == a2 and t == titles[i] and t2 != titles[i]
+    assert len({t2 for _, t2, y in rows if y == "other"}) > 10
