@@ -20,7 +20,7 @@ COMMON = ["--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "2000", "--no-p
 
 
 @pytest.fixture(scope="session")
-def mono_data(tmp_path_factory, tiny_data):
+def text_data(tmp_path_factory, tiny_data):
     """The English and German training text of tiny_data, binarized with its dictionary for
     fairseq's masked_lm (and permutation_lm)."""
     out = tmp_path_factory.mktemp("mono")
@@ -32,10 +32,10 @@ def mono_data(tmp_path_factory, tiny_data):
 
 
 @pytest.fixture(scope="session")
-def roberta_checkpoint(tmp_path_factory, mono_data):
+def roberta_checkpoint(tmp_path_factory, text_data):
     save = tmp_path_factory.mktemp("roberta")
     # --sample-break-mode eos crashes in fairseq's TokenBlockDataset under numpy 2 (np.compat)
-    run(["fairseq-train", mono_data, "--task", "masked_lm", "--arch", "roberta", "--criterion", "masked_lm",
+    run(["fairseq-train", text_data, "--task", "masked_lm", "--arch", "roberta", "--criterion", "masked_lm",
          *TINY, "--tokens-per-sample", "256", "--sample-break-mode", "complete", "--max-update", "3",
          "--disable-validation", "--save-dir", save, *COMMON])
     return save / "checkpoint_last.pt"
@@ -94,19 +94,19 @@ def test_generate_decodes_every_sentence_with_the_pruned_dictionary(tiny_data, u
     assert "fairseq_ext: error: the checkpoint has" in bad.stderr and "--keep-tokens" in bad.stderr
 
 
-def test_permutation_lm_trains_and_reports_natural_order_perplexity(tmp_path, mono_data, roberta_checkpoint):
-    run(["fairseq-train", mono_data, "--user-dir", USER_DIR, "--task", "permutation_lm",
+def test_permutation_lm_trains_and_reports_natural_order_perplexity(tmp_path, text_data, roberta_checkpoint):
+    run(["fairseq-train", text_data, "--user-dir", USER_DIR, "--task", "permutation_lm",
          "--arch", "unilm_transformer_tiny", "--attention-mask", "permutation", *TINY,
          "--init-from", roberta_checkpoint, "--criterion", "cross_entropy", "--max-update", "4",
          "--save-dir", tmp_path, *COMMON])
-    proc = run(["fairseq-validate", mono_data, "--user-dir", USER_DIR, "--task", "permutation_lm",
+    proc = run(["fairseq-validate", text_data, "--user-dir", USER_DIR, "--task", "permutation_lm",
                 "--path", tmp_path / "checkpoint_last.pt", "--max-tokens", "4000"])
     m = re.search(r"valid on 'valid' subset \| loss ([\d.]+) \| ppl ([\d.]+) .*\| bsz (\d+)", proc.stdout + proc.stderr)
     assert m, proc.stderr[-2000:]
     loss, ppl, sentences = float(m.group(1)), float(m.group(2)), int(m.group(3))
     assert sentences == 37  # every validation line
     assert ppl == pytest.approx(2 ** loss, rel=1e-2)
-    vocab = len(Dictionary.load(str(mono_data / "dict.txt"))) + 1
+    vocab = len(Dictionary.load(str(text_data / "dict.txt"))) + 1
     assert 1 < ppl < 2 * vocab and math.isfinite(ppl)
 
 
@@ -135,8 +135,8 @@ def test_empty_target_and_bad_options_are_refused(spm_model, tiny_data, tmp_path
     assert "fairseq_ext: error: --attention-mask permutation is for --task permutation_lm" in proc.stderr
 
 
-def test_permutation_lm_refuses_too_long_lines(mono_data, tmp_path):
-    proc = run(["fairseq-train", mono_data, "--user-dir", USER_DIR, "--task", "permutation_lm",
+def test_permutation_lm_refuses_too_long_lines(text_data, tmp_path):
+    proc = run(["fairseq-train", text_data, "--user-dir", USER_DIR, "--task", "permutation_lm",
                 "--arch", "unilm_transformer_tiny", *TINY, "--tokens-per-sample", "16",
                 "--criterion", "cross_entropy", "--max-update", "1", "--save-dir", tmp_path, *COMMON], check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr

@@ -348,6 +348,41 @@ def test_init_from_roberta_reproduces_roberta(tmp_path, caplog):
     assert torch.allclose(sep[:, 0], torch.stack([theirs[0, 5], theirs[1, 4]]), atol=1e-5)
 
 
+class _PositionMaskingTask(_Task):
+    masks_positions = True
+
+    def max_positions(self):
+        return DIMS.get("max_positions", 64)
+
+
+def test_init_from_position_masked_roberta_reproduces_its_encoder(tmp_path, caplog):
+    """The seed's point with this plugin's own pre-training: a position-masked LM becomes a
+    seq2seq model; its position head (mask-position embedding, position classifier) is
+    not used and is named in the log."""
+    from fairseq_ext.models.position_masked_roberta import PositionMaskedRobertaModel
+
+    d = dictionary()
+    args = argparse.Namespace(**DIMS, dropout=0.0, attention_dropout=0.0, arch="position_masked_roberta")
+    torch.manual_seed(11)
+    pm = PositionMaskedRobertaModel.build_model(args, _PositionMaskingTask(d)).eval()
+    state = pm.state_dict()
+    assert {"encoder.mask_position_embedding", "encoder.position_classifier.weight"} <= set(state)
+    torch.save({"model": state, "cfg": {"model": args}, "optimizer_history": [{
+        "criterion_name": "position_masked_lm", "optimizer_name": "adam", "lr_scheduler_state": {},
+        "num_updates": 0}], "extra_state": {"train_iterator": None}}, tmp_path / "pm.pt")
+    _, model = build(d)
+    with caplog.at_level(logging.INFO):
+        init_from_pretrained(model, str(tmp_path / "pm.pt"), d)
+    assert "encoder.mask_position_embedding" in caplog.text and "encoder.position_classifier" in caplog.text
+    tokens = torch.tensor([[d.bos(), 5, 9, 12, 7, d.eos()], [d.bos(), 8, 6, 5, d.eos(), d.pad()]])
+    pad = tokens.eq(d.pad())
+    x, _ = model.encoder.hidden_states(tokens, torch.arange(6).expand(2, 6), torch.zeros_like(tokens),
+                                       bidirectional_mask(pad))
+    theirs = pm(tokens, features_only=True)[0]
+    assert torch.allclose(x[~pad], theirs[~pad], atol=1e-5)
+    assert torch.allclose(model.encoder.lm_head(x[~pad]), pm.encoder.lm_head(theirs[~pad]), atol=1e-5)
+
+
 def test_keep_tokens_keeps_the_listed_rows(tmp_path):
     d = dictionary()
     fake_roberta(tmp_path / "roberta.pt", d)
