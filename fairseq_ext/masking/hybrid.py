@@ -62,8 +62,9 @@ def mix_decoder_input(mask_embeddings: Tensor, copied: Tensor, masked: Tensor, s
         strategy, mask_weight: see ``source_copy_weight``.
 
     Returns:
-        ``(B, T, C)`` mixed embeddings; unmasked slots equal ``mask_embeddings`` exactly.
+        ``(B, T, C)`` mixed embeddings; slots with ``w = 0`` (all unmasked ones) equal
+        ``mask_embeddings`` exactly and slots with ``w = 1`` equal ``copied`` exactly
+        (``torch.lerp``).
     """
     w = source_copy_weight(masked, strategy, mask_weight).to(mask_embeddings.dtype).unsqueeze(-1)
-    mixed = mask_embeddings * (1 - w) + copied * w
-    return mixed.where(masked.unsqueeze(-1), mask_embeddings)
+    return torch.lerp(mask_embeddings, copied.to(mask_embeddings.dtype), w)
