@@ -8,7 +8,7 @@
 #
 #   examples/unilm/gigaword.sh [--data DIR] [--out DIR] [--arch NAME] [--layers N] [--dim N]
 #       [--ffn N] [--heads N] [--mask prefix|causal] [--updates N] [--max-tokens N] [--lr LR]
-#       [--warmup N] [--beam N] [--vocab N] [--train-lines N] [--valid-lines N]
+#       [--warmup N] [--beam N] [--no-repeat-ngram N] [--vocab N] [--train-lines N] [--valid-lines N]
 #       [--init-from CKPT --init-dict DICT --init-spm MODEL]
 #
 # --data: a folder with PREFIX.{article,title}.txt (default ../shared/data/gigaword, train10k
@@ -23,7 +23,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 DATA="$ROOT/../shared/data/gigaword" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
 LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
-BEAM=4 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM=""
+BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM=""
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "option $1 needs a value"
@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --data) DATA="$2" ;; --out) OUT="$2" ;; --arch) ARCH="$2" ;; --layers) LAYERS="$2" ;;
     --dim) DIM="$2" ;; --ffn) FFN="$2" ;; --heads) HEADS="$2" ;; --mask) MASK="$2" ;;
     --updates) UPDATES="$2" ;; --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;;
-    --beam) BEAM="$2" ;; --vocab) VOCAB="$2" ;; --train-lines) TRAIN_LINES="$2" ;;
+    --beam) BEAM="$2" ;; --no-repeat-ngram) NO_REPEAT="$2" ;; --vocab) VOCAB="$2" ;; --train-lines) TRAIN_LINES="$2" ;;
     --valid-lines) VALID_LINES="$2" ;; --init-from) INIT_FROM="$2" ;; --init-dict) INIT_DICT="$2" ;;
     --init-spm) INIT_SPM="$2" ;;
     *) die "unknown option $1 (see the header of $0)" ;;
@@ -93,7 +93,8 @@ grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
 echo "== 3/4 fairseq-generate: beam $BEAM on the validation split"
 GEN_START=$(date +%s)
 log_run fairseq-generate "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
-  --path "$OUT/checkpoints/checkpoint_best.pt" --gen-subset valid --beam "$BEAM" --max-len-b 40 \
+  --path "$OUT/checkpoints/checkpoint_last.pt" --gen-subset valid --beam "$BEAM" --lenpen 1.0 \
+  --no-repeat-ngram-size "$NO_REPEAT" --max-len-a 0 --max-len-b 40 \
   --batch-size 64 --post-process sentencepiece > "$OUT/generate.txt" 2> "$OUT/generate.log" \
   || { tail -20 "$OUT/generate.log"; exit 1; }
 GEN_SECONDS=$(( $(date +%s) - GEN_START ))
