@@ -174,10 +174,13 @@ def export_weights(src: str, dst: str, fp16: bool = False) -> None:
     state = safe_load(src)
     model = {k: (v.half() if fp16 and v.is_floating_point() else v) for k, v in state["model"].items()}
     cfg = state.get("cfg")
-    if cfg is not None:
-        model_cfg = cfg.get("model")
-        if isinstance(model_cfg, argparse.Namespace) and hasattr(model_cfg, "init_encoder_from"):
-            model_cfg.init_encoder_from = None
+    if cfg is not None:  # where this checkpoint was initialised from is local history
+        for section in (cfg.get("model"), cfg.get("task")):
+            for key in ("init_encoder_from", "init_decoder_from"):
+                if isinstance(section, argparse.Namespace) and hasattr(section, key):
+                    setattr(section, key, None)
+                elif isinstance(section, dict) and key in section:
+                    section[key] = None
     history = state.get("optimizer_history", [])[-1:]
     # No metrics (numpy arrays) and no previous_training_time: a run that starts from this
     # file must not count the pre-training time against its own --stop-time-hours.

@@ -193,14 +193,23 @@ def test_complete_batches_cover_every_index(tiny_data, n):
         assert list(b_stock) == list(b_ours)
 
 
-def test_init_encoder_from_checkpoint(tiny_data, tiny_checkpoint):
+def test_init_encoder_and_decoder_from_checkpoint(tiny_data, tiny_checkpoint, tmp_path):
     source = torch.load(str(tiny_checkpoint), map_location="cpu", weights_only=True)["model"]
-    _, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint), seed=7)
-    for name, value in model.encoder.state_dict().items():
-        assert torch.equal(value, source[f"encoder.{name}"]), name
+    _, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint),
+                     "--init-decoder-from", str(tiny_checkpoint), seed=7)
+    for part in ("encoder", "decoder"):
+        for name, value in getattr(model, part).state_dict().items():
+            assert torch.equal(value, source[f"{part}.{name}"]), name
+    # fairseq's own cmlm_transformer takes the task's options too
+    _, cmlm = build(tiny_data, "cmlm_transformer", "--init-encoder-from", str(tiny_checkpoint), seed=7)
+    assert torch.equal(cmlm.encoder.layers[0].fc1.weight, source["encoder.layers.0.fc1.weight"])
     with pytest.raises(FairseqExtError, match="same encoder sizes and dictionary"):
         build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint),
               "--encoder-ffn-embed-dim", "48")
+    decoder_only = {k: v for k, v in source.items() if not k.startswith("decoder.layers.")}
+    torch.save({**torch.load(str(tiny_checkpoint), weights_only=True), "model": decoder_only}, tmp_path / "x.pt")
+    with pytest.raises(FairseqExtError, match="no decoder layers"):
+        build(tiny_data, "hi_cmlm_transformer_tiny", "--init-decoder-from", str(tmp_path / "x.pt"))
 
 
 def test_task_iterator_yields_every_validation_example(tiny_data):

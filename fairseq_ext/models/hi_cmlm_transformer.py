@@ -100,9 +100,6 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
                             help="tau of the relative-position soft copy, > 0 (eq. 9)")
         parser.add_argument("--mask-weight", type=float,
                             help="weight of M for weighted_sum, in [0, 1]")
-        parser.add_argument("--init-encoder-from", type=str, metavar="CKPT",
-                            help="initialise the encoder (and shared embeddings) from a fairseq "
-                                 "checkpoint, e.g. the autoregressive teacher")
         add_straight_through_args(parser)
 
     @classmethod
@@ -132,7 +129,6 @@ def _hybrid_defaults(args) -> None:
     args.mask_weight = getattr(args, "mask_weight", None)
     if args.mask_weight is None:
         args.mask_weight = 0.6
-    args.init_encoder_from = getattr(args, "init_encoder_from", None)
     args.attention_dropout_straight_through = getattr(args, "attention_dropout_straight_through", False)
 
 

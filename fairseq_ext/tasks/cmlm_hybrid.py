@@ -42,6 +42,17 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         metadata={"help": "random_mask: CMLM's uniform number of masked target tokens; "
                           "full_mask: mask every target token; no_noise: none"},
     )
+    init_encoder_from: Optional[str] = field(
+        default=None,
+        metadata={"help": "start training with the encoder (and shared embeddings) of this fairseq "
+                          "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary"},
+    )
+    init_decoder_from: Optional[str] = field(
+        default=None,
+        metadata={"help": "start training with every decoder weight of this checkpoint that the "
+                          "CMLM decoder has under the same name (an autoregressive decoder's layers; "
+                          "the length predictor stays new)"},
+    )
 
 
 def _first_bad(bad: np.ndarray) -> Optional[int]:
@@ -118,9 +129,11 @@ class CMLMHybridTask(CompleteBatchesTaskMixin, TranslationLevenshteinTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        init_from = getattr(cfg, "init_encoder_from", None)
-        if init_from and not from_checkpoint:
-            init_encoder_from_checkpoint(model, init_from)
+        if not from_checkpoint:
+            if self.cfg.init_encoder_from:
+                init_part_from_checkpoint(model, "encoder", self.cfg.init_encoder_from)
+            if self.cfg.init_decoder_from:
+                init_part_from_checkpoint(model, "decoder", self.cfg.init_decoder_from)
         return model
 
     def build_generator(self, models, args, **unused):
@@ -147,22 +160,32 @@ class CMLMHybridTask(CompleteBatchesTaskMixin, TranslationLevenshteinTask):
         return loss, sample_size, logging_output
 
 
-def init_encoder_from_checkpoint(model, path: str) -> None:
-    """Copy ``encoder.*`` weights of a fairseq checkpoint (e.g. the autoregressive teacher)
-    into ``model.encoder``; with shared embeddings this also sets the decoder's."""
+def init_part_from_checkpoint(model, part: str, path: str) -> None:
+    """Copy ``encoder.*`` or ``decoder.*`` weights of a fairseq checkpoint (e.g. the
+    autoregressive teacher) into ``model.encoder`` / ``model.decoder``. The encoder must match
+    entirely; the decoder takes every weight present under its own name (a CMLM decoder is an
+    autoregressive decoder without the causal mask, plus a length predictor that stays new).
+    With shared embeddings this also sets the other side's embeddings."""
     from fairseq import checkpoint_utils
 
+    option = f"--init-{part}-from {path}"
     state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
-    encoder_state = {k[len("encoder."):]: v for k, v in state.items() if k.startswith("encoder.")}
-    own = model.encoder.state_dict()
-    missing = sorted(set(own) - set(encoder_state))
-    require(not missing, f"--init-encoder-from {path}: the checkpoint lacks encoder weights "
-                         f"{missing[:3]}...; it needs the same encoder architecture")
-    for name, value in own.items():
-        require(encoder_state[name].shape == value.shape,
-                f"--init-encoder-from {path}: encoder.{name} has shape "
-                f"{tuple(encoder_state[name].shape)} there and {tuple(value.shape)} here; the "
-                "checkpoint needs the same encoder sizes and dictionary")
+    prefix = f"{part}."
+    theirs = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    own = getattr(model, part).state_dict()
+    if part == "encoder":
+        missing = sorted(set(own) - set(theirs))
+        require(not missing, f"{option}: the checkpoint lacks encoder weights {missing[:3]}...; it "
+                             "needs the same encoder architecture")
+    shared = [name for name in own if name in theirs]
+    require(any(".layers." in f".{name}" for name in shared),
+            f"{option}: the checkpoint has no {part} layers under the names of this model")
+    for name in shared:
+        require(theirs[name].shape == own[name].shape,
+                f"{option}: {part}.{name} has shape {tuple(theirs[name].shape)} there and "
+                f"{tuple(own[name].shape)} here; the checkpoint needs the same {part} sizes and dictionary")
     with torch.no_grad():
-        model.encoder.load_state_dict({k: encoder_state[k] for k in own}, strict=True)
-    logger.info("initialised the encoder from %s", path)
+        getattr(model, part).load_state_dict({**own, **{k: theirs[k] for k in shared}}, strict=True)
+    kept = sorted(set(own) - set(shared))
+    logger.info("initialised the %s from %s%s", part, path,
+                f" (kept new: {', '.join(kept)})" if kept else "")
