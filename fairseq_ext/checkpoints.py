@@ -99,9 +99,11 @@ def safe_load(path: str) -> dict[str, Any]:
     """``torch.load(path, weights_only=True)`` on CPU, with the allow-list and clear errors."""
     if not os.path.exists(path):
         raise FairseqExtError(f"checkpoint {path} does not exist; check the --path/--restore-file argument")
+    # add_safe_globals, not the safe_globals context manager: the latter removes its entries on
+    # exit, which would undo install() for every later load in the same process.
+    torch.serialization.add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     try:
-        with torch.serialization.safe_globals(list(SAFE_CHECKPOINT_GLOBALS)):
-            return torch.load(path, map_location="cpu", weights_only=True)
+        return torch.load(path, map_location="cpu", weights_only=True)
     except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as exc:
         raise _explain_failure(path, exc) from None
 

@@ -116,6 +116,14 @@ def test_safe_load_keeps_weights_only_on(tiny_checkpoint, monkeypatch):
     assert not getattr(pickle, "_fairseq_ext_patched", False)
 
 
+def test_safe_load_leaves_the_installed_allow_list_in_place(tiny_checkpoint):
+    """Loading through the plugin must not shrink the process-wide allow-list that
+    fairseq's own loader relies on (torch's safe_globals context manager would)."""
+    safe_load(str(tiny_checkpoint))
+    assert set(SAFE_CHECKPOINT_GLOBALS) <= set(torch.serialization.get_safe_globals())
+    assert "model" in torch.load(str(tiny_checkpoint), map_location="cpu", weights_only=True)
+
+
 def test_export_writes_small_loadable_checkpoint(tiny_data, tiny_checkpoint, tmp_path):
     import sys
 
