@@ -41,8 +41,17 @@ def unilm_args(tiny_data):
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", *NO_DROPOUT]
 
 
+def posmask_args(mono_data):
+    # Token and position masks are drawn per example from (seed, epoch, index) (fairseq's
+    # MaskTokensDataset scheme), never from the rank, so both ranks draw what one process draws.
+    return [mono_data, "--user-dir", USER_DIR, "--task", "position_masked_lm", "--arch", "position_masked_roberta_tiny",
+            "--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+            "--encoder-attention-heads", "2", "--criterion", "position_masked_lm", "--tokens-per-sample", "128",
+            "--sample-break-mode", "eos", "--position-mask-prob", "0.2", *NO_DROPOUT]
+
+
 FAMILIES = {"hi_cmlm": ("tiny_data", hi_cmlm_args), "prophetnet": ("tiny_data", prophetnet_args),
-            "unilm": ("tiny_data", unilm_args)}
+            "unilm": ("tiny_data", unilm_args), "posmask": ("mono_data", posmask_args)}
 COMMON = ["--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8", "--required-batch-size-multiple", "1",
           "--num-workers", "0", "--seed", "3", "--cpu", "--log-format", "simple", "--no-progress-bar"]
 
