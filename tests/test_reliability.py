@@ -52,6 +52,8 @@ def posmask_args(mono_data):
 
 FAMILIES = {"hi_cmlm": ("tiny_data", hi_cmlm_args), "prophetnet": ("tiny_data", prophetnet_args),
             "unilm": ("tiny_data", unilm_args), "posmask": ("mono_data", posmask_args)}
+# fairseq's distributed path on CPU (examples/scaling_out.sh cpu-gloo uses the same options)
+GLOO = ["--cpu", "--ddp-backend", "legacy_ddp", "--distributed-backend", "gloo", "--distributed-no-spawn"]
 COMMON = ["--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8", "--required-batch-size-multiple", "1",
           "--num-workers", "0", "--seed", "3", "--cpu", "--log-format", "simple", "--no-progress-bar"]
 
@@ -80,9 +82,8 @@ def test_two_gloo_ranks_match_one_process(request, family, tmp_path):
     for rank in (0, 1):
         env = cli_env() | {"DUMP_PARAMS": str(tmp_path / "ddp")}
         procs.append(subprocess.Popen(
-            driver + args + ["--ddp-backend", "legacy_ddp", "--distributed-backend", "gloo",
-                             "--distributed-world-size", "2", "--distributed-init-method", f"tcp://127.0.0.1:{port}",
-                             "--distributed-rank", str(rank), "--distributed-no-spawn"],
+            driver + args + GLOO + ["--distributed-world-size", "2", "--distributed-init-method",
+                                    f"tcp://127.0.0.1:{port}", "--distributed-rank", str(rank)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=600)[0] for p in procs]
     for p, out in zip(procs, outs):
