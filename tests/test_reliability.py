@@ -3,6 +3,7 @@ path (gloo, legacy_ddp) equals one process on the same combined batches; a SIGKI
 resumes from checkpoint_last.pt and ends where an uninterrupted run ends; an interrupted
 checkpoint copy never leaves a corrupt checkpoint_last.pt."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -104,25 +105,39 @@ def _checkpoint_updates(path):
     return state["optimizer_history"][-1]["num_updates"], state
 
 
+def _last_logged_update(log) -> int:
+    """The last ``num_updates=N`` of fairseq's per-update log lines (--log-interval 1)."""
+    found = re.findall(r"num_updates[= ](\d+)", log.read_text())
+    return int(found[-1]) if found else 0
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family, tmp_path):
+    interval = 4
     args = family_args(request, family) + COMMON + [
-        "--max-update", "16", "--save-interval-updates", "4", "--no-epoch-checkpoints", "--disable-validation"]
+        "--max-update", "16", "--save-interval-updates", str(interval), "--no-epoch-checkpoints",
+        "--disable-validation", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10", "--log-interval", "1"]
     reference = tmp_path / "uninterrupted"
     run(["fairseq-train", *args, "--save-dir", reference])
 
-    crashed = tmp_path / "crashed"
-    proc = subprocess.Popen(["fairseq-train", *args, "--save-dir", crashed], env=cli_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
-    while not (crashed / "checkpoint_1_8.pt").exists():
-        assert proc.poll() is None, "training ended before it could be killed"
-        assert time.time() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    crashed, log = tmp_path / "crashed", tmp_path / "crashed.log"
+    with open(log, "w") as out:  # unbuffered, so that the log holds every update done before the kill
+        proc = subprocess.Popen(["fairseq-train", *args, "--save-dir", crashed],
+                                env=cli_env() | {"PYTHONUNBUFFERED": "1"}, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 600
+        while _last_logged_update(log) < 10:  # mid-interval: the checkpoint of update 8 is written
+            assert proc.poll() is None, "training ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    done = _last_logged_update(log)
     saved, _ = _checkpoint_updates(crashed / "checkpoint_last.pt")  # readable: the copy is atomic
-    assert saved in (4, 8)
+    assert (crashed / "checkpoint_1_8.pt").exists()
+    assert saved % interval == 0 and 10 <= done < 16 and 8 <= saved <= done
+    lost = done - saved
+    print(f"{family}: killed after update {done}; checkpoint_last.pt holds update {saved}; {lost} update(s) redone")
+    assert lost <= interval  # nothing lost beyond the checkpoint interval
 
     resumed = run(["fairseq-train", *args, "--save-dir", crashed])
     assert f"@ {saved} updates" in resumed.stdout + resumed.stderr
@@ -133,8 +148,10 @@ def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family,
         assert torch.allclose(value, state["model"][name], atol=1e-6), name
     ref_opt, opt = ref_state["last_optimizer_state"]["state"], state["last_optimizer_state"]["state"]
     for k in ref_opt:
-        assert torch.allclose(ref_opt[k]["exp_avg_sq"], opt[k]["exp_avg_sq"], atol=1e-9)
+        for moment in ("exp_avg", "exp_avg_sq"):
+            assert torch.allclose(ref_opt[k][moment], opt[k][moment], atol=1e-9)
     assert ref_state["optimizer_history"][-1]["lr_scheduler_state"] == state["optimizer_history"][-1]["lr_scheduler_state"]
+    assert ref_state["last_optimizer_state"]["param_groups"][0]["lr"] == state["last_optimizer_state"]["param_groups"][0]["lr"]
 
 
 def _copy_that_dies_halfway(src, dst, *args, **kwargs):
