@@ -27,7 +27,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 mkdir -p "$OUT/raw"
-drop_blank() { grep -v '^[[:space:]]*$' "$1" || true; }
+# drop_blank IN OUT: the lines of IN that are not blank or whitespace-only, with a printed count
+drop_blank() {
+  grep -v '^[[:space:]]*$' "$1" > "$2" || true
+  echo "$1: dropped $(( $(wc -l < "$1") - $(wc -l < "$2") )) blank or whitespace-only lines" >&2
+}
 
 if [ -z "$LOCAL" ]; then
   fetch "https://wikitext.smerity.com/wikitext-2-raw-v1.zip" "$OUT/raw/wikitext-2-raw-v1.zip"
@@ -39,9 +43,9 @@ fi
 if [ -d "$LOCAL" ]; then
   for s in train valid; do
     [ -s "$LOCAL/wiki.$s.raw" ] || die "$LOCAL has no wiki.$s.raw (pass --local FILE to split one file)"
-    drop_blank "$LOCAL/wiki.$s.raw" > "$OUT/raw/$s.txt"
+    drop_blank "$LOCAL/wiki.$s.raw" "$OUT/raw/$s.txt"
   done
-  [ -s "$LOCAL/wiki.test.raw" ] && drop_blank "$LOCAL/wiki.test.raw" > "$OUT/raw/test.txt"
+  if [ -s "$LOCAL/wiki.test.raw" ]; then drop_blank "$LOCAL/wiki.test.raw" "$OUT/raw/test.txt"; fi
 elif [ -s "$LOCAL" ]; then
   articles=$(grep -c '^ = [^=].* = $' "$LOCAL" || true)
   [ "$articles" -ge 2 ] || die "$LOCAL has $articles article headings (' = Title = '); need >= 2 to split"
@@ -49,8 +53,9 @@ elif [ -s "$LOCAL" ]; then
   first_valid=$(( articles - valid + 1 ))
   awk -v fv="$first_valid" -v tr="$OUT/raw/train.txt" -v va="$OUT/raw/valid.txt" '
     /^ = [^=].* = $/ { n++ }
-    /^[[:space:]]*$/ { next }
-    { if (n >= fv) print > va; else print > tr }' "$LOCAL"
+    /^[[:space:]]*$/ { blank++; next }
+    { if (n >= fv) print > va; else print > tr }
+    END { printf "%s: dropped %d blank or whitespace-only lines\n", FILENAME, blank > "/dev/stderr" }' "$LOCAL"
   echo "split $LOCAL by article: $(( articles - valid )) articles train, $valid valid" >&2
 else
   die "--local $LOCAL is neither a directory nor a file"

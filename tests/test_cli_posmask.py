@@ -112,6 +112,7 @@ def test_wikitext2_prep_splits_by_article(tmp_path):
     proc = run(["bash", ROOT / "data_prep" / "wikitext2.sh", "--local", corpus, "--out", tmp_path / "out",
                 "--vocab", "38"])
     assert "18 articles train, 2 valid" in proc.stderr
+    assert "dropped 40 blank or whitespace-only lines" in proc.stderr  # printed, not silent
     train = (tmp_path / "out" / "raw" / "train.txt").read_text().splitlines()
     valid = (tmp_path / "out" / "raw" / "valid.txt").read_text().splitlines()
     assert [line for line in valid if line.startswith(" = ")] == [" = Article 18 = ", " = Article 19 = "]

@@ -95,6 +95,20 @@ def test_bad_ngram_is_one_line_error(tiny_data, tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+def test_finetuning_with_another_ngram_names_the_option(tiny_data, pretrained, tmp_path):
+    """Pre-trained with --ngram 2, fine-tuned with --ngram 3: fairseq's "please ensure that
+    the architectures match" becomes one line naming --ngram; nothing is saved."""
+    save = tmp_path / "ckpt"
+    proc = run(["fairseq-train", tiny_data, "--task", "translation_prophetnet", "-s", "en", "-t", "de", *COMMON,
+                "--ngram", "3", "--max-update", "1", "--save-dir", save, "--finetune-from-model", pretrained[0]],
+               check=False)
+    assert proc.returncode != 0
+    assert "fairseq_ext: error: --ngram differs from the checkpoint's" in proc.stderr
+    assert "use the --ngram the checkpoint was trained with" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not save.exists() or not any(save.iterdir())
+
+
 def write_binarized(prefix, lines, dictionary):
     builder = indexed_dataset.make_builder(f"{prefix}.bin", impl="mmap", vocab_size=len(dictionary))
     for ids in lines:

@@ -301,7 +301,7 @@ def test_pretraining_streams_skip_the_start_of_each_span():
 
 
 def test_criterion_options_are_validated():
-    with pytest.raises(FairseqExtError, match="--ngram-gamma must be > 0"):
+    with pytest.raises(FairseqExtError, match="--ngram-gamma must be a finite number > 0"):
         NgramLanguageLoss(FakeTask(dictionary()), ngram_gamma=0.0)
     with pytest.raises(FairseqExtError, match="--label-smoothing"):
         NgramLanguageLoss(FakeTask(dictionary()), label_smoothing=1.0)

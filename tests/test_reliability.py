@@ -3,6 +3,7 @@ path (gloo, legacy_ddp) equals one process on the same combined batches; a SIGKI
 resumes from checkpoint_last.pt and ends where an uninterrupted run ends; an interrupted
 checkpoint copy never leaves a corrupt checkpoint_last.pt."""
 import os
+import re
 import shutil
 import signal
 import socket
@@ -41,8 +42,19 @@ def unilm_args(tiny_data):
             "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1", *NO_DROPOUT]
 
 
+def posmask_args(mono_data):
+    # Token and position masks are drawn per example from (seed, epoch, index) (fairseq's
+    # MaskTokensDataset scheme), never from the rank, so both ranks draw what one process draws.
+    return [mono_data, "--user-dir", USER_DIR, "--task", "position_masked_lm", "--arch", "position_masked_roberta_tiny",
+            "--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
+            "--encoder-attention-heads", "2", "--criterion", "position_masked_lm", "--tokens-per-sample", "128",
+            "--sample-break-mode", "eos", "--position-mask-prob", "0.2", *NO_DROPOUT]
+
+
 FAMILIES = {"hi_cmlm": ("tiny_data", hi_cmlm_args), "prophetnet": ("tiny_data", prophetnet_args),
-            "unilm": ("tiny_data", unilm_args)}
+            "unilm": ("tiny_data", unilm_args), "posmask": ("mono_data", posmask_args)}
+# fairseq's distributed path on CPU (examples/scaling_out.sh cpu-gloo uses the same options)
+GLOO = ["--cpu", "--ddp-backend", "legacy_ddp", "--distributed-backend", "gloo", "--distributed-no-spawn"]
 COMMON = ["--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8", "--required-batch-size-multiple", "1",
           "--num-workers", "0", "--seed", "3", "--cpu", "--log-format", "simple", "--no-progress-bar"]
 
@@ -71,9 +83,8 @@ def test_two_gloo_ranks_match_one_process(request, family, tmp_path):
     for rank in (0, 1):
         env = cli_env() | {"DUMP_PARAMS": str(tmp_path / "ddp")}
         procs.append(subprocess.Popen(
-            driver + args + ["--ddp-backend", "legacy_ddp", "--distributed-backend", "gloo",
-                             "--distributed-world-size", "2", "--distributed-init-method", f"tcp://127.0.0.1:{port}",
-                             "--distributed-rank", str(rank), "--distributed-no-spawn"],
+            driver + args + GLOO + ["--distributed-world-size", "2", "--distributed-init-method",
+                                    f"tcp://127.0.0.1:{port}", "--distributed-rank", str(rank)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     outs = [p.communicate(timeout=600)[0] for p in procs]
     for p, out in zip(procs, outs):
@@ -94,25 +105,39 @@ def _checkpoint_updates(path):
     return state["optimizer_history"][-1]["num_updates"], state
 
 
+def _last_logged_update(log) -> int:
+    """The last ``num_updates=N`` of fairseq's per-update log lines (--log-interval 1)."""
+    found = re.findall(r"num_updates[= ](\d+)", log.read_text())
+    return int(found[-1]) if found else 0
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family, tmp_path):
+    interval = 4
     args = family_args(request, family) + COMMON + [
-        "--max-update", "16", "--save-interval-updates", "4", "--no-epoch-checkpoints", "--disable-validation"]
+        "--max-update", "16", "--save-interval-updates", str(interval), "--no-epoch-checkpoints",
+        "--disable-validation", "--lr-scheduler", "inverse_sqrt", "--warmup-updates", "10", "--log-interval", "1"]
     reference = tmp_path / "uninterrupted"
     run(["fairseq-train", *args, "--save-dir", reference])
 
-    crashed = tmp_path / "crashed"
-    proc = subprocess.Popen(["fairseq-train", *args, "--save-dir", crashed], env=cli_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 600
-    while not (crashed / "checkpoint_1_8.pt").exists():
-        assert proc.poll() is None, "training ended before it could be killed"
-        assert time.time() < deadline
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    crashed, log = tmp_path / "crashed", tmp_path / "crashed.log"
+    with open(log, "w") as out:  # unbuffered, so that the log holds every update done before the kill
+        proc = subprocess.Popen(["fairseq-train", *args, "--save-dir", crashed],
+                                env=cli_env() | {"PYTHONUNBUFFERED": "1"}, stdout=out, stderr=subprocess.STDOUT)
+        deadline = time.time() + 600
+        while _last_logged_update(log) < 10:  # mid-interval: the checkpoint of update 8 is written
+            assert proc.poll() is None, "training ended before it could be killed"
+            assert time.time() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    done = _last_logged_update(log)
     saved, _ = _checkpoint_updates(crashed / "checkpoint_last.pt")  # readable: the copy is atomic
-    assert saved in (4, 8)
+    assert (crashed / "checkpoint_1_8.pt").exists()
+    assert saved % interval == 0 and 10 <= done < 16 and 8 <= saved <= done
+    lost = done - saved
+    print(f"{family}: killed after update {done}; checkpoint_last.pt holds update {saved}; {lost} update(s) redone")
+    assert lost <= interval  # nothing lost beyond the checkpoint interval
 
     resumed = run(["fairseq-train", *args, "--save-dir", crashed])
     assert f"@ {saved} updates" in resumed.stdout + resumed.stderr
@@ -123,8 +148,10 @@ def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family,
         assert torch.allclose(value, state["model"][name], atol=1e-6), name
     ref_opt, opt = ref_state["last_optimizer_state"]["state"], state["last_optimizer_state"]["state"]
     for k in ref_opt:
-        assert torch.allclose(ref_opt[k]["exp_avg_sq"], opt[k]["exp_avg_sq"], atol=1e-9)
+        for moment in ("exp_avg", "exp_avg_sq"):
+            assert torch.allclose(ref_opt[k][moment], opt[k][moment], atol=1e-9)
     assert ref_state["optimizer_history"][-1]["lr_scheduler_state"] == state["optimizer_history"][-1]["lr_scheduler_state"]
+    assert ref_state["last_optimizer_state"]["param_groups"][0]["lr"] == state["last_optimizer_state"]["param_groups"][0]["lr"]
 
 
 def _copy_that_dies_halfway(src, dst, *args, **kwargs):

@@ -40,8 +40,10 @@ COMMANDS="$OUT/commands.txt"; : > "$COMMANDS"
 log_run() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
 
 echo "== 1/4 text: drop blank lines, hold out the last $VALID_LINES lines"
-if [ "$LINES" -gt 0 ]; then head -n "$LINES" "$TEXT"; else cat "$TEXT"; fi | grep -v '^[[:space:]]*$' > "$OUT/raw/all.txt"
+if [ "$LINES" -gt 0 ]; then head -n "$LINES" "$TEXT"; else cat "$TEXT"; fi > "$OUT/raw/input.txt"
+grep -v '^[[:space:]]*$' "$OUT/raw/input.txt" > "$OUT/raw/all.txt" || true
 TOTAL=$(wc -l < "$OUT/raw/all.txt")
+echo "dropped $(( $(wc -l < "$OUT/raw/input.txt") - TOTAL )) blank or whitespace-only lines"
 [ "$TOTAL" -gt "$VALID_LINES" ] || die "$TEXT has $TOTAL non-empty lines, not more than --valid-lines $VALID_LINES"
 head -n "$((TOTAL - VALID_LINES))" "$OUT/raw/all.txt" > "$OUT/raw/train.txt"
 tail -n "$VALID_LINES" "$OUT/raw/all.txt" > "$OUT/raw/valid.txt"

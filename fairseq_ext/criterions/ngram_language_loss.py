@@ -54,7 +54,8 @@ class NgramLanguageLoss(FairseqCriterion):
     def __init__(self, task, ngram_gamma: float = 1.0, label_smoothing: float = 0.0,
                  disable_ngram_loss: bool = False, sentence_avg: bool = False):
         super().__init__(task)
-        require(ngram_gamma > 0, f"--ngram-gamma must be > 0 (1.0 weighs the streams equally), got {ngram_gamma}")
+        require(0 < ngram_gamma < math.inf,
+                f"--ngram-gamma must be a finite number > 0 (1.0 weighs the streams equally), got {ngram_gamma}")
         require(0.0 <= label_smoothing < 1.0, f"--label-smoothing must be in [0, 1), got {label_smoothing}")
         self.gamma = ngram_gamma
         self.eps = label_smoothing

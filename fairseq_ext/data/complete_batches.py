@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from fairseq.data import BaseWrapperDataset, FairseqDataset
 
+from fairseq_ext.errors import FairseqExtError
+
 
 class CompleteBatchesDataset(BaseWrapperDataset):
     """Wraps a dataset so that ``batch_by_size`` covers every index it is given."""
@@ -33,7 +35,23 @@ class CompleteBatchesDataset(BaseWrapperDataset):
 
 
 class CompleteBatchesTaskMixin:
-    """Mix into a ``FairseqTask`` (before it in the bases) so that no example is dropped."""
+    """Mix into a ``FairseqTask`` (before it in the bases) so that no example is dropped: every
+    example gets a batch, and an example longer than the model's positions is one clear
+    error (fairseq raises a bare ``Exception`` with a traceback there) unless the user asked
+    fairseq to skip such examples (``--skip-invalid-size-inputs-valid-test``)."""
+
+    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
+        if not ignore_invalid_inputs:
+            kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
+            if len(ignored):
+                raise FairseqExtError(
+                    f"example #{ignored[0]} (fairseq's 0-based id) has size {dataset.size(ignored[0])}, more "
+                    f"than the model's positions {max_positions} ({len(ignored)} such example(s)); split or "
+                    "filter long lines before fairseq-preprocess, pass the position limits the model was "
+                    "trained with, or skip them knowingly with --skip-invalid-size-inputs-valid-test"
+                )
+            return kept
+        return super().filter_indices_by_size(indices, dataset, max_positions, ignore_invalid_inputs)
 
     def get_batch_iterator(self, dataset: FairseqDataset, *args, **kwargs):
         wrappers = self.__dict__.setdefault("_complete_batch_wrappers", {})

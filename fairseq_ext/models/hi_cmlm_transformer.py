@@ -91,6 +91,9 @@ class HybridInputDecoder(NATransformerDecoder):
 class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
     """CMLM with a hybrid decoder input (``--hybrid-strategy``)."""
 
+    shape_options = (("encoder.embed_positions.weight", "--max-source-positions"),
+                     ("decoder.embed_positions.weight", "--max-target-positions"))
+
     @staticmethod
     def add_args(parser):
         CMLMNATransformerModel.add_args(parser)

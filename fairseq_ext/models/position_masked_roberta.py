@@ -37,6 +37,7 @@ from torch import Tensor, nn
 
 from fairseq_ext.errors import require
 from fairseq_ext.masking import MASK_POSITION
+from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
 
 logger = logging.getLogger(__name__)
@@ -139,8 +140,12 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
 
 
 @register_model("position_masked_roberta")
-class PositionMaskedRobertaModel(RobertaModel):
+class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     """RoBERTa with the mask-position embedding and the position classifier."""
+
+    shape_options = (("embed_positions.weight", "--max-positions (--tokens-per-sample)"),
+                     ("position_classifier.weight", "--max-positions (--tokens-per-sample)"),
+                     ("position_classifier.bias", "--max-positions (--tokens-per-sample)"))
 
     @staticmethod
     def add_args(parser):

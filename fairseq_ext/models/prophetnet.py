@@ -41,6 +41,7 @@ from fairseq_ext.masking import (
     ngram_stream_key_mask,
     relative_position_bucket,
 )
+from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.modules import ProphetNetDecoderLayer
 from fairseq_ext.modules.ngram_self_attention import IncrementalState
 
@@ -217,8 +218,15 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
 
 
 @register_model("prophetnet")
-class ProphetNetModel(TransformerModel):
+class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
     """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
+
+    # Fine-tuning must keep pre-training's --ngram and positions: they are weight shapes.
+    shape_options = (("decoder.ngram_embeddings.weight", "--ngram"),
+                     ("self_attn.relative_pos_proj.weight", "--num-buckets (or --decoder-attention-heads)"),
+                     ("self_attn.relative_pos_proj.bias", "--num-buckets (or --decoder-attention-heads)"),
+                     ("encoder.embed_positions.weight", "--max-source-positions"),
+                     ("decoder.embed_positions.weight", "--max-target-positions"))
 
     @classmethod
     def add_args(cls, parser):

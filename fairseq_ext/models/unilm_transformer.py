@@ -47,6 +47,7 @@ from torch import Tensor, nn
 
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import causal_mask, check_order, prefix_lm_mask
+from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.modules import MaskedTransformerLayer
 
 ATTENTION_MASKS = ("causal", "prefix", "permutation")
@@ -294,8 +295,10 @@ class UniLMDecoder(FairseqIncrementalDecoder):
 
 
 @register_model("unilm_transformer")
-class UniLMTransformerModel(FairseqEncoderDecoderModel):
+class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderModel):
     """One BERT-like stack used by ``--attention-mask {causal,prefix,permutation}``."""
+
+    shape_options = (("embed_positions.weight", "--max-positions"), ("embed_next_positions.weight", "--max-positions"))
 
     @staticmethod
     def add_args(parser):

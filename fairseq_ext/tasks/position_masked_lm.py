@@ -187,6 +187,14 @@ class PositionMaskedLMTask(CompleteBatchesTaskMixin, MaskedLMTask):
         self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, source.sizes])
 
     def _check_block_sizes(self, split: str, sizes: np.ndarray) -> None:
+        if self.cfg.sample_break_mode == "eos":  # a line is an example: <s> and </s> alone is empty
+            empty = np.flatnonzero(sizes <= 2)
+            if len(empty):
+                raise FairseqExtError(
+                    f"{split} line {int(empty[0]) + 1} is empty ({len(empty)} empty or whitespace-only "
+                    f"line(s) in {self.cfg.data}); with --sample-break-mode eos every line is an example: "
+                    "remove empty lines before fairseq-preprocess (data_prep/wikitext2.sh drops them)"
+                )
         limit = self.cfg.tokens_per_sample
         too_long = np.flatnonzero(sizes > limit)
         if len(too_long):

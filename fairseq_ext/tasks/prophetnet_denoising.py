@@ -67,6 +67,10 @@ class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, FairseqTask):
     def setup_task(cls, cfg: ProphetNetDenoisingConfig, **kwargs):
         require(0.0 < cfg.mask_ratio <= 1.0, f"--mask-ratio must be in (0, 1] (the paper uses 0.15), got {cfg.mask_ratio}")
         require(cfg.block_size >= 1, f"--block-size must be >= 1 (the paper uses 64), got {cfg.block_size}")
+        for option, value in (("--max-source-positions", cfg.max_source_positions),
+                              ("--max-target-positions", cfg.max_target_positions)):
+            require(value >= 2, f"{option} must be >= 2 (a line has a token and </s>; the default is 1024), "
+                                f"got {value}")
         folder = cfg.data.split(os.pathsep)[0]
         require(os.path.isdir(folder), f"data folder {folder} does not exist")
         if cfg.source_lang is None:

@@ -1,0 +1,83 @@
+"""Bad input that only the command line shows: a wrong ``--user-dir`` (fairseq imports it
+before any plugin code runs), and a corrupt or foreign ``checkpoint_last.pt`` in the save dir
+of a run that resumes: one clear line, a non-zero exit, and the save dir left as it was."""
+import os
+
+import pytest
+import torch
+
+from fairseq_ext.checkpoints import safe_load
+from tests.conftest import run, train_args
+
+
+def _snapshot(folder):
+    return {name: (folder / name).read_bytes() for name in sorted(os.listdir(folder))}
+
+
+def _with_user_dir(args, folder):
+    args = list(args)
+    args[args.index("--user-dir") + 1] = folder
+    return args
+
+
+def test_missing_user_dir_is_fairseqs_own_error(tiny_data, tmp_path):
+    """Nothing of the plugin is loaded yet: fairseq's FileNotFoundError names the folder."""
+    missing = tmp_path / "no_such_folder"
+    proc = run(_with_user_dir(train_args(tiny_data, tmp_path / "ck"), missing), check=False)
+    assert proc.returncode != 0
+    assert f"FileNotFoundError: {missing}" in proc.stderr
+    assert not (tmp_path / "ck").exists()
+
+
+def test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown(tiny_data, tmp_path):
+    """An existing folder is imported as a module that registers nothing, so argparse refuses
+    the plugin's task by name."""
+    other = tmp_path / "not_the_plugin"
+    other.mkdir()
+    (other / "notes.txt").write_text("not a fairseq plugin\n")
+    proc = run(_with_user_dir(train_args(tiny_data, tmp_path / "ck"), other), check=False)
+    assert proc.returncode == 2
+    assert "argument --task: invalid choice: 'cmlm_hybrid'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "ck").exists()
+
+
+class _RunsCommand:
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _truncated(good, path, marker):
+    data = good.read_bytes()
+    path.write_bytes(data[: len(data) // 3])
+
+
+def _foreign(good, path, marker):
+    state = safe_load(str(good))
+    state["extra_state"]["payload"] = _RunsCommand(marker)
+    torch.save(state, path)
+
+
+@pytest.mark.parametrize("spoil, message", [
+    (_truncated, "cannot read checkpoint"),
+    (_foreign, "refusing to load"),
+])
+def test_bad_checkpoint_last_in_save_dir_is_refused_and_left_alone(tiny_data, tiny_checkpoint, tmp_path, spoil,
+                                                                   message):
+    """Resuming (fairseq-train reads SAVE_DIR/checkpoint_last.pt) from a spoilt file stops with
+    one line; the save dir keeps exactly its files (fairseq writes nothing before loading)."""
+    save = tmp_path / "save"
+    save.mkdir()
+    marker = tmp_path / "code-was-executed"
+    spoil(tiny_checkpoint, save / "checkpoint_last.pt", marker)
+    (save / "checkpoint_best.pt").write_bytes(tiny_checkpoint.read_bytes())
+    before = _snapshot(save)
+    proc = run(train_args(tiny_data, save, updates=8), check=False)
+    assert proc.returncode != 0
+    assert f"fairseq_ext: error: {message}" in proc.stderr and str(save / "checkpoint_last.pt") in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert _snapshot(save) == before
+    assert not marker.exists()
