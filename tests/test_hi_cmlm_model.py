@@ -137,13 +137,36 @@ def test_mask_predict_matches_fairseq_generator_on_cpu(tiny_data, beam, strategy
         assert len(ha[0]["history"]) == 2 * 5 - 1 + 1  # initial + (predict, re-mask) x 4 + final predict
 
 
-def test_mask_predict_adaptive_stop_matches_fairseq(tiny_data):
+def test_mask_predict_adaptive_stop_matches_fairseq_without_its_masks(tiny_data):
+    """Adaptive stop: where fairseq's hypothesis is complete, ours is the same; ours never
+    keeps a masked slot (CMLM's mask symbol is <unk>)."""
     task, model, sample = _random_model_batch(tiny_data, "fence_replace")
     ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9))
     ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9)
+    unk = task.tgt_dict.unk()
     for ha, hb in zip(ours.generate([model], sample), ref.generate([model], sample)):
-        assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])
-        assert ha[0]["steps"] == hb[0]["steps"]
+        assert not ha[0]["tokens"].eq(unk).any()
+        if not hb[0]["tokens"].eq(unk).any():
+            assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])
+            assert ha[0]["steps"] == hb[0]["steps"]
+
+
+def test_adaptive_stop_does_not_finalize_masked_slots(tiny_data):
+    """A decoder whose prediction ignores its input (zero output projection: every slot gets
+    the same token and score) repeats itself from the first pass, while short targets keep
+    the same number of re-masked slots for several passes (3 slots, T = 10: 2, 2, 2, 1, ...).
+    fairseq's adaptive stop then finalizes the re-masked tokens; ours decodes on."""
+    task, model, sample = _random_model_batch(tiny_data, "fence_replace")
+    with torch.no_grad():
+        model.decoder.output_projection.weight.zero_()
+    model.decoder.forward_length_prediction = lambda *a, **k: torch.full(
+        (sample["net_input"]["src_tokens"].size(0),), 5, dtype=torch.long)  # <s>, 3 slots, </s>
+    unk = task.tgt_dict.unk()
+    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9).generate([model], sample)
+    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9)).generate([model], sample)
+    assert all(h[0]["tokens"].eq(unk).sum() == 2 and h[0]["steps"] == 1 for h in ref)
+    for h in ours:
+        assert len(h[0]["tokens"]) == 5 and not h[0]["tokens"].eq(unk).any()
 
 
 def test_generator_refuses_ensembles_and_constraints(tiny_data):

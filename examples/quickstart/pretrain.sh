@@ -15,7 +15,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 M30K="${M30K:-$ROOT/../shared/data/multi30k}"
 WORK="$ROOT/work/quickstart-pretrain"
-TEACHER_HOURS=0.75 STUDENT_UPDATES=8000 STAGE=all
+TEACHER_HOURS=0.75 STUDENT_UPDATES=4000 STAGE=all
 while [ $# -gt 0 ]; do
   case "$1" in
     --multi30k) M30K="$2"; shift 2 ;;

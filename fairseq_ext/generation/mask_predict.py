@@ -9,7 +9,13 @@ It keeps the interface and output of fairseq's ``IterativeRefinementGenerator`` 
   ``np.argmax`` on a list of CUDA tensors there and crashes with ``--iter-decode-with-beam``
   on a GPU (upstream issue 4063);
 * options that mask-predict cannot honour (ensembles, an external reranker, constraints)
-  are refused with a clear error instead of an ``assert``.
+  are refused with a clear error instead of an ``assert``;
+* adaptive termination (the default without ``--iter-decode-force-max-iter``) stops a
+  hypothesis only when it equals the previous iteration's *and* holds no masked slot. fairseq
+  stops on equality alone; for CMLM the compared tokens are those after re-masking, so a short
+  sentence whose mask count stays the same for two iterations (e.g. 2 of 3 slots at T = 10)
+  was finalized with its masks, and ``<unk>`` (CMLM's mask symbol) was printed in the
+  translation. Here such a hypothesis decodes on to the next pass.
 
 The model does the mask and predict steps (``forward_decoder``): at iteration t (0-based)
 of T = ``--iter-decode-max-iter`` + 1 decoder passes, it predicts every masked slot and
@@ -81,7 +87,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             if step == self.max_iter:
                 done = torch.ones_like(alive, dtype=torch.bool)
             elif self.adaptive:
-                done = (tokens == prev_tokens).all(dim=1)
+                done = (tokens == prev_tokens).all(dim=1) & tokens.ne(self.unk).all(dim=1)
             else:
                 done = torch.zeros_like(alive, dtype=torch.bool)
 
