@@ -28,14 +28,16 @@ while [ $# -gt 0 ]; do
 done
 START=$(date +%s)
 [ -s "$PREP/data/bin/dict.en.txt" ] || bash "$ROOT/examples/quickstart/pretrain.sh" --work "$PREP" --stage data
-bash "$ROOT/examples/quickstart/pretrain.sh" --work "$PREP" --stage teacher --teacher-hours "$TEACHER_HOURS"
 TEACHER="$PREP/distill/teacher/checkpoint_last.pt"
+# an existing teacher and its distilled targets are reused (resuming it would train it further)
+[ -s "$TEACHER" ] && [ -s "$PREP/distill/bin/train.en-de.de.bin" ] \
+  || bash "$ROOT/examples/quickstart/pretrain.sh" --work "$PREP" --stage teacher --teacher-hours "$TEACHER_HOURS"
 REF="$PREP/data/raw/val.de"
 TINY="--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 192 --decoder-embed-dim 192 \
 --encoder-ffn-embed-dim 768 --decoder-ffn-embed-dim 768 --encoder-attention-heads 4 --decoder-attention-heads 4"
 mkdir -p "$WORK/runs"
 HOURS=$(python -c "print($MINUTES / 60)")
-NAT=(--data "$PREP/distill/bin" --hours "$HOURS" --lr 1e-3 --warmup 1000 --max-tokens 4096 --dropout 0.1
+NAT=(--data "$PREP/distill/bin" --hours "$HOURS" --lr 1e-3 --warmup 300 --max-tokens 4096 --dropout 0.1
      --init-encoder-from "$TEACHER" --gen-subset valid --ref "$REF" --iter 10 --length-beam 5)
 
 for seed in $SEEDS; do
