@@ -5,12 +5,16 @@ a plot (BLEU after each iteration, mean over seeds).
     python examples/hi_cmlm/collect_results.py --work DIR --ref RAW_REFERENCE [--meta JSON]
 
 DIR/runs/<name>-seed<k>/ holds each run's generate.txt (with --retain-iter-history for the
-non-autoregressive ones) and bleu.json. References are the raw reference lines.
+non-autoregressive ones), bleu.json and train.log (for the number of updates a time budget
+allowed). References are the raw reference lines. --publish DIR copies results.json,
+results.md and the plot there (the copies the README cites).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import shutil
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -32,6 +36,9 @@ def run_results(run_dir: Path, refs: list[str]) -> dict:
     out = {"bleu": json.loads((run_dir / "bleu.json").read_text())["score"],
            "signature": json.loads((run_dir / "bleu.json").read_text())["signature"],
            "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences)))}
+    updates = re.findall(r"num_updates (\d+)", (run_dir / "train.log").read_text()) \
+        if (run_dir / "train.log").exists() else []
+    out["updates"] = int(updates[-1]) if updates else None
     if sentences[0].history:
         per_iter = bleu_per_iteration(sentences, max(ITERATIONS), "sentencepiece")
         out["bleu_per_iteration"] = per_iter
@@ -47,6 +54,7 @@ def main() -> None:
     p.add_argument("--work", required=True)
     p.add_argument("--ref", required=True)
     p.add_argument("--meta", default="{}", help="JSON merged into results.json (commands, hardware, times)")
+    p.add_argument("--publish", help="folder that gets copies of results.json, results.md and the plot")
     args = p.parse_args()
     work = Path(args.work)
     refs = Path(args.ref).read_text(encoding="utf-8").splitlines()
@@ -62,6 +70,7 @@ def main() -> None:
         seeds = runs[name]
         row = {"seeds": sorted(seeds), "bleu": mean([s["bleu"] for s in seeds.values()]),
                "bleu_per_seed": {k: s["bleu"] for k, s in seeds.items()},
+               "updates_per_seed": {k: s.get("updates") for k, s in seeds.items()},
                "bleu_by_length": {b: mean([s["bleu_by_length"][b] for s in seeds.values()])
                                   for b in next(iter(seeds.values()))["bleu_by_length"]}}
         if all("bleu_per_iteration" in s for s in seeds.values()):
@@ -72,15 +81,18 @@ def main() -> None:
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
 
     bins = [bin_label(*b) for b in LENGTH_BINS]
-    head = "| model | seeds | " + " | ".join(f"T={t}" for t in ITERATIONS) + " | " + " | ".join(bins) + " |"
-    lines = [head, "|" + "---|" * (2 + len(ITERATIONS) + len(bins))]
+    head = ("| model | seeds (updates) | " + " | ".join(f"pass {t}" for t in ITERATIONS) + " | BLEU per seed | "
+            + " | ".join(bins) + " |")
+    lines = [head, "|" + "---|" * (3 + len(ITERATIONS) + len(bins))]
     for name, row in summary.items():
         its = row.get("bleu_per_iteration")
         cells = [f"{its[t - 1]:.2f}" if its else "" for t in ITERATIONS]
         if not its:
             cells[-1] = f"{row['bleu']:.2f} (beam 5)"
-        lines.append(f"| {name} | {len(row['seeds'])} | " + " | ".join(cells) + " | "
-                     + " | ".join(f"{row['bleu_by_length'][b]:.2f}" for b in bins) + " |")
+        updates = ", ".join(str(u) for u in row["updates_per_seed"].values() if u is not None)
+        per_seed = " / ".join(f"{b:.1f}" for b in row["bleu_per_seed"].values())
+        lines.append(f"| {name} | {len(row['seeds'])}{f' ({updates})' if updates else ''} | " + " | ".join(cells)
+                     + f" | {per_seed} | " + " | ".join(f"{row['bleu_by_length'][b]:.2f}" for b in bins) + " |")
     table = "\n".join(lines)
     (work / "results.md").write_text(table + "\n")
     print(table)
@@ -103,6 +115,13 @@ def main() -> None:
     fig.tight_layout()
     fig.savefig(work / "bleu_per_iteration.png", dpi=120)
     print(f"wrote {work / 'results.json'}, {work / 'results.md'}, {work / 'bleu_per_iteration.png'}")
+    if args.publish:
+        publish = Path(args.publish)
+        (publish / "figures").mkdir(parents=True, exist_ok=True)
+        shutil.copy(work / "results.json", publish / "results.json")
+        shutil.copy(work / "results.md", publish / "results.md")
+        shutil.copy(work / "bleu_per_iteration.png", publish / "figures" / "multi30k_bleu_per_iteration.png")
+        print(f"published to {publish}")
 
 
 if __name__ == "__main__":

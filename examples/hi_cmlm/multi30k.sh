@@ -9,7 +9,8 @@
 #    of the same size, each trained --minutes of wall time on the distilled targets with the
 #    encoder initialised from the teacher; mask-predict with 10 passes and length beam 5.
 # 3. The teacher itself with beam 5 is the autoregressive row.
-# 4. collect_results.py: BLEU at iterations 1/2/4/10, BLEU by reference length, a plot.
+# 4. collect_results.py: BLEU after passes 1/2/4/10, BLEU by reference length, a plot; copies
+#    results.json, results.md and figures/ into examples/hi_cmlm/ (the README cites them).
 # CPU scale (defaults): 5 models x 7 minutes + decoding, about 45 minutes on 2 cores after the
 # teacher. GPU scale: e.g. --minutes 60 --dims "--encoder-layers 6 --decoder-layers 6 ..."
 set -euo pipefail
@@ -17,6 +18,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 PREP="$ROOT/work/quickstart-pretrain" WORK="$ROOT/work/hi_cmlm_multi30k" MINUTES=7 SEEDS="1"
 STRATEGIES="fence_replace all_mask all_copied weighted_sum" CMLM=1 TEACHER_HOURS=0.75 DIMS=""
+GIVEN=("$0" "$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) MINUTES="$2"; shift 2 ;;   --seeds) SEEDS="$2"; shift 2 ;;
@@ -63,5 +65,5 @@ fi
 META=$(python -c "import json,sys,platform,os; print(json.dumps({'command': ' '.join(sys.argv[1:]), \
 'wall_minutes': round(($(date +%s) - $START) / 60, 1), 'minutes_per_model': $MINUTES, 'hardware': \
 platform.processor() or platform.machine(), 'cpus': os.cpu_count(), 'teacher': '$TEACHER', \
-'note': 'NAT models: distilled targets, encoder initialised from the teacher'}))" "$0" "$@")
-python "$HERE/collect_results.py" --work "$WORK" --ref "$REF" --meta "$META"
+'note': 'NAT models: distilled targets, encoder initialised from the teacher; wall_minutes covers only the runs this call trained'}))" "${GIVEN[@]}")
+python "$HERE/collect_results.py" --work "$WORK" --ref "$REF" --meta "$META" --publish "$HERE"
