@@ -10,10 +10,10 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
 * numpy's array reconstruction (``ndarray``, ``dtype``, ``_reconstruct`` and the int64
   dtype class): fairseq's ``--eval-bleu`` keeps its n-gram counts as int64 arrays in the
   saved metrics.
- ``install()`` allow-lists exactly ``SAFE_CHECKPOINT_GLOBALS`` and makes the
-loader answer a foreign, corrupt or truncated checkpoint with one clear message. The
-safety itself stays on: nothing here sets ``weights_only=False``. ``install()`` also makes
-fairseq's checkpoint copies atomic (``_atomic_copy``).
+
+``install()`` allow-lists exactly ``SAFE_CHECKPOINT_GLOBALS`` and makes the loader answer a
+foreign, corrupt or truncated checkpoint with one clear message; every load stays
+weights-only. ``install()`` also makes fairseq's checkpoint copies atomic (``_atomic_copy``).
 
 Command line:
     python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint pickles

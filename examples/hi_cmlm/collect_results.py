@@ -33,8 +33,8 @@ def run_results(run_dir: Path, refs: list[str]) -> dict:
         raise SystemExit(f"{run_dir}: {len(sentences)} decoded sentences for {len(refs)} references")
     for d, r in zip(sentences, refs):
         d.reference = r
-    out = {"bleu": json.loads((run_dir / "bleu.json").read_text())["score"],
-           "signature": json.loads((run_dir / "bleu.json").read_text())["signature"],
+    bleu = json.loads((run_dir / "bleu.json").read_text())
+    out = {"bleu": bleu["score"], "signature": bleu["signature"],
            "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences)))}
     updates = re.findall(r"num_updates (\d+)", (run_dir / "train.log").read_text()) \
         if (run_dir / "train.log").exists() else []
