@@ -74,20 +74,43 @@ def _classification_data(spm_model, mono_data, out: Path) -> Path:
     return out / "bin"
 
 
-def test_finetune_with_sentence_prediction_drops_the_position_head(spm_model, mono_data, pretrained, tmp_path):
-    data = _classification_data(spm_model, mono_data, tmp_path)
+@pytest.fixture(scope="module")
+def finetuned(spm_model, mono_data, pretrained, tmp_path_factory):
+    """A save dir of a short sentence_prediction fine-tuning of ``pretrained``, with its train.log."""
+    out = tmp_path_factory.mktemp("posmask_finetune")
+    data = _classification_data(spm_model, mono_data, out)
     proc = run(["fairseq-train", data, "--user-dir", USER_DIR, "--task", "sentence_prediction",
                 "--num-classes", "2", "--max-positions", "128", "--arch", "position_masked_roberta_tiny",
                 *DIMS, "--criterion", "sentence_prediction", "--restore-file", pretrained / "checkpoint_last.pt",
                 "--reset-optimizer", "--reset-dataloader", "--reset-meters", "--attention-dropout-straight-through",
                 "--optimizer", "adam", "--lr", "1e-4", "--batch-size", "16", "--max-update", "4",
-                "--log-format", "simple", "--no-progress-bar", "--num-workers", "0",
-                "--save-dir", tmp_path / "ft"])
-    log = proc.stdout + proc.stderr
+                "--log-format", "simple", "--log-interval", "2", "--no-progress-bar", "--num-workers", "0",
+                "--save-dir", out / "ft"])
+    (out / "ft" / "train.log").write_text(proc.stdout + proc.stderr)
+    return out / "ft"
+
+
+def test_finetune_with_sentence_prediction_drops_the_position_head(finetuned):
+    log = (finetuned / "train.log").read_text()
     assert "dropped the pre-training position head of the checkpoint" in log
     assert "encoder.position_classifier.weight" in log
     assert "1 attention modules drop their weights with the straight-through gradient" in log
     assert re.search(r"\| valid \|.*\| accuracy [\d.]+", log)
+
+
+def test_plot_reports_the_downstream_accuracy_of_each_fine_tuned_checkpoint(pretrained, finetuned, tmp_path):
+    run([sys.executable, PLOT, "--out", tmp_path, f"0.2={pretrained}", "--finetune", f"0.2={finetuned}",
+         "--finetune", f"none={finetuned / 'train.log'}"])
+    assert (tmp_path / "downstream_accuracy.png").stat().st_size > 5000
+    rows = {r["position_mask_prob"]: r for r in json.loads((tmp_path / "results.json").read_text())}
+    valid = _valid_line((finetuned / "train.log").read_text())
+    accuracy = float(re.search(r"\| accuracy ([\d.]+)", valid).group(1))
+    assert rows["0.2"]["downstream_valid_accuracy"] == accuracy and rows["0.2"]["finetune_updates"] == 4
+    assert rows["none"]["downstream_valid_accuracy"] == accuracy and rows["none"]["valid_mlm_accuracy"] is None
+    assert "downstream valid accuracy" in (tmp_path / "results.md").read_text()
+    proc = run([sys.executable, PLOT, "--out", tmp_path, f"0.2={pretrained}", "--finetune", f"0.3={finetuned}"],
+               check=False)
+    assert proc.returncode != 0 and "--finetune ['0.3'] name no pre-training run" in proc.stderr
 
 
 @pytest.mark.parametrize("extra, message", [
@@ -137,3 +160,52 @@ def test_headline_match_pairs_are_balanced_and_never_pair_an_article_with_its_ti
         i = int(a.split()[1])
         assert (y, y2) == ("match", "other") and a == a2 and t == titles[i] and t2 != titles[i]
     assert len({t2 for _, t2, y in rows if y == "other"}) > 10
+
+
+def _word_order():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("word_order", ROOT / "data_prep" / "word_order.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_word_order_shuffles_one_span_and_keeps_the_words():
+    module = _word_order()
+    lines = [" = Heading = ", " one two three four five six seven eight . nine ten eleven twelve thirteen "
+             "fourteen fifteen sixteen . short one .", " a a a a a a a a a"]
+    sents = module.sentences(lines, min_words=8, max_words=40)
+    assert [len(w) for w in sents] == [9, 9, 9]  # heading skipped, "short one ." too short, split after " . "
+    rows = module.examples(sents, span=4, seed=5)
+    assert rows == module.examples(sents, span=4, seed=5)
+    assert sorted(label for _, label in rows) == ["original"] * 2 + ["shuffled"] * 2  # all-"a" sentence dropped
+    originals = {text for text, label in rows if label == "original"}
+    for text, label in rows:
+        if label != "shuffled":
+            continue
+        words = text.split()
+        source = next(o.split() for o in originals if sorted(o.split()) == sorted(words))
+        changed = [i for i, (a, b) in enumerate(zip(source, words)) if a != b]
+        assert changed and changed[-1] - changed[0] < 4  # within one span of 4 consecutive words
+    rng = __import__("random").Random(0)
+    assert all(module.shuffle_span(list("abab"), 2, rng) != list("abab") for _ in range(20))
+    assert module.shuffle_span(["x"] * 6, 3, rng) is None
+
+
+def test_word_order_cli_writes_balanced_binarized_splits(spm_model, mono_data, tmp_path):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    sample = read_sample("train", "en")
+    write_lines(raw / "train.txt", [" = Title = "] + [s.rstrip(".") + " ." for s in sample[:300]])
+    write_lines(raw / "valid.txt", [s.rstrip(".") + " ." for s in sample[300:400]])
+    proc = run([sys.executable, ROOT / "data_prep" / "word_order.py", "--raw", raw, "--spm", spm_model,
+                "--dict", mono_data / "dict.txt", "--out", tmp_path / "wo", "--min-words", "6"])
+    for split in ("train", "valid"):
+        labels = (tmp_path / "wo" / "raw" / f"{split}.label").read_text().split()
+        assert labels.count("original") == labels.count("shuffled") > 10
+        assert (tmp_path / "wo" / "bin" / "input0" / f"{split}.bin").exists()
+    assert "train:" in proc.stderr and "binarized in" in proc.stderr
+    bad = run([sys.executable, ROOT / "data_prep" / "word_order.py", "--raw", raw, "--spm", spm_model, "--dict",
+               mono_data / "dict.txt", "--out", tmp_path / "bad", "--span", "1"], check=False)
+    assert bad.returncode == 2 and "--span must be >= 2" in bad.stderr and "Traceback" not in bad.stderr

@@ -1,13 +1,17 @@
 #!/usr/bin/env python
 """MLM accuracy and position accuracy against updates, one line per run, from fairseq's
-training logs (``--log-format simple``), as in the paper's Figures 3, 5 and 7.
+training logs (``--log-format simple``), as in the paper's Figures 3, 5 and 7; with
+``--finetune``, the downstream validation accuracy of each pre-training setting too.
 
-    python examples/position_masking/plot.py --out DIR PROB=RUN [PROB=RUN ...]
+    python examples/position_masking/plot.py --out DIR PROB=RUN [PROB=RUN ...] \
+        [--finetune PROB=FT_RUN ...] [--finetune none=FT_RUN]
 
 RUN is a run directory of pretrain.sh (its train.log and valid_clean.log are read) or a
-log file. Writes DIR/mlm_accuracy.png, DIR/position_accuracy.png (training curves as
-lines, validations as markers) and DIR/results.json and DIR/results.md (the last
-validation of each run).
+log file; FT_RUN a save directory of finetune.sh (or its train.log) that started from the
+PROB run's checkpoint, ``none`` for the model fine-tuned from a random initialisation.
+Writes DIR/mlm_accuracy.png, DIR/position_accuracy.png (training curves as lines,
+validations as markers), DIR/downstream_accuracy.png (with --finetune) and DIR/results.json
+and DIR/results.md (the last validation of each run).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from pathlib import Path
 
 TRAIN_INNER = re.compile(r"\| train_inner \| .*?((?:\w+=[^,\s]+,?\s*)+)$")
 VALID = re.compile(r"\| valid \| .*valid on '[^']+' subset \| (.*)$")
-METRICS = ("mlm_accuracy", "position_accuracy", "mlm_loss", "position_loss", "num_updates")
+METRICS = ("mlm_accuracy", "position_accuracy", "mlm_loss", "position_loss", "accuracy", "num_updates")
 
 
 def _numbers(pairs: list[tuple[str, str]]) -> dict[str, float]:
@@ -46,6 +50,7 @@ def parse_log(path: Path) -> dict[str, list[dict[str, float]]]:
 
 
 def load_run(spec: str) -> tuple[str, dict]:
+    """``(PROB, run)`` for ``PROB=RUN_DIR`` or ``PROB=LOG``."""
     label, _, where = spec.partition("=")
     if not where:
         raise SystemExit(f"error: run {spec!r} must be PROB=RUN_DIR or PROB=LOG")
@@ -63,6 +68,8 @@ def load_run(spec: str) -> tuple[str, dict]:
 
 
 def _label(prob: str) -> str:
+    if prob == "none":
+        return "no pre-training"
     try:
         return f"position mask {float(prob) * 100:g}%"
     except ValueError:
@@ -102,18 +109,30 @@ def plot(runs: dict[str, dict], metric: str, title: str, out: Path) -> bool:
     return True
 
 
-def summarise(runs: dict[str, dict]) -> list[dict]:
+def summarise(runs: dict[str, dict], finetuned: dict[str, dict] | None = None) -> list[dict]:
+    """One row per pre-training run (and one for ``none`` when it was fine-tuned): the last
+    validation of pre-training, and the last of its fine-tuning when there is one."""
+    finetuned = finetuned or {}
+    unknown = set(finetuned) - set(runs) - {"none"}
+    if unknown:
+        raise SystemExit(f"error: --finetune {sorted(unknown)} name no pre-training run (have {sorted(runs)})")
     rows = []
-    for prob, run in runs.items():
+    for prob in list(runs) + (["none"] if "none" in finetuned else []):
+        run = runs.get(prob, {"valid": [], "valid_clean": []})
         last = run["valid"][-1] if run["valid"] else {}
         clean = run["valid_clean"][-1] if run["valid_clean"] else {}
-        rows.append({
+        row = {
             "position_mask_prob": prob,
             "updates": last.get("num_updates"),
             "valid_mlm_accuracy": last.get("mlm_accuracy"),
             "valid_position_accuracy": last.get("position_accuracy"),
             "valid_mlm_accuracy_positions_intact": clean.get("mlm_accuracy"),
-        })
+        }
+        if finetuned:
+            ft = finetuned[prob]["valid"][-1] if prob in finetuned and finetuned[prob]["valid"] else {}
+            row["finetune_updates"] = ft.get("num_updates")
+            row["downstream_valid_accuracy"] = ft.get("accuracy")
+        rows.append(row)
     return rows
 
 
@@ -121,11 +140,20 @@ def markdown(rows: list[dict]) -> str:
     def show(v):
         return "n/a" if v is None else f"{v:g}"
 
-    lines = ["| --position-mask-prob | updates | valid MLM accuracy (%) | valid position accuracy (%) "
-             "| valid MLM accuracy, positions intact (%) |", "|---|---|---|---|---|"]
+    downstream = any("downstream_valid_accuracy" in r for r in rows)
+    head = ("| --position-mask-prob | updates | valid MLM accuracy (%) | valid position accuracy (%) "
+            "| valid MLM accuracy, positions intact (%) |")
+    rule = "|---|---|---|---|---|"
+    if downstream:
+        head += " fine-tuning updates | downstream valid accuracy (%) |"
+        rule += "---|---|"
+    lines = [head, rule]
     for r in rows:
-        lines.append(f"| {r['position_mask_prob']} | {show(r['updates'])} | {show(r['valid_mlm_accuracy'])} "
-                     f"| {show(r['valid_position_accuracy'])} | {show(r['valid_mlm_accuracy_positions_intact'])} |")
+        line = (f"| {r['position_mask_prob']} | {show(r['updates'])} | {show(r['valid_mlm_accuracy'])} "
+                f"| {show(r['valid_position_accuracy'])} | {show(r['valid_mlm_accuracy_positions_intact'])} |")
+        if downstream:
+            line += f" {show(r.get('finetune_updates'))} | {show(r.get('downstream_valid_accuracy'))} |"
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 
@@ -133,15 +161,20 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, type=Path, help="output folder")
     p.add_argument("runs", nargs="+", help="PROB=RUN_DIR or PROB=LOG")
+    p.add_argument("--finetune", action="append", default=[], metavar="PROB=FT_RUN",
+                   help="a fine-tuning run of the PROB checkpoint (none=FT_RUN: from a random initialisation)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     runs = dict(load_run(spec) for spec in args.runs)
+    finetuned = dict(load_run(spec) for spec in args.finetune)
     written = []
-    for metric, title in (("mlm_accuracy", "MLM accuracy"), ("position_accuracy", "Position accuracy")):
-        png = args.out / f"{metric}.png"
-        if plot(runs, metric, title, png):
+    for metric, title, which in (("mlm_accuracy", "MLM accuracy", runs),
+                                 ("position_accuracy", "Position accuracy", runs),
+                                 ("accuracy", "Downstream (word order) accuracy", finetuned)):
+        png = args.out / f"{'downstream_accuracy' if metric == 'accuracy' else metric}.png"
+        if which and plot(which, metric, title, png):
             written.append(str(png))
-    rows = summarise(runs)
+    rows = summarise(runs, finetuned)
     (args.out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
     (args.out / "results.md").write_text(markdown(rows))
     sys.stdout.write(markdown(rows))
