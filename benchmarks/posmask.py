@@ -8,6 +8,9 @@
   datasets, collate, forward, backward, Adam step.
 * ``posmask_model_step_tokens_per_s_ratio``: the same without the data part (forward,
   backward and Adam on batches collated beforehand), which isolates the model and criterion.
+* ``train_peak_rss_mb_{position_masked_roberta,roberta}`` (CPU; each in its own child
+  process, VmHWM) / ``train_peak_cuda_mb_*`` (CUDA): peak memory of 4 training updates on
+  the same batches.
 
 Both tasks read the same binarized data (random token ids, written in process) with the
 same blocks (``<s>`` + 127 tokens) and the same batches of 16 blocks, and each masks them its
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -32,6 +36,7 @@ from fairseq import options, tasks, utils
 from fairseq.data import indexed_dataset
 
 import fairseq_ext  # noqa: F401  (registers the plugin)
+from benchmarks.common import peak_rss_mb, vm_hwm_mb
 from fairseq_ext.data import NO_POSITION_LABEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,15 +101,46 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
+# name -> (task, arch, criterion, extra arguments) of the two sides
+SETUPS = {
+    "position_masked_roberta": ("position_masked_lm", "position_masked_roberta", "position_masked_lm",
+                                ["--position-mask-prob", "0.10"]),
+    "roberta": ("masked_lm", "roberta", "masked_lm", []),
+}
+MEMORY_UPDATES = 4
+
+
+def _train_updates(name: str, device: str) -> None:
+    """MEMORY_UPDATES training updates of one side on fresh synthetic data."""
+    task, arch, criterion, extra = SETUPS[name]
+    t, model, crit = _build(_synthetic_data(n_lines=MEMORY_UPDATES * BATCH * 4), task, arch, criterion, device, extra)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
+    for indices in _index_batches(t, MEMORY_UPDATES):
+        _step(model, crit, optimizer, _collate(t, indices, device))
+    _sync(device)
+
+
+def memory(device: str) -> dict[str, float]:
+    """Peak training memory of each side: CUDA allocator peak, or VmHWM of a child process on CPU
+    (so that neither side's memory, nor the timing runs', counts for the other)."""
+    if device != "cuda":
+        return {f"train_peak_rss_mb_{name}": round(peak_rss_mb("benchmarks.posmask", "--train-one", name), 1)
+                for name in SETUPS}
+    out = {}
+    for name in SETUPS:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        _train_updates(name, device)
+        out[f"train_peak_cuda_mb_{name}"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return out
+
+
 def run(device: str, quick: bool) -> dict:
     torch.manual_seed(0)
     n_batches, reps = (4, 3) if quick else (8, 7)
     data = _synthetic_data(n_lines=n_batches * BATCH * 4)
-    runs = {
-        "position_masked_roberta": _build(data, "position_masked_lm", "position_masked_roberta",
-                                          "position_masked_lm", device, ["--position-mask-prob", "0.10"]),
-        "roberta": _build(data, "masked_lm", "roberta", "masked_lm", device, []),
-    }
+    runs = {name: _build(data, task, arch, criterion, device, extra)
+            for name, (task, arch, criterion, extra) in SETUPS.items()}
     batches = _index_batches(runs["roberta"][0], n_batches)
     ours_batches = _index_batches(runs["position_masked_roberta"][0], n_batches)
     assert all(np.array_equal(a, b) for a, b in zip(batches, ours_batches)), "the two tasks batch differently"
@@ -141,7 +177,10 @@ def run(device: str, quick: bool) -> dict:
 
     return {
         "metrics": {"posmask_train_tokens_per_s_ratio": ratio("update"),
-                    "posmask_model_step_tokens_per_s_ratio": ratio("model_step")},
+                    "posmask_model_step_tokens_per_s_ratio": ratio("model_step"),
+                    "posmask_train_tokens_per_s": round(per_s["update/position_masked_roberta"], 1),
+                    "roberta_train_tokens_per_s": round(per_s["update/roberta"], 1),
+                    **memory(device)},
         "goals": {"posmask_train_tokens_per_s_ratio": ">= 0.95",
                   "posmask_model_step_tokens_per_s_ratio": "(without data loading; diagnostic)"},
         "details": {
@@ -152,3 +191,12 @@ def run(device: str, quick: bool) -> dict:
                 int(s["position_target"].ne(NO_POSITION_LABEL).sum()) for s in collated["position_masked_roberta"]),
         },
     }
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--train-one" and sys.argv[2] in SETUPS:
+        _train_updates(sys.argv[2], "cpu")
+        print(vm_hwm_mb())
+    else:
+        sys.exit(f"usage: python -m benchmarks.posmask --train-one {{{','.join(SETUPS)}}} "
+                 "(make bench runs the benchmark)")

@@ -6,8 +6,9 @@ Each module named in ``BENCHMARKS`` has ``run(device: str, quick: bool) -> dict`
 returns ``{"metrics": {name: value}, "details": {...}}`` (and ``"hardware"`` when it runs
 with other settings than the process, e.g. another thread count); every ratio is measured within one
 process, both sides on the same batches, so machine load affects both alike. Results go
-to ``benchmarks/results/{cpu,gpu}.json`` (merged with earlier results of modules not re-run)
-and to the table between the ``bench:start``/``bench:end`` markers of the README.
+to ``benchmarks/results/{cpu,gpu}.json`` (merged with earlier results of modules not re-run),
+to the table between the ``bench:start``/``bench:end`` markers of the README and to the
+figure ``benchmarks/results/speed.png`` (``benchmarks/plot.py``).
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from benchmarks.plot import load_results, plot_ratios
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -84,14 +87,16 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.time()
         result = module.run(args.device, args.quick)
         result["seconds"] = round(time.time() - t0, 1)
+        result.setdefault("hardware", hardware(args.device))  # the threads this module ran with
         merged["benchmarks"][name] = result
         for metric, value in result["metrics"].items():
             print(f"{name:12s} {metric:45s} {value}")
     out_path.write_text(json.dumps(merged, indent=2) + "\n")
-    results = {k: json.loads((RESULTS / f"{k}.json").read_text())
-               for k in ("cpu", "gpu") if (RESULTS / f"{k}.json").exists()}
+    results = load_results(RESULTS)
     update_readme(results)
-    print(f"wrote {out_path}" + (" and the README table" if os.path.exists(ROOT / "README.md") else ""))
+    plot_ratios(results, RESULTS / "speed.png")
+    print(f"wrote {out_path}, {RESULTS / 'speed.png'}"
+          + (" and the README table" if os.path.exists(ROOT / "README.md") else ""))
 
 
 if __name__ == "__main__":
