@@ -78,3 +78,19 @@ def peak_rss_mb(module: str, *argv: str) -> float:
     if proc.returncode != 0:
         raise RuntimeError(f"{module} {' '.join(argv)} failed: {proc.stderr[-2000:]}")
     return float(proc.stdout.strip().splitlines()[-1])
+
+
+def train_peak_memory(module: str, names: tuple[str, ...], train_updates: Callable[[str, str], None],
+                      device: str) -> dict[str, float]:
+    """Peak training memory (MB) of each side ``name``: on CPU the VmHWM of ``python -m module
+    --train-one NAME`` (a child per side, so neither side nor the timing runs count for the
+    other), on CUDA the allocator's peak around ``train_updates(name, "cuda")``."""
+    if device != "cuda":
+        return {f"train_peak_rss_mb_{name}": round(peak_rss_mb(module, "--train-one", name), 1) for name in names}
+    out = {}
+    for name in names:
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        train_updates(name, device)
+        out[f"train_peak_cuda_mb_{name}"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+    return out

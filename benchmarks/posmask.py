@@ -36,7 +36,7 @@ from fairseq import options, tasks, utils
 from fairseq.data import indexed_dataset
 
 import fairseq_ext  # noqa: F401  (registers the plugin)
-from benchmarks.common import peak_rss_mb, vm_hwm_mb
+from benchmarks.common import train_peak_memory, vm_hwm_mb
 from fairseq_ext.data import NO_POSITION_LABEL
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,16 +123,7 @@ def _train_updates(name: str, device: str) -> None:
 def memory(device: str) -> dict[str, float]:
     """Peak training memory of each side: CUDA allocator peak, or VmHWM of a child process on CPU
     (so that neither side's memory, nor the timing runs', counts for the other)."""
-    if device != "cuda":
-        return {f"train_peak_rss_mb_{name}": round(peak_rss_mb("benchmarks.posmask", "--train-one", name), 1)
-                for name in SETUPS}
-    out = {}
-    for name in SETUPS:
-        torch.cuda.empty_cache()
-        torch.cuda.reset_peak_memory_stats()
-        _train_updates(name, device)
-        out[f"train_peak_cuda_mb_{name}"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
-    return out
+    return train_peak_memory("benchmarks.posmask", tuple(SETUPS), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:

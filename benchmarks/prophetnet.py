@@ -9,6 +9,9 @@
 * ``prophetnet_generate_vs_transformer``: sentences/s of fairseq's beam search (beam 4, a
   fixed output length so that both decode the same number of steps) with ``prophetnet`` over
   ``transformer``; goal >= 0.9.
+* ``*_train_target_tokens_per_s``: the absolute rates behind the first two ratios;
+  ``train_peak_rss_mb_{prophetnet,transformer}`` (CPU, each side alone in a child process,
+  VmHWM) / ``train_peak_cuda_mb_*`` (CUDA): peak memory of 4 updates on the Gigaword batches.
 
 Sizes: ``prophetnet_tiny`` (3+3 layers x 256 dims, 4 heads, FFN 1024) with ProphetNet's
 relative positions (32 buckets up to 128) and 512 positions (transformers' default), a 10k
@@ -49,8 +52,9 @@ def _dictionary():
     return d
 
 
-def build_models(device: str):
-    """``prophetnet`` (n = 2) and a ``transformer`` with the same sizes and embedding choices."""
+def build_models(device: str, only: str | None = None):
+    """``prophetnet`` (n = 2) and a ``transformer`` with the same sizes and embedding choices
+    (``only``: build that one, None for the other)."""
     import fairseq_ext  # noqa: F401  (registration)
     from fairseq.models.transformer import TransformerModel
     from fairseq.models.transformer.transformer_legacy import base_architecture
@@ -68,8 +72,8 @@ def build_models(device: str):
                                share_all_embeddings=True, **common)
     base_architecture(targs)
     torch.manual_seed(0)
-    ours = ProphetNetModel.build_model(pargs, task).to(device)
-    plain = TransformerModel.build_model(targs, task).to(device)
+    ours = ProphetNetModel.build_model(pargs, task).to(device) if only in (None, "prophetnet") else None
+    plain = TransformerModel.build_model(targs, task).to(device) if only in (None, "transformer") else None
     return task, ours, plain
 
 
@@ -174,22 +178,47 @@ def _generate(generator, model, batches, length):
     return run
 
 
-def _train_times(task, models: dict, shape: tuple, reps: int, warmup: int, device: str) -> dict:
+def _criterion(task, name: str):
+    """The loss of each fairseq side: ProphetNet's n-gram loss, or label-smoothed cross-entropy."""
     from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 
     from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss
 
+    if name == "prophetnet":
+        return NgramLanguageLoss(task, label_smoothing=0.1)
+    return LabelSmoothedCrossEntropyCriterion(task, False, 0.1)
+
+
+def _train_times(task, models: dict, shape: tuple, reps: int, warmup: int, device: str) -> dict:
     batches = make_batches(4, device, shape)
     for m in models.values():
         m.train()
-    ours, plain, hf = models["prophetnet"], models["transformer"], models["hf_prophetnet"]
-    return _interleaved({
-        "prophetnet": _fairseq_step(ours, NgramLanguageLoss(task, label_smoothing=0.1),
-                                    torch.optim.Adam(ours.parameters(), 1e-4), batches),
-        "transformer": _fairseq_step(plain, LabelSmoothedCrossEntropyCriterion(task, False, 0.1),
-                                     torch.optim.Adam(plain.parameters(), 1e-4), batches),
-        "hf_prophetnet": _hf_step(hf, torch.optim.Adam(hf.parameters(), 1e-4), batches),
-    }, reps, warmup, device)
+    hf = models["hf_prophetnet"]
+    steps = {name: _fairseq_step(models[name], _criterion(task, name),
+                                 torch.optim.Adam(models[name].parameters(), 1e-4), batches)
+             for name in ("prophetnet", "transformer")}
+    steps["hf_prophetnet"] = _hf_step(hf, torch.optim.Adam(hf.parameters(), 1e-4), batches)
+    return _interleaved(steps, reps, warmup, device)
+
+
+def _train_updates(name: str, device: str, updates: int = 4) -> None:
+    """``updates`` training updates of one fairseq side alone, on the Gigaword batches."""
+    task, ours, plain = build_models(device, only=name)
+    model = ours if name == "prophetnet" else plain
+    model.train()
+    step = _fairseq_step(model, _criterion(task, name), torch.optim.Adam(model.parameters(), 1e-4),
+                         make_batches(updates, device, GIGAWORD))
+    for _ in range(updates):
+        step()
+    _sync(device)
+
+
+def memory(device: str) -> dict[str, float]:
+    """Peak training memory of each fairseq side on the Gigaword batches: VmHWM of a child
+    process per side on CPU, the allocator's peak on CUDA."""
+    from benchmarks.common import train_peak_memory
+
+    return train_peak_memory("benchmarks.prophetnet", ("prophetnet", "transformer"), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
@@ -233,6 +262,9 @@ def _run(device: str, quick: bool) -> dict:
             "prophetnet_generate_vs_transformer": gen["transformer"] / gen["prophetnet"],
             "prophetnet_train_step_ratio_long": train_long["prophetnet"] / train_long["transformer"],
             "prophetnet_vs_hf_train_speedup_long": train_long["hf_prophetnet"] / train_long["prophetnet"],
+            **{f"{name}_train_target_tokens_per_s": round(GIGAWORD[0] * GIGAWORD[2] / secs, 1)
+               for name, secs in train.items()},
+            **memory(device),
         },
         "goals": {
             "prophetnet_train_step_ratio": "<= 2.0 (1 + n = 3 decoder streams)",
@@ -257,4 +289,11 @@ if __name__ == "__main__":
     import json
     import sys
 
-    print(json.dumps(run("cuda" if torch.cuda.is_available() else "cpu", "--quick" in sys.argv), indent=2))
+    if len(sys.argv) == 3 and sys.argv[1] == "--train-one" and sys.argv[2] in ("prophetnet", "transformer"):
+        from benchmarks.common import vm_hwm_mb
+
+        torch.set_num_threads(1)
+        _train_updates(sys.argv[2], "cpu")
+        print(vm_hwm_mb())
+    else:
+        print(json.dumps(run("cuda" if torch.cuda.is_available() else "cpu", "--quick" in sys.argv), indent=2))

@@ -9,7 +9,9 @@ option parser, task and model API; random token ids, since speed does not depend
 * ``unilm_train_tokens_per_s_ratio``: target tokens/s of a training step (forward, backward,
   Adam) of ``unilm_transformer`` (prefix mask, 8 layers) over fairseq's ``transformer``
   encoder-decoder (4 + 3 layers, shared embeddings) with about the same parameters
-  (the counts are in the details), on the same batches.
+  (the counts are in the details), on the same batches; with both sides' target tokens/s
+  and ``train_peak_rss_mb_{unilm,transformer}`` (CPU, each side alone in a child process,
+  VmHWM) / ``train_peak_cuda_mb_*`` (CUDA) for 4 updates on those batches.
 * ``unilm_keep_tokens_{train,decode}_speedup[_small]``: training tokens/s and beam-search
   sentences/s of a BERT-base-sized (``_small``: 4 x 256) ``unilm_transformer`` with the
   vocabulary pruned by ``--keep-tokens`` from 21128 rows (Chinese BERT's vocabulary, the seed's case) to half
@@ -166,25 +168,56 @@ def cached_vs_recompute(device: str, quick: bool) -> dict:
                                    f"{n} sentences in batches of 4"}}
 
 
+DROPOUT = ["--dropout", "0.1", "--attention-dropout", "0.1", "--activation-dropout", "0.0"]
+
+
+def _train_ratio_side(name: str, data: str, device: str):
+    """``(task, model, criterion)`` of one side of the training ratio: ``unilm`` (8 x 256, prefix
+    mask) or ``transformer`` (4 + 3 x 256, shared embeddings), in training mode on ``device``."""
+    if name == "unilm":
+        task, model, criterion, _ = _unilm(data, device, "--encoder-layers", "8", *SMALL, *DROPOUT)
+    else:
+        task, model, criterion, _ = _build([
+            data, "--task", "translation", "-s", "src", "-t", "tgt", "--arch", "transformer",
+            "--encoder-layers", "4", "--decoder-layers", "3", "--encoder-embed-dim", "256",
+            "--decoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024",
+            "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings", *DROPOUT,
+            "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1"]
+            + (["--cpu"] if device == "cpu" else []))
+    model.to(device).train()
+    return task, model, criterion
+
+
+def _train_updates(name: str, device: str) -> None:
+    """The training ratio's batches (4 of 32 pairs), one update each, for one side alone."""
+    torch.manual_seed(0)
+    task, model, criterion = _train_ratio_side(name, _dictionary_dir(10000), device)
+    _train_steps(model, criterion, [_to(b, device) for b in _batches(task.src_dict, 4, 32)])()
+    _sync(device)
+
+
+def memory(device: str) -> dict[str, float]:
+    """Peak training memory of each side of the training ratio: VmHWM of a child process per
+    side on CPU, the allocator's peak on CUDA."""
+    from benchmarks.common import train_peak_memory
+
+    return train_peak_memory("benchmarks.unilm", ("unilm", "transformer"), _train_updates, device)
+
+
 def train_ratio(device: str, quick: bool) -> dict:
     data = _dictionary_dir(10000)
     torch.manual_seed(0)
-    dropout = ["--dropout", "0.1", "--attention-dropout", "0.1", "--activation-dropout", "0.0"]
-    task, unilm, unilm_crit, _ = _unilm(data, device, "--encoder-layers", "8", *SMALL, *dropout)
-    _, transformer, tr_crit, _ = _build([
-        data, "--task", "translation", "-s", "src", "-t", "tgt", "--arch", "transformer",
-        "--encoder-layers", "4", "--decoder-layers", "3", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
-        "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024", "--encoder-attention-heads", "4",
-        "--decoder-attention-heads", "4", "--share-all-embeddings", *dropout,
-        "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1"] + (["--cpu"] if device == "cpu" else []))
-    unilm.to(device).train()
-    transformer.to(device).train()
+    task, unilm, unilm_crit = _train_ratio_side("unilm", data, device)
+    _, transformer, tr_crit = _train_ratio_side("transformer", data, device)
     batches = [_to(b, device) for b in _batches(task.src_dict, 2 if quick else 4, 32)]
     tokens = sum(b["ntokens"] for b in batches)
     secs = interleaved_medians({"unilm": _train_steps(unilm, unilm_crit, batches),
                                 "transformer": _train_steps(transformer, tr_crit, batches)},
                                reps=2 if quick else 4, device=device)
-    return {"metrics": {"unilm_train_tokens_per_s_ratio": secs["transformer"] / secs["unilm"]},
+    return {"metrics": {"unilm_train_tokens_per_s_ratio": secs["transformer"] / secs["unilm"],
+                        "unilm_train_target_tokens_per_s": round(tokens / secs["unilm"], 1),
+                        "transformer_train_target_tokens_per_s": round(tokens / secs["transformer"], 1),
+                        **memory(device)},
             "details": {"unilm_train_tokens_per_s": tokens / secs["unilm"],
                         "transformer_train_tokens_per_s": tokens / secs["transformer"],
                         "unilm_parameters": _params(unilm), "transformer_parameters": _params(transformer),
@@ -262,3 +295,16 @@ def _run_all(device: str, quick: bool) -> dict:
         result["details"][part.__name__] = out["details"]
     result["details"]["threads"] = torch.get_num_threads()
     return result
+
+
+if __name__ == "__main__":
+    import sys
+
+    if len(sys.argv) == 3 and sys.argv[1] == "--train-one" and sys.argv[2] in ("unilm", "transformer"):
+        from benchmarks.common import vm_hwm_mb
+
+        torch.set_num_threads(CPU_THREADS)
+        _train_updates(sys.argv[2], "cpu")
+        print(vm_hwm_mb())
+    else:
+        sys.exit("usage: python -m benchmarks.unilm --train-one {unilm,transformer} (make bench runs the benchmark)")
