@@ -18,7 +18,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$ROOT/work/position_masking" OUT="" WIKI="$ROOT/../shared/data/wikitext-2-raw/wiki.valid.raw"
-PROBS="0 0.05 0.10 0.15" UPDATES=1500 FT_UPDATES=1000
+PROBS="0 0.05 0.10 0.15" UPDATES=1500 FT_UPDATES=1000 ARGV="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -56,7 +56,7 @@ if [ "$FT_UPDATES" -gt 0 ]; then
   done
 fi
 python "$HERE/plot.py" --out "$OUT" "${RUNS[@]}" "${FINETUNED[@]}"
-python - "$OUT" "$UPDATES" "$FT_UPDATES" "$(( $(date +%s) - START ))" "$*" <<'PY'
+python - "$OUT" "$UPDATES" "$FT_UPDATES" "$(( $(date +%s) - START ))" "$ARGV" <<'PY'
 import json, os, sys
 import torch
 out, updates, ft_updates, seconds, argv = sys.argv[1:]
