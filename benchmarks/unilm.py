@@ -277,9 +277,14 @@ def run(device: str, quick: bool) -> dict:
     if device == "cpu":
         torch.set_num_threads(CPU_THREADS)
     try:
-        return _run_all(device, quick)
+        result = _run_all(device, quick)
     finally:
         torch.set_num_threads(threads)
+    if device == "cpu":  # run.py would otherwise record the process's thread count, restored above
+        from benchmarks.run import hardware
+
+        result["hardware"] = hardware("cpu").rsplit(",", 1)[0] + f", {CPU_THREADS} thread"
+    return result
 
 
 def _run_all(device: str, quick: bool) -> dict:
