@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import argparse
 import random
-import subprocess
 import sys
 from pathlib import Path
 
 import sentencepiece as spm
+from sentence_prediction_data import binarize
 
 SPLITS = {"train": "train10k", "valid": "valid1k"}
 
@@ -71,13 +71,7 @@ def main(argv: list[str] | None = None) -> None:
                     f.write(" ".join(sp.encode(row[column], out_type=str)) + "\n")
         (raw / f"{split}.label").write_text("".join(row[2] + "\n" for row in rows), encoding="utf-8")
         print(f"{split}: {len(rows)} pairs ({len(rows) // 2} articles)", file=sys.stderr)
-    for field in ("input0", "input1", "label"):
-        dict_args = [] if field == "label" else ["--srcdict", args.dict]
-        subprocess.run(["fairseq-preprocess", "--only-source", "--trainpref", str(raw / f"train.{field}"),
-                        "--validpref", str(raw / f"valid.{field}"), "--destdir", str(args.out / "bin" / field),
-                        "--workers", "2", *dict_args], check=True, capture_output=True)
-    print(f"binarized in {args.out / 'bin'} (fairseq-train --task sentence_prediction --num-classes 2)",
-          file=sys.stderr)
+    binarize(raw, args.out, ("input0", "input1"), args.dict)
 
 
 if __name__ == "__main__":

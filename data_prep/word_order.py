@@ -20,11 +20,11 @@ from __future__ import annotations
 import argparse
 import random
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import sentencepiece as spm
+from sentence_prediction_data import binarize
 
 SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")
 
@@ -107,13 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         (raw / f"{split}.label").write_text("".join(lab + "\n" for _, lab in kept), encoding="utf-8")
         print(f"{split}: {len(kept)} examples ({sum(lab == 'original' for _, lab in kept)} original; "
               f"{len(sents) - len(short)} sentences over {args.max_pieces} pieces dropped)", file=sys.stderr)
-    for field in ("input0", "label"):
-        dict_args = [] if field == "label" else ["--srcdict", args.dict]
-        subprocess.run(["fairseq-preprocess", "--only-source", "--trainpref", str(raw / f"train.{field}"),
-                        "--validpref", str(raw / f"valid.{field}"), "--destdir", str(args.out / "bin" / field),
-                        "--workers", "2", *dict_args], check=True, capture_output=True)
-    print(f"binarized in {args.out / 'bin'} (fairseq-train --task sentence_prediction --num-classes 2)",
-          file=sys.stderr)
+    binarize(raw, args.out, ("input0",), args.dict)
 
 
 if __name__ == "__main__":

@@ -145,12 +145,22 @@ def test_wikitext2_prep_splits_by_article(tmp_path):
         assert (tmp_path / "out" / "bin" / f).exists()
 
 
-def test_headline_match_pairs_are_balanced_and_never_pair_an_article_with_its_title():
+def _data_prep_script(name: str):
+    """A data_prep script as a module; its folder goes on sys.path as when it runs as a script
+    (the scripts import their shared helper module from there)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("headline_match", ROOT / "data_prep" / "headline_match.py")
+    folder = str(ROOT / "data_prep")
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+    spec = importlib.util.spec_from_file_location(name, ROOT / "data_prep" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module
+
+
+def test_headline_match_pairs_are_balanced_and_never_pair_an_article_with_its_title():
+    module = _data_prep_script("headline_match")
     articles = [f"article {i}" for i in range(50)] + [""]
     titles = [f"title {i % 45}" for i in range(50)] + ["orphan"]
     rows = module.pairs(articles, titles, seed=3)
@@ -162,17 +172,8 @@ def test_headline_match_pairs_are_balanced_and_never_pair_an_article_with_its_ti
     assert len({t2 for _, t2, y in rows if y == "other"}) > 10
 
 
-def _word_order():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("word_order", ROOT / "data_prep" / "word_order.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_word_order_shuffles_one_span_and_keeps_the_words():
-    module = _word_order()
+    module = _data_prep_script("word_order")
     lines = [" = Heading = ", " one two three four five six seven eight . nine ten eleven twelve thirteen "
              "fourteen fifteen sixteen . short one .", " a a a a a a a a a"]
     sents = module.sentences(lines, min_words=8, max_words=40)
