@@ -97,6 +97,9 @@ def test_restore_file_continues_training(tiny_data, tiny_checkpoint, tmp_path):
     (["--hybrid-strategy", "half_copied"], 2, "invalid choice: 'half_copied'"),
     (["--copy-temperature", "0"], 1, "fairseq_ext: error: --copy-temperature must be > 0"),
     (["--mask-weight", "1.2"], 1, "fairseq_ext: error: --mask-weight must be in [0, 1]"),
+    (["--train-copy-share", "2"], 1, "fairseq_ext: error: --train-copy-share must be in [0, 1]"),
+    (["--fence-first", "odd"], 2, "invalid choice: 'odd'"),
+    (["--train-decoder-input", "always"], 2, "invalid choice: 'always'"),
     (["--no-such-option"], 2, "unrecognized arguments: --no-such-option"),
 ])
 def test_bad_options_give_one_clear_error(tiny_data, tmp_path, extra, code, message):

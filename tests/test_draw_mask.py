@@ -64,8 +64,8 @@ def test_hicmlm_picture_follows_mask_predict_and_the_strategies(t):
             got = chars[row[slot]]
             if not masked[slot - 1]:
                 assert got == "w"
-            elif strategy == "fence_replace":
-                assert got == ("Z" if slot % 2 == 1 else "M")
+            elif strategy == "fence_replace":  # the paper's fence (0, 1, 0, 1, ...) from word y1
+                assert got == ("Z" if [0, 1][(slot - 1) % 2] else "M")
             else:
                 assert got == expected[strategy]
 

@@ -9,6 +9,7 @@ from fairseq import options, tasks
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 from fairseq_ext.data import CompleteBatchesDataset
 from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.masking import source_copy_weight
 from tests.conftest import TINY_DIMS, USER_DIR
 
 
@@ -31,9 +32,12 @@ def a_batch(task, split="test", n=None):
     return ds.collater([ds[i] for i in idx])
 
 
-def test_all_mask_is_exactly_fairseq_cmlm(tiny_data):
+@pytest.mark.parametrize("cmlm_setting", [["--train-copy-share", "0"],
+                                          ["--train-decoder-input", "decoding_rule"]])
+def test_all_mask_without_training_copies_is_exactly_fairseq_cmlm(tiny_data, cmlm_setting):
+    """The table's "CMLM" row: training loss forward, logit for logit."""
     task, cmlm = build(tiny_data, "cmlm_transformer")
-    _, hybrid = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", seed=1)
+    _, hybrid = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", *cmlm_setting, seed=1)
     hybrid.load_state_dict(cmlm.state_dict())
     sample = a_batch(task)
     prev = task.inject_noise(sample["target"])
@@ -87,7 +91,9 @@ def test_decoder_input_of_each_strategy(tiny_data, strategy):
             if prev[b, i] == pad:
                 continue
             masked = bool(prev[b, i] == unk)
-            if not masked or strategy == "all_mask" or (strategy == "fence_replace" and i % 2 == 0):
+            # the paper's fence (0, 1, 0, 1, ...) read from the first target word (index 1)
+            off_fence = [0, 1][(i - 1) % 2] == 0
+            if not masked or strategy == "all_mask" or (strategy == "fence_replace" and off_fence):
                 expected = emb[b, i]
             elif strategy == "weighted_sum":
                 expected = 0.6 * emb[b, i] + 0.4 * z[b, i]
@@ -97,6 +103,81 @@ def test_decoder_input_of_each_strategy(tiny_data, strategy):
                 n_copied += 1
             assert torch.allclose(x[b, i], expected + pos[b, i], atol=1e-5), (strategy, b, i)
     assert (n_copied > 0) == (strategy != "all_mask")
+
+
+def _training_inputs(model, task, sample, seed):
+    """The first decoder layer's input during the loss forward, the embeddings without the
+    copy (X) and with it (Z), all B x T x C, and the corrupted decoder input."""
+    net = sample["net_input"]
+    torch.manual_seed(seed)
+    prev = task.inject_noise(sample["target"])
+    captured = {}
+    hook = model.decoder.layers[0].register_forward_pre_hook(lambda mod, args: captured.setdefault("x", args[0]))
+    with torch.no_grad():
+        out = model(net["src_tokens"], net["src_lengths"], prev, sample["target"])
+        enc = model.encoder(net["src_tokens"], src_lengths=net["src_lengths"])
+    hook.remove()
+    dec = model.decoder
+    pad = task.tgt_dict.pad()
+    pos = dec.embed_positions(prev)
+    x_in = captured["x"].transpose(0, 1)
+    emb = dec.embed_scale * dec.embed_tokens(prev) + pos
+    z = dec.forward_copying_source(enc["encoder_embedding"][0], net["src_tokens"].ne(pad), prev.ne(pad)) + pos
+    return x_in, emb, z, prev, out
+
+
+@pytest.mark.parametrize("share", [0.5, 0.25])
+def test_paper_training_gives_z_to_a_random_share_of_masked_slots(tiny_data, share):
+    """Section 3.3: CMLM's corrupted slots, of which a random subset (here ``share``) gets Z.
+    Counted over many batches against a binomial bound of 4.5 standard deviations."""
+    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--train-copy-share", str(share))
+    sample = a_batch(task)
+    unk = task.tgt_dict.unk()
+    n_masked = n_z = 0
+    for seed in range(40):
+        x_in, emb, z, prev, out = _training_inputs(model, task, sample, seed)
+        masked = prev.eq(unk)
+        assert torch.equal(out["word_ins"]["mask"], masked)  # the loss covers CMLM's corrupted slots
+        is_z = (x_in - z).abs().amax(-1) < 1e-5
+        is_m = (x_in - emb).abs().amax(-1) < 1e-5
+        assert (is_z | is_m)[prev.ne(task.tgt_dict.pad())].all()  # every slot is X or Z, none a mix
+        assert not (is_z & ~is_m & ~masked).any()                 # observed tokens keep their embedding
+        n_masked += int(masked.sum())
+        n_z += int((is_z & ~is_m & masked).sum())
+    got = n_z / n_masked
+    assert abs(got - share) < 4.5 * (share * (1 - share) / n_masked) ** 0.5, (got, share, n_masked)
+
+
+def test_every_strategy_trains_the_same_way(tiny_data):
+    """The strategy is a decoding choice: the paper's training loss is the same for all."""
+    outs = []
+    for strategy in ("all_mask", "all_copied", "weighted_sum", "fence_replace"):
+        task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=2)
+        outs.append(_training_inputs(model, task, a_batch(task), seed=9)[-1]["word_ins"]["out"])
+    assert all(torch.equal(o, outs[0]) for o in outs)
+
+
+def test_decoding_rule_ablation_trains_with_the_decoding_input(tiny_data):
+    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--train-decoder-input", "decoding_rule")
+    sample = a_batch(task)
+    x_in, emb, z, prev, _ = _training_inputs(model, task, sample, seed=3)
+    w = source_copy_weight(prev.eq(task.tgt_dict.unk()), "fence_replace").unsqueeze(-1)
+    assert torch.allclose(x_in, (1 - w) * emb + w * z, atol=1e-5)
+
+
+def test_all_mask_decoding_of_a_copy_trained_model_uses_no_z(tiny_data, monkeypatch):
+    """HI-CMLM + All Mask: trained with copies, decoded as CMLM decodes (no soft copy at all)."""
+    task, cmlm = build(tiny_data, "cmlm_transformer")
+    _, hybrid = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", seed=1)
+    assert hybrid.train_copy_share == 0.5 and hybrid.trains_with_copy
+    hybrid.load_state_dict(cmlm.state_dict())
+    sample = a_batch(task)
+    monkeypatch.setattr(type(hybrid.decoder), "forward_copying_source",
+                        lambda *a, **k: pytest.fail("all_mask decoding computed Z"))
+    gen = IterativeRefinementGenerator(task.tgt_dict, max_iter=4, beam_size=2, retain_history=True, adaptive=False)
+    for a, b in zip(gen.generate([hybrid], sample), gen.generate([cmlm], sample)):
+        assert torch.equal(a[0]["tokens"], b[0]["tokens"])
+        assert torch.equal(a[0]["positional_scores"], b[0]["positional_scores"])
 
 
 def test_copy_gradient_reaches_source_embeddings(tiny_data):
@@ -190,6 +271,8 @@ def argparse_namespace(**kw):
     (["--mask-weight", "1.5"], r"mask-weight must be in \[0, 1\]"),
     (["--mask-weight", "-0.1"], r"mask-weight must be in \[0, 1\]"),
     (["--decoder-embed-dim", "48", "--no-scale-embedding"], "must equal --decoder-embed-dim"),
+    (["--hybrid-strategy", "all_mask", "--decoder-embed-dim", "48"], "must equal --decoder-embed-dim"),
+    (["--train-copy-share", "1.5"], r"train-copy-share must be in \[0, 1\]"),
 ])
 def test_bad_model_options_are_refused(tiny_data, extra, match):
     with pytest.raises(FairseqExtError, match=match):

@@ -5,11 +5,14 @@ import pytest
 import torch
 
 from fairseq_ext.masking import (
+    decoder_fence,
     fence_pattern,
     mix_decoder_input,
+    random_copy_slots,
     relative_position_copy_weights,
     soft_copy,
     source_copy_weight,
+    training_copy_weight,
     uniform_count_mask,
 )
 
@@ -125,26 +128,100 @@ def test_copy_is_finite_in_half_precision():
 
 # --- fence and hybrid input ---------------------------------------------------------------
 
-def test_fence_pattern_is_true_at_odd_indices():
-    assert fence_pattern(7).tolist() == [i % 2 == 1 for i in range(7)]
+# The paper's fence as it is written (section 3.2), over the target slots from the first word.
+PAPER_FENCE = [0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1]
 
 
-def _brute_weight(masked, strategy, w):
+def test_fence_pattern_is_the_papers_vector():
+    assert fence_pattern(7).int().tolist() == PAPER_FENCE[:7]
+    assert fence_pattern(7, "copy").int().tolist() == [1 - v for v in PAPER_FENCE[:7]]
+    assert fence_pattern(0).numel() == 0
+
+
+def test_decoder_fence_starts_after_bos():
+    assert decoder_fence(9).int().tolist() == [0] + PAPER_FENCE[:8]
+    assert decoder_fence(9, "copy").int().tolist() == [0] + [1 - v for v in PAPER_FENCE[:8]]
+    with pytest.raises(ValueError, match="fence phase"):
+        fence_pattern(3, "odd")
+
+
+def _brute_weight(masked, strategy, w, fence_first="mask"):
+    """Decoder index i holds target word i - 1; the fence literal is read at that word."""
+    literal = PAPER_FENCE if fence_first == "mask" else [1 - v for v in PAPER_FENCE]
     out = torch.zeros(masked.shape)
     for b in range(masked.size(0)):
         for i in range(masked.size(1)):
             if not masked[b, i]:
                 continue
             out[b, i] = {"all_mask": 0.0, "all_copied": 1.0, "weighted_sum": 1 - w,
-                         "fence_replace": 1.0 if i % 2 == 1 else 0.0}[strategy]
+                         "fence_replace": float(literal[i - 1]) if i >= 1 else 0.0}[strategy]
     return out
 
 
+@pytest.mark.parametrize("fence_first", ["mask", "copy"])
 @pytest.mark.parametrize("strategy", ["all_mask", "all_copied", "weighted_sum", "fence_replace"])
-def test_source_copy_weight_matches_definition(strategy):
+def test_source_copy_weight_matches_definition(strategy, fence_first):
     g = torch.Generator().manual_seed(3)
-    masked = torch.rand(4, 9, generator=g) < 0.5
-    assert torch.allclose(source_copy_weight(masked, strategy, 0.6), _brute_weight(masked, strategy, 0.6))
+    masked = torch.rand(4, 12, generator=g) < 0.5
+    masked[:, 0] = False  # <s> is never masked
+    got = source_copy_weight(masked, strategy, 0.6, fence_first)
+    assert torch.allclose(got, _brute_weight(masked, strategy, 0.6, fence_first))
+
+
+def test_fence_gives_the_first_target_word_m_and_the_second_z():
+    masked = torch.tensor([[False, True, True, True, False]])  # <s> y1 y2 y3 </s>
+    assert source_copy_weight(masked, "fence_replace").tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0]]
+    assert source_copy_weight(masked, "fence_replace", fence_first="copy").tolist() == [[0.0, 1.0, 0.0, 1.0, 0.0]]
+
+
+def _corrupt(rows, width, seed):
+    g = torch.Generator().manual_seed(seed)
+    maskable = _rows_masks(rows, width)
+    maskable[:, 0] = False
+    return uniform_count_mask(maskable, generator=g), g
+
+
+@pytest.mark.parametrize("share", [0.2, 0.5, 0.9])
+def test_random_copy_slots_share_among_masked(share):
+    """Section 3.3: Z replaces a random subset of the masked slots; the corrupted slots stay
+    CMLM's. Binomial bound: 4.5 standard deviations of the share over the masked slots."""
+    masked, g = _corrupt([30] * 400, 32, seed=7)
+    chosen = random_copy_slots(masked, share, generator=g)
+    assert not (chosen & ~masked).any()
+    n = int(masked.sum())
+    got = int(chosen.sum()) / n
+    assert abs(got - share) < 4.5 * math.sqrt(share * (1 - share) / n), (got, share, n)
+
+
+def test_random_copy_slots_extremes_and_errors():
+    masked, g = _corrupt([10] * 50, 12, seed=1)
+    assert not random_copy_slots(masked, 0.0, generator=g).any()
+    assert torch.equal(random_copy_slots(masked, 1.0, generator=g), masked)
+    for bad in (-0.1, 1.2):
+        with pytest.raises(ValueError, match="share"):
+            random_copy_slots(masked, bad)
+    with pytest.raises(ValueError, match="bool"):
+        random_copy_slots(masked.float(), 0.5)
+
+
+def test_paper_training_input_is_the_same_for_every_strategy():
+    masked, _ = _corrupt([9, 12, 5], 14, seed=2)
+    weights = []
+    for strategy in ("all_mask", "all_copied", "weighted_sum", "fence_replace"):
+        g = torch.Generator().manual_seed(11)
+        weights.append(training_copy_weight(masked, "paper", 0.5, strategy, generator=g))
+    assert all(torch.equal(w, weights[0]) for w in weights)
+    assert set(weights[0][masked].unique().tolist()) == {0.0, 1.0}
+    assert (weights[0][~masked] == 0).all()
+
+
+@pytest.mark.parametrize("strategy", ["all_mask", "all_copied", "weighted_sum", "fence_replace"])
+def test_decoding_rule_training_input_is_the_decoding_input(strategy):
+    masked, _ = _corrupt([9, 12, 5], 14, seed=4)
+    assert torch.equal(training_copy_weight(masked, "decoding_rule", 0.5, strategy, 0.6, "mask"),
+                       source_copy_weight(masked, strategy, 0.6, "mask"))
+    with pytest.raises(ValueError, match="training input"):
+        training_copy_weight(masked, "sometimes", 0.5, strategy)
 
 
 @pytest.mark.parametrize("strategy", ["all_mask", "all_copied", "weighted_sum", "fence_replace"])
@@ -156,12 +233,12 @@ def test_mix_puts_m_and_z_where_they_belong(strategy):
     masked = torch.zeros(B, T, dtype=torch.bool)
     masked[:, 1:6] = True
     masked[1, 6:] = False                 # row 1 padded at the end, never masked
-    x = mix_decoder_input(M, Z, masked, strategy, 0.6)
+    x = mix_decoder_input(M, Z, source_copy_weight(masked, strategy, 0.6))
     for b in range(B):
         for i in range(T):
             if not masked[b, i]:
                 expected = M[b, i]
-            elif strategy == "all_mask" or (strategy == "fence_replace" and i % 2 == 0):
+            elif strategy == "all_mask" or (strategy == "fence_replace" and PAPER_FENCE[i - 1] == 0):
                 expected = M[b, i]
             elif strategy == "weighted_sum":
                 expected = 0.6 * M[b, i] + 0.4 * Z[b, i]

@@ -1,69 +1,128 @@
 #!/usr/bin/env bash
-# HI-CMLM vs CMLM vs autoregressive on Multi30k En->De (README, Results, table 1).
-#   examples/hi_cmlm/multi30k.sh [--minutes 7] [--seeds "1"] [--strategies "..."] [--no-cmlm]
-#                                [--prep DIR] [--work DIR] [--teacher-hours 0.75] [--dims "..."]
-# 1. Multi30k (29k train, val for evaluation), joint sentencepiece 6000, the autoregressive
-#    teacher (fairseq `transformer`, 3+3 x 192) and its distilled training targets: shared with
-#    examples/quickstart/pretrain.sh (--prep, default work/quickstart-pretrain).
-# 2. For each seed: hi_cmlm_transformer_tiny with each strategy, and fairseq's cmlm_transformer
-#    of the same size, each trained --minutes of wall time on the distilled targets with the
-#    encoder initialised from the teacher; mask-predict with 10 passes and length beam 5.
-# 3. The teacher itself with beam 5 is the autoregressive row.
-# 4. collect_results.py: BLEU after passes 1/2/4/10, BLEU by reference length, a plot; copies
-#    results.json, results.md and figures/ into examples/hi_cmlm/ (the README cites them).
-# CPU scale (defaults): 5 models x 7 minutes + decoding, about 45 minutes on 2 cores after the
-# teacher. GPU scale: e.g. --minutes 60 --dims "--encoder-layers 6 --decoder-layers 6 ..."
+# Table 1 (README): HI-CMLM's rows against fairseq's CMLM and the autoregressive teacher on
+# Multi30k En->De (validation set), at an equal number of updates, over several seeds.
+#   examples/hi_cmlm/multi30k.sh [--multi30k DIR] [--updates 600] [--seeds "1 2 3"] [--jobs 2]
+#                                [--ablation-seeds "1"] [--work DIR] [--max-tokens 4096] [--dims "..."]
+#                                [--no-publish]
+# --multi30k DIR  a folder with train.{en,de}[.gz] and val.{en,de}[.gz]; without it the data
+#                 is downloaded (data_prep/multi30k.sh)
+# --jobs N        trainings and decodings run side by side, each on OMP_NUM_THREADS threads
+#                 (default 1 thread when unset; 2 jobs on a 2-core CPU)
+# --ablation-seeds  the seeds of the ablation row (default: the first of --seeds)
+#
+# 1. Data: Multi30k encoded with the shipped quickstart sentencepiece model and dictionary
+#    (examples/quickstart/model), so that the shipped autoregressive teacher (3+3 x 192)
+#    applies; the teacher's beam-5 outputs replace the training targets (data_prep/distill.sh).
+# 2. For each seed, three non-autoregressive trainings, 3+3 x 192, encoder initialised from the
+#    teacher, the same seed hence the same initial weights, --updates updates each:
+#      cmlm-seedS                   fairseq's cmlm_transformer            -> row "CMLM"
+#      hi_cmlm-seedS                HI-CMLM trained as the paper (section 3.3: a random half of
+#                                   the masked slots gets the copied source), decoded with each
+#                                   strategy                             -> rows "HI-CMLM + ..."
+#      hi_cmlm_decoding_rule-seedS  fence_replace trained with its own decoding input (ablation)
+#    Mask-predict: 10 passes, length beam 5, every pass kept (BLEU after passes 1/2/4/10).
+# 3. The teacher with beam 5 is the autoregressive row.
+# 4. collect_results.py: mean and standard deviation over seeds, sacreBLEU's paired bootstrap
+#    of each HI-CMLM row against CMLM, BLEU by reference length, a plot; published to
+#    examples/hi_cmlm/{results.json,results.md,figures/} and into README.md's table 1.
+# Every finished training and decoding is kept under --work and not redone: a stopped run of
+# this script resumes where it was. Defaults: 7 trainings of 600 updates and 16 decodings,
+# about 75 minutes on 2 CPU cores.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-PREP="$ROOT/work/quickstart-pretrain" WORK="$ROOT/work/hi_cmlm_multi30k" MINUTES=7 SEEDS="1"
-STRATEGIES="fence_replace all_mask all_copied weighted_sum" CMLM=1 TEACHER_HOURS=0.75 DIMS=""
+M30K="" WORK="$ROOT/work/hi_cmlm_multi30k" UPDATES=600 SEEDS="1 2 3" JOBS=2 MAX_TOKENS=4096
+DIMS="" PUBLISH=1 ABLATION_SEEDS=""
 GIVEN=("$0" "$@")
 while [ $# -gt 0 ]; do
   case "$1" in
-    --minutes) MINUTES="$2"; shift 2 ;;   --seeds) SEEDS="$2"; shift 2 ;;
-    --strategies) STRATEGIES="$2"; shift 2 ;; --no-cmlm) CMLM=0; shift ;;
-    --prep) PREP="$2"; shift 2 ;;         --work) WORK="$2"; shift 2 ;;
-    --teacher-hours) TEACHER_HOURS="$2"; shift 2 ;; --dims) DIMS="$2"; shift 2 ;;
+    --multi30k) M30K="$2"; shift 2 ;;      --work) WORK="$2"; shift 2 ;;
+    --updates) UPDATES="$2"; shift 2 ;;     --seeds) SEEDS="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;;           --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
+    --dims) DIMS="$2"; shift 2 ;;           --no-publish) PUBLISH=0; shift ;;
+    --ablation-seeds) ABLATION_SEEDS="$2"; shift 2 ;;
     *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+[[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "error: --jobs must be a positive integer, got $JOBS" >&2; exit 2; }
+ABLATION_SEEDS="${ABLATION_SEEDS-}"
+[ -n "$ABLATION_SEEDS" ] || ABLATION_SEEDS="${SEEDS%% *}"
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 START=$(date +%s)
-[ -s "$PREP/data/bin/dict.en.txt" ] || bash "$ROOT/examples/quickstart/pretrain.sh" --work "$PREP" --stage data
-TEACHER="$PREP/distill/teacher/checkpoint_last.pt"
-# an existing teacher and its distilled targets are reused (resuming it would train it further)
-[ -s "$TEACHER" ] && [ -s "$PREP/distill/bin/train.en-de.de.bin" ] \
-  || bash "$ROOT/examples/quickstart/pretrain.sh" --work "$PREP" --stage teacher --teacher-hours "$TEACHER_HOURS"
-REF="$PREP/data/raw/val.de"
+MODEL_DIR="$ROOT/examples/quickstart/model"
+TEACHER="$MODEL_DIR/teacher.pt"
+mkdir -p "$WORK/runs"
+
+if [ ! -s "$WORK/data/bin/dict.en.txt" ]; then
+  LOCAL=()
+  [ -n "$M30K" ] && LOCAL=(--local "$M30K")
+  SPM_MODEL="$MODEL_DIR/spm.model" SRCDICT="$MODEL_DIR/dict.txt" \
+    bash "$ROOT/data_prep/multi30k.sh" "${LOCAL[@]}" --out "$WORK/data"
+fi
+bash "$ROOT/data_prep/distill.sh" --data "$WORK/data/bin" --out "$WORK/distill" --teacher "$TEACHER"
+REF="$WORK/data/raw/val.de"
+
 TINY="--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 192 --decoder-embed-dim 192 \
 --encoder-ffn-embed-dim 768 --decoder-ffn-embed-dim 768 --encoder-attention-heads 4 --decoder-attention-heads 4"
-mkdir -p "$WORK/runs"
-HOURS=$(python -c "print($MINUTES / 60)")
-NAT=(--data "$PREP/distill/bin" --hours "$HOURS" --lr 1e-3 --warmup 300 --max-tokens 4096 --dropout 0.1
-     --init-encoder-from "$TEACHER" --gen-subset valid --ref "$REF" --iter 10 --length-beam 5)
+NAT=(--data "$WORK/distill/bin" --updates "$UPDATES" --lr 1e-3 --warmup 300 --max-tokens "$MAX_TOKENS"
+     --dropout 0.1 --init-encoder-from "$TEACHER" --gen-subset valid --ref "$REF" --iter 10 --length-beam 5)
+ALL="all_mask all_copied weighted_sum fence_replace"
 
-for seed in $SEEDS; do
-  for s in $STRATEGIES; do
-    d="$WORK/runs/hi_cmlm-$s-seed$seed"
-    [ -s "$d/bleu.json" ] || bash "$HERE/run.sh" "${NAT[@]}" --work "$d" --model hi_cmlm --strategy "$s" \
-      --dims "$DIMS" --seed "$seed"
-  done
-  d="$WORK/runs/cmlm_transformer-seed$seed"
-  if [ "$CMLM" = 1 ] && [ ! -s "$d/bleu.json" ]; then
-    bash "$HERE/run.sh" "${NAT[@]}" --work "$d" --model cmlm --dims "${DIMS:-$TINY}" --seed "$seed"
+one_run() {  # one_run NAME SEED ARGS...: train and decode into runs/NAME-seedSEED, log to its run.log
+  local name="$1" seed="$2"; shift 2
+  local d="$WORK/runs/$name-seed$seed"
+  mkdir -p "$d"
+  if bash "$HERE/run.sh" "${NAT[@]}" --work "$d" --seed "$seed" "$@" > "$d/run.log" 2>&1; then
+    echo "done: $name seed $seed"
+  else
+    echo "FAILED: $name seed $seed (see $d/run.log)" >&2
+    return 1
   fi
+}
+
+pids=()
+FAILED=0
+launch() {
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || FAILED=1; done
+  one_run "$@" &
+  pids+=($!)
+}
+for seed in $SEEDS; do
+  launch cmlm "$seed" --model cmlm --dims "${DIMS:-$TINY}"
+  launch hi_cmlm "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace --decode "$ALL"
 done
-d="$WORK/runs/ar_transformer-seed1"
+for seed in $ABLATION_SEEDS; do
+  launch hi_cmlm_decoding_rule "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace \
+    --train-input decoding_rule
+done
+for p in "${pids[@]}"; do wait "$p" || FAILED=1; done
+[ "$FAILED" = 0 ] || { echo "error: some runs failed; rerun this script to resume them" >&2; exit 1; }
+
+d="$WORK/runs/ar_teacher-seed1/decode-ar"
 if [ ! -s "$d/bleu.json" ]; then
   mkdir -p "$d"
-  fairseq-generate "$PREP/data/bin" --user-dir "$ROOT/fairseq_ext" --task translation -s en -t de \
+  T0=$(date +%s)
+  fairseq-generate "$WORK/data/bin" --user-dir "$ROOT/fairseq_ext" --task translation -s en -t de \
     --path "$TEACHER" --gen-subset valid --beam 5 --batch-size 64 --required-batch-size-multiple 1 \
     --post-process sentencepiece > "$d/generate.txt" 2> "$d/generate.log"
   grep '^D-' "$d/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$d/hyp.txt"
+  echo $(( $(date +%s) - T0 )) > "$d/seconds"
   sacrebleu "$REF" -i "$d/hyp.txt" -m bleu > "$d/bleu.json"
 fi
-META=$(python -c "import json,sys,platform,os; print(json.dumps({'command': ' '.join(sys.argv[1:]), \
-'wall_minutes': round(($(date +%s) - $START) / 60, 1), 'minutes_per_model': $MINUTES, 'hardware': \
-platform.processor() or platform.machine(), 'cpus': os.cpu_count(), 'teacher': '$TEACHER', \
-'note': 'NAT models: distilled targets, encoder initialised from the teacher; wall_minutes covers only the runs this call trained'}))" "${GIVEN[@]}")
-python "$HERE/collect_results.py" --work "$WORK" --ref "$REF" --meta "$META" --publish "$HERE"
+
+rel() { python -c "import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))" "$1" "$ROOT"; }
+GIVEN[0]="examples/hi_cmlm/multi30k.sh"
+META=$(python - "$(( $(date +%s) - START ))" "$UPDATES" "$(rel "$TEACHER")" "$(rel "$WORK")" "${GIVEN[@]}" <<'EOF'
+import json, os, platform, shlex, sys
+import torch
+seconds, updates, teacher, work, *command = sys.argv[1:]
+hardware = {"cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+print(json.dumps({"command": shlex.join(command), "wall_minutes_this_call": round(int(seconds) / 60, 1),
+                  "updates": int(updates), "teacher": teacher, "work": work, "hardware": hardware}))
+EOF
+)
+PUB=()
+[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --readme "$ROOT/README.md")
+python "$HERE/collect_results.py" --work "$WORK" --ref "$REF" --meta "$META" "${PUB[@]}"

@@ -4,6 +4,12 @@
 # --model hi_cmlm (default) | cmlm (fairseq's cmlm_transformer, same task and data) | ar
 #        (fairseq's autoregressive transformer, beam search)
 # --strategy S        hybrid strategy of hi_cmlm: all_mask|all_copied|weighted_sum|fence_replace
+# --train-input I     hi_cmlm training input: paper (default; HI-CMLM section 3.3, the same for
+#                     every strategy) or decoding_rule (train with the strategy's decoding input)
+# --copy-share P      with --train-input paper, the share of masked training slots given Z (0.5)
+# --fence-first F     what the first target word gets under fence_replace: mask (paper) or copy
+# --decode "S1 S2"    hi_cmlm: decode the trained model with each of these strategies
+#                     (default: --strategy); cmlm and ar decode once
 # --arch A            default hi_cmlm_transformer_tiny / cmlm_transformer / transformer
 # --dims "ARGS"       size overrides passed to fairseq-train (default: none = the arch's sizes)
 # --updates N | --hours H   training budget (default --updates 300000, the paper's)
@@ -13,13 +19,15 @@
 # --iter N            decoder passes (default 10, i.e. fairseq's --iter-decode-max-iter N-1)
 # --length-beam K     mask-predict length candidates (default 5); beam size for --model ar
 # -s SRC -t TGT       languages (default en de)
-# Writes DIR/checkpoints, DIR/generate.txt (with --retain-iter-history), DIR/hyp.txt,
-# DIR/bleu.json (sacreBLEU score and signature).
+# Writes DIR/checkpoints, DIR/train.log and, per decoding, DIR/decode-S/ (S = the strategy; "cmlm"
+# or "ar" for those models) with generate.txt (with --retain-iter-history), hyp.txt and bleu.json
+# (sacreBLEU score and signature). A finished training or decoding is not redone, so a driver
+# that was stopped resumes where it was.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 DATA="" WORK="" MODEL=hi_cmlm STRATEGY=fence_replace ARCH="" DIMS="" UPDATES=300000 HOURS=""
 LR=5e-4 WARMUP=10000 MAX_TOKENS=8192 UPDATE_FREQ=1 DROPOUT=0.3 SEED=1 LS=0.1 INIT="" GEN=test REF=""
-ITER=10 LBEAM=5 SRC=en TGT=de
+ITER=10 LBEAM=5 SRC=en TGT=de TRAIN_INPUT=paper COPY_SHARE=0.5 FENCE_FIRST=mask DECODE=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --data) DATA="$2"; shift 2 ;;           --work) WORK="$2"; shift 2 ;;
@@ -33,6 +41,8 @@ while [ $# -gt 0 ]; do
     --gen-subset) GEN="$2"; shift 2 ;;      --ref) REF="$2"; shift 2 ;;
     --iter) ITER="$2"; shift 2 ;;           --length-beam) LBEAM="$2"; shift 2 ;;
     -s) SRC="$2"; shift 2 ;;                -t) TGT="$2"; shift 2 ;;
+    --train-input) TRAIN_INPUT="$2"; shift 2 ;; --copy-share) COPY_SHARE="$2"; shift 2 ;;
+    --fence-first) FENCE_FIRST="$2"; shift 2 ;; --decode) DECODE="$2"; shift 2 ;;
     *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
@@ -48,35 +58,54 @@ OPT=(--optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler invers
 # shellcheck disable=SC2206
 DIMS_ARR=($DIMS)
 
+CKPT="$WORK/checkpoints/checkpoint_last.pt"
+trained() {  # the last checkpoint exists and the log says training reached its budget
+  [ -s "$CKPT" ] && grep -q "done training" "$WORK/train.log" 2>/dev/null
+}
 if [ "$MODEL" = ar ]; then
-  fairseq-train "$DATA" "${COMMON[@]}" --task translation --arch "${ARCH:-transformer}" "${DIMS_ARR[@]}" \
+  trained || fairseq-train "$DATA" "${COMMON[@]}" --task translation --arch "${ARCH:-transformer}" "${DIMS_ARR[@]}" \
     --share-all-embeddings --criterion label_smoothed_cross_entropy --label-smoothing "$LS" \
     "${OPT[@]}" "${BUDGET[@]}" > "$WORK/train.log" 2>&1 || { tail -20 "$WORK/train.log" >&2; exit 1; }
-  DECODE=(--task translation --beam "$LBEAM" --required-batch-size-multiple 1)
+  DECODE_ARGS=(--task translation --beam "$LBEAM" --required-batch-size-multiple 1)
+  DECODE="ar"
 else
   case "$MODEL" in
-    hi_cmlm) MARGS=(--arch "${ARCH:-hi_cmlm_transformer_tiny}" --hybrid-strategy "$STRATEGY") ;;
-    cmlm) MARGS=(--arch "${ARCH:-cmlm_transformer}") ;;
+    hi_cmlm) MARGS=(--arch "${ARCH:-hi_cmlm_transformer_tiny}" --hybrid-strategy "$STRATEGY"
+                    --train-decoder-input "$TRAIN_INPUT" --train-copy-share "$COPY_SHARE"
+                    --fence-first "$FENCE_FIRST")
+             DECODE="${DECODE:-$STRATEGY}" ;;
+    cmlm) MARGS=(--arch "${ARCH:-cmlm_transformer}"); DECODE="cmlm" ;;
     *) echo "error: --model must be hi_cmlm, cmlm or ar" >&2; exit 2 ;;
   esac
   [ -n "$INIT" ] && MARGS+=(--init-encoder-from "$INIT")
-  fairseq-train "$DATA" "${COMMON[@]}" --task cmlm_hybrid --noise random_mask "${MARGS[@]}" "${DIMS_ARR[@]}" \
+  trained || fairseq-train "$DATA" "${COMMON[@]}" --task cmlm_hybrid --noise random_mask "${MARGS[@]}" "${DIMS_ARR[@]}" \
     --criterion nat_loss --label-smoothing "$LS" "${OPT[@]}" "${BUDGET[@]}" \
     > "$WORK/train.log" 2>&1 || { tail -20 "$WORK/train.log" >&2; exit 1; }
-  DECODE=(--task cmlm_hybrid --iter-decode-max-iter "$((ITER - 1))" --iter-decode-with-beam "$LBEAM"
-          --iter-decode-force-max-iter --retain-iter-history)
+  DECODE_ARGS=(--task cmlm_hybrid --iter-decode-max-iter "$((ITER - 1))" --iter-decode-with-beam "$LBEAM"
+               --iter-decode-force-max-iter --retain-iter-history)
 fi
 grep -E "\| (train|valid) \|" "$WORK/train.log" | tail -2 | cut -c1-200
 
-fairseq-generate "$DATA" "${COMMON[@]}" "${DECODE[@]}" --path "$WORK/checkpoints/checkpoint_last.pt" \
-  --gen-subset "$GEN" --batch-size 64 --post-process sentencepiece \
-  > "$WORK/generate.txt" 2> "$WORK/generate.log" || { tail "$WORK/generate.log" >&2; exit 1; }
-grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp.txt"
-if [ -z "$REF" ]; then
-  REF="$WORK/ref.txt"
-  grep '^T-' "$WORK/generate.txt" | sed 's/^T-//' | sort -n -k1,1 | cut -f2 > "$REF"
-fi
-[ "$(wc -l < "$WORK/hyp.txt")" = "$(wc -l < "$REF")" ] || { echo "error: $(wc -l < "$WORK/hyp.txt") hypotheses for $(wc -l < "$REF") references" >&2; exit 1; }
-sacrebleu "$REF" -i "$WORK/hyp.txt" -m bleu > "$WORK/bleu.json"
-python -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{sys.argv[2]}: BLEU {d['score']} ({d['signature']})\")" \
-  "$WORK/bleu.json" "$WORK"
+for S in $DECODE; do
+  OUTD="$WORK/decode-$S"
+  [ -s "$OUTD/bleu.json" ] && continue
+  mkdir -p "$OUTD"
+  T0=$(date +%s)
+  OVERRIDE=()
+  [ "$MODEL" = hi_cmlm ] && OVERRIDE=(--model-overrides "{'hybrid_strategy': '$S'}")
+  fairseq-generate "$DATA" "${COMMON[@]}" "${DECODE_ARGS[@]}" "${OVERRIDE[@]}" --path "$CKPT" \
+    --gen-subset "$GEN" --batch-size 64 --post-process sentencepiece \
+    > "$OUTD/generate.txt" 2> "$OUTD/generate.log" || { tail "$OUTD/generate.log" >&2; exit 1; }
+  echo $(( $(date +%s) - T0 )) > "$OUTD/seconds"
+  grep '^D-' "$OUTD/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$OUTD/hyp.txt"
+  R="$REF"
+  if [ -z "$R" ]; then
+    R="$OUTD/ref.txt"
+    grep '^T-' "$OUTD/generate.txt" | sed 's/^T-//' | sort -n -k1,1 | cut -f2 > "$R"
+  fi
+  [ "$(wc -l < "$OUTD/hyp.txt")" = "$(wc -l < "$R")" ] \
+    || { echo "error: $(wc -l < "$OUTD/hyp.txt") hypotheses for $(wc -l < "$R") references" >&2; exit 1; }
+  sacrebleu "$R" -i "$OUTD/hyp.txt" -m bleu > "$OUTD/bleu.json.part" && mv "$OUTD/bleu.json.part" "$OUTD/bleu.json"
+  python -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{sys.argv[2]}: BLEU {d['score']} ({d['signature']})\")" \
+    "$OUTD/bleu.json" "$OUTD"
+done

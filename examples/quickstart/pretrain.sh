@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Trains the small HI-CMLM checkpoint that `make quickstart` starts from.
 #   examples/quickstart/pretrain.sh [--multi30k DIR] [--work DIR] [--teacher-hours H]
-#        [--student-updates N] [--stage data|teacher|student|export]
-# 1. data:    Multi30k En->De, joint sentencepiece (6000 pieces), fairseq binary.
-# 2. teacher: an autoregressive fairseq `transformer` (3+3 layers x 192), distills the training targets.
-# 3. student: `hi_cmlm_transformer_tiny` (fence_replace) on the distilled targets, encoder
-#             initialised from the teacher, for --student-updates updates.
+#        [--teacher CKPT] [--student-updates N] [--stage data|teacher|student|export]
+# 1. data:    Multi30k En->De, joint sentencepiece (6000 pieces), fairseq binary. With --teacher,
+#             the sentencepiece model and dictionary of this folder's model/ (the teacher's).
+# 2. teacher: an autoregressive fairseq `transformer` (3+3 layers x 192), distills the training
+#             targets; --teacher CKPT distills with that checkpoint instead of training one.
+# 3. student: `hi_cmlm_transformer_tiny` on the distilled targets, trained as the HI-CMLM paper
+#             trains (section 3.3: a random half of the masked slots gets the copied source),
+#             decoding with fence_replace; encoder initialised from the teacher; --student-updates.
 # 4. export:  writes examples/quickstart/model/{checkpoint.pt,teacher.pt,spm.model,dict.txt}
 #             (weights only, fp16, loadable by the safe loader; teacher.pt is the
 #             autoregressive baseline that benchmarks/hicmlm.py decodes against).
@@ -15,13 +18,14 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 M30K="${M30K:-$ROOT/../shared/data/multi30k}"
 WORK="$ROOT/work/quickstart-pretrain"
-TEACHER_HOURS=0.75 STUDENT_UPDATES=4000 STAGE=all
+TEACHER_HOURS=0.75 STUDENT_UPDATES=4000 STAGE=all TEACHER=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --multi30k) M30K="$2"; shift 2 ;;
     --work) WORK="$2"; shift 2 ;;
     --teacher-hours) TEACHER_HOURS="$2"; shift 2 ;;
     --student-updates) STUDENT_UPDATES="$2"; shift 2 ;;
+    --teacher) TEACHER="$2"; shift 2 ;;
     --stage) STAGE="$2"; shift 2 ;;
     *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
@@ -31,15 +35,23 @@ LOCAL_ARGS=()
 run_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ]; }
 
 if run_stage data; then
-  bash "$ROOT/data_prep/multi30k.sh" "${LOCAL_ARGS[@]}" --out "$WORK/data" --vocab 6000
+  if [ -n "$TEACHER" ]; then
+    SPM_MODEL="$HERE/model/spm.model" SRCDICT="$HERE/model/dict.txt" \
+      bash "$ROOT/data_prep/multi30k.sh" "${LOCAL_ARGS[@]}" --out "$WORK/data" --vocab 6000
+  else
+    bash "$ROOT/data_prep/multi30k.sh" "${LOCAL_ARGS[@]}" --out "$WORK/data" --vocab 6000
+  fi
 fi
+TEACHER_ARGS=(--hours "$TEACHER_HOURS")
+[ -n "$TEACHER" ] && TEACHER_ARGS=(--teacher "$TEACHER")
 if run_stage teacher; then
-  bash "$ROOT/data_prep/distill.sh" --data "$WORK/data/bin" --out "$WORK/distill" --hours "$TEACHER_HOURS"
+  bash "$ROOT/data_prep/distill.sh" --data "$WORK/data/bin" --out "$WORK/distill" "${TEACHER_ARGS[@]}"
 fi
+TEACHER="${TEACHER:-$WORK/distill/teacher/checkpoint_last.pt}"
 if run_stage student; then
   fairseq-train "$WORK/distill/bin" --user-dir "$ROOT/fairseq_ext" \
     --task cmlm_hybrid -s en -t de --arch hi_cmlm_transformer_tiny --hybrid-strategy fence_replace \
-    --init-encoder-from "$WORK/distill/teacher/checkpoint_last.pt" \
+    --train-decoder-input paper --train-copy-share 0.5 --init-encoder-from "$TEACHER" \
     --criterion nat_loss --label-smoothing 0.1 --optimizer adam --adam-betas '(0.9,0.98)' \
     --lr 1e-3 --lr-scheduler inverse_sqrt --warmup-updates 1000 --clip-norm 1.0 --dropout 0.1 \
     --max-tokens 4096 --max-update "$STUDENT_UPDATES" --max-epoch 1000 \
@@ -50,7 +62,9 @@ fi
 if run_stage export; then
   mkdir -p "$HERE/model"
   python -m fairseq_ext.checkpoints export "$WORK/student/checkpoint_last.pt" "$HERE/model/checkpoint.pt" --fp16
-  python -m fairseq_ext.checkpoints export "$WORK/distill/teacher/checkpoint_last.pt" "$HERE/model/teacher.pt" --fp16
-  cp "$WORK/data/spm.model" "$HERE/model/spm.model"
-  cp "$WORK/data/bin/dict.en.txt" "$HERE/model/dict.txt"
+  if [ "$TEACHER" != "$HERE/model/teacher.pt" ]; then
+    python -m fairseq_ext.checkpoints export "$TEACHER" "$HERE/model/teacher.pt" --fp16
+    cp "$WORK/data/spm.model" "$HERE/model/spm.model"
+    cp "$WORK/data/bin/dict.en.txt" "$HERE/model/dict.txt"
+  fi
 fi

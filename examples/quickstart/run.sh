@@ -27,8 +27,12 @@ fairseq-preprocess -s en -t de --trainpref "$WORK/spm/train" --validpref "$WORK/
   --destdir "$WORK/bin" --workers 2 > "$WORK/preprocess.log" 2>&1
 
 echo "== 2/4 fairseq-train: continue the shipped checkpoint for $MINUTES minutes on $(wc -l < "$DATA/train.en") pairs"
+# The shipped checkpoint was trained with fence_replace's own decoding input and the fence phase
+# that gives the first target word Z (its saved config says so); it is continued the same way.
+# examples/quickstart/pretrain.sh now trains as the paper does (section 3.3, first word M).
 fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_ext" --task cmlm_hybrid -s en -t de \
   --arch hi_cmlm_transformer_tiny --hybrid-strategy fence_replace \
+  --train-decoder-input decoding_rule --fence-first copy \
   --finetune-from-model "$MODEL/checkpoint.pt" \
   --criterion nat_loss --label-smoothing 0.1 --optimizer adam --adam-betas '(0.9,0.98)' \
   --lr 2e-4 --lr-scheduler inverse_sqrt --warmup-updates 50 --clip-norm 1.0 --dropout 0.1 \
@@ -51,7 +55,7 @@ python -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"BLEU = {d['
 
 echo "== 4/4 per-iteration analysis (python -m fairseq_ext.analysis)"
 python -m fairseq_ext.analysis --run "fence_replace=$WORK/generate.txt" --max-iter 10 \
-  --post-process sentencepiece --out-dir "$WORK/analysis"
+  --post-process sentencepiece --fence-first copy --out-dir "$WORK/analysis"
 echo "== sample translations"
 for i in 0 1 2 3 4; do
   echo "SRC: $(sed -n "$((i + 1))p" "$DATA/test.en")"

@@ -28,7 +28,7 @@ from fairseq_ext.analysis.iterations import (
     bleu_per_iteration,
     copy_share_per_iteration,
 )
-from fairseq_ext.masking.hybrid import HYBRID_STRATEGIES
+from fairseq_ext.masking.hybrid import FENCE_FIRST, HYBRID_STRATEGIES
 
 
 def _parse_run(spec: str) -> tuple[str, str, str]:
@@ -46,7 +46,8 @@ def _fmt(x: float) -> str:
     return "   -  " if math.isnan(x) else f"{x:6.2f}"
 
 
-def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float) -> dict:
+def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float,
+            fence_first: str = "mask") -> dict:
     results = {}
     for name, path, strategy in runs:
         sentences = read_generate_output(path)
@@ -57,7 +58,8 @@ def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float) -
             "bleu_per_iteration": bleu_per_iteration(sentences, max_iter, post_process),
             "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences))),
             "copy_share_of_masked": dict(zip([bin_label(*b) for b in LENGTH_BINS],
-                                             copy_share_per_iteration(sentences, max_iter, strategy, mask_weight))),
+                                             copy_share_per_iteration(sentences, max_iter, strategy, mask_weight,
+                                                                      fence_first))),
         }
     return results
 
@@ -141,6 +143,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--post-process", default="sentencepiece",
                    help="how the history lines are detokenised: sentencepiece, subword_nmt or none")
     p.add_argument("--mask-weight", type=float, default=0.6, help="M weight of weighted_sum runs")
+    p.add_argument("--fence-first", choices=FENCE_FIRST, default="mask",
+                   help="the --fence-first the fence_replace runs decoded with (default mask)")
     p.add_argument("--out-dir", default=None, help="write PNG plots and analysis.json here")
     args = p.parse_args(argv)
     # importing fairseq runs logging.basicConfig(level=DEBUG) (its text_to_speech task)
@@ -149,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
         p.error("--max-iter must be >= 1")
     post = None if args.post_process == "none" else args.post_process
     try:
-        results = analyse(args.run, args.max_iter, post, args.mask_weight)
+        results = analyse(args.run, args.max_iter, post, args.mask_weight, args.fence_first)
     except (OSError, ValueError) as exc:
         p.exit(2, f"error: {exc}\n")
     print_tables(results, args.max_iter)

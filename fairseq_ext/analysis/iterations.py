@@ -6,9 +6,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sacrebleu
+import torch
 
 from fairseq_ext.analysis.generate_output import MASK_TOKEN, Decoded, detokenize
-from fairseq_ext.masking.hybrid import HYBRID_STRATEGIES
+from fairseq_ext.masking.hybrid import source_copy_weight
 
 LENGTH_BINS: tuple[tuple[int, float], ...] = ((0, 10), (10, 23), (23, float("inf")))
 
@@ -56,29 +57,22 @@ def bleu_by_length(sentences: list[Decoded], bins: Sequence[tuple[int, float]] =
     return [corpus_bleu([d.hypothesis for d in g], [d.reference for d in g]) for g in groups]
 
 
-def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = 0.6) -> tuple[float, int, int]:
+def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = 0.6,
+                fence_first: str = "mask") -> tuple[float, int, int]:
     """Z mass, masked slots and all slots of one decoder input (a printed history line).
 
-    Token ``k`` of a printed line (0-based, <s> and </s> stripped) sits at decoder index
-    ``k + 1``; ``fence_replace`` gives Z to odd decoder indices, i.e. to even ``k``.
-    ``weighted_sum`` counts each masked slot as ``1 - mask_weight`` of a copy.
+    The line's tokens (``<s>`` and ``</s>`` stripped) are laid back into a decoder input
+    (``<s>`` at index 0) and weighed by the decoding rule itself,
+    ``masking.source_copy_weight``: ``weighted_sum`` counts each masked slot as
+    ``1 - mask_weight`` of a copy, ``fence_replace`` the masked slots on the fence.
     """
-    if strategy not in HYBRID_STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}")
-    masked = [k for k, tok in enumerate(pass_input) if tok == MASK_TOKEN]
-    if strategy == "all_mask":
-        z = 0.0
-    elif strategy == "all_copied":
-        z = float(len(masked))
-    elif strategy == "weighted_sum":
-        z = (1.0 - mask_weight) * len(masked)
-    else:
-        z = float(sum(1 for k in masked if (k + 1) % 2 == 1))
-    return z, len(masked), len(pass_input)
+    masked = torch.tensor([[False, *(tok == MASK_TOKEN for tok in pass_input), False]])
+    z = source_copy_weight(masked, strategy, mask_weight, fence_first)
+    return float(z.sum()), int(masked.sum()), len(pass_input)
 
 
 def copy_share_per_iteration(sentences: list[Decoded], max_iter: int, strategy: str,
-                             mask_weight: float = 0.6, of: str = "masked",
+                             mask_weight: float = 0.6, fence_first: str = "mask", of: str = "masked",
                              bins: Sequence[tuple[int, float]] = LENGTH_BINS) -> list[list[float]]:
     """``[bin][iteration]``: Z among the masked slots (``of="masked"``, the paper's Figure 3)
     or among all target slots (``of="all"``) fed to each pass, pooled over the sentences
@@ -90,7 +84,7 @@ def copy_share_per_iteration(sentences: list[Decoded], max_iter: int, strategy: 
     for d in sentences:
         b = length_bin(d.reference, bins)
         for t, inp in enumerate(d.pass_inputs[:max_iter]):
-            zt, masked, total = copy_counts(inp, strategy, mask_weight)
+            zt, masked, total = copy_counts(inp, strategy, mask_weight, fence_first)
             z[b][t] += zt
             n[b][t] += masked if of == "masked" else total
     return [[z[b][t] / n[b][t] if n[b][t] else float("nan") for t in range(max_iter)] for b in range(len(bins))]

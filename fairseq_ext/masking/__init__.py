@@ -19,10 +19,16 @@ from fairseq_ext.masking.attention import (
 )
 from fairseq_ext.masking.corruption import uniform_count_mask
 from fairseq_ext.masking.hybrid import (
+    DEFAULT_TRAIN_COPY_SHARE,
+    FENCE_FIRST,
     HYBRID_STRATEGIES,
+    TRAINING_INPUTS,
+    decoder_fence,
     fence_pattern,
     mix_decoder_input,
+    random_copy_slots,
     source_copy_weight,
+    training_copy_weight,
 )
 from fairseq_ext.masking.ngram_stream import (
     main_stream_mask,
@@ -48,6 +54,9 @@ __all__ = [
     "block_span_mask",
     "causal_mask",
     "check_order",
+    "decoder_fence",
+    "DEFAULT_TRAIN_COPY_SHARE",
+    "FENCE_FIRST",
     "fence_pattern",
     "HYBRID_STRATEGIES",
     "main_stream_mask",
@@ -62,6 +71,7 @@ __all__ = [
     "PositionMask",
     "predicting_stream_main_mask",
     "prefix_lm_mask",
+    "random_copy_slots",
     "random_order",
     "relative_position_bucket",
     "relative_position_copy_weights",
@@ -69,5 +79,7 @@ __all__ = [
     "soft_copy",
     "source_copy_weight",
     "TokenMask",
+    "training_copy_weight",
+    "TRAINING_INPUTS",
     "uniform_count_mask",
 ]

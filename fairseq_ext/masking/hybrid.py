@@ -1,46 +1,82 @@
 """What a masked decoder slot is given: [MASK] (M), the copied source (Z), or a mix
-(HI-CMLM paper, section 3.2)."""
+(Wang et al. 2021, "HI-CMLM", sections 3.2 and 3.3).
+
+Two rules, one table:
+
+* **decoding** (section 3.2): the hybrid strategy says what every masked slot gets at each
+  mask-predict pass (``source_copy_weight``);
+* **training** (section 3.3): CMLM's noise, then a random subset of the masked slots gets Z
+  instead of M, "so that the proportion of corrupted tokens can be unchanged", for every
+  strategy, All Mask included (``random_copy_slots``). The strategy plays no part in it: the
+  paper's four HI-CMLM rows differ only in how they decode. ``training_copy_weight`` also
+  offers ``decoding_rule`` (train with the strategy's own decoding input), an ablation that
+  the paper does not run.
+
+Slots are those of fairseq's decoder input: index 0 holds ``<s>``, target word ``k``
+(0-based) sits at index ``k + 1``, ``</s>`` and padding follow. Only masked slots ever get Z.
+"""
 from __future__ import annotations
 
 import torch
 from torch import Tensor
 
 HYBRID_STRATEGIES = ("all_mask", "all_copied", "weighted_sum", "fence_replace")
+FENCE_FIRST = ("mask", "copy")
+TRAINING_INPUTS = ("paper", "decoding_rule")
+# Section 3.3 gives no proportion; 0.5 trains on as much Z as Fence Replace, the paper's
+# strategy, feeds to the first pass (every other slot), and on as much M.
+DEFAULT_TRAIN_COPY_SHARE = 0.5
 
 
-def fence_pattern(length: int, device=None) -> Tensor:
-    """The fence (0, 1, 0, 1, ...) of length ``length``: True at odd indices.
+def fence_pattern(num_slots: int, first: str = "mask", device=None) -> Tensor:
+    """The fence over ``num_slots`` target slots: True where the slot takes Z.
 
-    Indices are 0-based positions of fairseq's decoder input, whose index 0 holds <s>.
-    So the first target word (index 1) is on a fence post: an odd 0-based tensor index is
-    an odd 1-based word position, and "odd positions take Z" reads the same in both
-    conventions. <s> (index 0) is never masked, so it never takes Z.
+    ``first="mask"`` is the paper's vector (0, 1, 0, 1, ...): written from the first target
+    word, 1 at the second, fourth, ... word ("odd positions filled with Z, even positions
+    with M", counting the vector's entries from 0). ``first="copy"`` is the other phase,
+    (1, 0, 1, 0, ...).
     """
-    return torch.arange(length, device=device) % 2 == 1
+    if first not in FENCE_FIRST:
+        raise ValueError(f"unknown fence phase {first!r}; choose one of {FENCE_FIRST}")
+    k = torch.arange(num_slots, device=device)
+    return k % 2 == (1 if first == "mask" else 0)
 
 
-def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6) -> Tensor:
-    """Weight of Z in each decoder-input slot; M gets ``1 - weight`` at masked slots.
+def decoder_fence(length: int, first: str = "mask", device=None) -> Tensor:
+    """``fence_pattern`` laid over a decoder input of ``length`` slots whose index 0 is ``<s>``
+    (never on the fence)."""
+    no = torch.zeros(1, dtype=torch.bool, device=device)
+    return torch.cat([no, fence_pattern(max(length - 1, 0), first, device=device)])
 
-    * ``all_mask``: 0 everywhere (plain CMLM);
-    * ``all_copied``: 1 at masked slots;
-    * ``weighted_sum``: ``1 - mask_weight`` at masked slots (the paper's best is 0.6 M + 0.4 Z);
-    * ``fence_replace``: 1 at masked slots with an odd index (``fence_pattern``), 0 elsewhere.
 
-    Unmasked slots always get 0: observed tokens keep their own embedding.
-
-    Args:
-        masked: ``(B, T)`` bool, True at masked slots.
-        strategy: one of ``HYBRID_STRATEGIES``.
-        mask_weight: weight of M for ``weighted_sum``, in [0, 1].
-
-    Returns:
-        ``(B, T)`` float weights in [0, 1].
-    """
+def _check_strategy(strategy: str, mask_weight: float) -> None:
     if strategy not in HYBRID_STRATEGIES:
         raise ValueError(f"unknown hybrid strategy {strategy!r}; choose one of {HYBRID_STRATEGIES}")
     if not 0.0 <= mask_weight <= 1.0:
         raise ValueError(f"mask_weight must be in [0, 1], got {mask_weight}")
+
+
+def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6,
+                       fence_first: str = "mask") -> Tensor:
+    """Decoding rule (section 3.2): weight of Z in each slot; M gets ``1 - weight``.
+
+    * ``all_mask``: 0 everywhere (CMLM's input);
+    * ``all_copied``: 1 at masked slots;
+    * ``weighted_sum``: ``1 - mask_weight`` at masked slots (the paper's best is 0.6 M + 0.4 Z);
+    * ``fence_replace``: 1 at masked slots on the fence (``decoder_fence``), 0 elsewhere.
+
+    Unmasked slots always get 0: observed tokens keep their own embedding.
+
+    Args:
+        masked: ``(B, T)`` bool over the decoder input (index 0 = ``<s>``), True at masked slots.
+        strategy: one of ``HYBRID_STRATEGIES``.
+        mask_weight: weight of M for ``weighted_sum``, in [0, 1].
+        fence_first: what the first target word gets on the fence, one of ``FENCE_FIRST``.
+
+    Returns:
+        ``(B, T)`` float weights in [0, 1].
+    """
+    _check_strategy(strategy, mask_weight)
     m = masked.float()
     if strategy == "all_mask":
         return m * 0.0
@@ -48,23 +84,66 @@ def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6) 
         return m
     if strategy == "weighted_sum":
         return m * (1.0 - mask_weight)
-    return m * fence_pattern(masked.size(1), device=masked.device).float().unsqueeze(0)
+    return m * decoder_fence(masked.size(1), fence_first, device=masked.device).float().unsqueeze(0)
 
 
-def mix_decoder_input(mask_embeddings: Tensor, copied: Tensor, masked: Tensor, strategy: str,
-                      mask_weight: float = 0.6) -> Tensor:
-    """The hybrid decoder input: ``(1 - w) * X + w * Z`` with ``w = source_copy_weight(...)``.
+def random_copy_slots(masked: Tensor, share: float, generator: torch.Generator | None = None) -> Tensor:
+    """Training rule (section 3.3): the random subset of masked slots that gets Z instead of M.
+
+    Each masked slot is chosen independently with probability ``share``, so Z fills
+    ``share`` of the masked slots on average and the corrupted slots stay exactly those of
+    CMLM's noise. ``share = 0`` is CMLM's training input.
+
+    Args:
+        masked: ``(B, T)`` bool, True at masked slots.
+        share: probability in [0, 1] that a masked slot gets Z.
+        generator: optional RNG (torch's global one otherwise, as fairseq seeds it).
+
+    Returns:
+        ``(B, T)`` bool, True at the slots that get Z (a subset of ``masked``).
+    """
+    if masked.dtype != torch.bool:
+        raise ValueError("masked must be a bool tensor")
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"the share of copied slots must be in [0, 1], got {share}")
+    draw = torch.rand(masked.shape, generator=generator, device=masked.device)
+    return masked & (draw < share)
+
+
+def training_copy_weight(masked: Tensor, training_input: str = "paper",
+                         share: float = DEFAULT_TRAIN_COPY_SHARE, strategy: str = "fence_replace",
+                         mask_weight: float = 0.6, fence_first: str = "mask",
+                         generator: torch.Generator | None = None) -> Tensor:
+    """Weight of Z in each slot of a training input.
+
+    * ``paper`` (section 3.3): 1 at ``random_copy_slots(masked, share)``, 0 elsewhere, for
+      every strategy;
+    * ``decoding_rule``: ``source_copy_weight`` of the strategy, as at decoding (an ablation).
+
+    Returns:
+        ``(B, T)`` float weights in [0, 1].
+    """
+    if training_input not in TRAINING_INPUTS:
+        raise ValueError(f"unknown training input {training_input!r}; choose one of {TRAINING_INPUTS}")
+    if training_input == "decoding_rule":
+        return source_copy_weight(masked, strategy, mask_weight, fence_first)
+    _check_strategy(strategy, mask_weight)
+    return random_copy_slots(masked, share, generator).float()
+
+
+def mix_decoder_input(mask_embeddings: Tensor, copied: Tensor, copy_weight: Tensor) -> Tensor:
+    """The hybrid decoder input ``(1 - w) * X + w * Z``.
 
     Args:
         mask_embeddings: ``(B, T, C)`` embeddings of the decoder input tokens (M at masked slots).
         copied: ``(B, T, C)`` copied source embeddings Z (``soft_copy``).
-        masked: ``(B, T)`` bool, True at masked slots.
-        strategy, mask_weight: see ``source_copy_weight``.
+        copy_weight: ``(B, T)`` weight ``w`` of Z, from ``source_copy_weight`` (decoding) or
+            ``training_copy_weight`` (training).
 
     Returns:
         ``(B, T, C)`` mixed embeddings; slots with ``w = 0`` (all unmasked ones) equal
         ``mask_embeddings`` exactly and slots with ``w = 1`` equal ``copied`` exactly
         (``torch.lerp``).
     """
-    w = source_copy_weight(masked, strategy, mask_weight).to(mask_embeddings.dtype).unsqueeze(-1)
+    w = copy_weight.to(mask_embeddings.dtype).unsqueeze(-1)
     return torch.lerp(mask_embeddings, copied.to(mask_embeddings.dtype), w)

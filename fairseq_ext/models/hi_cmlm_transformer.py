@@ -2,19 +2,25 @@
 embedding (Wang et al. 2021, "HI-CMLM: Improve CMLM with Hybrid Decoder Input").
 
 The model is fairseq's ``CMLMNATransformerModel`` with one change of script: the decoder
-input. Two methods of fairseq's NAT decoder are overridden, nothing else:
+input. fairseq's NAT decoder keeps its code; three methods are overridden:
 
 * ``forward_copying_source`` computes Z by the paper's relative-position soft copy
   (eq. 8-10, ``masking.soft_copy``) instead of fairseq's uniform hard copy;
-* ``forward_embedding`` mixes M and Z at the masked (``<unk>``) slots by the chosen strategy
-  (``masking.mix_decoder_input``); the mixed input then gets the decoder's position
-  embedding as usual.
+* ``forward_embedding`` mixes M and Z at the masked (``<unk>``) slots with the weights of
+  ``masking.hybrid``; the mixed input then gets the decoder's position embedding as usual;
+* the model's ``forward`` (the loss forward that ``nat_loss`` calls in training and
+  validation) feeds the training input of section 3.3 (``--train-decoder-input paper``: a
+  random ``--train-copy-share`` of the masked slots gets Z, whatever the strategy), while
+  mask-predict (``forward_decoder``) feeds the strategy's decoding input (section 3.2) at
+  every pass, so each re-masked slot gets the hybrid input again.
 
-The decoder does this at every call, so mask-predict re-applies the hybrid input to every
-re-masked slot at each iteration. ``all_mask`` takes fairseq's own code path and is
-exactly ``cmlm_transformer``.
+Where no slot gets Z (``all_mask`` decoding, ``--train-copy-share 0``) the decoder takes
+fairseq's own code path: ``--hybrid-strategy all_mask --train-copy-share 0`` is exactly
+``cmlm_transformer``.
 """
 from __future__ import annotations
+
+from contextlib import contextmanager
 
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
@@ -25,7 +31,16 @@ from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecode
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
 from fairseq_ext.errors import require
-from fairseq_ext.masking import HYBRID_STRATEGIES, mix_decoder_input, soft_copy
+from fairseq_ext.masking import (
+    DEFAULT_TRAIN_COPY_SHARE,
+    FENCE_FIRST,
+    HYBRID_STRATEGIES,
+    TRAINING_INPUTS,
+    mix_decoder_input,
+    soft_copy,
+    source_copy_weight,
+    training_copy_weight,
+)
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
 
@@ -43,11 +58,27 @@ def validate_hybrid_args(args) -> None:
     require(tau > 0, f"--copy-temperature must be > 0 (the paper uses 0.2), got {tau}")
     w = getattr(args, "mask_weight", 0.6)
     require(0.0 <= w <= 1.0, f"--mask-weight must be in [0, 1] (the paper's best is 0.6), got {w}")
-    if strategy != "all_mask":
+    share = getattr(args, "train_copy_share", DEFAULT_TRAIN_COPY_SHARE)
+    require(0.0 <= share <= 1.0, f"--train-copy-share must be in [0, 1] (the share of masked "
+                                 f"training slots that get Z), got {share}")
+    if uses_source_copy(args):
         require(args.encoder_embed_dim == args.decoder_embed_dim,
-                f"--hybrid-strategy {strategy} copies source embeddings into the decoder, so "
-                f"--encoder-embed-dim ({args.encoder_embed_dim}) must equal --decoder-embed-dim "
-                f"({args.decoder_embed_dim})")
+                f"--hybrid-strategy {strategy} with --train-decoder-input "
+                f"{getattr(args, 'train_decoder_input', 'paper')} and --train-copy-share {share} "
+                f"copies source embeddings into the decoder, so --encoder-embed-dim "
+                f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})")
+
+
+def trains_with_source_copy(args) -> bool:
+    """Whether any training slot can get Z."""
+    if getattr(args, "train_decoder_input", "paper") == "paper":
+        return getattr(args, "train_copy_share", DEFAULT_TRAIN_COPY_SHARE) > 0
+    return getattr(args, "hybrid_strategy", "fence_replace") != "all_mask"
+
+
+def uses_source_copy(args) -> bool:
+    """Whether training or decoding ever gives a slot Z."""
+    return trains_with_source_copy(args) or getattr(args, "hybrid_strategy", "fence_replace") != "all_mask"
 
 
 class HybridInputDecoder(NATransformerDecoder):
@@ -58,16 +89,38 @@ class HybridInputDecoder(NATransformerDecoder):
         self.hybrid_strategy = getattr(args, "hybrid_strategy", "fence_replace")
         self.copy_temperature = getattr(args, "copy_temperature", 0.2)
         self.mask_weight = getattr(args, "mask_weight", 0.6)
+        self.fence_first = getattr(args, "fence_first", "mask")
+        self._training = False
+        self._training_copy_weight = None
 
-    @property
-    def uses_source_copy(self) -> bool:
+    @contextmanager
+    def training_input(self, copy_weight):
+        """Within the block, masked slots get ``copy_weight`` (a ``(B, T)`` tensor from
+        ``masking.training_copy_weight``, or None for M everywhere) instead of the decoding rule."""
+        self._training, self._training_copy_weight = True, copy_weight
+        try:
+            yield
+        finally:
+            self._training, self._training_copy_weight = False, None
+
+    def copies_source(self) -> bool:
+        """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""
+        if self._training:
+            return self._training_copy_weight is not None
         return self.hybrid_strategy != "all_mask"
+
+    def copy_weight(self, prev_output_tokens):
+        """Weight of Z per slot: the training input inside ``training_input``, else the
+        strategy's decoding rule."""
+        if self._training:
+            return self._training_copy_weight
+        return source_copy_weight(prev_output_tokens.eq(self.unk), self.hybrid_strategy,
+                                  self.mask_weight, self.fence_first)
 
     @ensemble_decoder
     def forward(self, normalize, encoder_out, prev_output_tokens, step=0, **unused):
-        features, _ = self.extract_features(
-            prev_output_tokens, encoder_out=encoder_out, embedding_copy=self.uses_source_copy
-        )
+        features, _ = self.extract_features(prev_output_tokens, encoder_out=encoder_out,
+                                            embedding_copy=self.copies_source())
         logits = self.output_layer(features)
         return F.log_softmax(logits, -1) if normalize else logits
 
@@ -82,8 +135,7 @@ class HybridInputDecoder(NATransformerDecoder):
         x = self.embed_scale * self.embed_tokens(prev_output_tokens)
         if self.project_in_dim is not None:
             x = self.project_in_dim(x)
-        mixed = mix_decoder_input(x, states.to(x.dtype), prev_output_tokens.eq(self.unk),
-                                  self.hybrid_strategy, self.mask_weight)
+        mixed = mix_decoder_input(x, states.to(x.dtype), self.copy_weight(prev_output_tokens))
         return super().forward_embedding(prev_output_tokens, states=mixed)
 
 
@@ -103,6 +155,19 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
                             help="tau of the relative-position soft copy, > 0 (eq. 9)")
         parser.add_argument("--mask-weight", type=float,
                             help="weight of M for weighted_sum, in [0, 1]")
+        parser.add_argument("--fence-first", choices=FENCE_FIRST,
+                            help="what the first target word gets under fence_replace: 'mask' "
+                                 "(default, the paper's fence (0,1,0,1,...)) or 'copy'")
+        parser.add_argument("--train-decoder-input", choices=TRAINING_INPUTS,
+                            help="training input of the masked slots: 'paper' (default, section 3.3: "
+                                 "a random --train-copy-share of them gets Z, for every strategy) or "
+                                 "'decoding_rule' (the strategy's decoding input; an ablation)")
+        parser.add_argument("--train-copy-share", type=float,
+                            help=f"with --train-decoder-input paper, the probability that a masked "
+                                 f"training slot gets Z instead of M, in [0, 1] (default "
+                                 f"{DEFAULT_TRAIN_COPY_SHARE}: the paper gives none; this trains on as "
+                                 f"much Z as fence_replace feeds the first pass). 0 with "
+                                 f"--hybrid-strategy all_mask is fairseq's cmlm_transformer")
         add_straight_through_args(parser)
 
     @classmethod
@@ -111,6 +176,23 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
         model = super().build_model(args, task)
         apply_straight_through_from_args(model, args)
         return model
+
+    def __init__(self, args, encoder, decoder):
+        super().__init__(args, encoder, decoder)
+        self.train_decoder_input = getattr(args, "train_decoder_input", "paper")
+        self.train_copy_share = getattr(args, "train_copy_share", DEFAULT_TRAIN_COPY_SHARE)
+        self.trains_with_copy = trains_with_source_copy(args)
+
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs):
+        """The loss forward: CMLM's, with the training input of ``--train-decoder-input``."""
+        d = self.decoder
+        weight = None
+        if self.trains_with_copy:
+            weight = training_copy_weight(prev_output_tokens.eq(self.unk), self.train_decoder_input,
+                                          self.train_copy_share, d.hybrid_strategy, d.mask_weight,
+                                          d.fence_first)
+        with d.training_input(weight):
+            return super().forward(src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs)
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
@@ -132,6 +214,11 @@ def _hybrid_defaults(args) -> None:
     args.mask_weight = getattr(args, "mask_weight", None)
     if args.mask_weight is None:
         args.mask_weight = 0.6
+    args.fence_first = getattr(args, "fence_first", None) or "mask"
+    args.train_decoder_input = getattr(args, "train_decoder_input", None) or "paper"
+    args.train_copy_share = getattr(args, "train_copy_share", None)
+    if args.train_copy_share is None:
+        args.train_copy_share = DEFAULT_TRAIN_COPY_SHARE
     args.attention_dropout_straight_through = getattr(args, "attention_dropout_straight_through", False)
 
 

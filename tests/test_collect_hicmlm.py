@@ -1,0 +1,135 @@
+"""Table 1's tooling: the analysis' copy share uses the decoding rule's own fence, and
+examples/hi_cmlm/collect_results.py turns per-run decodings into the table (mean and spread
+over seeds, sacreBLEU's paired bootstrap against CMLM, length bins, passes, README)."""
+import importlib.util
+import json
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+from fairseq_ext.analysis.iterations import copy_counts
+from tests.conftest import ROOT, cli_env
+
+SCRIPT = ROOT / "examples" / "hi_cmlm" / "collect_results.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("collect_hicmlm", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_copy_counts_follow_the_papers_fence():
+    # target words y1..y6, y3 observed; the paper's fence (0, 1, 0, 1, 0, 1) gives Z to y2, y4, y6
+    line = ["<unk>", "<unk>", "der", "<unk>", "<unk>", "<unk>"]
+    assert copy_counts(line, "fence_replace") == (3.0, 5, 6)
+    assert copy_counts(line, "fence_replace", fence_first="copy") == (2.0, 5, 6)  # y1 and y5
+    assert copy_counts(line, "all_copied") == (5.0, 5, 6)
+    assert copy_counts(line, "all_mask") == (0.0, 5, 6)
+    assert copy_counts(line, "weighted_sum", 0.6)[0] == pytest.approx(2.0)
+
+
+WORDS = "ein mann fährt fahrrad auf der straße im regen heute".split()
+
+
+def _sentence(k: int) -> str:
+    return " ".join(WORDS[(k + i) % len(WORDS)] for i in range(3 + k % 12))
+
+
+def _corrupt(text: str, every: int) -> str:
+    words = text.split()
+    return " ".join("x" if every and i % every == 0 else w for i, w in enumerate(words))
+
+
+def _write_decoding(path, refs, hyps, passes=10):
+    """A fairseq-generate file with --retain-iter-history: 2 * passes - 1 history entries."""
+    path.mkdir(parents=True)
+    lines = []
+    for i, (r, h) in enumerate(zip(refs, hyps)):
+        pieces = " ".join("\u2581" + w for w in h.split())
+        lines += [f"S-{i}\tsrc", f"T-{i}\t{r}", f"H-{i}\t-0.5\t{pieces}", f"D-{i}\t-0.5\t{h}"]
+        lines += [f"E-{i}_{k}\t{pieces}" for k in range(2 * passes - 1)]
+    (path / "generate.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (path / "hyp.txt").write_text("".join(h + "\n" for h in hyps), encoding="utf-8")
+    (path / "seconds").write_text("7\n")
+    ref_file = path / "ref.txt"
+    ref_file.write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+    score = subprocess.run(["sacrebleu", str(ref_file), "-i", str(path / "hyp.txt"), "-m", "bleu"],
+                           capture_output=True, text=True, env=cli_env(), check=True).stdout
+    (path / "bleu.json").write_text(score)
+    return json.loads(score)["score"]
+
+
+@pytest.fixture()
+def table(tmp_path):
+    refs = [_sentence(k) for k in range(60)]
+    ref = tmp_path / "ref.de"
+    ref.write_text("".join(r + "\n" for r in refs), encoding="utf-8")
+    work = tmp_path / "work"
+    bleu = {}
+    # CMLM corrupts every 3rd word, HI-CMLM fence every 5th or 6th, all_mask like CMLM
+    plan = {("cmlm", "cmlm"): (3, 3), ("hi_cmlm", "fence_replace"): (5, 6), ("hi_cmlm", "all_mask"): (3, 4)}
+    for (run, dec), everies in plan.items():
+        for seed, every in zip(("1", "2"), everies):
+            run_dir = work / "runs" / f"{run}-seed{seed}"
+            bleu[(run, dec, seed)] = _write_decoding(run_dir / f"decode-{dec}", refs,
+                                                     [_corrupt(r, every) for r in refs])
+            (run_dir / "train.log").write_text("| num_updates 600 | ...\ndone training in 61.5 seconds\n")
+    teacher = work / "runs" / "ar_teacher-seed1" / "decode-ar"
+    bleu[("ar", "ar", "1")] = _write_decoding(teacher, refs, refs, passes=0)
+    return work, ref, bleu
+
+
+def test_collect_builds_table_one(table, tmp_path):
+    work, ref, bleu = table
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- table1:start -->\nold table\n<!-- table1:end -->\nafter\n")
+    subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
+                    "--meta", '{"command": "multi30k.sh"}', "--publish", tmp_path / "pub", "--readme", readme],
+                   check=True, capture_output=True, text=True, env=cli_env())
+    res = json.loads((work / "results.json").read_text())
+    summary = res["summary"]
+    assert list(summary) == ["ar_teacher", "cmlm", "hi_cmlm-all_mask", "hi_cmlm-fence_replace"]
+    fence = [bleu[("hi_cmlm", "fence_replace", s)] for s in ("1", "2")]
+    assert summary["hi_cmlm-fence_replace"]["bleu"]["mean"] == pytest.approx(statistics.fmean(fence))
+    assert summary["hi_cmlm-fence_replace"]["bleu"]["std"] == pytest.approx(statistics.stdev(fence))
+    cmlm = [bleu[("cmlm", "cmlm", s)] for s in ("1", "2")]
+    assert summary["hi_cmlm-fence_replace"]["delta_vs_cmlm"]["mean"] == pytest.approx(
+        statistics.fmean(f - c for f, c in zip(fence, cmlm)))
+    # BLEU after pass 10 of the history equals the final BLEU here (every pass is the output)
+    assert summary["cmlm"]["bleu_after_pass"]["10"]["mean"] == pytest.approx(statistics.fmean(cmlm), abs=0.05)
+    assert set(summary["cmlm"]["bleu_by_length"]) == {"[0,10)", "[10,23)", "[23,inf)"}
+    assert summary["cmlm"]["updates"] == [600] and res["compute_minutes_all_runs"] > 0
+    assert res["runs"]["cmlm"]["1"]["hypotheses"] == "work/runs/cmlm-seed1/decode-cmlm/hyp.txt"
+    # the same seed's paired bootstrap, recomputed with sacreBLEU directly
+    test = summary["hi_cmlm-fence_replace"]["paired_bootstrap_vs_cmlm"]
+    direct = subprocess.run(["sacrebleu", str(ref), "-i", str(work / "runs/cmlm-seed1/decode-cmlm/hyp.txt"),
+                             str(work / "runs/hi_cmlm-seed1/decode-fence_replace/hyp.txt"), "-m", "bleu",
+                             "--paired-bs", "--paired-bs-n", "1000", "-f", "json"],
+                            capture_output=True, text=True, env=cli_env(), check=True).stdout
+    assert test["per_seed"]["1"] == pytest.approx(json.loads(direct)[1]["BLEU"]["p_value"])
+    assert test["pooled"]["seeds"] == ["1", "2"] and 0 < test["pooled"]["p_value"] < 0.05
+    assert "paired_bootstrap_vs_cmlm" not in summary["ar_teacher"]
+    text = readme.read_text()
+    assert "old table" not in text and text.startswith("intro\n") and text.endswith("after\n")
+    assert "| HI-CMLM + Fence Replace | 2 | 600 |" in text
+    assert (tmp_path / "pub" / "results.md").read_text() == (work / "results.md").read_text()
+    assert (tmp_path / "pub" / "figures" / "multi30k_bleu_per_pass.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_collect_names_what_is_wrong(table, tmp_path):
+    work, ref, _ = table
+    short = tmp_path / "short.de"
+    short.write_text("".join(line + "\n" for line in ref.read_text().splitlines()[:10]))
+    proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", short], capture_output=True,
+                          text=True, env=cli_env())
+    assert proc.returncode != 0 and "60 decoded sentences for 10 references" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    readme = tmp_path / "R.md"
+    readme.write_text("no markers\n")
+    proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--readme", readme],
+                          capture_output=True, text=True, env=cli_env())
+    assert proc.returncode != 0 and "<!-- table1:start -->" in proc.stderr
