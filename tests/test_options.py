@@ -57,6 +57,9 @@ OUT_OF_RANGE = {
     ("model", "hi_cmlm_transformer", "--copy-temperature"): ("hi_cmlm", [
         ("0", "--copy-temperature must be > 0"), ("-0.2", "--copy-temperature must be > 0"),
         ("nan", "--copy-temperature must be > 0")]),
+    ("model", "hi_cmlm_transformer", "--train-copy-share"): ("hi_cmlm", [
+        ("1.5", "--train-copy-share must be in [0, 1]"), ("-0.1", "--train-copy-share must be in [0, 1]"),
+        ("nan", "--train-copy-share must be in [0, 1]")]),
     ("model", "hi_cmlm_transformer", "--mask-weight"): ("hi_cmlm", [
         ("1.5", "--mask-weight must be in [0, 1]"), ("-0.1", "--mask-weight must be in [0, 1]"),
         ("nan", "--mask-weight must be in [0, 1]")]),
