@@ -14,9 +14,9 @@ option parser, task and model API; random token ids, since speed does not depend
   VmHWM) / ``train_peak_cuda_mb_*`` (CUDA) for 4 updates on those batches.
 * ``unilm_keep_tokens_{train,decode}_speedup[_small]``: training tokens/s and beam-search
   sentences/s of a BERT-base-sized (``_small``: 4 x 256) ``unilm_transformer`` with the
-  vocabulary pruned by ``--keep-tokens`` from 21128 rows (Chinese BERT's vocabulary, the seed's case) to half
-  (the seed: "generally only half the original size"), over the unpruned model. The kept
-  share is the seed's figure, not measured on a corpus; the speed-up depends only on the
+  vocabulary pruned by ``--keep-tokens`` from 21128 rows (Chinese BERT's vocabulary, Su 2019's case) to half
+  (Su 2019: "generally only half the original size"), over the unpruned model. The kept
+  share is Su 2019's figure, not measured on a corpus; the speed-up depends only on the
   sizes.
 
 On CPU the module runs on one thread (``CPU_THREADS``) and restores the count afterwards: on
@@ -262,7 +262,7 @@ def _keep_tokens_at(sizes: list[str], device: str, quick: bool) -> tuple[dict, d
 
 
 def keep_tokens(device: str, quick: bool) -> dict:
-    """At BERT-base size (the seed's case) and at 4 x 256, where the vocabulary-sized work
+    """At BERT-base size (Su 2019's case) and at 4 x 256, where the vocabulary-sized work
     (embedding, softmax, Adam on the rows, beam search over the vocabulary) weighs more."""
     metrics, details = {}, {}
     for name, sizes, suffix in (("base", BASE, ""), ("small", ["--encoder-layers", "4", *SMALL], "_small")):

@@ -1,4 +1,4 @@
-"""Draw the masks of the plugin the way the seed's figures do: rows = outputs (queries),
+"""Draw the masks of the plugin the way Su 2019's figures do: rows = outputs (queries),
 columns = inputs (keys); a filled cell means "may attend" (Su 2019, "Analysis").
 
     python -m fairseq_ext.analysis.draw_mask causal                 # text in the terminal
@@ -73,7 +73,7 @@ class Script:
     options: dict[str, tuple[type, Any, str]] = field(default_factory=dict)
 
 
-DEFAULT_WORDS = "bei jing huan ying ni"  # 北京欢迎你, "Beijing welcomes you", the seed's example
+DEFAULT_WORDS = "bei jing huan ying ni"  # 北京欢迎你, "Beijing welcomes you", Su 2019's example
 
 
 def _no_padding(n: int) -> Tensor:
@@ -123,7 +123,7 @@ def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed:
 
 
 def draw_prefix(source: str = "what do you want to eat", target: str = "white cut chicken") -> MaskPicture:
-    """UniLM's seq2seq mask on [CLS] source [SEP] target [SEP] (the seed's right figure)."""
+    """UniLM's seq2seq mask on [CLS] source [SEP] target [SEP] (Su 2019's right figure)."""
     src, tgt = ["[CLS]", *source.split(), "[SEP]"], [*target.split(), "[SEP]"]
     seg = torch.tensor([[0] * len(src) + [1] * len(tgt)])
     m = prefix_lm_mask(seg, _no_padding(seg.size(1)))[0]

@@ -1,4 +1,4 @@
-"""``--keep-tokens FILE``: keep only the vocabulary a task needs (the seed's ``keep_tokens``).
+"""``--keep-tokens FILE``: keep only the vocabulary a task needs (Su 2019's ``keep_tokens``).
 
 A pretrained model's vocabulary is larger than what a seq2seq task ever reads or writes;
 every step still pays the softmax over all of it. The seed (Su 2019, "Brief Explanation")

@@ -1,4 +1,4 @@
-"""Who may attend to whom: the attention masks of the seed's "Transformer is a play" article
+"""Who may attend to whom: the attention masks of Su 2019's "Transformer is a play" article
 (Su 2019, sections "Unidirectional Language Model", "Permutation Language Model" and
 "Seq2Seq"), and the factorisation orders of the permutation language model.
 
@@ -115,9 +115,9 @@ def permutation_mask(order: Tensor, padding: Tensor, strict: bool = False) -> Te
     sees ``j`` iff ``j`` is not padding and ``rank[j] <= rank[i]`` (``<`` with ``strict``),
     where ``rank[p]`` is the step at which position ``p`` comes in ``order``.
 
-    ``strict=False`` is the content stream (a token sees itself; the seed's "shuffled lower
+    ``strict=False`` is the content stream (a token sees itself; Su 2019's "shuffled lower
     triangle" with the input shifted by one); ``strict=True`` is the query stream, the
-    picture in the seed: the row of a token lists what it is predicted from, so the first
+    picture in Su 2019: the row of a token lists what it is predicted from, so the first
     position of the order sees nothing, and padding rows are empty too (do not feed empty
     rows to a softmax).
 

@@ -1,6 +1,6 @@
 """BERT weights become a seq2seq model: initialise ``unilm_transformer`` from a fairseq
 ``roberta`` (or ``position_masked_roberta``) checkpoint, optionally keeping only some
-vocabulary rows (the seed's ``keep_tokens``, section "Brief Explanation").
+vocabulary rows (Su 2019's ``keep_tokens``, section "Brief Explanation").
 
 RoBERTa's parameters are named ``encoder.sentence_encoder.*`` and ``encoder.lm_head.*``;
 ``unilm_transformer`` uses the same names without ``sentence_encoder``. Parameters the

@@ -4,14 +4,14 @@ The seed (Su 2019, "From Language Models to Seq2Seq: Transformer is like a play,
 depends on the mask") shows that a single bidirectional Transformer becomes a different
 model by the attention mask alone. ``--attention-mask`` chooses the script:
 
-* ``prefix`` (UniLM seq2seq, the seed's section "Seq2Seq"): ``<s> source </s> target </s>``
+* ``prefix`` (UniLM seq2seq, Su 2019's section "Seq2Seq"): ``<s> source </s> target </s>``
   with segment ids; the source is bidirectional, the target sees the source and its own
   past (``masking.prefix_lm_mask``). Task ``unilm_seq2seq``.
 * ``causal`` (section "Unidirectional Language Model"): everything left to right
   (``masking.causal_mask``); in ``unilm_seq2seq`` the source becomes unidirectional too (the
   seed's "naive" left figure), in ``permutation_lm`` it is a plain left-to-right LM.
 * ``permutation`` (section "Permutation Language Model"): XLNet's random factorisation
-  order, implemented as the seed describes: the tokens are shuffled into the order, keep
+  order, implemented as Su 2019 describes: the tokens are shuffled into the order, keep
   their original position ids and run under the causal mask. Task ``permutation_lm``.
 
 Weights: embeddings of tokens, positions (learned, RoBERTa's layout with the ``padding_idx
@@ -205,7 +205,7 @@ class UniLMStack(FairseqEncoder):
 
         ``tokens`` is ``<s> x_1 .. x_n </s>``, right-padded, and ``order[b]`` a permutation of
         the positions with ``<s>`` (position 0) first and padding last (``masking.random_order``).
-        As the seed describes, the input is *shuffled* into the order, each token keeps its
+        As Su 2019 describes, the input is *shuffled* into the order, each token keeps its
         original position id, and the stack runs under the plain causal mask.
 
         Predicting "the next token" in a shuffled order is ill-posed unless the model knows
