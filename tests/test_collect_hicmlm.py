@@ -1,7 +1,6 @@
 """Table 1's tooling: the analysis' copy share uses the decoding rule's own fence, and
 examples/hi_cmlm/collect_results.py turns per-run decodings into the table (mean and spread
 over seeds, sacreBLEU's paired bootstrap against CMLM, length bins, passes, README)."""
-import importlib.util
 import json
 import statistics
 import subprocess
@@ -13,13 +12,6 @@ from fairseq_ext.analysis.iterations import copy_counts
 from tests.conftest import ROOT, cli_env
 
 SCRIPT = ROOT / "examples" / "hi_cmlm" / "collect_results.py"
-
-
-def _module():
-    spec = importlib.util.spec_from_file_location("collect_hicmlm", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_copy_counts_follow_the_papers_fence():
