@@ -14,6 +14,11 @@ from fairseq.data import Dictionary, ListDataset
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss, stream_weights
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset, span_lengths
+from fairseq_ext.convert.prophetnet_transformers import (
+    correct_predicting_stream_layout,
+    from_transformers_state_dict,
+    to_transformers_state_dict,
+)
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.masking import ngram_stream_buckets, ngram_stream_mask, relative_position_bucket
 from fairseq_ext.models.prophetnet import ProphetNetModel, prophetnet_tiny
@@ -94,7 +99,10 @@ def test_block_attention_equals_dense_attention_under_full_mask():
 
 
 # ------------------------------------------------------------------ transformers' ProphetNet
-def hf_model(ours, heads, ngram):
+def hf_model(ours, heads, ngram, corrected=True):
+    """transformers' ProphetNet with the weights of ``ours``; ``corrected``: its predicting
+    streams' relative-position logits gathered in the release's layout
+    (``convert.prophetnet_transformers.correct_predicting_stream_layout``)."""
     transformers = pytest.importorskip("transformers")
     dec = ours.decoder
     cfg = transformers.ProphetNetConfig(
@@ -104,36 +112,10 @@ def hf_model(ours, heads, ngram):
         dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, pad_token_id=1, bos_token_id=0,
         eos_token_id=2, decoder_start_token_id=2)
     hf = transformers.ProphetNetForConditionalGeneration(cfg).eval()
-    hf.load_state_dict(to_hf_state_dict(ours.state_dict(), 2, 2), strict=True)
+    hf.load_state_dict(to_transformers_state_dict(ours.state_dict()), strict=True)
+    if corrected:
+        assert correct_predicting_stream_layout(hf) == 2
     return hf
-
-
-def to_hf_state_dict(sd, enc_layers, dec_layers):
-    """Our parameter names and layouts -> transformers'. transformers' stream k uses ngram
-    embedding row (k - 2) mod n (ProphetNet's release does the same); ours uses row k - 1."""
-    out = {}
-    for k in ("prophetnet.word_embeddings.weight", "prophetnet.encoder.word_embeddings.weight",
-              "prophetnet.decoder.word_embeddings.weight", "lm_head.weight"):
-        out[k] = sd["encoder.embed_tokens.weight"]
-    for side in ("encoder", "decoder"):
-        out[f"prophetnet.{side}.position_embeddings.weight"] = sd[f"{side}.embed_positions.weight"]
-        for p in ("weight", "bias"):
-            out[f"prophetnet.{side}.embeddings_layer_norm.{p}"] = sd[f"{side}.layernorm_embedding.{p}"]
-    out["prophetnet.decoder.ngram_embeddings.weight"] = sd["decoder.ngram_embeddings.weight"].roll(-1, 0)
-    proj = {"q_proj": "query_proj", "k_proj": "key_proj", "v_proj": "value_proj", "out_proj": "out_proj"}
-    block = {"self_attn_layer_norm": "self_attn_layer_norm", "fc1": "feed_forward.intermediate",
-             "fc2": "feed_forward.output", "final_layer_norm": "feed_forward_layer_norm"}
-    names = {"encoder": dict(block, **{f"self_attn.{a}": f"self_attn.{b}" for a, b in proj.items()}),
-             "decoder": dict(block, **{f"self_attn.{a}": f"self_attn.{b}" for a, b in proj.items()},
-                             **{f"encoder_attn.{a}": f"cross_attn.{b}" for a, b in proj.items()},
-                             **{"self_attn.relative_pos_proj": "self_attn.relative_pos_embeddings",
-                                "encoder_attn_layer_norm": "cross_attn_layer_norm"})}
-    for side, layers in (("encoder", enc_layers), ("decoder", dec_layers)):
-        for i in range(layers):
-            for ours, theirs in names[side].items():
-                for p in ("weight", "bias"):
-                    out[f"prophetnet.{side}.layers.{i}.{theirs}.{p}"] = sd[f"{side}.layers.{i}.{ours}.{p}"]
-    return out
 
 
 def compare_with_hf(ours, hf, ngram):
@@ -159,29 +141,59 @@ def compare_with_hf(ours, hf, ngram):
     assert math.isclose(float(loss) / sample_size, float(out.loss), rel_tol=1e-4)
 
 
-def test_equals_transformers_without_relative_positions():
-    """Many heads and streams; the relative-position projection zeroed (see the next tests)."""
-    ours = build(heads=4, ngram=3)
+def strong_relative_positions(model):
+    """Scale the relative-position projections so that their logits matter (at the small
+    random initialisation a wrong bias moves the logits by only about 1e-4)."""
     with torch.no_grad():
-        for layer in ours.decoder.layers:
+        for layer in model.decoder.layers:
+            layer.self_attn.relative_pos_proj.weight.mul_(30)
+    return model
+
+
+@pytest.mark.parametrize("ngram", [2, 3])
+def test_equals_transformers_with_its_predicting_layout_corrected(ngram):
+    """Several heads and streams, relative positions on: every stream's logits, the per-token
+    losses and the mean loss equal transformers' once its predicting streams gather their
+    relative-position logits in the release's layout (README, ProphetNet)."""
+    ours = strong_relative_positions(build(heads=4, ngram=ngram))
+    compare_with_hf(ours, hf_model(ours, 4, ngram), ngram)
+
+
+def test_transformers_as_released_differs_only_through_that_layout():
+    """Uncorrected, transformers' predicting streams differ (a query gets another query's
+    relative-position bias); with the relative-position projection zeroed, or with one head and
+    one stream, where both layouts coincide, it equals ours unchanged."""
+    ours = strong_relative_positions(build(heads=4, ngram=2))
+    src, prev = batch()
+    with torch.no_grad():
+        logits, _ = ours(src, torch.full((3,), src.size(1)), prev)
+        out = hf_model(ours, 4, 2, corrected=False)(input_ids=src, attention_mask=torch.ones_like(src),
+                                                    decoder_input_ids=prev, use_cache=False)
+    assert (logits - out.logits).abs().max() > 20 * 1e-4  # 20 x the tolerance the corrected model meets
+    zeroed = build(heads=4, ngram=3)
+    with torch.no_grad():
+        for layer in zeroed.decoder.layers:
             layer.self_attn.relative_pos_proj.weight.zero_()
             layer.self_attn.relative_pos_proj.bias.zero_()
-    compare_with_hf(ours, hf_model(ours, 4, 3), 3)
+    compare_with_hf(zeroed, hf_model(zeroed, 4, 3, corrected=False), 3)
+    single = build(heads=1, ngram=1)
+    compare_with_hf(single, hf_model(single, 1, 1, corrected=False), 1)
 
 
-def test_equals_transformers_with_relative_positions_one_head_one_stream():
-    """transformers (5.23.0 tested) mixes up the rows of the predicting streams' relative-
-    position logits when there are several heads or streams (README, ProphetNet); with one of
-    each the orders coincide and everything, relative positions included, must agree."""
-    ours = build(heads=1, ngram=1)
-    compare_with_hf(ours, hf_model(ours, 1, 1), 1)
+def test_state_dict_round_trip_is_exact():
+    ours = build(heads=4, ngram=3)
+    sd = ours.state_dict()
+    back = from_transformers_state_dict(to_transformers_state_dict(sd))
+    params = {k for k in sd if not k.endswith(".version")}
+    assert set(back) == params
+    assert all(torch.equal(back[k], sd[k]) for k in params)
 
 
 def test_main_stream_equals_transformers_with_relative_positions():
     """The main stream, whose relative positions transformers computes correctly, agrees for
-    several heads and streams at every layer."""
+    several heads and streams at every layer without the correction."""
     ours = build(heads=4, ngram=2)
-    hf = hf_model(ours, 4, 2)
+    hf = hf_model(ours, 4, 2, corrected=False)
     src, prev = batch()
     captured = []
     hooks = [layer.register_forward_hook(lambda m, i, o: captured.append(o)) for layer in ours.decoder.layers[:-1]]
