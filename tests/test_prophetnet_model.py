@@ -20,7 +20,13 @@ from fairseq_ext.convert.prophetnet_transformers import (
     to_transformers_state_dict,
 )
 from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.masking import ngram_stream_buckets, ngram_stream_mask, relative_position_bucket
+from fairseq_ext.masking import (
+    additive_attention_mask,
+    ngram_stream_buckets,
+    ngram_stream_key_mask,
+    ngram_stream_mask,
+    relative_position_bucket,
+)
 from fairseq_ext.models.prophetnet import ProphetNetModel, prophetnet_tiny
 from fairseq_ext.tasks.translation_prophetnet import with_mask_symbol
 
@@ -377,3 +383,22 @@ def test_mass_span_dataset_items():
     assert batch_["net_input"]["prev_output_tokens"].shape == batch_["target"].shape
     assert batch_["net_input"]["decoder_positions"].shape == batch_["target"].shape
     assert batch_["ntokens"] == int(data.tgt_sizes[0] + data.tgt_sizes[2])
+
+
+def test_decoder_tables_are_built_once_and_slice_to_every_length():
+    """Masks and buckets come from one table per device at --max-target-positions; every length
+    and decoding step slices it and equals the masking rules built at that length."""
+    model = build(heads=2, ngram=3)
+    dec = model.decoder
+    for length in (1, 5, 17, 40):
+        assert torch.equal(dec._key_mask(length, "cpu"), additive_attention_mask(
+            ngram_stream_key_mask(length, 3), torch.float32))
+        assert torch.equal(dec._numbered_buckets(length, "cpu"), ngram_stream_buckets(torch.arange(length), 3, 8, 16))
+    for step in (0, 3, 20, 39):
+        buckets, mask = dec._step_tensors(step, "cpu")
+        d = torch.arange(step + 1)
+        assert torch.equal(buckets[0], relative_position_bucket(d - step, 8, 16))  # main query at step
+        assert torch.equal(buckets[1], relative_position_bucket(d - step - 1, 8, 16))  # stream 1: one further
+        assert torch.equal(mask[0, :-1], torch.zeros(step + 1)) and mask[0, -1] < -1e30
+        assert torch.equal(mask[1], torch.zeros(step + 2))
+    assert len(dec._fixed_tables) == 1

@@ -37,8 +37,9 @@ from torch import Tensor, nn
 from fairseq_ext.errors import require
 from fairseq_ext.masking import (
     additive_attention_mask,
+    main_stream_mask,
     ngram_stream_buckets,
-    ngram_stream_key_mask,
+    predicting_stream_main_mask,
     relative_position_bucket,
 )
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
@@ -100,35 +101,58 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.output_projection = None
         if not self.share_input_output_embed:
             self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
-        self._fixed_cache: Dict[tuple, tuple] = {}
+        self._fixed_tables: Dict[torch.device, Dict[str, Tensor]] = {}
 
     # ---------------------------------------------------------------- positions and masks
-    def _cached(self, key: tuple, build):
-        if key not in self._fixed_cache:
-            self._fixed_cache[key] = build()
-        return self._fixed_cache[key]
+    def _tables(self, device) -> Dict[str, Tensor]:
+        """Masks and buckets at the longest target (``--max-target-positions``), built once per
+        device; every length and decoding step slices them, so nothing grows with the lengths
+        seen (as ProphetNet's release builds its n-gram attention bias once)."""
+        tables = self._fixed_tables.get(device)
+        if tables is None:
+            longest = self.max_target_positions
+            pos = torch.arange(longest, device=device)
+            rel = pos.unsqueeze(0) - pos.unsqueeze(1)  # key - query
+            far = relative_position_bucket(-torch.arange(longest + 2, device=device), self.num_buckets,
+                                           self.relative_max_distance).flip(0)
+            step_sees = torch.ones(2, longest + 2, dtype=torch.bool, device=device)
+            step_sees[0, -1] = False  # the main query sees itself as the last cached key
+            tables = self._fixed_tables[device] = {
+                # (1 + n, longest, longest): who sees which main key; stream 0 is the main stream
+                "sees_main": torch.cat([main_stream_mask(longest, device=device).unsqueeze(0),
+                                        predicting_stream_main_mask(longest, self.ngram, device=device)]),
+                "main_buckets": relative_position_bucket(rel, self.num_buckets, self.relative_max_distance).byte(),
+                "predicting_buckets": relative_position_bucket(rel - 1, self.num_buckets,
+                                                               self.relative_max_distance).byte(),
+                "step_buckets": far, "step_mask": additive_attention_mask(step_sees, torch.float32),
+            }
+        return tables
 
     def _key_mask(self, length: int, device) -> Tensor:
-        """Additive float32 ``((1 + n) T, T + 1)`` mask over ``[main keys, own key]``."""
-        return self._cached(("mask", length, device), lambda: additive_attention_mask(
-            ngram_stream_key_mask(length, self.ngram, device=device), torch.float32))
+        """Additive float32 ``((1 + n) T, T + 1)`` mask over ``[main keys, own key]``
+        (``masking.ngram_stream_key_mask``: a predicting query sees its own key, a main query
+        sees itself among the main keys)."""
+        sees = self._tables(device)["sees_main"][:, :length, :length]
+        own = torch.ones(1 + self.ngram, length, 1, dtype=torch.bool, device=device)
+        own[0] = False
+        return additive_attention_mask(torch.cat([sees, own], dim=-1).reshape(-1, length + 1), torch.float32)
 
     def _numbered_buckets(self, length: int, device) -> Tensor:
-        """Buckets of a target numbered from the start (fine-tuning, validation)."""
-        return self._cached(("buckets", length, device), lambda: ngram_stream_buckets(
-            torch.arange(length, device=device), self.ngram, self.num_buckets, self.relative_max_distance))
+        """Buckets of a target numbered from the start (fine-tuning, validation):
+        ``masking.ngram_stream_buckets(arange(T))``."""
+        tables = self._tables(device)
+        main = tables["main_buckets"][:length, :length]
+        predicting = tables["predicting_buckets"][:length, :length].repeat(self.ngram, 1)
+        return torch.cat([main, predicting]).long()
 
     def _step_tensors(self, step: int, device) -> tuple:
         """Buckets ``(2, S)`` and additive key mask ``(2, S + 1)`` of rows ``[main, stream 1]``
-        at decoding step ``step`` (``S = step + 1`` cached main keys)."""
-        def build():
-            d = torch.arange(step + 2, device=device)
-            far = relative_position_bucket(-d, self.num_buckets, self.relative_max_distance).flip(0)
-            buckets = torch.stack([far[1:], far[:-1]])  # main: distance step - j; stream 1: one more
-            mask = torch.ones(2, step + 2, dtype=torch.bool, device=device)
-            mask[0, -1] = False  # the main query sees itself as the last cached key
-            return buckets, additive_attention_mask(mask, torch.float32)
-        return self._cached(("step", step, device), build)
+        at decoding step ``step`` (``S = step + 1`` cached main keys): views of the tables."""
+        tables = self._tables(device)
+        longest = self.max_target_positions
+        far = tables["step_buckets"][longest - step:]  # buckets of distances step + 1 .. 0
+        buckets = torch.stack([far[1:], far[:-1]])  # main: distance step - j; stream 1: one more
+        return buckets, tables["step_mask"][:, longest - step:]
 
     # --------------------------------------------------------------------------- forward
     def forward(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
