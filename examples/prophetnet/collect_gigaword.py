@@ -1,55 +1,198 @@
 #!/usr/bin/env python
-"""Collect the runs of compare_gigaword.sh into table 2 of the README: ROUGE-1/2/L F1 of every
-run, its pre-training/fine-tuning updates and wall time, a bar chart, and (``--publish DIR``)
-copies of results.json, results.md and the chart that the README cites.
+"""Collect the runs of compare_gigaword.sh into table 2 of the README.
 
-    python examples/prophetnet/collect_gigaword.py --work DIR --scale cpu [--publish DIR]
+    python examples/prophetnet/collect_gigaword.py --work DIR [--publish DIR] [--readme README.md]
 
-Reads DIR/runs/NAME/results.json (written by gigaword.sh and unilm/gigaword.sh).
+Reads ``DIR/runs/NAME-sSEED/results.json`` (written by gigaword.sh, reference_transformers.py
+and unilm/gigaword.sh) and writes ``DIR/results.json``, ``DIR/results.md`` and
+``DIR/rouge_curves.png``: per model and scored point, the number of seeds, the mean and
+standard deviation over seeds of ROUGE-1/2/L F1 and of the per-stream validation accuracy,
+and the distinct headlines (mean, min, max over seeds). Comparisons: each row against
+ProphetNet n = 1 (and each transformers reference row against the same n here) by a paired
+bootstrap over the validation articles of the seed-averaged sentence ROUGE-1 F1 (rouge-score),
+two-sided, 1000 resamples; the verdict at each point is "better" or "worse" where p < 0.05,
+else "no significant difference". ``--publish`` copies the three files (the figure into
+``figures/``); ``--readme`` rewrites the block between ``<!-- table2:start -->`` and
+``<!-- table2:end -->``.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
+import statistics
 from pathlib import Path
 
+import numpy as np
+
 LABELS = {
-    "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2", "p3": "ProphetNet n=3",
+    "transformer": "Transformer (same sizes)", "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2",
+    "p2-g0.5": "ProphetNet n=2, gamma 0.5", "p3": "ProphetNet n=3",
+    "ref-p1": "transformers' ProphetNet n=1 (reference)", "ref-p2": "transformers' ProphetNet n=2 (reference)",
     "p1-pt": "ProphetNet n=1 + span pre-training", "p2-pt": "ProphetNet n=2 + span pre-training",
-    "p3-pt": "ProphetNet n=3 + span pre-training", "transformer": "Transformer (same sizes)",
-    "unilm": "UniLM prefix mask (6 x 256)",
+    "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
 }
+BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
+            "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
+METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
+RESAMPLES = 1000
+START, END = "<!-- table2:start -->", "<!-- table2:end -->"
 
 
-def collect(work: Path, scale: str) -> dict:
-    """The summary of every finished run under ``work/runs``, in LABELS order."""
-    runs = {}
-    for name, label in LABELS.items():
-        path = work / "runs" / name / "results.json"
-        if not path.exists():
-            continue
-        r = json.loads(path.read_text())
-        wall = r.get("wall_seconds", {})
-        runs[name] = {"label": label, "rouge1": r["rouge1_f1"], "rouge2": r["rouge2_f1"], "rougeL": r["rougeL_f1"],
-                      "sentences": r["sentences"], "pretrain_updates": r.get("pretrain_updates", 0),
-                      "finetune_updates": r.get("finetune_updates", r.get("updates")),
-                      "wall_seconds": wall.get("total") if isinstance(wall, dict) else wall,
-                      "hardware": r.get("hardware"), "commands": r.get("commands")}
+def points_of(result: dict) -> dict:
+    """``{update: point}`` from any of the three results formats."""
+    points = result.get("points")
+    if isinstance(points, dict):
+        return {int(u): p for u, p in points.items()}
+    if isinstance(points, list):
+        return {int(p["update"]): p for p in points}
+    update = result.get("finetune_updates", result.get("updates"))
+    return {int(update): {k: result.get(k) for k in (*METRICS, "sentences")}}
+
+
+def runs_of(work: Path) -> dict:
+    """``{name: {seed: (run folder, results)}}`` of every finished run."""
+    runs: dict = {}
+    for path in sorted((work / "runs").glob("*-s*/results.json")):
+        match = re.fullmatch(r"(.+)-s(\d+)", path.parent.name)
+        if match and match.group(1) in LABELS:
+            runs.setdefault(match.group(1), {})[int(match.group(2))] = (path.parent, json.loads(path.read_text()))
+    return runs
+
+
+def mean_std(values: list) -> tuple:
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def sentence_rouge1(hyp_file: Path, refs: list) -> np.ndarray:
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
+    hyps = hyp_file.read_text().splitlines()
+    if len(hyps) != len(refs):
+        raise SystemExit(f"error: {hyp_file} has {len(hyps)} lines for {len(refs)} references")
+    return np.array([100.0 * scorer.score(r, h)["rouge1"].fmeasure for h, r in zip(hyps, refs)])
+
+
+def paired_bootstrap(a: np.ndarray, b: np.ndarray, seed: int = 12345) -> float:
+    """Two-sided p-value of ``mean(a) != mean(b)`` by resampling the paired sentences."""
+    rng = np.random.default_rng(seed)
+    diff = a - b
+    idx = rng.integers(0, len(diff), size=(RESAMPLES, len(diff)))
+    means = diff[idx].mean(axis=1)
+    tail = min((means <= 0).mean(), (means >= 0).mean())
+    return float(min(1.0, 2 * tail))
+
+
+def summarise(work: Path, refs: list | None) -> dict:
+    runs = runs_of(work)
     if not runs:
         raise SystemExit(f"error: no run under {work / 'runs'} has a results.json")
-    walls = [r["wall_seconds"] for r in runs.values() if r["wall_seconds"] is not None]
-    return {"scale": scale, "scorer": "rouge-score (stemmed), F1 x 100, 1000 Gigaword validation pairs",
-            "decoding": "beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
-            "wall_seconds_all_runs": sum(walls), "runs": runs}
+    models, per_sentence = {}, {}
+    for name in LABELS:
+        if name not in runs:
+            continue
+        seeds = runs[name]
+        by_update: dict = {}
+        for seed, (folder, result) in seeds.items():
+            for update, point in points_of(result).items():
+                by_update.setdefault(update, {})[seed] = (folder, point)
+        rows = {}
+        for update, at in sorted(by_update.items()):
+            points = [p for _, p in at.values()]
+            row = {"seeds": sorted(at), "n_seeds": len(at)}
+            for m in METRICS:
+                row[m], row[m + "_std"] = mean_std([p[m] for p in points])
+            distinct = [p["distinct_hypotheses"] for p in points if p.get("distinct_hypotheses") is not None]
+            if distinct:
+                row["distinct_mean"], row["distinct_min"], row["distinct_max"] = (
+                    statistics.fmean(distinct), min(distinct), max(distinct))
+            accs = [p["valid_accuracy_per_stream"] for p in points if p.get("valid_accuracy_per_stream")]
+            if accs:
+                row["valid_accuracy_per_stream"] = [round(statistics.fmean(s), 2) for s in zip(*accs)]
+            hyps = [folder / f"hyp-{update}.title" for folder, _ in at.values()]
+            if refs is not None and all(h.exists() for h in hyps):
+                per_sentence[(name, update)] = np.mean([sentence_rouge1(h, refs) for h in hyps], axis=0)
+            rows[update] = row
+        first = next(iter(seeds.values()))[1]
+        models[name] = {"label": LABELS[name], "points": rows,
+                        "pretrain_updates": first.get("pretrain_updates", 0),
+                        "wall_seconds": sum(_wall(r) for _, r in seeds.values()),
+                        "commands": {seed: r.get("commands") for seed, (_, r) in seeds.items()},
+                        "hardware": first.get("hardware")}
+    comparisons = []
+    for name, base in BASELINE.items():
+        if name not in models or base not in models:
+            continue
+        for update in sorted(set(models[name]["points"]) & set(models[base]["points"])):
+            if (name, update) not in per_sentence or (base, update) not in per_sentence:
+                continue
+            a, b = per_sentence[(name, update)], per_sentence[(base, update)]
+            p = paired_bootstrap(a, b)
+            delta = float(a.mean() - b.mean())
+            verdict = "no significant difference" if p >= 0.05 else ("better" if delta > 0 else "worse")
+            comparisons.append({"model": name, "baseline": base, "update": update, "delta_rouge1": round(delta, 2),
+                                "p_value": round(p, 4), "verdict": verdict,
+                                "seeds": [models[name]["points"][update]["n_seeds"],
+                                          models[base]["points"][update]["n_seeds"]]})
+    return {"validation": "1000 Gigaword validation pairs (the test split is withheld)",
+            "scorer": "rouge-score (stemmed), F1 x 100; mean and standard deviation over seeds",
+            "decoding": "fairseq beam search: beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
+            "significance": f"paired bootstrap over validation articles of seed-averaged sentence ROUGE-1, "
+                            f"two-sided, {RESAMPLES} resamples, p < 0.05",
+            "wall_seconds_all_runs": sum(m["wall_seconds"] for m in models.values()),
+            "models": models, "comparisons": comparisons, "findings": findings(models, comparisons)}
+
+
+def _wall(result: dict) -> float:
+    wall = result.get("wall_seconds", 0)
+    return wall.get("total", 0) if isinstance(wall, dict) else wall
+
+
+def findings(models: dict, comparisons: list) -> list:
+    """One plain sentence per comparison: the verdict at every point."""
+    out = []
+    by_pair: dict = {}
+    for c in comparisons:
+        by_pair.setdefault((c["model"], c["baseline"]), []).append(c)
+    for (name, base), rows in by_pair.items():
+        parts = [f"{c['verdict']} at {c['update']} updates (ROUGE-1 {c['delta_rouge1']:+.2f}, p = {c['p_value']:.3f}, "
+                 f"{c['seeds'][0]} vs {c['seeds'][1]} seeds)" for c in rows]
+        out.append(f"{LABELS[name]} vs {LABELS[base]}: " + "; ".join(parts) + ".")
+    return out
+
+
+def _pm(row: dict, m: str) -> str:
+    return f"{row[m]:.2f} ± {row[m + '_std']:.2f}" if row["n_seeds"] > 1 else f"{row[m]:.2f}"
 
 
 def markdown(summary: dict) -> str:
-    lines = ["| model | pre-training updates | fine-tuning updates | ROUGE-1 | ROUGE-2 | ROUGE-L | wall time (s) |",
-             "|---|---|---|---|---|---|---|"]
-    for r in summary["runs"].values():
-        lines.append(f"| {r['label']} | {r['pretrain_updates']} | {r['finetune_updates']} | {r['rouge1']:.2f} "
-                     f"| {r['rouge2']:.2f} | {r['rougeL']:.2f} | {r['wall_seconds']} |")
+    lines = ["| model | seeds | updates | ROUGE-1 | ROUGE-2 | ROUGE-L | distinct headlines (min-max) "
+             "| valid accuracy per stream (%) |", "|---|---|---|---|---|---|---|---|"]
+    for name, model in summary["models"].items():
+        update = max(model["points"])
+        row = model["points"][update]
+        pre = f"{model['pretrain_updates']} + " if model["pretrain_updates"] else ""
+        distinct = (f"{row['distinct_mean']:.0f} ({row['distinct_min']}-{row['distinct_max']})"
+                    if "distinct_mean" in row else "-")
+        acc = " / ".join(f"{a:.1f}" for a in row.get("valid_accuracy_per_stream", [])) or "-"
+        lines.append(f"| {model['label']} | {row['n_seeds']} | {pre}{update} | {_pm(row, 'rouge1_f1')} "
+                     f"| {_pm(row, 'rouge2_f1')} | {_pm(row, 'rougeL_f1')} | {distinct} | {acc} |")
+    updates = sorted({u for m in summary["models"].values() for u in m["points"]})
+    lines += ["", "ROUGE-1 along training (mean ± std over seeds; distinct headlines in brackets):", "",
+              "| model | " + " | ".join(f"{u} updates" for u in updates) + " |",
+              "|---|" + "---|" * len(updates)]
+    for model in summary["models"].values():
+        cells = []
+        for u in updates:
+            row = model["points"].get(u)
+            cells.append("" if row is None else _pm(row, "rouge1_f1") +
+                         (f" ({row['distinct_mean']:.0f})" if "distinct_mean" in row else ""))
+        lines.append(f"| {model['label']} | " + " | ".join(cells) + " |")
+    if summary["findings"]:
+        lines += ["", "Paired bootstrap (" + summary["significance"] + "):", ""]
+        lines += [f"- {f}" for f in summary["findings"]]
     return "\n".join(lines) + "\n"
 
 
@@ -59,39 +202,58 @@ def plot(summary: dict, out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    runs = list(summary["runs"].values())
-    fig, ax = plt.subplots(figsize=(8, 4.2))
-    width = 0.27
-    for i, (metric, name) in enumerate((("rouge1", "ROUGE-1"), ("rouge2", "ROUGE-2"), ("rougeL", "ROUGE-L"))):
-        ax.bar([j + width * i for j in range(len(runs))], [r[metric] for r in runs], width=width, label=name)
-    ax.set_xticks([j + width for j in range(len(runs))], [r["label"] for r in runs], rotation=30, ha="right",
-                  fontsize=7)
-    updates = sorted({r["finetune_updates"] for r in runs})
-    ax.set(ylabel="F1 x 100", title=f"Gigaword valid (1000 pairs), {summary['scale']} scale, "
-                                     f"{'/'.join(map(str, updates))} fine-tuning updates")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for model in summary["models"].values():
+        updates = sorted(model["points"])
+        if len(updates) < 2:
+            continue
+        for ax, metric in zip(axes, ("rouge1_f1", "rougeL_f1")):
+            mean = [model["points"][u][metric] for u in updates]
+            std = [model["points"][u][metric + "_std"] for u in updates]
+            ax.errorbar(updates, mean, yerr=std, marker="o", capsize=3, label=model["label"])
+    for ax, name in zip(axes, ("ROUGE-1", "ROUGE-L")):
+        ax.set(xlabel="fine-tuning updates", ylabel=f"{name} F1 x 100 (mean ± std over seeds)",
+               title=f"Gigaword valid, {name}")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
 
 
+def write_readme(readme: Path, table: str) -> None:
+    text = readme.read_text()
+    if START not in text or END not in text:
+        raise SystemExit(f"error: {readme} has no {START} ... {END} block")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    readme.write_text(f"{head}{START}\n{table}{END}{tail}")
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True, type=Path)
-    p.add_argument("--scale", required=True)
+    p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
+                                             "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")
+    p.add_argument("--readme", type=Path, help="README whose table-2 block is rewritten")
     args = p.parse_args(argv)
-    summary = collect(args.work, args.scale)
+    refs_file = args.refs or args.work / "data" / "raw" / "valid.title"
+    refs = refs_file.read_text().splitlines() if refs_file.exists() else None
+    summary = summarise(args.work, refs)
+    table = markdown(summary)
     (args.work / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
-    (args.work / "results.md").write_text(markdown(summary))
-    plot(summary, args.work / "rouge.png")
-    print(markdown(summary), end="")
+    (args.work / "results.md").write_text(table)
+    plot(summary, args.work / "rouge_curves.png")
+    print(table, end="")
     if args.publish:
         (args.publish / "figures").mkdir(parents=True, exist_ok=True)
         shutil.copy(args.work / "results.json", args.publish / "results.json")
         shutil.copy(args.work / "results.md", args.publish / "results.md")
-        shutil.copy(args.work / "rouge.png", args.publish / "figures" / "gigaword_rouge.png")
+        shutil.copy(args.work / "rouge_curves.png", args.publish / "figures" / "gigaword_rouge_curves.png")
         print(f"published to {args.publish}")
+    if args.readme:
+        write_readme(args.readme, table)
 
 
 if __name__ == "__main__":

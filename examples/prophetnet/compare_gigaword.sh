@@ -1,64 +1,104 @@
 #!/usr/bin/env bash
-# ProphetNet vs Transformer vs UniLM on Gigaword (README, Results, table 2): ROUGE-1/2/L F1 on
-# the 1000 validation pairs for ProphetNet with --ngram 1 (plain next-token), 2 and 3, each
-# without and with span-masking pre-training on the article side, fairseq's plain Transformer
-# of the same sizes, and the UniLM prefix-mask model of about the same size (6 x 256 against
-# ProphetNet's 3+3 x 256). Same data, sentencepiece vocabulary (10k), fine-tuning budget,
-# batch size, beam 4, length penalty 1.0, no-repeat-ngram 3 and ROUGE scorer for every row.
+# Table 2 of the README: ProphetNet n = 1, 2, 3 (and n = 2 with the paper's attenuation gamma =
+# 0.5) against fairseq's plain Transformer of the same sizes and against transformers'
+# ProphetNet trained on the same batches (reference_transformers.py), each with several seeds
+# and scored at several points of training: ROUGE-1/2/L F1 and distinct headlines on the 1000
+# Gigaword validation pairs, and per-stream validation accuracy. One seed each of the span
+# pre-training rows (ProphetNet + MASS-style pre-training on the articles) and of the UniLM
+# prefix-mask model. Same data (sentencepiece 10k), batch size, optimiser, schedule, beam 4,
+# lenpen 1.0, no-repeat-ngram 3 and ROUGE scorer for every row.
 #
-#   examples/prophetnet/compare_gigaword.sh [--scale cpu|full] [--work DIR] [--only "NAMES"]
-#       [--finetune-updates N] [--pretrain-updates N] [--no-publish]
-# --scale cpu (default): 500 fine-tuning and 150 pre-training updates of 2048 tokens, 48
-#   minutes on 2 CPU cores (a comparison of early training, not of converged models);
-#   full: 3000 and 1000 updates of 4096 tokens (a GPU, or a long CPU run).
-# --finetune-updates / --pretrain-updates: other budgets than the scale's (use another --work).
-# --only: a subset of run names (p1 p2 p3 p1-pt p2-pt p3-pt transformer unilm); finished runs
-#   (DIR/runs/NAME/results.json) are not run again.
-# Writes DIR/results.json, DIR/results.md and DIR/rouge.png (collect_gigaword.py), copied to
-# examples/prophetnet/ (results.json, results.md, figures/gigaword_rouge.png) unless
-# --no-publish; each run's own results.json (commands, wall time, hardware) stays in
-# DIR/runs/NAME.
+#   examples/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
+#       [--eval-at "250 500 1000"] [--max-tokens 2048] [--pretrain-updates 150] [--jobs 2]
+#       [--only "NAMES"] [--work DIR] [--no-publish]
+# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 (one run per seed) and
+#   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only).
+# Resumable: each run is DIR/runs/NAME-sSEED with one results file per scored point; a rerun
+#   skips what is done, and a larger --updates continues the ProphetNet/Transformer runs from
+#   their last checkpoint (the reference runs are retrained).
+# --jobs J: runs side by side, each with 2/J threads (the machine has 2 cores).
+# Cost on 2 CPU cores: about 1 s of wall time per update and run at 2048 tokens with two jobs
+#   (transformers' ProphetNet about twice that), plus about a minute per scored point; the whole
+#   default table is about 6 hours, so it is meant to be run in several calls.
+# Writes DIR/results.json, DIR/results.md, DIR/rouge_curves.png (collect_gigaword.py), copied
+# to examples/prophetnet/ (results.json, results.md, figures/) unless --no-publish, and
+# README table 2 between its markers.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/gigaword-comparison" SCALE=cpu ONLY="p1 p2 p3 p1-pt p2-pt p3-pt transformer unilm"
-FT_SET="" PT_SET="" PUBLISH=(--publish "$HERE")
+WORK="$ROOT/work/gigaword-comparison" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
+ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm"
+PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
+die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --scale) SCALE="$2"; shift 2 ;; --work) WORK="$2"; shift 2 ;; --only) ONLY="$2"; shift 2 ;;
-    --finetune-updates) FT_SET="$2"; shift 2 ;; --pretrain-updates) PT_SET="$2"; shift 2 ;;
-    --no-publish) PUBLISH=(); shift ;;
-    *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+    --seeds) SEEDS="$2"; shift 2 ;; --updates) UPDATES="$2"; shift 2 ;; --eval-at) EVAL_AT="$2"; shift 2 ;;
+    --max-tokens) TOK="$2"; shift 2 ;; --pretrain-updates) PT="$2"; shift 2 ;; --jobs) JOBS="$2"; shift 2 ;;
+    --only) ONLY="$2"; shift 2 ;; --work) WORK="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
   esac
 done
-case "$SCALE" in
-  cpu) FT=500 PT=150 TOK=2048 ;;
-  full) FT=3000 PT=1000 TOK=4096 ;;
-  *) echo "error: --scale must be cpu or full" >&2; exit 2 ;;
-esac
-FT="${FT_SET:-$FT}" PT="${PT_SET:-$PT}"
-[[ "$FT" =~ ^[1-9][0-9]*$ && "$PT" =~ ^[1-9][0-9]*$ ]] \
-  || { echo "error: --finetune-updates and --pretrain-updates must be integers >= 1" >&2; exit 2; }
+for n in $UPDATES $TOK $PT $JOBS $SEEDS $EVAL_AT; do [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"; done
+[ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
+for n in $EVAL_AT; do [ "$n" -ge 1 ] && [ "$n" -le "$UPDATES" ] || die "--eval-at points must lie within 1 .. --updates ($UPDATES)"; done
+for name in $ONLY; do
+  case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
+done
+THREADS=$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))
 DATA="$ROOT/../shared/data/gigaword"
 DATA_ARGS=()
 [ -d "$DATA" ] && DATA_ARGS=(--data "$DATA")
+PREP="$WORK/data"
 mkdir -p "$WORK/runs"
 START=$(date +%s)
+
+# The data once, before the parallel runs share it.
+[ -s "$PREP/bin/dict.article.txt" ] && [ -s "$PREP/bin-article/dict.article.txt" ] || {
+  if [ ${#DATA_ARGS[@]} -gt 0 ]; then bash "$ROOT/data_prep/gigaword.sh" --local "$DATA" --out "$PREP"
+  else bash "$ROOT/data_prep/gigaword.sh" --out "$PREP"; fi; }
+
+# One line per run: its folder and the command that makes it.
+JOBLIST="$WORK/jobs.txt"
+: > "$JOBLIST"
+first_seed="${SEEDS%% *}"
+GIGA=(bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
+      --eval-at "$EVAL_AT")
+add() { local out="$WORK/runs/$1"; shift; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
 for name in $ONLY; do
-  out="$WORK/runs/$name"
-  [ -s "$out/results.json" ] && continue
-  echo "== $name"
-  case "$name" in
-    p[123]) bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$WORK/data" --work "$out" --ngram "${name#p}" \
-              --pretrain-updates 0 --finetune-updates "$FT" --max-tokens "$TOK" ;;
-    p[123]-pt) n="${name#p}"; bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$WORK/data" --work "$out" \
-              --ngram "${n%-pt}" --pretrain-updates "$PT" --finetune-updates "$FT" --max-tokens "$TOK" ;;
-    transformer) bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$WORK/data" --work "$out" --model transformer \
-              --finetune-updates "$FT" --max-tokens "$TOK" ;;
-    unilm) bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" --layers 6 --dim 256 --ffn 1024 \
-              --heads 4 --updates "$FT" --warmup 200 --lr 7e-4 --max-tokens "$TOK" --no-repeat-ngram 3 ;;
-    *) echo "error: unknown run $name" >&2; exit 2 ;;
-  esac
+  case "$name" in p1-pt|p2-pt|p3-pt|unilm) seeds="$first_seed" ;; *) seeds="$SEEDS" ;; esac
+  for seed in $seeds; do
+    out="$WORK/runs/$name-s$seed"
+    case "$name" in
+      transformer) add "$name-s$seed" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" ;;
+      p1|p2|p3) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 --seed "$seed" ;;
+      p2-g0.5) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 --seed "$seed" ;;
+      p[123]-pt) n="${name#p}"; add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \
+                   --pretrain-updates "$PT" --seed "$seed" ;;
+      ref-p1|ref-p2) add "$name-s$seed" python "$HERE/reference_transformers.py" "$PREP/bin" --refs "$PREP/raw/valid.title" \
+                   --out "$out" --ngram "${name#ref-p}" --seed "$seed" --updates "$UPDATES" --eval-at $EVAL_AT \
+                   --max-tokens "$TOK" ;;
+      unilm) add "$name-s$seed" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" --layers 6 \
+               --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 --lr 7e-4 --max-tokens "$TOK" \
+               --no-repeat-ngram 3 ;;
+    esac
+  done
 done
-python "$HERE/collect_gigaword.py" --work "$WORK" --scale "$SCALE" "${PUBLISH[@]}"
+
+run_one() {  # run_one OUT CMD...: one run, its output in OUT/driver.log
+  local out="$1"; shift
+  mkdir -p "$out"
+  echo "== start $(basename "$out")"
+  if OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" "$@" >> "$out/driver.log" 2>&1; then
+    echo "== done  $(basename "$out")"
+  else
+    echo "== FAILED $(basename "$out") (see $out/driver.log)"; return 1
+  fi
+}
+export -f run_one
+export THREADS PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
+status=0
+xargs -P "$JOBS" -d '\n' -n 1 bash -c 'eval "run_one $1"' _ < "$JOBLIST" || status=1
+python "$HERE/collect_gigaword.py" --work "$WORK" "${PUBLISH[@]}"
 echo "$(( $(date +%s) - START )) s for this call"
+exit "$status"

@@ -14,6 +14,13 @@
 #                             norm, GELU, shared embeddings), label-smoothed cross-entropy
 #     --arch NAME             prophetnet_tiny (default), prophetnet_base, prophetnet_large
 #     --ngram N               predicting streams (default 2)
+#     --ngram-gamma X         stream weights alpha_j proportional to X^j (default 1.0, equal weights;
+#                             the paper's attenuation, e.g. 0.5, weighs the next-token stream more)
+#     --seed N                seed of initialisation, batches and dropout (default 1)
+#     --eval-at "N1 N2 ..."   fine-tuning updates to decode and score at (default: the last one);
+#                             each point's checkpoint is decoded, scored and then deleted, and a
+#                             rerun resumes (finished points are kept, training continues from
+#                             checkpoint_last.pt, so a larger --finetune-updates extends a run)
 #     --pretrain-updates N    span-masking pre-training updates on the articles (default 200, about
 #                             2 epochs of the 10k shared articles; 0: none; default 0 with
 #                             --model transformer or --init)
@@ -37,7 +44,7 @@ export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
-PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000
+PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -47,13 +54,16 @@ while [ $# -gt 0 ]; do
     --model) MODEL="$2"; shift 2 ;;
     --arch) ARCH="$2"; shift 2 ;;
     --ngram) NGRAM="$2"; shift 2 ;;
+    --ngram-gamma) GAMMA="$2"; shift 2 ;;
+    --seed) SEED="$2"; shift 2 ;;
+    --eval-at) EVAL_AT="$2"; shift 2 ;;
     --pretrain-updates) PRETRAIN="$2"; shift 2 ;;
     --finetune-updates) FINETUNE="$2"; shift 2 ;;
     --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
     --lr) LR="$2"; shift 2 ;;
     --paper) PAPER=1; shift ;;
     --init) INIT="$2"; shift 2 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
@@ -66,6 +76,13 @@ fi
 [ "$MODEL" = transformer ] && [ "$PRETRAIN" -gt 0 ] && die "span-masking pre-training is for --model prophetnet; use --pretrain-updates 0 with the transformer"
 [ -n "$INIT" ] && [ "$PRETRAIN" -gt 0 ] && die "--init and --pretrain-updates both give the starting point; choose one"
 [ -z "$INIT" ] || [ -s "$INIT" ] || die "--init $INIT does not exist"
+[[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be an integer >= 0, got $SEED"
+EVAL_AT="${EVAL_AT:-$FINETUNE}"
+for n in $EVAL_AT; do
+  [[ "$n" =~ ^[1-9][0-9]*$ && "$n" -le "$FINETUNE" ]] || die "--eval-at takes update counts within 1 .. --finetune-updates ($FINETUNE), got $n"
+done
+# Checkpoints and validation every G updates, G = the greatest common divisor of the points.
+EVERY=$(python -c "import math, sys; print(math.gcd(*map(int, sys.argv[1:])))" $EVAL_AT)
 
 POSITIONS=1024 OPTIM=(--optimizer adam --adam-betas '(0.9,0.98)' --clip-norm 1.0 --lr-scheduler inverse_sqrt
   --warmup-updates 200 --dropout 0.1 --attention-dropout 0.1)
@@ -78,8 +95,8 @@ mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 PREP="${PREP:-$(dirname "$WORK")/gigaword-data}"
 if [ -z "$DATA" ] && [ -d "$ROOT/../shared/data/gigaword" ]; then DATA="$ROOT/../shared/data/gigaword"; fi
-COMMANDS="$WORK/commands.txt"
-: > "$COMMANDS"
+COMMANDS="$WORK/commands.txt"  # appended to by every call (a rerun resumes)
+echo "# $(date -u +%FT%TZ)" >> "$COMMANDS"
 logged() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
 T0=$(date +%s)
 
@@ -103,23 +120,23 @@ for side in ("encoder", "decoder"):
 EOF
 ))
 if [ "$MODEL" = prophetnet ]; then
-  MODEL_ARGS=(--arch "$ARCH" --ngram "$NGRAM" --criterion ngram_language_loss)
+  MODEL_ARGS=(--arch "$ARCH" --ngram "$NGRAM" --criterion ngram_language_loss --ngram-gamma "$GAMMA")
 else
   MODEL_ARGS=(--arch transformer "${SIZES[@]}" --activation-fn gelu --encoder-learned-pos --decoder-learned-pos
     --layernorm-embedding --no-scale-embedding --share-all-embeddings --activation-dropout 0.1
-    --criterion label_smoothed_cross_entropy)
+    --criterion label_smoothed_cross_entropy --report-accuracy)
 fi
 TRAIN_ARGS=(--user-dir "$ROOT/fairseq_ext" "${MODEL_ARGS[@]}" "${OPTIM[@]}" --lr "$LR" --max-tokens "$MAX_TOKENS"
   --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" --no-epoch-checkpoints
-  --log-format simple --log-interval 50 --seed 1 --num-workers 0)
+  --log-format simple --log-interval 50 --seed "$SEED" --num-workers 0)
 
 START=()
 if [ "$PRETRAIN" -gt 0 ]; then
   echo "== 2/4 span-masking pre-training on the articles: $PRETRAIN updates"
-  logged fairseq-train "$PREP/bin-article" --task prophetnet_denoising "${TRAIN_ARGS[@]}" \
+  [ -s "$WORK/finetune/checkpoint_last.pt" ] || logged fairseq-train "$PREP/bin-article" --task prophetnet_denoising "${TRAIN_ARGS[@]}" \
     --max-update "$PRETRAIN" --validate-interval 1000 --save-dir "$WORK/pretrain" \
     > "$WORK/pretrain.log" 2>&1 || { tail -20 "$WORK/pretrain.log"; exit 1; }
-  grep -E "\| valid on" "$WORK/pretrain.log" | tail -1 | cut -c1-200
+  grep -E "\| valid on" "$WORK/pretrain.log" | tail -1 | cut -c1-200 || true
   START=(--finetune-from-model "$WORK/pretrain/checkpoint_last.pt")
 elif [ -n "$INIT" ]; then
   START=(--finetune-from-model "$INIT")
@@ -128,50 +145,40 @@ else
 fi
 T2=$(date +%s)
 
-echo "== 3/4 fine-tuning article -> title: $FINETUNE updates"
-logged fairseq-train "$PREP/bin" --task translation_prophetnet -s article -t title "${TRAIN_ARGS[@]}" \
-  --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" --validate-interval 5 \
-  --save-dir "$WORK/finetune" > "$WORK/finetune.log" 2>&1 || { tail -20 "$WORK/finetune.log"; exit 1; }
-grep -E "\| valid on" "$WORK/finetune.log" | tail -1 | cut -c1-200
+echo "== 3/4 fine-tuning article -> title: $FINETUNE updates (points: $EVAL_AT)"
+mkdir -p "$WORK/points"
+todo=0
+for n in $EVAL_AT; do [ -s "$WORK/points/$n.json" ] || todo=1; done
+if [ "$todo" = 1 ]; then
+  logged fairseq-train "$PREP/bin" --task translation_prophetnet -s article -t title "${TRAIN_ARGS[@]}" \
+    --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" --save-interval-updates "$EVERY" \
+    --validate-interval-updates "$EVERY" --save-dir "$WORK/finetune" >> "$WORK/finetune.log" 2>&1 \
+    || { tail -20 "$WORK/finetune.log"; exit 1; }
+  grep -E "\| valid on" "$WORK/finetune.log" | tail -1 | cut -c1-200 || true
+fi
 T3=$(date +%s)
 
-echo "== 4/4 beam search (beam 4, lenpen 1.0) on the validation pairs and ROUGE"
+echo "== 4/4 beam search (beam 4, lenpen 1.0) on the validation pairs and ROUGE at each point"
 REF="$PREP/raw/valid.title"
-logged fairseq-generate "$PREP/bin" --user-dir "$ROOT/fairseq_ext" --task translation_prophetnet -s article \
-  -t title --path "$WORK/finetune/checkpoint_last.pt" --gen-subset valid --batch-size 64 --beam 4 \
-  --lenpen 1.0 --no-repeat-ngram-size 3 --max-len-a 0 --max-len-b 40 --post-process sentencepiece \
-  --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" \
-  > "$WORK/generate.txt" 2> "$WORK/generate.log" || { tail -20 "$WORK/generate.log"; exit 1; }
-grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp.title"
-[ "$(wc -l < "$WORK/hyp.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded"
 cp "$REF" "$WORK/ref.title"
-logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.title" --ref "$WORK/ref.title" --json "$WORK/rouge.json"
+for n in $EVAL_AT; do
+  [ -s "$WORK/points/$n.json" ] && continue
+  ckpt=$(ls "$WORK"/finetune/checkpoint_*_"$n".pt 2>/dev/null | head -1)
+  [ -n "$ckpt" ] || die "no checkpoint of update $n in $WORK/finetune (was the run trained past $n without --eval-at $n?)"
+  t0=$(date +%s)
+  logged fairseq-generate "$PREP/bin" --user-dir "$ROOT/fairseq_ext" --task translation_prophetnet -s article \
+    -t title --path "$ckpt" --gen-subset valid --batch-size 64 --beam 4 \
+    --lenpen 1.0 --no-repeat-ngram-size 3 --max-len-a 0 --max-len-b 40 --post-process sentencepiece \
+    --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" \
+    > "$WORK/generate-$n.txt" 2> "$WORK/generate-$n.log" || { tail -20 "$WORK/generate-$n.log"; exit 1; }
+  grep '^D-' "$WORK/generate-$n.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp-$n.title"
+  [ "$(wc -l < "$WORK/hyp-$n.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded at update $n"
+  logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp-$n.title" --ref "$WORK/ref.title" --json "$WORK/rouge-$n.json"
+  python "$HERE/gigaword_point.py" --work "$WORK" --update "$n" --decode-seconds $(( $(date +%s) - t0 ))
+  rm -f "$ckpt"
+done
 T4=$(date +%s)
 
-python - "$WORK" "$MODEL" "$ARCH" "$NGRAM" "$PRETRAIN" "$FINETUNE" "$PAPER" "$T0" "$T1" "$T2" "$T3" "$T4" <<'EOF'
-import json, os, platform, sys
-import torch
-work, model, arch, ngram, pretrain, finetune, paper = sys.argv[1:8]
-t = [int(x) for x in sys.argv[8:]]
-rouge = json.load(open(os.path.join(work, "rouge.json")))
-cpu = platform.processor() or platform.machine()
-try:
-    cpu = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-except (OSError, StopIteration):
-    pass
-result = {
-    "model": model, "arch": arch, "ngram": int(ngram) if model == "prophetnet" else None,
-    "pretrain_updates": int(pretrain), "finetune_updates": int(finetune), "paper_recipe": paper == "1",
-    "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"],
-    "sentences": rouge["sentences"], "scorer": "fairseq_ext.analysis.rouge (rouge-score, stemmed, F1 x 100)",
-    "commands": open(os.path.join(work, "commands.txt")).read().splitlines(),
-    "wall_seconds": {"data": t[1] - t[0], "pretrain": t[2] - t[1], "finetune": t[3] - t[2],
-                     "generate_and_score": t[4] - t[3], "total": t[4] - t[0]},
-    "hardware": {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                 "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-                 "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
-}
-json.dump(result, open(os.path.join(work, "results.json"), "w"), indent=2)
-print(f"ROUGE-1 {result['rouge1_f1']:.2f}  ROUGE-2 {result['rouge2_f1']:.2f}  ROUGE-L {result['rougeL_f1']:.2f} "
-      f"({rouge['sentences']} validation pairs; {result['wall_seconds']['total']} s) -> {work}/results.json")
-EOF
+python "$HERE/gigaword_point.py" --work "$WORK" --summary --model "$MODEL" --arch "$ARCH" --ngram "$NGRAM" \
+  --ngram-gamma "$GAMMA" --seed "$SEED" --pretrain-updates "$PRETRAIN" --finetune-updates "$FINETUNE" \
+  --paper "$PAPER" --times "$T0" "$T1" "$T2" "$T3" "$T4"
