@@ -1,49 +1,124 @@
-"""examples/prophetnet/collect_gigaword.py: table 2 is built from the runs' own results.json
-files (ProphetNet/Transformer runs of gigaword.sh and the UniLM run, which write wall time
-differently), in a fixed order, with a plot and published copies."""
+"""examples/prophetnet/collect_gigaword.py and gigaword_point.py: table 2 is computed from the
+runs' own results files (the three formats of gigaword.sh, reference_transformers.py and
+unilm/gigaword.sh), with mean and spread over seeds, distinct headlines, per-stream accuracy
+read from fairseq's validation lines, bootstrap verdicts, a plot and the README block."""
 import importlib.util
 import json
+import statistics
 import subprocess
 import sys
 
+import numpy as np
+
 from tests.conftest import ROOT
 
-SCRIPT = ROOT / "examples" / "prophetnet" / "collect_gigaword.py"
+HERE = ROOT / "examples" / "prophetnet"
+SCRIPT = HERE / "collect_gigaword.py"
+REFS = [f"police arrest man {i} in city" for i in range(40)]
 
 
-def _module():
-    spec = importlib.util.spec_from_file_location("collect_gigaword", SCRIPT)
+def _module(name):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-def _write(work, name, result):
-    (work / "runs" / name).mkdir(parents=True)
-    (work / "runs" / name / "results.json").write_text(json.dumps(result))
+def _run(work, name, seed, points, hyps):
+    """A gigaword.sh-style run: results.json with points, and hyp-N.title per point."""
+    folder = work / "runs" / f"{name}-s{seed}"
+    folder.mkdir(parents=True)
+    for update in points:
+        (folder / f"hyp-{update}.title").write_text("\n".join(hyps) + "\n")
+    folder.joinpath("results.json").write_text(json.dumps({
+        "points": [dict(update=u, **p) for u, p in points.items()], "pretrain_updates": 0,
+        "wall_seconds": {"total": 100}, "commands": ["bash examples/prophetnet/gigaword.sh"]}))
 
 
-def test_collect_reads_both_result_formats_in_table_order(tmp_path):
-    module = _module()
-    _write(tmp_path, "unilm", {"rouge1_f1": 5.0, "rouge2_f1": 1.0, "rougeL_f1": 4.5, "sentences": 1000,
-                               "updates": 500, "wall_seconds": 300})
-    _write(tmp_path, "p2", {"rouge1_f1": 12.5, "rouge2_f1": 2.0, "rougeL_f1": 12.0, "sentences": 1000,
-                            "pretrain_updates": 150, "finetune_updates": 500, "wall_seconds": {"total": 400}})
-    summary = module.collect(tmp_path, "cpu")
-    assert list(summary["runs"]) == ["p2", "unilm"]
-    assert summary["runs"]["unilm"]["finetune_updates"] == 500 and summary["runs"]["unilm"]["pretrain_updates"] == 0
-    assert summary["runs"]["p2"]["wall_seconds"] == 400 and summary["wall_seconds_all_runs"] == 700
-    table = module.markdown(summary).splitlines()
-    assert table[2] == "| ProphetNet n=2 | 150 | 500 | 12.50 | 2.00 | 12.00 | 400 |"
-    proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path, "--scale", "cpu", "--publish",
-                           tmp_path / "pub"], capture_output=True, text=True, check=True)
+def _point(r1, distinct, acc):
+    return {"rouge1_f1": r1, "rouge2_f1": r1 / 4, "rougeL_f1": r1 - 1, "sentences": 40,
+            "distinct_hypotheses": distinct, "valid_accuracy_per_stream": acc}
+
+
+def test_seeds_points_and_verdicts(tmp_path):
+    module = _module("collect_gigaword")
+    garbage = ["the the the"] * 40
+    for seed, r1 in ((1, 10.0), (2, 12.0), (3, 15.0)):
+        _run(tmp_path, "p1", seed, {250: _point(r1 - 5, 30, [10.0]), 500: _point(r1, 35, [20.0 + seed])}, REFS)
+    for seed, r1 in ((1, 2.0), (2, 3.0)):
+        _run(tmp_path, "p2", seed, {250: _point(r1, 1, [9.0, 8.0]), 500: _point(r1, 1, [14.0, 12.0])}, garbage)
+    ref = tmp_path / "runs" / "ref-p2-s1"  # reference_transformers.py's format: points keyed by update
+    ref.mkdir(parents=True)
+    (ref / "hyp-500.title").write_text("\n".join(garbage) + "\n")
+    ref.joinpath("results.json").write_text(json.dumps({"points": {"500": _point(2.5, 1, [15.0, 12.5])},
+                                                        "wall_seconds": {"total": 50}}))
+    summary = module.summarise(tmp_path, REFS)
+    assert list(summary["models"]) == ["p1", "p2", "ref-p2"]
+    row = summary["models"]["p1"]["points"][500]
+    assert row["n_seeds"] == 3 and row["seeds"] == [1, 2, 3]
+    assert np.isclose(row["rouge1_f1"], np.mean([10, 12, 15])) and np.isclose(row["rouge1_f1_std"],
+                                                                             np.std([10, 12, 15], ddof=1))
+    assert row["valid_accuracy_per_stream"] == [22.0] and row["distinct_mean"] == 35
+    assert summary["models"]["p2"]["points"][500]["valid_accuracy_per_stream"] == [14.0, 12.0]
+    verdicts = {(c["model"], c["update"]): c for c in summary["comparisons"]}
+    assert verdicts[("p2", 500)]["verdict"] == "worse" and verdicts[("p2", 500)]["p_value"] == 0.0
+    assert verdicts[("ref-p2", 500)]["verdict"] == "no significant difference"  # identical outputs
+    assert verdicts[("ref-p2", 500)]["p_value"] == 1.0 and verdicts[("ref-p2", 500)]["delta_rouge1"] == 0
+    assert summary["wall_seconds_all_runs"] == 5 * 100 + 50
+    assert any(f.startswith("ProphetNet n=2 vs ProphetNet n=1") and "worse at 250" in f for f in summary["findings"])
+    table = module.markdown(summary)
+    assert "| ProphetNet n=1 (next token only) | 3 | 500 | 12.33 ± 2.52 |" in table
+
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- table2:start -->\nold\n<!-- table2:end -->\nrest\n")
+    proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path, "--refs", _refs(tmp_path), "--publish",
+                           tmp_path / "pub", "--readme", readme], capture_output=True, text=True, check=True)
     assert "published to" in proc.stdout
-    assert json.loads((tmp_path / "pub" / "results.json").read_text()) == summary
-    assert (tmp_path / "pub" / "figures" / "gigaword_rouge.png").stat().st_size > 5000
+    text = readme.read_text()
+    assert text.startswith("intro\n<!-- table2:start -->\n| model |") and text.endswith("<!-- table2:end -->\nrest\n")
+    assert "old" not in text
+    assert (tmp_path / "pub" / "figures" / "gigaword_rouge_curves.png").stat().st_size > 5000
+
+
+def _refs(tmp_path):
+    path = tmp_path / "refs.txt"
+    path.write_text("\n".join(REFS) + "\n")
+    return path
+
+
+def test_paired_bootstrap_agrees_with_a_direct_resampling_loop():
+    module = _module("collect_gigaword")
+    rng = np.random.default_rng(0)
+    a = rng.normal(10, 5, 300)
+    b = a - rng.normal(0.4, 3, 300)
+    p = module.paired_bootstrap(a, b, seed=7)
+    # the same resamples drawn one at a time
+    draw = np.random.default_rng(7).integers(0, 300, size=(module.RESAMPLES, 300))
+    means = [statistics.fmean((a - b)[row]) for row in draw]
+    tail = min(sum(m <= 0 for m in means), sum(m >= 0 for m in means)) / module.RESAMPLES
+    assert np.isclose(p, min(1.0, 2 * tail))
+
+
+def test_point_reads_fairseqs_validation_line(tmp_path):
+    module = _module("gigaword_point")
+    (tmp_path / "finetune.log").write_text(
+        "2026 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8 | loss_s1 9.0 | acc_s1 "
+        "11.5 | loss_s2 9.2 | acc_s2 10.25 | ppl 300 | wps 1 | wpb 2 | bsz 3 | num_updates 250\n"
+        "2026 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 8.1 | acc_s1 15 | acc_s2 12.5 | "
+        "num_updates 500 | best_loss 8.1\n")
+    (tmp_path / "rouge-500.json").write_text(json.dumps({"rouge1": 12.0, "rouge2": 3.0, "rougeL": 11.0,
+                                                         "sentences": 3}))
+    (tmp_path / "hyp-500.title").write_text("a b\na b\nc d\n")
+    point = module.write_point(tmp_path, 500, 12.0)
+    assert point["valid_accuracy_per_stream"] == [15.0, 12.5] and point["valid_loss"] == 8.1
+    assert point["distinct_hypotheses"] == 2
+    assert json.loads((tmp_path / "points" / "500.json").read_text()) == point
+    proc = subprocess.run([sys.executable, HERE / "gigaword_point.py", "--work", tmp_path, "--update", "750"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "no validation at update 750" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_collect_without_runs_is_one_clear_error(tmp_path):
     (tmp_path / "runs").mkdir()
-    proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path, "--scale", "cpu"], capture_output=True,
-                          text=True)
+    proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path], capture_output=True, text=True)
     assert proc.returncode == 1 and "has a results.json" in proc.stderr and "Traceback" not in proc.stderr

@@ -402,3 +402,23 @@ def test_decoder_tables_are_built_once_and_slice_to_every_length():
         assert torch.equal(mask[0, :-1], torch.zeros(step + 1)) and mask[0, -1] < -1e30
         assert torch.equal(mask[1], torch.zeros(step + 2))
     assert len(dec._fixed_tables) == 1
+
+
+def test_equals_corrected_transformers_on_padded_batches():
+    """Sources of different lengths (padded on the right, as transformers numbers positions from
+    the left edge) and padded targets: the logits of every real target position agree."""
+    ours = strong_relative_positions(build(heads=4, ngram=2))
+    hf = hf_model(ours, 4, 2)
+    src, prev = batch(bsz=3, src_len=11, tgt_len=9)
+    src_len = torch.tensor([11, 7, 4])
+    tgt_len = torch.tensor([9, 5, 3])
+    src = src.masked_fill(torch.arange(11) >= src_len.unsqueeze(1), 1)
+    src[torch.arange(3), src_len - 1] = 2
+    prev = prev.masked_fill(torch.arange(9) >= tgt_len.unsqueeze(1), 1)
+    with torch.no_grad():
+        _, extra = ours(src, src_len, prev)
+        out = hf(input_ids=src, attention_mask=src.ne(1).long(), decoder_input_ids=prev,
+                 decoder_attention_mask=prev.ne(1).long(), use_cache=False)
+    real = prev.ne(1)
+    assert torch.allclose(extra["stream_logits"][0][real], out.logits[real], atol=1e-4)
+    assert torch.allclose(extra["stream_logits"][1][real], out.logits_ngram[:, 0][real], atol=1e-4)

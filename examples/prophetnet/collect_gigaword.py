@@ -38,6 +38,14 @@ BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p3": "p1", "ref-p
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
 START, END = "<!-- table2:start -->", "<!-- table2:end -->"
+BISECTION = {
+    "fairseq-train": "fairseq-train, this plugin's prophetnet (table 2's run)",
+    "ours": "this plugin's prophetnet in the reference loop",
+    "hf": "transformers' ProphetNet, layout corrected",
+    "hf-as-released": "transformers' ProphetNet, layout as released",
+    "ours-unsorted": "this plugin's prophetnet, unsorted batches",
+    "hf-unsorted": "transformers' ProphetNet (corrected), unsorted batches",
+}
 
 
 def points_of(result: dict) -> dict:
@@ -221,23 +229,76 @@ def plot(summary: dict, out: Path) -> None:
     plt.close(fig)
 
 
-def write_readme(readme: Path, table: str) -> None:
+def write_readme(readme: Path, table: str, start: str = START, end: str = END) -> None:
     text = readme.read_text()
-    if START not in text or END not in text:
-        raise SystemExit(f"error: {readme} has no {START} ... {END} block")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{table}{END}{tail}")
+    if start not in text or end not in text:
+        raise SystemExit(f"error: {readme} has no {start} ... {end} block")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    readme.write_text(f"{head}{start}\n{table}{end}{tail}")
+
+
+def bisection(folder: Path, fairseq_run: Path) -> dict:
+    """The variants of bisect.sh (``folder/NAME/results.json``) and the fairseq-train run of
+    table 2 with the same seed, each at its scored points."""
+    rows = {}
+    for name, label in BISECTION.items():
+        path = (fairseq_run if name == "fairseq-train" else folder / name) / "results.json"
+        if path.exists():
+            result = json.loads(path.read_text())
+            rows[name] = {"label": label, "settings": result.get("settings"), "commands": result.get("commands"),
+                          "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses",
+                                                                "valid_accuracy_per_stream")}
+                                     for u, p in sorted(points_of(result).items())}}
+    if not rows:
+        raise SystemExit(f"error: no variant under {folder} has a results.json")
+    return {"question": "why ProphetNet n = 2 writes one headline for every article after 500 updates",
+            "run": "n = 2, seed and data of table 2, 500 updates of 2048 tokens, one part swapped per row",
+            "variants": rows}
+
+
+def bisection_markdown(summary: dict) -> str:
+    updates = sorted({u for r in summary["variants"].values() for u in r["points"]})
+    lines = ["| variant (n = 2) | " + " | ".join(f"{u} updates: ROUGE-1 / distinct / accuracy s1, s2 (%)"
+                                                 for u in updates) + " |", "|---|" + "---|" * len(updates)]
+    for row in summary["variants"].values():
+        cells = []
+        for u in updates:
+            p = row["points"].get(u)
+            cells.append("" if p is None else f"{p['rouge1_f1']:.2f} / {p['distinct_hypotheses']} / " +
+                         ", ".join(f"{a:.1f}" for a in p["valid_accuracy_per_stream"] or []))
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def publish_bisection(args) -> None:
+    fairseq_run = args.fairseq_run or args.bisection.parent / "runs" / "p2-s1"
+    summary = bisection(args.bisection, fairseq_run)
+    table = bisection_markdown(summary)
+    (args.bisection / "bisection.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(table, end="")
+    if args.publish:
+        shutil.copy(args.bisection / "bisection.json", args.publish / "bisection.json")
+    if args.readme:
+        write_readme(args.readme, table, "<!-- bisection:start -->", "<!-- bisection:end -->")
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--work", required=True, type=Path)
+    p.add_argument("--work", type=Path, help="compare_gigaword.sh's folder")
+    p.add_argument("--bisection", type=Path, help="bisect.sh's folder: write its table instead")
+    p.add_argument("--fairseq-run", type=Path, help="with --bisection: the fairseq-train run of the same seed "
+                                                     "(default BISECTION/../runs/p2-s1)")
     p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
                                              "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")
     p.add_argument("--readme", type=Path, help="README whose table-2 block is rewritten")
     args = p.parse_args(argv)
+    if args.bisection:
+        publish_bisection(args)
+        return
+    if args.work is None:
+        p.error("give --work DIR (or --bisection DIR)")
     refs_file = args.refs or args.work / "data" / "raw" / "valid.title"
     refs = refs_file.read_text().splitlines() if refs_file.exists() else None
     summary = summarise(args.work, refs)

@@ -16,7 +16,8 @@
 # Resumable: each run is DIR/runs/NAME-sSEED with one results file per scored point; a rerun
 #   skips what is done, and a larger --updates continues the ProphetNet/Transformer runs from
 #   their last checkpoint (the reference runs are retrained).
-# --jobs J: runs side by side, each with 2/J threads (the machine has 2 cores).
+# --jobs J: runs side by side, each with 2/J threads (the machine has 2 cores; --threads N
+#   overrides, e.g. one job beside another call of this script).
 # Cost on 2 CPU cores: about 1 s of wall time per update and run at 2048 tokens with two jobs
 #   (transformers' ProphetNet about twice that), plus about a minute per scored point; the whole
 #   default table is about 6 hours, so it is meant to be run in several calls.
@@ -26,7 +27,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/gigaword-comparison" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
+WORK="$ROOT/work/gigaword-comparison" THREADS="" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
 ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm"
 PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
 die() { echo "error: $*" >&2; exit 2; }
@@ -35,17 +36,18 @@ while [ $# -gt 0 ]; do
     --seeds) SEEDS="$2"; shift 2 ;; --updates) UPDATES="$2"; shift 2 ;; --eval-at) EVAL_AT="$2"; shift 2 ;;
     --max-tokens) TOK="$2"; shift 2 ;; --pretrain-updates) PT="$2"; shift 2 ;; --jobs) JOBS="$2"; shift 2 ;;
     --only) ONLY="$2"; shift 2 ;; --work) WORK="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    --threads) THREADS="$2"; shift 2 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
-for n in $UPDATES $TOK $PT $JOBS $SEEDS $EVAL_AT; do [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"; done
+for n in $UPDATES $TOK $PT $JOBS $SEEDS $EVAL_AT ${THREADS}; do [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"; done
 [ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
 for n in $EVAL_AT; do [ "$n" -ge 1 ] && [ "$n" -le "$UPDATES" ] || die "--eval-at points must lie within 1 .. --updates ($UPDATES)"; done
 for name in $ONLY; do
   case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
 done
-THREADS=$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))
+THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
 DATA="$ROOT/../shared/data/gigaword"
 DATA_ARGS=()
 [ -d "$DATA" ] && DATA_ARGS=(--data "$DATA")

@@ -49,9 +49,12 @@ def stream_accuracy(valid: dict) -> list:
 
 
 def write_point(work: Path, update: int, decode_seconds: float | None) -> dict:
+    valid = validation_line(work / "finetune.log", update)
+    for name in (f"rouge-{update}.json", f"hyp-{update}.title"):
+        if not (work / name).exists():
+            raise SystemExit(f"error: {work / name} is missing; decode and score update {update} first")
     rouge = json.loads((work / f"rouge-{update}.json").read_text())
     hyps = (work / f"hyp-{update}.title").read_text().splitlines()
-    valid = validation_line(work / "finetune.log", update)
     point = {"update": update, "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"],
              "rougeL_f1": rouge["rougeL"], "sentences": rouge["sentences"], "distinct_hypotheses": len(set(hyps)),
              "valid_loss": valid.get("loss"), "valid_accuracy_per_stream": stream_accuracy(valid),

@@ -22,7 +22,8 @@ the bisection of the README (ProphetNet, table 2) was run:
   released (``fairseq_ext.convert.prophetnet_transformers``);
 * ``--loss fairseq_ext``: the ``ngram_language_loss`` criterion on transformers' logits;
 * ``--init fairseq_ext`` / ``--init transformers``: start from the other implementation's
-  initialisation (the weights mapped across).
+  initialisation (the weights mapped across);
+* ``--batching unsorted``: pairs in a random order instead of fairseq's length buckets.
 
 At every ``--eval-at`` update the model is copied into a ``prophetnet`` (the forward
 functions are equal with the corrected layout, tested) and decoded with fairseq's beam search
@@ -41,8 +42,8 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
-import torch.nn.functional as F
 
 import fairseq_ext  # noqa: F401  (registration)
 from fairseq import options, tasks, utils
@@ -70,7 +71,7 @@ def fairseq_args(data: str, a) -> argparse.Namespace:
     left edge whatever the attention mask says (fairseq's left padding would shift them);
     ``prophetnet`` gives the same result either way."""
     argv = [data, "--user-dir", str(Path(fairseq_ext.__file__).parent), "--task", "translation_prophetnet",
-            "-s", "article", "-t", "title", "--arch", a.arch, "--ngram", str(a.ngram), "--criterion",
+            "-s", a.source_lang, "-t", a.target_lang, "--arch", a.arch, "--ngram", str(a.ngram), "--criterion",
             "ngram_language_loss", "--label-smoothing", str(a.label_smoothing), "--optimizer", "adam",
             "--adam-betas", "(0.9,0.98)", "--lr", str(a.lr), "--lr-scheduler", "inverse_sqrt", "--warmup-updates",
             str(a.warmup), "--clip-norm", str(a.clip_norm), "--dropout", "0.1", "--attention-dropout", "0.1",
@@ -159,7 +160,15 @@ def stream_accuracy(view, task, criterion, args) -> list:
     return [round(100.0 * c / t, 2) for c, t in zip(correct, count)]
 
 
-def batches(task, split, args, seed, shuffle, epoch=1):
+def batches(task, split, args, seed, shuffle, epoch=1, batching="fairseq"):
+    """fairseq's batches (pairs of similar length together, the batch order shuffled) or, with
+    ``batching="unsorted"``, the pairs in a random order cut into batches of at most
+    ``--max-tokens`` (padded) tokens, as a plain training loop without length bucketing makes."""
+    if batching == "unsorted":
+        dataset = task.dataset(split)
+        order = np.random.RandomState(seed + epoch).permutation(len(dataset))
+        return (dataset.collater([dataset[i] for i in batch])
+                for batch in dataset.batch_by_size(order, max_tokens=args.max_tokens))
     itr = task.get_batch_iterator(dataset=task.dataset(split), max_tokens=args.max_tokens,
                                   max_positions=(POSITIONS, POSITIONS), ignore_invalid_inputs=True,
                                   required_batch_size_multiple=8, seed=seed, epoch=epoch,
@@ -201,6 +210,8 @@ def main(argv=None) -> None:
     p.add_argument("data", help="binarized pairs (gigaword.sh's PREP/bin)")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--refs", required=True, type=Path, help="validation titles, one per line (PREP/raw/valid.title)")
+    p.add_argument("-s", "--source-lang", default="article")
+    p.add_argument("-t", "--target-lang", default="title")
     p.add_argument("--ngram", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--updates", type=int, default=500)
@@ -214,6 +225,8 @@ def main(argv=None) -> None:
     p.add_argument("--model", choices=("transformers", "fairseq_ext"), default="transformers")
     p.add_argument("--layout", choices=("corrected", "as-released"), default="corrected")
     p.add_argument("--loss", choices=("transformers", "fairseq_ext"), default="transformers")
+    p.add_argument("--batching", choices=("fairseq", "unsorted"), default="fairseq",
+                   help="fairseq's length-bucketed batches (default) or unsorted ones (see batches())")
     p.add_argument("--init", choices=("transformers", "fairseq_ext"), default=None,
                    help="initialisation (default: the trained model's own)")
     a = p.parse_args(argv)
@@ -223,8 +236,8 @@ def main(argv=None) -> None:
         p.error("--layout and --loss choose parts of the transformers model; drop them with --model fairseq_ext")
     if a.model == "fairseq_ext":
         a.loss = "fairseq_ext"
-    if not Path(a.data, "dict.article.txt").exists() or not a.refs.exists():
-        p.error(f"{a.data} has no dict.article.txt or {a.refs} does not exist: prepare the data with "
+    if not Path(a.data, f"dict.{a.source_lang}.txt").exists() or not a.refs.exists():
+        p.error(f"{a.data} has no dict.{a.source_lang}.txt or {a.refs} does not exist: prepare the data with "
                 f"data_prep/gigaword.sh first")
     if eval_at[0] < 1 or eval_at[-1] > a.updates:
         p.error("--eval-at must lie within 1 .. --updates")
@@ -232,7 +245,8 @@ def main(argv=None) -> None:
     a.out.mkdir(parents=True, exist_ok=True)
     results_path = a.out / "results.json"
     # The points of a run do not depend on how far it goes: --updates may grow across calls.
-    settings = {k: v for k, v in vars(a).items() if k not in ("out", "data", "refs", "eval_at", "updates")}
+    settings = {k: v for k, v in vars(a).items()
+                if k not in ("out", "data", "refs", "eval_at", "updates", "source_lang", "target_lang")}
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     if results.get("settings") != settings:
         results = {"settings": settings, "points": {}}
@@ -273,7 +287,8 @@ def train(a, eval_at: list, results: dict, results_path: Path, argv) -> None:
     pad = task.target_dictionary.pad()
     t0 = time.time()
     while update < eval_at[-1]:
-        for in_epoch, sample in enumerate(batches(task, "train", args, seed=a.seed, shuffle=True, epoch=epoch), 1):
+        for in_epoch, sample in enumerate(batches(task, "train", args, seed=a.seed, shuffle=True, epoch=epoch,
+                                                  batching=a.batching), 1):
             if in_epoch <= skip:
                 continue
             for group in opt.param_groups:

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Why does ProphetNet n = 2 write one headline for every article after 500 updates? The
+# bisection of the README (ProphetNet, table 2): the same n = 2 run (seed, 500 updates of 2048
+# tokens, Adam 7e-4, inverse square root after 200 warm-up updates, label smoothing 0.1, clip
+# 1.0) with one part swapped at a time, each scored at 250 and 500 updates (ROUGE-1/2/L,
+# distinct headlines, per-stream validation accuracy) by reference_transformers.py.
+#
+#   examples/prophetnet/bisect.sh [--work DIR] [--seed 1] [--only "NAMES"] [--jobs 2] [--no-publish]
+# NAMES (default all):
+#   hf              transformers' ProphetNet, predicting-stream layout corrected, its own
+#                   initialisation and loss, on fairseq's batches
+#   hf-as-released  the same with transformers' layout left as released
+#   ours            this plugin's prophetnet in the same loop (its initialisation, ngram_language_loss)
+#   ours-unsorted   the same on unsorted batches (pairs in a random order, no length buckets)
+#   hf-unsorted     transformers' model on unsorted batches
+# Resumable (each variant is DIR/NAME/results.json). Writes DIR/bisection.json and the README
+# block between <!-- bisection:start --> and <!-- bisection:end --> (collect_gigaword.py
+# --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish.
+# Cost on 2 CPU cores with --jobs 2: about 12 minutes per variant of this plugin and 20 per
+# transformers variant.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+WORK="$ROOT/work/gigaword-comparison/bisect" SEED=1 JOBS=2 ONLY="hf hf-as-released ours ours-unsorted hf-unsorted"
+PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
+die() { echo "error: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --work) WORK="$2"; shift 2 ;; --seed) SEED="$2"; shift 2 ;; --only) ONLY="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+  esac
+done
+[[ "$SEED" =~ ^[0-9]+$ && "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--seed and --jobs must be whole numbers"
+PREP="$ROOT/work/gigaword-comparison/data"
+if [ ! -s "$PREP/bin/dict.article.txt" ]; then
+  DATA="$ROOT/../shared/data/gigaword"
+  if [ -d "$DATA" ]; then bash "$ROOT/data_prep/gigaword.sh" --local "$DATA" --out "$PREP"
+  else bash "$ROOT/data_prep/gigaword.sh" --out "$PREP"; fi
+fi
+mkdir -p "$WORK"
+JOBLIST="$WORK/jobs.txt"
+: > "$JOBLIST"
+for name in $ONLY; do
+  case "$name" in
+    hf) opts="--model transformers" ;;
+    hf-as-released) opts="--model transformers --layout as-released" ;;
+    ours) opts="--model fairseq_ext" ;;
+    ours-unsorted) opts="--model fairseq_ext --batching unsorted" ;;
+    hf-unsorted) opts="--model transformers --batching unsorted" ;;
+    *) die "unknown variant $name (see --help)" ;;
+  esac
+  echo "$name python $HERE/reference_transformers.py $PREP/bin --refs $PREP/raw/valid.title --out $WORK/$name --ngram 2 --seed $SEED --updates 500 --eval-at 250 500 $opts" >> "$JOBLIST"
+done
+THREADS=$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))
+export THREADS PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}" WORK
+status=0
+xargs -P "$JOBS" -d '\n' -n 1 bash -c 'set -- $1; name=$1; shift; echo "== start $name";
+  if OMP_NUM_THREADS=$THREADS "$@" >> "$WORK/$name.log" 2>&1; then echo "== done  $name";
+  else echo "== FAILED $name (see $WORK/$name.log)"; exit 1; fi' _ < "$JOBLIST" || status=1
+python "$HERE/collect_gigaword.py" --bisection "$WORK" "${PUBLISH[@]}"
+exit "$status"

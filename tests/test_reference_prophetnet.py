@@ -1,0 +1,57 @@
+"""examples/prophetnet/reference_transformers.py, the independent reference of table 2:
+transformers' ProphetNet (predicting-stream layout corrected) trained on fairseq's batches,
+scored at several points, resumable exactly; this plugin's model runs in the same loop."""
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tests.conftest import ROOT, cli_env
+
+pytest.importorskip("transformers")
+SCRIPT = ROOT / "examples" / "prophetnet" / "reference_transformers.py"
+SIZES = ["--arch", "prophetnet_tiny", "--max-tokens", "600", "--warmup", "2", "-s", "en", "-t", "de"]
+
+
+def reference(tiny_data, out, *extra):
+    proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
+                           "--out", out, *SIZES, *map(str, extra)], capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout
+
+
+def test_reference_scores_every_point_and_resumes_exactly(tiny_data, tmp_path):
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    reference(tiny_data, whole, "--updates", 4, "--eval-at", 2, 4)
+    reference(tiny_data, split, "--updates", 2, "--eval-at", 2)
+    out = reference(tiny_data, split, "--updates", 4, "--eval-at", 2, 4)
+    assert "resumed from" in out and "at update 2" in out
+    results = json.loads((whole / "results.json").read_text())
+    assert sorted(results["points"]) == ["2", "4"]
+    for point in results["points"].values():
+        assert point["sentences"] == 37 and 1 <= point["distinct_hypotheses"] <= 37
+        assert len(point["valid_accuracy_per_stream"]) == 2  # --ngram 2 (default)
+        assert 0 <= point["rouge1_f1"] <= 100
+    assert all(not c.startswith("/") and str(ROOT) not in c for c in results["commands"])
+    a = torch.load(whole / "state.pt", weights_only=True)
+    b = torch.load(split / "state.pt", weights_only=True)
+    assert a["update"] == b["update"] == 4
+    assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
+    assert (whole / "hyp-4.title").read_text() == (split / "hyp-4.title").read_text()
+    assert "every point is done" in reference(tiny_data, whole, "--updates", 4, "--eval-at", 2, 4)
+
+
+def test_this_plugins_model_runs_in_the_same_loop(tiny_data, tmp_path):
+    reference(tiny_data, tmp_path, "--model", "fairseq_ext", "--ngram", 3, "--updates", 2, "--batching", "unsorted")
+    point = json.loads((tmp_path / "results.json").read_text())["points"]["2"]
+    assert len(point["valid_accuracy_per_stream"]) == 3
+
+
+def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path):
+    for extra, message in ((["--model", "fairseq_ext", "--layout", "as-released"], "choose parts of the transformers"),
+                           (["--eval-at", "9", "--updates", "4"], "--eval-at must lie within")):
+        proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
+                               "--out", tmp_path, *SIZES, *extra], capture_output=True, text=True, env=cli_env())
+        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
