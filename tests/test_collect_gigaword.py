@@ -124,13 +124,13 @@ def test_collect_without_runs_is_one_clear_error(tmp_path):
     assert proc.returncode == 1 and "has a results.json" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_bisection_table_reads_the_variants_and_the_fairseq_run(tmp_path):
+def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
     module = _module("collect_gigaword")
     bisect = tmp_path / "bisect"
-    for name, r1, distinct in (("hf", 2.4, 1), ("ours-unsorted", 11.0, 650)):
-        (bisect / name).mkdir(parents=True)
-        (bisect / name / "results.json").write_text(json.dumps(
-            {"settings": {"ngram": 2}, "points": {"500": _point(r1, distinct, [15.0, 12.8])}}))
+    for name, seed, r1, distinct in (("hf", 1, 2.4, 1), ("ours-unsorted", 1, 11.0, 650), ("ours-unsorted", 2, 13.0, 700)):
+        (bisect / f"{name}-s{seed}").mkdir(parents=True)
+        (bisect / f"{name}-s{seed}" / "results.json").write_text(json.dumps(
+            {"settings": {"ngram": 2}, "points": {"500": _point(r1, distinct, [15.0 + seed, 12.8])}}))
     _run(tmp_path, "p2", 1, {250: _point(5.0, 1, [12.0, 11.0]), 500: _point(2.38, 1, [14.6, 12.0])}, REFS)
     readme = tmp_path / "README.md"
     readme.write_text("a\n<!-- bisection:start -->\n<!-- bisection:end -->\nb\n")
@@ -138,7 +138,8 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_run(tmp_path):
                    capture_output=True, text=True)
     summary = json.loads((bisect / "bisection.json").read_text())
     assert list(summary["variants"]) == ["fairseq-train", "hf", "ours-unsorted"]
+    assert list(summary["variants"]["ours-unsorted"]["seeds"]) == ["1", "2"]
     lines = readme.read_text().splitlines()
-    assert lines[2].startswith("| variant (n = 2) | 250 updates") and len(lines) == 9
-    assert lines[4] == "| " + module.BISECTION["fairseq-train"] + " | 5.00 / 1 / 12.0, 11.0 | 2.38 / 1 / 14.6, 12.0 |"
-    assert lines[6].endswith("|  | 11.00 / 650 / 15.0, 12.8 |")
+    assert lines[2].startswith("| variant (n = 2) | seeds | 250 updates") and len(lines) == 9
+    assert lines[4] == "| " + module.BISECTION["fairseq-train"] + " | 1 | 5.00 / 1 / 12.0 | 2.38 / 1 / 14.6 |"
+    assert lines[6].endswith("| 1, 2 |  | 12.00 / 650, 700 / 16.5 |")

@@ -5,7 +5,9 @@
 # 1.0) with one part swapped at a time, each scored at 250 and 500 updates (ROUGE-1/2/L,
 # distinct headlines, per-stream validation accuracy) by reference_transformers.py.
 #
-#   examples/prophetnet/bisect.sh [--work DIR] [--seed 1] [--only "NAMES"] [--jobs 2] [--no-publish]
+#   examples/prophetnet/bisect.sh [--work DIR] [--seeds "1"] [--only "NAMES"] [--jobs 2] [--threads N]
+#       [--no-publish]
+# --jobs J runs J variants side by side with 2/J threads each (--threads N overrides).
 # NAMES (default all):
 #   hf              transformers' ProphetNet, predicting-stream layout corrected, its own
 #                   initialisation and loss, on fairseq's batches
@@ -13,7 +15,8 @@
 #   ours            this plugin's prophetnet in the same loop (its initialisation, ngram_language_loss)
 #   ours-unsorted   the same on unsorted batches (pairs in a random order, no length buckets)
 #   hf-unsorted     transformers' model on unsorted batches
-# Resumable (each variant is DIR/NAME/results.json). Writes DIR/bisection.json and the README
+# Resumable (each variant and seed is DIR/NAME-sSEED/results.json; table 2's fairseq-train runs
+# runs/p2-sSEED are its first row). Writes DIR/bisection.json and the README
 # block between <!-- bisection:start --> and <!-- bisection:end --> (collect_gigaword.py
 # --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish.
 # Cost on 2 CPU cores with --jobs 2: about 12 minutes per variant of this plugin and 20 per
@@ -21,18 +24,19 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/gigaword-comparison/bisect" SEED=1 JOBS=2 ONLY="hf hf-as-released ours ours-unsorted hf-unsorted"
+WORK="$ROOT/work/gigaword-comparison/bisect" SEEDS=1 JOBS=2 THREADS="" ONLY="hf hf-as-released ours ours-unsorted hf-unsorted"
 PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --work) WORK="$2"; shift 2 ;; --seed) SEED="$2"; shift 2 ;; --only) ONLY="$2"; shift 2 ;;
-    --jobs) JOBS="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
+    --work) WORK="$2"; shift 2 ;; --seeds) SEEDS="$2"; shift 2 ;; --only) ONLY="$2"; shift 2 ;;
+    --jobs) JOBS="$2"; shift 2 ;; --threads) THREADS="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
-[[ "$SEED" =~ ^[0-9]+$ && "$JOBS" =~ ^[1-9][0-9]*$ ]] || die "--seed and --jobs must be whole numbers"
+for n in $SEEDS $JOBS; do [[ "$n" =~ ^[0-9]+$ ]] || die "--seeds and --jobs take whole numbers, got '$n'"; done
+[ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
 PREP="$ROOT/work/gigaword-comparison/data"
 if [ ! -s "$PREP/bin/dict.article.txt" ]; then
   DATA="$ROOT/../shared/data/gigaword"
@@ -51,9 +55,11 @@ for name in $ONLY; do
     hf-unsorted) opts="--model transformers --batching unsorted" ;;
     *) die "unknown variant $name (see --help)" ;;
   esac
-  echo "$name python $HERE/reference_transformers.py $PREP/bin --refs $PREP/raw/valid.title --out $WORK/$name --ngram 2 --seed $SEED --updates 500 --eval-at 250 500 $opts" >> "$JOBLIST"
+  for seed in $SEEDS; do
+    echo "$name-s$seed python $HERE/reference_transformers.py $PREP/bin --refs $PREP/raw/valid.title --out $WORK/$name-s$seed --ngram 2 --seed $seed --updates 500 --eval-at 250 500 $opts" >> "$JOBLIST"
+  done
 done
-THREADS=$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))
+THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
 export THREADS PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}" WORK
 status=0
 xargs -P "$JOBS" -d '\n' -n 1 bash -c 'set -- $1; name=$1; shift; echo "== start $name";

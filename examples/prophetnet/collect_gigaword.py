@@ -238,42 +238,52 @@ def write_readme(readme: Path, table: str, start: str = START, end: str = END) -
     readme.write_text(f"{head}{start}\n{table}{end}{tail}")
 
 
-def bisection(folder: Path, fairseq_run: Path) -> dict:
-    """The variants of bisect.sh (``folder/NAME/results.json``) and the fairseq-train run of
-    table 2 with the same seed, each at its scored points."""
+def bisection(folder: Path, runs: Path) -> dict:
+    """The variants of bisect.sh (``folder/NAME-sSEED/results.json``) and table 2's fairseq-train
+    n = 2 runs (``runs/p2-sSEED``), per seed and scored point."""
     rows = {}
     for name, label in BISECTION.items():
-        path = (fairseq_run if name == "fairseq-train" else folder / name) / "results.json"
-        if path.exists():
-            result = json.loads(path.read_text())
-            rows[name] = {"label": label, "settings": result.get("settings"), "commands": result.get("commands"),
-                          "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses",
-                                                                "valid_accuracy_per_stream")}
-                                     for u, p in sorted(points_of(result).items())}}
+        pattern = (runs, "p2-s*") if name == "fairseq-train" else (folder, f"{name}-s*")
+        seeds = {}
+        for path in sorted(pattern[0].glob(f"{pattern[1]}/results.json")):
+            seed = re.fullmatch(r".*-s(\d+)", path.parent.name)
+            if seed:
+                result = json.loads(path.read_text())
+                seeds[int(seed.group(1))] = {
+                    "commands": result.get("commands"),
+                    "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses", "valid_accuracy_per_stream")}
+                               for u, p in sorted(points_of(result).items())}}
+        if seeds:
+            rows[name] = {"label": label, "seeds": dict(sorted(seeds.items()))}
     if not rows:
         raise SystemExit(f"error: no variant under {folder} has a results.json")
     return {"question": "why ProphetNet n = 2 writes one headline for every article after 500 updates",
-            "run": "n = 2, seed and data of table 2, 500 updates of 2048 tokens, one part swapped per row",
+            "run": "n = 2, data and recipe of table 2, 500 updates of 2048 tokens, one part swapped per row",
             "variants": rows}
 
 
 def bisection_markdown(summary: dict) -> str:
-    updates = sorted({u for r in summary["variants"].values() for u in r["points"]})
-    lines = ["| variant (n = 2) | " + " | ".join(f"{u} updates: ROUGE-1 / distinct / accuracy s1, s2 (%)"
-                                                 for u in updates) + " |", "|---|" + "---|" * len(updates)]
+    updates = sorted({u for r in summary["variants"].values() for s in r["seeds"].values() for u in s["points"]})
+    lines = ["| variant (n = 2) | seeds | " + " | ".join(
+        f"{u} updates: ROUGE-1 (mean) / distinct headlines per seed / accuracy s1 (mean, %)" for u in updates) + " |",
+        "|---|---|" + "---|" * len(updates)]
     for row in summary["variants"].values():
         cells = []
         for u in updates:
-            p = row["points"].get(u)
-            cells.append("" if p is None else f"{p['rouge1_f1']:.2f} / {p['distinct_hypotheses']} / " +
-                         ", ".join(f"{a:.1f}" for a in p["valid_accuracy_per_stream"] or []))
-        lines.append(f"| {row['label']} | " + " | ".join(cells) + " |")
+            points = [s["points"][u] for s in row["seeds"].values() if u in s["points"]]
+            if not points:
+                cells.append("")
+                continue
+            r1 = statistics.fmean(p["rouge1_f1"] for p in points)
+            acc = statistics.fmean(p["valid_accuracy_per_stream"][0] for p in points)
+            distinct = ", ".join(str(p["distinct_hypotheses"]) for p in points)
+            cells.append(f"{r1:.2f} / {distinct} / {acc:.1f}")
+        lines.append(f"| {row['label']} | {', '.join(map(str, row['seeds']))} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def publish_bisection(args) -> None:
-    fairseq_run = args.fairseq_run or args.bisection.parent / "runs" / "p2-s1"
-    summary = bisection(args.bisection, fairseq_run)
+    summary = bisection(args.bisection, args.runs or args.bisection.parent / "runs")
     table = bisection_markdown(summary)
     (args.bisection / "bisection.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(table, end="")
@@ -287,8 +297,8 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, help="compare_gigaword.sh's folder")
     p.add_argument("--bisection", type=Path, help="bisect.sh's folder: write its table instead")
-    p.add_argument("--fairseq-run", type=Path, help="with --bisection: the fairseq-train run of the same seed "
-                                                     "(default BISECTION/../runs/p2-s1)")
+    p.add_argument("--runs", type=Path, help="with --bisection: table 2's runs folder, whose p2-sSEED runs are "
+                                              "the fairseq-train row (default BISECTION/../runs)")
     p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
                                              "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")
