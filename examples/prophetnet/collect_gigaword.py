@@ -28,12 +28,13 @@ import numpy as np
 
 LABELS = {
     "transformer": "Transformer (same sizes)", "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2",
-    "p2-g0.5": "ProphetNet n=2, gamma 0.5", "p3": "ProphetNet n=3",
+    "p2-g0.5": "ProphetNet n=2, gamma 0.5", "p2-unsorted": "ProphetNet n=2, unsorted batches",
+    "p3": "ProphetNet n=3",
     "ref-p1": "transformers' ProphetNet n=1 (reference)", "ref-p2": "transformers' ProphetNet n=2 (reference)",
     "p1-pt": "ProphetNet n=1 + span pre-training", "p2-pt": "ProphetNet n=2 + span pre-training",
     "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
 }
-BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
+BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p2-unsorted": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
             "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000

@@ -11,7 +11,8 @@
 #   examples/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
 #       [--eval-at "250 500 1000"] [--max-tokens 2048] [--pretrain-updates 150] [--jobs 2]
 #       [--only "NAMES"] [--work DIR] [--no-publish]
-# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 (one run per seed) and
+# NAMES (default all): transformer p1 p2 p2-g0.5 p2-unsorted p3 ref-p1 ref-p2 (one run per seed;
+#   p2-unsorted: batches cut from the pairs in a random order, see bisect.sh) and
 #   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only).
 # Resumable: each run is DIR/runs/NAME-sSEED with one results file per scored point; a rerun
 #   skips what is done, and a larger --updates continues the ProphetNet/Transformer runs from
@@ -28,7 +29,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$ROOT/work/gigaword-comparison" THREADS="" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
-ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm"
+ONLY="transformer p1 p2 p2-g0.5 p2-unsorted p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm"
 PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -45,7 +46,7 @@ for n in $UPDATES $TOK $PT $JOBS $SEEDS $EVAL_AT ${THREADS}; do [[ "$n" =~ ^[0-9
 [ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
 for n in $EVAL_AT; do [ "$n" -ge 1 ] && [ "$n" -le "$UPDATES" ] || die "--eval-at points must lie within 1 .. --updates ($UPDATES)"; done
 for name in $ONLY; do
-  case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
+  case "$name" in transformer|p1|p2|p2-g0.5|p2-unsorted|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
 done
 THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
 DATA="$ROOT/../shared/data/gigaword"
@@ -74,6 +75,8 @@ for name in $ONLY; do
     case "$name" in
       transformer) add "$name-s$seed" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" ;;
       p1|p2|p3) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 --seed "$seed" ;;
+      p2-unsorted) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --unsorted-batches --pretrain-updates 0 \
+                     --seed "$seed" ;;
       p2-g0.5) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 --seed "$seed" ;;
       p[123]-pt) n="${name#p}"; add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \
                    --pretrain-updates "$PT" --seed "$seed" ;;
