@@ -252,7 +252,8 @@ def bisection(folder: Path, runs: Path) -> dict:
                 result = json.loads(path.read_text())
                 seeds[int(seed.group(1))] = {
                     "commands": result.get("commands"),
-                    "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses", "valid_accuracy_per_stream")}
+                    "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses", "valid_accuracy_per_stream",
+                                                          "train_loss_last_50")}
                                for u, p in sorted(points_of(result).items())}}
         if seeds:
             rows[name] = {"label": label, "seeds": dict(sorted(seeds.items()))}
