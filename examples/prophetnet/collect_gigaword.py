@@ -251,7 +251,7 @@ def bisection(folder: Path, runs: Path) -> dict:
             if seed:
                 result = json.loads(path.read_text())
                 seeds[int(seed.group(1))] = {
-                    "commands": result.get("commands"),
+                    "commands": result.get("commands") or [result.get("command")],
                     "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses", "valid_accuracy_per_stream",
                                                           "train_loss_last_50")}
                                for u, p in sorted(points_of(result).items())}}
