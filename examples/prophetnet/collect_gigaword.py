@@ -200,7 +200,7 @@ def markdown(summary: dict) -> str:
                          (f" ({row['distinct_mean']:.0f})" if "distinct_mean" in row else ""))
         lines.append(f"| {model['label']} | " + " | ".join(cells) + " |")
     if summary["findings"]:
-        lines += ["", "Paired bootstrap (" + summary["significance"] + "):", ""]
+        lines += ["", "Significance (" + summary["significance"] + "):", ""]
         lines += [f"- {f}" for f in summary["findings"]]
     return "\n".join(lines) + "\n"
 
