@@ -11,8 +11,8 @@ sentencepiece pieces or with an existing dictionary via ``--srcdict``/``--tgtdic
 * ``--unsorted-batches``: batches are cut from the pairs in a random order (drawn from
   ``--seed``) instead of fairseq's order by source length (ties by target length), so a
   batch mixes short and long pairs (more padding). On the CPU-scale Gigaword runs of table 2 (README), ProphetNet n = 2
-  trained on length-sorted batches wrote one headline for every article after 500 updates,
-  and on unsorted batches it read its source;
+  trained on length-sorted batches wrote one headline for every article after 500 updates in
+  four runs of five, and on unsorted batches it read its source in every run;
 * empty source or target lines (a target of length 1 is only ``</s>``) and lines longer
   than the model's positions are refused with a clear message, not skipped or truncated;
   so is ``--left-pad-target`` (the decoder needs padding after the target).
