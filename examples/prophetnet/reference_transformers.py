@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -56,13 +54,9 @@ from fairseq_ext.convert.prophetnet_transformers import (
     transformers_config,
 )
 from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss
+from gigaword_point import hardware, relative  # this folder: the results-file helpers of gigaword.sh
 
 POSITIONS = 1024
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def relative(command: str) -> str:
-    return command.replace(str(ROOT) + "/", "").replace(str(ROOT), ".")
 
 
 def fairseq_args(data: str, a) -> argparse.Namespace:
@@ -322,9 +316,7 @@ def score(a, update, module, view, ours, task, args, criterion, refs, losses, tr
     point["train_seconds_so_far"] = round(train_seconds, 1)
     results["points"][str(update)] = point
     (a.out / f"hyp-{update}.title").write_text("\n".join(hyps) + "\n")
-    results["hardware"] = {"cpu": platform.processor() or platform.machine(), "cpu_count": os.cpu_count(),
-                           "torch_threads": torch.get_num_threads(),
-                           "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
+    results["hardware"] = hardware()
     command = relative(" ".join(["python", "examples/prophetnet/reference_transformers.py"] + (argv or sys.argv[1:])))
     results["commands"] = [c for c in results.get("commands", []) if c != command] + [command]
     results["wall_seconds"] = {"total": round(train_seconds + sum(
