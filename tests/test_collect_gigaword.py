@@ -52,8 +52,9 @@ def test_seeds_points_and_verdicts(tmp_path):
     (ref / "hyp-500.title").write_text("\n".join(garbage) + "\n")
     ref.joinpath("results.json").write_text(json.dumps({"points": {"500": _point(2.5, 1, [15.0, 12.5])},
                                                         "wall_seconds": {"total": 50}}))
-    summary = module.summarise(tmp_path, REFS)
+    summary = module.summarise(tmp_path / "runs", REFS)
     assert list(summary["models"]) == ["p1", "p2", "ref-p2"]
+    assert summary["batching"] == "fairseq's length-sorted batches"
     row = summary["models"]["p1"]["points"][500]
     assert row["n_seeds"] == 3 and row["seeds"] == [1, 2, 3]
     assert np.isclose(row["rouge1_f1"], np.mean([10, 12, 15])) and np.isclose(row["rouge1_f1_std"],
@@ -116,6 +117,29 @@ def test_point_reads_fairseqs_validation_line(tmp_path):
     proc = subprocess.run([sys.executable, HERE / "gigaword_point.py", "--work", tmp_path, "--update", "750"],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "no validation at update 750" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_kept_runs_outlive_the_work_folder_and_give_the_same_table(tmp_path):
+    module = _module("collect_gigaword")
+    for seed, r1 in ((1, 10.0), (2, 12.0)):
+        _run(tmp_path, "p1", seed, {250: _point(r1 - 5, 30, [10.0]), 500: _point(r1, 35, [20.0])}, REFS)
+        _run(tmp_path, "p2", seed, {250: _point(r1, 1, [9.0, 8.0]), 500: _point(r1, 1, [14.0, 12.0])},
+             ["the the the"] * 40)
+    kept = tmp_path / "kept"
+    for folder in sorted((tmp_path / "runs").iterdir()):
+        assert not module.is_kept(kept / folder.name, [250, 500])
+        proc = subprocess.run([sys.executable, SCRIPT, "--keep", folder, "--kept", kept / folder.name],
+                              capture_output=True, text=True, check=True)
+        assert "kept" in proc.stdout
+    assert module.is_kept(kept / "p1-s1", [250, 500]) and not module.is_kept(kept / "p1-s1", [250, 1000])
+    assert module.read_lines(kept / "p1-s1" / "hyp-500.title.gz") == REFS
+    proc = subprocess.run([sys.executable, SCRIPT, "--is-kept", kept / "p2-s2", "--eval-at", "250 500"])
+    assert proc.returncode == 0
+    assert subprocess.run([sys.executable, SCRIPT, "--is-kept", kept / "p3-s1", "--eval-at", "250"]).returncode == 1
+    assert module.summarise(kept, REFS) == module.summarise(tmp_path / "runs", REFS)
+    proc = subprocess.run([sys.executable, SCRIPT, "--keep", tmp_path / "nothing", "--kept", kept / "x-s1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and "has no results.json" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_collect_without_runs_is_one_clear_error(tmp_path):

@@ -1,10 +1,12 @@
 #!/usr/bin/env python
 """Collect the runs of compare_gigaword.sh into table 2 of the README.
 
-    python examples/prophetnet/collect_gigaword.py --work DIR [--publish DIR] [--readme README.md]
+    python examples/prophetnet/collect_gigaword.py --work DIR [--runs KEPT] [--publish DIR] [--readme README.md]
+    python examples/prophetnet/collect_gigaword.py --keep RUN --kept KEPT/NAME-sSEED
+    python examples/prophetnet/collect_gigaword.py --is-kept KEPT/NAME-sSEED --eval-at "250 500"
 
-Reads ``DIR/runs/NAME-sSEED/results.json`` (written by gigaword.sh, reference_transformers.py
-and unilm/gigaword.sh) and writes ``DIR/results.json``, ``DIR/results.md`` and
+Reads ``KEPT/NAME-sSEED/results.json`` (written by gigaword.sh, reference_transformers.py
+and unilm/gigaword.sh; KEPT defaults to ``DIR/runs``) and writes ``DIR/results.json``, ``DIR/results.md`` and
 ``DIR/rouge_curves.png``: per model and scored point, the number of seeds, the mean and
 standard deviation over seeds of ROUGE-1/2/L F1 and of the per-stream validation accuracy,
 and the distinct headlines (mean, min, max over seeds). Comparisons: each row against
@@ -14,10 +16,15 @@ two-sided, 1000 resamples; the verdict at each point is "better" or "worse" wher
 else "no significant difference". ``--publish`` copies the three files (the figure into
 ``figures/``); ``--readme`` rewrites the block between ``<!-- table2:start -->`` and
 ``<!-- table2:end -->``.
+
+``--keep`` copies a finished run's results.json and its hypotheses (gzipped, one file per
+scored point) into the committed folder of kept runs, so that the table outlives the ignored
+work folder; ``--is-kept`` exits 0 when a kept run holds every given point.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import shutil
@@ -28,13 +35,13 @@ import numpy as np
 
 LABELS = {
     "transformer": "Transformer (same sizes)", "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2",
-    "p2-g0.5": "ProphetNet n=2, gamma 0.5", "p2-unsorted": "ProphetNet n=2, unsorted batches",
+    "p2-g0.5": "ProphetNet n=2, gamma 0.5",
     "p3": "ProphetNet n=3",
     "ref-p1": "transformers' ProphetNet n=1 (reference)", "ref-p2": "transformers' ProphetNet n=2 (reference)",
     "p1-pt": "ProphetNet n=1 + span pre-training", "p2-pt": "ProphetNet n=2 + span pre-training",
     "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
 }
-BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p2-unsorted": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
+BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
             "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
@@ -60,14 +67,57 @@ def points_of(result: dict) -> dict:
     return {int(update): {k: result.get(k) for k in (*METRICS, "sentences")}}
 
 
-def runs_of(work: Path) -> dict:
-    """``{name: {seed: (run folder, results)}}`` of every finished run."""
+def runs_of(folder: Path) -> dict:
+    """``{name: {seed: (run folder, results)}}`` of every finished run in ``folder``."""
     runs: dict = {}
-    for path in sorted((work / "runs").glob("*-s*/results.json")):
+    for path in sorted(folder.glob("*-s*/results.json")):
         match = re.fullmatch(r"(.+)-s(\d+)", path.parent.name)
         if match and match.group(1) in LABELS:
             runs.setdefault(match.group(1), {})[int(match.group(2))] = (path.parent, json.loads(path.read_text()))
     return runs
+
+
+def hypothesis_file(folder: Path, update: int) -> Path | None:
+    """The hypotheses of one scored point: ``hyp-U.title`` or its kept ``hyp-U.title.gz``."""
+    for path in (folder / f"hyp-{update}.title", folder / f"hyp-{update}.title.gz"):
+        if path.exists():
+            return path
+    return None
+
+
+def read_lines(path: Path) -> list:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return f.read().splitlines()
+
+
+def keep(run: Path, dest: Path) -> None:
+    """Copy a finished run's results.json and its hypotheses per point (gzipped) to ``dest``."""
+    result_file = run / "results.json"
+    if not result_file.exists():
+        raise SystemExit(f"error: {run} has no results.json; finish the run before keeping it")
+    result = json.loads(result_file.read_text())
+    updates = sorted(points_of(result))
+    dest.mkdir(parents=True, exist_ok=True)
+    for update in updates:
+        source = hypothesis_file(run, update)
+        if source is None and len(updates) == 1 and (run / "hyp.txt").exists():
+            source = run / "hyp.txt"
+        if source is None:
+            raise SystemExit(f"error: {run} has no hypotheses of update {update} (hyp-{update}.title)")
+        with gzip.open(dest / f"hyp-{update}.title.gz", "wt", encoding="utf-8") as f:
+            f.write("\n".join(read_lines(source)) + "\n")
+    result["points_done"] = updates
+    (dest / "results.json").write_text(json.dumps(result, indent=2) + "\n")
+    print(f"kept {run.name}: points {updates} -> {dest}")
+
+
+def is_kept(dest: Path, updates: list) -> bool:
+    path = dest / "results.json"
+    if not path.exists():
+        return False
+    done = set(json.loads(path.read_text()).get("points_done", []))
+    return set(updates) <= done and all(hypothesis_file(dest, u) for u in updates)
 
 
 def mean_std(values: list) -> tuple:
@@ -78,7 +128,7 @@ def sentence_rouge1(hyp_file: Path, refs: list) -> np.ndarray:
     from rouge_score import rouge_scorer
 
     scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
-    hyps = hyp_file.read_text().splitlines()
+    hyps = read_lines(hyp_file)
     if len(hyps) != len(refs):
         raise SystemExit(f"error: {hyp_file} has {len(hyps)} lines for {len(refs)} references")
     return np.array([100.0 * scorer.score(r, h)["rouge1"].fmeasure for h, r in zip(hyps, refs)])
@@ -94,10 +144,10 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, seed: int = 12345) -> float:
     return float(min(1.0, 2 * tail))
 
 
-def summarise(work: Path, refs: list | None) -> dict:
-    runs = runs_of(work)
+def summarise(folder: Path, refs: list | None) -> dict:
+    runs = runs_of(folder)
     if not runs:
-        raise SystemExit(f"error: no run under {work / 'runs'} has a results.json")
+        raise SystemExit(f"error: no run under {folder} has a results.json")
     models, per_sentence = {}, {}
     for name in LABELS:
         if name not in runs:
@@ -120,8 +170,8 @@ def summarise(work: Path, refs: list | None) -> dict:
             accs = [p["valid_accuracy_per_stream"] for p in points if p.get("valid_accuracy_per_stream")]
             if accs:
                 row["valid_accuracy_per_stream"] = [round(statistics.fmean(s), 2) for s in zip(*accs)]
-            hyps = [folder / f"hyp-{update}.title" for folder, _ in at.values()]
-            if refs is not None and all(h.exists() for h in hyps):
+            hyps = [hypothesis_file(folder, update) for folder, _ in at.values()]
+            if refs is not None and all(hyps):
                 per_sentence[(name, update)] = np.mean([sentence_rouge1(h, refs) for h in hyps], axis=0)
             rows[update] = row
         first = next(iter(seeds.values()))[1]
@@ -150,8 +200,23 @@ def summarise(work: Path, refs: list | None) -> dict:
             "decoding": "fairseq beam search: beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
             "significance": f"paired bootstrap over validation articles of seed-averaged sentence ROUGE-1, "
                             f"two-sided, {RESAMPLES} resamples, p < 0.05",
+            "batching": batching(models),
             "wall_seconds_all_runs": sum(m["wall_seconds"] for m in models.values()),
             "models": models, "comparisons": comparisons, "findings": findings(models, comparisons)}
+
+
+def batching(models: dict) -> str:
+    """How the fine-tuning batches were cut, read from every run's commands."""
+    kinds = set()
+    for model in models.values():
+        for commands in model["commands"].values():
+            text = " ".join(commands or [])
+            kinds.add("unsorted" if "--unsorted-batches" in text or "--batching unsorted" in text else "sorted")
+    if kinds == {"unsorted"}:
+        return "pairs in a random order, then cut into batches of --max-tokens (--unsorted-batches)"
+    if kinds == {"sorted"}:
+        return "fairseq's length-sorted batches"
+    return "mixed: some rows on length-sorted batches, some on unsorted ones (see the commands)"
 
 
 def _wall(result: dict) -> float:
@@ -298,14 +363,26 @@ def publish_bisection(args) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, help="compare_gigaword.sh's folder")
+    p.add_argument("--keep", type=Path, help="a finished run to copy into --kept")
+    p.add_argument("--kept", type=Path, help="with --keep: the kept run's folder")
+    p.add_argument("--is-kept", type=Path, help="exit 0 when this kept run holds every --eval-at point")
+    p.add_argument("--eval-at", default="", help="with --is-kept: the points, e.g. \"250 500\"")
     p.add_argument("--bisection", type=Path, help="bisect.sh's folder: write its table instead")
-    p.add_argument("--runs", type=Path, help="with --bisection: table 2's runs folder, whose p2-sSEED runs are "
-                                              "the fairseq-train row (default BISECTION/../runs)")
+    p.add_argument("--runs", type=Path, help="folder of table 2's runs, NAME-sSEED each (default WORK/runs; with "
+                                              "--bisection its p2-sSEED runs are the fairseq-train row, default "
+                                              "BISECTION/../runs)")
     p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
                                              "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")
     p.add_argument("--readme", type=Path, help="README whose table-2 block is rewritten")
     args = p.parse_args(argv)
+    if args.keep:
+        if args.kept is None:
+            p.error("--keep needs --kept KEPT/NAME-sSEED")
+        keep(args.keep, args.kept)
+        return
+    if args.is_kept:
+        raise SystemExit(0 if is_kept(args.is_kept, [int(u) for u in args.eval_at.split()]) else 1)
     if args.bisection:
         publish_bisection(args)
         return
@@ -313,7 +390,7 @@ def main(argv: list[str] | None = None) -> None:
         p.error("give --work DIR (or --bisection DIR)")
     refs_file = args.refs or args.work / "data" / "raw" / "valid.title"
     refs = refs_file.read_text().splitlines() if refs_file.exists() else None
-    summary = summarise(args.work, refs)
+    summary = summarise(args.runs or args.work / "runs", refs)
     table = markdown(summary)
     (args.work / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
     (args.work / "results.md").write_text(table)

@@ -10,15 +10,22 @@
 #
 #   examples/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
 #       [--eval-at "250 500 1000"] [--max-tokens 2048] [--pretrain-updates 150] [--jobs 2]
-#       [--only "NAMES"] [--work DIR] [--no-publish]
-# NAMES (default all): transformer p1 p2 p2-g0.5 p2-unsorted p3 ref-p1 ref-p2 (one run per seed;
-#   p2-unsorted: batches cut from the pairs in a random order, see bisect.sh) and
-#   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only).
-# Resumable: each run is DIR/runs/NAME-sSEED with one results file per scored point; a rerun
-#   skips what is done, and a larger --updates continues the ProphetNet/Transformer runs from
-#   their last checkpoint (the reference runs are retrained).
+#       [--batching unsorted|sorted] [--only "NAMES"] [--work DIR] [--no-publish]
+# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 (one run per seed) and
+#   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only, on its own
+#   task's length-sorted batches).
+# --batching: unsorted (default) cuts the fine-tuning batches from the pairs in a random order
+#   (translation_prophetnet --unsorted-batches, reference_transformers.py --batching unsorted);
+#   sorted uses fairseq's length-sorted batches, under which n >= 2 writes one headline for
+#   every article in most seeds at this scale (bisect.sh, README "Why n = 2 collapsed").
+# Resumable across sessions: each run works in DIR/runs/NAME-sSEED (ignored) and, once finished,
+#   its results.json and gzipped hypotheses are kept in examples/prophetnet/runs/BATCHING/
+#   NAME-sSEED (committed); a run whose kept results hold every --eval-at point is skipped,
+#   and the table is collected from the kept runs. A larger --updates continues a run from its
+#   last checkpoint when DIR still holds it, else retrains it (same seed, same batches).
 # --jobs J: runs side by side, each with 2/J threads (the machine has 2 cores; --threads N
-#   overrides, e.g. one job beside another call of this script).
+#   overrides, e.g. one job beside another call of this script). Runs go seed by seed, so an
+#   interrupted call leaves every row with its first seeds.
 # Cost on 2 CPU cores: about 1 s of wall time per update and run at 2048 tokens with two jobs
 #   (transformers' ProphetNet about twice that), plus about a minute per scored point; the whole
 #   default table is about 6 hours, so it is meant to be run in several calls.
@@ -29,7 +36,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$ROOT/work/gigaword-comparison" THREADS="" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
-ONLY="transformer p1 p2 p2-g0.5 p2-unsorted p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm"
+ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm" BATCHING=unsorted
 PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -37,23 +44,26 @@ while [ $# -gt 0 ]; do
     --seeds) SEEDS="$2"; shift 2 ;; --updates) UPDATES="$2"; shift 2 ;; --eval-at) EVAL_AT="$2"; shift 2 ;;
     --max-tokens) TOK="$2"; shift 2 ;; --pretrain-updates) PT="$2"; shift 2 ;; --jobs) JOBS="$2"; shift 2 ;;
     --only) ONLY="$2"; shift 2 ;; --work) WORK="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
-    --threads) THREADS="$2"; shift 2 ;;
+    --threads) THREADS="$2"; shift 2 ;; --batching) BATCHING="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
   esac
 done
 for n in $UPDATES $TOK $PT $JOBS $SEEDS $EVAL_AT ${THREADS}; do [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"; done
 [ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
+case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
+  *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
 for n in $EVAL_AT; do [ "$n" -ge 1 ] && [ "$n" -le "$UPDATES" ] || die "--eval-at points must lie within 1 .. --updates ($UPDATES)"; done
 for name in $ONLY; do
-  case "$name" in transformer|p1|p2|p2-g0.5|p2-unsorted|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
+  case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
 done
 THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
 DATA="$ROOT/../shared/data/gigaword"
 DATA_ARGS=()
 [ -d "$DATA" ] && DATA_ARGS=(--data "$DATA")
 PREP="$WORK/data"
-mkdir -p "$WORK/runs"
+KEPT="$HERE/runs/$BATCHING"
+mkdir -p "$WORK/runs" "$KEPT"
 START=$(date +%s)
 
 # The data once, before the parallel runs share it.
@@ -67,22 +77,24 @@ JOBLIST="$WORK/jobs.txt"
 first_seed="${SEEDS%% *}"
 GIGA=(bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
       --eval-at "$EVAL_AT")
-add() { local out="$WORK/runs/$1"; shift; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
-for name in $ONLY; do
-  case "$name" in p1-pt|p2-pt|p3-pt|unilm) seeds="$first_seed" ;; *) seeds="$SEEDS" ;; esac
-  for seed in $seeds; do
+add() {  # add NAME CMD...: one line of JOBLIST, unless the kept results of NAME hold every point
+  if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$EVAL_AT"; then echo "== kept  $1"; return; fi
+  local out="$WORK/runs/$1"; shift; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
+for seed in $SEEDS; do
+  for name in $ONLY; do
+    case "$name" in p1-pt|p2-pt|p3-pt|unilm) [ "$seed" = "$first_seed" ] || continue ;; esac
     out="$WORK/runs/$name-s$seed"
     case "$name" in
-      transformer) add "$name-s$seed" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" ;;
-      p1|p2|p3) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 --seed "$seed" ;;
-      p2-unsorted) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --unsorted-batches --pretrain-updates 0 \
-                     --seed "$seed" ;;
-      p2-g0.5) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 --seed "$seed" ;;
+      transformer) add "$name-s$seed" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" "${UNSORTED[@]}" ;;
+      p1|p2|p3) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 --seed "$seed" \
+                  "${UNSORTED[@]}" ;;
+      p2-g0.5) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 \
+                 --seed "$seed" "${UNSORTED[@]}" ;;
       p[123]-pt) n="${name#p}"; add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \
-                   --pretrain-updates "$PT" --seed "$seed" ;;
+                   --pretrain-updates "$PT" --seed "$seed" "${UNSORTED[@]}" ;;
       ref-p1|ref-p2) add "$name-s$seed" python "$HERE/reference_transformers.py" "$PREP/bin" --refs "$PREP/raw/valid.title" \
                    --out "$out" --ngram "${name#ref-p}" --seed "$seed" --updates "$UPDATES" --eval-at $EVAL_AT \
-                   --max-tokens "$TOK" ;;
+                   --max-tokens "$TOK" --batching "$([ "$BATCHING" = unsorted ] && echo unsorted || echo fairseq)" ;;
       unilm) add "$name-s$seed" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" --layers 6 \
                --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 --lr 7e-4 --max-tokens "$TOK" \
                --no-repeat-ngram 3 ;;
@@ -95,15 +107,16 @@ run_one() {  # run_one OUT CMD...: one run, its output in OUT/driver.log
   mkdir -p "$out"
   echo "== start $(basename "$out")"
   if OMP_NUM_THREADS="$THREADS" MKL_NUM_THREADS="$THREADS" "$@" >> "$out/driver.log" 2>&1; then
+    python "$HERE/collect_gigaword.py" --keep "$out" --kept "$KEPT/$(basename "$out")"
     echo "== done  $(basename "$out")"
   else
     echo "== FAILED $(basename "$out") (see $out/driver.log)"; return 1
   fi
 }
 export -f run_one
-export THREADS PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
+export THREADS KEPT HERE PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 status=0
 xargs -P "$JOBS" -d '\n' -n 1 bash -c 'eval "run_one $1"' _ < "$JOBLIST" || status=1
-python "$HERE/collect_gigaword.py" --work "$WORK" "${PUBLISH[@]}"
+python "$HERE/collect_gigaword.py" --work "$WORK" --runs "$KEPT" "${PUBLISH[@]}"
 echo "$(( $(date +%s) - START )) s for this call"
 exit "$status"
