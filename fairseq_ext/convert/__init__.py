@@ -1,7 +1,13 @@
-"""Weights in and out of the plugin's models.
+"""Weights in and out of the plugin's models (command line: ``python -m fairseq_ext.convert``).
 
-``prophetnet_transformers``: the ``prophetnet`` model <-> transformers'
-``ProphetNetForConditionalGeneration`` (parameter names and layouts, the config of the same
-sizes, and the correction of transformers' predicting-stream relative-position layout).
-transformers is imported only when a function needs it.
+* ``bert``: transformers' BERT-family checkpoints -> one fairseq checkpoint that
+  ``position_masked_roberta`` and ``unilm_transformer --init-from`` load;
+* ``prophetnet``: transformers' ProphetNet folders <-> ``prophetnet`` checkpoints;
+* ``prophetnet_transformers``: the parameter names and layouts of the two ProphetNets, the
+  config of the same sizes, and the correction of transformers' predicting-stream
+  relative-position layout;
+* ``vocabulary``: WordPiece vocabularies <-> fairseq dictionaries, row for row;
+* ``transformers_folder`` / ``fairseq_checkpoint``: reading and writing the two formats.
+
+transformers is imported only where a function needs it (the ProphetNet config).
 """

@@ -38,11 +38,16 @@ from torch import Tensor, nn
 from fairseq_ext.errors import require
 from fairseq_ext.masking import MASK_POSITION
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
+from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS, add_layernorm_eps_arg, set_layernorm_eps
 from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
 
 logger = logging.getLogger(__name__)
 
 POSITION_HEAD_KEYS = ("encoder.mask_position_embedding", "encoder.position_classifier.")
+# BERT's segment (token-type) embeddings in a converted checkpoint (fairseq_ext.convert.bert):
+# unilm_transformer reads them; this single-segment model has segment 0 folded into its
+# position embeddings and drops them.
+SEGMENT_KEYS = ("encoder.sentence_encoder.embed_segments.",)
 
 
 class GivenPositionsTransformerEncoder(TransformerEncoder):
@@ -151,6 +156,7 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     def add_args(parser):
         RobertaModel.add_args(parser)
         add_straight_through_args(parser)
+        add_layernorm_eps_arg(parser)
 
     @classmethod
     def build_model(cls, args, task):
@@ -169,6 +175,7 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
         if OmegaConf.is_config(args):
             OmegaConf.set_struct(args, True)
         model = cls(args, encoder)
+        set_layernorm_eps(model, args.layernorm_eps)
         apply_straight_through_from_args(model, args)
         if not predicts:
             logger.info("position_masked_roberta: built without the position head (task %s does not "
@@ -177,9 +184,15 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
 
     def upgrade_state_dict_named(self, state_dict, name):
         super().upgrade_state_dict_named(state_dict, name)
+        prefix = name + "." if name else ""
+        segments = [k for k in state_dict if any(k.startswith(prefix + s) for s in SEGMENT_KEYS)]
+        for k in segments:
+            del state_dict[k]
+        if segments:
+            logger.info("position_masked_roberta: dropped the checkpoint's segment embeddings (%s): one "
+                        "segment, whose embedding is part of the position embeddings", ", ".join(segments))
         if self.encoder.predicts_positions:
             return
-        prefix = name + "." if name else ""
         dropped = [k for k in state_dict if any(k.startswith(prefix + h) for h in POSITION_HEAD_KEYS)]
         for k in dropped:
             del state_dict[k]
@@ -215,6 +228,7 @@ def _sizes(args, layers: int, dim: int, ffn: int, heads: int) -> None:
 def position_masked_roberta_architecture(args):
     """fairseq's RoBERTa defaults (base sizes: 12 layers x 768, 12 heads, FFN 3072)."""
     args.attention_dropout_straight_through = safe_getattr(args, "attention_dropout_straight_through", False)
+    args.layernorm_eps = safe_getattr(args, "layernorm_eps", DEFAULT_LAYERNORM_EPS)
     roberta_base_architecture(args)
 
 
@@ -228,6 +242,7 @@ def position_masked_roberta_base_architecture(args):
 def position_masked_roberta_large_architecture(args):
     """RoBERTa large: 24 layers x 1024, 16 heads, FFN 4096."""
     args.attention_dropout_straight_through = safe_getattr(args, "attention_dropout_straight_through", False)
+    args.layernorm_eps = safe_getattr(args, "layernorm_eps", DEFAULT_LAYERNORM_EPS)
     roberta_large_architecture(args)
 
 

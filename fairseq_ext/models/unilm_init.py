@@ -21,6 +21,7 @@ import torch
 from fairseq.data import Dictionary
 
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,10 @@ def _check_structure(path: str, args: dict, model_args) -> None:
     require(not args.get("untie_weights_roberta", False),
             f"--init-from {path}: the checkpoint unties its LM head from the embedding; "
             "unilm_transformer ties them, so use a checkpoint trained without --untie-weights-roberta")
+    eps = args.get("layernorm_eps", DEFAULT_LAYERNORM_EPS)
+    require(eps == model_args.layernorm_eps,
+            f"--init-from {path}: the checkpoint's layer norms use epsilon {eps:g}, the model's "
+            f"{model_args.layernorm_eps:g}; pass --layernorm-eps {eps:g}")
     theirs = args.get("activation_fn")
     require(theirs is None or theirs == model_args.activation_fn,
             f"--init-from {path}: the checkpoint uses --activation-fn {theirs}, the model "

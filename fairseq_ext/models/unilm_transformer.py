@@ -48,6 +48,7 @@ from torch import Tensor, nn
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import causal_mask, check_order, prefix_lm_mask
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
+from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS, add_layernorm_eps_arg, set_layernorm_eps
 from fairseq_ext.modules import MaskedTransformerLayer
 
 ATTENTION_MASKS = ("causal", "prefix", "permutation")
@@ -316,6 +317,7 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
         parser.add_argument("--dropout", type=float, metavar="D", help="dropout probability")
         parser.add_argument("--attention-dropout", type=float, metavar="D", help="attention dropout")
         parser.add_argument("--activation-dropout", type=float, metavar="D", help="FFN activation dropout")
+        add_layernorm_eps_arg(parser)
         parser.add_argument("--init-from", type=str, metavar="CKPT",
                             help="initialise from a fairseq roberta (or position_masked_roberta) "
                                  "checkpoint trained with the same dictionary")
@@ -327,6 +329,7 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
             args.attention_mask = getattr(task, "default_attention_mask", "prefix")
         validate_unilm_args(args)
         stack = UniLMStack(args, task.source_dictionary)
+        set_layernorm_eps(stack, args.layernorm_eps)
         return cls(args, stack, UniLMDecoder(task.target_dictionary, stack))
 
     def __init__(self, args, encoder: UniLMStack, decoder: UniLMDecoder):
@@ -376,6 +379,7 @@ def unilm_base_architecture(args):
     args.attention_dropout = utils.safe_getattr(args, "attention_dropout", 0.1)
     args.activation_dropout = utils.safe_getattr(args, "activation_dropout", 0.0)
     args.init_from = utils.safe_getattr(args, "init_from", None)
+    args.layernorm_eps = utils.safe_getattr(args, "layernorm_eps", DEFAULT_LAYERNORM_EPS)
 
 
 @register_model_architecture("unilm_transformer", "unilm_transformer_base")

@@ -1,0 +1,140 @@
+"""A checkpoint folder as transformers' ``save_pretrained`` writes it: ``config.json``, the
+weights (``model.safetensors`` or ``pytorch_model.bin``) and the vocabulary (``vocab.txt`` or
+``tokenizer.json``), read without transformers and without unpickling anything but tensors.
+
+``read_folder`` answers every problem (a missing file, a foreign pickle, a vocabulary whose
+size differs from the config's) with one ``FairseqExtError`` that names the file and the fix.
+``write_folder`` writes the same layout (safetensors, the tokenizer files).
+"""
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional
+
+import torch
+from torch import Tensor
+
+from fairseq_ext.errors import FairseqExtError, require
+
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+SPECIAL_KEYS = ("cls_token", "pad_token", "sep_token", "unk_token", "mask_token")
+BERT_SPECIALS = {"cls_token": "[CLS]", "pad_token": "[PAD]", "sep_token": "[SEP]", "unk_token": "[UNK]",
+                 "mask_token": "[MASK]"}
+
+
+@dataclass
+class TransformersFolder:
+    """What a ``save_pretrained`` folder holds: the config, the weights, the vocabulary in id
+    order and the special tokens by role (``cls_token``, ``pad_token``, ...)."""
+
+    path: Path
+    config: dict
+    state: Dict[str, Tensor]
+    vocab: List[str]
+    specials: Dict[str, str] = field(default_factory=dict)
+
+    @property
+    def model_type(self) -> str:
+        return self.config.get("model_type", "")
+
+
+def _load_weights(path: Path) -> Dict[str, Tensor]:
+    for name in WEIGHT_FILES:
+        file = path / name
+        if not file.exists():
+            continue
+        if name.endswith(".safetensors"):
+            from safetensors.torch import load_file
+
+            try:
+                return load_file(str(file))
+            except Exception as exc:  # safetensors raises its own error types
+                raise FairseqExtError(f"{file} is not a readable safetensors file ({exc}); "
+                                      "save the model again with save_pretrained") from None
+        try:
+            state = torch.load(file, map_location="cpu", weights_only=True)
+        except pickle.UnpicklingError as exc:
+            raise FairseqExtError(f"{file} pickles objects other than tensors ({str(exc).splitlines()[0]}); "
+                                  "only weights-only checkpoints are loaded: re-save it with "
+                                  "save_pretrained(..., safe_serialization=True)") from None
+        except (RuntimeError, EOFError, OSError) as exc:
+            raise FairseqExtError(f"{file} is not a readable torch checkpoint ({exc})") from None
+        require(isinstance(state, dict) and all(isinstance(v, Tensor) for v in state.values()),
+                f"{file} is not a state dict of tensors; save the model with save_pretrained")
+        return state
+    raise FairseqExtError(f"{path} has no {' or '.join(WEIGHT_FILES)}; give the folder that "
+                          "save_pretrained wrote")
+
+
+def load_vocab(path: Path) -> List[str]:
+    if (path / "vocab.txt").exists():
+        return (path / "vocab.txt").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    if (path / "tokenizer.json").exists():
+        model = json.loads((path / "tokenizer.json").read_text(encoding="utf-8")).get("model", {})
+        require(model.get("type") == "WordPiece" and isinstance(model.get("vocab"), dict),
+                f"{path / 'tokenizer.json'} is not a WordPiece tokenizer; BERT-family and ProphetNet "
+                "checkpoints use one (give a folder with vocab.txt)")
+        by_id = sorted(model["vocab"].items(), key=lambda kv: kv[1])
+        require([i for _, i in by_id] == list(range(len(by_id))),
+                f"{path / 'tokenizer.json'}: the vocabulary ids are not 0 .. {len(by_id) - 1}")
+        return [token for token, _ in by_id]
+    raise FairseqExtError(f"{path} has neither vocab.txt nor tokenizer.json; save the tokenizer "
+                          "next to the model (tokenizer.save_pretrained(folder))")
+
+
+def load_specials(path: Path) -> Dict[str, str]:
+    specials = dict(BERT_SPECIALS)
+    for name in ("tokenizer_config.json", "special_tokens_map.json"):
+        file = path / name
+        if file.exists():
+            for key, value in json.loads(file.read_text(encoding="utf-8")).items():
+                if key in SPECIAL_KEYS:
+                    specials[key] = value["content"] if isinstance(value, dict) else value
+    return specials
+
+
+def read_folder(path) -> TransformersFolder:
+    """Read a ``save_pretrained`` folder (see the module docstring)."""
+    path = Path(path)
+    require(path.is_dir(), f"{path} is not a folder; give the folder that save_pretrained wrote "
+                           "(config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json)")
+    require((path / "config.json").exists(), f"{path} has no config.json; give the folder that save_pretrained wrote")
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FairseqExtError(f"{path / 'config.json'} is not valid JSON ({exc})") from None
+    state = _load_weights(path)
+    vocab = load_vocab(path)
+    size = config.get("vocab_size")
+    require(size == len(vocab), f"vocabulary mismatch: {path} lists {len(vocab)} tokens but config.json says "
+                                f"vocab_size {size}; give the tokenizer files saved with this model")
+    return TransformersFolder(path, config, state, vocab, load_specials(path))
+
+
+TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def write_folder(path, config: dict, state: Dict[str, Tensor], vocab: List[str], specials: Dict[str, str],
+                 tokenizer_from: Optional[Path] = None) -> None:
+    """Write ``config.json`` and ``model.safetensors``, and the tokenizer: the files of
+    ``tokenizer_from`` (the folder the model was converted from) when given, else ``vocab.txt``
+    and ``special_tokens_map.json`` of ``vocab``. Tensors that share storage (tied embeddings)
+    are written as separate copies, as safetensors requires; transformers re-ties them."""
+    from safetensors.torch import save_file
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    save_file({k: v.detach().contiguous().clone() for k, v in state.items()}, str(path / "model.safetensors"),
+              metadata={"format": "pt"})
+    copied = [name for name in TOKENIZER_FILES if tokenizer_from and (Path(tokenizer_from) / name).exists()]
+    for name in copied:
+        shutil.copyfile(Path(tokenizer_from) / name, path / name)
+    if "vocab.txt" not in copied:
+        (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    if "special_tokens_map.json" not in copied:
+        (path / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n", encoding="utf-8")
