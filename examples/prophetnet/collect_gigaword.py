@@ -67,12 +67,14 @@ def points_of(result: dict) -> dict:
     return {int(update): {k: result.get(k) for k in (*METRICS, "sentences")}}
 
 
-def runs_of(folder: Path) -> dict:
-    """``{name: {seed: (run folder, results)}}`` of every finished run in ``folder``."""
+def runs_of(folder: Path, labels: dict | None = None) -> dict:
+    """``{name: {seed: (run folder, results)}}`` of every finished run in ``folder`` whose name
+    is one of ``labels`` (default: table 2's rows)."""
+    labels = LABELS if labels is None else labels
     runs: dict = {}
     for path in sorted(folder.glob("*-s*/results.json")):
         match = re.fullmatch(r"(.+)-s(\d+)", path.parent.name)
-        if match and match.group(1) in LABELS:
+        if match and match.group(1) in labels:
             runs.setdefault(match.group(1), {})[int(match.group(2))] = (path.parent, json.loads(path.read_text()))
     return runs
 
@@ -144,12 +146,16 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, seed: int = 12345) -> float:
     return float(min(1.0, 2 * tail))
 
 
-def summarise(folder: Path, refs: list | None) -> dict:
-    runs = runs_of(folder)
+def summarise(folder: Path, refs: list | None, labels: dict | None = None, baseline: dict | None = None) -> dict:
+    """Mean and spread per model and point, and the bootstrap comparisons of ``baseline``
+    (``{row: the row it is compared with}``); ``labels``/``baseline`` default to table 2's."""
+    labels = LABELS if labels is None else labels
+    baseline = BASELINE if baseline is None else baseline
+    runs = runs_of(folder, labels)
     if not runs:
         raise SystemExit(f"error: no run under {folder} has a results.json")
     models, per_sentence = {}, {}
-    for name in LABELS:
+    for name in labels:
         if name not in runs:
             continue
         seeds = runs[name]
@@ -175,13 +181,13 @@ def summarise(folder: Path, refs: list | None) -> dict:
                 per_sentence[(name, update)] = np.mean([sentence_rouge1(h, refs) for h in hyps], axis=0)
             rows[update] = row
         first = next(iter(seeds.values()))[1]
-        models[name] = {"label": LABELS[name], "points": rows,
+        models[name] = {"label": labels[name], "points": rows,
                         "pretrain_updates": first.get("pretrain_updates", 0),
                         "wall_seconds": sum(_wall(r) for _, r in seeds.values()),
                         "commands": {seed: r.get("commands") for seed, (_, r) in seeds.items()},
                         "hardware": first.get("hardware")}
     comparisons = []
-    for name, base in BASELINE.items():
+    for name, base in baseline.items():
         if name not in models or base not in models:
             continue
         for update in sorted(set(models[name]["points"]) & set(models[base]["points"])):
@@ -233,7 +239,7 @@ def findings(models: dict, comparisons: list) -> list:
     for (name, base), rows in by_pair.items():
         parts = [f"{c['verdict']} at {c['update']} updates (ROUGE-1 {c['delta_rouge1']:+.2f}, p = {c['p_value']:.3f}, "
                  f"{c['seeds'][0]} vs {c['seeds'][1]} seeds)" for c in rows]
-        out.append(f"{LABELS[name]} vs {LABELS[base]}: " + "; ".join(parts) + ".")
+        out.append(f"{models[name]['label']} vs {models[base]['label']}: " + "; ".join(parts) + ".")
     return out
 
 
