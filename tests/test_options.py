@@ -71,6 +71,10 @@ OUT_OF_RANGE = {
         ("16", "--relative-max-distance must be larger than --num-buckets // 2"),
         ("0", "--relative-max-distance must be larger than --num-buckets // 2")]),
     ("model", "unilm_transformer", "--encoder-layers"): ("unilm", [("0", "--encoder-layers must be >= 1")]),
+    ("model", "unilm_transformer", "--layernorm-eps"): ("unilm", [
+        ("0", "--layernorm-eps must be > 0"), ("-1e-5", "--layernorm-eps must be > 0"), ("nan", "--layernorm-eps must be > 0")]),
+    ("model", "position_masked_roberta", "--layernorm-eps"): ("posmask", [
+        ("0", "--layernorm-eps must be > 0"), ("-1e-12", "--layernorm-eps must be > 0")]),
     ("model", "unilm_transformer", "--encoder-embed-dim"): ("unilm", [
         ("0", "--encoder-embed-dim must be >= 1"), ("33", "--encoder-embed-dim 33 must be divisible by")]),
     ("model", "unilm_transformer", "--encoder-ffn-embed-dim"): ("unilm", [

@@ -74,7 +74,8 @@ def markdown(summary: dict) -> str:
              "mean ± std | per seed |", "|---|---|---|---|"]
     for row in summary["starts"].values():
         pre = row.get("pretrain_valid")
-        pre_text = f"{pre['mlm_accuracy']:.2f} / {pre['position_accuracy']:.2f}" if pre else "-"
+        pre_text = "-" if not pre else " / ".join(
+            "-" if pre.get(k) is None else f"{pre[k]:.2f}" for k in ("mlm_accuracy", "position_accuracy"))
         seeds = ", ".join(f"{a:.1f}" for a in row["accuracy_per_seed"])
         lines.append(f"| {row['label']} | {pre_text} | {row['accuracy_mean']:.2f} ± {row['accuracy_std']:.2f} | {seeds} |")
     lines += ["", f"Significance ({summary['significance']}):", ""]

@@ -78,7 +78,7 @@ for p in $PROBS; do
   mkdir -p "$out"
   logged fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_ext" --task position_masked_lm \
     --criterion position_masked_lm --arch position_masked_roberta "${OPTIONS[@]}" --position-mask-prob "$p" \
-    --tokens-per-sample "$TOKENS" --sample-break-mode complete --finetune-from-model "$MINILM/converted/model.pt" \
+    --tokens-per-sample "$TOKENS" --sample-break-mode none --finetune-from-model "$MINILM/converted/model.pt" \
     --optimizer adam --adam-betas '(0.9,0.98)' --adam-eps 1e-6 --weight-decay 0.01 --clip-norm 1.0 --lr "$LR" \
     --lr-scheduler polynomial_decay --warmup-updates $(( UPDATES / 10 + 1 )) --total-num-update "$UPDATES" \
     --max-update "$UPDATES" --batch-size "$BATCH" --validate-interval-updates "$UPDATES" --no-epoch-checkpoints \
