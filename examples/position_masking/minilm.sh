@@ -10,6 +10,8 @@
 #       [--updates 300] [--batch 16] [--lr 5e-5] [--finetune-updates 300] [--finetune-lr 2e-5]
 #       [--seeds "1 2 3"] [--no-publish]
 #
+# --wikitext: a local WikiText-2 (raw) file or folder (data_prep/wikitext2.sh --local); without
+#   it data_prep/wikitext2.sh downloads it.
 # Resumable: a finished continued pre-training (WORK/pretrain/pP/checkpoint_last.pt) and a
 # finished fine-tuning (its train.log's last validation) are not run again. The MiniLM MLM head
 # does not exist (the package ships the encoder only), so continued pre-training starts it
@@ -19,7 +21,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/position_masking_minilm" WIKI="$ROOT/../shared/data/wikitext-2-raw/wiki.valid.raw"
+WORK="$ROOT/work/position_masking_minilm" WIKI=""
 PROBS="0 0.10" UPDATES=300 BATCH=16 LR=5e-5 FT_UPDATES=300 FT_LR=2e-5 SEEDS="1 2 3" PUBLISH=1 TOKENS=128
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -45,7 +47,7 @@ T0=$(date +%s)
 
 echo "== data: WikiText-2 (data_prep/wikitext2.sh), MiniLM converted, WordPiece, binarized"
 LOCAL=()
-[ -e "$WIKI" ] && LOCAL=(--local "$WIKI")
+if [ -n "$WIKI" ]; then [ -e "$WIKI" ] || die "--wikitext $WIKI does not exist"; LOCAL=(--local "$WIKI"); fi
 [ -s "$WORK/wikitext/raw/valid.txt" ] || logged bash "$ROOT/data_prep/wikitext2.sh" "${LOCAL[@]}" --out "$WORK/wikitext" \
   > "$WORK/wikitext.log" 2>&1 || { tail -5 "$WORK/wikitext.log"; exit 1; }
 MINILM="$WORK/minilm"

