@@ -398,6 +398,18 @@ def test_bad_folders_get_one_clear_line(tmp_path, case, message):
     assert len(errors) == 1 and re.search(message, errors[0]), proc.stderr[-2000:]
 
 
+def test_pytorch_model_bin_reads_like_safetensors(tmp_path):
+    """The older weights file (pytorch_model.bin, a pickled state dict of tensors) gives the same
+    conversion as model.safetensors."""
+    model = tiny_bert(tmp_path / "st")
+    subprocess.run(["cp", "-r", tmp_path / "st", tmp_path / "bin"], check=True)
+    (tmp_path / "bin" / "model.safetensors").unlink()
+    torch.save(model.state_dict(), tmp_path / "bin" / "pytorch_model.bin")
+    a, b = read_folder(tmp_path / "st"), read_folder(tmp_path / "bin")
+    assert set(a.state) <= set(b.state)
+    assert all(torch.equal(a.state[k], b.state[k]) for k in a.state)
+
+
 def test_export_refuses_other_checkpoints_and_dictionaries(tmp_path):
     tiny_bert(tmp_path / "hf")
     bert.convert(read_folder(tmp_path / "hf"), tmp_path / "bert")
