@@ -76,7 +76,8 @@ def test_seeds_points_and_verdicts(tmp_path):
                            tmp_path / "pub", "--readme", readme], capture_output=True, text=True, check=True)
     assert "published to" in proc.stdout
     text = readme.read_text()
-    assert text.startswith("intro\n<!-- table2:start -->\n| model |") and text.endswith("<!-- table2:end -->\nrest\n")
+    assert text.startswith("intro\n<!-- table2:start -->\nFine-tuning batches: fairseq's length-sorted batches.\n\n| model |")
+    assert text.endswith("<!-- table2:end -->\nrest\n")
     assert "old" not in text
     assert (tmp_path / "pub" / "figures" / "gigaword_rouge_curves.png").stat().st_size > 5000
 

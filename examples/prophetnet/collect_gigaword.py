@@ -248,8 +248,9 @@ def _pm(row: dict, m: str) -> str:
 
 
 def markdown(summary: dict) -> str:
-    lines = ["| model | seeds | updates | ROUGE-1 | ROUGE-2 | ROUGE-L | distinct headlines (min-max) "
-             "| valid accuracy per stream (%) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [f"Fine-tuning batches: {summary['batching']}.", ""] if summary.get("batching") else []
+    lines += ["| model | seeds | updates | ROUGE-1 | ROUGE-2 | ROUGE-L | distinct headlines (min-max) "
+              "| valid accuracy per stream (%) |", "|---|---|---|---|---|---|---|---|"]
     for name, model in summary["models"].items():
         update = max(model["points"])
         row = model["points"][update]
