@@ -5,8 +5,8 @@
         train.src train.tgt [...]
 
 The files are the tokenized (e.g. sentencepiece-encoded) text that fairseq-preprocess reads.
-The list keeps the dictionary's order and counts (it is itself a valid ``dict.txt``); the
-seed (Su 2019) keeps the tokens a task can ever need, so that the softmax over the rest is
+The list keeps the dictionary's order and counts (it is itself a valid ``dict.txt``); Su 2019
+("Brief Explanation") keeps the tokens a task can ever need, so that the softmax over the rest is
 not paid for. Tokens of the text that are outside the dictionary are reported.
 """
 from __future__ import annotations

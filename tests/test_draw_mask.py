@@ -25,7 +25,7 @@ def test_causal_picture_is_the_seeds_shifted_lower_triangle():
 
 def test_permutation_picture_matches_the_seed_example():
     """Order <s> -> ying -> jing -> ni -> huan -> bei: "ying can only correlate with <s>",
-    "jing only with <s> and ying" (the seed's text)."""
+    "jing only with <s> and ying" (Su 2019's text)."""
     p = draw("permutation")
     words = ["bei", "jing", "huan", "ying", "ni"]
     order = ["ying", "jing", "ni", "huan", "bei"]

@@ -109,7 +109,7 @@ def test_permutation_with_identity_order_is_causal():
 
 
 def test_permutation_mask_is_a_shuffled_lower_triangle():
-    """The seed's observation: permuting rows and columns into the order gives the triangle."""
+    """Su 2019's observation: permuting rows and columns into the order gives the triangle."""
     order = _orders()[:1]
     m = permutation_mask(order, torch.zeros(1, 6, dtype=torch.bool))[0]
     o = order[0]

@@ -1,6 +1,6 @@
 """unilm_transformer in process: the attention path against an explicit softmax, fp16/bf16,
 the key/value cache, cached beam search == full recomputation, the loss covers target tokens
-only, the permutation LM (the seed's shuffle == the permutation mask, no leak), and the
+only, the permutation LM (Su 2019's shuffle == the permutation mask, no leak), and the
 initialisation from RoBERTa with and without --keep-tokens."""
 import argparse
 import logging
@@ -240,7 +240,7 @@ def _lm_tokens(d, lengths=(7, 5, 6), seed=2):
 
 
 def test_shuffled_input_under_causal_mask_equals_permutation_mask():
-    """The seed's claim: shuffling the input (keeping position ids) under the causal mask is
+    """Su 2019's claim: shuffling the input (keeping position ids) under the causal mask is
     the permutation mask over the natural order."""
     d = dictionary()
     _, model = build(d, "permutation")
@@ -356,7 +356,7 @@ class _PositionMaskingTask(_Task):
 
 
 def test_init_from_position_masked_roberta_reproduces_its_encoder(tmp_path, caplog):
-    """The seed's point with this plugin's own pre-training: a position-masked LM becomes a
+    """Su 2019's point with this plugin's own pre-training: a position-masked LM becomes a
     seq2seq model; its position head (mask-position embedding, position classifier) is
     not used and is named in the log."""
     from fairseq_ext.models.position_masked_roberta import PositionMaskedRobertaModel

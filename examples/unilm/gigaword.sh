@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# UniLM headline generation on Gigaword (the seed's title-generation experiment): one
+# UniLM headline generation on Gigaword (Su 2019's title-generation experiment): one
 # unilm_transformer stack with the prefix mask, trained on article -> title pairs, decoded
 # with beam search (cached keys/values), scored with the project's ROUGE
 # (fairseq_ext/analysis/rouge.py: rouge-score, ROUGE-1/2/L F1, stemmed) against the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# XLNet-style permutation language modelling on raw text (the seed's "Permutation Language
+# XLNet-style permutation language modelling on raw text (Su 2019's "Permutation Language
 # Model"): unilm_transformer trained on random factorisation orders (task permutation_lm),
 # then evaluated with fairseq-validate in the natural order: perplexity per sentencepiece
 # token of the held-out text, comparable with --mask causal (a plain left-to-right LM).

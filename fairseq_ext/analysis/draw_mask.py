@@ -87,7 +87,7 @@ def draw_bidirectional(words: str = DEFAULT_WORDS) -> MaskPicture:
 
 
 def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
-    """The seed's unidirectional LM picture: the output for x_i is computed at the input
+    """Su 2019's unidirectional LM picture: the output for x_i is computed at the input
     before it, which sees <s> and x_1 .. x_{i-1}."""
     words_ = words.split()
     inputs = ["<s>", *words_]
@@ -107,7 +107,7 @@ def _parse_order(order: str, n: int) -> list[int]:
 
 
 def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed: int = -1) -> MaskPicture:
-    """The seed's permutation LM picture: x_i sees <s> and the words before it in the order."""
+    """Su 2019's permutation LM picture: x_i sees <s> and the words before it in the order."""
     words_ = words.split()
     n = len(words_)
     if seed >= 0:

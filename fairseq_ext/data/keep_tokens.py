@@ -1,7 +1,7 @@
 """``--keep-tokens FILE``: keep only the vocabulary a task needs (Su 2019's ``keep_tokens``).
 
 A pretrained model's vocabulary is larger than what a seq2seq task ever reads or writes;
-every step still pays the softmax over all of it. The seed (Su 2019, "Brief Explanation")
+every step still pays the softmax over all of it. Su 2019 ("Brief Explanation")
 keeps a list of token ids and slices the embedding and output layers to them. Here the
 same list prunes three things consistently:
 

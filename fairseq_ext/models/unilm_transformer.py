@@ -1,6 +1,6 @@
 """``unilm_transformer``: one BERT-like stack, one set of weights, three scripts.
 
-The seed (Su 2019, "From Language Models to Seq2Seq: Transformer is like a play, it all
+Su 2019 ("From Language Models to Seq2Seq: Transformer is like a play, it all
 depends on the mask") shows that a single bidirectional Transformer becomes a different
 model by the attention mask alone. ``--attention-mask`` chooses the script:
 

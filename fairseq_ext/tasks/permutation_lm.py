@@ -1,7 +1,7 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """Task ``permutation_lm``: XLNet-style permutation language modelling on ``unilm_transformer``.
 
-The seed's section "Permutation Language Model": p(x) factorises in any order, and one
+Su 2019's section "Permutation Language Model": p(x) factorises in any order, and one
 Transformer can learn all orders at once. Each training sequence ``<s> x_1 .. x_n </s>``
 gets a uniformly random order of its positions (``<s>`` first, ``masking.random_order``);
 the model shuffles the tokens into that order, keeps their original position ids, runs the

@@ -1,7 +1,7 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (UniLM).
 
-The seed's section "Seq2Seq": a source/target pair becomes ``[CLS] source [SEP] target
+Su 2019's section "Seq2Seq": a source/target pair becomes ``[CLS] source [SEP] target
 [SEP]`` with segment ids 0 for ``[CLS] source [SEP]`` and 1 for the target, under the prefix
 mask; only target tokens are predicted. In fairseq's vocabulary ``[CLS]`` is ``<s>`` and
 ``[SEP]`` is ``</s>`` (RoBERTa's convention), so the data are ordinary ``fairseq-preprocess
