@@ -10,7 +10,7 @@ seconds. Each (run, decoding) pair is one row of the table. Per row: BLEU after 
 1/2/4/10 and by reference length (Wang et al. 2021, Table 2 and Figure 2), mean and sample
 standard deviation over seeds, and sacreBLEU's paired bootstrap (1000 resamples) of the
 final outputs against the CMLM row: per seed (same seed, hence same initial weights) and
-pooled (the seeds' outputs concatenated, each reference repeated). --publish DIR copies
+pooled (the outputs of every random seed concatenated, each reference repeated). --publish DIR copies
 results.json, results.md and the plot there (the copies the README cites); --readme FILE
 replaces the table between the lines ``<!-- table1:start -->`` and ``<!-- table1:end -->``
 of FILE with results.md.

@@ -8,7 +8,7 @@
 #                 is downloaded (data_prep/multi30k.sh)
 # --jobs N        trainings and decodings run side by side, each on OMP_NUM_THREADS threads
 #                 (default 1 thread when unset; 2 jobs on a 2-core CPU)
-# --ablation-seeds  the seeds of the ablation row (default: the first of --seeds)
+# --ablation-seeds  the random seeds of the ablation row (default: the first of --seeds)
 #
 # 1. Data: Multi30k encoded with the shipped quickstart sentencepiece model and dictionary
 #    (examples/quickstart/model), so that the shipped autoregressive teacher (3+3 x 192)

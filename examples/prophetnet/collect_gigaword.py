@@ -11,7 +11,7 @@ and unilm/gigaword.sh; KEPT defaults to ``DIR/runs``) and writes ``DIR/results.j
 standard deviation over seeds of ROUGE-1/2/L F1 and of the per-stream validation accuracy,
 and the distinct headlines (mean, min, max over seeds). Comparisons: each row against
 ProphetNet n = 1 (and each transformers reference row against the same n here) by a paired
-bootstrap over the validation articles of the seed-averaged sentence ROUGE-1 F1 (rouge-score),
+bootstrap over the validation articles of the sentence ROUGE-1 F1 averaged over random seeds (rouge-score),
 two-sided, 1000 resamples; the verdict at each point is "better" or "worse" where p < 0.05,
 else "no significant difference". ``--publish`` copies the three files (the figure into
 ``figures/``); ``--readme`` rewrites the block between ``<!-- table2:start -->`` and

@@ -6,8 +6,8 @@
 
 The same statistics as table 2 (``examples/prophetnet/collect_gigaword.py``): per row and
 scored point, mean and standard deviation over seeds of ROUGE-1/2/L F1, distinct headlines,
-teacher-forced validation accuracy, and a paired bootstrap of the seed-averaged sentence
-ROUGE-1 of each MiniLM start against the random start with the same vocabulary.
+teacher-forced validation accuracy, and a paired bootstrap of the sentence
+ROUGE-1 (averaged over random seeds) of each MiniLM start against the random start with the same vocabulary.
 """
 from __future__ import annotations
 
