@@ -204,7 +204,7 @@ def summarise(folder: Path, refs: list | None, labels: dict | None = None, basel
     return {"validation": "1000 Gigaword validation pairs (the test split is withheld)",
             "scorer": "rouge-score (stemmed), F1 x 100; mean and standard deviation over seeds",
             "decoding": "fairseq beam search: beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
-            "significance": f"paired bootstrap over validation articles of seed-averaged sentence ROUGE-1, "
+            "significance": f"paired bootstrap over validation articles of sentence ROUGE-1 averaged over random seeds, "
                             f"two-sided, {RESAMPLES} resamples, p < 0.05",
             "batching": batching(models),
             "wall_seconds_all_runs": sum(m["wall_seconds"] for m in models.values()),
