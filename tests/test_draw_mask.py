@@ -15,7 +15,7 @@ from fairseq_ext.analysis.draw_mask import (
 )
 
 
-def test_causal_picture_is_the_seeds_shifted_lower_triangle():
+def test_causal_picture_is_su_2019s_shifted_lower_triangle():
     p = draw("causal", words="a b c d")
     assert p.rows == ["a", "b", "c", "d"] and p.cols == ["<s>", "a", "b", "c", "d"]
     for i in range(4):
@@ -23,7 +23,7 @@ def test_causal_picture_is_the_seeds_shifted_lower_triangle():
             assert bool(p.matrix[i, j]) == (j <= i)  # x_{i+1} sees <s>, x_1 .. x_i
 
 
-def test_permutation_picture_matches_the_seed_example():
+def test_permutation_picture_matches_su_2019s_example():
     """Order <s> -> ying -> jing -> ni -> huan -> bei: "ying can only correlate with <s>",
     "jing only with <s> and ying" (Su 2019's text)."""
     p = draw("permutation")

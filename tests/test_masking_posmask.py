@@ -8,7 +8,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import fairseq_ext  # noqa: F401
 from fairseq.data import Dictionary, MaskTokensDataset
 from fairseq.modules import MultiheadAttention
 from fairseq_ext.masking import MASK_POSITION, bert_token_mask, position_mask

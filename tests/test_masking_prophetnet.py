@@ -16,6 +16,7 @@ from fairseq_ext.masking import (
     predicting_stream_main_mask,
     relative_position_bucket,
     replace_80_10_10,
+    span_lengths,
 )
 
 
@@ -113,19 +114,18 @@ def test_ngram_stream_buckets_match_brute_force():
 
 
 def _blocks(maskable, block_size):
-    where = maskable.nonzero().squeeze(1).tolist()
+    where = np.flatnonzero(maskable).tolist()
     return [where[i:i + block_size] for i in range(0, len(where), block_size)]
 
 
-@pytest.mark.parametrize("rng_kind", ["numpy", "torch"])
-def test_block_span_mask_one_contiguous_span_per_block(rng_kind):
-    maskable = torch.ones(200, dtype=torch.bool)
+def test_block_span_mask_one_contiguous_span_per_block():
+    maskable = np.ones(200, dtype=bool)
     maskable[[0, 57, 130, 199]] = False  # special symbols in the middle are skipped, not chosen
     block_size, ratio = 64, 0.15
     starts = [set() for _ in range(4)]
     for seed in range(300):
-        rng = np.random.RandomState(seed) if rng_kind == "numpy" else torch.Generator().manual_seed(seed)
-        chosen = block_span_mask(maskable, block_size, ratio, rng)
+        rng = np.random.default_rng(seed)
+        chosen = block_span_mask(maskable, rng, block_size, ratio)
         assert not (chosen & ~maskable).any()
         for i, block in enumerate(_blocks(maskable, block_size)):
             picked = [k for k, pos in enumerate(block) if chosen[pos]]
@@ -138,26 +138,60 @@ def test_block_span_mask_one_contiguous_span_per_block(rng_kind):
 
 
 def test_block_span_mask_is_reproducible_and_covers_short_lines():
-    maskable = torch.tensor([False, True, True, True, False])
-    a = block_span_mask(maskable, rng=np.random.RandomState(3))
-    b = block_span_mask(maskable, rng=np.random.RandomState(3))
-    assert torch.equal(a, b) and int(a.sum()) == 1  # 15% of 3 tokens rounds to 0: one token
-    assert not block_span_mask(torch.zeros(4, dtype=torch.bool), rng=np.random.RandomState(0)).any()
+    maskable = np.array([False, True, True, True, False])
+    a = block_span_mask(maskable, np.random.default_rng(3))
+    b = block_span_mask(maskable, np.random.default_rng(3))
+    assert np.array_equal(a, b) and int(a.sum()) == 1  # 15% of 3 tokens rounds to 0: one token
+    assert not block_span_mask(np.zeros(4, dtype=bool), np.random.default_rng(0)).any()
+
+
+@pytest.mark.parametrize("rng", [np.random.RandomState(0), torch.Generator().manual_seed(0), None])
+def test_per_example_rules_refuse_other_generators(rng):
+    """One convention: per-example rules draw from a numpy Generator (masking.example_rng)."""
+    maskable = np.ones(5, dtype=bool)
+    with pytest.raises(ValueError, match="numpy.random.Generator"):
+        block_span_mask(maskable, rng)
+    with pytest.raises(ValueError, match="numpy.random.Generator"):
+        replace_80_10_10(np.arange(5), maskable, rng, 7, random_prob=0.0)
+
+
+def _uniform_weights(low, high):
+    w = np.zeros(high)
+    w[low:high] = 1.0 / (high - low)
+    return w
 
 
 def test_replace_80_10_10_statistics():
-    tokens = torch.arange(10, 20010)
-    chosen = torch.zeros_like(tokens, dtype=torch.bool)
+    tokens = np.arange(10, 20010)
+    chosen = np.zeros(len(tokens), dtype=bool)
     chosen[::2] = True
-    out, kind = replace_80_10_10(tokens, chosen, mask_idx=7, random_low=4, random_high=7,
-                                 rng=np.random.RandomState(0))
-    assert torch.equal(out[~chosen], tokens[~chosen]) and not kind[~chosen].any()
+    out, kind = replace_80_10_10(tokens, chosen, np.random.default_rng(0), mask_value=7,
+                                 replacement_weights=_uniform_weights(4, 7))
+    assert np.array_equal(out[~chosen], tokens[~chosen]) and not kind[~chosen].any()
     n = int(chosen.sum())
     share = [float((kind == k).sum()) / n for k in (1, 2, 3)]
     assert abs(share[0] - 0.8) < 0.015 and abs(share[1] - 0.1) < 0.01 and abs(share[2] - 0.1) < 0.01
     assert (out[kind == 1] == 7).all()
     assert ((out[kind == 2] >= 4) & (out[kind == 2] < 7)).all()
-    assert torch.equal(out[kind == 3], tokens[kind == 3])
+    assert np.array_equal(out[kind == 3], tokens[kind == 3])
+    # the random values are uniform over [4, 7): each of the three about a third of them
+    for v in (4, 5, 6):
+        got = float((out[kind == 2] == v).mean())
+        assert abs(got - 1 / 3) < 5 * math.sqrt(2 / 9 / int((kind == 2).sum()))
+
+
+@pytest.mark.parametrize("length", [*range(0, 140), 191, 192, 193, 500])
+def test_span_lengths_is_the_count_of_block_span_mask(length):
+    """The dataset's target size (span_lengths) against the mask itself and a brute-force
+    count (one span of max(1, round(0.15 m)) per block of m tokens, Python's round)."""
+    maskable = np.ones(length + 3, dtype=bool)
+    maskable[[0, -1]] = False
+    maskable[length // 2 + 1] = False  # a special symbol inside does not count
+    m = int(maskable.sum())
+    brute = sum(max(1, round(0.15 * min(64, m - s))) for s in range(0, m, 64))
+    assert int(span_lengths(m)) == brute
+    assert int(block_span_mask(maskable, np.random.default_rng(length)).sum()) == brute
+    assert span_lengths(np.array([m, m]), 64, 0.15).tolist() == [brute, brute]
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])

@@ -9,8 +9,10 @@ columns = inputs (keys); a filled cell means "may attend" (Su 2019, "Analysis").
     python -m fairseq_ext.analysis.draw_mask ngram --length 5 --ngram 2
     python -m fairseq_ext.analysis.draw_mask --all docs/masks       # every script as PNG
 
-Every picture comes from the plugin's own mask functions (``fairseq_ext.masking``); a script
-is one entry of ``SCRIPTS``: a function of its options that returns a ``MaskPicture``.
+Every attention picture is the rule that runs, drawn: ``masking.mask_picture`` of a rule of
+``masking.predicates``, the causal, prefix and permutation rules taken from
+``masking.ATTENTION_VARIANTS`` (the ``--attention-mask`` choices of ``unilm_transformer``). A
+script is one entry of ``SCRIPTS``: a function of its options that returns a ``MaskPicture``.
 """
 from __future__ import annotations
 
@@ -24,12 +26,11 @@ import torch
 from torch import Tensor
 
 from fairseq_ext.masking import (
+    ATTENTION_VARIANTS,
     HYBRID_STRATEGIES,
-    bidirectional_mask,
-    causal_mask,
-    ngram_stream_mask,
-    permutation_mask,
-    prefix_lm_mask,
+    mask_picture,
+    order_ranks,
+    predicates,
     source_copy_weight,
 )
 
@@ -76,13 +77,25 @@ class Script:
 DEFAULT_WORDS = "bei jing huan ying ni"  # 北京欢迎你, "Beijing welcomes you", Su 2019's example
 
 
-def _no_padding(n: int) -> Tensor:
-    return torch.zeros(1, n, dtype=torch.bool)
+def _variant_rule(name: str, segment_ids: list[int], order: list[int]) -> predicates.MaskMod:
+    """The rule of ``--attention-mask name`` over one sequence with these segment ids and
+    factorisation order."""
+    ranks = order_ranks(torch.tensor([order]))
+    return ATTENTION_VARIANTS[name].rule(torch.tensor([segment_ids]), ranks)
+
+
+def _language_model_picture(name: str, words: list[str], order: list[int]) -> Tensor:
+    """Su 2019's language-model pictures: the row of word x_i is the input row that predicts
+    it, the one before it in ``order`` (positions of ``<s> words``, ``<s>`` first), against
+    every input."""
+    rule = _variant_rule(name, [0] * (len(words) + 1), order)
+    predictor = {p: order[k - 1] for k, p in enumerate(order) if k}
+    return mask_picture(rule, [predictor[p] for p in range(1, len(words) + 1)], len(words) + 1)
 
 
 def draw_bidirectional(words: str = DEFAULT_WORDS) -> MaskPicture:
     tokens = ["[CLS]", *words.split(), "[SEP]"]
-    return MaskPicture(bidirectional_mask(_no_padding(len(tokens)))[0], tokens, tokens,
+    return MaskPicture(mask_picture(predicates.bidirectional, len(tokens), len(tokens)), tokens, tokens,
                        "bidirectional (BERT): every token sees every token")
 
 
@@ -90,9 +103,8 @@ def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
     """Su 2019's unidirectional LM picture: the output for x_i is computed at the input
     before it, which sees <s> and x_1 .. x_{i-1}."""
     words_ = words.split()
-    inputs = ["<s>", *words_]
-    m = causal_mask(_no_padding(len(inputs)))[0][:-1]  # the last input predicts nothing shown
-    return MaskPicture(m, words_, inputs, "causal LM: x_i is predicted from <s>, x_1 .. x_{i-1}")
+    m = _language_model_picture("causal", words_, list(range(len(words_) + 1)))
+    return MaskPicture(m, words_, ["<s>", *words_], "causal LM: x_i is predicted from <s>, x_1 .. x_{i-1}")
 
 
 def _parse_order(order: str, n: int) -> list[int]:
@@ -115,8 +127,7 @@ def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed:
         positions = (torch.randperm(n, generator=g) + 1).tolist()
     else:
         positions = _parse_order(order, n)
-    full = torch.tensor([[0, *positions]])
-    m = permutation_mask(full, _no_padding(n + 1), strict=True)[0][1:]
+    m = _language_model_picture("permutation", words_, [0, *positions])
     path = " -> ".join(["<s>", *(words_[p - 1] for p in positions)])
     return MaskPicture(m, words_, ["<s>", *words_], f"permutation LM, order {path}",
                        note="the same as the causal mask with rows and columns shuffled into the order")
@@ -125,9 +136,9 @@ def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed:
 def draw_prefix(source: str = "what do you want to eat", target: str = "white cut chicken") -> MaskPicture:
     """UniLM's seq2seq mask on [CLS] source [SEP] target [SEP] (Su 2019's right figure)."""
     src, tgt = ["[CLS]", *source.split(), "[SEP]"], [*target.split(), "[SEP]"]
-    seg = torch.tensor([[0] * len(src) + [1] * len(tgt)])
-    m = prefix_lm_mask(seg, _no_padding(seg.size(1)))[0]
     tokens = src + tgt
+    segment_ids = [0] * len(src) + [1] * len(tgt)
+    m = mask_picture(_variant_rule("prefix", segment_ids, list(range(len(tokens)))), len(tokens), len(tokens))
     return MaskPicture(m, tokens, tokens, "UniLM seq2seq: bidirectional source, causal target",
                        note="segment 0 = [CLS] source [SEP], segment 1 = target [SEP]")
 
@@ -171,12 +182,13 @@ def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2, mask
 
 
 def draw_ngram(length: int = 5, ngram: int = 2) -> MaskPicture:
-    """ProphetNet's n-stream self-attention (``masking.ngram_stream_mask``): the main stream
+    """ProphetNet's n-stream self-attention (``predicates.ngram_stream``): the main stream
     h_t (causal) and predicting stream k at index t, which predicts target t from the main
     stream up to index t - k + 1 and its own position."""
     if length < 1 or ngram < 1:
         raise ValueError(f"--length and --ngram must be >= 1, got {length} and {ngram}")
-    m = ngram_stream_mask(length, ngram)
+    size = (1 + ngram) * length
+    m = mask_picture(predicates.ngram_stream(length), size, size)
     names = ["h"] + [f"s{k}" for k in range(1, ngram + 1)]
     labels = [f"{name}_{t}" for name in names for t in range(length)]
     return MaskPicture(m, labels, labels, f"ProphetNet n-stream self-attention, n = {ngram}",

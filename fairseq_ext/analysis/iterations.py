@@ -62,9 +62,9 @@ def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = 0.6,
     """Z mass, masked slots and all slots of one decoder input (a printed history line).
 
     The line's tokens (``<s>`` and ``</s>`` stripped) are laid back into a decoder input
-    (``<s>`` at index 0) and weighed by the decoding rule itself,
-    ``masking.source_copy_weight``: ``weighted_sum`` counts each masked slot as
-    ``1 - mask_weight`` of a copy, ``fence_replace`` the masked slots on the fence.
+    (``<s>`` at index 0) and weighed by the decoding rule the model ran,
+    ``masking.source_copy_weight`` (the strategy's row of ``masking.STRATEGY_TABLE``), so a
+    partial copy counts as its weight.
     """
     masked = torch.tensor([[False, *(tok == MASK_TOKEN for tok in pass_input), False]])
     z = source_copy_weight(masked, strategy, mask_weight, fence_first)

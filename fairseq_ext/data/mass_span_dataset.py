@@ -5,8 +5,8 @@ For a line ``x_0 .. x_{L-1} </s>``:
 
 * ``masking.block_span_mask`` picks one contiguous span per 64-token block (15% of the block),
   among all tokens but ``</s>``, ``<pad>`` and ``<s>``;
-* the encoder input is the line with the span tokens replaced 80/10/10 (``<mask>`` / a random
-  token / unchanged, ``masking.replace_80_10_10``);
+* the encoder input is the line with the span tokens replaced 80/10/10 (``<mask>`` / a token
+  uniform among the ordinary ones before ``<mask>`` / unchanged, ``masking.replace_80_10_10``);
 * the decoder target is the span tokens (all spans of the line, in order); the decoder input
   at each target is the original token just before it (``</s>`` before ``x_0``), at that
   token's position, so the decoder sees the article's positions as in fine-tuning, where
@@ -14,7 +14,9 @@ For a line ``x_0 .. x_{L-1} </s>``:
 * ``span_offset`` numbers the tokens of each span from 0: predicting stream ``k`` is scored
   only from offset ``k - 1`` on (``criterions.ngram_language_loss``).
 
-Masks are drawn with ``numpy_seed(seed, epoch, index)``: reproducible, new each epoch.
+Both draw from the example's generator, ``masking.example_rng(seed, epoch, index)``:
+reproducible, new each epoch. The target sizes are ``masking.span_lengths``, the count of
+``block_span_mask``.
 """
 from __future__ import annotations
 
@@ -22,17 +24,8 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset, data_utils
 
-from fairseq_ext.masking import block_span_mask, replace_80_10_10
-
-
-def span_lengths(num_tokens, block_size: int, ratio: float) -> np.ndarray:
-    """Target tokens of lines with ``num_tokens`` maskable tokens (``block_span_mask``'s count:
-    ``max(1, round(ratio * m))`` per block of ``m`` tokens, rounding half to even)."""
-    n = np.asarray(num_tokens, dtype=np.int64)
-    full, rest = n // block_size, n % block_size
-    per_full = max(1, int(round(ratio * block_size)))
-    per_rest = np.maximum(1, np.round(ratio * rest)).astype(np.int64)
-    return full * per_full + np.where(rest > 0, per_rest, 0)
+from fairseq_ext.errors import require
+from fairseq_ext.masking import block_span_mask, example_rng, replace_80_10_10, span_lengths
 
 
 class MassSpanDataset(FairseqDataset):
@@ -48,6 +41,12 @@ class MassSpanDataset(FairseqDataset):
         self.shuffle = shuffle
         self.epoch = 1
         self.tgt_sizes = span_lengths(self.src_sizes - 1, block_size, ratio)
+        # BERT's random replacement: uniform over the ordinary tokens before <mask>.
+        require(mask_idx > dictionary.nspecial, f"<mask> has id {mask_idx}, but the ordinary tokens that "
+                                                f"replace 10% of the span start at {dictionary.nspecial}; "
+                                                "add <mask> after the data's dictionary")
+        self.replacement_weights = np.zeros(len(dictionary))
+        self.replacement_weights[dictionary.nspecial:mask_idx] = 1.0 / (mask_idx - dictionary.nspecial)
 
     @property
     def sizes(self):
@@ -64,14 +63,14 @@ class MassSpanDataset(FairseqDataset):
         return len(self.tokens)
 
     def __getitem__(self, index):
-        with data_utils.numpy_seed(self.seed, self.epoch, index):
-            rng = np.random.RandomState(np.random.randint(2 ** 31))
+        rng = example_rng(self.seed, self.epoch, index)
         tokens = self.tokens[index]
         d = self.dictionary
         maskable = tokens.ne(d.eos()) & tokens.ne(d.pad()) & tokens.ne(d.bos())
-        chosen = block_span_mask(maskable, self.block_size, self.ratio, rng)
-        source, _ = replace_80_10_10(tokens, chosen, self.mask_idx, d.nspecial, self.mask_idx, rng)
-        where = chosen.nonzero().squeeze(1)
+        chosen = block_span_mask(maskable.numpy(), rng, self.block_size, self.ratio)
+        source = replace_80_10_10(tokens.numpy(), chosen, rng, self.mask_idx,
+                                  replacement_weights=self.replacement_weights).values
+        where = torch.from_numpy(np.flatnonzero(chosen))
         before = tokens.new_full(where.shape, d.eos())
         has_before = where > 0
         before[has_before] = tokens[where[has_before] - 1]
@@ -80,7 +79,7 @@ class MassSpanDataset(FairseqDataset):
         span_start = where[new_span][new_span.long().cumsum(0) - 1]
         return {
             "id": index,
-            "source": source,
+            "source": torch.from_numpy(source),
             "target": tokens[where],
             "prev_output_tokens": before,
             "positions": where + d.pad() + 1,

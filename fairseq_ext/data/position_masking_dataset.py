@@ -9,7 +9,7 @@ import torch
 from fairseq.data import BaseWrapperDataset, Dictionary
 
 from fairseq_ext.errors import require
-from fairseq_ext.masking import bert_token_mask, position_mask
+from fairseq_ext.masking import bert_token_mask, example_rng, position_mask
 
 # Label of the tokens whose position the classifier does not predict (and of padding);
 # torch's cross-entropy ignores it by default.
@@ -28,8 +28,8 @@ class PositionMaskingDataset(BaseWrapperDataset):
     * ``position_target``: the original index at the position-masked tokens,
       ``NO_POSITION_LABEL`` elsewhere.
 
-    The generator of each example is seeded from ``(seed, epoch, index)`` exactly as in
-    fairseq's ``MaskTokensDataset`` and draws the token masking first, so with
+    The generator of each example is ``masking.example_rng(seed, epoch, index)``, fairseq's
+    ``MaskTokensDataset`` scheme, and draws the token masking first, so with
     ``mask_special_tokens`` the token masking is fairseq's draw for draw.
     """
 
@@ -75,7 +75,7 @@ class PositionMaskingDataset(BaseWrapperDataset):
 
     @lru_cache(maxsize=16)
     def _draw(self, seed: int, epoch: int, index: int) -> dict:
-        rng = np.random.default_rng(int(hash((seed, epoch, index)) % 1e6))
+        rng = example_rng(seed, epoch, index)
         item = self.dataset[index]
         item = item.numpy() if torch.is_tensor(item) else np.asarray(item)
         require(not (item == self.mask_idx).any(),

@@ -3,14 +3,19 @@
 "Seq2Seq"), and the factorisation orders of the permutation language model.
 
 Every builder returns a boolean ``(B, T, T)`` tensor, rows = queries (outputs), columns =
-keys (inputs), ``True`` = may attend. Padding (``padding[b, j]`` True) is never attended
-by a real token. A padding *query* row attends to itself only, so that no row is empty
-and a softmax over it stays finite; its output is meaningless and must be ignored.
+keys (inputs), ``True`` = may attend: the dense form (``masking.derived.dense_mask``) of a
+rule of ``masking.predicates`` joined with its padding rule. Padding (``padding[b, j]`` True)
+is never attended by a real token. A padding *query* row attends to itself only, so that no
+row is empty and a softmax over it stays finite; its output is meaningless and must be ignored.
 """
 from __future__ import annotations
 
 import torch
 from torch import Tensor
+
+from fairseq_ext.masking import predicates
+from fairseq_ext.masking.derived import dense_mask
+from fairseq_ext.masking.predicates import MaskMod
 
 
 def _check_padding(padding: Tensor) -> None:
@@ -19,15 +24,15 @@ def _check_padding(padding: Tensor) -> None:
                          f"{padding.dtype}")
 
 
-def _finish(allowed: Tensor, padding: Tensor) -> Tensor:
-    """Remove padded keys; padded queries see only themselves."""
-    allowed = allowed & ~padding.unsqueeze(1)
-    eye = torch.eye(padding.size(1), dtype=torch.bool, device=padding.device).unsqueeze(0)
-    return torch.where(padding.unsqueeze(2), eye, allowed)
+def padded_dense_mask(rule: MaskMod, padding: Tensor, query_sees_itself: bool = True) -> Tensor:
+    """``rule`` joined with ``predicates.padding(padding)`` as a dense ``(B, T, T)`` mask."""
+    B, T = padding.shape
+    allowed = predicates.and_masks(rule, predicates.padding(padding, query_sees_itself))
+    return dense_mask(allowed, B, 1, T, T, device=padding.device)[:, 0]
 
 
 def bidirectional_mask(padding: Tensor) -> Tensor:
-    """BERT's encoder: ``i`` sees ``j`` iff ``j`` is not padding.
+    """BERT's encoder (``predicates.bidirectional``): ``i`` sees ``j`` iff ``j`` is not padding.
 
     Args:
         padding: ``(B, T)`` bool, True at padding.
@@ -36,29 +41,31 @@ def bidirectional_mask(padding: Tensor) -> Tensor:
         ``(B, T, T)`` bool, True = may attend.
     """
     _check_padding(padding)
-    B, T = padding.shape
-    return _finish(torch.ones(B, T, T, dtype=torch.bool, device=padding.device), padding)
+    return padded_dense_mask(predicates.bidirectional, padding)
 
 
 def causal_mask(padding: Tensor) -> Tensor:
-    """A left-to-right language model (the lower triangle): ``i`` sees ``j`` iff ``j <= i``
-    and ``j`` is not padding.
-
-    Args:
-        padding: ``(B, T)`` bool, True at padding.
-
-    Returns:
-        ``(B, T, T)`` bool, True = may attend.
-    """
+    """A left-to-right language model (``predicates.causal``, the lower triangle): ``i`` sees
+    ``j`` iff ``j <= i`` and ``j`` is not padding. Takes and returns what
+    ``bidirectional_mask`` does."""
     _check_padding(padding)
-    T = padding.size(1)
-    tril = torch.ones(T, T, dtype=torch.bool, device=padding.device).tril()
-    return _finish(tril.unsqueeze(0).expand(padding.size(0), T, T), padding)
+    return padded_dense_mask(predicates.causal, padding)
+
+
+def check_segment_ids(segment_ids: Tensor, padding: Tensor) -> None:
+    """Raise ``ValueError`` unless ``segment_ids`` has the shape of ``padding`` and is 0 (source)
+    or 1 (target) at every non-padding position."""
+    if segment_ids.shape != padding.shape:
+        raise ValueError(f"segment_ids {tuple(segment_ids.shape)} and padding {tuple(padding.shape)} "
+                         "must have the same shape")
+    if ((segment_ids != 0) & (segment_ids != 1) & ~padding).any():
+        raise ValueError("segment_ids must be 0 (source) or 1 (target) at every non-padding position")
 
 
 def prefix_lm_mask(segment_ids: Tensor, padding: Tensor) -> Tensor:
-    """UniLM's seq2seq mask: ``i`` sees ``j`` iff ``j`` is not padding and either ``j`` is a
-    source token (segment 0) or both are target tokens (segment 1) with ``j <= i``.
+    """UniLM's seq2seq mask (``predicates.prefix_lm``): ``i`` sees ``j`` iff ``j`` is not
+    padding and either ``j`` is a source token (segment 0) or both are target tokens (segment 1)
+    with ``j <= i``.
 
     So the source is bidirectional, a target token sees the whole source and its own past,
     and no source token sees the target.
@@ -71,16 +78,8 @@ def prefix_lm_mask(segment_ids: Tensor, padding: Tensor) -> Tensor:
         ``(B, T, T)`` bool, True = may attend.
     """
     _check_padding(padding)
-    if segment_ids.shape != padding.shape:
-        raise ValueError(f"segment_ids {tuple(segment_ids.shape)} and padding {tuple(padding.shape)} "
-                         "must have the same shape")
-    if ((segment_ids != 0) & (segment_ids != 1) & ~padding).any():
-        raise ValueError("segment_ids must be 0 (source) or 1 (target) at every non-padding position")
-    T = padding.size(1)
-    source_key = (segment_ids == 0).unsqueeze(1)
-    target_query = (segment_ids == 1).unsqueeze(2)
-    tril = torch.ones(T, T, dtype=torch.bool, device=padding.device).tril().unsqueeze(0)
-    return _finish(source_key | (target_query & ~source_key & tril), padding)
+    check_segment_ids(segment_ids, padding)
+    return padded_dense_mask(predicates.prefix_lm(segment_ids), padding)
 
 
 def check_order(order: Tensor) -> None:
@@ -134,13 +133,8 @@ def permutation_mask(order: Tensor, padding: Tensor, strict: bool = False) -> Te
     if order.shape != padding.shape:
         raise ValueError(f"order {tuple(order.shape)} and padding {tuple(padding.shape)} must have "
                          "the same shape")
-    rank = order_ranks(order)
-    rq, rk = rank.unsqueeze(2), rank.unsqueeze(1)
-    allowed = rk < rq if strict else rk <= rq
-    allowed = allowed & ~padding.unsqueeze(1)
-    if strict:
-        return allowed & ~padding.unsqueeze(2)
-    return _finish(allowed, padding)
+    return padded_dense_mask(predicates.permutation(order_ranks(order), strict), padding,
+                             query_sees_itself=not strict)
 
 
 def random_order(padding: Tensor, keep_first: int = 1, generator: torch.Generator | None = None) -> Tensor:
@@ -166,11 +160,3 @@ def random_order(padding: Tensor, keep_first: int = 1, generator: torch.Generato
     scores = torch.where(idx < keep_first, idx - keep_first, scores)
     scores = torch.where(padding, 2.0 + idx / T, scores)
     return scores.argsort(dim=1)
-
-
-def additive_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
-    """``0`` where ``allowed`` is True and ``torch.finfo(dtype).min`` elsewhere (finite, so
-    fp16/bf16 scores stay finite; a row must keep at least one allowed key)."""
-    zero = torch.zeros((), dtype=dtype, device=allowed.device)
-    low = torch.full((), torch.finfo(dtype).min, dtype=dtype, device=allowed.device)
-    return torch.where(allowed, zero, low)

@@ -17,10 +17,11 @@ Slots are those of fairseq's decoder input: index 0 holds ``<s>``, target word `
 """
 from __future__ import annotations
 
+from typing import Callable, NamedTuple
+
 import torch
 from torch import Tensor
 
-HYBRID_STRATEGIES = ("all_mask", "all_copied", "weighted_sum", "fence_replace")
 FENCE_FIRST = ("mask", "copy")
 TRAINING_INPUTS = ("paper", "decoding_rule")
 # Section 3.3 gives no proportion; 0.5 trains on as much Z as Fence Replace, the paper's
@@ -49,16 +50,44 @@ def decoder_fence(length: int, first: str = "mask", device=None) -> Tensor:
     return torch.cat([no, fence_pattern(max(length - 1, 0), first, device=device)])
 
 
-def _check_strategy(strategy: str, mask_weight: float) -> None:
-    if strategy not in HYBRID_STRATEGIES:
+class HybridStrategy(NamedTuple):
+    """One row of the decoding table (section 3.2)."""
+
+    copies: bool  # whether any masked slot can get Z (else the decoder input is CMLM's)
+    weight: Callable[[Tensor, float, str], Tensor]  # (masked as float, mask_weight, fence_first) -> Z weight
+
+
+def _on_fence(m: Tensor, mask_weight: float, first: str) -> Tensor:
+    return m * decoder_fence(m.size(1), first, device=m.device).float().unsqueeze(0)
+
+
+# The paper's four strategies (section 3.2, Table 1), in its order.
+STRATEGY_TABLE: dict[str, HybridStrategy] = {
+    "all_mask": HybridStrategy(False, lambda m, mask_weight, first: m * 0.0),
+    "all_copied": HybridStrategy(True, lambda m, mask_weight, first: m),
+    "weighted_sum": HybridStrategy(True, lambda m, mask_weight, first: m * (1.0 - mask_weight)),
+    "fence_replace": HybridStrategy(True, _on_fence),
+}
+HYBRID_STRATEGIES = tuple(STRATEGY_TABLE)
+
+
+def _row(strategy: str) -> HybridStrategy:
+    if strategy not in STRATEGY_TABLE:
         raise ValueError(f"unknown hybrid strategy {strategy!r}; choose one of {HYBRID_STRATEGIES}")
+    return STRATEGY_TABLE[strategy]
+
+
+def _check_strategy(strategy: str, mask_weight: float) -> HybridStrategy:
+    row = _row(strategy)
     if not 0.0 <= mask_weight <= 1.0:
         raise ValueError(f"mask_weight must be in [0, 1], got {mask_weight}")
+    return row
 
 
 def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6,
                        fence_first: str = "mask") -> Tensor:
-    """Decoding rule (section 3.2): weight of Z in each slot; M gets ``1 - weight``.
+    """Decoding rule (section 3.2): weight of Z in each slot (``STRATEGY_TABLE``); M gets
+    ``1 - weight``.
 
     * ``all_mask``: 0 everywhere (CMLM's input);
     * ``all_copied``: 1 at masked slots;
@@ -76,15 +105,13 @@ def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6,
     Returns:
         ``(B, T)`` float weights in [0, 1].
     """
-    _check_strategy(strategy, mask_weight)
-    m = masked.float()
-    if strategy == "all_mask":
-        return m * 0.0
-    if strategy == "all_copied":
-        return m
-    if strategy == "weighted_sum":
-        return m * (1.0 - mask_weight)
-    return m * decoder_fence(masked.size(1), fence_first, device=masked.device).float().unsqueeze(0)
+    return _check_strategy(strategy, mask_weight).weight(masked.float(), mask_weight, fence_first)
+
+
+def decoding_copies_source(strategy: str) -> bool:
+    """Whether the strategy's decoding input can give a masked slot Z (section 3.2): every
+    strategy but ``all_mask``, whose input is CMLM's."""
+    return _row(strategy).copies
 
 
 def random_copy_slots(masked: Tensor, share: float, generator: torch.Generator | None = None) -> Tensor:

@@ -47,14 +47,26 @@ def relative_position_bucket(relative_position: Tensor, num_buckets: int = 32, m
     return offset + torch.where(distance < exact, distance, far)
 
 
+def ngram_stream_positions(positions: Tensor, ngram: int) -> Tensor:
+    """The position every row of ProphetNet's n-stream layout stands at (Qi et al. 2020, section
+    2.3): a main-stream row at its input token's position ``p_t``, a predicting-stream row at
+    ``p_t + 1``, the position of the token it predicts (every stream alike).
+
+    Args:
+        positions: ``(B, T)`` or ``(T,)`` absolute positions of the decoder input tokens.
+
+    Returns:
+        ``(B, (1 + ngram) * T)`` (or without ``B``), rows ordered ``[main, stream 1, ..., stream n]``.
+    """
+    return torch.cat([positions] + [positions + 1] * ngram, dim=-1)
+
+
 def ngram_stream_buckets(positions: Tensor, ngram: int, num_buckets: int, max_distance: int) -> Tensor:
     """Relative-position buckets of the main keys for every query row of ProphetNet's decoder
-    self-attention, rows ordered as in ``ngram_stream.ngram_stream_mask``.
-
-    A main-stream query at position ``p_t`` sees main key ``j`` at relative position
-    ``p_j - p_t``; a predicting-stream query at ``t`` stands for the token it predicts, one
-    position further, so it sees main key ``j`` at ``p_j - (p_t + 1)`` (every stream alike).
-    A predicting query's own key is at relative position 0, i.e. bucket 0.
+    self-attention, rows ordered as in ``ngram_stream.ngram_stream_mask``: the bucket of main
+    key ``j`` for row ``r`` is that of ``p_j - q_r``, with ``q_r`` from
+    ``ngram_stream_positions``. A predicting query's own key stands where the query does
+    (relative position 0, bucket 0).
 
     Args:
         positions: ``(B, T)`` or ``(T,)`` absolute positions of the decoder input tokens.
@@ -62,8 +74,5 @@ def ngram_stream_buckets(positions: Tensor, ngram: int, num_buckets: int, max_di
     Returns:
         ``(B, (1 + ngram) * T, T)`` (or without ``B``) long buckets.
     """
-    rel = positions.unsqueeze(-2) - positions.unsqueeze(-1)
-    main = relative_position_bucket(rel, num_buckets, max_distance)
-    predicting = relative_position_bucket(rel - 1, num_buckets, max_distance)
-    repeat = [1] * (predicting.dim() - 2) + [ngram, 1]
-    return torch.cat([main, predicting.repeat(*repeat)], dim=-2)
+    query = ngram_stream_positions(positions, ngram)
+    return relative_position_bucket(positions.unsqueeze(-2) - query.unsqueeze(-1), num_buckets, max_distance)

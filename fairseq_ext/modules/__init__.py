@@ -1,5 +1,7 @@
-"""``nn.Module`` building blocks and autograd functions shared by the plugin's models (see
-../shared/DESIGN.md: models import these, these import ``masking``)."""
+"""``nn.Module`` building blocks and autograd functions shared by the plugin's models.
+
+Layering: ``models`` import these modules, these modules import ``masking`` (the rules), and
+nothing here imports a task or a model."""
 from fairseq_ext.modules.masked_attention import MaskedSelfAttention, MaskedTransformerLayer
 from fairseq_ext.modules.ngram_self_attention import NgramSelfAttention
 from fairseq_ext.modules.prophetnet_decoder_layer import ProphetNetDecoderLayer

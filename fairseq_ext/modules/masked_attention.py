@@ -1,10 +1,13 @@
 """Self-attention with a per-example mask and a key/value cache.
 
 fairseq's ``MultiheadAttention`` takes one 2-D ``attn_mask`` for the whole batch, but the
-masks of the attention-mask playbook (``masking.prefix_lm_mask``, ``permutation_mask``)
-differ per example. This path uses PyTorch's ``scaled_dot_product_attention`` (Vaswani et
+masks of the attention-mask playbook differ per example: the caller passes the dense form of
+a rule of ``masking.predicates`` (``masking.padded_dense_mask`` for a full pass,
+``masking.step_mask`` for one cached decoding step). This path uses PyTorch's ``scaled_dot_product_attention`` (Vaswani et
 al. 2017, eq. 1: softmax(QK^T / sqrt(d_k)) V) with a ``(B, 1, T, S)`` mask, and returns the
-keys and values it used so that a decoder can cache them and feed one token per step.
+keys and values it used so that a decoder can cache them and feed one token per step. A full
+pass may instead pass the rule's FlexAttention ``BlockMask`` (``--attention-backend flex``,
+``modules.flex_attention``), which runs ``flex_attention`` on the same queries, keys and values.
 
 The layer keeps the parameter names of fairseq's ``TransformerEncoderLayer`` (``self_attn.
 {q,k,v,out}_proj``, ``self_attn_layer_norm``, ``fc1``, ``fc2``, ``final_layer_norm``) and its
@@ -12,7 +15,7 @@ post-norm order, so BERT/RoBERTa weights load into it unchanged.
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -20,6 +23,7 @@ from fairseq import utils
 from torch import Tensor, nn
 
 from fairseq_ext.masking import additive_attention_mask
+from fairseq_ext.modules.flex_attention import BlockMask, flex_attend, is_block_mask
 
 KeyValue = Tuple[Tensor, Tensor]
 
@@ -56,12 +60,14 @@ class MaskedSelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, x: Tensor, allowed: Tensor, past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
+    def forward(self, x: Tensor, allowed: Union[Tensor, BlockMask],
+                past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
         """
         Args:
             x: ``(B, T, C)`` queries (and the new keys/values).
             allowed: bool ``(B, T, S)`` or ``(T, S)``, True = may attend, where ``S`` is the
-                number of past keys plus ``T``.
+                number of past keys plus ``T``; or, in a full pass (no ``past``), the rule's
+                ``BlockMask`` (``modules.flex_attention.padded_block_mask``).
             past: cached ``(keys, values)``, each ``(B, H, S - T, C / H)``.
 
         Returns:
@@ -74,10 +80,13 @@ class MaskedSelfAttention(nn.Module):
         if allowed.shape[-2:] != (x.size(1), k.size(2)):
             raise ValueError(f"mask of shape {tuple(allowed.shape)} for {x.size(1)} queries and "
                              f"{k.size(2)} keys")
-        out = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=sdpa_attention_mask(allowed, q.dtype),
-            dropout_p=self.dropout if self.training else 0.0,
-        )
+        if is_block_mask(allowed):
+            out = flex_attend(q, k, v, allowed, training=self.training, dropout=self.dropout)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=sdpa_attention_mask(allowed, q.dtype),
+                dropout_p=self.dropout if self.training else 0.0,
+            )
         out = out.transpose(1, 2).reshape(x.size(0), x.size(1), self.embed_dim)
         return self.out_proj(out), (k, v)
 
@@ -97,7 +106,8 @@ class MaskedTransformerLayer(nn.Module):
         self.activation_fn = utils.get_activation_fn(activation_fn)
         self.dropout, self.activation_dropout = dropout, activation_dropout
 
-    def forward(self, x: Tensor, allowed: Tensor, past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
+    def forward(self, x: Tensor, allowed: Union[Tensor, BlockMask],
+                past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
         """``x``: ``(B, T, C)``; ``allowed``/``past``: see ``MaskedSelfAttention.forward``."""
         h, kv = self.self_attn(x, allowed, past)
         x = self.self_attn_layer_norm(x + F.dropout(h, self.dropout, self.training))

@@ -1,28 +1,39 @@
 """ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5).
 
 Queries are ``(1 + n) * T`` rows: the main stream and ``n`` predicting streams, all with the
-same projections. Who sees whom is ``masking.ngram_stream_mask``; since no query sees a
-predicting-stream key other than its own, every query attends ``T + 1`` keys: the ``T``
-main-stream keys and its own key, masked by ``masking.ngram_stream_key_mask`` (causal for the
-main stream, ``j <= max(t - k + 1, 0)`` plus itself for stream ``k``). One matrix product
-and one softmax serve all streams; a test compares this with dense attention under the full
-``((1 + n) T)^2`` mask. Every score gets a T5-style relative-position bias predicted from the
-query (``relative_pos_proj``: one logit per bucket and head, feature ``bucket * heads + head``).
+same projections. Who sees whom is the rule ``masking.predicates.ngram_stream``; since no
+query sees a predicting-stream key other than its own, every query attends ``T + 1`` keys
+(``masking.folded_keys``): the ``T`` main-stream keys and its own key, masked by the rule's
+folded form ``masking.ngram_stream_key_mask`` (causal for the main stream,
+``j <= max(t - k + 1, 0)`` plus itself for stream ``k``). One matrix product and one softmax
+serve all streams; a test compares this with dense attention under the full ``((1 + n) T)^2``
+mask. Every score gets a T5-style relative-position bias predicted from the query
+(``relative_pos_proj``: one logit per bucket and head, feature ``bucket * heads + head``) at
+the buckets of ``masking.ngram_stream_buckets``; the own key stands where the query does
+(relative position 0, bucket 0).
 
 Incremental decoding (``incremental_state``) keeps a key/value cache of the main stream only
-and takes rows ``[main, stream 1]`` of the newest position: the new main key joins the cache
+and takes rows ``[main, stream 1]`` of the newest position, with the rows of that step of the
+same mask and buckets (``masking.NgramStreamTables.step``): the new main key joins the cache
 and both queries see the whole cache (stream 1 at ``t`` sees main ``<= t``). The other
 predicting streams are not computed at inference.
+
+With ``--attention-backend flex`` a full pass gets, in place of the folded key mask, the rule's
+FlexAttention block mask (``modules.flex_attention.NgramStreamBlockMask``): every query row
+attends all ``(1 + n) T`` rows under ``predicates.ngram_stream`` and the bucket bias enters as a
+``score_mod``; the projections and the bias logits are this module's own.
 """
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Dict, Optional, Union
 
 import torch
 import torch.nn.functional as F
 from fairseq.incremental_decoding_utils import with_incremental_state
 from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor, nn
+
+from fairseq_ext.modules.flex_attention import NgramStreamBlockMask
 
 IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
 
@@ -58,12 +69,17 @@ class NgramSelfAttention(nn.Module):
         self.relative_pos_proj = nn.Linear(embed_dim, num_buckets * num_heads)
         self.dropout_module = FairseqDropout(attention_dropout, module_name=self.__class__.__name__)
 
+    def first_predicting(self, rows: int, incremental: bool) -> int:
+        """Index of the first predicting row among ``rows`` input rows: ``T`` in a full pass
+        (rows ``[main, stream 1, ..., stream n]``), 1 incrementally (rows ``[main, stream 1]``)."""
+        return 1 if incremental else rows // (1 + self.ngram)
+
     def _heads(self, x: Tensor) -> Tensor:
         """``(R, B, C)`` -> ``(B, H, R, d)``."""
         rows, bsz, _ = x.shape
         return x.view(rows, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
-    def forward(self, x: Tensor, buckets: Tensor, key_mask: Tensor,
+    def forward(self, x: Tensor, buckets: Tensor, key_mask: Union[Tensor, NgramStreamBlockMask],
                 incremental_state: Optional[IncrementalState] = None, predicting_only: bool = False) -> Tensor:
         """
         Args:
@@ -72,9 +88,10 @@ class NgramSelfAttention(nn.Module):
                 ``[main, stream 1]`` of the newest position.
             buckets: relative-position bucket of each main key for each query row,
                 ``(R, S)`` or ``(B, R, S)`` (``masking.ngram_stream_buckets``; ``S = T`` in a full
-                pass, the number of cached keys incrementally).
+                pass, the number of cached keys incrementally: ``NgramStreamTables.step``).
             key_mask: ``(R, S + 1)`` additive float32 mask over ``[main keys, own key]``
-                (``masking.ngram_stream_key_mask``).
+                (``masking.ngram_stream_key_mask``; incrementally ``NgramStreamTables.step``), or
+                in a full pass the rows' ``NgramStreamBlockMask`` (the flex backend).
             predicting_only: compute the predicting rows only (the main rows still give their
                 keys and values): the decoder's last layer needs no main-stream output.
                 ``buckets`` and ``key_mask`` then hold the predicting rows only.
@@ -83,13 +100,16 @@ class NgramSelfAttention(nn.Module):
             ``(R, B, C)``, or the predicting rows only.
         """
         rows, bsz, _ = x.shape
-        first = 1 if incremental_state is not None else rows // (1 + self.ngram)  # first predicting row
+        first = self.first_predicting(rows, incremental_state is not None)
         k = self._heads(self.k_proj(x))
         v = self._heads(self.v_proj(x))
         queries = x[first:] if predicting_only else x
         q = self._heads(self.q_proj(queries) * self.scaling)
         bias = self.relative_pos_proj(queries).view(queries.size(0), bsz, self.num_buckets, self.num_heads)
         bias = bias.permute(1, 3, 0, 2).float()  # (B, H, R', num_buckets)
+        if isinstance(key_mask, NgramStreamBlockMask):
+            out = key_mask.attend(q, k, v, bias, buckets, training=self.training, dropout=self.dropout_module.p)
+            return self._output(out, bsz)
         k_own, v_own = (k[:, :, first:], v[:, :, first:]) if predicting_only else (k, v)
         if incremental_state is not None:
             k_main, v_main = self._cached_main(k[:, :, :1], v[:, :, :1], incremental_state)
@@ -101,7 +121,10 @@ class NgramSelfAttention(nn.Module):
         scores = torch.cat([on_main, on_own], dim=-1) + key_mask
         probs = self.dropout_module(F.softmax(scores, dim=-1).to(x.dtype))
         keys = k_main.size(2)
-        out = torch.matmul(probs[..., :keys], v_main) + probs[..., keys:] * v_own
+        return self._output(torch.matmul(probs[..., :keys], v_main) + probs[..., keys:] * v_own, bsz)
+
+    def _output(self, out: Tensor, bsz: int) -> Tensor:
+        """``(B, H, R, d)`` heads -> ``(R, B, C)`` through the output projection."""
         return self.out_proj(out.permute(2, 0, 1, 3).reshape(out.size(2), bsz, self.embed_dim))
 
     def _cached_main(self, k_new: Tensor, v_new: Tensor, incremental_state: IncrementalState) -> tuple:

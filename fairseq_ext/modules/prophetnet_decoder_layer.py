@@ -39,7 +39,7 @@ class ProphetNetDecoderLayer(nn.Module):
         the result has the predicting rows only."""
         residual = x
         if predicting_only:
-            residual = x[(x.size(0) // (1 + self.self_attn.ngram) if incremental_state is None else 1):]
+            residual = x[self.self_attn.first_predicting(x.size(0), incremental_state is not None):]
         x = self.self_attn(x, buckets, key_mask, incremental_state, predicting_only)
         x = self.self_attn_layer_norm(residual + self.dropout_module(x))
         if encoder_out is not None:
