@@ -1,15 +1,12 @@
 """fairseq_ext: four masking techniques as a fairseq plugin (``--user-dir fairseq_ext``).
 
-Importing the package registers every task, model, architecture and criterion, makes
-fairseq's checkpoint loader safe (``checkpoints.install``) and makes the plugin's input
-errors print as one line on the command line (``errors.install_cli_excepthook``).
+Importing the package, or ``fairseq_ext.masking`` (the masks of the four papers, torch only),
+changes nothing in fairseq and does not import it. The plugin is loaded explicitly:
+
+* on the command line, ``fairseq-train/-generate/-interactive --user-dir fairseq_ext`` loads
+  it (fairseq imports ``fairseq_ext.tasks``, which calls ``plugin.load()``);
+* in Python, call ``fairseq_ext.plugin.load()`` once before parsing fairseq options or
+  building a task: it registers every task, model, architecture and criterion and installs
+  the safety patches (see ``fairseq_ext.plugin``).
 """
-from fairseq_ext import checkpoints, errors
-
-checkpoints.install()
-errors.install_cli_excepthook()
-
-from fairseq_ext import criterions, models, tasks  # noqa: E402  (registration after install)
-
 __version__ = "0.1.0"
-__all__ = ["checkpoints", "criterions", "errors", "models", "tasks"]

@@ -14,6 +14,8 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
 ``install()`` allow-lists exactly ``SAFE_CHECKPOINT_GLOBALS`` and makes the loader answer a
 foreign, corrupt or truncated checkpoint with one clear message; every load stays
 weights-only. ``install()`` also makes fairseq's checkpoint copies atomic (``_atomic_copy``).
+Loading the plugin (``fairseq_ext.plugin.load``, which ``--user-dir fairseq_ext`` runs) calls
+it; importing this module changes nothing.
 
 Command line:
     python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint pickles
@@ -33,6 +35,7 @@ import numpy as np
 import torch
 
 from fairseq_ext.errors import FairseqExtError
+
 
 def _numpy_reconstruct():
     try:

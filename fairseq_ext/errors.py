@@ -16,6 +16,11 @@ def require(condition: bool, message: str) -> None:
         raise FairseqExtError(message)
 
 
+def note(message: str) -> None:
+    """One line on stderr about input the plugin answered and skipped; the run goes on."""
+    sys.stderr.write(f"fairseq_ext: {message}\n")
+
+
 def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
     """The ``FairseqExtError`` behind ``exc``, if any: fairseq sometimes re-raises a generic
     exception from inside an ``except`` block (e.g. "Cannot load model parameters ..."), which

@@ -1,6 +1,9 @@
 """Shared fixtures: a tiny binarized En-De set built from the shipped quickstart sample,
 its English side binarized alone for masked LM tasks, and a tiny HI-CMLM checkpoint
-trained through the real fairseq CLIs."""
+trained through the real fairseq CLIs.
+
+The tests drive fairseq in process too (its option parser, ``setup_task``, ``build_model``),
+so the plugin is loaded here, once, the way Python code loads it (``fairseq_ext.plugin``)."""
 from __future__ import annotations
 
 import os
@@ -9,6 +12,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from fairseq_ext import plugin
+
+plugin.load()
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "quickstart" / "data"
@@ -22,6 +29,10 @@ TINY_DIMS = [
     "--encoder-ffn-embed-dim", "64", "--decoder-ffn-embed-dim", "64",
     "--encoder-attention-heads", "2", "--decoder-attention-heads", "2",
 ]
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: needs a CUDA device; `make gpu-check` runs these (docs/gpu.md)")
 
 
 def cli_env() -> dict:

@@ -1,10 +1,13 @@
 """Bad input for every model family, in process (cheap): a checkpoint from another dictionary,
-other sizes or other layers; empty, whitespace-only and over-long lines of raw text along the
-documented path (data_prep/spm.py encode -> fairseq-preprocess -> the task); examples longer
-than the model's positions at generation; empty interactive input. Each is one
-``FairseqExtError`` naming the problem and the fix. The command-line cases (wrong
+other sizes or other layers, or a model of another family; empty, whitespace-only and
+over-long lines of raw text along the documented path (data_prep/spm.py encode ->
+fairseq-preprocess -> the task); a ``.bin`` shorter than its ``.idx``; examples longer than
+the model's positions at generation. Each is one ``FairseqExtError`` naming the problem and
+the fix. An empty line of interactive input is named on stderr and skipped. The command-line cases (wrong
 ``--user-dir``, a corrupt or foreign checkpoint in a save dir) are in ``test_bad_input_cli.py``."""
 import logging
+import os
+import shutil
 import subprocess
 import sys
 
@@ -14,6 +17,8 @@ from fairseq import utils
 from fairseq_cli import preprocess
 
 from fairseq import options
+from fairseq.dataclass.configs import GenerationConfig
+from fairseq_ext.data.size_checks import refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError
 from tests.conftest import ROOT, read_sample, write_lines
 from tests.helpers.families import build, dict_folder
@@ -198,10 +203,87 @@ def test_generation_beyond_the_model_positions_is_one_error_or_a_chosen_skip(tmp
 
 
 @pytest.mark.parametrize("family", PAIR_FAMILIES)
-def test_empty_interactive_line_is_named(tmp_path, family):
-    """fairseq-interactive hands each buffer of input lines to build_dataset_for_inference."""
-    task, _, _ = build(dict_folder(tmp_path, 30), family)
+def test_empty_interactive_line_is_named_and_skipped(tmp_path, family, capsys):
+    """fairseq-interactive hands each buffer of input lines to build_dataset_for_inference and
+    prints each result under its dataset id: an empty line is named on stderr (its number
+    counted across buffers), gets no batch, and the other lines keep their ids."""
+    task, model, _ = build(dict_folder(tmp_path, 30), family)
     eos = task.source_dictionary.eos()
-    task.build_dataset_for_inference([torch.tensor([10, 11, eos])], [3])
-    with pytest.raises(FairseqExtError, match="input line 3 is empty"):
-        task.build_dataset_for_inference([torch.tensor([12, eos]), torch.tensor([eos])], [2, 1])
+
+    def batched_ids(dataset):
+        itr = task.get_batch_iterator(dataset, max_sentences=4, max_positions=model.max_positions())
+        return sorted(i for batch in itr.next_epoch_itr(shuffle=False) for i in batch["id"].tolist())
+
+    assert batched_ids(task.build_dataset_for_inference([torch.tensor([10, 11, eos])], [3])) == [0]
+    assert capsys.readouterr().err == ""
+    dataset = task.build_dataset_for_inference([torch.tensor([eos]), torch.tensor([12, eos]), torch.tensor([eos])],
+                                               [1, 2, 1])
+    assert batched_ids(dataset) == [1]
+    assert capsys.readouterr().err.splitlines() == [
+        "fairseq_ext: input line 2 is empty: skipped, nothing is printed for id 1 (give one source sentence per line)",
+        "fairseq_ext: input line 4 is empty: skipped, nothing is printed for id 3 (give one source sentence per line)"]
+    assert batched_ids(task.build_dataset_for_inference([torch.tensor([eos])], [1])) == []
+    assert "input line 5 is empty" in capsys.readouterr().err
+
+
+def test_over_long_interactive_line_still_ends_the_session(tmp_path):
+    """A line the model cannot take is an error, as in a binarized split."""
+    task, _, _ = build(dict_folder(tmp_path, 30), "prophetnet")
+    with pytest.raises(FairseqExtError, match="input line 1 has 65 tokens, more than --max-source-positions 64"):
+        task.build_dataset_for_inference([torch.arange(65)], [65])
+
+
+# ------------------------------------------------- another family's checkpoint, incomplete .bin
+
+
+@pytest.mark.parametrize("family, arch, expected", [
+    ("hi_cmlm", "transformer", "--path: the checkpoint holds a TransformerModel, but --task cmlm_hybrid decodes "
+                               "with mask-predict, which needs a conditional masked LM"),
+    ("unilm", "roberta", "--task unilm_seq2seq runs on one stack: use --arch unilm_transformer"),
+    ("permutation_lm", "roberta", "--task permutation_lm runs on one stack: use --arch unilm_transformer"),
+])
+def test_model_of_another_family_is_named(tmp_path, family, arch, expected):
+    """What fairseq-generate does with a checkpoint: the task builds the checkpoint's model,
+    then its generator. cmlm_hybrid refuses an autoregressive model there (fairseq stops
+    with "'TransformerModel' object has no attribute 'forward_encoder'" when decoding)."""
+    folder = dict_folder(tmp_path, 30)
+    with pytest.raises(FairseqExtError) as caught:
+        task, model, _ = build(folder, family, "--arch", arch)
+        task.build_generator([model], GenerationConfig())
+    assert expected in str(caught.value) and "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("family", PAIR_FAMILIES + MONO_FAMILIES)
+@pytest.mark.parametrize("kept", [0.5, 0.0])
+def test_incomplete_bin_is_named_when_the_split_is_loaded(tmp_path, tiny_data, pieces, family, kept):
+    """An interrupted fairseq-preprocess or copy leaves a .bin shorter than its .idx says;
+    fairseq would stop in numpy ("offset must be non-negative and no greater than buffer
+    length", or "cannot mmap an empty file") at the first example past the end."""
+    folder = _binarized(tmp_path, family, pieces["normal"], pieces["normal"][0], "source", tiny_data / "dict.en.txt")
+    binary = max(folder.glob("valid*.bin"), key=lambda p: p.stat().st_size)
+    full = binary.stat().st_size
+    os.truncate(binary, int(full * kept))
+    with pytest.raises(FairseqExtError) as caught:
+        _load_and_batch(folder, family, *EOS_MODE.get(family, []))
+    assert str(caught.value) == (
+        f"{binary} has {int(full * kept)} bytes but {binary.with_suffix('.idx')} indexes {full}: the binarized "
+        "valid split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it again with "
+        "fairseq-preprocess")
+
+
+@pytest.mark.parametrize("impl", ["mmap", "cached"])
+def test_incomplete_bin_of_a_shard_in_either_format_is_named(tmp_path, tiny_data, pieces, impl):
+    """fairseq's two binary formats, and the shards (``valid1``, ...) that ``combine`` reads."""
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    write_lines(raw / "valid.en", pieces["normal"])
+    folder = tmp_path / "bin"
+    _preprocess("--only-source", "--validpref", raw / "valid.en", "--srcdict", tiny_data / "dict.en.txt",
+                "--destdir", folder, "--workers", "1", "--dataset-impl", impl)
+    for suffix in (".bin", ".idx"):
+        shutil.copyfile(folder / f"valid{suffix}", folder / f"valid1{suffix}")
+    refuse_truncated_binaries(str(folder), "valid")  # complete
+    full = (folder / "valid1.bin").stat().st_size
+    os.truncate(folder / "valid1.bin", full - 1)
+    with pytest.raises(FairseqExtError, match=f"valid1.bin has {full - 1} bytes but .*valid1.idx indexes {full}:"):
+        refuse_truncated_binaries(str(folder), "valid")

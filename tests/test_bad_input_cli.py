@@ -1,13 +1,15 @@
-"""Bad input that only the command line shows: a wrong ``--user-dir`` (fairseq imports it
-before any plugin code runs), and a corrupt or foreign ``checkpoint_last.pt`` in the save dir
-of a run that resumes: one clear line, a non-zero exit, and the save dir left as it was."""
+"""Bad input as the command line meets it: a wrong ``--user-dir`` (fairseq imports it before
+any plugin code runs); a corrupt or foreign ``checkpoint_last.pt`` in the save dir of a run
+that resumes (one clear line, a non-zero exit, and the save dir left as it was); a checkpoint
+of another family, a decoding option out of range and an incomplete ``.bin`` at generation."""
 import os
+import shutil
 
 import pytest
 import torch
 
 from fairseq_ext.checkpoints import safe_load
-from tests.conftest import run, train_args
+from tests.conftest import TINY_DIMS, generate_args, run, train_args
 
 
 def _snapshot(folder):
@@ -81,3 +83,47 @@ def test_bad_checkpoint_last_in_save_dir_is_refused_and_left_alone(tiny_data, ti
     assert "Traceback" not in proc.stderr
     assert _snapshot(save) == before
     assert not marker.exists()
+
+
+def _refused(proc, message):
+    assert proc.returncode != 0
+    assert f"fairseq_ext: error: {message}" in proc.stderr, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.fixture(scope="module")
+def transformer_checkpoint(tiny_data, tmp_path_factory):
+    """An autoregressive ``transformer`` trained for one update by stock fairseq."""
+    save = tmp_path_factory.mktemp("transformer")
+    run(["fairseq-train", tiny_data, "--task", "translation", "-s", "en", "-t", "de", "--arch", "transformer",
+         *TINY_DIMS, "--optimizer", "adam", "--lr", "5e-4", "--max-tokens", "2000", "--max-update", "1",
+         "--save-dir", save, "--no-progress-bar", "--num-workers", "0", "--disable-validation", "--no-epoch-checkpoints"])
+    return save / "checkpoint_last.pt"
+
+
+def test_autoregressive_checkpoint_for_mask_predict_is_named(tiny_data, transformer_checkpoint):
+    """Without the check fairseq stops in mask-predict with "'TransformerModel' object has no
+    attribute 'forward_encoder'"."""
+    proc = run(generate_args(tiny_data, transformer_checkpoint), check=False)
+    _refused(proc, "--path: the checkpoint holds a TransformerModel, but --task cmlm_hybrid decodes with "
+                   "mask-predict")
+    assert "--task translation" in proc.stderr
+
+
+def test_out_of_range_decoding_option_is_refused_not_clamped(tiny_data, tiny_checkpoint):
+    """fairseq's generator decodes --iter-decode-with-beam -2 with one length candidate."""
+    proc = run(generate_args(tiny_data, tiny_checkpoint, "--iter-decode-with-beam", "-2"), check=False)
+    _refused(proc, "--iter-decode-with-beam must be >= 1 (the number of length candidates per sentence), got -2")
+    assert "H-" not in proc.stdout
+
+
+def test_incomplete_bin_is_named_at_generation(tiny_data, tiny_checkpoint, tmp_path):
+    """A test split whose .bin an interrupted copy cut short; without the check fairseq stops
+    in numpy at the first example past the end."""
+    data = tmp_path / "bin"
+    shutil.copytree(tiny_data, data)
+    binary = data / "test.en-de.en.bin"
+    full = binary.stat().st_size
+    os.truncate(binary, full // 2)
+    proc = run(generate_args(data, tiny_checkpoint), check=False)
+    _refused(proc, f"{binary} has {full // 2} bytes but {data / 'test.en-de.en.idx'} indexes {full}")

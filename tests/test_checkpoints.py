@@ -7,7 +7,6 @@ import pickle
 import pytest
 import torch
 
-import fairseq_ext  # noqa: F401
 from fairseq import checkpoint_utils
 from fairseq_ext.checkpoints import (
     SAFE_CHECKPOINT_GLOBALS,

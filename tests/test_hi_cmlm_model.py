@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import torch
 
-import fairseq_ext  # noqa: F401  (registers the plugin)
 from fairseq import options, tasks
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 from fairseq_ext.data import CompleteBatchesDataset

@@ -7,13 +7,15 @@ message it must produce; ``test_every_numeric_option_has_an_out_of_range_case`` 
 option has no entry (a new option cannot slip through) or an entry names an option that no
 longer exists. Each case builds the task, model and criterion in process, exactly as
 ``fairseq-train`` does (``tests/helpers/families.py``), and expects ``FairseqExtError`` naming
-the option."""
+the option. fairseq's own decoding options are checked where the plugin's tasks build their
+generators (``DECODING_CASES``)."""
 import argparse
 import dataclasses
 import typing
 
 import pytest
 from fairseq.criterions import CRITERION_DATACLASS_REGISTRY, CRITERION_REGISTRY
+from fairseq.dataclass.configs import GenerationConfig
 from fairseq.models import MODEL_REGISTRY
 from fairseq.tasks import TASK_DATACLASS_REGISTRY, TASK_REGISTRY
 
@@ -190,3 +192,58 @@ def test_defaults_build(folder, family):
     """The baseline of every case above: the same command line without the bad value builds."""
     task, model, criterion = build(folder, family)
     assert model is not None and criterion is not None
+
+
+# Decoding options of the plugin's generators, refused when the task builds its generator
+# (fairseq-generate, fairseq-interactive, --eval-bleu): fairseq clamps or ignores these values
+# without a word (--iter-decode-with-beam -2 decodes with one length candidate) or stops on an
+# assert. (family, option, value, message fragment)
+BEAM_SEARCH_OUT_OF_RANGE = [
+    ("--beam", 0, "--beam must be in [1, "), ("--beam", 1000, "--beam must be in [1, "),
+    ("--nbest", 6, "--nbest must be in [1, --beam 5]"), ("--nbest", 0, "--nbest must be in [1, --beam 5]"),
+    ("--min-len", -1, "--min-len must be >= 0"), ("--max-len-a", -0.5, "--max-len-a must be >= 0"),
+    ("--max-len-a", float("nan"), "--max-len-a must be >= 0"), ("--max-len-b", -1, "--max-len-b must be >= 0"),
+    ("--max-len-b", 0, "--max-len-b must be >= 0, and >= --min-len 1 when --max-len-a is 0"),
+    ("--no-repeat-ngram-size", -1, "--no-repeat-ngram-size must be >= 0"),
+    ("--temperature", 0.0, "--temperature must be > 0"), ("--temperature", -1.0, "--temperature must be > 0"),
+]
+DECODING_CASES = [
+    ("hi_cmlm", "--iter-decode-with-beam", -2, "--iter-decode-with-beam must be >= 1"),
+    ("hi_cmlm", "--iter-decode-with-beam", 0, "--iter-decode-with-beam must be >= 1"),
+    ("hi_cmlm", "--iter-decode-max-iter", -1, "--iter-decode-max-iter must be >= 0"),
+    ("hi_cmlm", "--iter-decode-eos-penalty", 0.5, "--iter-decode-eos-penalty is not used by mask-predict"),
+    ("hi_cmlm", "--iter-decode-eos-penalty", float("nan"), "--iter-decode-eos-penalty is not used by mask-predict"),
+    ("hi_cmlm", "--nbest", 2, "--nbest must be 1: mask-predict gives one hypothesis per sentence"),
+] + [(family, *case) for family in ("prophetnet", "unilm") for case in BEAM_SEARCH_OUT_OF_RANGE]
+
+
+def _generation_config(option: str, value) -> GenerationConfig:
+    """fairseq's generation options with ``option`` (a GenerationConfig field) set to ``value``."""
+    return GenerationConfig(**{option[2:].replace("-", "_"): value})
+
+
+@pytest.mark.parametrize("family, option, value, fragment", DECODING_CASES,
+                         ids=[f"{f}{o}={v}" for f, o, v, _ in DECODING_CASES])
+def test_out_of_range_decoding_option_is_refused_when_the_generator_is_built(folder, family, option, value,
+                                                                              fragment):
+    task, model, _ = build(folder, family)
+    with pytest.raises(FairseqExtError) as caught:
+        task.build_generator([model], _generation_config(option, value))
+    message = str(caught.value)
+    assert fragment in message and f"got {value}" in message, message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize("family, option, value", [
+    ("hi_cmlm", "--iter-decode-with-beam", 1), ("hi_cmlm", "--iter-decode-max-iter", 0),
+    ("prophetnet", "--beam", 34), ("prophetnet", "--max-len-b", 0), ("unilm", "--nbest", 5),
+])
+def test_decoding_options_at_the_edge_of_their_range_build(folder, family, option, value):
+    """The baseline of the cases above: the defaults and the edge values build a generator
+    (--max-len-b 0 with --max-len-a 1, the longest output as long as the source)."""
+    task, model, _ = build(folder, family)
+    assert task.build_generator([model], GenerationConfig()) is not None
+    config = _generation_config(option, value)
+    if option == "--max-len-b":
+        config.max_len_a = 1.0
+    assert task.build_generator([model], config) is not None

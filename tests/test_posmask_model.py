@@ -9,7 +9,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import fairseq_ext  # noqa: F401  (registers the plugin)
 from fairseq import options, tasks
 from fairseq.data import data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf

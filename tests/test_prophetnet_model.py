@@ -9,7 +9,6 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import fairseq_ext  # noqa: F401  (registration)
 from fairseq.data import Dictionary, ListDataset
 from fairseq.sequence_generator import SequenceGenerator
 from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss, stream_weights
@@ -160,7 +159,7 @@ def strong_relative_positions(model):
 def test_equals_transformers_with_its_predicting_layout_corrected(ngram):
     """Several heads and streams, relative positions on: every stream's logits, the per-token
     losses and the mean loss equal transformers' once its predicting streams gather their
-    relative-position logits in the release's layout (README, ProphetNet)."""
+    relative-position logits in the release's layout (docs/prophetnet.md)."""
     ours = strong_relative_positions(build(heads=4, ngram=ngram))
     compare_with_hf(ours, hf_model(ours, 4, ngram), ngram)
 

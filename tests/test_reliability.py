@@ -14,7 +14,6 @@ import time
 import pytest
 import torch
 
-import fairseq_ext  # noqa: F401  (installs the atomic copy)
 from fairseq.file_io import PathManager
 from tests.conftest import TINY_DIMS, USER_DIR, cli_env, run
 

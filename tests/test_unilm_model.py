@@ -10,13 +10,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import fairseq_ext  # noqa: F401
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.masking import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask, random_order
+from fairseq_ext.models.position_masked_roberta import PositionMaskingTask
 from fairseq_ext.models.unilm_init import init_from_pretrained
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedSelfAttention, MaskedTransformerLayer
@@ -348,11 +348,12 @@ def test_init_from_roberta_reproduces_roberta(tmp_path, caplog):
     assert torch.allclose(sep[:, 0], torch.stack([theirs[0, 5], theirs[1, 4]]), atol=1e-5)
 
 
-class _PositionMaskingTask(_Task):
-    masks_positions = True
-
+class _PositionMaskingTask(PositionMaskingTask, _Task):
     def max_positions(self):
         return DIMS.get("max_positions", 64)
+
+    def longest_example(self):
+        return self.max_positions()
 
 
 def test_init_from_position_masked_roberta_reproduces_its_encoder(tmp_path, caplog):

@@ -17,15 +17,18 @@ from typing import Dict, Iterable, List
 import torch
 from torch import Tensor
 
+from fairseq_ext import plugin
 from fairseq_ext.errors import FairseqExtError
 
 logger = logging.getLogger(__name__)
 
 
 def training_args(data, argv: List[str]) -> Namespace:
-    """fairseq-train's options for ``argv`` (``--task``, ``--arch``, sizes, ...) on ``data``."""
+    """fairseq-train's options for ``argv`` (``--task``, ``--arch``, sizes, ...) on ``data``,
+    the plugin's tasks and models registered (``plugin.load``)."""
     from fairseq import options
 
+    plugin.load()
     parser = options.get_training_parser()
     return options.parse_args_and_arch(parser, [str(data), *argv])
 

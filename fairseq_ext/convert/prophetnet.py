@@ -26,6 +26,7 @@ from typing import Dict, List, Optional
 import torch
 from torch import Tensor
 
+from fairseq_ext import plugin
 from fairseq_ext.convert import fairseq_checkpoint
 from fairseq_ext.convert.prophetnet_transformers import (
     from_transformers_state_dict,
@@ -129,6 +130,7 @@ def export_to_transformers(checkpoint: Path, out: Path, dictionary: Optional[Pat
     from fairseq import checkpoint_utils
     from fairseq.data import Dictionary
 
+    plugin.load()  # the safe checkpoint loader
     require(Path(checkpoint).is_file(), f"{checkpoint} does not exist; give a prophetnet checkpoint (.pt)")
     state = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint))
     args = (state.get("cfg") or {}).get("model")

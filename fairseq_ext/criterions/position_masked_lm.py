@@ -27,6 +27,7 @@ from fairseq.logging import metrics
 
 from fairseq_ext.data import NO_POSITION_LABEL
 from fairseq_ext.errors import require
+from fairseq_ext.models.position_masked_roberta import PositionMaskingTask
 
 
 @dataclass
@@ -46,7 +47,7 @@ class PositionMaskedLMLoss(MaskedLmLoss):
         weight = cfg.position_loss_weight
         require(weight >= 0 and math.isfinite(weight),
                 f"--position-loss-weight must be a finite number >= 0, got {weight}")
-        require(getattr(task, "masks_positions", False),
+        require(isinstance(task, PositionMaskingTask),
                 "--criterion position_masked_lm needs --task position_masked_lm (it reads the "
                 "masked positions from the batch)")
         self.position_loss_weight = weight

@@ -1,5 +1,8 @@
-"""Dataset-side code shared by the tasks of the plugin."""
+"""Dataset-side code shared by the tasks of the plugin: batching that keeps every example,
+the checks of binarized splits (``size_checks``) and of interactive input
+(``interactive_input``), and the position-masking datasets."""
 from fairseq_ext.data.complete_batches import CompleteBatchesDataset, CompleteBatchesTaskMixin
+from fairseq_ext.data.interactive_input import InteractiveInputTaskMixin
 from fairseq_ext.data.position_masking_dataset import (
     NO_POSITION_LABEL,
     POSITION_MASK_SOURCES,
@@ -11,6 +14,7 @@ __all__ = [
     "CompleteBatchesDataset",
     "CompleteBatchesTaskMixin",
     "FieldDataset",
+    "InteractiveInputTaskMixin",
     "NO_POSITION_LABEL",
     "POSITION_MASK_SOURCES",
     "PositionMaskingDataset",

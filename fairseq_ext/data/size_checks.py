@@ -1,26 +1,94 @@
-"""Refuse binarized data that a model would otherwise skip, clamp or learn as garbage: one
-clear message naming the split, side, line and the fix."""
+"""Checks of binarized splits, shared by every task of the plugin: lines that a model would
+otherwise skip, clamp or learn as garbage, and files that fairseq would fail on deep inside
+numpy, are refused with one clear message naming the split, the line or file, and the fix."""
 from __future__ import annotations
 
+import glob
+import os
+import struct
+from typing import Optional
+
 import numpy as np
+from fairseq import utils
+from fairseq.data import indexed_dataset
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.errors import FairseqExtError, require
+
+REMOVE_EMPTY_LINES = ("remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
+                      "does this for training data)")
 
 
-def refuse_empty_lines(split: str, side: str, sizes: np.ndarray, data: str, min_size: int = 2) -> None:
-    """Every line needs a token besides ``</s>``: ``sizes`` (tokens with ``</s>``) >= ``min_size``."""
-    bad = np.flatnonzero(np.asarray(sizes) < min_size)
-    if len(bad):
+def first_bad_row(bad: np.ndarray) -> Optional[int]:
+    """The 0-based index of the first True in ``bad``, or None."""
+    rows = np.flatnonzero(bad)
+    return int(rows[0]) if len(rows) else None
+
+
+def refuse_empty_lines(sizes: np.ndarray, *, split: str, row_name: str, data: str,
+                       markers: tuple[str, ...] = ("</s>",), fix: str = REMOVE_EMPTY_LINES) -> None:
+    """Every line needs a token besides the ``markers`` that ``sizes`` count."""
+    bad = np.asarray(sizes) <= len(markers)
+    row = first_bad_row(bad)
+    if row is not None:
         raise FairseqExtError(
-            f"{split} {side} line {bad[0] + 1} is empty: it has only </s> ({len(bad)} such line(s) in "
-            f"{data}); remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
-            "does this for training data)")
+            f"{split} {row_name} {row + 1} is empty: it has only {' and '.join(markers)} ({int(bad.sum())} of "
+            f"the {len(bad)} in {data}); {fix}")
 
 
-def refuse_long_lines(split: str, side: str, sizes: np.ndarray, limit: int, option: str) -> None:
-    """No line longer than ``limit`` tokens (with ``</s>``)."""
-    bad = np.flatnonzero(np.asarray(sizes) > limit)
-    if len(bad):
+def refuse_long_lines(sizes: np.ndarray, *, split: str, row_name: str, limit: int, option: Optional[str] = None,
+                      limit_name: Optional[str] = None, fix: Optional[str] = None,
+                      markers: tuple[str, ...] = ()) -> None:
+    """No line longer than ``limit`` tokens (the message says the count includes ``markers``).
+    ``option`` names the option that sets the limit; ``limit_name`` (where the limit comes
+    from) and ``fix`` replace what the message says by default: the option, its value and how
+    to raise it."""
+    limit_name = limit_name or f"{option} {limit}"
+    fix = fix or f"raise {option} or split/filter long lines before fairseq-preprocess"
+    counted = f" with {' and '.join(markers)}" if markers else ""
+    sizes = np.asarray(sizes)
+    bad = sizes > limit
+    row = first_bad_row(bad)
+    if row is not None:
         raise FairseqExtError(
-            f"{split} {side} line {bad[0] + 1} has {int(sizes[bad[0]])} tokens, more than {option} {limit} "
-            f"({len(bad)} such line(s)); raise {option} or split/filter long lines before fairseq-preprocess")
+            f"{split} {row_name} {row + 1} has {int(sizes[row])} tokens{counted}, more than {limit_name} "
+            f"({int(bad.sum())} of the {len(bad)}); {fix}")
+
+
+def _indexed_bytes(prefix: str) -> Optional[int]:
+    """How many bytes ``prefix.bin`` must have by ``prefix.idx`` (fairseq's mmap and cached
+    formats; None for another format or a missing ``.bin``)."""
+    impl = indexed_dataset.infer_dataset_impl(prefix)
+    if impl == "mmap":
+        index = indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
+        if len(index) == 0:
+            return 0
+        pointer, size = index[len(index) - 1]
+        return int(pointer) + int(size) * np.dtype(index.dtype).itemsize
+    if impl == "cached":
+        index = indexed_dataset.IndexedDataset(prefix)
+        return int(index.data_offsets[-1]) * index.element_size
+    return None
+
+
+def refuse_truncated_binaries(data: str, split: str) -> None:
+    """Every ``.bin`` of ``split`` (shards ``split1``, ... included) in the ``data`` folders is
+    as long as its ``.idx`` says. An interrupted fairseq-preprocess or copy leaves it shorter,
+    and fairseq would fail inside numpy at the first example past its end."""
+    for folder in utils.split_paths(data):
+        stem = glob.escape(os.path.join(folder, split))
+        indexes = {*glob.glob(stem + ".idx"), *glob.glob(stem + ".*.idx"), *glob.glob(stem + "[0-9]*.idx")}
+        for index in sorted(indexes):
+            prefix = index[: -len(".idx")]
+            try:
+                expected = _indexed_bytes(prefix)
+            except (AssertionError, ValueError, struct.error) as exc:
+                raise FairseqExtError(
+                    f"cannot read {index} ({type(exc).__name__}): the binarized {split} split is incomplete "
+                    "or not made by fairseq-preprocess; binarize it again with fairseq-preprocess") from None
+            if expected is None:
+                continue
+            actual = os.path.getsize(prefix + ".bin")
+            require(actual >= expected,
+                    f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized {split} "
+                    "split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it again "
+                    "with fairseq-preprocess")

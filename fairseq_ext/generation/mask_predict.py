@@ -3,13 +3,15 @@ length beam, on CPU and CUDA.
 
 It keeps the interface and output of fairseq's ``IterativeRefinementGenerator`` (so
 ``fairseq-generate`` prints H/D/P lines, ``--print-step`` I lines and
-``--retain-iter-history`` E lines as usual) and differs in two points:
+``--retain-iter-history`` E lines as usual) and differs in three points:
 
 * the best length candidate is chosen with torch on the scores' own device; fairseq calls
   ``np.argmax`` on a list of CUDA tensors there and crashes with ``--iter-decode-with-beam``
   on a GPU (upstream issue 4063);
 * options that mask-predict cannot honour (ensembles, an external reranker, constraints)
-  are refused with a clear error instead of an ``assert``;
+  are refused with a clear error instead of an ``assert``, and so are numeric options out of
+  range (``decoding_options.check_mask_predict_options``: fairseq decodes
+  ``--iter-decode-with-beam -2`` with one length candidate);
 * adaptive termination (the default without ``--iter-decode-force-max-iter``) stops a
   hypothesis only when it equals the previous iteration's *and* holds no masked slot. fairseq
   stops on equality alone; for CMLM the compared tokens are those after re-masking, so a short
@@ -61,7 +63,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         src_tokens = sample["net_input"]["src_tokens"]
         src_lengths = sample["net_input"]["src_lengths"]
         bsz = src_tokens.size(0)
-        beam = max(1, self.beam_size)
+        beam = self.beam_size  # >= 1: check_mask_predict_options
 
         encoder_out = model.forward_encoder([src_tokens, src_lengths])
         decoder_out = model.initialize_output_tokens(encoder_out, src_tokens)

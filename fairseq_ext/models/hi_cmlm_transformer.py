@@ -36,11 +36,13 @@ from fairseq_ext.masking import (
     FENCE_FIRST,
     HYBRID_STRATEGIES,
     TRAINING_INPUTS,
+    decoding_copies_source,
     mix_decoder_input,
     soft_copy,
     source_copy_weight,
     training_copy_weight,
 )
+from fairseq_ext.models.architecture_defaults import set_defaults, set_sizes
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
 
@@ -48,37 +50,54 @@ from fairseq_ext.modules import add_straight_through_args, apply_straight_throug
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
 MAX_NAT_TARGET_LENGTH = 255
 
+# The HI-CMLM options and their defaults: the paper's fence_replace, tau = 0.2 (eq. 9), its
+# best mask weight 0.6, the fence starting with M, and section 3.3's training input.
+HYBRID_DEFAULTS = {
+    "hybrid_strategy": "fence_replace",
+    "copy_temperature": 0.2,
+    "mask_weight": 0.6,
+    "fence_first": "mask",
+    "train_decoder_input": "paper",
+    "train_copy_share": DEFAULT_TRAIN_COPY_SHARE,
+}
+
+
+def hybrid_option(args, name: str):
+    """``args.<name>``, or its ``HYBRID_DEFAULTS`` value where ``args`` lacks it."""
+    value = getattr(args, name, None)
+    return HYBRID_DEFAULTS[name] if value is None else value
+
 
 def validate_hybrid_args(args) -> None:
     """Clear errors for out-of-range HI-CMLM options."""
-    strategy = getattr(args, "hybrid_strategy", "fence_replace")
+    strategy = hybrid_option(args, "hybrid_strategy")
     require(strategy in HYBRID_STRATEGIES,
             f"--hybrid-strategy {strategy!r} is unknown; choose one of {', '.join(HYBRID_STRATEGIES)}")
-    tau = getattr(args, "copy_temperature", 0.2)
+    tau = hybrid_option(args, "copy_temperature")
     require(tau > 0, f"--copy-temperature must be > 0 (the paper uses 0.2), got {tau}")
-    w = getattr(args, "mask_weight", 0.6)
+    w = hybrid_option(args, "mask_weight")
     require(0.0 <= w <= 1.0, f"--mask-weight must be in [0, 1] (the paper's best is 0.6), got {w}")
-    share = getattr(args, "train_copy_share", DEFAULT_TRAIN_COPY_SHARE)
+    share = hybrid_option(args, "train_copy_share")
     require(0.0 <= share <= 1.0, f"--train-copy-share must be in [0, 1] (the share of masked "
                                  f"training slots that get Z), got {share}")
     if uses_source_copy(args):
         require(args.encoder_embed_dim == args.decoder_embed_dim,
                 f"--hybrid-strategy {strategy} with --train-decoder-input "
-                f"{getattr(args, 'train_decoder_input', 'paper')} and --train-copy-share {share} "
+                f"{hybrid_option(args, 'train_decoder_input')} and --train-copy-share {share} "
                 f"copies source embeddings into the decoder, so --encoder-embed-dim "
                 f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})")
 
 
 def trains_with_source_copy(args) -> bool:
     """Whether any training slot can get Z."""
-    if getattr(args, "train_decoder_input", "paper") == "paper":
-        return getattr(args, "train_copy_share", DEFAULT_TRAIN_COPY_SHARE) > 0
-    return getattr(args, "hybrid_strategy", "fence_replace") != "all_mask"
+    if hybrid_option(args, "train_decoder_input") == "paper":
+        return hybrid_option(args, "train_copy_share") > 0
+    return decoding_copies_source(hybrid_option(args, "hybrid_strategy"))
 
 
 def uses_source_copy(args) -> bool:
     """Whether training or decoding ever gives a slot Z."""
-    return trains_with_source_copy(args) or getattr(args, "hybrid_strategy", "fence_replace") != "all_mask"
+    return trains_with_source_copy(args) or decoding_copies_source(hybrid_option(args, "hybrid_strategy"))
 
 
 class HybridInputDecoder(NATransformerDecoder):
@@ -86,10 +105,10 @@ class HybridInputDecoder(NATransformerDecoder):
 
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
-        self.hybrid_strategy = getattr(args, "hybrid_strategy", "fence_replace")
-        self.copy_temperature = getattr(args, "copy_temperature", 0.2)
-        self.mask_weight = getattr(args, "mask_weight", 0.6)
-        self.fence_first = getattr(args, "fence_first", "mask")
+        self.hybrid_strategy = hybrid_option(args, "hybrid_strategy")
+        self.copy_temperature = hybrid_option(args, "copy_temperature")
+        self.mask_weight = hybrid_option(args, "mask_weight")
+        self.fence_first = hybrid_option(args, "fence_first")
         self._training = False
         self._training_copy_weight = None
 
@@ -107,7 +126,7 @@ class HybridInputDecoder(NATransformerDecoder):
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""
         if self._training:
             return self._training_copy_weight is not None
-        return self.hybrid_strategy != "all_mask"
+        return decoding_copies_source(self.hybrid_strategy)
 
     def copy_weight(self, prev_output_tokens):
         """Weight of Z per slot: the training input inside ``training_input``, else the
@@ -179,8 +198,8 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
 
     def __init__(self, args, encoder, decoder):
         super().__init__(args, encoder, decoder)
-        self.train_decoder_input = getattr(args, "train_decoder_input", "paper")
-        self.train_copy_share = getattr(args, "train_copy_share", DEFAULT_TRAIN_COPY_SHARE)
+        self.train_decoder_input = hybrid_option(args, "train_decoder_input")
+        self.train_copy_share = hybrid_option(args, "train_copy_share")
         self.trains_with_copy = trains_with_source_copy(args)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs):
@@ -206,26 +225,10 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
         return enc, min(dec, MAX_NAT_TARGET_LENGTH)
 
 
-def _hybrid_defaults(args) -> None:
-    args.hybrid_strategy = getattr(args, "hybrid_strategy", None) or "fence_replace"
-    args.copy_temperature = getattr(args, "copy_temperature", None)
-    if args.copy_temperature is None:
-        args.copy_temperature = 0.2
-    args.mask_weight = getattr(args, "mask_weight", None)
-    if args.mask_weight is None:
-        args.mask_weight = 0.6
-    args.fence_first = getattr(args, "fence_first", None) or "mask"
-    args.train_decoder_input = getattr(args, "train_decoder_input", None) or "paper"
-    args.train_copy_share = getattr(args, "train_copy_share", None)
-    if args.train_copy_share is None:
-        args.train_copy_share = DEFAULT_TRAIN_COPY_SHARE
-    args.attention_dropout_straight_through = getattr(args, "attention_dropout_straight_through", False)
-
-
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer")
 def hi_cmlm_base_architecture(args):
     """fairseq's CMLM base sizes: 6+6 layers, 512 dims, 8 heads, FFN 2048, shared embeddings."""
-    _hybrid_defaults(args)
+    set_defaults(args, **HYBRID_DEFAULTS, attention_dropout_straight_through=False)
     cmlm_base_architecture(args)
 
 
@@ -238,9 +241,5 @@ def hi_cmlm_wmt_en_de(args):
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny")
 def hi_cmlm_tiny_architecture(args):
     """3+3 layers x 192 dims, 4 heads, FFN 768: for tests and the CPU quickstart."""
-    for side in ("encoder", "decoder"):
-        setattr(args, f"{side}_layers", getattr(args, f"{side}_layers", 3))
-        setattr(args, f"{side}_embed_dim", getattr(args, f"{side}_embed_dim", 192))
-        setattr(args, f"{side}_ffn_embed_dim", getattr(args, f"{side}_ffn_embed_dim", 768))
-        setattr(args, f"{side}_attention_heads", getattr(args, f"{side}_attention_heads", 4))
+    set_sizes(args, layers=3, embed_dim=192, ffn_embed_dim=768, attention_heads=4)
     hi_cmlm_base_architecture(args)

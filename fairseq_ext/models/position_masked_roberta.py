@@ -10,15 +10,17 @@ that every RoBERTa parameter keeps fairseq's name:
   layer" (section 2.1) that predicts, from the last hidden state of a position-masked
   token, its original position index (one class per position).
 
-Both exist only when the task masks positions (``position_masked_lm``). Built for another
-task, e.g. fairseq's ``sentence_prediction``, the model is the encoder alone and a
-pre-trained checkpoint's position head is dropped when loaded (logged). Without
-``src_positions`` (fine-tuning, inference) the forward pass is RoBERTa's, and with
-``--position-mask-prob 0`` training is fairseq's ``masked_lm`` + ``roberta``.
+Both exist only when the task masks positions (a ``PositionMaskingTask``, e.g.
+``position_masked_lm``). Built for another task, e.g. fairseq's ``sentence_prediction``, the
+model is the encoder alone and a pre-trained checkpoint's position head is dropped when
+loaded (logged). Without ``src_positions`` (fine-tuning, inference) the forward pass is
+RoBERTa's, and with ``--position-mask-prob 0`` training is fairseq's ``masked_lm`` +
+``roberta``.
 """
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from typing import Optional
 
 import torch
@@ -37,6 +39,7 @@ from torch import Tensor, nn
 
 from fairseq_ext.errors import require
 from fairseq_ext.masking import MASK_POSITION
+from fairseq_ext.models.architecture_defaults import set_defaults, set_sizes
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS, add_layernorm_eps_arg, set_layernorm_eps
 from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
@@ -48,6 +51,22 @@ POSITION_HEAD_KEYS = ("encoder.mask_position_embedding", "encoder.position_class
 # unilm_transformer reads them; this single-segment model has segment 0 folded into its
 # position embeddings and drops them.
 SEGMENT_KEYS = ("encoder.sentence_encoder.embed_segments.",)
+
+
+class PositionMaskingTask(ABC):
+    """What ``position_masked_roberta`` and the criterion ``position_masked_lm`` ask of a task
+    that masks positions (Wagner et al. 2020, section 2.1; ``position_masked_lm``). Its batches carry
+    ``net_input["src_positions"]`` ``(B, T)``, the input position index of every token
+    (``MASK_POSITION`` where the mask-position embedding replaces it), and
+    ``position_target`` ``(B, T)``, the original position of every position-masked token
+    (``NO_POSITION_LABEL`` elsewhere). The model builds its mask-position embedding and
+    position classifier only for such a task; for any other (e.g. fairseq's
+    ``sentence_prediction``) it is RoBERTa's encoder alone."""
+
+    @abstractmethod
+    def longest_example(self) -> int:
+        """The most tokens (``<s>`` included) an example of the task has: the position
+        classifier needs one class per position."""
 
 
 class GivenPositionsTransformerEncoder(TransformerEncoder):
@@ -169,8 +188,8 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
             if not safe_hasattr(args, "tokens_per_sample"):
                 args.tokens_per_sample = task.max_positions()
             args.max_positions = args.tokens_per_sample
-        predicts = bool(getattr(task, "masks_positions", False))
-        validate_position_args(args, task, predicts)
+        predicts = isinstance(task, PositionMaskingTask)
+        validate_position_args(args, task)
         encoder = PositionMaskedRobertaEncoder(args, task.source_dictionary, predicts)
         if OmegaConf.is_config(args):
             OmegaConf.set_struct(args, True)
@@ -201,34 +220,30 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
                         "checkpoint (%s): the task does not mask positions", ", ".join(sorted(dropped)))
 
 
-def validate_position_args(args, task, predicts: bool) -> None:
+def validate_position_args(args, task) -> None:
     """Clear errors for settings the position embedding or classifier cannot honour."""
     require(args.max_positions >= 2, f"--max-positions must be >= 2, got {args.max_positions}")
     require(safe_getattr(args, "encoder_learned_pos", True)
             and not safe_getattr(args, "no_token_positional_embeddings", False),
             "position_masked_roberta needs learned position embeddings (no "
             "--no-token-positional-embeddings, --encoder-learned-pos)")
-    task_cfg = getattr(task, "cfg", None)
-    tokens_per_sample = getattr(task_cfg, "tokens_per_sample", None)
-    if predicts and tokens_per_sample is not None:
-        require(tokens_per_sample <= args.max_positions,
-                f"--tokens-per-sample {tokens_per_sample} is more than the {args.max_positions} "
+    if isinstance(task, PositionMaskingTask):
+        longest = task.longest_example()
+        require(longest <= args.max_positions,
+                f"--tokens-per-sample {longest} is more than the {args.max_positions} "
                 "classes of the position classifier (one per position, --max-positions); "
                 "lower --tokens-per-sample or raise --max-positions")
 
 
-def _sizes(args, layers: int, dim: int, ffn: int, heads: int) -> None:
-    args.encoder_layers = safe_getattr(args, "encoder_layers", layers)
-    args.encoder_embed_dim = safe_getattr(args, "encoder_embed_dim", dim)
-    args.encoder_ffn_embed_dim = safe_getattr(args, "encoder_ffn_embed_dim", ffn)
-    args.encoder_attention_heads = safe_getattr(args, "encoder_attention_heads", heads)
+def _plugin_defaults(args) -> None:
+    """The plugin's options, off / fairseq's layer-norm epsilon unless given."""
+    set_defaults(args, attention_dropout_straight_through=False, layernorm_eps=DEFAULT_LAYERNORM_EPS)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta")
 def position_masked_roberta_architecture(args):
     """fairseq's RoBERTa defaults (base sizes: 12 layers x 768, 12 heads, FFN 3072)."""
-    args.attention_dropout_straight_through = safe_getattr(args, "attention_dropout_straight_through", False)
-    args.layernorm_eps = safe_getattr(args, "layernorm_eps", DEFAULT_LAYERNORM_EPS)
+    _plugin_defaults(args)
     roberta_base_architecture(args)
 
 
@@ -241,13 +256,12 @@ def position_masked_roberta_base_architecture(args):
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_large")
 def position_masked_roberta_large_architecture(args):
     """RoBERTa large: 24 layers x 1024, 16 heads, FFN 4096."""
-    args.attention_dropout_straight_through = safe_getattr(args, "attention_dropout_straight_through", False)
-    args.layernorm_eps = safe_getattr(args, "layernorm_eps", DEFAULT_LAYERNORM_EPS)
+    _plugin_defaults(args)
     roberta_large_architecture(args)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_tiny")
 def position_masked_roberta_tiny_architecture(args):
     """BERT-Tiny sizes (2 layers x 128, 2 heads, FFN 512): tests and the CPU sweep."""
-    _sizes(args, 2, 128, 512, 2)
+    set_sizes(args, layers=2, embed_dim=128, ffn_embed_dim=512, attention_heads=2, sides=("encoder",))
     position_masked_roberta_architecture(args)

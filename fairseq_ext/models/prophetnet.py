@@ -17,11 +17,15 @@ every step with n-stream self-attention (section 2.3).
 Relative positions are T5 buckets (``--num-buckets``, ``--relative-max-distance``) of the
 absolute positions, which pre-training passes in (``decoder_positions``: the positions of
 the masked span in the article); fine-tuning numbers the target from the start.
+
+``--attention-backend flex`` runs the n-stream self-attention of full passes through
+FlexAttention (``modules.flex_attention``): the same rule as a block mask, the bucket bias as a
+``score_mod``; incremental decoding stays dense.
 """
 from __future__ import annotations
 
 import math
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Union
 
 import torch
 import torch.nn.functional as F
@@ -35,15 +39,16 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
 from fairseq_ext.errors import require
-from fairseq_ext.masking import (
-    additive_attention_mask,
-    main_stream_mask,
-    ngram_stream_buckets,
-    predicting_stream_main_mask,
-    relative_position_bucket,
-)
+from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
+from fairseq_ext.models.architecture_defaults import set_defaults, set_sizes
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.modules import ProphetNetDecoderLayer
+from fairseq_ext.modules.flex_attention import (
+    DEFAULT_ATTENTION_BACKEND,
+    NgramStreamBlockMask,
+    add_attention_backend_arg,
+    check_attention_backend,
+)
 from fairseq_ext.modules.ngram_self_attention import IncrementalState
 
 
@@ -65,6 +70,7 @@ def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
         dim, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
         require(heads >= 1 and dim % heads == 0,
                 f"--{side}-embed-dim {dim} must be a multiple of --{side}-attention-heads {heads}")
+    check_attention_backend(args.attention_backend)
     require(src_dict == tgt_dict,
             "prophetnet shares one embedding table between encoder, decoder and output layer (as in "
             "the paper), so source and target need one dictionary: binarize with fairseq-preprocess "
@@ -80,6 +86,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.num_buckets = args.num_buckets
         self.relative_max_distance = args.relative_max_distance
         self.max_target_positions = args.max_target_positions
+        self.attention_backend = args.attention_backend
         self.padding_idx = embed_tokens.padding_idx
         embed_dim = embed_tokens.embedding_dim
         self.embed_tokens = embed_tokens
@@ -101,58 +108,41 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.output_projection = None
         if not self.share_input_output_embed:
             self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
-        self._fixed_tables: Dict[torch.device, Dict[str, Tensor]] = {}
+        self._fixed_tables: Dict[torch.device, NgramStreamTables] = {}
 
     # ---------------------------------------------------------------- positions and masks
-    def _tables(self, device) -> Dict[str, Tensor]:
-        """Masks and buckets at the longest target (``--max-target-positions``), built once per
-        device; every length and decoding step slices them, so nothing grows with the lengths
-        seen (as ProphetNet's release builds its n-gram attention bias once)."""
+    def _tables(self, device) -> NgramStreamTables:
+        """``masking.NgramStreamTables`` at the longest target (``--max-target-positions``), built
+        once per device; every length and decoding step slices them, so nothing grows with the
+        lengths seen."""
+        device = torch.device(device)
         tables = self._fixed_tables.get(device)
         if tables is None:
-            longest = self.max_target_positions
-            pos = torch.arange(longest, device=device)
-            rel = pos.unsqueeze(0) - pos.unsqueeze(1)  # key - query
-            far = relative_position_bucket(-torch.arange(longest + 2, device=device), self.num_buckets,
-                                           self.relative_max_distance).flip(0)
-            step_sees = torch.ones(2, longest + 2, dtype=torch.bool, device=device)
-            step_sees[0, -1] = False  # the main query sees itself as the last cached key
-            tables = self._fixed_tables[device] = {
-                # (1 + n, longest, longest): who sees which main key; stream 0 is the main stream
-                "sees_main": torch.cat([main_stream_mask(longest, device=device).unsqueeze(0),
-                                        predicting_stream_main_mask(longest, self.ngram, device=device)]),
-                "main_buckets": relative_position_bucket(rel, self.num_buckets, self.relative_max_distance).byte(),
-                "predicting_buckets": relative_position_bucket(rel - 1, self.num_buckets,
-                                                               self.relative_max_distance).byte(),
-                "step_buckets": far, "step_mask": additive_attention_mask(step_sees, torch.float32),
-            }
+            tables = self._fixed_tables[device] = NgramStreamTables(
+                self.max_target_positions, self.ngram, self.num_buckets, self.relative_max_distance, device)
         return tables
 
     def _key_mask(self, length: int, device) -> Tensor:
         """Additive float32 ``((1 + n) T, T + 1)`` mask over ``[main keys, own key]``
-        (``masking.ngram_stream_key_mask``: a predicting query sees its own key, a main query
-        sees itself among the main keys)."""
-        sees = self._tables(device)["sees_main"][:, :length, :length]
-        own = torch.ones(1 + self.ngram, length, 1, dtype=torch.bool, device=device)
-        own[0] = False
-        return additive_attention_mask(torch.cat([sees, own], dim=-1).reshape(-1, length + 1), torch.float32)
+        (``masking.ngram_stream_key_mask``)."""
+        return self._tables(device).key_mask(length)
+
+    def _self_attention_mask(self, length: int, device) -> Union[Tensor, NgramStreamBlockMask]:
+        """What a full pass's self-attention runs under: the folded key mask (``_key_mask``), or
+        with ``--attention-backend flex`` the rule's block mask."""
+        if self.attention_backend == "flex":
+            return NgramStreamBlockMask(length, self.ngram, device)
+        return self._key_mask(length, device)
 
     def _numbered_buckets(self, length: int, device) -> Tensor:
         """Buckets of a target numbered from the start (fine-tuning, validation):
         ``masking.ngram_stream_buckets(arange(T))``."""
-        tables = self._tables(device)
-        main = tables["main_buckets"][:length, :length]
-        predicting = tables["predicting_buckets"][:length, :length].repeat(self.ngram, 1)
-        return torch.cat([main, predicting]).long()
+        return self._tables(device).numbered_buckets(length)
 
     def _step_tensors(self, step: int, device) -> tuple:
         """Buckets ``(2, S)`` and additive key mask ``(2, S + 1)`` of rows ``[main, stream 1]``
-        at decoding step ``step`` (``S = step + 1`` cached main keys): views of the tables."""
-        tables = self._tables(device)
-        longest = self.max_target_positions
-        far = tables["step_buckets"][longest - step:]  # buckets of distances step + 1 .. 0
-        buckets = torch.stack([far[1:], far[:-1]])  # main: distance step - j; stream 1: one more
-        return buckets, tables["step_mask"][:, longest - step:]
+        at decoding step ``step`` (``S = step + 1`` cached main keys)."""
+        return self._tables(device).step(step)
 
     # --------------------------------------------------------------------------- forward
     def forward(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
@@ -197,7 +187,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         else:
             positions = decoder_positions
             buckets = ngram_stream_buckets(positions, self.ngram, self.num_buckets, self.relative_max_distance)
-        key_mask = self._key_mask(length, device)
+        key_mask = self._self_attention_mask(length, device)
         main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(positions)
         ahead = self.embed_positions(positions + 1)
         rows = [main] + [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
@@ -207,9 +197,10 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         return [x[:, k * length:(k + 1) * length] for k in range(self.ngram)]
 
     def _layers(self, x: Tensor, enc: Optional[Tensor], enc_mask: Optional[Tensor], buckets: Tensor,
-                key_mask: Tensor, first_predicting: int, incremental_state: Optional[IncrementalState] = None):
+                key_mask: Union[Tensor, NgramStreamBlockMask], first_predicting: int,
+                incremental_state: Optional[IncrementalState] = None):
         """All layers; the last one computes the predicting rows only (nothing reads the main
-        stream's output)."""
+        stream's output), under the rows ``first_predicting ..`` of ``key_mask``."""
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
             if i == last:
@@ -262,6 +253,7 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
                             help="relative-position buckets of the decoder self-attention (default 32)")
         parser.add_argument("--relative-max-distance", type=int, metavar="N",
                             help="distances >= this share the last relative-position bucket (default 128)")
+        add_attention_backend_arg(parser)
 
     @classmethod
     def build_model(cls, args, task):
@@ -283,34 +275,16 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
                             decoder_positions=decoder_positions)
 
 
-def _setdefault(args, name: str, value) -> None:
-    if getattr(args, name, None) is None:
-        setattr(args, name, value)
-
-
-def _sizes(args, layers: int, dim: int, heads: int, ffn: int) -> None:
-    for side in ("encoder", "decoder"):
-        _setdefault(args, f"{side}_layers", layers)
-        _setdefault(args, f"{side}_embed_dim", dim)
-        _setdefault(args, f"{side}_attention_heads", heads)
-        _setdefault(args, f"{side}_ffn_embed_dim", ffn)
-
-
 @register_model_architecture("prophetnet", "prophetnet")
 def prophetnet_architecture(args):
     """ProphetNet's choices on top of fairseq's Transformer defaults: learned positions, a
     layer norm on the embeddings, GELU, no embedding scaling, one shared embedding table,
     dropout 0.1 everywhere, n = 2, 32 buckets up to distance 128; 6+6 layers x 768 dims."""
-    _sizes(args, 6, 768, 12, 3072)
-    _setdefault(args, "ngram", 2)
-    _setdefault(args, "num_buckets", 32)
-    _setdefault(args, "relative_max_distance", 128)
-    _setdefault(args, "max_source_positions", 1024)  # fairseq's default, as the tasks set it
-    _setdefault(args, "max_target_positions", 1024)
-    _setdefault(args, "dropout", 0.1)
-    _setdefault(args, "attention_dropout", 0.1)
-    _setdefault(args, "activation_dropout", 0.1)
-    _setdefault(args, "activation_fn", "gelu")
+    set_sizes(args, layers=6, embed_dim=768, ffn_embed_dim=3072, attention_heads=12)
+    set_defaults(args, ngram=2, num_buckets=32, relative_max_distance=128,
+                 attention_backend=DEFAULT_ATTENTION_BACKEND,
+                 max_source_positions=1024, max_target_positions=1024,  # fairseq's default, as the tasks set it
+                 dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, activation_fn="gelu")
     for flag in ("encoder_learned_pos", "decoder_learned_pos", "layernorm_embedding", "no_scale_embedding",
                  "share_all_embeddings", "share_decoder_input_output_embed"):
         setattr(args, flag, True)
@@ -326,12 +300,12 @@ def prophetnet_base(args):
 @register_model_architecture("prophetnet", "prophetnet_large")
 def prophetnet_large(args):
     """The paper's size (section 3.1): 12+12 layers x 1024 dims, 16 heads, FFN 4096."""
-    _sizes(args, 12, 1024, 16, 4096)
+    set_sizes(args, layers=12, embed_dim=1024, ffn_embed_dim=4096, attention_heads=16)
     prophetnet_architecture(args)
 
 
 @register_model_architecture("prophetnet", "prophetnet_tiny")
 def prophetnet_tiny(args):
     """3+3 layers x 256 dims, 4 heads, FFN 1024: tests and the CPU Gigaword example."""
-    _sizes(args, 3, 256, 4, 1024)
+    set_sizes(args, layers=3, embed_dim=256, ffn_embed_dim=1024, attention_heads=4)
     prophetnet_architecture(args)

@@ -9,6 +9,10 @@ head, a ``version`` buffer) are ignored and named in one log line. The model's o
 the segment and next-position embeddings, start at zero, so the loaded stack computes
 exactly RoBERTa's function on ``<s> source </s>``. Any shape, dictionary or structural
 mismatch is an error that names the parameter and the fix.
+
+``prepare_unilm_model`` is what both one-stack tasks (``unilm_seq2seq``, ``permutation_lm``)
+do with the model fairseq built for them: check its family and attention mask, then
+``--init-from``.
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from fairseq.data import Dictionary
 
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS
+from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
 
 logger = logging.getLogger(__name__)
 
@@ -152,3 +157,18 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
     if unused:
         logger.info("--init-from %s: ignored %d checkpoint parameters the model does not use: %s",
                     path, len(unused), ", ".join(unused))
+
+
+def prepare_unilm_model(model, cfg, *, task: str, masks: tuple[str, ...], wrong_mask: str, dictionary: Dictionary,
+                        keep_ids: Optional[torch.Tensor] = None, from_checkpoint: bool) -> None:
+    """What ``unilm_seq2seq`` and ``permutation_lm`` (``task``) do with the model fairseq built
+    for them: it must be a ``unilm_transformer`` running one of the task's attention ``masks``
+    (else ``--attention-mask X`` + ``wrong_mask`` is the error), and a new model starts from
+    ``--init-from`` (``init_from_pretrained`` with ``dictionary`` and ``keep_ids``)."""
+    require(isinstance(model, UniLMTransformerModel),
+            f"--task {task} runs on one stack: use --arch unilm_transformer, unilm_transformer_base or "
+            "unilm_transformer_tiny")
+    require(model.attention_mask in masks, f"--attention-mask {model.attention_mask} {wrong_mask}")
+    init_from = getattr(cfg, "init_from", None)
+    if init_from and not from_checkpoint:
+        init_from_pretrained(model, init_from, dictionary, keep_ids)

@@ -2,17 +2,19 @@
 
 Su 2019 ("From Language Models to Seq2Seq: Transformer is like a play, it all
 depends on the mask") shows that a single bidirectional Transformer becomes a different
-model by the attention mask alone. ``--attention-mask`` chooses the script:
+model by the attention mask alone. ``--attention-mask`` chooses the script, an entry of
+``masking.ATTENTION_VARIANTS`` (its rule in ``masking.predicates``):
 
 * ``prefix`` (UniLM seq2seq, Su 2019's section "Seq2Seq"): ``<s> source </s> target </s>``
   with segment ids; the source is bidirectional, the target sees the source and its own
-  past (``masking.prefix_lm_mask``). Task ``unilm_seq2seq``.
+  past (``predicates.prefix_lm``). Task ``unilm_seq2seq``.
 * ``causal`` (section "Unidirectional Language Model"): everything left to right
-  (``masking.causal_mask``); in ``unilm_seq2seq`` the source becomes unidirectional too (the
-  seed's "naive" left figure), in ``permutation_lm`` it is a plain left-to-right LM.
+  (``predicates.causal``); in ``unilm_seq2seq`` the source becomes unidirectional too (Su
+  2019's "naive" left figure), in ``permutation_lm`` it is a plain left-to-right LM.
 * ``permutation`` (section "Permutation Language Model"): XLNet's random factorisation
   order, implemented as Su 2019 describes: the tokens are shuffled into the order, keep
-  their original position ids and run under the causal mask. Task ``permutation_lm``.
+  their original position ids and run under the permutation rule of the order they are fed in,
+  which is the causal mask (``predicates.permutation``). Task ``permutation_lm``.
 
 Weights: embeddings of tokens, positions (learned, RoBERTa's layout with the ``padding_idx
 + 1`` offset), two segments and the *next* position (see ``UniLMStack.lm_logits``);
@@ -21,16 +23,25 @@ LM head tied to the token embedding. The names follow RoBERTa's ``encoder.senten
 / ``encoder.lm_head`` minus ``sentence_encoder``, so ``--init-from`` a RoBERTa checkpoint is a
 renaming (``models/unilm_init.py``).
 
+Every mask the stack runs is derived from the variant's rule joined with the padding rule:
+the dense mask of a full pass (``masking.padded_dense_mask``) and the row of one decoding step
+against the cache (``masking.step_mask``). The task names its default mask through
+``UniLMTask``. With ``--attention-backend flex`` a full pass runs the same joined rule as a
+FlexAttention block mask (``modules.flex_attention.padded_block_mask``); the decoding steps stay
+dense.
+
 Seq2seq decoding (``fairseq-generate``): the model's encoder runs the bidirectional pass over
 ``<s> source </s>`` once and keeps every layer's keys/values; the decoder is the same stack
 fed one target token per step, attending to those cached source keys/values and to its own
-cached past. With prefix (or causal) masks the source rows never see the target, so this
-is exactly the full recomputation; called without ``incremental_state`` the decoder re-runs
-the whole sequence (the bert4keras-style decoder), which the tests and the benchmark compare.
+cached past. Where the variant is ``incremental`` (prefix, causal: the source rows never see
+the target) this is exactly the full recomputation; called without ``incremental_state`` (or
+for a variant that is not incremental) the decoder re-runs the whole sequence (the
+bert4keras-style decoder), which the tests and the benchmark compare.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple
+from abc import ABC, abstractmethod
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 from fairseq import utils
@@ -46,19 +57,37 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
 from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.masking import causal_mask, check_order, prefix_lm_mask
+from fairseq_ext.masking import ATTENTION_VARIANTS, check_order, padded_dense_mask, predicates, step_mask
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS, add_layernorm_eps_arg, set_layernorm_eps
 from fairseq_ext.modules import MaskedTransformerLayer
+from fairseq_ext.modules.flex_attention import (
+    DEFAULT_ATTENTION_BACKEND,
+    BlockMask,
+    add_attention_backend_arg,
+    check_attention_backend,
+    padded_block_mask,
+)
+from fairseq_ext.modules.masked_attention import KeyValue
 
-ATTENTION_MASKS = ("causal", "prefix", "permutation")
-KeyValue = Tuple[Tensor, Tensor]
+DEFAULT_ATTENTION_MASK = "prefix"  # under a task that is no UniLMTask: UniLM's own
+
+
+class UniLMTask(ABC):
+    """What ``unilm_transformer`` asks of a task that builds it (``unilm_seq2seq``,
+    ``permutation_lm``): the attention mask its data are laid out for, which the model runs
+    when ``--attention-mask`` is not given."""
+
+    @abstractmethod
+    def default_attention_mask(self) -> str:
+        """A key of ``masking.ATTENTION_VARIANTS``."""
 
 
 def validate_unilm_args(args) -> None:
     """Clear errors for out-of-range model options."""
-    require(args.attention_mask in ATTENTION_MASKS,
-            f"--attention-mask {args.attention_mask!r} is unknown; choose one of {', '.join(ATTENTION_MASKS)}")
+    require(args.attention_mask in ATTENTION_VARIANTS,
+            f"--attention-mask {args.attention_mask!r} is unknown; choose one of {', '.join(ATTENTION_VARIANTS)}")
+    check_attention_backend(args.attention_backend)
     for name in ("encoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads"):
         value = getattr(args, name)
         require(value >= 1, f"--{name.replace('_', '-')} must be >= 1, got {value}")
@@ -83,6 +112,8 @@ class UniLMStack(FairseqEncoder):
     def __init__(self, args, dictionary):
         super().__init__(dictionary)
         self.attention_mask = args.attention_mask
+        self.variant = ATTENTION_VARIANTS[args.attention_mask]
+        self.attention_backend = args.attention_backend
         self.padding_idx = dictionary.pad()
         self.bos, self.eos = dictionary.bos(), dictionary.eos()
         self.num_positions = args.max_positions
@@ -119,14 +150,15 @@ class UniLMStack(FairseqEncoder):
             )
         return (positions + self.padding_idx + 1).masked_fill(padding, self.padding_idx)
 
-    def hidden_states(self, tokens: Tensor, positions: Tensor, segments: Tensor, allowed: Tensor,
-                      next_positions: Optional[Tensor] = None,
+    def hidden_states(self, tokens: Tensor, positions: Tensor, segments: Tensor,
+                      allowed: Union[Tensor, BlockMask], next_positions: Optional[Tensor] = None,
                       past: Optional[List[KeyValue]] = None) -> Tuple[Tensor, List[KeyValue]]:
         """Run the stack.
 
         Args:
             tokens, positions, segments: ``(B, T)``; positions are 0-based.
-            allowed: bool ``(B, T, S)``, True = may attend; ``S`` = cached keys + ``T``.
+            allowed: bool ``(B, T, S)``, True = may attend; ``S`` = cached keys + ``T``; or a
+                full pass's ``BlockMask`` (``_full_mask`` with the flex backend).
             next_positions: ``(B, T)`` 0-based position each row must predict (LM only);
                 -1 where there is none.
             past: per layer, cached ``(keys, values)``.
@@ -159,10 +191,18 @@ class UniLMStack(FairseqEncoder):
         out = torch.cat([src_tokens.new_full((src_tokens.size(0), 1), pad), src_tokens], dim=1)
         return out.scatter(1, (out.size(1) - 1 - lengths).unsqueeze(1), self.bos)
 
-    def _source_mask(self, padding: Tensor, segments: Tensor) -> Tensor:
-        if self.attention_mask == "causal":
-            return causal_mask(padding)
-        return prefix_lm_mask(segments, padding)
+    def attention_rule(self, segments: Tensor) -> predicates.MaskMod:
+        """The variant's rule over a sequence with ``segments`` fed in its order (the ranks are
+        the positions)."""
+        ranks = torch.arange(segments.size(1), device=segments.device).expand_as(segments)
+        return self.variant.rule(segments, ranks)
+
+    def _full_mask(self, padding: Tensor, segments: Tensor) -> Union[Tensor, BlockMask]:
+        """The mask of a full pass: dense ``(B, T, T)``, or with ``--attention-backend flex``
+        the same rule's ``BlockMask``."""
+        if self.attention_backend == "flex":
+            return padded_block_mask(self.attention_rule(segments), padding)
+        return padded_dense_mask(self.attention_rule(segments), padding)
 
     def seq2seq_logits(self, src_tokens: Tensor, prev_output_tokens: Tensor) -> Tensor:
         """The full pass over ``<s> source </s> target`` under the prefix (or causal) mask.
@@ -177,7 +217,7 @@ class UniLMStack(FairseqEncoder):
         padding = tokens.eq(self.padding_idx)
         positions = (~padding).long().cumsum(1) - 1
         segments = torch.cat([torch.zeros_like(src), torch.ones_like(tgt_in)], dim=1)
-        x, _ = self.hidden_states(tokens, positions, segments, self._source_mask(padding, segments))
+        x, _ = self.hidden_states(tokens, positions, segments, self._full_mask(padding, segments))
         return self.lm_head(x[:, src.size(1) - 1:])
 
     def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused) -> Dict[str, List[Tensor]]:
@@ -187,7 +227,7 @@ class UniLMStack(FairseqEncoder):
         padding = src.eq(self.padding_idx)
         positions = (~padding).long().cumsum(1) - 1
         segments = torch.zeros_like(src)
-        x, kvs = self.hidden_states(src, positions, segments, self._source_mask(padding, segments))
+        x, kvs = self.hidden_states(src, positions, segments, self._full_mask(padding, segments))
         return {
             "src_tokens": [src_tokens],
             "source_padding": [padding],
@@ -207,7 +247,8 @@ class UniLMStack(FairseqEncoder):
         ``tokens`` is ``<s> x_1 .. x_n </s>``, right-padded, and ``order[b]`` a permutation of
         the positions with ``<s>`` (position 0) first and padding last (``masking.random_order``).
         As Su 2019 describes, the input is *shuffled* into the order, each token keeps its
-        original position id, and the stack runs under the plain causal mask.
+        original position id, and the stack runs under the variant's rule of the shuffled
+        sequence, which is fed in its order: the plain causal mask.
 
         Predicting "the next token" in a shuffled order is ill-posed unless the model knows
         *which position* comes next: two different continuations of the same prefix would
@@ -234,7 +275,8 @@ class UniLMStack(FairseqEncoder):
         shuffled = tokens.gather(1, inputs)
         padding = shuffled.eq(self.padding_idx)
         next_positions = predicted.masked_fill(tokens.gather(1, predicted).eq(self.padding_idx), -1)
-        x, _ = self.hidden_states(shuffled, inputs, torch.zeros_like(shuffled), causal_mask(padding),
+        segments = torch.zeros_like(shuffled)
+        x, _ = self.hidden_states(shuffled, inputs, segments, self._full_mask(padding, segments),
                                   next_positions=next_positions)
         natural = torch.empty_like(x).scatter_(1, (predicted - 1).unsqueeze(-1).expand_as(x), x)
         return self.lm_head(natural)
@@ -254,7 +296,7 @@ class UniLMDecoder(FairseqIncrementalDecoder):
                 incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None, **unused):
         if encoder_out is None:
             raise FairseqExtError("unilm_transformer's decoder needs the source (encoder_out)")
-        if incremental_state is None:
+        if incremental_state is None or not self.stack.variant.incremental:
             return self.stack.seq2seq_logits(encoder_out["src_tokens"][0], prev_output_tokens), {"attn": None}
         return self._step(prev_output_tokens, encoder_out, incremental_state), {"attn": None}
 
@@ -277,11 +319,15 @@ class UniLMDecoder(FairseqIncrementalDecoder):
             return stack.lm_head(encoder_out["sep_state"][0])
         cache = self.get_incremental_state(incremental_state, "cache")
         padding = torch.cat([cache["padding"], cache["padding"].new_zeros(cache["padding"].size(0), 1)], 1)
-        n_source = (~encoder_out["source_padding"][0]).sum(1, keepdim=True)
+        source_padding = encoder_out["source_padding"][0]
+        n_source = (~source_padding).sum(1, keepdim=True)
+        keys = padding.size(1)  # <s> source </s> and the target so far, the newest token last
+        segments = (torch.arange(keys, device=padding.device) >= source_padding.size(1)).long().expand_as(padding)
+        allowed = step_mask(predicates.and_masks(stack.attention_rule(segments), predicates.padding(padding)),
+                            padding.size(0), 1, keys - 1, keys, device=padding.device)[:, 0]
         token = prev_output_tokens[:, -1:]
         past = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(stack.layers))]
-        x, kvs = stack.hidden_states(token, n_source - 1 + step, torch.ones_like(token),
-                                     (~padding).unsqueeze(1), past=past)
+        x, kvs = stack.hidden_states(token, n_source - 1 + step, torch.ones_like(token), allowed, past=past)
         cache["padding"] = padding
         for i, (k, v) in enumerate(kvs):
             cache[f"k{i}"], cache[f"v{i}"] = k, v
@@ -297,16 +343,16 @@ class UniLMDecoder(FairseqIncrementalDecoder):
 
 @register_model("unilm_transformer")
 class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderModel):
-    """One BERT-like stack used by ``--attention-mask {causal,prefix,permutation}``."""
+    """One BERT-like stack used by every ``--attention-mask`` of ``masking.ATTENTION_VARIANTS``."""
 
     shape_options = (("embed_positions.weight", "--max-positions"), ("embed_next_positions.weight", "--max-positions"))
 
     @staticmethod
     def add_args(parser):
-        parser.add_argument("--attention-mask", choices=ATTENTION_MASKS,
-                            help="prefix: UniLM seq2seq; causal: left to right; permutation: "
-                                 "XLNet-style random factorisation order (permutation_lm); "
-                                 "default: the task's (prefix, or permutation for permutation_lm)")
+        parser.add_argument("--attention-mask", choices=list(ATTENTION_VARIANTS),
+                            help="; ".join(f"{name}: {v.help}" for name, v in ATTENTION_VARIANTS.items())
+                                 + "; default: the task's (prefix for unilm_seq2seq, permutation for "
+                                   "permutation_lm)")
         parser.add_argument("--encoder-layers", type=int, metavar="N", help="number of layers")
         parser.add_argument("--encoder-embed-dim", type=int, metavar="N", help="model dimension")
         parser.add_argument("--encoder-ffn-embed-dim", type=int, metavar="N", help="FFN dimension")
@@ -318,6 +364,7 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
         parser.add_argument("--attention-dropout", type=float, metavar="D", help="attention dropout")
         parser.add_argument("--activation-dropout", type=float, metavar="D", help="FFN activation dropout")
         add_layernorm_eps_arg(parser)
+        add_attention_backend_arg(parser)
         parser.add_argument("--init-from", type=str, metavar="CKPT",
                             help="initialise from a fairseq roberta (or position_masked_roberta) "
                                  "checkpoint trained with the same dictionary")
@@ -326,7 +373,8 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
     def build_model(cls, args, task):
         unilm_base_architecture(args)
         if args.attention_mask is None:  # the task's own script by default
-            args.attention_mask = getattr(task, "default_attention_mask", "prefix")
+            args.attention_mask = (task.default_attention_mask() if isinstance(task, UniLMTask)
+                                   else DEFAULT_ATTENTION_MASK)
         validate_unilm_args(args)
         stack = UniLMStack(args, task.source_dictionary)
         set_layernorm_eps(stack, args.layernorm_eps)
@@ -380,6 +428,7 @@ def unilm_base_architecture(args):
     args.activation_dropout = utils.safe_getattr(args, "activation_dropout", 0.0)
     args.init_from = utils.safe_getattr(args, "init_from", None)
     args.layernorm_eps = utils.safe_getattr(args, "layernorm_eps", DEFAULT_LAYERNORM_EPS)
+    args.attention_backend = utils.safe_getattr(args, "attention_backend", DEFAULT_ATTENTION_BACKEND)
 
 
 @register_model_architecture("unilm_transformer", "unilm_transformer_base")

@@ -8,25 +8,31 @@ Builds on fairseq's ``translation_lev`` (data loading with <s>, the NAT criterio
   masked target tokens is uniform, then their positions are uniform);
 * ``--eval-bleu``: validation runs mask-predict (options in ``--eval-bleu-args``, e.g.
   ``'{"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}'``) and scores with sacrebleu;
-* ``MaskPredictGenerator`` for ``fairseq-generate``/``fairseq-interactive``;
+* ``MaskPredictGenerator`` for ``fairseq-generate``/``fairseq-interactive``, built only for
+  a conditional masked LM and for decoding options in range
+  (``generation.decoding_options``);
 * no example is ever dropped from a batch (``CompleteBatchesTaskMixin``), and data that
   the model cannot honour (empty lines, targets longer than the length predictor's 255
-  classes) is refused with a clear message instead of being skipped or clamped.
+  classes, an incomplete ``.bin``) is refused with a clear message instead of being skipped
+  or clamped; an empty line of ``fairseq-interactive`` input is answered and skipped
+  (``InteractiveInputTaskMixin``).
 """
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 import torch
 from fairseq.dataclass import ChoiceEnum
+from fairseq.models.nat import CMLMNATransformerModel
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
-from fairseq_ext.data import CompleteBatchesTaskMixin
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
+from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
+from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
+from fairseq_ext.generation.decoding_options import check_mask_predict_options, option
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
@@ -55,65 +61,32 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
     )
 
 
-def _first_bad(bad: np.ndarray) -> Optional[int]:
-    idx = np.flatnonzero(bad)
-    return int(idx[0]) if len(idx) else None
-
-
 @register_task("cmlm_hybrid", dataclass=CMLMHybridConfig)
-class CMLMHybridTask(CompleteBatchesTaskMixin, TranslationLevenshteinTask):
+class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        refuse_truncated_binaries(self.cfg.data, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         self._check_sizes(split, self.datasets[split])
 
     def _check_sizes(self, split: str, dataset) -> None:
         """Refuse what would otherwise be skipped, clamped or learnt as garbage."""
-        # Sizes count <s> and </s>, so an empty line has size 2.
+        both = ("<s>", "</s>")  # translation_lev adds <s> to both sides
         for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
-            if sizes is None:
-                continue
-            row = _first_bad(sizes <= 2)
-            if row is not None:
-                n = int((sizes <= 2).sum())
-                raise FairseqExtError(
-                    f"{split} {side} line {row + 1} is empty ({n} empty {side} line(s) in "
-                    f"{self.cfg.data}); remove empty pairs before fairseq-preprocess "
-                    "(data_prep/spm.py clean-pair does this for training data)"
-                )
+            if sizes is not None:
+                refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data, markers=both)
         limit = min(self.cfg.max_target_positions, MAX_NAT_TARGET_LENGTH)
         if dataset.tgt_sizes is not None:
-            row = _first_bad(dataset.tgt_sizes > limit)
-            if row is not None:
-                raise FairseqExtError(
-                    f"{split} target line {row + 1} has {int(dataset.tgt_sizes[row])} tokens "
-                    f"with <s> and </s>, more than the {limit} a CMLM can predict (its length "
-                    "predictor has 256 classes; see also --max-target-positions); split or "
-                    "filter long sentences before fairseq-preprocess"
-                )
-        row = _first_bad(dataset.src_sizes > self.cfg.max_source_positions)
-        if row is not None:
-            raise FairseqExtError(
-                f"{split} source line {row + 1} has {int(dataset.src_sizes[row])} tokens, more than "
-                f"--max-source-positions {self.cfg.max_source_positions}; raise it or filter the data"
-            )
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        # fairseq-interactive calls this once per buffer of input lines, in input order;
-        # counting across calls gives the user the line number in their input.
-        seen = self.__dict__.get("_inference_lines_seen", 0)
-        for i, length in enumerate(src_lengths):
-            line = seen + i + 1
-            require(int(length) > 1, f"input line {line} is empty; mask-predict needs a source "
-                                     "sentence (remove empty lines from the input)")
-            require(int(length) <= self.cfg.max_source_positions,
-                    f"input line {line} has {int(length)} tokens, more than --max-source-positions "
-                    f"{self.cfg.max_source_positions}")
-        self._inference_lines_seen = seen + len(src_lengths)
-        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
+            refuse_long_lines(dataset.tgt_sizes, split=split, row_name="target line", limit=limit, markers=both,
+                              limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
+                                         "see also --max-target-positions",
+                              fix="split or filter long sentences before fairseq-preprocess")
+        limit = self.cfg.max_source_positions
+        refuse_long_lines(dataset.src_sizes, split=split, row_name="source line", limit=limit,
+                          option="--max-source-positions")
 
     def inject_noise(self, target_tokens):
         """Decoder input for training: masked target slots become <unk> (the CMLM mask)."""
@@ -137,15 +110,20 @@ class CMLMHybridTask(CompleteBatchesTaskMixin, TranslationLevenshteinTask):
         return model
 
     def build_generator(self, models, args, **unused):
+        for model in models:
+            require(isinstance(model, CMLMNATransformerModel),
+                    f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid decodes with "
+                    "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
+                    "cmlm_transformer); decode an autoregressive checkpoint with --task translation")
+        check_mask_predict_options(args)
         return MaskPredictGenerator(
             self.target_dictionary,
-            eos_penalty=getattr(args, "iter_decode_eos_penalty", 0.0),
-            max_iter=getattr(args, "iter_decode_max_iter", 10),
-            beam_size=getattr(args, "iter_decode_with_beam", 1),
-            reranking=getattr(args, "iter_decode_with_external_reranker", False),
-            decoding_format=getattr(args, "decoding_format", None),
-            adaptive=not getattr(args, "iter_decode_force_max_iter", False),
-            retain_history=getattr(args, "retain_iter_history", False),
+            max_iter=option(args, "iter_decode_max_iter"),
+            beam_size=option(args, "iter_decode_with_beam"),
+            reranking=option(args, "iter_decode_with_external_reranker"),
+            decoding_format=option(args, "decoding_format"),
+            adaptive=not option(args, "iter_decode_force_max_iter"),
+            retain_history=option(args, "retain_iter_history"),
         )
 
     def valid_step(self, sample, model, criterion):

@@ -21,29 +21,20 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 from fairseq import utils
-from fairseq.data import (
-    Dictionary,
-    IdDataset,
-    NestedDictionaryDataset,
-    NumelDataset,
-    NumSamplesDataset,
-    PrependTokenDataset,
-    RightPadDataset,
-    SortDataset,
-    TokenBlockDataset,
-    data_utils,
-)
+from fairseq.data import Dictionary, PrependTokenDataset, TokenBlockDataset, data_utils
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data.language_model_batches import language_model_batches
+from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import random_order
-from fairseq_ext.models.unilm_init import init_from_pretrained
-from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
+from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.models.unilm_transformer import UniLMTask
+from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
 
 logger = logging.getLogger(__name__)
 
@@ -61,11 +52,10 @@ class PermutationLMConfig(FairseqDataclass):
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
+class PermutationLMTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMTask, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
-    default_attention_mask = "permutation"
 
     def __init__(self, cfg: PermutationLMConfig, dictionary: Dictionary):
         super().__init__(cfg)
@@ -73,6 +63,10 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
         self.attention_mask = None
         self.model_positions = None
         self._checked = set()
+
+    def default_attention_mask(self) -> str:
+        """XLNet's random factorisation order (``UniLMTask``)."""
+        return "permutation"
 
     @classmethod
     def setup_task(cls, cfg: PermutationLMConfig, **kwargs):
@@ -86,15 +80,8 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
         dictionary.add_symbol("<mask>")  # RoBERTa's rows, for --init-from
         return cls(cfg, dictionary)
 
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary
-
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        refuse_truncated_binaries(self.cfg.data, split)
         paths = utils.split_paths(self.cfg.data)
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
@@ -103,38 +90,19 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
                                   "fairseq-preprocess --only-source")
         limit = self.cfg.tokens_per_sample - 1  # one position for <s>
         if self.cfg.sample_break_mode == "eos":
-            row = _first(lines.sizes <= 1)
-            if row is not None:
-                raise FairseqExtError(
-                    f"{split} line {row + 1} is empty ({int((lines.sizes <= 1).sum())} empty lines); remove "
-                    "empty lines before fairseq-preprocess, or use --sample-break-mode none")
-            row = _first(lines.sizes > limit)
-            if row is not None:
-                raise FairseqExtError(
-                    f"{split} line {row + 1} has {int(lines.sizes[row])} tokens with </s>, more than "
-                    f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>; raise it, split long "
-                    "lines, or use --sample-break-mode none (fixed-size blocks)")
+            refuse_empty_lines(lines.sizes, split=split, row_name="line", data=self.cfg.data,
+                               fix="remove empty lines before fairseq-preprocess, or use --sample-break-mode none")
+            refuse_long_lines(lines.sizes, split=split, row_name="line", limit=limit, markers=("</s>",),
+                              limit_name=f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>",
+                              fix="raise it, split long lines, or use --sample-break-mode none (fixed-size blocks)")
             blocks = lines
         else:
             blocks = TokenBlockDataset(lines, lines.sizes, limit, pad=self.dictionary.pad(),
                                        eos=self.dictionary.eos(), break_mode="none")
         sequences = PrependTokenDataset(blocks, self.dictionary.bos())
-        pad = self.dictionary.pad()
-        dataset = NestedDictionaryDataset(
-            {
-                "id": IdDataset(),
-                "net_input": {"src_tokens": RightPadDataset(sequences, pad_idx=pad),
-                              "src_lengths": NumelDataset(sequences, reduce=False)},
-                "target": RightPadDataset(blocks, pad_idx=pad),
-                "nsentences": NumSamplesDataset(),
-                "ntokens": NumelDataset(blocks, reduce=True),
-            },
-            sizes=[sequences.sizes],
-        )
-        with data_utils.numpy_seed(self.cfg.seed + epoch):
-            shuffle = np.random.permutation(len(dataset))
-        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, sequences.sizes])
-        logger.info("%s: %d sequences from %s", split, len(dataset), split_path)
+        self.datasets[split] = language_model_batches(sequences, blocks, pad=self.dictionary.pad(),
+                                                      seed=self.cfg.seed + epoch, counted=blocks)
+        logger.info("%s: %d sequences from %s", split, len(sequences), split_path)
 
     def max_positions(self):
         return self.cfg.tokens_per_sample
@@ -144,7 +112,7 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
             max_positions = min(p for p in max_positions if p is not None)
         if self.model_positions is not None and id(dataset) not in self._checked:
             sizes = dataset.sizes[0] if isinstance(dataset.sizes, list) else dataset.sizes
-            row = _first(sizes > self.model_positions)
+            row = first_bad_row(sizes > self.model_positions)
             if row is not None:
                 raise FairseqExtError(
                     f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
@@ -154,17 +122,12 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        require(isinstance(model, UniLMTransformerModel),
-                "--task permutation_lm runs on one stack: use --arch unilm_transformer, "
-                "unilm_transformer_base or unilm_transformer_tiny")
-        require(model.attention_mask in ("permutation", "causal"),
-                f"--attention-mask {model.attention_mask} needs a source and a target: use --task "
-                "unilm_seq2seq; permutation_lm takes permutation or causal")
+        prepare_unilm_model(model, cfg, task="permutation_lm", masks=("permutation", "causal"),
+                            wrong_mask="needs a source and a target: use --task unilm_seq2seq; permutation_lm "
+                                       "takes permutation or causal",
+                            dictionary=self.dictionary, from_checkpoint=from_checkpoint)
         self.attention_mask = model.attention_mask
         self.model_positions = model.encoder.max_positions()
-        init_from = getattr(cfg, "init_from", None)
-        if init_from and not from_checkpoint:
-            init_from_pretrained(model, init_from, self.dictionary)
         return model
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
@@ -174,7 +137,3 @@ class PermutationLMTask(CompleteBatchesTaskMixin, FairseqTask):
             sample["net_input"]["order"] = random_order(tokens.eq(self.dictionary.pad()), keep_first=1)
         return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
 
-
-def _first(bad: np.ndarray) -> Optional[int]:
-    idx = np.flatnonzero(bad)
-    return int(idx[0]) if len(idx) else None

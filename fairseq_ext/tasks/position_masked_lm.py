@@ -31,16 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from fairseq import utils
-from fairseq.data import (
-    IdDataset,
-    NestedDictionaryDataset,
-    NumelDataset,
-    NumSamplesDataset,
-    PrependTokenDataset,
-    RightPadDataset,
-    SortDataset,
-    data_utils,
-)
+from fairseq.data import IdDataset, PrependTokenDataset, RightPadDataset, data_utils
 from fairseq.data.shorten_dataset import maybe_shorten_dataset
 from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
@@ -52,7 +43,10 @@ from fairseq_ext.data import (
     CompleteBatchesTaskMixin,
     PositionMaskingDataset,
 )
+from fairseq_ext.data.language_model_batches import language_model_batches
+from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.models.position_masked_roberta import PositionMaskingTask
 
 logger = logging.getLogger(__name__)
 
@@ -110,18 +104,19 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
 
 
 @register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
-class PositionMaskedLMTask(CompleteBatchesTaskMixin, MaskedLMTask):
+class PositionMaskedLMTask(CompleteBatchesTaskMixin, PositionMaskingTask, MaskedLMTask):
     """Masked LM whose examples also carry masked positions and their labels."""
 
     cfg: PositionMaskedLMConfig
-    # Read by position_masked_roberta: build the mask-position embedding and the position
-    # classifier. Tasks without it (e.g. sentence_prediction) get the encoder alone.
-    masks_positions = True
 
     @classmethod
     def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):
         validate_config(cfg)
         return super().setup_task(cfg, **kwargs)
+
+    def longest_example(self) -> int:
+        """``--tokens-per-sample``: no example is longer (``_check_block_sizes``)."""
+        return self.cfg.tokens_per_sample
 
     def _load_dataset_split(self, split, epoch, combine):
         """masked_lm's token blocks with ``<s>`` prepended. With ``--sample-break-mode eos``
@@ -141,6 +136,7 @@ class PositionMaskedLMTask(CompleteBatchesTaskMixin, MaskedLMTask):
         return PrependTokenDataset(lines, self.source_dictionary.bos())
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        refuse_truncated_binaries(self.cfg.data, split)
         try:
             blocks = self._load_dataset_split(split, epoch, combine)
         except FileNotFoundError as exc:
@@ -160,49 +156,25 @@ class PositionMaskedLMTask(CompleteBatchesTaskMixin, MaskedLMTask):
             position_mask_source=cfg.position_mask_source,
             mask_special_tokens=cfg.mask_special_tokens,
         )
-        pad = self.source_dictionary.pad()
         source = masked.field("source")
-        net_input = {
-            "src_tokens": RightPadDataset(source, pad_idx=pad),
-            "src_lengths": NumelDataset(source, reduce=False),
-            "src_positions": RightPadDataset(masked.field("positions"), pad_idx=0),
-        }
+        net_input = {"src_positions": RightPadDataset(masked.field("positions"), pad_idx=0)}
         if cfg.include_index:
             net_input["src_id"] = IdDataset()
-        dataset = NestedDictionaryDataset(
-            {
-                "id": IdDataset(),
-                "net_input": net_input,
-                "target": RightPadDataset(masked.field("target"), pad_idx=pad),
-                "position_target": RightPadDataset(masked.field("position_target"),
-                                                   pad_idx=NO_POSITION_LABEL),
-                "nsentences": NumSamplesDataset(),
-                "ntokens": NumelDataset(source, reduce=True),
-            },
-            sizes=[source.sizes],
-        )
-        # masked_lm's shuffle, drawn from the same seed
-        with data_utils.numpy_seed(cfg.seed):
-            shuffle = np.random.permutation(len(source))
-        self.datasets[split] = SortDataset(dataset, sort_order=[shuffle, source.sizes])
+        position_target = RightPadDataset(masked.field("position_target"), pad_idx=NO_POSITION_LABEL)
+        # masked_lm's batches and shuffle, drawn from the same seed
+        self.datasets[split] = language_model_batches(
+            source, masked.field("target"), pad=self.source_dictionary.pad(), seed=cfg.seed, counted=source,
+            net_input=net_input, fields={"position_target": position_target})
 
     def _check_block_sizes(self, split: str, sizes: np.ndarray) -> None:
         if self.cfg.sample_break_mode == "eos":  # a line is an example: <s> and </s> alone is empty
-            empty = np.flatnonzero(sizes <= 2)
-            if len(empty):
-                raise FairseqExtError(
-                    f"{split} line {int(empty[0]) + 1} is empty ({len(empty)} empty or whitespace-only "
-                    f"line(s) in {self.cfg.data}); with --sample-break-mode eos every line is an example: "
-                    "remove empty lines before fairseq-preprocess (data_prep/wikitext2.sh drops them)"
-                )
+            refuse_empty_lines(sizes, split=split, row_name="line", data=self.cfg.data, markers=("<s>", "</s>"),
+                               fix="with --sample-break-mode eos every line is an example: remove empty or "
+                                   "whitespace-only lines before fairseq-preprocess (data_prep/wikitext2.sh "
+                                   "drops them)")
         limit = self.cfg.tokens_per_sample
-        too_long = np.flatnonzero(sizes > limit)
-        if len(too_long):
-            i = int(too_long[0])
-            raise FairseqExtError(
-                f"{split} example {i + 1} has {int(sizes[i])} tokens with <s>, more than "
-                f"--tokens-per-sample {limit} ({len(too_long)} such example(s)); the position "
-                "classifier has one class per position. Use --sample-break-mode none (blocks of "
-                "exactly that size), raise --tokens-per-sample, or split long lines before "
-                "fairseq-preprocess"
-            )
+        refuse_long_lines(sizes, split=split, row_name="example", limit=limit, markers=("<s>",),
+                          option="--tokens-per-sample",
+                          fix="the position classifier has one class per position. Use --sample-break-mode none "
+                              "(blocks of exactly that size), raise --tokens-per-sample, or split long lines "
+                              "before fairseq-preprocess")

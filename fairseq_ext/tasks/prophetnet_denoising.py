@@ -22,8 +22,9 @@ from omegaconf import II, MISSING
 
 from fairseq_ext.data import CompleteBatchesTaskMixin
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
-from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines
+from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
 from fairseq_ext.tasks.translation_prophetnet import MASK_SYMBOL, with_mask_symbol
 
 logger = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ def _infer_lang(folder: str) -> str:
 
 
 @register_task("prophetnet_denoising", dataclass=ProphetNetDenoisingConfig)
-class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, FairseqTask):
+class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, FairseqTask):
     """Span-masking pre-training of an encoder-decoder on monolingual text."""
 
     cfg: ProphetNetDenoisingConfig
@@ -92,11 +93,13 @@ class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, FairseqTask):
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         prefix = self._split_prefix(split)
+        refuse_truncated_binaries(self.cfg.data, split)
         tokens = data_utils.load_indexed_dataset(prefix, self.dictionary, self.cfg.dataset_impl, combine=combine)
         require(tokens is not None, f"cannot read {prefix}.bin/.idx")
-        refuse_empty_lines(split, "text", tokens.sizes, self.cfg.data)
+        refuse_empty_lines(tokens.sizes, split=split, row_name="text line", data=self.cfg.data)
         limit = min(self.cfg.max_source_positions, self.cfg.max_target_positions)
-        refuse_long_lines(split, "text", tokens.sizes, limit, "--max-source-positions/--max-target-positions")
+        refuse_long_lines(tokens.sizes, split=split, row_name="text line", limit=limit,
+                          option="--max-source-positions/--max-target-positions")
         self.datasets[split] = MassSpanDataset(
             tokens, tokens.sizes, self.dictionary, self.mask_idx, seed=self.cfg.seed,
             block_size=self.cfg.block_size, ratio=self.cfg.mask_ratio, shuffle=split == self.cfg.train_subset)
@@ -104,11 +107,3 @@ class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, FairseqTask):
 
     def max_positions(self):
         return self.cfg.max_source_positions, self.cfg.max_target_positions
-
-    @property
-    def source_dictionary(self):
-        return self.dictionary
-
-    @property
-    def target_dictionary(self):
-        return self.dictionary

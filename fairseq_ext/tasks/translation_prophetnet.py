@@ -10,14 +10,16 @@ sentencepiece pieces or with an existing dictionary via ``--srcdict``/``--tgtdic
 * every example is batched (``CompleteBatchesTaskMixin``);
 * ``--unsorted-batches``: batches are cut from the pairs in a random order (drawn from
   ``--seed``) instead of fairseq's order by source length (ties by target length), so a
-  batch mixes short and long pairs (more padding). On the CPU-scale Gigaword runs of table 2 (README), ProphetNet n = 2
-  trained on length-sorted batches wrote one headline for every article after 500 updates in
+  batch mixes short and long pairs (more padding). On the CPU-scale Gigaword runs of table 2
+  (docs/results/prophetnet.md), ProphetNet n = 2 trained on length-sorted batches wrote one headline for every article after 500 updates in
   four runs of five, and on unsorted batches it read its source in every run;
-* empty source or target lines (a target of length 1 is only ``</s>``) and lines longer
-  than the model's positions are refused with a clear message, not skipped or truncated;
-  so is ``--left-pad-target`` (the decoder needs padding after the target).
+* empty source or target lines (a target of length 1 is only ``</s>``), lines longer than
+  the model's positions and an incomplete ``.bin`` are refused with a clear message, not
+  skipped or truncated; so is ``--left-pad-target`` (the decoder needs padding after the
+  target). An empty line of ``fairseq-interactive`` input is answered and skipped.
 
-Generation is fairseq's beam search; ProphetNet's decoder then runs its main stream and the
+Generation is fairseq's beam search, for decoding options in range
+(``generation.decoding_options``); ProphetNet's decoder then runs its main stream and the
 next-token stream only (``models.prophetnet``).
 """
 from dataclasses import dataclass, field
@@ -27,9 +29,10 @@ from fairseq.data import BaseWrapperDataset, Dictionary
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask
 
-from fairseq_ext.data import CompleteBatchesTaskMixin
-from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines
+from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
+from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import require
+from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
 
 MASK_SYMBOL = "<mask>"
 
@@ -57,7 +60,8 @@ class UnsortedPairs(BaseWrapperDataset):
 
 
 @register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
-class TranslationProphetNetTask(CompleteBatchesTaskMixin, TranslationTask):
+class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, CompleteBatchesTaskMixin,
+                                TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
@@ -75,27 +79,15 @@ class TranslationProphetNetTask(CompleteBatchesTaskMixin, TranslationTask):
         return with_mask_symbol(Dictionary.load(filename))
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        refuse_truncated_binaries(self.cfg.data, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         dataset = self.datasets[split]
-        refuse_empty_lines(split, "source", dataset.src_sizes, self.cfg.data)
-        if not self.cfg.truncate_source:
-            refuse_long_lines(split, "source", dataset.src_sizes, self.cfg.max_source_positions,
-                              "--max-source-positions")
+        sides = [("source", dataset.src_sizes, self.cfg.max_source_positions, "--max-source-positions")]
         if dataset.tgt_sizes is not None:
-            refuse_empty_lines(split, "target", dataset.tgt_sizes, self.cfg.data)
-            refuse_long_lines(split, "target", dataset.tgt_sizes, self.cfg.max_target_positions,
-                              "--max-target-positions")
+            sides.append(("target", dataset.tgt_sizes, self.cfg.max_target_positions, "--max-target-positions"))
+        for side, sizes, limit, option in sides:
+            refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
+            if side == "target" or not self.cfg.truncate_source:
+                refuse_long_lines(sizes, split=split, row_name=f"{side} line", limit=limit, option=option)
         if self.cfg.unsorted_batches:
             self.datasets[split] = UnsortedPairs(dataset)
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        # fairseq-interactive calls this once per buffer of lines, in input order.
-        seen = self.__dict__.get("_inference_lines_seen", 0)
-        for i, length in enumerate(src_lengths):
-            line = seen + i + 1
-            require(int(length) > 1, f"input line {line} is empty; remove empty lines from the input")
-            require(int(length) <= self.cfg.max_source_positions,
-                    f"input line {line} has {int(length)} tokens, more than --max-source-positions "
-                    f"{self.cfg.max_source_positions}; split it or raise the limit")
-        self._inference_lines_seen = seen + len(src_lengths)
-        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)

@@ -12,26 +12,29 @@ The task adds to fairseq's ``translation``:
 * the dictionary gets RoBERTa's ``<mask>`` symbol, so that a ``roberta`` checkpoint trained
   on the same ``dict.txt`` has the same rows (``--init-from`` on the model);
 * ``--keep-tokens FILE`` prunes the vocabulary (``data/keep_tokens.py``);
-* beam search that never runs past the positions table (``UniLMSequenceGenerator``);
+* beam search that never runs past the positions table (``UniLMSequenceGenerator``), for
+  decoding options in range (``generation.decoding_options``);
 * every example is batched (``CompleteBatchesTaskMixin``), and data the model cannot honour
-  (an empty line, a source that fills every position, a pair longer than the table) is
-  refused with a clear message instead of being skipped or truncated.
+  (an empty line, a source that fills every position, a pair longer than the table, an
+  incomplete ``.bin``) is refused with a clear message instead of being skipped or
+  truncated; an empty line of ``fairseq-interactive`` input is answered and skipped.
 """
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
-import numpy as np
 from fairseq import utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
 
-from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
+from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
-from fairseq_ext.models.unilm_init import init_from_pretrained
-from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
+from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
+from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.models.unilm_transformer import UniLMTask
 
 logger = logging.getLogger(__name__)
 
@@ -46,11 +49,6 @@ class UniLMSeq2SeqConfig(TranslationConfig):
     )
 
 
-def first_bad(bad: np.ndarray) -> Optional[int]:
-    idx = np.flatnonzero(bad)
-    return int(idx[0]) if len(idx) else None
-
-
 def source_fills_table(split: str, row: int, size: int, positions: int) -> FairseqExtError:
     return FairseqExtError(
         f"{split} source line {row + 1} has {size} tokens with </s>; with <s> that is {size + 1} of "
@@ -61,11 +59,11 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
+class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, CompleteBatchesTaskMixin, UniLMTask,
+                       TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
-    default_attention_mask = "prefix"
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(src_dict.symbols == tgt_dict.symbols,
@@ -83,6 +81,10 @@ class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
         self.model_positions = None
         self._checked = set()
 
+    def default_attention_mask(self) -> str:
+        """UniLM's seq2seq mask: bidirectional source, causal target (``UniLMTask``)."""
+        return "prefix"
+
     @classmethod
     def load_dictionary(cls, filename):
         dictionary = super().load_dictionary(filename)
@@ -90,6 +92,7 @@ class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
         return dictionary
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
+        refuse_truncated_binaries(self.cfg.data, split)
         paths = utils.split_paths(self.cfg.data)
         if split != self.cfg.train_subset:
             paths = paths[:1]
@@ -117,15 +120,8 @@ class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
 
     def _check_empty(self, split: str, dataset) -> None:
         for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
-            if sizes is None:
-                continue
-            row = first_bad(sizes <= 1)  # sizes count </s>
-            if row is not None:
-                raise FairseqExtError(
-                    f"{split} {side} line {row + 1} is empty ({int((sizes <= 1).sum())} empty {side} "
-                    f"line(s) in {self.cfg.data}); remove empty pairs before fairseq-preprocess "
-                    "(data_prep/spm.py clean-pair does this)"
-                )
+            if sizes is not None:
+                refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
 
     def _check_positions(self, dataset) -> None:
         """Every pair must fit the one positions table: 1 (<s>) + source + target - 1."""
@@ -133,12 +129,12 @@ class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
             return
         split = next((s for s, d in self.datasets.items() if d is dataset), "input")
         P = self.model_positions
-        row = first_bad(dataset.src_sizes + 2 > P)
+        row = first_bad_row(dataset.src_sizes + 2 > P)
         if row is not None:
             raise source_fills_table(split, row, int(dataset.src_sizes[row]), P)
         if dataset.tgt_sizes is not None:
             total = dataset.src_sizes + dataset.tgt_sizes
-            row = first_bad(total > P)
+            row = first_bad_row(total > P)
             if row is not None:
                 raise FairseqExtError(
                     f"{split} line {row + 1}: the source ({int(dataset.src_sizes[row])} tokens with </s>) "
@@ -152,28 +148,18 @@ class UniLMSeq2SeqTask(CompleteBatchesTaskMixin, TranslationTask):
             self._check_positions(dataset)
         return super().get_batch_iterator(dataset, *args, **kwargs)
 
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        seen = self.__dict__.get("_inference_lines_seen", 0)
-        for i, length in enumerate(src_lengths):
-            require(int(length) > 1, f"input line {seen + i + 1} is empty; a seq2seq model needs a "
-                                     "source (remove empty lines from the input)")
-            if self.model_positions is not None and int(length) + 2 > self.model_positions:
-                raise source_fills_table("input", seen + i, int(length), self.model_positions)
-        self._inference_lines_seen = seen + len(src_lengths)
-        return super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
+    def check_input_length(self, line: int, length: int) -> None:
+        """An input line must leave the target a position of the one table."""
+        if self.model_positions is not None and length + 2 > self.model_positions:
+            raise source_fills_table("input", line - 1, length, self.model_positions)
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        require(isinstance(model, UniLMTransformerModel),
-                "--task unilm_seq2seq runs on one stack: use --arch unilm_transformer, "
-                "unilm_transformer_base or unilm_transformer_tiny")
-        require(model.attention_mask in ("prefix", "causal"),
-                f"--attention-mask {model.attention_mask} is for --task permutation_lm; unilm_seq2seq "
-                "uses prefix (UniLM: bidirectional source) or causal (left to right throughout)")
+        prepare_unilm_model(model, cfg, task="unilm_seq2seq", masks=("prefix", "causal"),
+                            wrong_mask="is for --task permutation_lm; unilm_seq2seq uses prefix (UniLM: "
+                                       "bidirectional source) or causal (left to right throughout)",
+                            dictionary=self.full_dictionary, keep_ids=self.keep_ids, from_checkpoint=from_checkpoint)
         self.model_positions = model.encoder.max_positions()
-        init_from = getattr(cfg, "init_from", None)
-        if init_from and not from_checkpoint:
-            init_from_pretrained(model, init_from, self.full_dictionary, self.keep_ids)
         return model
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):

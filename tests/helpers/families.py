@@ -10,7 +10,6 @@ import torch
 from fairseq import options, tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
-import fairseq_ext  # noqa: F401  (registers the plugin)
 from tests.conftest import TINY_DIMS, USER_DIR
 
 ENCODER_DIMS = ["--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",

@@ -1,0 +1,69 @@
+"""The numeric decoding options of the plugin's generators, checked when a task builds its
+generator (``fairseq-generate``, ``fairseq-interactive``, ``--eval-bleu``).
+
+fairseq clamps or ignores some out-of-range values without a word (``--iter-decode-with-beam
+-2`` decodes with one length candidate, a ``--beam`` larger than the vocabulary with the
+vocabulary less padding, an ``--nbest`` larger than the beam prints fewer hypotheses) and
+stops on others with an ``assert`` deep in its code (``--temperature 0``, a ``--max-len-b``
+below ``--min-len``). Here each is one clear error naming the option.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from fairseq.dataclass.configs import GenerationConfig
+
+from fairseq_ext.errors import require
+
+
+def option(args, name: str) -> Any:
+    """``args.<name>``, or fairseq's default (``GenerationConfig``) where ``args`` lacks it
+    (e.g. the options of ``--eval-bleu-args``)."""
+    value = getattr(args, name, None)
+    return getattr(GenerationConfig, name) if value is None else value
+
+
+def _require_option(args, name: str, in_range: Callable[[Any], bool], requirement: str) -> None:
+    value = option(args, name)
+    require(in_range(value), f"--{name.replace('_', '-')} {requirement}, got {value}")
+
+
+def check_mask_predict_options(args) -> None:
+    """Options of ``MaskPredictGenerator`` (task ``cmlm_hybrid``)."""
+    _require_option(args, "iter_decode_with_beam", lambda v: v >= 1,
+                    "must be >= 1 (the number of length candidates per sentence)")
+    _require_option(args, "iter_decode_max_iter", lambda v: v >= 0,
+                    "must be >= 0 (fairseq counts from 0: 9 means 10 decoder passes)")
+    _require_option(args, "iter_decode_eos_penalty", lambda v: v == 0,
+                    "is not used by mask-predict (a CMLM predicts the target length before decoding); drop it")
+    _require_option(args, "nbest", lambda v: v == 1,
+                    "must be 1: mask-predict gives one hypothesis per sentence, the best of its "
+                    "--iter-decode-with-beam length candidates")
+
+
+def check_beam_search_options(args, vocabulary_size: int) -> None:
+    """Options of fairseq's ``SequenceGenerator`` and its subclasses for a target vocabulary
+    of ``vocabulary_size`` entries (padding included)."""
+    beam, min_len = option(args, "beam"), option(args, "min_len")
+    _require_option(args, "beam", lambda v: 1 <= v <= vocabulary_size - 1,
+                    f"must be in [1, {vocabulary_size - 1}] (the target vocabulary less padding)")
+    _require_option(args, "nbest", lambda v: 1 <= v <= beam, f"must be in [1, --beam {beam}]")
+    _require_option(args, "min_len", lambda v: v >= 0, "must be >= 0")
+    _require_option(args, "max_len_a", lambda v: v >= 0,
+                    "must be >= 0 (the longest output is --max-len-a x source length + --max-len-b)")
+    _require_option(args, "max_len_b", lambda v: v >= 0 and (option(args, "max_len_a") > 0 or v >= min_len),
+                    f"must be >= 0, and >= --min-len {min_len} when --max-len-a is 0 (the longest "
+                    "output is --max-len-a x source length + --max-len-b)")
+    _require_option(args, "no_repeat_ngram_size", lambda v: v >= 0, "must be >= 0 (0: no n-gram is blocked)")
+    _require_option(args, "temperature", lambda v: v > 0, "must be > 0")
+
+
+class CheckedBeamSearchTaskMixin:
+    """Mix into a task derived from fairseq's ``TranslationTask`` (before it in the bases): its
+    generator is built only for decoding options in range (``check_beam_search_options``)."""
+
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None,
+                        **kwargs):
+        check_beam_search_options(args, len(self.target_dictionary))
+        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls,
+                                       extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)
