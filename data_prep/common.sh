@@ -1,6 +1,6 @@
 # Shared shell helpers for data_prep/*.sh (sourced, not run).
 # Every script: download from the original source when there is a network, or take
-# --local DIR (e.g. ../shared/data/...) when there is none.
+# --local DIR (a copy of the data on disk) when there is none.
 
 set -euo pipefail
 DATA_PREP_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

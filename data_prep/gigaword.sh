@@ -4,7 +4,7 @@
 #   data_prep/gigaword.sh [--local DIR] [--out DIR] [--vocab 10000]
 #                         [--train PREFIX] [--valid PREFIX] [--test PREFIX]
 # --local DIR: a folder with PREFIX.article.txt / PREFIX.title.txt pairs (default prefixes
-#   train10k and valid1k, as in ../shared/data/gigaword; the full release names them
+#   train10k and valid1k, a 10k/1k sample; the full release names them
 #   train and valid.filter). Without --local the harvardnlp archive is downloaded (the copy
 #   the Hugging Face `gigaword` loader uses) and train / valid.filter / the 1951-pair test
 #   set are taken from it.

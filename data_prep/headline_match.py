@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """A sentence-pair classification task for fine-tuning a pre-trained encoder with fairseq's
-``sentence_prediction``, built from the staged Gigaword pairs: is this headline the one
-written for this article?
+``sentence_prediction``, built from a Gigaword sample (train10k / valid1k): is this headline
+the one written for this article?
 
     python data_prep/headline_match.py --gigaword DIR --spm SPM.model --dict DICT.txt --out OUT
 

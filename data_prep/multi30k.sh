@@ -2,7 +2,7 @@
 # Multi30k Task 1 (Elliott et al. 2016), raw cased text -> sentencepiece -> fairseq binary.
 #   data_prep/multi30k.sh [--local DIR] [--out DIR] [--src en] [--tgt de] [--vocab 8000]
 # --local DIR: a folder with train.{en,de}[.gz] and val.{en,de}[.gz] (and optionally
-#              test_2016_flickr.*), e.g. ../shared/data/multi30k. Without it the files are
+#              test_2016_flickr.*), as in the dataset's repository. Without it the files are
 #              downloaded from github.com/multi30k/dataset.
 # Licence: for non-commercial research and educational use (see the dataset's README).
 source "$(dirname "$0")/common.sh"

@@ -8,10 +8,10 @@
 #   wiki.train.raw / wiki.valid.raw / wiki.test.raw as train / valid / test.
 # --local DIR with wiki.train.raw and wiki.valid.raw: the same, offline (wiki.test.raw too
 #   if present).
-# --local FILE (e.g. ../shared/data/wikitext-2-raw/wiki.valid.raw, the only split staged
-#   here): the file is split by article into train and valid. Articles start at a
-#   " = Title = " line; the last tenth of the articles (at least one) is valid, the rest
-#   train, so that no article is in both. No test split is made.
+# --local FILE (e.g. wiki.valid.raw alone, when only that split is at hand): the file is
+#   split by article into train and valid. Articles start at a " = Title = " line; the
+#   last tenth of the articles (at least one) is valid, the rest train, so that no article
+#   is in both. No test split is made.
 # Blank lines are dropped (WikiText's paragraph separators); headings stay as lines.
 # Output: OUT/raw/{train,valid[,test]}.txt, OUT/spm.model, OUT/bin (dict.txt and the
 # binarized splits).

@@ -3,11 +3,11 @@
 #   data_prep/wmt14_en_de.sh [--local DIR] [--out DIR] [--vocab 32000] [--with-extra-dev]
 # Online (no --local): Europarl v7 + Common Crawl + News Commentary v9 from statmt.org
 #   (4.5M pairs), newstest2013 (valid) and newstest2014 (test) from the WMT14 test package.
-# --local DIR: a folder laid out like ../shared/data/wmt14_en_de: opennmt_tok/train10k.tok.{en,de}
+# --local DIR: a folder with opennmt_tok/train10k.tok.{en,de}
 #   (10k WMT14 training pairs, Moses-tokenised and XML-escaped: unescaped here) and
 #   newstest2013.{en,de} (valid); --with-extra-dev adds news-test2008 .. newstest2011 as
 #   in-domain training pairs (newstest2012 is left out: it overlaps OpenNMT's valid set).
-#   No test split is staged locally (it is withheld); decode newstest2013 there.
+#   No test split is read from DIR; decode newstest2013 there.
 source "$(dirname "$0")/common.sh"
 
 LOCAL="" OUT="data/wmt14_en_de" VOCAB=32000 EXTRA=0

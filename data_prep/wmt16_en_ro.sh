@@ -5,8 +5,8 @@
 # two styles), then diacritics are removed unless --keep-diacritics (data_prep/text.py).
 # Online (no --local): Europarl v8 + SETimes2 (610k pairs), newsdev2016 (valid) and
 #   newstest2016 (test), from statmt.org and OPUS.
-# --local DIR: a folder laid out like ../shared/data/wmt16_en_ro: train10k.europarl.{en,ro}
-#   and newsdev2016.{en,ro} (valid). No test split is staged locally (it is withheld).
+# --local DIR: a folder with train10k.europarl.{en,ro} (a 10k-pair sample of Europarl)
+#   and newsdev2016.{en,ro} (valid); no test split is read from it.
 source "$(dirname "$0")/common.sh"
 
 LOCAL="" OUT="data/wmt16_en_ro" VOCAB=32000 ROARGS=()

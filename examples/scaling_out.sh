@@ -4,7 +4,7 @@
 #   examples/scaling_out.sh FAMILY MODE DATA [extra fairseq-train options ...]
 #
 # FAMILY: hi_cmlm | prophetnet | posmask | unilm | permutation_lm (the training command of
-#   each family's README section, at the paper's model size)
+#   each family's page under docs/, at the paper's model size)
 # MODE:
 #   gpus              one node, every GPU: fairseq spawns one process per GPU (NCCL)
 #   torchrun          one node, every GPU, processes started by torchrun (NCCL)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-import fairseq_ext  # noqa: F401
 from fairseq_ext.checkpoints import pickled_globals
 from tests.conftest import ROOT, USER_DIR, encode, read_sample, run, write_lines
 
@@ -237,10 +236,10 @@ def test_minilm_table_collects_logs_and_tests_over_seeds(tmp_path):
             folder.mkdir(parents=True)
             (folder / "train.log").write_text(f"x | valid | epoch 001 | loss 1 | accuracy {acc - 10} | num_updates 200\n"
                                               f"x | valid | epoch 002 | loss 1 | accuracy {acc} | num_updates 300\n")
-    readme = tmp_path / "README.md"
-    readme.write_text("a\n<!-- table3-minilm:start -->\nold\n<!-- table3-minilm:end -->\nb\n")
+    page = tmp_path / "position-masking.md"
+    page.write_text("a\n<!-- table3-minilm:start -->\nold\n<!-- table3-minilm:end -->\nb\n")
     module.main(["--work", str(tmp_path), "--probs", "0", "0.10", "--seeds", "1", "2", "3", "--publish",
-                 str(tmp_path / "pub.json"), "--readme", str(readme)])
+                 str(tmp_path / "pub.json"), "--page", str(page)])
     summary = json.loads((tmp_path / "pub.json").read_text())
     assert summary["starts"]["p0"]["accuracy_per_seed"] == accs["p0"]
     assert summary["starts"]["p0.10"]["pretrain_valid"]["position_accuracy"] == 12.25
@@ -250,5 +249,5 @@ def test_minilm_table_collects_logs_and_tests_over_seeds(tmp_path):
     df = (va + vb) ** 2 / (va ** 2 / 2 + vb ** 2 / 2)
     [test] = [x for x in summary["tests"] if x["start"] == "p0.10" and x["against"] == "minilm"]
     assert abs(test["p_value"] - round(2 * stats.t.sf(abs(t), df), 4)) < 1e-4 and test["verdict"] == "better"
-    assert "| all-MiniLM-L6-v2 as converted | - | 60.17 ± 0.76 | 60.0, 61.0, 59.5 |" in readme.read_text()
-    assert "| MiniLM + continued pre-training, --position-mask-prob 0 | 40.50 / - |" in readme.read_text()
+    assert "| all-MiniLM-L6-v2 as converted | - | 60.17 ± 0.76 | 60.0, 61.0, 59.5 |" in page.read_text()
+    assert "| MiniLM + continued pre-training, --position-mask-prob 0 | 40.50 / - |" in page.read_text()

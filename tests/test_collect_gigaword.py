@@ -1,7 +1,7 @@
 """examples/prophetnet/collect_gigaword.py and gigaword_point.py: table 2 is computed from the
 runs' own results files (the three formats of gigaword.sh, reference_transformers.py and
 unilm/gigaword.sh), with mean and spread over seeds, distinct headlines, per-stream accuracy
-read from fairseq's validation lines, bootstrap verdicts, a plot and the README block."""
+read from fairseq's validation lines, bootstrap verdicts, a plot and the results-page block."""
 import importlib.util
 import json
 import statistics
@@ -70,12 +70,12 @@ def test_seeds_points_and_verdicts(tmp_path):
     table = module.markdown(summary)
     assert "| ProphetNet n=1 (next token only) | 3 | 500 | 12.33 ± 2.52 |" in table
 
-    readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- table2:start -->\nold\n<!-- table2:end -->\nrest\n")
+    page = tmp_path / "prophetnet.md"
+    page.write_text("intro\n<!-- table2:start -->\nold\n<!-- table2:end -->\nrest\n")
     proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path, "--refs", _refs(tmp_path), "--publish",
-                           tmp_path / "pub", "--readme", readme], capture_output=True, text=True, check=True)
+                           tmp_path / "pub", "--page", page], capture_output=True, text=True, check=True)
     assert "published to" in proc.stdout
-    text = readme.read_text()
+    text = page.read_text()
     assert text.startswith("intro\n<!-- table2:start -->\nFine-tuning batches: fairseq's length-sorted batches.\n\n| model |")
     assert text.endswith("<!-- table2:end -->\nrest\n")
     assert "old" not in text
@@ -157,14 +157,14 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
         (bisect / f"{name}-s{seed}" / "results.json").write_text(json.dumps(
             {"settings": {"ngram": 2}, "points": {"500": _point(r1, distinct, [15.0 + seed, 12.8])}}))
     _run(tmp_path, "p2", 1, {250: _point(5.0, 1, [12.0, 11.0]), 500: _point(2.38, 1, [14.6, 12.0])}, REFS)
-    readme = tmp_path / "README.md"
-    readme.write_text("a\n<!-- bisection:start -->\n<!-- bisection:end -->\nb\n")
-    subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--readme", readme], check=True,
+    page = tmp_path / "prophetnet.md"
+    page.write_text("a\n<!-- bisection:start -->\n<!-- bisection:end -->\nb\n")
+    subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--page", page], check=True,
                    capture_output=True, text=True)
     summary = json.loads((bisect / "bisection.json").read_text())
     assert list(summary["variants"]) == ["fairseq-train", "hf", "ours-unsorted"]
     assert list(summary["variants"]["ours-unsorted"]["seeds"]) == ["1", "2"]
-    lines = readme.read_text().splitlines()
+    lines = page.read_text().splitlines()
     assert lines[2].startswith("| variant (n = 2) | seeds | 250 updates") and len(lines) == 9
     assert lines[4] == "| " + module.BISECTION["fairseq-train"] + " | 1 | 5.00 / 1 / 12.0 | 2.38 / 1 / 14.6 |"
     assert lines[6].endswith("| 1, 2 |  | 12.00 / 650, 700 / 16.5 |")
@@ -172,19 +172,19 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
 
 def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
     """examples/unilm/collect_pretrained.py: its rows, its comparisons (each MiniLM start against
-    the random start with the same vocabulary) and its README block."""
+    the random start with the same vocabulary) and its results-page block."""
     for name, r1, hyps in (("minilm", 20.0, REFS), ("random", 3.0, ["the the the"] * 40)):
         for seed in (1, 2):
             _run(tmp_path, name, seed, {250: _point(r1 / 2, 30, [30.0]), 500: _point(r1 + seed, 35, [40.0])}, hyps)
-    readme = tmp_path / "README.md"
-    readme.write_text("a\n<!-- unilm-pretrained:start -->\nold\n<!-- unilm-pretrained:end -->\nb\n")
+    page = tmp_path / "unilm.md"
+    page.write_text("a\n<!-- unilm-pretrained:start -->\nold\n<!-- unilm-pretrained:end -->\nb\n")
     proc = subprocess.run([sys.executable, ROOT / "examples" / "unilm" / "collect_pretrained.py", "--runs",
-                           tmp_path / "runs", "--refs", _refs(tmp_path), "--out", tmp_path / "out", "--readme", readme],
+                           tmp_path / "runs", "--refs", _refs(tmp_path), "--out", tmp_path / "out", "--page", page],
                           capture_output=True, text=True, check=True)
     summary = json.loads((tmp_path / "out" / "pretrained_results.json").read_text())
     assert list(summary["models"]) == ["minilm", "random"]
     [c500] = [c for c in summary["comparisons"] if c["update"] == 500]
     assert (c500["model"], c500["baseline"], c500["verdict"]) == ("minilm", "random", "better")
-    text = readme.read_text()
+    text = page.read_text()
     assert "| from MiniLM | 2 | 500 | 21.50 ± 0.71 |" in text and "old" not in text and text.endswith("end -->\nb\n")
     assert "from MiniLM" in proc.stdout

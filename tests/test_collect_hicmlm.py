@@ -1,6 +1,6 @@
 """Table 1's tooling: the analysis' copy share uses the decoding rule's own fence, and
 examples/hi_cmlm/collect_results.py turns per-run decodings into the table (mean and spread
-over seeds, sacreBLEU's paired bootstrap against CMLM, length bins, passes, README)."""
+over seeds, sacreBLEU's paired bootstrap against CMLM, length bins, passes, results page)."""
 import json
 import statistics
 import subprocess
@@ -77,10 +77,10 @@ def table(tmp_path):
 
 def test_collect_builds_table_one(table, tmp_path):
     work, ref, bleu = table
-    readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- table1:start -->\nold table\n<!-- table1:end -->\nafter\n")
+    page = tmp_path / "hi-cmlm.md"
+    page.write_text("intro\n<!-- table1:start -->\nold table\n<!-- table1:end -->\nafter\n")
     subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
-                    "--meta", '{"command": "multi30k.sh"}', "--publish", tmp_path / "pub", "--readme", readme],
+                    "--meta", '{"command": "multi30k.sh"}', "--publish", tmp_path / "pub", "--page", page],
                    check=True, capture_output=True, text=True, env=cli_env())
     res = json.loads((work / "results.json").read_text())
     summary = res["summary"]
@@ -105,7 +105,7 @@ def test_collect_builds_table_one(table, tmp_path):
     assert test["per_seed"]["1"] == pytest.approx(json.loads(direct)[1]["BLEU"]["p_value"])
     assert test["pooled"]["seeds"] == ["1", "2"] and 0 < test["pooled"]["p_value"] < 0.05
     assert "paired_bootstrap_vs_cmlm" not in summary["ar_teacher"]
-    text = readme.read_text()
+    text = page.read_text()
     assert "old table" not in text and text.startswith("intro\n") and text.endswith("after\n")
     assert "| HI-CMLM + Fence Replace | 2 | 600 |" in text
     assert (tmp_path / "pub" / "results.md").read_text() == (work / "results.md").read_text()
@@ -120,8 +120,8 @@ def test_collect_names_what_is_wrong(table, tmp_path):
                           text=True, env=cli_env())
     assert proc.returncode != 0 and "60 decoded sentences for 10 references" in proc.stderr
     assert "Traceback" not in proc.stderr
-    readme = tmp_path / "R.md"
-    readme.write_text("no markers\n")
-    proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--readme", readme],
+    page = tmp_path / "R.md"
+    page.write_text("no markers\n")
+    proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--page", page],
                           capture_output=True, text=True, env=cli_env())
     assert proc.returncode != 0 and "<!-- table1:start -->" in proc.stderr

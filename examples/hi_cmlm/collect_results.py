@@ -2,7 +2,7 @@
 """Collect the runs of examples/hi_cmlm/multi30k.sh into results.json, results.md and a plot.
 
     python examples/hi_cmlm/collect_results.py --work DIR --ref RAW_REFERENCE [--meta JSON]
-                                               [--publish DIR]
+                                               [--publish DIR] [--page docs/results/hi-cmlm.md]
 
 DIR/runs/<run>-seed<k>/ holds a training (train.log) and one folder per decoding,
 decode-<how>/ with generate.txt (every mask-predict pass kept), hyp.txt, bleu.json and
@@ -11,9 +11,9 @@ seconds. Each (run, decoding) pair is one row of the table. Per row: BLEU after 
 standard deviation over seeds, and sacreBLEU's paired bootstrap (1000 resamples) of the
 final outputs against the CMLM row: per seed (same seed, hence same initial weights) and
 pooled (the outputs of every random seed concatenated, each reference repeated). --publish DIR copies
-results.json, results.md and the plot there (the copies the README cites); --readme FILE
+results.json, results.md and the plot there (the copies the results page cites); --page FILE
 replaces the table between the lines ``<!-- table1:start -->`` and ``<!-- table1:end -->``
-of FILE with results.md.
+of FILE (docs/results/hi-cmlm.md) with results.md.
 """
 from __future__ import annotations
 
@@ -184,18 +184,18 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines)
 
 
-README_START, README_END = "<!-- table1:start -->", "<!-- table1:end -->"
+START, END = "<!-- table1:start -->", "<!-- table1:end -->"
 
 
-def write_into_readme(readme: Path, table: str) -> None:
-    """Replace what stands between the table-1 markers of ``readme`` with ``table``."""
-    text = readme.read_text(encoding="utf-8")
-    if text.count(README_START) != 1 or text.count(README_END) != 1:
-        sys.exit(f"error: {readme} needs exactly one line {README_START} and one line {README_END} "
+def write_into_page(page: Path, table: str) -> None:
+    """Replace what stands between the table-1 markers of ``page`` with ``table``."""
+    text = page.read_text(encoding="utf-8")
+    if text.count(START) != 1 or text.count(END) != 1:
+        sys.exit(f"error: {page} needs exactly one line {START} and one line {END} "
                  "around table 1")
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{table}\n{README_END}{tail}", encoding="utf-8")
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    page.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
 
 
 def plot(summary: dict, path: Path) -> None:
@@ -227,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="paths in results.json are relative to this folder (the repository)")
     p.add_argument("--meta", default="{}", help="JSON merged into results.json (command, hardware, times)")
     p.add_argument("--publish", help="folder that gets copies of results.json, results.md and the plot")
-    p.add_argument("--readme", help="Markdown file whose table-1 markers get results.md")
+    p.add_argument("--page", help="Markdown file whose table-1 markers get results.md (docs/results/hi-cmlm.md)")
     args = p.parse_args(argv)
     logging.getLogger().setLevel(logging.WARNING)  # importing fairseq sets the root logger to DEBUG
     work, ref, root = Path(args.work), Path(args.ref), Path(args.root).resolve()
@@ -262,9 +262,9 @@ def main(argv: list[str] | None = None) -> None:
         shutil.copy(work / "results.md", publish / "results.md")
         shutil.copy(work / "bleu_per_pass.png", publish / "figures" / "multi30k_bleu_per_pass.png")
         print(f"published to {publish}")
-    if args.readme:
-        write_into_readme(Path(args.readme), table)
-        print(f"wrote table 1 into {args.readme}")
+    if args.page:
+        write_into_page(Path(args.page), table)
+        print(f"wrote table 1 into {args.page}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Table 1 (README): HI-CMLM's rows against fairseq's CMLM and the autoregressive teacher on
-# Multi30k En->De (validation set), at an equal number of updates, over several seeds.
+# Table 1 (docs/results/hi-cmlm.md): HI-CMLM's rows against fairseq's CMLM and the
+# autoregressive teacher on Multi30k En->De (validation set), at an equal number of updates,
+# over several seeds.
 #   examples/hi_cmlm/multi30k.sh [--multi30k DIR] [--updates 600] [--seeds "1 2 3"] [--jobs 2]
 #                                [--ablation-seeds "1"] [--work DIR] [--max-tokens 4096] [--dims "..."]
 #                                [--no-publish]
@@ -24,7 +25,7 @@
 # 3. The teacher with beam 5 is the autoregressive row.
 # 4. collect_results.py: mean and standard deviation over seeds, sacreBLEU's paired bootstrap
 #    of each HI-CMLM row against CMLM, BLEU by reference length, a plot; published to
-#    examples/hi_cmlm/{results.json,results.md,figures/} and into README.md's table 1.
+#    examples/hi_cmlm/{results.json,results.md,figures/} and into table 1 of docs/results/hi-cmlm.md.
 # Every finished training and decoding is kept under --work and not redone: a stopped run of
 # this script resumes where it was. Defaults: 7 trainings of 600 updates and 16 decodings,
 # about 75 minutes on 2 CPU cores.
@@ -124,5 +125,5 @@ print(json.dumps({"command": shlex.join(command), "wall_minutes_this_call": roun
 EOF
 )
 PUB=()
-[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --readme "$ROOT/README.md")
+[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --page "$ROOT/docs/results/hi-cmlm.md")
 python "$HERE/collect_results.py" --work "$WORK" --ref "$REF" --meta "$META" "${PUB[@]}"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""Collect examples/position_masking/minilm.sh into its results file and README block.
+"""Collect examples/position_masking/minilm.sh into its results file and results-page block.
 
     python examples/position_masking/collect_minilm.py --work DIR --probs 0 0.10 --seeds 1 2 3
-        [--seconds T0 T1 T2 T3] [--publish results/minilm.json] [--readme README.md]
+        [--seconds T0 T1 T2 T3] [--publish results/minilm.json] [--page docs/results/position-masking.md]
 
 Per start (MiniLM as converted, and MiniLM after continued pre-training with each
 --position-mask-prob): the continued pre-training's last validation (MLM and position
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--seeds", nargs="+", type=int, required=True)
     p.add_argument("--seconds", nargs=4, type=int, help="start, after data, after pre-training, after fine-tuning")
     p.add_argument("--publish", type=Path, help="results file to write (e.g. results/minilm.json)")
-    p.add_argument("--readme", type=Path)
+    p.add_argument("--page", type=Path, help="Markdown page whose table3-minilm block is rewritten")
     a = p.parse_args(argv)
     summary = summarise(a.work, a.probs, a.seeds)
     commands = a.work / "commands.txt"
@@ -118,12 +118,12 @@ def main(argv: list[str] | None = None) -> None:
     if a.publish:
         a.publish.parent.mkdir(parents=True, exist_ok=True)
         a.publish.write_text(json.dumps(summary, indent=2) + "\n")
-    if a.readme:
-        text = a.readme.read_text()
+    if a.page:
+        text = a.page.read_text()
         if START not in text or END not in text:
-            raise SystemExit(f"error: {a.readme} has no {START} ... {END} block")
+            raise SystemExit(f"error: {a.page} has no {START} ... {END} block")
         head, rest = text.split(START, 1)
-        a.readme.write_text(f"{head}{START}\n{table}{END}{rest.split(END, 1)[1]}")
+        a.page.write_text(f"{head}{START}\n{table}{END}{rest.split(END, 1)[1]}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@
 # does not exist (the package ships the encoder only), so continued pre-training starts it
 # fresh (named in the log); MiniLM's own row fine-tunes the converted encoder directly.
 # Writes WORK/minilm_results.json and, unless --no-publish, examples/position_masking/results/
-# minilm.json and the README block between <!-- table3-minilm:start --> and <!-- ...:end -->.
+# minilm.json and the block of docs/results/position-masking.md between <!-- table3-minilm:start -->
+# and <!-- ...:end -->.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -105,6 +106,6 @@ done
 T3=$(date +%s)
 
 PUB=()
-[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE/results/minilm.json" --readme "$ROOT/README.md")
+[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE/results/minilm.json" --page "$ROOT/docs/results/position-masking.md")
 python "$HERE/collect_minilm.py" --work "$WORK" --probs $PROBS --seeds $SEEDS --seconds "$T0" "$T1" "$T2" "$T3" \
   "${PUB[@]}"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Table 3 of the README: the paper's percentage sweep (section 5.1, Figure 7) at equal budgets,
-# then the effect on one downstream fine-tuning. The same data, model, seed and number of
-# updates for --position-mask-prob 0, 0.05, 0.10 and 0.15 (0 is "without position masking",
-# 0.10 the paper's default "with"), run one after another; then each checkpoint, and the same
-# model from a random initialisation, fine-tuned with fairseq's sentence_prediction on a
-# word-order task built from the same text (data_prep/word_order.py: is a span of 4 words
-# shuffled?), with the same updates, batch and seed.
+# Table 3 (docs/results/position-masking.md): the paper's percentage sweep (Wagner et al.
+# 2020, section 5.1, Figure 7) at equal budgets, then the effect on one downstream
+# fine-tuning. The same data, model, seed and number of updates for --position-mask-prob 0,
+# 0.05, 0.10 and 0.15 (0 is "without position masking", 0.10 the paper's default "with"), run
+# one after another; then each checkpoint, and the same model from a random initialisation,
+# fine-tuned with fairseq's sentence_prediction on a word-order task built from the same text
+# (data_prep/word_order.py: is a span of 4 words shuffled?), with the same updates, batch and
+# seed.
 #   examples/position_masking/sweep.sh [--work DIR] [--out DIR] [--wikitext FILE_OR_DIR]
 #       [--probs "0 0.05 0.10 0.15"] [--updates N] [--finetune-updates N]
 # --updates: pre-training updates per setting (default 1500: the CPU scale, about 45 minutes
@@ -17,7 +18,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/position_masking" OUT="" WIKI="$ROOT/../shared/data/wikitext-2-raw/wiki.valid.raw"
+WORK="$ROOT/work/position_masking" OUT="" WIKI=""
 PROBS="0 0.05 0.10 0.15" UPDATES=1500 FT_UPDATES=1000 ARGV="$*"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -36,7 +37,10 @@ OUT="${OUT:-$WORK}"
 export UPDATES
 START=$(date +%s)
 LOCAL=()
-[ -e "$WIKI" ] && LOCAL=(--local "$WIKI")
+if [ -n "$WIKI" ]; then
+  [ -e "$WIKI" ] || { echo "error: --wikitext $WIKI does not exist" >&2; exit 2; }
+  LOCAL=(--local "$WIKI")
+fi
 [ -s "$WORK/data/bin/dict.txt" ] || bash "$ROOT/data_prep/wikitext2.sh" "${LOCAL[@]}" --out "$WORK/data"
 RUNS=() FINETUNED=()
 for p in $PROBS; do

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Why does ProphetNet n = 2 write one headline for every article after 500 updates? The
-# bisection of the README (ProphetNet, table 2): the same n = 2 run (seed, 500 updates of 2048
+# bisection of docs/results/prophetnet.md (table 2): the same n = 2 run (seed, 500 updates of 2048
 # tokens, Adam 7e-4, inverse square root after 200 warm-up updates, label smoothing 0.1, clip
 # 1.0) with one part swapped at a time, each scored at 250 and 500 updates (ROUGE-1/2/L,
 # distinct headlines, per-stream validation accuracy) by reference_transformers.py.
 #
-#   examples/prophetnet/bisect.sh [--work DIR] [--seeds "1"] [--only "NAMES"] [--jobs 2] [--threads N]
-#       [--no-publish]
+#   examples/prophetnet/bisect.sh [--work DIR] [--data DIR] [--seeds "1"] [--only "NAMES"] [--jobs 2]
+#       [--threads N] [--no-publish]
+# --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
+#   it data_prep/gigaword.sh downloads it.
 # --jobs J runs J variants side by side with 2/J threads each (--threads N overrides).
 # NAMES (default all):
 #   hf              transformers' ProphetNet, predicting-stream layout corrected, its own
@@ -16,20 +18,20 @@
 #   ours-unsorted   the same on unsorted batches (pairs in a random order, no length buckets)
 #   hf-unsorted     transformers' model on unsorted batches
 # Resumable (each variant and seed is DIR/NAME-sSEED/results.json; table 2's fairseq-train runs
-# runs/p2-sSEED are its first row). Writes DIR/bisection.json and the README
-# block between <!-- bisection:start --> and <!-- bisection:end --> (collect_gigaword.py
-# --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish.
+# runs/p2-sSEED are its first row). Writes DIR/bisection.json and the block of
+# docs/results/prophetnet.md between <!-- bisection:start --> and <!-- bisection:end -->
+# (collect_gigaword.py --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish.
 # Cost on 2 CPU cores with --jobs 2: about 12 minutes per variant of this plugin and 20 per
 # transformers variant.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/gigaword-comparison/bisect" SEEDS=1 JOBS=2 THREADS="" ONLY="hf hf-as-released ours ours-unsorted hf-unsorted"
-PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
+WORK="$ROOT/work/gigaword-comparison/bisect" SEEDS=1 JOBS=2 THREADS="" DATA="" ONLY="hf hf-as-released ours ours-unsorted hf-unsorted"
+PUBLISH=(--publish "$HERE" --page "$ROOT/docs/results/prophetnet.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
-    --work) WORK="$2"; shift 2 ;; --seeds) SEEDS="$2"; shift 2 ;; --only) ONLY="$2"; shift 2 ;;
+    --work) WORK="$2"; shift 2 ;; --data) DATA="$2"; shift 2 ;; --seeds) SEEDS="$2"; shift 2 ;; --only) ONLY="$2"; shift 2 ;;
     --jobs) JOBS="$2"; shift 2 ;; --threads) THREADS="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
@@ -39,8 +41,7 @@ for n in $SEEDS $JOBS; do [[ "$n" =~ ^[0-9]+$ ]] || die "--seeds and --jobs take
 [ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
 PREP="$ROOT/work/gigaword-comparison/data"
 if [ ! -s "$PREP/bin/dict.article.txt" ]; then
-  DATA="$ROOT/../shared/data/gigaword"
-  if [ -d "$DATA" ]; then bash "$ROOT/data_prep/gigaword.sh" --local "$DATA" --out "$PREP"
+  if [ -n "$DATA" ]; then bash "$ROOT/data_prep/gigaword.sh" --local "$DATA" --out "$PREP"
   else bash "$ROOT/data_prep/gigaword.sh" --out "$PREP"; fi
 fi
 mkdir -p "$WORK"

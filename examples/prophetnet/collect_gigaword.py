@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Collect the runs of compare_gigaword.sh into table 2 of the README.
+"""Collect the runs of compare_gigaword.sh into table 2 (docs/results/prophetnet.md).
 
-    python examples/prophetnet/collect_gigaword.py --work DIR [--runs KEPT] [--publish DIR] [--readme README.md]
+    python examples/prophetnet/collect_gigaword.py --work DIR [--runs KEPT] [--publish DIR] [--page PAGE.md]
     python examples/prophetnet/collect_gigaword.py --keep RUN --kept KEPT/NAME-sSEED
     python examples/prophetnet/collect_gigaword.py --is-kept KEPT/NAME-sSEED --eval-at "250 500"
 
@@ -14,8 +14,9 @@ ProphetNet n = 1 (and each transformers reference row against the same n here) b
 bootstrap over the validation articles of the sentence ROUGE-1 F1 averaged over random seeds (rouge-score),
 two-sided, 1000 resamples; the verdict at each point is "better" or "worse" where p < 0.05,
 else "no significant difference". ``--publish`` copies the three files (the figure into
-``figures/``); ``--readme`` rewrites the block between ``<!-- table2:start -->`` and
-``<!-- table2:end -->``.
+``figures/``); ``--page`` rewrites the block between ``<!-- table2:start -->`` and
+``<!-- table2:end -->`` of a Markdown page (docs/results/prophetnet.md; with ``--bisection``,
+the block between ``<!-- bisection:start -->`` and ``<!-- bisection:end -->``).
 
 ``--keep`` copies a finished run's results.json and its hypotheses (gzipped, one file per
 scored point) into the committed folder of kept runs, so that the table outlives the ignored
@@ -302,13 +303,13 @@ def plot(summary: dict, out: Path) -> None:
     plt.close(fig)
 
 
-def write_readme(readme: Path, table: str, start: str = START, end: str = END) -> None:
-    text = readme.read_text()
+def write_into_page(page: Path, table: str, start: str = START, end: str = END) -> None:
+    text = page.read_text()
     if start not in text or end not in text:
-        raise SystemExit(f"error: {readme} has no {start} ... {end} block")
+        raise SystemExit(f"error: {page} has no {start} ... {end} block")
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
-    readme.write_text(f"{head}{start}\n{table}{end}{tail}")
+    page.write_text(f"{head}{start}\n{table}{end}{tail}")
 
 
 def bisection(folder: Path, runs: Path) -> dict:
@@ -363,8 +364,8 @@ def publish_bisection(args) -> None:
     print(table, end="")
     if args.publish:
         shutil.copy(args.bisection / "bisection.json", args.publish / "bisection.json")
-    if args.readme:
-        write_readme(args.readme, table, "<!-- bisection:start -->", "<!-- bisection:end -->")
+    if args.page:
+        write_into_page(args.page, table, "<!-- bisection:start -->", "<!-- bisection:end -->")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -381,7 +382,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
                                              "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")
-    p.add_argument("--readme", type=Path, help="README whose table-2 block is rewritten")
+    p.add_argument("--page", type=Path, help="Markdown page whose table-2 (or bisection) block is rewritten")
     args = p.parse_args(argv)
     if args.keep:
         if args.kept is None:
@@ -409,8 +410,8 @@ def main(argv: list[str] | None = None) -> None:
         shutil.copy(args.work / "results.md", args.publish / "results.md")
         shutil.copy(args.work / "rouge_curves.png", args.publish / "figures" / "gigaword_rouge_curves.png")
         print(f"published to {args.publish}")
-    if args.readme:
-        write_readme(args.readme, table)
+    if args.page:
+        write_into_page(args.page, table)
 
 
 if __name__ == "__main__":

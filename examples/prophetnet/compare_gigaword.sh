@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Table 2 of the README: ProphetNet n = 1, 2, 3 (and n = 2 with the paper's attenuation gamma =
-# 0.5) against fairseq's plain Transformer of the same sizes and against transformers'
-# ProphetNet trained on the same batches (reference_transformers.py), each with several seeds
-# and scored at several points of training: ROUGE-1/2/L F1 and distinct headlines on the 1000
-# Gigaword validation pairs, and per-stream validation accuracy. One seed each of the span
-# pre-training rows (ProphetNet + MASS-style pre-training on the articles) and of the UniLM
-# prefix-mask model. Same data (sentencepiece 10k), batch size, optimiser, schedule, beam 4,
-# lenpen 1.0, no-repeat-ngram 3 and ROUGE scorer for every row.
+# Table 2 (docs/results/prophetnet.md): ProphetNet n = 1, 2, 3 (and n = 2 with the paper's
+# attenuation gamma = 0.5) against fairseq's plain Transformer of the same sizes and against
+# transformers' ProphetNet trained on the same batches (reference_transformers.py), each with
+# several seeds and scored at several points of training: ROUGE-1/2/L F1 and distinct
+# headlines on the 1000 Gigaword validation pairs, and per-stream validation accuracy. One
+# seed each of the span pre-training rows (ProphetNet + MASS-style pre-training on the
+# articles) and of the UniLM prefix-mask model. Same data (sentencepiece 10k), batch size,
+# optimiser, schedule, beam 4, lenpen 1.0, no-repeat-ngram 3 and ROUGE scorer for every row.
 #
 #   examples/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
 #       [--eval-at "250 500 1000"] [--max-tokens 2048] [--pretrain-updates 150] [--jobs 2]
-#       [--batching unsorted|sorted] [--only "NAMES"] [--work DIR] [--no-publish]
+#       [--batching unsorted|sorted] [--only "NAMES"] [--work DIR] [--data DIR] [--no-publish]
+# --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
+#   it data_prep/gigaword.sh downloads it (the unilm row reads the raw files, so it needs --data).
 # NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 (one run per seed) and
 #   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only, on its own
 #   task's length-sorted batches).
 # --batching: unsorted (default) cuts the fine-tuning batches from the pairs in a random order
 #   (translation_prophetnet --unsorted-batches, reference_transformers.py --batching unsorted);
 #   sorted uses fairseq's length-sorted batches, under which n >= 2 writes one headline for
-#   every article in most seeds at this scale (bisect.sh, README "Why n = 2 collapsed").
+#   every article in most seeds at this scale (bisect.sh; docs/results/prophetnet.md, "Why n = 2
+#   writes one headline").
 # Resumable across sessions: each run works in DIR/runs/NAME-sSEED (ignored) and, once finished,
 #   its results.json and gzipped hypotheses are kept in examples/prophetnet/runs/BATCHING/
 #   NAME-sSEED (committed); a run whose kept results hold every --eval-at point is skipped,
@@ -31,19 +34,19 @@
 #   default table is about 6 hours, so it is meant to be run in several calls.
 # Writes DIR/results.json, DIR/results.md, DIR/rouge_curves.png (collect_gigaword.py), copied
 # to examples/prophetnet/ (results.json, results.md, figures/) unless --no-publish, and
-# README table 2 between its markers.
+# table 2 of docs/results/prophetnet.md between its markers.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$ROOT/work/gigaword-comparison" THREADS="" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
-ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm" BATCHING=unsorted
-PUBLISH=(--publish "$HERE" --readme "$ROOT/README.md")
+ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm" BATCHING=unsorted DATA=""
+PUBLISH=(--publish "$HERE" --page "$ROOT/docs/results/prophetnet.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --seeds) SEEDS="$2"; shift 2 ;; --updates) UPDATES="$2"; shift 2 ;; --eval-at) EVAL_AT="$2"; shift 2 ;;
     --max-tokens) TOK="$2"; shift 2 ;; --pretrain-updates) PT="$2"; shift 2 ;; --jobs) JOBS="$2"; shift 2 ;;
-    --only) ONLY="$2"; shift 2 ;; --work) WORK="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
+    --only) ONLY="$2"; shift 2 ;; --work) WORK="$2"; shift 2 ;; --data) DATA="$2"; shift 2 ;; --no-publish) PUBLISH=(); shift ;;
     --threads) THREADS="$2"; shift 2 ;; --batching) BATCHING="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
@@ -58,9 +61,8 @@ for name in $ONLY; do
   case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
 done
 THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
-DATA="$ROOT/../shared/data/gigaword"
 DATA_ARGS=()
-[ -d "$DATA" ] && DATA_ARGS=(--data "$DATA")
+[ -n "$DATA" ] && DATA_ARGS=(--data "$DATA")
 PREP="$WORK/data"
 KEPT="$HERE/runs/$BATCHING"
 mkdir -p "$WORK/runs" "$KEPT"

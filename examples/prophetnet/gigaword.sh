@@ -5,8 +5,8 @@
 #
 #   examples/prophetnet/gigaword.sh [options]
 #     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
-#     --data DIR              local Gigaword in the harvardnlp format (default ../shared/data/gigaword
-#                             when it exists, else the download of data_prep/gigaword.sh)
+#     --data DIR              local Gigaword in the harvardnlp format (data_prep/gigaword.sh
+#                             --local); without it data_prep/gigaword.sh downloads it
 #     --prep DIR              binarized data (default DIR_OF_WORK/gigaword-data; reused when present)
 #     --vocab N               sentencepiece vocabulary when --prep is made (default 10000)
 #     --model prophetnet|transformer   transformer: fairseq's plain Transformer with the same
@@ -35,10 +35,10 @@
 #                             pre-trained checkpoint (--init CKPT).
 #     --init CKPT             fine-tune from this checkpoint instead of pre-training here
 #
-# Defaults: prophetnet_tiny, 200 pre-training + 600 fine-tuning updates on the 10k shared
-# pairs, ROUGE on the 1000 validation pairs (the test split of the shared data is withheld).
+# Defaults: prophetnet_tiny, 200 pre-training + 600 fine-tuning updates on the 10k training
+# pairs (train10k), ROUGE on the 1000 validation pairs (valid1k; the test split is withheld).
 # Wall time: about 2.5 CPU-seconds per update (prophetnet_tiny, 4096 tokens), so 30-40 minutes on
-# 2 idle CPU cores; on a busy shared machine 2 hours and more (README, section ProphetNet).
+# 2 idle CPU cores; on a busy shared machine 2 hours and more (docs/prophetnet.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -97,7 +97,6 @@ fi
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 PREP="${PREP:-$(dirname "$WORK")/gigaword-data}"
-if [ -z "$DATA" ] && [ -d "$ROOT/../shared/data/gigaword" ]; then DATA="$ROOT/../shared/data/gigaword"; fi
 COMMANDS="$WORK/commands.txt"  # appended to by every call (a rerun resumes)
 echo "# $(date -u +%FT%TZ)" >> "$COMMANDS"
 logged() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
@@ -113,8 +112,9 @@ T1=$(date +%s)
 # The same sizes for the plain Transformer, read from the ProphetNet architecture.
 SIZES=($(python - "$ARCH" <<'EOF'
 import argparse, sys
-import fairseq_ext  # noqa: F401
+from fairseq_ext import plugin
 from fairseq.models import ARCH_CONFIG_REGISTRY
+plugin.load()
 a = argparse.Namespace()
 ARCH_CONFIG_REGISTRY[sys.argv[1]](a)
 for side in ("encoder", "decoder"):

@@ -8,14 +8,14 @@ optimiser, schedule, clipping and label smoothing, then decoded with the same be
         [--layout corrected|as-released] [--loss transformers|fairseq_ext] [--init transformers|fairseq_ext]
 
 What is shared with ``fairseq-train`` (``gigaword.sh``): the task (``translation_prophetnet``),
-so the same binarized data, dictionary and batches (``--max-tokens``, shuffled with the seed);
+so the same binarized data, dictionary and batches (``--max-tokens``, shuffled with ``--seed``);
 the ``prophetnet_tiny`` sizes; dropout 0.1 (attention and activation too); Adam (betas 0.9,
 0.98, eps 1e-8) at ``--lr`` with fairseq's ``inverse_sqrt`` schedule (linear warm-up from 0,
 the first update at learning rate 0); gradients of the loss per target token clipped to norm
 ``--clip-norm``; label smoothing 0.1. What is transformers' own by default: the model's
 code, its initialisation, and its loss (``--loss transformers``: the n-gram streams pooled,
 ``(1 - eps) nll + eps/V smooth``). The switches swap one part for this plugin's, which is how
-the bisection of the README (ProphetNet, table 2) was run:
+the bisection of docs/results/prophetnet.md (table 2) was run:
 
 * ``--model fairseq_ext``: this plugin's ``prophetnet`` in the same loop;
 * ``--layout as-released``: transformers' predicting-stream relative positions left as
@@ -43,9 +43,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import fairseq_ext  # noqa: F401  (registration)
+import fairseq_ext
 from fairseq import options, tasks, utils
 from fairseq.dataclass.configs import GenerationConfig
+from fairseq_ext import plugin
 from fairseq_ext.analysis.rouge import rouge_f1
 from fairseq_ext.convert.prophetnet_transformers import (
     correct_predicting_stream_layout,
@@ -64,6 +65,7 @@ def fairseq_args(data: str, a) -> argparse.Namespace:
     sources padded on the right: transformers' ProphetNet numbers encoder positions from the
     left edge whatever the attention mask says (fairseq's left padding would shift them);
     ``prophetnet`` gives the same result either way."""
+    plugin.load()  # fairseq skips --user-dir once fairseq_ext is imported
     argv = [data, "--user-dir", str(Path(fairseq_ext.__file__).parent), "--task", "translation_prophetnet",
             "-s", a.source_lang, "-t", a.target_lang, "--arch", a.arch, "--ngram", str(a.ngram), "--criterion",
             "ngram_language_loss", "--label-smoothing", str(a.label_smoothing), "--optimizer", "adam",

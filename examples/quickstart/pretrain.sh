@@ -2,6 +2,8 @@
 # Trains the small HI-CMLM checkpoint that `make quickstart` starts from.
 #   examples/quickstart/pretrain.sh [--multi30k DIR] [--work DIR] [--teacher-hours H]
 #        [--teacher CKPT] [--student-updates N] [--stage data|teacher|student|export]
+# --multi30k DIR (or M30K=DIR): a local Multi30k (data_prep/multi30k.sh --local); without it
+#   data_prep/multi30k.sh downloads it.
 # 1. data:    Multi30k En->De, joint sentencepiece (6000 pieces), fairseq binary. With --teacher,
 #             the sentencepiece model and dictionary of this folder's model/ (the teacher's).
 # 2. teacher: an autoregressive fairseq `transformer` (3+3 layers x 192), distills the training
@@ -12,11 +14,11 @@
 # 4. export:  writes examples/quickstart/model/{checkpoint.pt,teacher.pt,spm.model,dict.txt}
 #             (weights only, fp16, loadable by the safe loader; teacher.pt is the
 #             autoregressive baseline that benchmarks/hicmlm.py decodes against).
-# The recorded run (README, "Results") took the defaults on 2 CPU cores.
+# The recorded run (docs/results/hi-cmlm.md) took the defaults on 2 CPU cores.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-M30K="${M30K:-$ROOT/../shared/data/multi30k}"
+M30K="${M30K:-}"
 WORK="$ROOT/work/quickstart-pretrain"
 TEACHER_HOURS=0.75 STUDENT_UPDATES=4000 STAGE=all TEACHER=""
 while [ $# -gt 0 ]; do
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 LOCAL_ARGS=()
-[ -d "$M30K" ] && LOCAL_ARGS=(--local "$M30K")
+[ -n "$M30K" ] && LOCAL_ARGS=(--local "$M30K")
 run_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ]; }
 
 if run_stage data; then

@@ -11,7 +11,7 @@ DATA="$HERE/data"
 WORK="$ROOT/work/quickstart"
 MINUTES="${QUICKSTART_MINUTES:-3}"
 for f in checkpoint.pt spm.model dict.txt; do
-  [ -s "$MODEL/$f" ] || { echo "error: $MODEL/$f is missing; run examples/quickstart/pretrain.sh (README, Quickstart)" >&2; exit 2; }
+  [ -s "$MODEL/$f" ] || { echo "error: $MODEL/$f is missing; run examples/quickstart/pretrain.sh (see docs/hi-cmlm.md)" >&2; exit 2; }
 done
 rm -rf "$WORK"; mkdir -p "$WORK/spm"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python
-"""Collect the runs of pretrained_gigaword.sh into the README's UniLM-from-MiniLM table.
+"""Collect the runs of pretrained_gigaword.sh into the UniLM-from-MiniLM table (docs/results/unilm.md).
 
     python examples/unilm/collect_pretrained.py --runs examples/unilm/runs --refs VALID_TITLES
-        [--out DIR] [--publish examples/unilm] [--readme README.md]
+        [--out DIR] [--publish examples/unilm] [--page docs/results/unilm.md]
 
 The same statistics as table 2 (``examples/prophetnet/collect_gigaword.py``): per row and
 scored point, mean and standard deviation over seeds of ROUGE-1/2/L F1, distinct headlines,
@@ -18,6 +18,7 @@ import shutil
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+PAGE = HERE.parents[1] / "docs" / "results" / "unilm.md"
 LABELS = {"minilm": "from MiniLM", "minilm-keep": "from MiniLM, --keep-tokens",
           "random": "random start", "random-keep": "random start, --keep-tokens"}
 BASELINE = {"minilm": "random", "minilm-keep": "random-keep"}
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--refs", type=Path, help="validation titles; without them no significance test is run")
     p.add_argument("--out", type=Path, help="folder for results.json, results.md and the figure (default --runs/..)")
     p.add_argument("--publish", type=Path, help="folder that gets pretrained_results.json/.md and figures/")
-    p.add_argument("--readme", type=Path, help="README whose unilm-pretrained block is rewritten")
+    p.add_argument("--page", type=Path, help=f"Markdown page whose unilm-pretrained block is rewritten ({PAGE})")
     a = p.parse_args(argv)
     collect = _collector()
     refs = a.refs.read_text().splitlines() if a.refs and a.refs.exists() else None
@@ -58,8 +59,8 @@ def main(argv: list[str] | None = None) -> None:
             if (out / name).resolve() != (a.publish / name).resolve():
                 shutil.copy(out / name, a.publish / name)
         shutil.copy(out / "unilm_pretrained_rouge_curves.png", a.publish / "figures" / "unilm_pretrained_rouge_curves.png")
-    if a.readme:
-        collect.write_readme(a.readme, table, START, END)
+    if a.page:
+        collect.write_into_page(a.page, table, START, END)
 
 
 if __name__ == "__main__":

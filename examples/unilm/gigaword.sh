@@ -11,8 +11,9 @@
 #       [--warmup N] [--beam N] [--no-repeat-ngram N] [--vocab N] [--train-lines N] [--valid-lines N]
 #       [--init-from CKPT --init-dict DICT --init-spm MODEL]
 #
-# --data: a folder with PREFIX.{article,title}.txt (default ../shared/data/gigaword, train10k
-#   and valid1k); --train-lines / --valid-lines take the first N pairs (smoke runs).
+# --data (required): a local Gigaword in the harvardnlp layout, PREFIX.{article,title}.txt with
+#   PREFIX train10k and valid1k (a sample) or train and valid.filter (the full release;
+#   data_prep/gigaword.sh downloads it); --train-lines / --valid-lines take the first N pairs.
 # --layers/--dim/--ffn/--heads override the sizes of --arch (default unilm_transformer_tiny);
 #   give a ProphetNet-sized run the same numbers as that example.
 # --init-from: a fairseq roberta checkpoint; the data are then encoded with its sentencepiece
@@ -21,7 +22,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-DATA="$ROOT/../shared/data/gigaword" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
+DATA="" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
 LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
 BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM=""
 die() { echo "error: $*" >&2; exit 2; }
@@ -38,6 +39,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
+[ -n "$DATA" ] || die "pass --data DIR: a local Gigaword with PREFIX.article.txt / PREFIX.title.txt (see the header of $0)"
 [ -d "$DATA" ] || die "no data folder $DATA (pass --data DIR with PREFIX.article.txt / PREFIX.title.txt)"
 if [ -n "$INIT_FROM" ]; then
   [ -s "$INIT_FROM" ] && [ -s "$INIT_DICT" ] && [ -s "$INIT_SPM" ] \

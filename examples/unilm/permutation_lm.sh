@@ -8,14 +8,15 @@
 #       [--arch NAME] [--layers N] [--dim N] [--ffn N] [--heads N] [--updates N] [--max-tokens N]
 #       [--lr LR] [--warmup N] [--tokens-per-sample N] [--vocab N] [--lines N] [--valid-lines N]
 #
-# --text: raw text, one paragraph a line (default ../shared/data/wikitext-2-raw/wiki.valid.raw);
+# --text (required): raw text, one paragraph a line (e.g. WikiText-2's wiki.valid.raw, which
+#   data_prep/wikitext2.sh downloads);
 #   blank lines are dropped, the last --valid-lines lines (default 300) are held out, --lines N
 #   uses only the first N lines (smoke runs). Sequences are blocks of --tokens-per-sample.
 # Writes OUT/results.json (natural-order loss and perplexity, commands, wall time, hardware).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-TEXT="$ROOT/../shared/data/wikitext-2-raw/wiki.valid.raw" OUT="$ROOT/work/unilm-permutation-lm"
+TEXT="" OUT="$ROOT/work/unilm-permutation-lm"
 MASK="permutation" ARCH="unilm_transformer_tiny" LAYERS="" DIM="" FFN="" HEADS="" UPDATES=2000
 MAX_TOKENS=4096 LR=5e-4 WARMUP=200 TPS=128 VOCAB=8000 LINES=0 VALID_LINES=300
 die() { echo "error: $*" >&2; exit 2; }
@@ -32,6 +33,7 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 case "$MASK" in permutation|causal) ;; *) die "--mask must be permutation or causal, got $MASK" ;; esac
+[ -n "$TEXT" ] || die "pass --text FILE: raw text, one paragraph a line (see the header of $0)"
 [ -s "$TEXT" ] || die "no text file $TEXT (pass --text FILE, one paragraph a line)"
 mkdir -p "$OUT/raw"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"

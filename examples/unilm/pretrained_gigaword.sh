@@ -23,9 +23,9 @@
 #   results.json and gzipped hypotheses are kept in examples/unilm/runs/NAME-sSEED (committed),
 #   and a kept run that holds every --eval-at point is skipped (--kept DIR: another folder,
 #   e.g. for smoke runs).
-# Writes examples/unilm/pretrained_results.json, pretrained_results.md, figures/ and the README
-# block between <!-- unilm-pretrained:start --> and <!-- unilm-pretrained:end --> (unless
-# --no-publish). Cost on 2 CPU cores: see the README table (wall time is in the results).
+# Writes examples/unilm/pretrained_results.json, pretrained_results.md, figures/ and the block
+# of docs/results/unilm.md between <!-- unilm-pretrained:start --> and <!-- unilm-pretrained:end -->
+# (unless --no-publish). Cost on 2 CPU cores: see that table (wall time is in the results).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -146,6 +146,6 @@ xargs -P "$JOBS" -L 1 bash -c 'read -r -a SIZES <<< "$SIZES_LINE"; echo "== star
   if run_one "$0" "$1" > "$WORK/runs/$0-s$1.driver.log" 2>&1; then echo "== done  $0-s$1"; \
   else echo "== FAILED $0-s$1 (see $WORK/runs/$0-s$1.driver.log)"; exit 1; fi' < "$JOBLIST" || status=1
 PUB=()
-[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --readme "$ROOT/README.md")
+[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --page "$ROOT/docs/results/unilm.md")
 python "$HERE/collect_pretrained.py" --runs "$KEPT" --refs "$PREP/raw/valid.title" --out "$WORK" "${PUB[@]}" || status=1
 exit "$status"

@@ -1,0 +1,99 @@
+"""The documentation as a user reads it: a short README, links that resolve (files and the
+headings they point at), every generated table on the docs page its script writes, and no
+path that leads outside a clone."""
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+# generated block -> (the page that holds it, the script or driver that writes it, how it names the page)
+GENERATED = {
+    "table1": ("docs/results/hi-cmlm.md", "examples/hi_cmlm/multi30k.sh", '--page "$ROOT/docs/results/hi-cmlm.md"'),
+    "table2": ("docs/results/prophetnet.md", "examples/prophetnet/compare_gigaword.sh",
+               '--page "$ROOT/docs/results/prophetnet.md"'),
+    "bisection": ("docs/results/prophetnet.md", "examples/prophetnet/bisect.sh",
+                  '--page "$ROOT/docs/results/prophetnet.md"'),
+    "table3-minilm": ("docs/results/position-masking.md", "examples/position_masking/minilm.sh",
+                      '--page "$ROOT/docs/results/position-masking.md"'),
+    "unilm-pretrained": ("docs/results/unilm.md", "examples/unilm/pretrained_gigaword.sh",
+                         '--page "$ROOT/docs/results/unilm.md"'),
+    "bench": ("docs/results/speed.md", "benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
+}
+
+
+def prose(text: str) -> list[str]:
+    """The lines of a Markdown text outside fenced code blocks, with inline code removed."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced:
+            lines.append(re.sub(r"`[^`]*`", "", line))
+    return lines
+
+
+def anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens, repeats numbered."""
+    seen: dict[str, int] = {}
+    out = set()
+    fenced = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        heading = re.match(r"#{1,6} (.+)", line)
+        if heading and not fenced:
+            slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+            out.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+    return out
+
+
+def test_readme_is_short():
+    lines = (ROOT / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) < 300, f"README.md has {len(lines)} lines; move the details to docs/"
+
+
+def test_anchors_follow_githubs_rule(tmp_path):
+    page = tmp_path / "p.md"
+    page.write_text("# One `code` (a, b): c's\n```bash\n# not a heading\n```\n## Again\n## Again\n")
+    assert anchors(page) == {"one-code-a-b-cs", "again", "again-1"}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[str(p.relative_to(ROOT)) for p in PAGES])
+def test_every_relative_link_resolves(page):
+    broken = []
+    for line in prose(page.read_text(encoding="utf-8")):
+        for target in LINK.findall(line):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            file = (page.parent / path).resolve() if path else page
+            if not file.is_relative_to(ROOT) or not file.exists():
+                broken.append(f"{target}: no file {file}")
+            elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+                broken.append(f"{target}: {file.relative_to(ROOT)} has no heading #{anchor}")
+    assert not broken, f"{page.relative_to(ROOT)}: " + "; ".join(broken)
+
+
+@pytest.mark.parametrize("name", GENERATED)
+def test_each_generated_table_lives_on_the_page_its_script_writes(name):
+    page, writer, target = GENERATED[name]
+    start, end = f"<!-- {name}:start -->", f"<!-- {name}:end -->"
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert text.count(start) == 1 and text.count(end) == 1 and text.index(start) < text.index(end)
+    assert start not in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert target in (ROOT / writer).read_text(encoding="utf-8"), f"{writer} does not write {page}"
+
+
+def test_nothing_a_clone_holds_points_outside_it():
+    files = [*PAGES, ROOT / "Makefile", *(ROOT / "data_prep").iterdir(),
+             *(p for p in (ROOT / "examples").rglob("*") if p.suffix in {".sh", ".py", ".md"}
+               and "runs" not in p.parts and "results" not in p.parts)]
+    hits = [f"{f.relative_to(ROOT)}:{n}" for f in files if f.is_file()
+            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+            if "../shared" in line or re.search(r"\bthe seed(?![\w-])", line, re.IGNORECASE)]
+    assert not hits, "paths outside the clone or 'the seed' (cite the paper instead): " + ", ".join(hits)
