@@ -9,7 +9,7 @@ STAMP := $(VENV)/.fairseq_ext-installed
 FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" if sys.version_info >= (3, 11) else "fairseq==0.12.2")')
 PYTEST_ARGS ?=
 
-.PHONY: venv quickstart test test-slow bench clean
+.PHONY: venv quickstart test test-slow bench clean gpu-wheels gpu-check
 
 venv: $(STAMP)
 
@@ -40,3 +40,21 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) work build *.egg-info
+
+# GPU (docs/gpu.md). `make gpu-wheels`, where PyPI is reachable: the cp312 manylinux wheels of
+# fairseq and its needs into $(GPU_WHEELS) (git-ignored). `make gpu-check PART=all|tests,train,mfu,flex,bench`
+# on the GPU machine: stops at once without CUDA, installs those wheels without a network
+# beside the machine's torch, runs the parts and writes one results folder under gpu/results/
+# (COPY_TO=DIR also copies the summary and a tarball there; DEADLINE=SECONDS bounds the call).
+# It runs with .venv's Python where there is one, otherwise with $(PYTHON) (the GPU machine's).
+GPU_WHEELS ?= gpu/wheels
+PART ?= all
+COPY_TO ?=
+DEADLINE ?=
+GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+
+gpu-wheels:
+	$(PYTHON) -m gpu.wheels --dest $(GPU_WHEELS)
+
+gpu-check:
+	$(GPU_PY) -m gpu.check --part $(PART) --wheels $(GPU_WHEELS) $(if $(COPY_TO),--copy-to $(COPY_TO)) $(if $(DEADLINE),--deadline-s $(DEADLINE))
