@@ -16,16 +16,17 @@ distribution of the shipped sample (sentencepiece pieces), grouped to --max-toke
 """
 from __future__ import annotations
 
-import sys
 from argparse import Namespace
 from pathlib import Path
 
 import torch
 
-from benchmarks.common import ROOT, build, dummy_dictionary_dir, interleaved_medians, peak_rss_mb, vm_hwm_mb
+from benchmarks import common
 
-MODEL_DIR = ROOT / "examples" / "quickstart" / "model"
-SAMPLE = ROOT / "examples" / "quickstart" / "data"
+MODEL_DIR = common.ROOT / "examples" / "quickstart" / "model"
+SAMPLE = common.ROOT / "examples" / "quickstart" / "data"
+# (batch size, sentences) of the decoding speed-ups, and with --quick
+DECODE, QUICK_DECODE = ((1, 100), (64, 128)), ((1, 40), (64, 128))
 SIZES = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "192",
          "--decoder-embed-dim", "192", "--encoder-ffn-embed-dim", "768", "--decoder-ffn-embed-dim", "768",
          "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings"]
@@ -36,9 +37,8 @@ GPU_SIZES = ["--encoder-layers", "6", "--decoder-layers", "6", "--encoder-embed-
 
 def _train_args(data_dir: str, arch: str, device: str, extra: list[str]) -> list[str]:
     sizes = GPU_SIZES if device == "cuda" else SIZES
-    return [data_dir, "--user-dir", str(ROOT / "fairseq_ext"), "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-            "--arch", arch, *sizes, "--criterion", "nat_loss", "--label-smoothing", "0.1",
-            "--dropout", "0.1", *extra] + (["--cpu"] if device == "cpu" else [])
+    return [data_dir, "--task", "cmlm_hybrid", "-s", "en", "-t", "de", "--arch", arch, *sizes,
+            "--criterion", "nat_loss", "--label-smoothing", "0.1", "--dropout", "0.1", *extra]
 
 
 def _batches(task, n_batches: int, max_tokens: int, seed: int = 0) -> list[dict]:
@@ -72,39 +72,35 @@ def _batches(task, n_batches: int, max_tokens: int, seed: int = 0) -> list[dict]
     return out
 
 
-def _to(sample: dict, device: str) -> dict:
-    if device == "cpu":
-        return sample
-    from fairseq import utils
-
-    return utils.move_to_cuda(sample)
+# name -> (arch, extra arguments) of the two sides of the training ratio
+SIDES = {"hicmlm": ("hi_cmlm_transformer_tiny", ["--hybrid-strategy", "fence_replace"]),
+         "cmlm": ("cmlm_transformer", [])}
 
 
-def _trainer_step(task, model, criterion, optimizer, batches, device):
+def _side(name: str, data: str, device: str):
+    """``(task, model, criterion, optimizer)`` of one side of the training ratio."""
+    arch, extra = SIDES[name]
+    task, model, criterion, _ = common.build(_train_args(data, arch, device, extra), device)
+    return task, model, criterion, torch.optim.Adam(model.parameters(), lr=1e-4)
+
+
+def _trainer_step(task, model, criterion, optimizer, batches):
     def step():
         for sample in batches:
             s = dict(sample)
             s["prev_target"] = task.inject_noise(s["target"])
-            loss, _, _ = criterion(model, s)
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad(set_to_none=True)
+            common.update(model, criterion, optimizer, s)
     return step
 
 
 def train_ratio(device: str, quick: bool) -> dict:
-    data = dummy_dictionary_dir(6000)
+    data = common.dummy_dictionary_dir(6000)
     torch.manual_seed(0)
-    runs = {}
-    for name, arch, extra in (("hicmlm", "hi_cmlm_transformer_tiny", ["--hybrid-strategy", "fence_replace"]),
-                              ("cmlm", "cmlm_transformer", [])):
-        task, model, criterion, _ = build(_train_args(data, arch, device, extra))
-        model.to(device).train()
-        runs[name] = (task, model, criterion, torch.optim.Adam(model.parameters(), lr=1e-4))
-    batches = [_to(b, device) for b in _batches(runs["cmlm"][0], 4 if quick else 8, 4096)]
+    runs = {name: _side(name, data, device) for name in SIDES}
+    batches = [common.to_device(b, device) for b in _batches(runs["cmlm"][0], 4 if quick else 8, 4096)]
     tokens = sum(b["ntokens"] for b in batches)
-    secs = interleaved_medians({k: _trainer_step(t, m, c, o, batches, device) for k, (t, m, c, o) in runs.items()},
-                               reps=2 if quick else 5, device=device)
+    secs = common.interleaved_medians({k: _trainer_step(*side, batches) for k, side in runs.items()},
+                                      reps=2 if quick else 5, device=device)
     return {"hicmlm_train_tokens_per_s": tokens / secs["hicmlm"], "cmlm_train_tokens_per_s": tokens / secs["cmlm"],
             "hicmlm_train_tokens_per_s_ratio": secs["cmlm"] / secs["hicmlm"]}
 
@@ -132,63 +128,58 @@ def _collate(seqs: list[torch.Tensor], pad: int) -> dict:
 def decode_speed(device: str, quick: bool) -> dict:
     from fairseq import checkpoint_utils
 
+    common.load_plugin()
     student, teacher = MODEL_DIR / "checkpoint.pt", MODEL_DIR / "teacher.pt"
     if not (student.exists() and teacher.exists()):
         return {}
-    data = str(MODEL_DIR)
-    overrides = {"data": data}
-    dict_dir = dummy_dictionary_dir(4)
+    dict_dir = common.dummy_dictionary_dir(4)
     for lang in ("en", "de"):
         Path(dict_dir, f"dict.{lang}.txt").write_text((MODEL_DIR / "dict.txt").read_text())
-    overrides["data"] = dict_dir
+    overrides = {"data": dict_dir}
     (nat,), _, nat_task = checkpoint_utils.load_model_ensemble_and_task([str(student)], arg_overrides=overrides)
     (ar,), _, ar_task = checkpoint_utils.load_model_ensemble_and_task([str(teacher)], arg_overrides=overrides)
     for m in (nat, ar):
         m.to(device).eval()
         if device == "cpu":
             m.float()
-    n_sent = 40 if quick else 100
-    sents = _encode_test(nat_task, max(n_sent, 128))
+    settings = QUICK_DECODE if quick else DECODE
+    sents = _encode_test(nat_task, max(n for _, n in settings))
     pad = nat_task.src_dict.pad()
     metrics = {}
     ar_gen = ar_task.build_generator([ar], Namespace(beam=5, max_len_a=1.2, max_len_b=10))
-    for bsz, n in ((1, n_sent), (64, 128)):
-        batches = [_to(_collate(sents[i:i + bsz], pad), device) for i in range(0, n, bsz)]
+    for bsz, n in settings:
+        batches = [common.to_device(_collate(sents[i:i + bsz], pad), device) for i in range(0, n, bsz)]
         fns = {"ar": lambda: [ar_gen.generate([ar], b) for b in batches]}
         for T in (4, 10):
             gen = nat_task.build_generator([nat], Namespace(iter_decode_max_iter=T - 1, iter_decode_with_beam=1,
                                                             iter_decode_force_max_iter=True))
             fns[f"T{T}"] = (lambda g: (lambda: [g.generate([nat], b) for b in batches]))(gen)
         with torch.no_grad():
-            secs = interleaved_medians(fns, reps=1 if quick else 3, device=device)
+            secs = common.interleaved_medians(fns, reps=1 if quick else 3, device=device)
         for T in (4, 10):
             metrics[f"maskpredict_vs_ar_speedup_b{bsz}_T{T}"] = secs["ar"] / secs[f"T{T}"]
         metrics[f"ar_beam5_sentences_per_s_b{bsz}"] = n / secs["ar"]
     return metrics
 
 
-def memory(device: str, quick: bool) -> dict:
-    if device == "cuda":
-        out = {}
-        data = dummy_dictionary_dir(6000)
-        for name, arch, extra in (("hicmlm", "hi_cmlm_transformer_tiny", ["--hybrid-strategy", "fence_replace"]),
-                                  ("cmlm", "cmlm_transformer", [])):
-            task, model, criterion, _ = build(_train_args(data, arch, device, extra))
-            model.cuda().train()
-            opt = torch.optim.Adam(model.parameters(), lr=1e-4)
-            batches = [_to(b, device) for b in _batches(task, 3, 4096)]
-            torch.cuda.reset_peak_memory_stats()
-            _trainer_step(task, model, criterion, opt, batches, device)()
-            out[f"train_peak_cuda_mb_{name}"] = torch.cuda.max_memory_allocated() / 2**20
-            del model, opt
-            torch.cuda.empty_cache()
-        return out
-    return {f"train_peak_rss_mb_{name}": peak_rss_mb("benchmarks.hicmlm", "--train-one", name)
-            for name in ("hicmlm", "cmlm")}
+def _train_updates(name: str, device: str) -> None:
+    """One update on each of 3 batches of the training ratio, for one side alone."""
+    task, model, criterion, optimizer = _side(name, common.dummy_dictionary_dir(6000), device)
+    _trainer_step(task, model, criterion, optimizer,
+                  [common.to_device(b, device) for b in _batches(task, 3, 4096)])()
+
+
+def memory(device: str) -> dict[str, float]:
+    """Peak training memory of each side (``common.train_peak_memory``)."""
+    return common.train_peak_memory("benchmarks.hicmlm", tuple(SIDES), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
-    metrics = {**train_ratio(device, quick), **decode_speed(device, quick), **memory(device, quick)}
+    return common.run_on_threads(_run_all, device, quick, threads=None)
+
+
+def _run_all(device: str, quick: bool) -> dict:
+    metrics = {**train_ratio(device, quick), **decode_speed(device, quick), **memory(device)}
     details = {"sizes": "3+3 layers x 192 (CPU) / 6+6 x 512 (GPU), shared 6k vocabulary",
                "decode_data": "500-line shipped Multi30k test sample (first 100 sentences at batch 1)"}
     if not any(k.startswith("maskpredict") for k in metrics):
@@ -197,18 +188,5 @@ def run(device: str, quick: bool) -> dict:
             "goals": {"hicmlm_train_tokens_per_s_ratio": ">= 0.95"}}
 
 
-def _train_one(name: str) -> None:
-    data = dummy_dictionary_dir(6000)
-    arch, extra = (("hi_cmlm_transformer_tiny", ["--hybrid-strategy", "fence_replace"]) if name == "hicmlm"
-                   else ("cmlm_transformer", []))
-    task, model, criterion, _ = build(_train_args(data, arch, "cpu", extra))
-    model.train()
-    _trainer_step(task, model, criterion, torch.optim.Adam(model.parameters(), lr=1e-4), _batches(task, 3, 4096), "cpu")()
-    print(vm_hwm_mb())
-
-
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--train-one":
-        _train_one(sys.argv[2])
-    else:
-        sys.exit("usage: python -m benchmarks.hicmlm --train-one {hicmlm,cmlm} (make bench runs the benchmark)")
+    common.train_one_main("benchmarks.hicmlm", tuple(SIDES), _train_updates, threads=None)

@@ -1,4 +1,4 @@
-"""The speed figure of the README (table 4): every ratio of ``benchmarks/results/{cpu,gpu}.json``
+"""The speed figure of table 4 (docs/results/speed.md): every ratio of ``benchmarks/results/{cpu,gpu}.json``
 as a horizontal bar, coloured by family, with its goal as a black tick where it has one.
 
     python -m benchmarks.plot          # redraw benchmarks/results/speed.png from the JSON files

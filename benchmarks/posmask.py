@@ -14,8 +14,8 @@
 
 Both tasks read the same binarized data (random token ids, written in process) with the
 same blocks (``<s>`` + 127 tokens) and the same batches of 16 blocks, and each masks them its
-own way. The steps alternate on each batch after a warm-up; a ratio is that of the summed
-per-batch median times. Sizes: ``position_masked_roberta_tiny`` (2 x 128) on CPU, base
+own way. The steps alternate on each batch (``common.interleaved_medians``: a warm-up round,
+then rounds in alternating order); a ratio is that of the summed per-batch median times. Sizes: ``position_masked_roberta_tiny`` (2 x 128) on CPU, base
 (12 x 768) on CUDA.
 
 Quality (MLM and position accuracy of the 0/5/10/15% sweep) is not measured here: it
@@ -23,23 +23,15 @@ needs minutes of training per run; see examples/position_masking/sweep.sh and th
 """
 from __future__ import annotations
 
+import functools
 import os
 import statistics
-import sys
-import tempfile
-import time
-from pathlib import Path
 
 import numpy as np
 import torch
-from fairseq import options, tasks, utils
-from fairseq.data import indexed_dataset
 
-import fairseq_ext  # noqa: F401  (registers the plugin)
-from benchmarks.common import train_peak_memory, vm_hwm_mb
-from fairseq_ext.data import NO_POSITION_LABEL
+from benchmarks import common
 
-ROOT = Path(__file__).resolve().parents[1]
 VOCAB = 8000
 TOKENS_PER_SAMPLE = 128
 BATCH = 16
@@ -51,10 +43,9 @@ GPU_SIZES = ["--encoder-layers", "12", "--encoder-embed-dim", "768", "--encoder-
 
 def _synthetic_data(n_lines: int) -> str:
     """dict.txt with VOCAB symbols and a binarized train split of random lines."""
-    d = tempfile.mkdtemp(prefix="fairseq_ext_bench_")
-    with open(os.path.join(d, "dict.txt"), "w") as f:
-        for i in range(VOCAB - 4):
-            f.write(f"w{i} {VOCAB - i}\n")
+    from fairseq.data import indexed_dataset
+
+    d = common.dummy_dictionary_dir(VOCAB, langs=("",))
     rng = np.random.default_rng(0)
     builder = indexed_dataset.make_builder(os.path.join(d, "train.bin"), "mmap", vocab_size=VOCAB)
     for length in rng.integers(10, 60, n_lines):
@@ -64,16 +55,15 @@ def _synthetic_data(n_lines: int) -> str:
     return d
 
 
-def _build(data: str, task: str, arch: str, criterion: str, device: str, extra: list[str]):
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        data, "--user-dir", str(ROOT / "fairseq_ext"), "--task", task, "--arch", arch,
-        *(GPU_SIZES if device == "cuda" else CPU_SIZES), "--criterion", criterion,
-        "--tokens-per-sample", str(TOKENS_PER_SAMPLE), "--sample-break-mode", "none", "--seed", "1", *extra])
-    t = tasks.setup_task(args)
+def _build(data: str, name: str, device: str):
+    """``(task, model, criterion)`` of side ``name`` (``SETUPS``), the train split loaded."""
+    task, arch, criterion, extra = SETUPS[name]
+    t, model, crit, _ = common.build([
+        data, "--task", task, "--arch", arch, *(GPU_SIZES if device == "cuda" else CPU_SIZES),
+        "--criterion", criterion, "--tokens-per-sample", str(TOKENS_PER_SAMPLE), "--sample-break-mode", "none",
+        "--seed", "1", *extra], device)
     t.load_dataset("train")
-    model = t.build_model(args).to(device)
-    model.train()
-    return t, model, t.build_criterion(args)
+    return t, model, crit
 
 
 def _index_batches(task, n_batches: int) -> list[np.ndarray]:
@@ -85,20 +75,7 @@ def _index_batches(task, n_batches: int) -> list[np.ndarray]:
 
 def _collate(task, indices, device: str) -> dict:
     ds = task.dataset("train")
-    sample = ds.collater([ds[i] for i in indices])
-    return utils.move_to_cuda(sample) if device == "cuda" else sample
-
-
-def _step(model, criterion, optimizer, sample) -> None:
-    optimizer.zero_grad(set_to_none=True)
-    loss, _, _ = criterion(model, sample)
-    loss.backward()
-    optimizer.step()
-
-
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
+    return common.to_device(ds.collater([ds[i] for i in indices]), device)
 
 
 # name -> (task, arch, criterion, extra arguments) of the two sides
@@ -112,26 +89,28 @@ MEMORY_UPDATES = 4
 
 def _train_updates(name: str, device: str) -> None:
     """MEMORY_UPDATES training updates of one side on fresh synthetic data."""
-    task, arch, criterion, extra = SETUPS[name]
-    t, model, crit = _build(_synthetic_data(n_lines=MEMORY_UPDATES * BATCH * 4), task, arch, criterion, device, extra)
+    t, model, crit = _build(_synthetic_data(n_lines=MEMORY_UPDATES * BATCH * 4), name, device)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)
     for indices in _index_batches(t, MEMORY_UPDATES):
-        _step(model, crit, optimizer, _collate(t, indices, device))
-    _sync(device)
+        common.update(model, crit, optimizer, _collate(t, indices, device))
 
 
 def memory(device: str) -> dict[str, float]:
-    """Peak training memory of each side: CUDA allocator peak, or VmHWM of a child process on CPU
-    (so that neither side's memory, nor the timing runs', counts for the other)."""
-    return train_peak_memory("benchmarks.posmask", tuple(SETUPS), _train_updates, device)
+    """Peak training memory of each side (``common.train_peak_memory``)."""
+    return common.train_peak_memory("benchmarks.posmask", tuple(SETUPS), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
+    return common.run_on_threads(_run_all, device, quick, threads=None)
+
+
+def _run_all(device: str, quick: bool) -> dict:
+    from fairseq_ext.data import NO_POSITION_LABEL
+
     torch.manual_seed(0)
     n_batches, reps = (4, 3) if quick else (8, 7)
     data = _synthetic_data(n_lines=n_batches * BATCH * 4)
-    runs = {name: _build(data, task, arch, criterion, device, extra)
-            for name, (task, arch, criterion, extra) in SETUPS.items()}
+    runs = {name: _build(data, name, device) for name in SETUPS}
     batches = _index_batches(runs["roberta"][0], n_batches)
     ours_batches = _index_batches(runs["position_masked_roberta"][0], n_batches)
     assert all(np.array_equal(a, b) for a, b in zip(batches, ours_batches)), "the two tasks batch differently"
@@ -140,28 +119,20 @@ def run(device: str, quick: bool) -> dict:
 
     def update(name, i):
         t, m, c = runs[name]
-        _step(m, c, optimizers[name], _collate(t, batches[i], device))
+        common.update(m, c, optimizers[name], _collate(t, batches[i], device))
 
     def model_step(name, i):
         _, m, c = runs[name]
-        _step(m, c, optimizers[name], collated[name][i])
+        common.update(m, c, optimizers[name], collated[name][i])
 
     kinds = {"update": update, "model_step": model_step}
-    for name in runs:  # warm-up
-        for i in range(min(2, n_batches)):
-            update(name, i)
-    times = {(kind, name): [[] for _ in batches] for kind in kinds for name in runs}
-    for _ in range(reps):
-        for i in range(len(batches)):
-            for kind, fn in kinds.items():
-                for name in runs:
-                    _sync(device)
-                    t0 = time.perf_counter()
-                    fn(name, i)
-                    _sync(device)
-                    times[kind, name][i].append(time.perf_counter() - t0)
+    # one timed call per batch, kind and side, interleaved batch by batch
+    secs = common.interleaved_medians({(i, kind, name): functools.partial(fn, name, i)
+                                       for i in range(n_batches) for kind, fn in kinds.items() for name in runs},
+                                      reps, device)
     tokens = sum(int(s["ntokens"]) for s in collated["roberta"])
-    per_s = {f"{kind}/{name}": tokens / sum(statistics.median(t) for t in ts) for (kind, name), ts in times.items()}
+    per_s = {f"{kind}/{name}": tokens / sum(secs[i, kind, name] for i in range(n_batches))
+             for kind in kinds for name in runs}
 
     def ratio(kind):
         return round(per_s[f"{kind}/position_masked_roberta"] / per_s[f"{kind}/roberta"], 3)
@@ -185,9 +156,4 @@ def run(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--train-one" and sys.argv[2] in SETUPS:
-        _train_updates(sys.argv[2], "cpu")
-        print(vm_hwm_mb())
-    else:
-        sys.exit(f"usage: python -m benchmarks.posmask --train-one {{{','.join(SETUPS)}}} "
-                 "(make bench runs the benchmark)")
+    common.train_one_main("benchmarks.posmask", tuple(SETUPS), _train_updates, threads=None)

@@ -31,264 +31,147 @@ shared machine two threads wait for each other and the same ratio swung from 1.4
 """
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
-
 import torch
+
+from benchmarks import common
 
 VOCAB, BEAM, POSITIONS = 10000, 4, 512
 GIGAWORD, LONG = (32, 40, 12), (8, 256, 40)  # (batch, source tokens, target tokens)
+CPU_THREADS = 1
 DIMS = dict(encoder_layers=3, decoder_layers=3, encoder_embed_dim=256, decoder_embed_dim=256,
             encoder_ffn_embed_dim=1024, decoder_ffn_embed_dim=1024, encoder_attention_heads=4,
             decoder_attention_heads=4)
+# both sides: the sizes, dropout 0.1, and position tables of POSITIONS rows (transformers'
+# max_position_embeddings; convert.prophetnet_transformers explains the two offsets)
+SHARED = [*(x for k, v in DIMS.items() for x in (f"--{k.replace('_', '-')}", str(v))),
+          "--max-source-positions", str(POSITIONS - 2), "--max-target-positions", str(POSITIONS - 3),
+          "--dropout", "0.1", "--attention-dropout", "0.1", "--activation-dropout", "0.1", "--label-smoothing", "0.1"]
+# name -> architecture and loss: ProphetNet (n = 2) with its n-gram loss, and a Transformer
+# with ProphetNet's embedding choices and label-smoothed cross-entropy
+SIDES = {
+    "prophetnet": ["--arch", "prophetnet_tiny", "--ngram", "2", "--criterion", "ngram_language_loss"],
+    "transformer": ["--arch", "transformer", "--activation-fn", "gelu", "--encoder-learned-pos",
+                    "--decoder-learned-pos", "--layernorm-embedding", "--no-scale-embedding", "--share-all-embeddings",
+                    "--criterion", "label_smoothed_cross_entropy"],
+}
 
 
-class _Task:
-    def __init__(self, dictionary):
-        self.source_dictionary = self.target_dictionary = dictionary
-
-
-def _dictionary():
-    from fairseq.data import Dictionary
-
-    d = Dictionary()
-    for i in range(VOCAB - d.nspecial):
-        d.add_symbol(f"w{i}")
-    return d
-
-
-def build_models(device: str, only: str | None = None):
-    """``prophetnet`` (n = 2) and a ``transformer`` with the same sizes and embedding choices
-    (``only``: build that one, None for the other)."""
-    import fairseq_ext  # noqa: F401  (registration)
-    from fairseq.models.transformer import TransformerModel
-    from fairseq.models.transformer.transformer_legacy import base_architecture
-
-    from fairseq_ext.models.prophetnet import ProphetNetModel, prophetnet_tiny
-
-    task = _Task(_dictionary())
-    # table sizes POSITIONS, as transformers' max_position_embeddings
-    common = dict(DIMS, max_source_positions=POSITIONS - 2, max_target_positions=POSITIONS - 3, dropout=0.1,
-                  attention_dropout=0.1, activation_dropout=0.1)
-    pargs = argparse.Namespace(arch="prophetnet_tiny", ngram=2, **common)
-    prophetnet_tiny(pargs)
-    targs = argparse.Namespace(arch="transformer", activation_fn="gelu", encoder_learned_pos=True,
-                               decoder_learned_pos=True, layernorm_embedding=True, no_scale_embedding=True,
-                               share_all_embeddings=True, **common)
-    base_architecture(targs)
+def build_side(name: str, data: str, device: str):
+    """``(task, model, criterion, args)`` of side ``name`` on fairseq's ``translation`` task
+    with the VOCAB-symbol dictionaries of ``data``."""
     torch.manual_seed(0)
-    ours = ProphetNetModel.build_model(pargs, task).to(device) if only in (None, "prophetnet") else None
-    plain = TransformerModel.build_model(targs, task).to(device) if only in (None, "transformer") else None
-    return task, ours, plain
+    return common.build([data, "--task", "translation", "-s", "src", "-t", "tgt", *SHARED, *SIDES[name]], device)
 
 
-def build_hf(ours, device: str):
-    from transformers import ProphetNetConfig, ProphetNetForConditionalGeneration
+def build_hf(args, dictionary, device: str):
+    """transformers' ``ProphetNetForConditionalGeneration`` with the configuration of the
+    ``prophetnet`` built from ``args`` (``convert.prophetnet_transformers``), its loss
+    label-smoothed as ours."""
+    from transformers import ProphetNetForConditionalGeneration
 
-    dec = ours.decoder
-    cfg = ProphetNetConfig(
-        vocab_size=VOCAB, hidden_size=DIMS["decoder_embed_dim"], encoder_ffn_dim=DIMS["encoder_ffn_embed_dim"],
-        decoder_ffn_dim=DIMS["decoder_ffn_embed_dim"], num_encoder_layers=DIMS["encoder_layers"],
-        num_decoder_layers=DIMS["decoder_layers"], num_encoder_attention_heads=DIMS["encoder_attention_heads"],
-        num_decoder_attention_heads=DIMS["decoder_attention_heads"], ngram=dec.ngram,
-        num_buckets=dec.num_buckets, relative_max_distance=dec.relative_max_distance,
-        max_position_embeddings=dec.embed_positions.num_embeddings, dropout=0.1, attention_dropout=0.1,
-        activation_dropout=0.1, eps=0.1, pad_token_id=1, bos_token_id=0, eos_token_id=2, decoder_start_token_id=2)
+    from fairseq_ext.convert.prophetnet_transformers import transformers_config
+
     torch.manual_seed(0)
-    return ProphetNetForConditionalGeneration(cfg).to(device)
+    return ProphetNetForConditionalGeneration(transformers_config(args, dictionary, eps=0.1)).to(device)
 
 
-def make_batches(n: int, device: str, shape: tuple, seed: int = 0) -> list[dict]:
+def make_batches(dictionary, n: int, device: str, shape: tuple) -> list[dict]:
+    """``n`` batches of ``shape`` (sentences, source tokens, target tokens), no padding."""
     bsz, src_len, tgt_len = shape
-    g = torch.Generator().manual_seed(seed)
-    batches = []
-    for i in range(n):
-        src = torch.randint(4, VOCAB, (bsz, src_len), generator=g)
-        src[:, -1] = 2
-        tgt = torch.randint(4, VOCAB, (bsz, tgt_len), generator=g)
-        tgt[:, -1] = 2
-        prev = torch.cat([torch.full((bsz, 1), 2), tgt[:, :-1]], dim=1)
-        batches.append({
-            "id": torch.arange(bsz) + i * bsz,
-            "net_input": {"src_tokens": src.to(device), "src_lengths": torch.full((bsz,), src_len).to(device),
-                          "prev_output_tokens": prev.to(device)},
-            "target": tgt.to(device), "ntokens": bsz * tgt_len, "nsentences": bsz,
-        })
-    return batches
+    return common.seq2seq_batches(dictionary, n, bsz, src_len=(src_len, src_len), tgt_len=(tgt_len, tgt_len),
+                                  device=device)
 
 
-def _sync(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def _timed(fn, device: str) -> float:
-    _sync(device)
-    t0 = time.perf_counter()
-    fn()
-    _sync(device)
-    return time.perf_counter() - t0
-
-
-def _interleaved(steps: dict, reps: int, warmup: int, device: str) -> dict:
-    """Median seconds of each callable, alternating the order each repetition."""
-    for _ in range(warmup):
-        for fn in steps.values():
-            fn()
-    times = {name: [] for name in steps}
-    names = list(steps)
-    for r in range(reps):
-        for name in (names if r % 2 == 0 else names[::-1]):
-            times[name].append(_timed(steps[name], device))
-    return {name: statistics.median(t) for name, t in times.items()}
-
-
-def _fairseq_step(model, criterion, optimizer, batches):
+def _cycling(batches: list[dict], fn):
+    """A step that calls ``fn(batch)`` on the next batch of ``batches`` at every call."""
     state = {"i": 0}
 
     def step():
         sample = batches[state["i"] % len(batches)]
         state["i"] += 1
-        optimizer.zero_grad(set_to_none=True)
-        loss, _, _ = criterion(model, sample)
-        loss.backward()
-        optimizer.step()
+        fn(sample)
     return step
 
 
-def _hf_step(model, optimizer, batches):
-    state = {"i": 0}
+def _fairseq_step(model, criterion, batches):
+    optimizer = torch.optim.Adam(model.parameters(), 1e-4)
+    return _cycling(batches, lambda sample: common.update(model, criterion, optimizer, sample))
 
-    def step():
-        sample = batches[state["i"] % len(batches)]
-        state["i"] += 1
+
+def _hf_step(model, batches):
+    optimizer = torch.optim.Adam(model.parameters(), 1e-4)
+
+    def step(sample):
         net = sample["net_input"]
         optimizer.zero_grad(set_to_none=True)
         out = model(input_ids=net["src_tokens"], attention_mask=torch.ones_like(net["src_tokens"]),
                     decoder_input_ids=net["prev_output_tokens"], labels=sample["target"], use_cache=False)
         out.loss.backward()
         optimizer.step()
-    return step
+    return _cycling(batches, step)
 
 
 def _generate(generator, model, batches, length):
-    state = {"i": 0}
-
-    def run():
-        sample = batches[state["i"] % len(batches)]
-        state["i"] += 1
+    def run(sample):
         with torch.no_grad():
             hypos = generator.generate([model], sample)
         assert all(len(h[0]["tokens"]) == length for h in hypos)
-    return run
+    return _cycling(batches, run)
 
 
-def decoder_layer_share(generator, model, batches, length, reps: int, device: str) -> float:
-    """Share of the beam search's time that a model's decoder layers take (timed by hooks
-    around each layer, synchronised on CUDA), over ``reps`` batches."""
-    spent = {"layers": 0.0}
-
-    def before(module, args):
-        _sync(device)
-        module._bench_t0 = time.perf_counter()
-
-    def after(module, args, out):
-        _sync(device)
-        spent["layers"] += time.perf_counter() - module._bench_t0
-
-    hooks = [h for layer in model.decoder.layers
-             for h in (layer.register_forward_pre_hook(before), layer.register_forward_hook(after))]
-    try:
-        run = _generate(generator, model, batches, length)
-        total = sum(_timed(run, device) for _ in range(reps))
-    finally:
-        for h in hooks:
-            h.remove()
-    return spent["layers"] / total
-
-
-def _criterion(task, name: str):
-    """The loss of each fairseq side: ProphetNet's n-gram loss, or label-smoothed cross-entropy."""
-    from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
-
-    from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss
-
-    if name == "prophetnet":
-        return NgramLanguageLoss(task, label_smoothing=0.1)
-    return LabelSmoothedCrossEntropyCriterion(task, False, 0.1)
-
-
-def _train_times(task, models: dict, shape: tuple, reps: int, warmup: int, device: str) -> dict:
-    batches = make_batches(4, device, shape)
-    for m in models.values():
-        m.train()
-    hf = models["hf_prophetnet"]
-    steps = {name: _fairseq_step(models[name], _criterion(task, name),
-                                 torch.optim.Adam(models[name].parameters(), 1e-4), batches)
-             for name in ("prophetnet", "transformer")}
-    steps["hf_prophetnet"] = _hf_step(hf, torch.optim.Adam(hf.parameters(), 1e-4), batches)
-    return _interleaved(steps, reps, warmup, device)
+def _train_times(sides: dict, hf, shape: tuple, reps: int, warmup: int, device: str) -> dict:
+    """Median seconds per update of each side (fairseq's two and transformers' ProphetNet)."""
+    task = sides["prophetnet"][0]
+    batches = make_batches(task.target_dictionary, 4, device, shape)
+    hf.train()
+    steps = {name: _fairseq_step(model.train(), criterion, batches) for name, (_, model, criterion, _) in sides.items()}
+    steps["hf_prophetnet"] = _hf_step(hf, batches)
+    return common.interleaved_medians(steps, reps, device, warmup=warmup)
 
 
 def _train_updates(name: str, device: str, updates: int = 4) -> None:
     """``updates`` training updates of one fairseq side alone, on the Gigaword batches."""
-    task, ours, plain = build_models(device, only=name)
-    model = ours if name == "prophetnet" else plain
-    model.train()
-    step = _fairseq_step(model, _criterion(task, name), torch.optim.Adam(model.parameters(), 1e-4),
-                         make_batches(updates, device, GIGAWORD))
+    task, model, criterion, _ = build_side(name, common.dummy_dictionary_dir(VOCAB, ("src", "tgt")), device)
+    step = _fairseq_step(model, criterion, make_batches(task.target_dictionary, updates, device, GIGAWORD))
     for _ in range(updates):
         step()
-    _sync(device)
 
 
 def memory(device: str) -> dict[str, float]:
-    """Peak training memory of each fairseq side on the Gigaword batches: VmHWM of a child
-    process per side on CPU, the allocator's peak on CUDA."""
-    from benchmarks.common import train_peak_memory
-
-    return train_peak_memory("benchmarks.prophetnet", ("prophetnet", "transformer"), _train_updates, device)
+    """Peak training memory of each fairseq side on the Gigaword batches (``common.train_peak_memory``)."""
+    return common.train_peak_memory("benchmarks.prophetnet", tuple(SIDES), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
-    threads = torch.get_num_threads()
-    if device == "cpu":
-        torch.set_num_threads(1)
-    try:
-        result = _run(device, quick)
-    finally:
-        torch.set_num_threads(threads)
-    if device == "cpu":
-        from benchmarks.run import hardware
-
-        result["hardware"] = hardware("cpu").rsplit(",", 1)[0] + ", 1 thread"
-    return result
+    return common.run_on_threads(_run, device, quick, threads=CPU_THREADS)
 
 
 def _run(device: str, quick: bool) -> dict:
     from fairseq.sequence_generator import SequenceGenerator
 
     reps, warmup = (3, 1) if quick else (11, 2)
-    task, ours, plain = build_models(device)
-    models = {"prophetnet": ours, "transformer": plain, "hf_prophetnet": build_hf(ours, device)}
-    train = _train_times(task, models, GIGAWORD, reps, warmup, device)
-    train_long = _train_times(task, models, LONG, reps, warmup, device)
+    data = common.dummy_dictionary_dir(VOCAB, ("src", "tgt"))
+    sides = {name: build_side(name, data, device) for name in SIDES}
+    (task, ours, _, args), (_, plain, _, _) = sides["prophetnet"], sides["transformer"]
+    hf = build_hf(args, task.target_dictionary, device)
+    train = _train_times(sides, hf, GIGAWORD, reps, warmup, device)
+    train_long = _train_times(sides, hf, LONG, reps, warmup, device)
 
     for m in (ours, plain):
         m.eval()
     length = GIGAWORD[2]
-    batches = make_batches(4, device, GIGAWORD)
+    batches = make_batches(task.target_dictionary, 4, device, GIGAWORD)
     gen_args = dict(beam_size=BEAM, max_len_a=0, max_len_b=length - 1, min_len=length - 1, len_penalty=1.0)
-    gen = _interleaved({
+    gen = common.interleaved_medians({
         name: _generate(SequenceGenerator([m], task.target_dictionary, **gen_args), m, batches, length)
         for name, m in (("prophetnet", ours), ("transformer", plain))
-    }, reps, warmup, device)
+    }, reps, device, warmup=warmup)
     # The bound: per step ProphetNet's decoder layers do (2L - 1) / L of a Transformer's layer
     # work (the main row and the next-token row in L - 1 layers, the next-token row in the
     # last); the rest of a step (encoder, output layer, search) is the same.
-    share = decoder_layer_share(SequenceGenerator([plain], task.target_dictionary, **gen_args), plain, batches,
-                                length, reps, device)
+    share = common.share_of_time_in(
+        plain.decoder.layers, _generate(SequenceGenerator([plain], task.target_dictionary, **gen_args), plain,
+                                        batches, length), reps, device)
     layers = len(ours.decoder.layers)
     bound = 1.0 / (1.0 + share * (layers - 1) / layers)
 
@@ -326,14 +209,4 @@ def _run(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    import json
-    import sys
-
-    if len(sys.argv) == 3 and sys.argv[1] == "--train-one" and sys.argv[2] in ("prophetnet", "transformer"):
-        from benchmarks.common import vm_hwm_mb
-
-        torch.set_num_threads(1)
-        _train_updates(sys.argv[2], "cpu")
-        print(vm_hwm_mb())
-    else:
-        print(json.dumps(run("cuda" if torch.cuda.is_available() else "cpu", "--quick" in sys.argv), indent=2))
+    common.train_one_main("benchmarks.prophetnet", tuple(SIDES), _train_updates, threads=CPU_THREADS)

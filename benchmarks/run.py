@@ -1,14 +1,16 @@
 """Run the benchmarks side by side and publish their ratios.
 
-    python -m benchmarks.run [--only NAME ...] [--quick] [--device cpu|cuda]
+    python -m benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out DIR]
 
 Each module named in ``BENCHMARKS`` has ``run(device: str, quick: bool) -> dict`` that
-returns ``{"metrics": {name: value}, "details": {...}}`` (and ``"hardware"`` when it runs
-with other settings than the process, e.g. another thread count); every ratio is measured within one
-process, both sides on the same batches, so machine load affects both alike. Results go
-to ``benchmarks/results/{cpu,gpu}.json`` (merged with earlier results of modules not re-run),
-to the table between the ``bench:start``/``bench:end`` markers of the README and to the
-figure ``benchmarks/results/speed.png`` (``benchmarks/plot.py``).
+returns ``{"metrics": {name: value}, "details": {...}, "hardware": "..."}``, measured with
+the harness of ``benchmarks/common.py``: every ratio within one process, both sides on the
+same batches, interleaved, so machine load affects both alike. Results go to
+``benchmarks/results/{cpu,gpu}.json`` (merged with earlier results of modules not re-run),
+to the table between the ``bench:start``/``bench:end`` markers of docs/results/speed.md and
+to the figure ``benchmarks/results/speed.png`` (``benchmarks/plot.py``). ``--quick`` (fewer
+repetitions, noisier: a check that the benchmarks run) writes to ``--out``, a new temporary
+folder unless given; only a run into ``benchmarks/results`` updates the table.
 """
 from __future__ import annotations
 
@@ -16,31 +18,18 @@ import argparse
 import importlib
 import json
 import logging
-import os
-import platform
+import tempfile
 import time
 from pathlib import Path
 
 import torch
 
+from benchmarks.common import ROOT, hardware
 from benchmarks.plot import load_results, plot_ratios
 
-ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-
-
-def hardware(device: str) -> str:
-    if device == "cuda":
-        return torch.cuda.get_device_name(0)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {torch.get_num_threads()} threads"
 
 
 def render_table(results: dict) -> str:
@@ -59,7 +48,7 @@ def render_table(results: dict) -> str:
 
 
 def update_readme(results: dict) -> None:
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "results" / "speed.md"
     text = readme.read_text(encoding="utf-8")
     if START not in text or END not in text:
         return
@@ -69,16 +58,25 @@ def update_readme(results: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from fairseq_ext.errors import require
+
     p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these benchmarks")
-    p.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run, noisier)")
-    p.add_argument("--device", choices=["cpu", "cuda"], default="cuda" if torch.cuda.is_available() else "cpu")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the models run (default: cpu)")
+    p.add_argument("--quick", action="store_true",
+                   help="fewer repetitions (a smoke run, noisier), written to --out, not to the published results")
+    p.add_argument("--out", type=Path, help="folder of the results (default: benchmarks/results; with --quick, "
+                                            "a new temporary folder)")
     args = p.parse_args(argv)
+    require(args.device != "cuda" or torch.cuda.is_available(),
+            "--device cuda, but torch.cuda.is_available() is false (a CPU build of torch, or no GPU visible): "
+            "run with --device cpu, or on a machine with a GPU and a CUDA build of torch")
     logging.getLogger().setLevel(logging.WARNING)
+    out_dir = args.out or (Path(tempfile.mkdtemp(prefix="fairseq_ext_bench_quick_")) if args.quick else RESULTS)
     kind = "gpu" if args.device == "cuda" else "cpu"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    out_path = RESULTS / f"{kind}.json"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out_path = out_dir / f"{kind}.json"
     previous = json.loads(out_path.read_text()) if out_path.exists() else {"benchmarks": {}}
     merged = {"hardware": hardware(args.device), "torch": torch.__version__,
               "date": time.strftime("%Y-%m-%d"), "benchmarks": dict(previous.get("benchmarks", {}))}
@@ -87,17 +85,20 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.time()
         result = module.run(args.device, args.quick)
         result["seconds"] = round(time.time() - t0, 1)
-        result.setdefault("hardware", hardware(args.device))  # the threads this module ran with
         merged["benchmarks"][name] = result
         for metric, value in result["metrics"].items():
             print(f"{name:12s} {metric:45s} {value}")
     out_path.write_text(json.dumps(merged, indent=2) + "\n")
-    results = load_results(RESULTS)
-    update_readme(results)
-    plot_ratios(results, RESULTS / "speed.png")
-    print(f"wrote {out_path}, {RESULTS / 'speed.png'}"
-          + (" and the README table" if os.path.exists(ROOT / "README.md") else ""))
+    results = load_results(out_dir)
+    plot_ratios(results, out_dir / "speed.png")
+    published = out_dir.resolve() == RESULTS.resolve()
+    if published:
+        update_readme(results)
+    print(f"wrote {out_path}, {out_dir / 'speed.png'}" + (" and the table of docs/results/speed.md" if published else ""))
 
 
 if __name__ == "__main__":
+    from fairseq_ext.errors import install_cli_excepthook
+
+    install_cli_excepthook()
     main()
