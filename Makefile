@@ -7,6 +7,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fairseq_ext-installed
 # fairseq 0.12.2 does not import on Python >= 3.11; fairseq-fixed is the same code that does.
 FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" if sys.version_info >= (3, 11) else "fairseq==0.12.2")')
+# Two workers (pytest-xdist), one per core; a file stays on one worker (its fixtures built once).
+PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
 .PHONY: venv quickstart test test-slow bench clean gpu-wheels gpu-check
@@ -33,7 +35,7 @@ quickstart: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/quickstart/run.sh
 
 test: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m benchmarks.run

@@ -30,5 +30,5 @@ setup(
     ],
     # transformers: the independent ProphetNet the tests and benchmarks compare with (no weights
     # are downloaded; tiny random configurations only).
-    extras_require={"test": ["pytest>=7", "transformers>=4.30"]},
+    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "transformers>=4.30"]},
 )

@@ -12,10 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from fairseq_ext import plugin
 
 plugin.load()
+# `make test` runs two pytest workers on the 2 cores (pytest-xdist); one thread each, and one
+# for every CLI a test starts, so that no two thread pools fight over a core.
+torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "examples" / "quickstart" / "data"
@@ -39,7 +43,7 @@ def cli_env() -> dict:
     env = dict(os.environ)
     env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "")
     env["PYTHONWARNINGS"] = "ignore"
-    env.setdefault("OMP_NUM_THREADS", "2")
+    env.setdefault("OMP_NUM_THREADS", "1")
     return env
 
 
