@@ -23,12 +23,14 @@ from fairseq_ext.masking import (
     folded_keys,
     mask_at,
     mask_picture,
+    masks_of_task,
     ngram_stream_buckets,
     order_ranks,
     predicates,
     relative_position_bucket,
     step_mask,
 )
+from fairseq_ext.models.unilm_init import prepare_unilm_model
 from fairseq_ext.models.unilm_transformer import UniLMTask, UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedTransformerLayer
 from fairseq_ext.tasks.permutation_lm import PermutationLMConfig, PermutationLMTask
@@ -315,12 +317,35 @@ def test_the_masks_the_model_runs_are_the_rule(monkeypatch):
         assert torch.equal(allowed[:, 0, :width], ~source_pad) and allowed[:, 0, width:].all()
 
 
+def test_each_task_accepts_the_masks_the_registry_lists_for_it(monkeypatch):
+    """The tasks take their accepted masks from the registry: a new entry is accepted by the
+    tasks it names, and a mask of the other task is refused with the task that trains it."""
+    assert masks_of_task("unilm_seq2seq") == ("prefix", "causal")
+    assert masks_of_task("permutation_lm") == ("causal", "permutation")
+    monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", AttentionVariant(
+        lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone", incremental=False,
+        tasks=("permutation_lm",)))
+    assert masks_of_task("permutation_lm") == ("causal", "permutation", "bidirectional")
+    d = dictionary()
+    lm = PermutationLMTask(PermutationLMConfig(), d)
+    cfg = argparse.Namespace(init_from=None)
+    prepare_unilm_model(build(lm, "bidirectional"), cfg, task="permutation_lm", dictionary=d, from_checkpoint=False)
+    for mask, task, message in (
+            ("bidirectional", "unilm_seq2seq",
+             "--attention-mask bidirectional is for --task permutation_lm; unilm_seq2seq takes prefix or causal"),
+            ("prefix", "permutation_lm",
+             "--attention-mask prefix is for --task unilm_seq2seq; permutation_lm takes causal or permutation or "
+             "bidirectional")):
+        with pytest.raises(FairseqExtError, match=message):
+            prepare_unilm_model(build(lm, mask), cfg, task=task, dictionary=d, from_checkpoint=False)
+
+
 def test_a_new_mask_is_one_registry_entry_and_decodes_by_recomputation(monkeypatch):
     """A registered variant that is not incremental (here: everyone sees everyone) is built,
     runs its rule in the full pass, and beam search decodes it by recomputing the whole
     sequence: with or without fairseq's cache, the same hypotheses."""
     bidirectional = AttentionVariant(lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone",
-                                     incremental=False)
+                                     incremental=False, tasks=("unilm_seq2seq",))
     monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", bidirectional)
     d = dictionary()
     model = build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "bidirectional").double()

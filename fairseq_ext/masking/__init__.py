@@ -34,7 +34,7 @@ from fairseq_ext.masking.attention import (
     prefix_lm_mask,
     random_order,
 )
-from fairseq_ext.masking.attention_variants import ATTENTION_VARIANTS, AttentionVariant
+from fairseq_ext.masking.attention_variants import ATTENTION_VARIANTS, AttentionVariant, masks_of_task
 from fairseq_ext.masking.corruption import choose_share, example_rng, replace_80_10_10, uniform_count_mask
 from fairseq_ext.masking.hybrid import (
     DEFAULT_TRAIN_COPY_SHARE,
@@ -103,6 +103,7 @@ __all__ = [
     "main_stream_mask",
     "mask_at",
     "mask_picture",
+    "masks_of_task",
     "MASK_POSITION",
     "MaskMod",
     "mix_decoder_input",

@@ -25,6 +25,7 @@ import torch
 from fairseq.data import Dictionary
 
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.masking import ATTENTION_VARIANTS, masks_of_task
 from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
 
@@ -159,16 +160,21 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
                     path, len(unused), ", ".join(unused))
 
 
-def prepare_unilm_model(model, cfg, *, task: str, masks: tuple[str, ...], wrong_mask: str, dictionary: Dictionary,
+def prepare_unilm_model(model, cfg, *, task: str, dictionary: Dictionary,
                         keep_ids: Optional[torch.Tensor] = None, from_checkpoint: bool) -> None:
     """What ``unilm_seq2seq`` and ``permutation_lm`` (``task``) do with the model fairseq built
-    for them: it must be a ``unilm_transformer`` running one of the task's attention ``masks``
-    (else ``--attention-mask X`` + ``wrong_mask`` is the error), and a new model starts from
-    ``--init-from`` (``init_from_pretrained`` with ``dictionary`` and ``keep_ids``)."""
+    for them: it must be a ``unilm_transformer`` running one of the attention masks that
+    ``masking.ATTENTION_VARIANTS`` lists for the task (else the error names the task that trains
+    it), and a new model starts from ``--init-from`` (``init_from_pretrained`` with
+    ``dictionary`` and ``keep_ids``)."""
     require(isinstance(model, UniLMTransformerModel),
             f"--task {task} runs on one stack: use --arch unilm_transformer, unilm_transformer_base or "
             "unilm_transformer_tiny")
-    require(model.attention_mask in masks, f"--attention-mask {model.attention_mask} {wrong_mask}")
+    mask = model.attention_mask
+    accepted = masks_of_task(task)
+    require(mask in accepted,
+            f"--attention-mask {mask} is for --task {' or '.join(ATTENTION_VARIANTS[mask].tasks)}; "
+            f"{task} takes {' or '.join(accepted)}")
     init_from = getattr(cfg, "init_from", None)
     if init_from and not from_checkpoint:
         init_from_pretrained(model, init_from, dictionary, keep_ids)

@@ -31,7 +31,7 @@ from fairseq_ext.data import CompleteBatchesTaskMixin
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.masking import random_order
+from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
 from fairseq_ext.models.unilm_transformer import UniLMTask
 from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
@@ -122,17 +122,15 @@ class PermutationLMTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMT
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        prepare_unilm_model(model, cfg, task="permutation_lm", masks=("permutation", "causal"),
-                            wrong_mask="needs a source and a target: use --task unilm_seq2seq; permutation_lm "
-                                       "takes permutation or causal",
-                            dictionary=self.dictionary, from_checkpoint=from_checkpoint)
+        prepare_unilm_model(model, cfg, task="permutation_lm", dictionary=self.dictionary,
+                            from_checkpoint=from_checkpoint)
         self.attention_mask = model.attention_mask
         self.model_positions = model.encoder.max_positions()
         return model
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """Each sequence in a fresh random order (fairseq seeds torch per update)."""
-        if self.attention_mask == "permutation":
+        if ATTENTION_VARIANTS[self.attention_mask].random_order:
             tokens = sample["net_input"]["src_tokens"]
             sample["net_input"]["order"] = random_order(tokens.eq(self.dictionary.pad()), keep_first=1)
         return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)

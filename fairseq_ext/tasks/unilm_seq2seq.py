@@ -155,10 +155,8 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        prepare_unilm_model(model, cfg, task="unilm_seq2seq", masks=("prefix", "causal"),
-                            wrong_mask="is for --task permutation_lm; unilm_seq2seq uses prefix (UniLM: "
-                                       "bidirectional source) or causal (left to right throughout)",
-                            dictionary=self.full_dictionary, keep_ids=self.keep_ids, from_checkpoint=from_checkpoint)
+        prepare_unilm_model(model, cfg, task="unilm_seq2seq", dictionary=self.full_dictionary, keep_ids=self.keep_ids,
+                            from_checkpoint=from_checkpoint)
         self.model_positions = model.encoder.max_positions()
         return model
 
