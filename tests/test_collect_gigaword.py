@@ -157,10 +157,12 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
         (bisect / f"{name}-s{seed}" / "results.json").write_text(json.dumps(
             {"settings": {"ngram": 2}, "points": {"500": _point(r1, distinct, [15.0 + seed, 12.8])}}))
     _run(tmp_path, "p2", 1, {250: _point(5.0, 1, [12.0, 11.0]), 500: _point(2.38, 1, [14.6, 12.0])}, REFS)
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "runs").rename(tmp_path / "kept" / "sorted")  # compare_gigaword.sh's kept runs, by batching
     page = tmp_path / "prophetnet.md"
     page.write_text("a\n<!-- bisection:start -->\n<!-- bisection:end -->\nb\n")
-    subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--page", page], check=True,
-                   capture_output=True, text=True)
+    subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--runs", tmp_path / "kept", "--publish",
+                    tmp_path / "published", "--page", page], check=True, capture_output=True, text=True)
     summary = json.loads((bisect / "bisection.json").read_text())
     assert list(summary["variants"]) == ["fairseq-train", "hf", "ours-unsorted"]
     assert list(summary["variants"]["ours-unsorted"]["seeds"]) == ["1", "2"]
@@ -168,6 +170,29 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
     assert lines[2].startswith("| variant (n = 2) | seeds | 250 updates") and len(lines) == 9
     assert lines[4] == "| " + module.BISECTION["fairseq-train"] + " | 1 | 5.00 / 1 / 12.0 | 2.38 / 1 / 14.6 |"
     assert lines[6].endswith("| 1, 2 |  | 12.00 / 650, 700 / 16.5 |")
+
+
+def test_bisection_keeps_published_rows_whose_runs_are_gone(tmp_path):
+    """A fresh work folder: variants with runs on disk are read from them, the others keep their
+    rows from the published bisection.json (seeds and points as numbers again)."""
+    bisect, published = tmp_path / "bisect", tmp_path / "published"
+    (bisect / "ours-fairseq-unsorted-s1").mkdir(parents=True)
+    (bisect / "ours-fairseq-unsorted-s1" / "results.json").write_text(json.dumps(
+        {"points": {"500": _point(10.0, 480, [17.0, 14.0])}}))
+    published.mkdir()
+    old_point = {"rouge1_f1": 11.83, "distinct_hypotheses": 725, "valid_accuracy_per_stream": [18.4, 15.0]}
+    (published / "bisection.json").write_text(json.dumps({"variants": {
+        "hf-unsorted": {"label": "old label", "seeds": {"1": {"commands": ["x"], "points": {"500": old_point}}}},
+        "ours-fairseq-unsorted": {"label": "stale", "seeds": {"7": {"commands": ["y"], "points": {"500": old_point}}}},
+    }}))
+    (tmp_path / "kept").mkdir()
+    subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--runs", tmp_path / "kept", "--publish", published],
+                   check=True, capture_output=True, text=True)
+    variants = json.loads((published / "bisection.json").read_text())["variants"]
+    assert list(variants) == ["hf-unsorted", "ours-fairseq-unsorted"]
+    assert variants["hf-unsorted"]["seeds"] == {"1": {"commands": ["x"], "points": {"500": old_point}}}
+    assert list(variants["ours-fairseq-unsorted"]["seeds"]) == ["1"]  # on disk wins over the published row
+    assert variants["ours-fairseq-unsorted"]["seeds"]["1"]["points"]["500"]["rouge1_f1"] == 10.0
 
 
 def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):

@@ -43,8 +43,9 @@ def test_reference_scores_every_point_and_resumes_exactly(tiny_data, tmp_path):
     assert "every point is done" in reference(tiny_data, whole, "--updates", 4, "--eval-at", 2, 4)
 
 
-def test_this_plugins_model_runs_in_the_same_loop(tiny_data, tmp_path):
-    reference(tiny_data, tmp_path, "--model", "fairseq_ext", "--ngram", 3, "--updates", 2, "--batching", "unsorted")
+@pytest.mark.parametrize("batching", ["unsorted", "fairseq-unsorted"])
+def test_this_plugins_model_runs_in_the_same_loop(tiny_data, tmp_path, batching):
+    reference(tiny_data, tmp_path, "--model", "fairseq_ext", "--ngram", 3, "--updates", 2, "--batching", batching)
     point = json.loads((tmp_path / "results.json").read_text())["points"]["2"]
     assert len(point["valid_accuracy_per_stream"]) == 3
 

@@ -17,8 +17,11 @@
 #   ours            this plugin's prophetnet in the same loop (its initialisation, ngram_language_loss)
 #   ours-unsorted   the same on unsorted batches (pairs in a random order, no length buckets)
 #   hf-unsorted     transformers' model on unsorted batches
-# Resumable (each variant and seed is DIR/NAME-sSEED/results.json; table 2's fairseq-train runs
-# runs/p2-sSEED are its first row). Writes DIR/bisection.json and the block of
+#   ours-fairseq-unsorted  this plugin's prophetnet in the loop on the batches of fairseq-train
+#                   --unsorted-batches (fairseq's batch iterator over the task's random order)
+# Resumable (each variant and seed is DIR/NAME-sSEED/results.json; table 2's kept fairseq-train
+# runs examples/prophetnet/runs/{sorted,unsorted}/p2-sSEED are its first rows; a variant with no
+# run in DIR keeps its row from the published bisection.json). Writes DIR/bisection.json and the block of
 # docs/results/prophetnet.md between <!-- bisection:start --> and <!-- bisection:end -->
 # (collect_gigaword.py --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish.
 # Cost on 2 CPU cores with --jobs 2: about 12 minutes per variant of this plugin and 20 per
@@ -26,7 +29,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/gigaword-comparison/bisect" SEEDS=1 JOBS=2 THREADS="" DATA="" ONLY="hf hf-as-released ours ours-unsorted hf-unsorted"
+WORK="$ROOT/work/gigaword-comparison/bisect" SEEDS=1 JOBS=2 THREADS="" DATA="" ONLY="hf hf-as-released ours ours-unsorted hf-unsorted ours-fairseq-unsorted"
 PUBLISH=(--publish "$HERE" --page "$ROOT/docs/results/prophetnet.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -54,6 +57,7 @@ for name in $ONLY; do
     ours) opts="--model fairseq_ext" ;;
     ours-unsorted) opts="--model fairseq_ext --batching unsorted" ;;
     hf-unsorted) opts="--model transformers --batching unsorted" ;;
+    ours-fairseq-unsorted) opts="--model fairseq_ext --batching fairseq-unsorted" ;;
     *) die "unknown variant $name (see --help)" ;;
   esac
   for seed in $SEEDS; do

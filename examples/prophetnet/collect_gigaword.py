@@ -43,18 +43,22 @@ LABELS = {
     "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
 }
 BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
-            "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
+            "p1-pt": "p1", "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
 START, END = "<!-- table2:start -->", "<!-- table2:end -->"
 BISECTION = {
     "fairseq-train": "fairseq-train, this plugin's prophetnet (table 2's run)",
+    "fairseq-train-unsorted": "fairseq-train --unsorted-batches, this plugin's prophetnet (table 2's run)",
     "ours": "this plugin's prophetnet in the reference loop",
     "hf": "transformers' ProphetNet, layout corrected",
     "hf-as-released": "transformers' ProphetNet, layout as released",
     "ours-unsorted": "this plugin's prophetnet, unsorted batches",
     "hf-unsorted": "transformers' ProphetNet (corrected), unsorted batches",
+    "ours-fairseq-unsorted": "this plugin's prophetnet in the reference loop, fairseq-train --unsorted-batches' batches",
 }
+# Table 2's fairseq-train n = 2 runs in the bisection: the kept runs of compare_gigaword.sh per batching.
+FAIRSEQ_TRAIN_ROWS = {"fairseq-train": "sorted", "fairseq-train-unsorted": "unsorted"}
 
 
 def points_of(result: dict) -> dict:
@@ -312,12 +316,18 @@ def write_into_page(page: Path, table: str, start: str = START, end: str = END) 
     page.write_text(f"{head}{start}\n{table}{end}{tail}")
 
 
-def bisection(folder: Path, runs: Path) -> dict:
+def bisection(folder: Path, kept: Path, published: Path | None = None) -> dict:
     """The variants of bisect.sh (``folder/NAME-sSEED/results.json``) and table 2's fairseq-train
-    n = 2 runs (``runs/p2-sSEED``), per seed and scored point."""
+    n = 2 runs (``kept/BATCHING/p2-sSEED``), per seed and scored point. A variant with no run on
+    disk keeps its row from ``published`` (an earlier bisection.json), so the table survives a
+    fresh work folder."""
+    earlier = json.loads(published.read_text())["variants"] if published and published.exists() else {}
     rows = {}
     for name, label in BISECTION.items():
-        pattern = (runs, "p2-s*") if name == "fairseq-train" else (folder, f"{name}-s*")
+        if name in FAIRSEQ_TRAIN_ROWS:
+            pattern = (kept / FAIRSEQ_TRAIN_ROWS[name], "p2-s*")
+        else:
+            pattern = (folder, f"{name}-s*")
         seeds = {}
         for path in sorted(pattern[0].glob(f"{pattern[1]}/results.json")):
             seed = re.fullmatch(r".*-s(\d+)", path.parent.name)
@@ -328,6 +338,9 @@ def bisection(folder: Path, runs: Path) -> dict:
                     "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses", "valid_accuracy_per_stream",
                                                           "train_loss_last_50")}
                                for u, p in sorted(points_of(result).items())}}
+        if not seeds and name in earlier:
+            seeds = {int(seed): dict(run, points={int(u): p for u, p in run["points"].items()})
+                     for seed, run in earlier[name]["seeds"].items()}
         if seeds:
             rows[name] = {"label": label, "seeds": dict(sorted(seeds.items()))}
     if not rows:
@@ -358,11 +371,13 @@ def bisection_markdown(summary: dict) -> str:
 
 
 def publish_bisection(args) -> None:
-    summary = bisection(args.bisection, args.runs or args.bisection.parent / "runs")
+    summary = bisection(args.bisection, args.runs or Path(__file__).resolve().parent / "runs",
+                        (args.publish or Path(__file__).resolve().parent) / "bisection.json")
     table = bisection_markdown(summary)
     (args.bisection / "bisection.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(table, end="")
     if args.publish:
+        args.publish.mkdir(parents=True, exist_ok=True)
         shutil.copy(args.bisection / "bisection.json", args.publish / "bisection.json")
     if args.page:
         write_into_page(args.page, table, "<!-- bisection:start -->", "<!-- bisection:end -->")
@@ -377,8 +392,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--eval-at", default="", help="with --is-kept: the points, e.g. \"250 500\"")
     p.add_argument("--bisection", type=Path, help="bisect.sh's folder: write its table instead")
     p.add_argument("--runs", type=Path, help="folder of table 2's runs, NAME-sSEED each (default WORK/runs; with "
-                                              "--bisection its p2-sSEED runs are the fairseq-train row, default "
-                                              "BISECTION/../runs)")
+                                              "--bisection the kept runs, BATCHING/p2-sSEED, whose n = 2 runs are "
+                                              "the fairseq-train rows, default examples/prophetnet/runs)")
     p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
                                              "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")

@@ -23,7 +23,11 @@ the bisection of docs/results/prophetnet.md (table 2) was run:
 * ``--loss fairseq_ext``: the ``ngram_language_loss`` criterion on transformers' logits;
 * ``--init fairseq_ext`` / ``--init transformers``: start from the other implementation's
   initialisation (the weights mapped across);
-* ``--batching unsorted``: pairs in a random order instead of fairseq's length buckets.
+* ``--batching unsorted``: pairs in a random order instead of fairseq's length buckets, a new
+  order each epoch, batches filled greedily;
+* ``--batching fairseq-unsorted``: the batches ``fairseq-train --unsorted-batches`` trains on
+  (``translation_prophetnet``'s random order under fairseq's batch iterator: batch sizes a
+  multiple of 8 pairs, cut once, their order reshuffled each epoch).
 
 At every ``--eval-at`` update the model is copied into a ``prophetnet`` (the forward
 functions are equal with the corrected layout, tested) and decoded with fairseq's beam search
@@ -75,6 +79,7 @@ def fairseq_args(data: str, a) -> argparse.Namespace:
             "--max-target-positions", str(POSITIONS), "--seed", str(a.seed), "--num-workers", "0"]
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     args.left_pad_source = False
+    args.unsorted_batches = a.batching == "fairseq-unsorted"
     return args
 
 
@@ -157,9 +162,10 @@ def stream_accuracy(view, task, criterion, args) -> list:
 
 
 def batches(task, split, args, seed, shuffle, epoch=1, batching="fairseq"):
-    """fairseq's batches (pairs of similar length together, the batch order shuffled) or, with
-    ``batching="unsorted"``, the pairs in a random order cut into batches of at most
-    ``--max-tokens`` (padded) tokens, as a plain training loop without length bucketing makes."""
+    """fairseq's batches (pairs of similar length together, the batch order shuffled; with
+    ``batching="fairseq-unsorted"`` the task's random order instead of lengths) or, with
+    ``batching="unsorted"``, the pairs in a new random order each epoch cut into batches of at
+    most ``--max-tokens`` (padded) tokens, as a plain training loop without length bucketing makes."""
     if batching == "unsorted":
         dataset = task.dataset(split)
         order = np.random.RandomState(seed + epoch).permutation(len(dataset))
@@ -221,8 +227,9 @@ def main(argv=None) -> None:
     p.add_argument("--model", choices=("transformers", "fairseq_ext"), default="transformers")
     p.add_argument("--layout", choices=("corrected", "as-released"), default="corrected")
     p.add_argument("--loss", choices=("transformers", "fairseq_ext"), default="transformers")
-    p.add_argument("--batching", choices=("fairseq", "unsorted"), default="fairseq",
-                   help="fairseq's length-bucketed batches (default) or unsorted ones (see batches())")
+    p.add_argument("--batching", choices=("fairseq", "unsorted", "fairseq-unsorted"), default="fairseq",
+                   help="fairseq's length-bucketed batches (default), a plain loop's unsorted ones, or "
+                        "fairseq-train --unsorted-batches' (see batches())")
     p.add_argument("--init", choices=("transformers", "fairseq_ext"), default=None,
                    help="initialisation (default: the trained model's own)")
     a = p.parse_args(argv)
