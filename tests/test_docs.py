@@ -17,6 +17,8 @@ GENERATED = {
                '--page "$ROOT/docs/results/prophetnet.md"'),
     "bisection": ("docs/results/prophetnet.md", "examples/prophetnet/bisect.sh",
                   '--page "$ROOT/docs/results/prophetnet.md"'),
+    "batches": ("docs/results/prophetnet.md", "examples/prophetnet/bisect.sh",
+                '--page "$ROOT/docs/results/prophetnet.md"'),
     "table3-minilm": ("docs/results/position-masking.md", "examples/position_masking/minilm.sh",
                       '--page "$ROOT/docs/results/position-masking.md"'),
     "unilm-pretrained": ("docs/results/unilm.md", "examples/unilm/pretrained_gigaword.sh",

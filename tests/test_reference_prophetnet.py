@@ -56,3 +56,26 @@ def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path):
         proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
                                "--out", tmp_path, *SIZES, *extra], capture_output=True, text=True, env=cli_env())
         assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_batch_stats_count_every_pair_once_per_epoch(tiny_data, tmp_path):
+    """examples/prophetnet/batch_stats.py: over one epoch every way of cutting batches covers the
+    400 training pairs exactly once; fairseq's iterator rounds batches down to multiples of 8
+    pairs (all but the few where 8 long pairs exceed --max-tokens, or the epoch's last), the
+    reference loop's unsorted batches are not rounded and so hold more pairs."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        from batch_stats import KINDS, markdown, statistics_of
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    rows = {}
+    for kind in KINDS:
+        epoch = statistics_of(str(tiny_data), kind, 600, 1, 1, "en", "de")["batches_per_epoch"]
+        rows[kind] = statistics_of(str(tiny_data), kind, 600, 1, epoch, "en", "de")
+        assert rows[kind]["pairs_seen"] == 400
+    for kind in ("fairseq", "fairseq-unsorted"):
+        assert rows[kind]["share_of_batches_a_multiple_of_8"] >= 0.9
+    assert rows["unsorted"]["share_of_batches_a_multiple_of_8"] < 0.5
+    assert rows["unsorted"]["pairs_per_batch_mean"] > rows["fairseq-unsorted"]["pairs_per_batch_mean"]
+    table = markdown({"max_tokens": 600, "seed": 1, "updates": 7, "kinds": rows})
+    assert table.count("\n") == 2 + len(KINDS) and "| fairseq-train --unsorted-batches |" in table

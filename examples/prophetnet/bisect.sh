@@ -23,7 +23,8 @@
 # runs examples/prophetnet/runs/{sorted,unsorted}/p2-sSEED are its first rows; a variant with no
 # run in DIR keeps its row from the published bisection.json). Writes DIR/bisection.json and the block of
 # docs/results/prophetnet.md between <!-- bisection:start --> and <!-- bisection:end -->
-# (collect_gigaword.py --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish.
+# (collect_gigaword.py --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish;
+# batch_stats.py writes batch_stats.json and the <!-- batches:start --> block the same way.
 # Cost on 2 CPU cores with --jobs 2: about 12 minutes per variant of this plugin and 20 per
 # transformers variant.
 set -euo pipefail
@@ -71,4 +72,10 @@ xargs -P "$JOBS" -d '\n' -n 1 bash -c 'set -- $1; name=$1; shift; echo "== start
   if OMP_NUM_THREADS=$THREADS "$@" >> "$WORK/$name.log" 2>&1; then echo "== done  $name";
   else echo "== FAILED $name (see $WORK/$name.log)"; exit 1; fi' _ < "$JOBLIST" || status=1
 python "$HERE/collect_gigaword.py" --bisection "$WORK" "${PUBLISH[@]}"
+# What the batches hold under each way of cutting them (batch_stats.py; the last bisection step).
+if [ ${#PUBLISH[@]} -gt 0 ]; then
+  python "$HERE/batch_stats.py" "$PREP/bin" --out "$HERE/batch_stats.json" --page "$ROOT/docs/results/prophetnet.md"
+else
+  python "$HERE/batch_stats.py" "$PREP/bin" --out "$WORK/batch_stats.json"
+fi
 exit "$status"

@@ -37,24 +37,25 @@ import numpy as np
 LABELS = {
     "transformer": "Transformer (same sizes)", "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2",
     "p2-g0.5": "ProphetNet n=2, gamma 0.5",
+    "p2-m1": "ProphetNet n=2, batches not rounded to 8 pairs",
     "p3": "ProphetNet n=3",
     "ref-p1": "transformers' ProphetNet n=1 (reference)", "ref-p2": "transformers' ProphetNet n=2 (reference)",
     "p1-pt": "ProphetNet n=1 + span pre-training", "p2-pt": "ProphetNet n=2 + span pre-training",
     "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
 }
-BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
+BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p2-m1": "p2", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
             "p1-pt": "p1", "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
 START, END = "<!-- table2:start -->", "<!-- table2:end -->"
 BISECTION = {
-    "fairseq-train": "fairseq-train, this plugin's prophetnet (table 2's run)",
+    "fairseq-train": "fairseq-train, this plugin's prophetnet, length-sorted batches (table 2's earlier run)",
     "fairseq-train-unsorted": "fairseq-train --unsorted-batches, this plugin's prophetnet (table 2's run)",
     "ours": "this plugin's prophetnet in the reference loop",
     "hf": "transformers' ProphetNet, layout corrected",
     "hf-as-released": "transformers' ProphetNet, layout as released",
-    "ours-unsorted": "this plugin's prophetnet, unsorted batches",
-    "hf-unsorted": "transformers' ProphetNet (corrected), unsorted batches",
+    "ours-unsorted": "this plugin's prophetnet in the reference loop, the loop's unsorted batches",
+    "hf-unsorted": "transformers' ProphetNet (corrected), the loop's unsorted batches",
     "ours-fairseq-unsorted": "this plugin's prophetnet in the reference loop, fairseq-train --unsorted-batches' batches",
 }
 # Table 2's fairseq-train n = 2 runs in the bisection: the kept runs of compare_gigaword.sh per batching.

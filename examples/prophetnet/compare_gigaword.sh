@@ -13,9 +13,10 @@
 #       [--batching unsorted|sorted] [--only "NAMES"] [--work DIR] [--data DIR] [--no-publish]
 # --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
 #   it data_prep/gigaword.sh downloads it (the unilm row reads the raw files, so it needs --data).
-# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 (one run per seed) and
+# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p2-m1 (one run per seed) and
 #   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only, on its own
-#   task's length-sorted batches).
+#   task's length-sorted batches). p2-m1: n = 2 on batches not rounded down to a multiple of 8
+#   pairs (gigaword.sh --batch-multiple 1), as the reference loop's batches are.
 # --batching: unsorted (default) cuts the fine-tuning batches from the pairs in a random order
 #   (translation_prophetnet --unsorted-batches, reference_transformers.py --batching unsorted);
 #   sorted uses fairseq's length-sorted batches, under which n >= 2 writes one headline for
@@ -39,7 +40,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 WORK="$ROOT/work/gigaword-comparison" THREADS="" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
-ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p1-pt p2-pt p3-pt unilm" BATCHING=unsorted DATA=""
+ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p2-m1 p1-pt p2-pt p3-pt unilm" BATCHING=unsorted DATA=""
 PUBLISH=(--publish "$HERE" --page "$ROOT/docs/results/prophetnet.md")
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -58,7 +59,7 @@ case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=
   *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
 for n in $EVAL_AT; do [ "$n" -ge 1 ] && [ "$n" -le "$UPDATES" ] || die "--eval-at points must lie within 1 .. --updates ($UPDATES)"; done
 for name in $ONLY; do
-  case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
+  case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p2-m1|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
 done
 THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
 DATA_ARGS=()
@@ -90,6 +91,8 @@ for seed in $SEEDS; do
       transformer) add "$name-s$seed" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" "${UNSORTED[@]}" ;;
       p1|p2|p3) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 --seed "$seed" \
                   "${UNSORTED[@]}" ;;
+      p2-m1) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --batch-multiple 1 --pretrain-updates 0 \
+               --seed "$seed" "${UNSORTED[@]}" ;;
       p2-g0.5) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 \
                  --seed "$seed" "${UNSORTED[@]}" ;;
       p[123]-pt) n="${name#p}"; add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \

@@ -19,6 +19,9 @@
 #     --seed N                seed of initialisation, batches and dropout (default 1)
 #     --unsorted-batches      fine-tune on batches cut from the pairs in a random order instead of
 #                             fairseq's order by length (translation_prophetnet --unsorted-batches)
+#     --batch-multiple N      fine-tuning batches hold a multiple of N pairs (fairseq-train
+#                             --required-batch-size-multiple; default fairseq's 8, which rounds a
+#                             batch down to 8, 16, 24, ... pairs below --max-tokens)
 #     --eval-at "N1 N2 ..."   fine-tuning updates to decode and score at (default: the last one);
 #                             each point's checkpoint is decoded, scored and then deleted, and a
 #                             rerun resumes (finished points are kept, training continues from
@@ -46,7 +49,7 @@ export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
-PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" UNSORTED=()
+PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" UNSORTED=() MULTIPLE=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -59,6 +62,7 @@ while [ $# -gt 0 ]; do
     --ngram-gamma) GAMMA="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
     --unsorted-batches) UNSORTED=(--unsorted-batches); shift ;;
+    --batch-multiple) MULTIPLE=(--required-batch-size-multiple "$2"); shift 2 ;;
     --eval-at) EVAL_AT="$2"; shift 2 ;;
     --pretrain-updates) PRETRAIN="$2"; shift 2 ;;
     --finetune-updates) FINETUNE="$2"; shift 2 ;;
@@ -154,7 +158,7 @@ todo=0
 for n in $EVAL_AT; do [ -s "$WORK/points/$n.json" ] || todo=1; done
 if [ "$todo" = 1 ]; then
   logged fairseq-train "$PREP/bin" --task translation_prophetnet -s article -t title "${TRAIN_ARGS[@]}" \
-    --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" "${UNSORTED[@]}" --save-interval-updates "$EVERY" \
+    --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" "${UNSORTED[@]}" "${MULTIPLE[@]}" --save-interval-updates "$EVERY" \
     --validate-interval-updates "$EVERY" --save-dir "$WORK/finetune" >> "$WORK/finetune.log" 2>&1 \
     || { tail -20 "$WORK/finetune.log"; exit 1; }
   grep -E "\| valid on" "$WORK/finetune.log" | tail -1 | cut -c1-200 || true
