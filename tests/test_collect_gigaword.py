@@ -82,6 +82,18 @@ def test_seeds_points_and_verdicts(tmp_path):
     assert (tmp_path / "pub" / "figures" / "gigaword_rouge_curves.png").stat().st_size > 5000
 
 
+def test_main_table_compares_rows_at_the_last_point_they_share(tmp_path):
+    module = _module("collect_gigaword")
+    _run(tmp_path, "p1", 1, {250: _point(5.0, 30, [10.0]), 500: _point(10.0, 35, [20.0]),
+                             1000: _point(14.0, 38, [25.0])}, REFS)
+    _run(tmp_path, "p2", 1, {250: _point(2.0, 1, [9.0, 8.0]), 500: _point(3.0, 1, [14.0, 12.0])}, REFS)
+    table = module.markdown(module.summarise(tmp_path / "runs", REFS))
+    assert "Every row at 500 updates, the last point all rows reached" in table
+    assert "| ProphetNet n=1 (next token only) | 1 | 500 | 10.00 |" in table
+    assert "| ProphetNet n=1 (next token only) | 5.00 (30) | 10.00 (35) | 14.00 (38) |" in table
+    assert "| ProphetNet n=2 | 2.00 (1) | 3.00 (1) |  |" in table
+
+
 def _refs(tmp_path):
     path = tmp_path / "refs.txt"
     path.write_text("\n".join(REFS) + "\n")

@@ -255,10 +255,14 @@ def _pm(row: dict, m: str) -> str:
 
 def markdown(summary: dict) -> str:
     lines = [f"Fine-tuning batches: {summary['batching']}.", ""] if summary.get("batching") else []
+    shared = set.intersection(*(set(m["points"]) for m in summary["models"].values()))
+    if shared and any(max(m["points"]) > max(shared) for m in summary["models"].values()):
+        lines += [f"Every row at {max(shared)} updates, the last point all rows reached (later points: the "
+                  "second table).", ""]
     lines += ["| model | seeds | updates | ROUGE-1 | ROUGE-2 | ROUGE-L | distinct headlines (min-max) "
               "| valid accuracy per stream (%) |", "|---|---|---|---|---|---|---|---|"]
     for name, model in summary["models"].items():
-        update = max(model["points"])
+        update = max(shared) if shared else max(model["points"])
         row = model["points"][update]
         pre = f"{model['pretrain_updates']} + " if model["pretrain_updates"] else ""
         distinct = (f"{row['distinct_mean']:.0f} ({row['distinct_min']}-{row['distinct_max']})"

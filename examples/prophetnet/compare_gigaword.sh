@@ -81,7 +81,9 @@ first_seed="${SEEDS%% *}"
 GIGA=(bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
       --eval-at "$EVAL_AT")
 add() {  # add NAME CMD...: one line of JOBLIST, unless the kept results of NAME hold every point
-  if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$EVAL_AT"; then echo "== kept  $1"; return; fi
+  local points="$EVAL_AT"
+  case "$1" in unilm-*) points="$UPDATES" ;; esac  # examples/unilm/gigaword.sh scores its last update only
+  if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$points"; then echo "== kept  $1"; return; fi
   local out="$WORK/runs/$1"; shift; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
 for seed in $SEEDS; do
   for name in $ONLY; do
