@@ -225,3 +225,19 @@ def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
     text = page.read_text()
     assert "| from MiniLM | 2 | 500 | 21.50 ± 0.71 |" in text and "old" not in text and text.endswith("end -->\nb\n")
     assert "from MiniLM" in proc.stdout
+
+
+def test_keeping_a_run_again_leaves_its_files_byte_for_byte(tmp_path):
+    import gzip
+    import time
+
+    module = _module("collect_gigaword")
+    _run(tmp_path, "p1", 1, {250: _point(5.0, 30, [10.0])}, REFS)
+    run, dest = tmp_path / "runs" / "p1-s1", tmp_path / "kept" / "p1-s1"
+    module.keep(run, dest)
+    first = (dest / "hyp-250.title.gz").read_bytes()
+    time.sleep(1.1)  # a time stamp in the gzip header would differ now
+    module.keep(run, dest)
+    assert (dest / "hyp-250.title.gz").read_bytes() == first
+    assert gzip.decompress(first).decode().splitlines() == REFS
+    assert json.loads((dest / "results.json").read_text())["points_done"] == [250]

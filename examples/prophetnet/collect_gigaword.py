@@ -113,8 +113,9 @@ def keep(run: Path, dest: Path) -> None:
             source = run / "hyp.txt"
         if source is None:
             raise SystemExit(f"error: {run} has no hypotheses of update {update} (hyp-{update}.title)")
-        with gzip.open(dest / f"hyp-{update}.title.gz", "wt", encoding="utf-8") as f:
-            f.write("\n".join(read_lines(source)) + "\n")
+        text = ("\n".join(read_lines(source)) + "\n").encode("utf-8")
+        with open(dest / f"hyp-{update}.title.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+            f.write(text)  # no time stamp in the header: keeping a run again leaves its files byte for byte
     result["points_done"] = updates
     (dest / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     print(f"kept {run.name}: points {updates} -> {dest}")
