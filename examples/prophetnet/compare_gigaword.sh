@@ -30,7 +30,7 @@
 # --jobs J: runs side by side, each with 2/J threads (the machine has 2 cores; --threads N
 #   overrides, e.g. one job beside another call of this script). Runs go seed by seed, so an
 #   interrupted call leaves every row with its first seeds.
-# Cost on 2 CPU cores: about 1 s of wall time per update and run at 2048 tokens with two jobs
+# Cost on 2 CPU cores: 1.4 to 2 s of wall time per update and run at 2048 tokens with two jobs
 #   (transformers' ProphetNet about twice that), plus about a minute per scored point; the whole
 #   default table is about 6 hours, so it is meant to be run in several calls.
 # Writes DIR/results.json, DIR/results.md, DIR/rouge_curves.png (collect_gigaword.py), copied
