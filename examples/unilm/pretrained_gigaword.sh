@@ -123,7 +123,8 @@ run_one() {  # run_one NAME SEED: train, and decode + score at every --eval-at p
     rm -f "$ckpt"
   done
   t2=$(date +%s)
-  python "$ROOT/examples/prophetnet/gigaword_point.py" --work "$out" --summary --model "unilm_transformer ($name)" \
+  OMP_NUM_THREADS=$THREADS python "$ROOT/examples/prophetnet/gigaword_point.py" --work "$out" --summary \
+    --model "unilm_transformer ($name)" \
     --arch unilm_transformer --seed "$seed" --pretrain-updates 0 --finetune-updates "$UPDATES" --times "$t0" "$t0" "$t0" "$t1" "$t2"
   python "$ROOT/examples/prophetnet/collect_gigaword.py" --keep "$out" --kept "$KEPT/$name-s$seed"
 }
