@@ -2,6 +2,7 @@
 runs' own results files (the three formats of gigaword.sh, reference_transformers.py and
 unilm/gigaword.sh), with mean and spread over seeds, distinct headlines, per-stream accuracy
 read from fairseq's validation lines, bootstrap verdicts, a plot and the results-page block."""
+import gzip
 import importlib.util
 import json
 import statistics
@@ -92,6 +93,45 @@ def test_main_table_compares_rows_at_the_last_point_they_share(tmp_path):
     assert "| ProphetNet n=1 (next token only) | 1 | 500 | 10.00 |" in table
     assert "| ProphetNet n=1 (next token only) | 5.00 (30) | 10.00 (35) | 14.00 (38) |" in table
     assert "| ProphetNet n=2 | 2.00 (1) | 3.00 (1) |  |" in table
+
+
+def test_a_row_is_compared_with_each_of_its_baselines(tmp_path):
+    """n = 3 against n = 1 and against n = 2: two bootstrap lines, each with its own baseline."""
+    module = _module("collect_gigaword")
+    worse = [f"police arrest man {i}" for i in range(40)]
+    _run(tmp_path, "p1", 1, {500: _point(10.0, 35, [20.0])}, REFS)
+    _run(tmp_path, "p2", 1, {500: _point(8.0, 30, [18.0, 15.0])}, REFS)
+    _run(tmp_path, "p3", 1, {500: _point(5.0, 20, [16.0, 14.0, 13.0])}, worse)
+    summary = module.summarise(tmp_path / "runs", REFS)
+    against = {c["baseline"]: c for c in summary["comparisons"] if c["model"] == "p3"}
+    assert sorted(against) == ["p1", "p2"]
+    assert all(c["verdict"] == "worse" and c["delta_rouge1"] < 0 for c in against.values())
+    assert any(f.startswith("ProphetNet n=3 vs ProphetNet n=2: worse at 500") for f in summary["findings"])
+
+
+def test_distinct_headlines_are_counted_from_the_hypotheses_when_the_run_does_not_count_them(tmp_path):
+    """examples/unilm/gigaword.sh's results file has no distinct count: the collector counts the
+    different lines of its kept hypotheses."""
+    module = _module("collect_gigaword")
+    folder = tmp_path / "runs" / "unilm-s1"
+    folder.mkdir(parents=True)
+    hyps = [f"headline {i % 7}" for i in range(40)]
+    with gzip.open(folder / "hyp-500.title.gz", "wt", encoding="utf-8") as f:
+        f.write("\n".join(hyps) + "\n")
+    folder.joinpath("results.json").write_text(json.dumps({"updates": 500, "rouge1_f1": 5.0, "rouge2_f1": 1.0,
+                                                           "rougeL_f1": 4.5, "sentences": 40}))
+    row = module.summarise(tmp_path / "runs", REFS)["models"]["unilm"]["points"][500]
+    assert (row["distinct_mean"], row["distinct_min"], row["distinct_max"]) == (7, 7, 7)
+
+
+def test_rows_on_other_batches_than_the_rest_are_named(tmp_path):
+    module = _module("collect_gigaword")
+    models = {"p1": {"label": "n=1", "commands": {1: ["fairseq-train --unsorted-batches"]}},
+              "p2": {"label": "n=2", "commands": {1: ["fairseq-train --unsorted-batches"]}},
+              "unilm": {"label": "UniLM", "commands": {1: ["fairseq-train --task unilm_seq2seq"]}}}
+    assert module.batching(models).endswith("(--unsorted-batches), except UniLM: length-sorted batches")
+    del models["unilm"]
+    assert module.batching(models).startswith("pairs in a random order") and "except" not in module.batching(models)
 
 
 def _refs(tmp_path):
@@ -228,7 +268,6 @@ def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
 
 
 def test_keeping_a_run_again_leaves_its_files_byte_for_byte(tmp_path):
-    import gzip
     import time
 
     module = _module("collect_gigaword")
@@ -241,3 +280,18 @@ def test_keeping_a_run_again_leaves_its_files_byte_for_byte(tmp_path):
     assert (dest / "hyp-250.title.gz").read_bytes() == first
     assert gzip.decompress(first).decode().splitlines() == REFS
     assert json.loads((dest / "results.json").read_text())["points_done"] == [250]
+
+
+def test_kept_commands_are_relative_to_the_repository(tmp_path):
+    """examples/unilm/gigaword.sh logs absolute paths; the kept results file names them from the
+    repository root, as every results file does."""
+    module = _module("collect_gigaword")
+    folder = tmp_path / "runs" / "unilm-s1"
+    folder.mkdir(parents=True)
+    (folder / "hyp-500.title").write_text("\n".join(REFS) + "\n")
+    folder.joinpath("results.json").write_text(json.dumps({
+        "updates": 500, "rouge1_f1": 5.0, "rouge2_f1": 1.0, "rougeL_f1": 4.5,
+        "commands": [f"bash {ROOT}/data_prep/gigaword.sh --out {ROOT}/work/x", f"fairseq-train --user-dir {ROOT}"]}))
+    module.keep(folder, tmp_path / "kept" / "unilm-s1")
+    kept = json.loads((tmp_path / "kept" / "unilm-s1" / "results.json").read_text())
+    assert kept["commands"] == ["bash data_prep/gigaword.sh --out work/x", "fairseq-train --user-dir ."]

@@ -68,7 +68,7 @@ done
 THREADS="${THREADS:-$(( 2 / JOBS > 0 ? 2 / JOBS : 1 ))}"
 export THREADS PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}" WORK
 status=0
-xargs -P "$JOBS" -d '\n' -n 1 bash -c 'set -- $1; name=$1; shift; echo "== start $name";
+xargs -r -P "$JOBS" -d '\n' -n 1 bash -c 'set -- $1; name=$1; shift; echo "== start $name";
   if OMP_NUM_THREADS=$THREADS "$@" >> "$WORK/$name.log" 2>&1; then echo "== done  $name";
   else echo "== FAILED $name (see $WORK/$name.log)"; exit 1; fi' _ < "$JOBLIST" || status=1
 python "$HERE/collect_gigaword.py" --bisection "$WORK" "${PUBLISH[@]}"

@@ -34,6 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
+ROOT = Path(__file__).resolve().parents[2]
+
 LABELS = {
     "transformer": "Transformer (same sizes)", "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2",
     "p2-g0.5": "ProphetNet n=2, gamma 0.5",
@@ -43,8 +45,9 @@ LABELS = {
     "p1-pt": "ProphetNet n=1 + span pre-training", "p2-pt": "ProphetNet n=2 + span pre-training",
     "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
 }
-BASELINE = {"transformer": "p1", "p2": "p1", "p2-g0.5": "p1", "p2-m1": "p2", "p3": "p1", "ref-p1": "p1", "ref-p2": "p2",
-            "p1-pt": "p1", "p2-pt": "p1-pt", "p3-pt": "p1-pt"}
+COMPARISONS = [("transformer", "p1"), ("p2", "p1"), ("p2-g0.5", "p1"), ("p2-g0.5", "p2"), ("p2-m1", "p2"),
+               ("p3", "p1"), ("p3", "p2"), ("ref-p1", "p1"), ("ref-p2", "p2"), ("p1-pt", "p1"), ("p2-pt", "p2"),
+               ("p3-pt", "p3"), ("p2-pt", "p1-pt"), ("p3-pt", "p1-pt"), ("unilm", "transformer")]
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
 START, END = "<!-- table2:start -->", "<!-- table2:end -->"
@@ -93,10 +96,24 @@ def hypothesis_file(folder: Path, update: int) -> Path | None:
     return None
 
 
+def distinct_outputs(folder: Path, update: int, point: dict) -> int | None:
+    """How many different headlines a point wrote: its results file's count, else counted from
+    its hypotheses (examples/unilm/gigaword.sh does not count them)."""
+    if point.get("distinct_hypotheses") is not None:
+        return point["distinct_hypotheses"]
+    path = hypothesis_file(folder, update)
+    return len(set(read_lines(path))) if path else None
+
+
 def read_lines(path: Path) -> list:
     opener = gzip.open if path.suffix == ".gz" else open
     with opener(path, "rt", encoding="utf-8") as f:
         return f.read().splitlines()
+
+
+def repository_relative(command: str) -> str:
+    """A command with this clone's absolute paths written relative to the repository."""
+    return command.replace(str(ROOT) + "/", "").replace(str(ROOT), ".")
 
 
 def keep(run: Path, dest: Path) -> None:
@@ -117,6 +134,8 @@ def keep(run: Path, dest: Path) -> None:
         with open(dest / f"hyp-{update}.title.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
             f.write(text)  # no time stamp in the header: keeping a run again leaves its files byte for byte
     result["points_done"] = updates
+    if isinstance(result.get("commands"), list):
+        result["commands"] = [repository_relative(c) for c in result["commands"]]
     (dest / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     print(f"kept {run.name}: points {updates} -> {dest}")
 
@@ -153,11 +172,12 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, seed: int = 12345) -> float:
     return float(min(1.0, 2 * tail))
 
 
-def summarise(folder: Path, refs: list | None, labels: dict | None = None, baseline: dict | None = None) -> dict:
-    """Mean and spread per model and point, and the bootstrap comparisons of ``baseline``
-    (``{row: the row it is compared with}``); ``labels``/``baseline`` default to table 2's."""
+def summarise(folder: Path, refs: list | None, labels: dict | None = None,
+              pairs: list | None = None) -> dict:
+    """Mean and spread per model and point, and the bootstrap comparisons of ``pairs``
+    (``[(row, the row it is compared with), ...]``); ``labels``/``pairs`` default to table 2's."""
     labels = LABELS if labels is None else labels
-    baseline = BASELINE if baseline is None else baseline
+    pairs = COMPARISONS if pairs is None else pairs
     runs = runs_of(folder, labels)
     if not runs:
         raise SystemExit(f"error: no run under {folder} has a results.json")
@@ -176,7 +196,8 @@ def summarise(folder: Path, refs: list | None, labels: dict | None = None, basel
             row = {"seeds": sorted(at), "n_seeds": len(at)}
             for m in METRICS:
                 row[m], row[m + "_std"] = mean_std([p[m] for p in points])
-            distinct = [p["distinct_hypotheses"] for p in points if p.get("distinct_hypotheses") is not None]
+            distinct = [distinct_outputs(folder, update, p) for folder, p in at.values()]
+            distinct = [d for d in distinct if d is not None]
             if distinct:
                 row["distinct_mean"], row["distinct_min"], row["distinct_max"] = (
                     statistics.fmean(distinct), min(distinct), max(distinct))
@@ -194,7 +215,7 @@ def summarise(folder: Path, refs: list | None, labels: dict | None = None, basel
                         "commands": {seed: r.get("commands") for seed, (_, r) in seeds.items()},
                         "hardware": first.get("hardware")}
     comparisons = []
-    for name, base in baseline.items():
+    for name, base in pairs:
         if name not in models or base not in models:
             continue
         for update in sorted(set(models[name]["points"]) & set(models[base]["points"])):
@@ -219,17 +240,21 @@ def summarise(folder: Path, refs: list | None, labels: dict | None = None, basel
 
 
 def batching(models: dict) -> str:
-    """How the fine-tuning batches were cut, read from every run's commands."""
-    kinds = set()
+    """How the fine-tuning batches were cut, read from every run's commands; rows that differ
+    from the rest are named."""
+    kinds = {}
     for model in models.values():
         for commands in model["commands"].values():
             text = " ".join(commands or [])
-            kinds.add("unsorted" if "--unsorted-batches" in text or "--batching unsorted" in text else "sorted")
-    if kinds == {"unsorted"}:
-        return "pairs in a random order, then cut into batches of --max-tokens (--unsorted-batches)"
-    if kinds == {"sorted"}:
+            unsorted = "--unsorted-batches" in text or "--batching unsorted" in text
+            kinds.setdefault("unsorted" if unsorted else "sorted", []).append(model["label"])
+    unsorted = "pairs in a random order, then cut into batches of --max-tokens (--unsorted-batches)"
+    if set(kinds) == {"unsorted"}:
+        return unsorted
+    if set(kinds) == {"sorted"}:
         return "fairseq's length-sorted batches"
-    return "mixed: some rows on length-sorted batches, some on unsorted ones (see the commands)"
+    sorted_rows = ", ".join(dict.fromkeys(kinds["sorted"]))
+    return f"{unsorted}, except {sorted_rows}: length-sorted batches"
 
 
 def _wall(result: dict) -> float:

@@ -80,30 +80,30 @@ JOBLIST="$WORK/jobs.txt"
 first_seed="${SEEDS%% *}"
 GIGA=(bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
       --eval-at "$EVAL_AT")
-add() {  # add NAME CMD...: one line of JOBLIST, unless the kept results of NAME hold every point
-  local points="$EVAL_AT"
-  case "$1" in unilm-*) points="$UPDATES" ;; esac  # examples/unilm/gigaword.sh scores its last update only
-  if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$points"; then echo "== kept  $1"; return; fi
-  local out="$WORK/runs/$1"; shift; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
+add() {  # add NAME POINTS CMD...: one line of JOBLIST, unless the kept results of NAME hold every point it scores
+  if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$2"; then echo "== kept  $1"; return; fi
+  local out="$WORK/runs/$1"; shift 2; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
 for seed in $SEEDS; do
   for name in $ONLY; do
     case "$name" in p1-pt|p2-pt|p3-pt|unilm) [ "$seed" = "$first_seed" ] || continue ;; esac
     out="$WORK/runs/$name-s$seed"
     case "$name" in
-      transformer) add "$name-s$seed" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" "${UNSORTED[@]}" ;;
-      p1|p2|p3) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 --seed "$seed" \
-                  "${UNSORTED[@]}" ;;
-      p2-m1) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --batch-multiple 1 --pretrain-updates 0 \
+      transformer) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" \
+                     "${UNSORTED[@]}" ;;
+      p1|p2|p3) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 \
+                  --seed "$seed" "${UNSORTED[@]}" ;;
+      p2-m1) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram 2 --batch-multiple 1 --pretrain-updates 0 \
                --seed "$seed" "${UNSORTED[@]}" ;;
-      p2-g0.5) add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 \
+      p2-g0.5) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 \
                  --seed "$seed" "${UNSORTED[@]}" ;;
-      p[123]-pt) n="${name#p}"; add "$name-s$seed" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \
+      p[123]-pt) n="${name#p}"; add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \
                    --pretrain-updates "$PT" --seed "$seed" "${UNSORTED[@]}" ;;
-      ref-p1|ref-p2) add "$name-s$seed" python "$HERE/reference_transformers.py" "$PREP/bin" --refs "$PREP/raw/valid.title" \
+      ref-p1|ref-p2) add "$name-s$seed" "$EVAL_AT" python "$HERE/reference_transformers.py" "$PREP/bin" \
+                   --refs "$PREP/raw/valid.title" \
                    --out "$out" --ngram "${name#ref-p}" --seed "$seed" --updates "$UPDATES" --eval-at $EVAL_AT \
                    --max-tokens "$TOK" --batching "$([ "$BATCHING" = unsorted ] && echo unsorted || echo fairseq)" ;;
-      unilm) add "$name-s$seed" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" --layers 6 \
-               --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 --lr 7e-4 --max-tokens "$TOK" \
+      unilm) add "$name-s$seed" "$UPDATES" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" \
+               --layers 6 --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 --lr 7e-4 --max-tokens "$TOK" \
                --no-repeat-ngram 3 ;;
     esac
   done
@@ -123,7 +123,7 @@ run_one() {  # run_one OUT CMD...: one run, its output in OUT/driver.log
 export -f run_one
 export THREADS KEPT HERE PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 status=0
-xargs -P "$JOBS" -d '\n' -n 1 bash -c 'eval "run_one $1"' _ < "$JOBLIST" || status=1
+xargs -r -P "$JOBS" -d '\n' -n 1 bash -c 'eval "run_one $1"' _ < "$JOBLIST" || status=1
 python "$HERE/collect_gigaword.py" --work "$WORK" --runs "$KEPT" "${PUBLISH[@]}"
 echo "$(( $(date +%s) - START )) s for this call"
 exit "$status"

@@ -21,7 +21,7 @@ HERE = Path(__file__).resolve().parent
 PAGE = HERE.parents[1] / "docs" / "results" / "unilm.md"
 LABELS = {"minilm": "from MiniLM", "minilm-keep": "from MiniLM, --keep-tokens",
           "random": "random start", "random-keep": "random start, --keep-tokens"}
-BASELINE = {"minilm": "random", "minilm-keep": "random-keep"}
+COMPARISONS = [("minilm", "random"), ("minilm-keep", "random-keep")]
 START, END = "<!-- unilm-pretrained:start -->", "<!-- unilm-pretrained:end -->"
 
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     collect = _collector()
     refs = a.refs.read_text().splitlines() if a.refs and a.refs.exists() else None
-    summary = collect.summarise(a.runs, refs, LABELS, BASELINE)
+    summary = collect.summarise(a.runs, refs, LABELS, COMPARISONS)
     summary["setup"] = ("unilm_transformer (prefix mask) with all-MiniLM-L6-v2's sizes, WordPiece 30522; "
                         "MiniLM start converted by python -m fairseq_ext.convert; learning rates in the commands")
     table = collect.markdown(summary)

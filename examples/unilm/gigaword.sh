@@ -106,9 +106,9 @@ REF="$OUT/data/raw/valid.title"
 
 echo "== 4/4 ROUGE (fairseq_ext/analysis/rouge.py)"
 log_run python -m fairseq_ext.analysis.rouge --hyp "$OUT/hyp.txt" --ref "$REF" --json "$OUT/rouge.json"
-python - "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" <<'EOF'
+python - "$ROOT" "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" <<'EOF'
 import json, os, platform, re, sys, time
-out, commands, start, train_s, gen_s, arch, mask, updates, beam = sys.argv[1:]
+root, out, commands, start, train_s, gen_s, arch, mask, updates, beam = sys.argv[1:]
 import torch
 rouge = json.load(open(os.path.join(out, "rouge.json")))
 cpu = platform.machine()
@@ -128,7 +128,7 @@ result = {
     "train_seconds": int(train_s), "generate_seconds": int(gen_s), "wall_seconds": int(time.time()) - int(start),
     "hardware": f"{cpu}, {os.cpu_count()} cores, {'cuda ' + torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu'}",
     "torch_threads": torch.get_num_threads(),
-    "commands": [l.strip() for l in open(commands) if l.strip()],
+    "commands": [l.strip().replace(root + "/", "") for l in open(commands) if l.strip()],  # relative to the repository
 }
 json.dump(result, open(os.path.join(out, "results.json"), "w"), indent=2)
 print(f"ROUGE-1 {result['rouge1_f1']:.2f}  ROUGE-2 {result['rouge2_f1']:.2f}  ROUGE-L {result['rougeL_f1']:.2f} "

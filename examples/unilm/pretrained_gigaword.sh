@@ -143,7 +143,7 @@ for seed in $SEEDS; do
   done
 done
 status=0
-xargs -P "$JOBS" -L 1 bash -c 'read -r -a SIZES <<< "$SIZES_LINE"; echo "== start $0-s$1"; \
+xargs -r -P "$JOBS" -L 1 bash -c 'read -r -a SIZES <<< "$SIZES_LINE"; echo "== start $0-s$1"; \
   if run_one "$0" "$1" > "$WORK/runs/$0-s$1.driver.log" 2>&1; then echo "== done  $0-s$1"; \
   else echo "== FAILED $0-s$1 (see $WORK/runs/$0-s$1.driver.log)"; exit 1; fi' < "$JOBLIST" || status=1
 PUB=()
