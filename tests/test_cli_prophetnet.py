@@ -164,33 +164,3 @@ def test_long_article_is_refused_not_truncated(tiny_data, tmp_path):
         ProphetNetDenoisingTask.setup_task(cfg).load_dataset("valid")
     assert np.array_equal(indexed_dataset.make_dataset(str(tmp_path / "valid.article-None.article"), "mmap").sizes,
                           [11, 31])
-
-
-def _train_batches(tiny_data, *extra):
-    from fairseq import options, tasks
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [
-        str(tiny_data), "--user-dir", USER_DIR, "--task", "translation_prophetnet", "-s", "en", "-t", "de",
-        "--arch", "prophetnet_tiny", "--max-tokens", "400", "--seed", "3", *extra])
-    task = tasks.setup_task(args)
-    task.load_dataset("train")
-    dataset = task.dataset("train")
-    itr = task.get_batch_iterator(dataset=dataset, max_tokens=400, max_positions=(1024, 1024), seed=3,
-                                  disable_iterator_cache=True)
-    return dataset, [batch for batch in itr.batch_sampler]
-
-
-def test_unsorted_batches_mix_lengths_and_keep_every_pair(tiny_data):
-    """--unsorted-batches: every training pair in exactly one batch, as with fairseq's sorted
-    batches, but a batch mixes lengths (the spread of lengths within a batch grows)."""
-    dataset, sorted_batches = _train_batches(tiny_data)
-    _, unsorted = _train_batches(tiny_data, "--unsorted-batches")
-    for batches in (sorted_batches, unsorted):
-        ids = np.concatenate(batches)
-        assert sorted(ids.tolist()) == list(range(len(dataset)))
-    def spread(batches):  # fairseq sorts by source length (ties by target length)
-        return np.mean([dataset.src_sizes[b].max() - dataset.src_sizes[b].min() for b in batches])
-
-    assert spread(sorted_batches) < 3 and spread(unsorted) > 5 * spread(sorted_batches)
-    length = np.maximum(dataset.src_sizes, dataset.tgt_sizes)
-    assert all(length[b].max() * len(b) <= 400 for b in unsorted)  # padded tokens within --max-tokens

@@ -116,8 +116,9 @@ def _seq2seq_train(data, save, *extra):
             "--save-dir", save, *COMMON, *extra]
 
 
-def test_source_that_fills_the_positions_table_is_refused(tiny_data, tmp_path):
-    proc = run(_seq2seq_train(tiny_data, tmp_path, "--max-positions", "40"), check=False)
+@pytest.mark.parametrize("batching", [[], ["--unsorted-batches"]])
+def test_source_that_fills_the_positions_table_is_refused(tiny_data, tmp_path, batching):
+    proc = run(_seq2seq_train(tiny_data, tmp_path, "--max-positions", "40", *batching), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert re.search(r"fairseq_ext: error: \w+ source line \d+ has \d+ tokens with </s>; with <s> that is "
                      r"\d+ of the model's 40 positions .* leaving none for the target", proc.stderr)

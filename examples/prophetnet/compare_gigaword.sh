@@ -14,11 +14,12 @@
 # --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
 #   it data_prep/gigaword.sh downloads it (the unilm row reads the raw files, so it needs --data).
 # NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p2-m1 (one run per seed) and
-#   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only, on its own
-#   task's length-sorted batches). p2-m1: n = 2 on batches not rounded down to a multiple of 8
-#   pairs (gigaword.sh --batch-multiple 1), as the reference loop's batches are.
+#   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only). p2-m1:
+#   n = 2 on batches not rounded down to a multiple of 8 pairs (gigaword.sh --batch-multiple 1),
+#   as the reference loop's batches are.
 # --batching: unsorted (default) cuts the fine-tuning batches from the pairs in a random order
-#   (translation_prophetnet --unsorted-batches, reference_transformers.py --batching unsorted);
+#   (translation_prophetnet and unilm_seq2seq --unsorted-batches, reference_transformers.py
+#   --batching unsorted);
 #   sorted uses fairseq's length-sorted batches, under which n >= 2 writes one headline for
 #   every article in most seeds at this scale (bisect.sh; docs/results/prophetnet.md, "Why n = 2
 #   writes one headline").
@@ -104,7 +105,7 @@ for seed in $SEEDS; do
                    --max-tokens "$TOK" --batching "$([ "$BATCHING" = unsorted ] && echo unsorted || echo fairseq)" ;;
       unilm) add "$name-s$seed" "$UPDATES" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" \
                --layers 6 --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 --lr 7e-4 --max-tokens "$TOK" \
-               --no-repeat-ngram 3 ;;
+               --no-repeat-ngram 3 --batching "$BATCHING" ;;
     esac
   done
 done

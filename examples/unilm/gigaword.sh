@@ -9,13 +9,15 @@
 #   examples/unilm/gigaword.sh [--data DIR] [--out DIR] [--arch NAME] [--layers N] [--dim N]
 #       [--ffn N] [--heads N] [--mask prefix|causal] [--updates N] [--max-tokens N] [--lr LR]
 #       [--warmup N] [--beam N] [--no-repeat-ngram N] [--vocab N] [--train-lines N] [--valid-lines N]
-#       [--init-from CKPT --init-dict DICT --init-spm MODEL]
+#       [--batching sorted|unsorted] [--init-from CKPT --init-dict DICT --init-spm MODEL]
 #
 # --data (required): a local Gigaword in the harvardnlp layout, PREFIX.{article,title}.txt with
 #   PREFIX train10k and valid1k (a sample) or train and valid.filter (the full release;
 #   data_prep/gigaword.sh downloads it); --train-lines / --valid-lines take the first N pairs.
 # --layers/--dim/--ffn/--heads override the sizes of --arch (default unilm_transformer_tiny);
 #   give a ProphetNet-sized run the same numbers as that example.
+# --batching: sorted (default) trains on fairseq's length-sorted batches; unsorted cuts them
+#   from the pairs in a random order (unilm_seq2seq --unsorted-batches), as table 2's rows are.
 # --init-from: a fairseq roberta checkpoint; the data are then encoded with its sentencepiece
 #   model (--init-spm) and binarized with its dictionary (--init-dict).
 # Writes OUT/results.json (ROUGE-1/2/L F1, commands, wall time, hardware) and OUT/hyp.txt.
@@ -24,7 +26,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 DATA="" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
 LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
-BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM=""
+BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM="" BATCHING=sorted
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "option $1 needs a value"
@@ -34,12 +36,14 @@ while [ $# -gt 0 ]; do
     --updates) UPDATES="$2" ;; --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;;
     --beam) BEAM="$2" ;; --no-repeat-ngram) NO_REPEAT="$2" ;; --vocab) VOCAB="$2" ;; --train-lines) TRAIN_LINES="$2" ;;
     --valid-lines) VALID_LINES="$2" ;; --init-from) INIT_FROM="$2" ;; --init-dict) INIT_DICT="$2" ;;
-    --init-spm) INIT_SPM="$2" ;;
+    --init-spm) INIT_SPM="$2" ;; --batching) BATCHING="$2" ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
   shift 2
 done
 [ -n "$DATA" ] || die "pass --data DIR: a local Gigaword with PREFIX.article.txt / PREFIX.title.txt (see the header of $0)"
+case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
+  *) die "--batching must be sorted or unsorted, got $BATCHING" ;; esac
 [ -d "$DATA" ] || die "no data folder $DATA (pass --data DIR with PREFIX.article.txt / PREFIX.title.txt)"
 if [ -n "$INIT_FROM" ]; then
   [ -s "$INIT_FROM" ] && [ -s "$INIT_DICT" ] && [ -s "$INIT_SPM" ] \
@@ -83,7 +87,7 @@ INIT=()
 rm -rf "$OUT/checkpoints"
 TRAIN_START=$(date +%s)
 log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
-  --arch "$ARCH" "${SIZES[@]}" --attention-mask "$MASK" "${INIT[@]}" \
+  --arch "$ARCH" "${SIZES[@]}" --attention-mask "$MASK" "${INIT[@]}" "${UNSORTED[@]}" \
   --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
   --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt \
   --warmup-updates "$WARMUP" --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" \

@@ -1,4 +1,3 @@
-# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """Task ``translation_prophetnet``: fine-tune ProphetNet on source/target pairs (Qi et al. 2020,
 section 3.2: summarization, question generation).
 
@@ -8,11 +7,8 @@ sentencepiece pieces or with an existing dictionary via ``--srcdict``/``--tgtdic
 * the dictionaries get a ``<mask>`` symbol, as in ``prophetnet_denoising``, so a pre-trained
   checkpoint has the same embedding table and loads with ``--finetune-from-model``;
 * every example is batched (``CompleteBatchesTaskMixin``);
-* ``--unsorted-batches``: batches are cut from the pairs in a random order (drawn from
-  ``--seed``) instead of fairseq's order by source length (ties by target length), so a
-  batch mixes short and long pairs (more padding). On the CPU-scale Gigaword runs of table 2
-  (docs/results/prophetnet.md), ProphetNet n = 2 trained on length-sorted batches wrote one headline for every article after 500 updates in
-  four runs of five, and on unsorted batches it read its source in every run;
+* ``--unsorted-batches``: batches cut from the pairs in a random order instead of fairseq's
+  order by length (``data.unsorted_batches``: why table 2 uses it);
 * empty source or target lines (a target of length 1 is only ``</s>``), lines longer than
   the model's positions and an incomplete ``.bin`` are refused with a clear message, not
   skipped or truncated; so is ``--left-pad-target`` (the decoder needs padding after the
@@ -22,14 +18,12 @@ Generation is fairseq's beam search, for decoding options in range
 (``generation.decoding_options``); ProphetNet's decoder then runs its main stream and the
 next-token stream only (``models.prophetnet``).
 """
-from dataclasses import dataclass, field
-
-import numpy as np
-from fairseq.data import BaseWrapperDataset, Dictionary
+from fairseq.data import Dictionary
 from fairseq.tasks import register_task
-from fairseq.tasks.translation import TranslationConfig, TranslationTask
+from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
+from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
@@ -43,28 +37,12 @@ def with_mask_symbol(dictionary: Dictionary) -> Dictionary:
     return dictionary
 
 
-@dataclass
-class TranslationProphetNetConfig(TranslationConfig):
-    unsorted_batches: bool = field(
-        default=False, metadata={"help": "cut batches from the pairs in a random order (drawn from --seed) "
-                                         "instead of fairseq's order by source length, so that a batch "
-                                         "mixes lengths"})
-
-
-class UnsortedPairs(BaseWrapperDataset):
-    """The pairs in a random order: fairseq draws ``ordered_indices`` under its seed
-    (``data_utils.numpy_seed``) and cuts consecutive indices into batches."""
-
-    def ordered_indices(self):
-        return np.random.permutation(len(self))
-
-
-@register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
+@register_task("translation_prophetnet", dataclass=UnsortedBatchesConfig)
 class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, CompleteBatchesTaskMixin,
                                 TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
-    cfg: TranslationProphetNetConfig
+    cfg: UnsortedBatchesConfig
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
@@ -89,5 +67,4 @@ class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTask
             refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
             if side == "target" or not self.cfg.truncate_source:
                 refuse_long_lines(sizes, split=split, row_name=f"{side} line", limit=limit, option=option)
-        if self.cfg.unsorted_batches:
-            self.datasets[split] = UnsortedPairs(dataset)
+        self.datasets[split] = in_batch_order(dataset, self.cfg)

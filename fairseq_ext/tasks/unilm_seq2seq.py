@@ -12,6 +12,9 @@ The task adds to fairseq's ``translation``:
 * the dictionary gets RoBERTa's ``<mask>`` symbol, so that a ``roberta`` checkpoint trained
   on the same ``dict.txt`` has the same rows (``--init-from`` on the model);
 * ``--keep-tokens FILE`` prunes the vocabulary (``data/keep_tokens.py``);
+* ``--unsorted-batches``: batches cut from the pairs in a random order instead of fairseq's
+  order by length (``data.unsorted_batches``), as ``translation_prophetnet`` does, so the
+  two tasks can train on the same kind of batches;
 * beam search that never runs past the positions table (``UniLMSequenceGenerator``), for
   decoding options in range (``generation.decoding_options``);
 * every example is batched (``CompleteBatchesTaskMixin``), and data the model cannot honour
@@ -25,11 +28,12 @@ from typing import Optional
 
 from fairseq import utils
 from fairseq.tasks import register_task
-from fairseq.tasks.translation import TranslationConfig, TranslationTask, load_langpair_dataset
+from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
 from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_truncated_binaries
+from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
@@ -40,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 
 @dataclass
-class UniLMSeq2SeqConfig(TranslationConfig):
+class UniLMSeq2SeqConfig(UnsortedBatchesConfig):
     keep_tokens: Optional[str] = field(
         default=None,
         metadata={"help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
@@ -116,7 +120,7 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
                                    "<unk>", split, side, lost, total, 100.0 * lost / total, self.cfg.keep_tokens)
                 setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
             dataset.src_dict = dataset.tgt_dict = self.src_dict
-        self.datasets[split] = dataset
+        self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def _check_empty(self, split: str, dataset) -> None:
         for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
