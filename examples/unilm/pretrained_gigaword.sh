@@ -8,7 +8,7 @@
 # every row, scored at several points: ROUGE-1/2/L F1 and distinct headlines (beam 4, lenpen
 # 1.0, no-repeat-ngram 3), the hypotheses decoded back to text by data_prep/wordpiece.py.
 #
-#   examples/unilm/pretrained_gigaword.sh [--seeds "1 2"] [--updates 1000] [--eval-at "250 500 1000"]
+#   examples/unilm/pretrained_gigaword.sh [--seeds "1 2 3"] [--updates 1000] [--eval-at "250 500 1000"]
 #       [--max-tokens 1024] [--lr-pretrained 1e-4] [--lr-random 5e-4] [--warmup 100] [--jobs 2]
 #       [--only "minilm minilm-keep random random-keep"] [--work DIR] [--data DIR] [--kept DIR] [--no-publish]
 #
@@ -29,7 +29,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
-WORK="$ROOT/work/unilm-pretrained" SEEDS="1 2" UPDATES=1000 EVAL_AT="250 500 1000" TOK=1024 JOBS=2
+WORK="$ROOT/work/unilm-pretrained" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=1024 JOBS=2
 LR_PRE=1e-4 LR_RANDOM=5e-4 WARMUP=100 ONLY="minilm minilm-keep random random-keep" DATA="" PUBLISH=1 KEPT="$HERE/runs"
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
