@@ -5,7 +5,7 @@
 # several seeds and scored at several points of training: ROUGE-1/2/L F1 and distinct
 # headlines on the 1000 Gigaword validation pairs, and per-stream validation accuracy. One
 # seed each of the span pre-training rows (ProphetNet + MASS-style pre-training on the
-# articles) and of the UniLM prefix-mask model. Same data (sentencepiece 10k), batch size,
+# articles); the UniLM prefix-mask model with every seed. Same data (sentencepiece 10k), batch size,
 # optimiser, schedule, beam 4, lenpen 1.0, no-repeat-ngram 3 and ROUGE scorer for every row.
 #
 #   examples/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
@@ -13,8 +13,8 @@
 #       [--batching unsorted|sorted] [--only "NAMES"] [--work DIR] [--data DIR] [--no-publish]
 # --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
 #   it data_prep/gigaword.sh downloads it (the unilm row reads the raw files, so it needs --data).
-# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p2-m1 (one run per seed) and
-#   p1-pt p2-pt p3-pt unilm (the first seed only; UniLM scored at --updates only). p2-m1:
+# NAMES (default all): transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p2-m1 unilm (one run per seed;
+#   UniLM scored at --updates only) and p1-pt p2-pt p3-pt (the first seed only). p2-m1:
 #   n = 2 on batches not rounded down to a multiple of 8 pairs (gigaword.sh --batch-multiple 1),
 #   as the reference loop's batches are.
 # --batching: unsorted (default) cuts the fine-tuning batches from the pairs in a random order
@@ -86,7 +86,7 @@ add() {  # add NAME POINTS CMD...: one line of JOBLIST, unless the kept results 
   local out="$WORK/runs/$1"; shift 2; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
 for seed in $SEEDS; do
   for name in $ONLY; do
-    case "$name" in p1-pt|p2-pt|p3-pt|unilm) [ "$seed" = "$first_seed" ] || continue ;; esac
+    case "$name" in p1-pt|p2-pt|p3-pt) [ "$seed" = "$first_seed" ] || continue ;; esac
     out="$WORK/runs/$name-s$seed"
     case "$name" in
       transformer) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" \
@@ -105,7 +105,7 @@ for seed in $SEEDS; do
                    --max-tokens "$TOK" --batching "$([ "$BATCHING" = unsorted ] && echo unsorted || echo fairseq)" ;;
       unilm) add "$name-s$seed" "$UPDATES" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" \
                --layers 6 --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 --lr 7e-4 --max-tokens "$TOK" \
-               --no-repeat-ngram 3 --batching "$BATCHING" ;;
+               --no-repeat-ngram 3 --batching "$BATCHING" --seed "$seed" ;;
     esac
   done
 done

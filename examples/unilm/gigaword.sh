@@ -9,7 +9,7 @@
 #   examples/unilm/gigaword.sh [--data DIR] [--out DIR] [--arch NAME] [--layers N] [--dim N]
 #       [--ffn N] [--heads N] [--mask prefix|causal] [--updates N] [--max-tokens N] [--lr LR]
 #       [--warmup N] [--beam N] [--no-repeat-ngram N] [--vocab N] [--train-lines N] [--valid-lines N]
-#       [--batching sorted|unsorted] [--init-from CKPT --init-dict DICT --init-spm MODEL]
+#       [--batching sorted|unsorted] [--seed N] [--init-from CKPT --init-dict DICT --init-spm MODEL]
 #
 # --data (required): a local Gigaword in the harvardnlp layout, PREFIX.{article,title}.txt with
 #   PREFIX train10k and valid1k (a sample) or train and valid.filter (the full release;
@@ -18,6 +18,7 @@
 #   give a ProphetNet-sized run the same numbers as that example.
 # --batching: sorted (default) trains on fairseq's length-sorted batches; unsorted cuts them
 #   from the pairs in a random order (unilm_seq2seq --unsorted-batches), as table 2's rows are.
+# --seed: fairseq-train's --seed (default 1): initialisation, batch order and dropout.
 # --init-from: a fairseq roberta checkpoint; the data are then encoded with its sentencepiece
 #   model (--init-spm) and binarized with its dictionary (--init-dict).
 # Writes OUT/results.json (ROUGE-1/2/L F1, commands, wall time, hardware) and OUT/hyp.txt.
@@ -26,7 +27,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 DATA="" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
 LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
-BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM="" BATCHING=sorted
+BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM="" BATCHING=sorted SEED=1
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "option $1 needs a value"
@@ -36,11 +37,12 @@ while [ $# -gt 0 ]; do
     --updates) UPDATES="$2" ;; --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;;
     --beam) BEAM="$2" ;; --no-repeat-ngram) NO_REPEAT="$2" ;; --vocab) VOCAB="$2" ;; --train-lines) TRAIN_LINES="$2" ;;
     --valid-lines) VALID_LINES="$2" ;; --init-from) INIT_FROM="$2" ;; --init-dict) INIT_DICT="$2" ;;
-    --init-spm) INIT_SPM="$2" ;; --batching) BATCHING="$2" ;;
+    --init-spm) INIT_SPM="$2" ;; --batching) BATCHING="$2" ;; --seed) SEED="$2" ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
   shift 2
 done
+[[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a whole number, got '$SEED'"
 [ -n "$DATA" ] || die "pass --data DIR: a local Gigaword with PREFIX.article.txt / PREFIX.title.txt (see the header of $0)"
 case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
   *) die "--batching must be sorted or unsorted, got $BATCHING" ;; esac
@@ -92,7 +94,7 @@ log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unil
   --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt \
   --warmup-updates "$WARMUP" --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" \
   --save-dir "$OUT/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval 50 \
-  --seed 1 > "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log"; exit 1; }
+  --seed "$SEED" > "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log"; exit 1; }
 TRAIN_SECONDS=$(( $(date +%s) - TRAIN_START ))
 grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
 
@@ -110,9 +112,9 @@ REF="$OUT/data/raw/valid.title"
 
 echo "== 4/4 ROUGE (fairseq_ext/analysis/rouge.py)"
 log_run python -m fairseq_ext.analysis.rouge --hyp "$OUT/hyp.txt" --ref "$REF" --json "$OUT/rouge.json"
-python - "$ROOT" "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" <<'EOF'
+python - "$ROOT" "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" "$SEED" <<'EOF'
 import json, os, platform, re, sys, time
-root, out, commands, start, train_s, gen_s, arch, mask, updates, beam = sys.argv[1:]
+root, out, commands, start, train_s, gen_s, arch, mask, updates, beam, seed = sys.argv[1:]
 import torch
 rouge = json.load(open(os.path.join(out, "rouge.json")))
 cpu = platform.machine()
@@ -124,7 +126,7 @@ params = re.search(r"num\. shared model params: ([\d,]+)", open(os.path.join(out
 valid = [l for l in open(os.path.join(out, "train.log")) if "| valid |" in l]
 result = {
     "task": "gigaword headline generation, validation split", "model": arch, "attention_mask": mask,
-    "updates": int(updates), "beam": int(beam), "sentences": rouge["sentences"],
+    "updates": int(updates), "seed": int(seed), "beam": int(beam), "sentences": rouge["sentences"],
     "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"],
     "scorer": "fairseq_ext.analysis.rouge (rouge-score, stemmed, mean sentence F1 x 100)",
     "parameters": int(params.group(1).replace(",", "")) if params else None,
