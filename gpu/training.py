@@ -66,8 +66,8 @@ FAMILIES = {
 OPTIMIZATION = ("--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "3e-4", "--lr-scheduler",
                 "inverse_sqrt", "--warmup-updates", str(WARMUP), "--warmup-init-lr", "1e-7", "--clip-norm", "1.0",
                 "--weight-decay", "0.01", "--dropout", "0.1")
-LOGGING = ("--log-format", "simple", "--log-interval", str(LOG_INTERVAL), "--no-progress-bar", "--no-save",
-           "--disable-validation", "--seed", "1", "--num-workers", "0")
+LOGGING = ("--log-format", "simple", "--no-progress-bar", "--no-save", "--disable-validation", "--seed", "1",
+           "--num-workers", "0")
 
 
 def prepare(work: Path) -> dict[str, Path]:
@@ -84,14 +84,16 @@ def prepare(work: Path) -> dict[str, Path]:
             "mono": binarize_mono(pieces / "train.en", pieces / "valid.en", dictionary, work / "mono")}
 
 
-def command(family: str, precision: str, data: dict[str, Path], updates: int, save_dir: Path) -> list[str]:
-    """The training command line of ``family`` in ``precision`` ("fp16" or "bf16"). Nothing is
-    saved, but fairseq checks that it could write to ``save_dir``: one folder per run, so that
-    runs side by side do not race there."""
+def command(family: str, precision: str, data: dict[str, Path], updates: int, save_dir: Path,
+            log_interval: int = LOG_INTERVAL, cpu: bool = False) -> list[str]:
+    """The training command line of ``family`` in ``precision`` ("fp16" or "bf16"), on the GPU
+    or, with ``cpu``, on the CPU (``make gpu-rehearsal``). Nothing is saved, but fairseq checks
+    that it could write to ``save_dir``: one folder per run, so that runs side by side do not
+    race there."""
     spec = FAMILIES[family]
     return [sys.executable, "-m", "gpu.fairseq_train", str(data[spec.data]), "--user-dir", USER_DIR,
-            "--arch", spec.arch, *spec.options, *OPTIMIZATION, *LOGGING, "--max-update", str(updates),
-            f"--{precision}", "--save-dir", str(save_dir)]
+            "--arch", spec.arch, *spec.options, *OPTIMIZATION, *LOGGING, "--log-interval", str(log_interval),
+            "--max-update", str(updates), f"--{precision}", "--save-dir", str(save_dir), *(["--cpu"] if cpu else [])]
 
 
 INNER = re.compile(r"train_inner\W+epoch \d+:\s+\d+ / \d+ (?P<stats>\S.*)$")
@@ -159,7 +161,7 @@ def _run(family: str, precision: str, cmd: list[str], log: Path, updates: int, t
 
 
 def run_all(results: Path, families: list[str], precisions: list[str], updates: int, jobs: int,
-            deadline: float | None) -> list[dict]:
+            deadline: float | None, log_interval: int = LOG_INTERVAL, cpu: bool = False) -> list[dict]:
     """Every (family, precision) run, ``jobs`` at a time; logs and ``train.json`` in ``results``."""
     work = results / "train"
     work.mkdir(parents=True, exist_ok=True)
@@ -170,8 +172,8 @@ def run_all(results: Path, families: list[str], precisions: list[str], updates: 
         family, precision = run
         timeout = None if deadline is None else max(1.0, deadline - time.time())
         name = f"{family}-{precision}"
-        return _run(family, precision, command(family, precision, data, updates, work / name),
-                    work / f"{name}.log", updates, timeout)
+        cmd = command(family, precision, data, updates, work / name, log_interval, cpu)
+        return _run(family, precision, cmd, work / f"{name}.log", updates, timeout)
 
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         out = list(pool.map(one, runs))
@@ -185,10 +187,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--precision", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
     p.add_argument("--updates", type=int, default=UPDATES)
     p.add_argument("--jobs", type=int, default=2, help="runs sharing the GPU at a time (default 2)")
+    p.add_argument("--log-interval", type=int, default=LOG_INTERVAL,
+                   help=f"updates per logged loss (default {LOG_INTERVAL}; the verdict needs 6 logged losses)")
+    p.add_argument("--cpu", action="store_true", help="train on the CPU (make gpu-rehearsal: no CUDA, few updates)")
     p.add_argument("--deadline-s", type=float, help="stop runs still going this many seconds from now")
     args = p.parse_args(argv)
     deadline = None if args.deadline_s is None else time.time() + args.deadline_s
-    runs = run_all(args.results, args.only, args.precision, args.updates, args.jobs, deadline)
+    runs = run_all(args.results, args.only, args.precision, args.updates, args.jobs, deadline, args.log_interval,
+                   args.cpu)
     for r in runs:
         verdict = "ok" if r["passed"] else "FAILED: " + ", ".join(r["failed_checks"])
         print(f"{r['arch']:32s} {r['precision']} updates={r['updates']} loss {r['loss_first3']:.3f} -> "
