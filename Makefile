@@ -11,7 +11,7 @@ FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" 
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: venv quickstart test test-slow bench clean gpu-wheels gpu-check
+.PHONY: venv quickstart test test-slow bench clean gpu-wheels gpu-check gpu-rehearsal
 
 venv: $(STAMP)
 
@@ -54,9 +54,20 @@ PART ?= all
 COPY_TO ?=
 DEADLINE ?=
 GPU_PY = $(if $(wildcard $(PY)),$(PY),$(PYTHON))
+# `make gpu-rehearsal` (on a CPU machine with PyPI): the GPU machine's software (CPython 3.12,
+# its image's torch, numpy and transformers, plus the wheels) in $(GPU_REHEARSAL), and every
+# part of gpu-check that needs no CUDA run there; writes gpu/rehearsal.json and its table in
+# docs/gpu.md. PYTHON312=/path/to/python3.12 where none is on PATH or under pyenv.
+GPU_REHEARSAL ?= work/gpu-rehearsal
+PYTHON312 ?=
 
 gpu-wheels:
 	$(PYTHON) -m gpu.wheels --dest $(GPU_WHEELS)
+
+gpu-rehearsal:
+	test -d $(GPU_WHEELS) || $(PYTHON) -m gpu.wheels --dest $(GPU_WHEELS)
+	$(PYTHON) -m gpu.rehearse setup --venv $(GPU_REHEARSAL) $(if $(PYTHON312),--python $(PYTHON312))
+	$(GPU_REHEARSAL)/bin/python -m gpu.rehearse run --wheels $(GPU_WHEELS)
 
 gpu-check:
 	$(GPU_PY) -m gpu.check --part $(PART) --wheels $(GPU_WHEELS) $(if $(COPY_TO),--copy-to $(COPY_TO)) $(if $(DEADLINE),--deadline-s $(DEADLINE))

@@ -10,6 +10,8 @@ ready before a GPU is there (docs/gpu.md).
 * ``gpu.throughput``: training throughput and model FLOPs utilisation (``gpu.flops``) of every
   family beside fairseq's reference model of the same size;
 * ``gpu.fairseq_train``: ``fairseq-train`` with ``--bf16`` meaning bfloat16 on the GPU.
+* ``gpu.rehearse``: ``make gpu-rehearsal``, the GPU machine's software (CPython 3.12, its
+  image's torch) rebuilt on a CPU machine, running every part that needs no CUDA.
 
 Nothing here imports fairseq at module level, so that ``gpu.check`` can run (and refuse a
 machine without CUDA) before fairseq is installed.

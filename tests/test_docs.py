@@ -24,6 +24,7 @@ GENERATED = {
     "unilm-pretrained": ("docs/results/unilm.md", "examples/unilm/pretrained_gigaword.sh",
                          '--page "$ROOT/docs/results/unilm.md"'),
     "bench": ("docs/results/speed.md", "benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
+    "gpu-rehearsal": ("docs/gpu.md", "gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
 }
 
 
