@@ -26,6 +26,8 @@ import torch
 
 from benchmarks.common import ROOT, hardware
 from benchmarks.plot import load_results, plot_ratios
+from fairseq_ext.analysis.results_page import write_between_markers
+from fairseq_ext.errors import FairseqExtError
 
 RESULTS = ROOT / "benchmarks" / "results"
 BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
@@ -48,13 +50,10 @@ def render_table(results: dict) -> str:
 
 
 def update_readme(results: dict) -> None:
-    readme = ROOT / "docs" / "results" / "speed.md"
-    text = readme.read_text(encoding="utf-8")
-    if START not in text or END not in text:
+    try:
+        write_between_markers(ROOT / "docs" / "results" / "speed.md", render_table(results) + "\n", START, END)
+    except FairseqExtError:  # a page without the block keeps its text
         return
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{START}\n{render_table(results)}\n{END}{tail}", encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:

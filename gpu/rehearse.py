@@ -33,6 +33,7 @@ import sys
 import time
 from pathlib import Path
 
+from fairseq_ext.analysis.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError, require
 from gpu.wheels import DEFAULT_FOLDER, require_wheels
 
@@ -104,12 +105,13 @@ def versions(env: dict) -> dict:
 
 def rehearse(wheels: Path, results: Path) -> dict:
     """Every step of the module docstring, each logged in ``results``; the record of the run."""
-    from gpu import check, training
+    from gpu import check
 
     results.mkdir(parents=True, exist_ok=True)
     steps = check.Steps(results, None)
     t0 = time.time()
-    record = {"install": check.install(require_wheels(wheels), steps)}
+    wheel_files = require_wheels(wheels)
+    record = {"install": check.install(wheel_files, steps)}
     record["versions"] = versions(steps.env)
     suite_xml = results / "suite.xml"
     commands = {
@@ -138,7 +140,7 @@ def rehearse(wheels: Path, results: Path) -> dict:
     record["passed"] = record["install"]["passed"] and all(record.get(k, {}).get("returncode") == 0 for k in commands)
     record.update(wall_seconds=round(time.time() - t0, 1), date=time.strftime("%Y-%m-%d", time.gmtime()),
                   hardware=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, no GPU",
-                  image=requirements(), wheels=sorted(p.name for p in require_wheels(wheels)))
+                  image=requirements(), wheels=sorted(p.name for p in wheel_files))
     return record
 
 
@@ -164,7 +166,7 @@ def render(record: dict) -> str:
         lines.append(f"| {name} | `{step['command']}` | {result} | {step['seconds']} |")
     runs = record.get("train", {}).get("runs", [])
     if runs:
-        lines += ["", f"| training on the CPU, bf16 | updates | loss, first 3 -> last 3 logged | seconds | verdict |",
+        lines += ["", "| training on the CPU, bf16 | updates | loss, first 3 -> last 3 logged | seconds | verdict |",
                   "|---|---|---|---|---|"]
         lines += [f"| `{r['arch']}` | {r['updates']} | {r['loss_first3']:.3f} -> {r['loss_last3']:.3f} | "
                   f"{r['seconds']} | {'ok' if r['passed'] else 'FAILED: ' + ', '.join(r['failed_checks'])} |"
@@ -174,11 +176,8 @@ def render(record: dict) -> str:
 
 def publish(record: dict, page: Path = PAGE, published: Path = PUBLISHED) -> None:
     """``gpu/rehearsal.json`` and its table on docs/gpu.md, between the markers."""
+    write_between_markers(page, render(record), START, END)
     published.write_text(json.dumps(record, indent=2) + "\n")
-    text = page.read_text(encoding="utf-8")
-    require(START in text and END in text, f"{page} lacks the {START} and {END} markers")
-    head, rest = text.split(START, 1)
-    page.write_text(head + START + "\n" + render(record) + END + rest.split(END, 1)[1], encoding="utf-8")
 
 
 def main(argv: list[str] | None = None) -> None:

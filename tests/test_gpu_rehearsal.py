@@ -81,7 +81,7 @@ def test_publish_writes_between_the_markers_only(tmp_path):
     assert "old" not in text and rehearse.render(_record()) in text
     assert json.loads(published.read_text())["versions"]["numpy"] == "2.5.2"
     page.write_text("no markers\n")
-    with pytest.raises(FairseqExtError, match="lacks the"):
+    with pytest.raises(FairseqExtError, match="needs one <!-- gpu-rehearsal:start --> line"):
         rehearse.publish(_record(), page, published)
 
 

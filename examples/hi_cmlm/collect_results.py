@@ -29,6 +29,8 @@ import sys
 from pathlib import Path
 
 from fairseq_ext.analysis.generate_output import read_generate_output
+from fairseq_ext.analysis.results_page import write_between_markers
+from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.analysis.iterations import LENGTH_BINS, bin_label, bleu_by_length, bleu_per_iteration
 
 PASSES = (1, 2, 4, 10)
@@ -189,13 +191,10 @@ START, END = "<!-- table1:start -->", "<!-- table1:end -->"
 
 def write_into_page(page: Path, table: str) -> None:
     """Replace what stands between the table-1 markers of ``page`` with ``table``."""
-    text = page.read_text(encoding="utf-8")
-    if text.count(START) != 1 or text.count(END) != 1:
-        sys.exit(f"error: {page} needs exactly one line {START} and one line {END} "
-                 "around table 1")
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
-    page.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+    try:
+        write_between_markers(page, table + "\n", START, END)
+    except FairseqExtError as e:
+        sys.exit(f"error: {e}")
 
 
 def plot(summary: dict, path: Path) -> None:

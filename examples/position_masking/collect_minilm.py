@@ -20,6 +20,9 @@ import re
 import statistics
 from pathlib import Path
 
+from fairseq_ext.analysis.results_page import write_between_markers
+from fairseq_ext.errors import FairseqExtError
+
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- table3-minilm:start -->", "<!-- table3-minilm:end -->"
 
@@ -119,11 +122,10 @@ def main(argv: list[str] | None = None) -> None:
         a.publish.parent.mkdir(parents=True, exist_ok=True)
         a.publish.write_text(json.dumps(summary, indent=2) + "\n")
     if a.page:
-        text = a.page.read_text()
-        if START not in text or END not in text:
-            raise SystemExit(f"error: {a.page} has no {START} ... {END} block")
-        head, rest = text.split(START, 1)
-        a.page.write_text(f"{head}{START}\n{table}{END}{rest.split(END, 1)[1]}")
+        try:
+            write_between_markers(a.page, table, START, END)
+        except FairseqExtError as e:
+            raise SystemExit(f"error: {e}") from None
 
 
 if __name__ == "__main__":

@@ -34,6 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from fairseq_ext.analysis.results_page import write_between_markers
+from fairseq_ext.errors import FairseqExtError
+
 ROOT = Path(__file__).resolve().parents[2]
 
 LABELS = {
@@ -339,12 +342,10 @@ def plot(summary: dict, out: Path) -> None:
 
 
 def write_into_page(page: Path, table: str, start: str = START, end: str = END) -> None:
-    text = page.read_text()
-    if start not in text or end not in text:
-        raise SystemExit(f"error: {page} has no {start} ... {end} block")
-    head, rest = text.split(start, 1)
-    _, tail = rest.split(end, 1)
-    page.write_text(f"{head}{start}\n{table}{end}{tail}")
+    try:
+        write_between_markers(page, table, start, end)
+    except FairseqExtError as e:
+        raise SystemExit(f"error: {e}") from None
 
 
 def bisection(folder: Path, kept: Path, published: Path | None = None) -> dict:
