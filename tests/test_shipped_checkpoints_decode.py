@@ -1,0 +1,64 @@
+"""The checkpoints shipped in git (``git ls-files '*.pt'``: the quickstart's HI-CMLM student
+and its Transformer teacher) load through the real fairseq-generate and decode the first
+quickstart test sentences to exactly the hypotheses they gave when they were committed
+(recorded below), so a change of the model configs cannot silently change what an old
+checkpoint computes."""
+import subprocess
+
+from tests.conftest import ROOT, USER_DIR, binarize, read_sample, run
+
+MODEL = ROOT / "examples" / "quickstart" / "model"
+N = 8
+
+# fairseq-generate's H- lines (sentencepiece pieces) for test sentences 0-7
+EXPECTED = {
+    "checkpoint.pt": [
+        "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weißen ▁T - gelben ▁T .",
+        "▁Zwei ▁Männer ▁in ▁ ▁sich ▁auf ▁eine m ▁Markt ▁im ▁Freien .",
+        "▁Ein ▁Mann ▁und ▁ein ▁Junge ▁spielen ▁mit ▁Sonnenuntergang ▁a m ▁Strand .",
+        "▁Ein ▁Heißluftballon ▁berührt ▁einen ▁Mann ▁mit ▁eine m ▁Mann ▁im ▁Hintergrund .",
+        "▁Diese r ▁Mann ▁trägt ▁einen ▁weißen ▁Mütze oder ▁Hut .",
+        "▁Eine ▁Frau ▁bekommt ▁eine ▁Tätowierung ▁von ▁schwarzer ▁Reihe ▁und ▁ schminkt ▁sich .",
+        "▁Ein ▁Kleinkind ▁mit ▁Jeans ▁spielt ▁in ▁einer ▁Reifen .",
+        "▁Eine ▁Menschenmenge ▁steht ▁vor ▁eine m ▁weißen ▁Zelt .",
+    ],
+    "teacher.pt": [
+        "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weißen ▁und ▁gelben ▁T au n .",
+        "▁Zwei ▁Männer ▁in ▁ Z e ben ben ▁eine m ▁Markt ▁im ▁Freien .",
+        "▁Ein ▁Mann ▁und ▁ein ▁Junge ▁spielen ▁mit ▁Sonnenuntergang ▁a m ▁Strand .",
+        "▁Ein ▁Heißluftballon ▁berührt ▁einen ▁Mann ▁mit ▁eine m ▁Mann ▁im ▁Hintergrund .",
+        "▁Diese r ▁Mann ▁trägt ▁eine ▁weiße ▁Mütze ▁ oder ▁Hut .",
+        "▁Eine ▁Frau ▁bekommt ▁eine ▁Tätowierung ▁von ▁schwarzen ▁Tätowierung en ▁und ▁ Z e .",
+        "▁Ein ▁Kleinkind ▁mit ▁Jeans ▁spielt ▁in ▁einer ▁Reifenschaukel .",
+        "▁Eine ▁Menschenmenge ▁steht ▁vor ▁eine m ▁weißen ▁Zelt .",
+    ],
+}
+
+
+def hypotheses(stdout: str) -> list[str]:
+    found = {}
+    for line in stdout.splitlines():
+        if line.startswith("H-"):
+            sentence_id, _score, text = line.split("\t")
+            found[int(sentence_id[2:])] = text
+    assert sorted(found) == list(range(N))
+    return [found[i] for i in range(N)]
+
+
+def test_every_checkpoint_in_git_is_covered():
+    tracked = subprocess.run(["git", "ls-files", "*.pt"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode != 0:  # an exported tree without git
+        return
+    assert sorted(tracked.stdout.split()) == sorted(f"examples/quickstart/model/{n}" for n in EXPECTED)
+
+
+def test_shipped_checkpoints_decode_as_when_committed(tmp_path):
+    src, ref = read_sample("test", "en", N), read_sample("test", "de", N)
+    data = binarize(MODEL / "spm.model", tmp_path, {"test": (src, ref)}, srcdict=MODEL / "dict.txt")
+    common = [data, "--user-dir", USER_DIR, "-s", "en", "-t", "de", "--gen-subset", "test", "--batch-size", "8"]
+    student = run(["fairseq-generate", *common, "--task", "cmlm_hybrid", "--path", MODEL / "checkpoint.pt",
+                   "--iter-decode-max-iter", "4", "--iter-decode-with-beam", "2"])
+    teacher = run(["fairseq-generate", *common, "--task", "translation", "--path", MODEL / "teacher.pt",
+                   "--beam", "4"])
+    assert hypotheses(student.stdout) == EXPECTED["checkpoint.pt"]
+    assert hypotheses(teacher.stdout) == EXPECTED["teacher.pt"]
