@@ -1,8 +1,8 @@
-"""Importing the plugin changes nothing; loading it is explicit. ``import fairseq_ext.masking``
-imports torch, not fairseq; ``import fairseq_ext`` leaves fairseq's registries, its checkpoint
-loader and Python's excepthook alone; ``fairseq_ext.plugin.load()``, which fairseq's
-``--user-dir fairseq_ext`` calls through ``fairseq_ext/tasks/__init__.py``, registers
-everything and installs the patches. Each case runs in a fresh interpreter."""
+"""Importing the package changes nothing; registering is importing ``fairseq_ext.tasks`` and
+``fairseq_ext.models``, as fairseq's ``--user-dir fairseq_ext`` does and as
+``fairseq_ext.plugin.load()`` does from Python, in any order and any number of times, and it
+applies ``fairseq_compat.install()``. ``import fairseq_ext.masking`` imports torch, not
+fairseq. Each case runs in a fresh interpreter."""
 import subprocess
 import sys
 
@@ -58,3 +58,19 @@ def test_user_dir_loads_the_plugin_as_the_command_line_tools_do():
                  "print(state(), args.hybrid_strategy)")
     assert out.splitlines() == ["[False, False, False, False, False, False]",
                                 "[True, True, True, True, True, True] fence_replace"]
+
+
+def test_any_order_registers_once():
+    """Modules first, then ``load()``, then ``--user-dir``: fairseq would raise on a second
+    registration of a name, so a clean run is the check."""
+    out = python(STATE + "import fairseq_ext.models, fairseq_ext.criterions\n"
+                 "print(state())\n"
+                 "import fairseq_ext.tasks\n"
+                 "from fairseq_ext import plugin\n"
+                 "plugin.load(); plugin.load()\n"
+                 "from fairseq import options\n"
+                 f"args = options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r},"
+                 " '--task', 'translation_prophetnet', '--arch', 'prophetnet_tiny', '--criterion', 'ngram_language_loss'])\n"
+                 "print(state(), args.arch)")
+    assert out.splitlines() == ["[False, True, True, False, False, False]",
+                                "[True, True, True, True, True, True] prophetnet_tiny"]

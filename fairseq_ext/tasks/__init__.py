@@ -1,12 +1,15 @@
-"""fairseq task adapters (``register_task``).
+"""fairseq task adapters (``register_task``) and the criteria they train with.
 
-fairseq's ``--user-dir fairseq_ext`` imports this package (``fairseq/utils.py:
-import_user_module`` imports ``<user dir>/tasks`` and ``<user dir>/models``), so this is
-where the command-line tools load the plugin: ``plugin.load()`` registers the tasks, models
-and criteria and installs the safety patches.
+fairseq's ``--user-dir fairseq_ext`` imports this package and ``fairseq_ext.models``
+(``fairseq/utils.py: import_user_module``); ``fairseq_ext.plugin.load()`` does the same from
+Python. Registration applies the plugin's one compatibility step, ``fairseq_compat.install()``.
 """
-from fairseq_ext import plugin
-from fairseq_ext.tasks import (  # noqa: F401
+from fairseq_ext import fairseq_compat
+
+fairseq_compat.install()
+
+from fairseq_ext import criterions  # noqa: E402,F401  (register_criterion runs on import)
+from fairseq_ext.tasks import (  # noqa: E402,F401
     cmlm_hybrid,
     permutation_lm,
     position_masked_lm,
@@ -14,5 +17,3 @@ from fairseq_ext.tasks import (  # noqa: F401
     translation_prophetnet,
     unilm_seq2seq,
 )
-
-plugin.load()
