@@ -1,0 +1,62 @@
+"""Every published table is what its results file renders: each generated block of a results
+page equals, byte for byte, the collector's ``markdown`` of the committed results file (the
+numbers cannot drift from the file, and moving the machinery changed no table)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "reproduction" / "prophetnet"))  # its scripts import each other by name
+from reproduction.benchmarks.plot import load_results  # noqa: E402
+from reproduction.benchmarks.run import render_table  # noqa: E402
+from reproduction.gpu import rehearse  # noqa: E402
+from reproduction.hi_cmlm import collect_results  # noqa: E402
+from reproduction.position_masking import collect_minilm  # noqa: E402
+
+import batch_stats  # noqa: E402
+import collect_gigaword  # noqa: E402
+
+REPRO = ROOT / "reproduction"
+
+
+def block(page: str, name: str) -> str:
+    text = (ROOT / page).read_text(encoding="utf-8")
+    return text.split(f"<!-- {name}:start -->\n", 1)[1].split(f"<!-- {name}:end -->", 1)[0]
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_rouge_summary(path: Path) -> dict:
+    """A table-2 style summary as the collector holds it: JSON wrote its update keys as text."""
+    summary = load(path)
+    for model in summary["models"].values():
+        model["points"] = {int(u): row for u, row in model["points"].items()}
+    return summary
+
+
+TABLES = {
+    "table1": ("docs/results/hi-cmlm.md", lambda: collect_results.markdown(load(REPRO / "hi_cmlm" / "results.json")["summary"]) + "\n"),
+    "table2": ("docs/results/prophetnet.md", lambda: collect_gigaword.markdown(load_rouge_summary(REPRO / "prophetnet" / "results.json"))),
+    "bisection": ("docs/results/prophetnet.md",
+                  lambda: collect_gigaword.bisection_markdown(load(REPRO / "prophetnet" / "bisection.json"))),
+    "batches": ("docs/results/prophetnet.md", lambda: batch_stats.markdown(load(REPRO / "prophetnet" / "batch_stats.json"))),
+    "table3-minilm": ("docs/results/position-masking.md",
+                      lambda: collect_minilm.markdown(load(REPRO / "position_masking" / "results" / "minilm.json"))),
+    "unilm-pretrained": ("docs/results/unilm.md",
+                         lambda: collect_gigaword.markdown(load_rouge_summary(REPRO / "unilm" / "pretrained_results.json"))),
+    "bench": ("docs/results/speed.md", lambda: render_table(load_results(REPRO / "benchmarks" / "results")) + "\n"),
+    "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
+}
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_published_block_is_what_its_results_file_renders(name):
+    page, render = TABLES[name]
+    assert block(page, name) == render()
