@@ -11,7 +11,7 @@ FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" 
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 
-.PHONY: venv quickstart test test-slow bench clean gpu-wheels gpu-check gpu-rehearsal
+.PHONY: venv quickstart test test-fast bench clean gpu-wheels gpu-check gpu-rehearsal
 
 venv: $(STAMP)
 
@@ -34,11 +34,16 @@ $(STAMP): setup.py Makefile
 quickstart: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/quickstart/run.sh
 
+# The full suite (the CI gate): the product's tests and the reproduction machinery's.
 test: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests $(PYTEST_ARGS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests reproduction/tests $(PYTEST_ARGS)
+
+# Everyday subset: the product's tests that start no fairseq command line (about a minute).
+test-fast: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests -m "not cli" $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m benchmarks.run
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m reproduction.benchmarks.run
 
 clean:
 	rm -rf $(VENV) work build *.egg-info
@@ -46,10 +51,10 @@ clean:
 # GPU (docs/gpu.md). `make gpu-wheels`, where PyPI is reachable: the cp312 manylinux wheels of
 # fairseq and its needs into $(GPU_WHEELS) (git-ignored). `make gpu-check PART=all|tests,train,mfu,flex,bench`
 # on the GPU machine: stops at once without CUDA, installs those wheels without a network
-# beside the machine's torch, runs the parts and writes one results folder under gpu/results/
+# beside the machine's torch, runs the parts and writes one results folder under reproduction/gpu/results/
 # (COPY_TO=DIR also copies the summary and a tarball there; DEADLINE=SECONDS bounds the call).
 # It runs with .venv's Python where there is one, otherwise with $(PYTHON) (the GPU machine's).
-GPU_WHEELS ?= gpu/wheels
+GPU_WHEELS ?= reproduction/gpu/wheels
 PART ?= all
 COPY_TO ?=
 DEADLINE ?=
@@ -62,12 +67,12 @@ GPU_REHEARSAL ?= work/gpu-rehearsal
 PYTHON312 ?=
 
 gpu-wheels:
-	$(PYTHON) -m gpu.wheels --dest $(GPU_WHEELS)
+	$(PYTHON) -m reproduction.gpu.wheels --dest $(GPU_WHEELS)
 
 gpu-rehearsal:
-	test -d $(GPU_WHEELS) || $(PYTHON) -m gpu.wheels --dest $(GPU_WHEELS)
-	$(PYTHON) -m gpu.rehearse setup --venv $(GPU_REHEARSAL) $(if $(PYTHON312),--python $(PYTHON312))
-	$(GPU_REHEARSAL)/bin/python -m gpu.rehearse run --wheels $(GPU_WHEELS)
+	test -d $(GPU_WHEELS) || $(PYTHON) -m reproduction.gpu.wheels --dest $(GPU_WHEELS)
+	$(PYTHON) -m reproduction.gpu.rehearse setup --venv $(GPU_REHEARSAL) $(if $(PYTHON312),--python $(PYTHON312))
+	$(GPU_REHEARSAL)/bin/python -m reproduction.gpu.rehearse run --wheels $(GPU_WHEELS)
 
 gpu-check:
-	$(GPU_PY) -m gpu.check --part $(PART) --wheels $(GPU_WHEELS) $(if $(COPY_TO),--copy-to $(COPY_TO)) $(if $(DEADLINE),--deadline-s $(DEADLINE))
+	$(GPU_PY) -m reproduction.gpu.check --part $(PART) --wheels $(GPU_WHEELS) $(if $(COPY_TO),--copy-to $(COPY_TO)) $(if $(DEADLINE),--deadline-s $(DEADLINE))

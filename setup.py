@@ -1,34 +1,38 @@
+"""fairseq_ext: install what training and decoding need; extras for the rest.
+
+fairseq itself is installed with ``pip install --no-deps fairseq-fixed==0.12.3.1`` (Python >= 3.11;
+``fairseq==0.12.2`` before): its metadata asks for torchaudio, which fails to import beside a
+CPU torch and breaks transformers. Its own runtime needs are listed here instead. Install a
+CPU torch first where there is no GPU, or pip takes a CUDA build of several GB (README, Install).
+"""
 from setuptools import find_packages, setup
+
+VERSION = "0.2.0"
+FAIRSEQ_NEEDS = ["torch>=2.1,<2.15", "numpy", "hydra-core>=1.0.7,<1.4", "omegaconf>=2.0.6,<2.4", "bitarray",
+                 "cffi", "cython", "regex", "tqdm", "scikit-learn", "packaging", "sacrebleu>=2.0"]
+EXTRAS = {
+    # WordPiece tokenisation and conversion of transformers folders (BERT family, ProphetNet)
+    "convert": ["tokenizers>=0.13", "transformers>=4.30", "safetensors"],
+    # ROUGE for headline generation (rouge-score, Lin 2004's ROUGE-1/2/L)
+    "eval": ["rouge-score"],
+    # mask pictures (python -m fairseq_ext.analysis draw-mask) and results figures
+    "plots": ["matplotlib"],
+    # the reproduction machinery: significance tests, figures, the transformers reference
+    "research": ["scipy", "matplotlib", "rouge-score", "transformers>=4.30", "safetensors"],
+}
+EXTRAS["test"] = sorted({d for deps in EXTRAS.values() for d in deps} | {"pytest>=7", "pytest-xdist>=3"})
 
 setup(
     name="fairseq_ext",
-    version="0.1.0",
+    version=VERSION,
     description="A Transformer is a play, and the mask is the script: HI-CMLM, ProphetNet, "
                 "position masking and UniLM attention masks as a fairseq plugin",
-    packages=find_packages(include=["fairseq_ext", "fairseq_ext.*"]),
+    license="MIT",
+    # data_prep/ ships as fairseq_ext.data_prep: python -m fairseq_ext.data_prep NAME [ARGS]
+    packages=find_packages(include=["fairseq_ext", "fairseq_ext.*"]) + ["fairseq_ext.data_prep"],
+    package_dir={"fairseq_ext.data_prep": "data_prep"},
+    package_data={"fairseq_ext.data_prep": ["*.sh"]},
     python_requires=">=3.9",
-    install_requires=[
-        "fairseq==0.12.2; python_version < '3.11'",
-        "fairseq-fixed==0.12.3.1; python_version >= '3.11'",
-        # fairseq's own runtime needs, listed so that fairseq can be installed with
-        # --no-deps (its torchaudio requirement breaks beside a CPU torch; see Makefile).
-        "torch>=2.1,<2.15",
-        "numpy",
-        "hydra-core>=1.0.7,<1.4",
-        "omegaconf>=2.0.6,<2.4",
-        "bitarray",
-        "cffi",
-        "cython",
-        "regex",
-        "tqdm",
-        "scikit-learn",
-        "packaging",
-        "sentencepiece>=0.1.99",
-        "sacrebleu>=2.0",
-        "rouge-score",
-        "matplotlib",
-    ],
-    # transformers: the independent ProphetNet the tests and benchmarks compare with (no weights
-    # are downloaded; tiny random configurations only).
-    extras_require={"test": ["pytest>=7", "pytest-xdist>=3", "transformers>=4.30"]},
+    install_requires=["sentencepiece>=0.1.99", *FAIRSEQ_NEEDS],
+    extras_require=EXTRAS,
 )

@@ -35,8 +35,26 @@ TINY_DIMS = [
 ]
 
 
+CLI_FIXTURES = {"spm_model", "tiny_data", "mono_data", "tiny_checkpoint"}
+CLI_SIGNS = ("fairseq-train", "fairseq-generate", "fairseq-preprocess", "fairseq-interactive", "subprocess", "bash")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: needs a CUDA device; `make gpu-check` runs these (docs/gpu.md)")
+    config.addinivalue_line("markers", "cli: starts a command line (fairseq's or a script); `make test-fast` leaves these out")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``cli`` every test that builds data through the CLIs (its fixtures) or whose module
+    starts a process, so that ``make test-fast`` is the in-process subset."""
+    starts_process: dict[str, bool] = {}
+    for item in items:
+        path = str(item.fspath)
+        if path not in starts_process:
+            source = Path(path).read_text(encoding="utf-8")
+            starts_process[path] = any(sign in source for sign in CLI_SIGNS)
+        if starts_process[path] or CLI_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.cli)
 
 
 def cli_env() -> dict:

@@ -212,7 +212,7 @@ def test_word_order_cli_writes_balanced_binarized_splits(spm_model, mono_data, t
 
 
 def test_minilm_table_collects_logs_and_tests_over_seeds(tmp_path):
-    """examples/position_masking/collect_minilm.py: the last validation of each log, mean and
+    """reproduction/position_masking/collect_minilm.py: the last validation of each log, mean and
     spread over seeds, and Welch's t-test (checked against the formula with the
     Welch-Satterthwaite degrees of freedom)."""
     import importlib.util

@@ -12,19 +12,19 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 # generated block -> (the page that holds it, the script or driver that writes it, how it names the page)
 GENERATED = {
-    "table1": ("docs/results/hi-cmlm.md", "examples/hi_cmlm/multi30k.sh", '--page "$ROOT/docs/results/hi-cmlm.md"'),
-    "table2": ("docs/results/prophetnet.md", "examples/prophetnet/compare_gigaword.sh",
+    "table1": ("docs/results/hi-cmlm.md", "reproduction/hi_cmlm/multi30k.sh", '--page "$ROOT/docs/results/hi-cmlm.md"'),
+    "table2": ("docs/results/prophetnet.md", "reproduction/prophetnet/compare_gigaword.sh",
                '--page "$ROOT/docs/results/prophetnet.md"'),
-    "bisection": ("docs/results/prophetnet.md", "examples/prophetnet/bisect.sh",
+    "bisection": ("docs/results/prophetnet.md", "reproduction/prophetnet/bisect.sh",
                   '--page "$ROOT/docs/results/prophetnet.md"'),
-    "batches": ("docs/results/prophetnet.md", "examples/prophetnet/bisect.sh",
+    "batches": ("docs/results/prophetnet.md", "reproduction/prophetnet/bisect.sh",
                 '--page "$ROOT/docs/results/prophetnet.md"'),
-    "table3-minilm": ("docs/results/position-masking.md", "examples/position_masking/minilm.sh",
+    "table3-minilm": ("docs/results/position-masking.md", "reproduction/position_masking/minilm.sh",
                       '--page "$ROOT/docs/results/position-masking.md"'),
-    "unilm-pretrained": ("docs/results/unilm.md", "examples/unilm/pretrained_gigaword.sh",
+    "unilm-pretrained": ("docs/results/unilm.md", "reproduction/unilm/pretrained_gigaword.sh",
                          '--page "$ROOT/docs/results/unilm.md"'),
-    "bench": ("docs/results/speed.md", "benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
-    "gpu-rehearsal": ("docs/gpu.md", "gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
+    "bench": ("docs/results/speed.md", "reproduction/benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
+    "gpu-rehearsal": ("docs/gpu.md", "reproduction/gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
 }
 
 
@@ -94,8 +94,9 @@ def test_each_generated_table_lives_on_the_page_its_script_writes(name):
 
 def test_nothing_a_clone_holds_points_outside_it():
     files = [*PAGES, ROOT / "Makefile", *(ROOT / "data_prep").iterdir(),
-             *(p for p in (ROOT / "examples").rglob("*") if p.suffix in {".sh", ".py", ".md"}
-               and "runs" not in p.parts and "results" not in p.parts)]
+             *(p for folder in ("examples", "reproduction") for p in (ROOT / folder).rglob("*")
+               if p.suffix in {".sh", ".py", ".md"} and "runs" not in p.parts and "results" not in p.parts
+               and "tests" not in p.parts)]
     hits = [f"{f.relative_to(ROOT)}:{n}" for f in files if f.is_file()
             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
             if "../shared" in line or re.search(r"\bthe seeds?(?![\w-])", line, re.IGNORECASE)]

@@ -13,7 +13,7 @@ from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.masking import random_order
 from fairseq_ext.modules import flex_attention
-from gpu import flex_vs_dense
+from reproduction.gpu import flex_vs_dense
 from tests import test_prophetnet_model as prophetnet
 from tests import test_unilm_model as unilm
 from tests.helpers.families import build, dict_folder

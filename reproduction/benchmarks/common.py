@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USER_DIR = str(ROOT / "fairseq_ext")
 
 
@@ -249,4 +249,4 @@ def train_one_main(module: str, names: tuple[str, ...], train_updates: Callable[
         print(vm_hwm_mb())
     else:
         sys.exit(f"usage: python -m {module} --train-one {{{','.join(names)}}} "
-                 f"(python -m benchmarks.run --only {module.rsplit('.', 1)[-1]} runs the benchmark)")
+                 f"(python -m reproduction.benchmarks.run --only {module.rsplit('.', 1)[-1]} runs the benchmark)")

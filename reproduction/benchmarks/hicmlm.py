@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks import common
+from reproduction.benchmarks import common
 
 MODEL_DIR = common.ROOT / "examples" / "quickstart" / "model"
 SAMPLE = common.ROOT / "examples" / "quickstart" / "data"
@@ -171,7 +171,7 @@ def _train_updates(name: str, device: str) -> None:
 
 def memory(device: str) -> dict[str, float]:
     """Peak training memory of each side (``common.train_peak_memory``)."""
-    return common.train_peak_memory("benchmarks.hicmlm", tuple(SIDES), _train_updates, device)
+    return common.train_peak_memory("reproduction.benchmarks.hicmlm", tuple(SIDES), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
@@ -189,4 +189,4 @@ def _run_all(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    common.train_one_main("benchmarks.hicmlm", tuple(SIDES), _train_updates, threads=None)
+    common.train_one_main("reproduction.benchmarks.hicmlm", tuple(SIDES), _train_updates, threads=None)

@@ -1,9 +1,9 @@
 """The speed figure of table 4 (docs/results/speed.md): every ratio of ``benchmarks/results/{cpu,gpu}.json``
 as a horizontal bar, coloured by family, with its goal as a black tick where it has one.
 
-    python -m benchmarks.plot          # redraw benchmarks/results/speed.png from the JSON files
+    python -m reproduction.benchmarks.plot          # redraw benchmarks/results/speed.png from the JSON files
 
-``python -m benchmarks.run`` draws it after every run.
+``python -m reproduction.benchmarks.run`` draws it after every run.
 """
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def load_results(folder: Path = RESULTS) -> dict:
 def main() -> None:
     out = RESULTS / "speed.png"
     if not plot_ratios(load_results(), out):
-        raise SystemExit(f"error: no ratio in {RESULTS}/cpu.json or gpu.json (run python -m benchmarks.run first)")
+        raise SystemExit(f"error: no ratio in {RESULTS}/cpu.json or gpu.json (run python -m reproduction.benchmarks.run first)")
     print(f"wrote {out}")
 
 

@@ -19,7 +19,7 @@ then rounds in alternating order); a ratio is that of the summed per-batch media
 (12 x 768) on CUDA.
 
 Quality (MLM and position accuracy of the 0/5/10/15% sweep) is not measured here: it
-needs minutes of training per run; see examples/position_masking/sweep.sh and the README.
+needs minutes of training per run; see reproduction/position_masking/sweep.sh and the README.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ import statistics
 import numpy as np
 import torch
 
-from benchmarks import common
+from reproduction.benchmarks import common
 
 VOCAB = 8000
 TOKENS_PER_SAMPLE = 128
@@ -97,7 +97,7 @@ def _train_updates(name: str, device: str) -> None:
 
 def memory(device: str) -> dict[str, float]:
     """Peak training memory of each side (``common.train_peak_memory``)."""
-    return common.train_peak_memory("benchmarks.posmask", tuple(SETUPS), _train_updates, device)
+    return common.train_peak_memory("reproduction.benchmarks.posmask", tuple(SETUPS), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
@@ -156,4 +156,4 @@ def _run_all(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    common.train_one_main("benchmarks.posmask", tuple(SETUPS), _train_updates, threads=None)
+    common.train_one_main("reproduction.benchmarks.posmask", tuple(SETUPS), _train_updates, threads=None)

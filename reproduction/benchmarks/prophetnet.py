@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from benchmarks import common
+from reproduction.benchmarks import common
 
 VOCAB, BEAM, POSITIONS = 10000, 4, 512
 GIGAWORD, LONG = (32, 40, 12), (8, 256, 40)  # (batch, source tokens, target tokens)
@@ -139,7 +139,7 @@ def _train_updates(name: str, device: str, updates: int = 4) -> None:
 
 def memory(device: str) -> dict[str, float]:
     """Peak training memory of each fairseq side on the Gigaword batches (``common.train_peak_memory``)."""
-    return common.train_peak_memory("benchmarks.prophetnet", tuple(SIDES), _train_updates, device)
+    return common.train_peak_memory("reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, device)
 
 
 def run(device: str, quick: bool) -> dict:
@@ -209,4 +209,4 @@ def _run(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    common.train_one_main("benchmarks.prophetnet", tuple(SIDES), _train_updates, threads=CPU_THREADS)
+    common.train_one_main("reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, threads=CPU_THREADS)

@@ -1,6 +1,6 @@
 """Run the benchmarks side by side and publish their ratios.
 
-    python -m benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out DIR]
+    python -m reproduction.benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out DIR]
 
 Each module named in ``BENCHMARKS`` has ``run(device: str, quick: bool) -> dict`` that
 returns ``{"metrics": {name: value}, "details": {...}, "hardware": "..."}``, measured with
@@ -24,12 +24,12 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import ROOT, hardware
-from benchmarks.plot import load_results, plot_ratios
-from fairseq_ext.analysis.results_page import write_between_markers
+from reproduction.benchmarks.common import ROOT, hardware
+from reproduction.benchmarks.plot import load_results, plot_ratios
+from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "reproduction" / "benchmarks" / "results"
 BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
@@ -59,7 +59,7 @@ def update_readme(results: dict) -> None:
 def main(argv: list[str] | None = None) -> None:
     from fairseq_ext.errors import require
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.run", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m reproduction.benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", nargs="+", choices=BENCHMARKS, help="run only these benchmarks")
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu", help="where the models run (default: cpu)")

@@ -31,7 +31,7 @@ from typing import Callable
 
 import torch
 
-from benchmarks import common
+from reproduction.benchmarks import common
 
 SMALL = ["--encoder-embed-dim", "256", "--encoder-ffn-embed-dim", "1024", "--encoder-attention-heads", "4"]
 CPU_THREADS = 1
@@ -124,7 +124,7 @@ def _train_updates(name: str, device: str) -> None:
 
 def memory(device: str) -> dict[str, float]:
     """Peak training memory of each side of the training ratio (``common.train_peak_memory``)."""
-    return common.train_peak_memory("benchmarks.unilm", SIDES, _train_updates, device)
+    return common.train_peak_memory("reproduction.benchmarks.unilm", SIDES, _train_updates, device)
 
 
 def train_ratio(device: str, quick: bool) -> dict:
@@ -213,4 +213,4 @@ def _run_all(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    common.train_one_main("benchmarks.unilm", SIDES, _train_updates, threads=CPU_THREADS)
+    common.train_one_main("reproduction.benchmarks.unilm", SIDES, _train_updates, threads=CPU_THREADS)

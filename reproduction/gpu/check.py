@@ -1,11 +1,11 @@
 """``make gpu-check``: prove and measure every family on one CUDA GPU (docs/gpu.md).
 
-    python -m gpu.check [--part all|tests,train,mfu,flex,bench] [--wheels gpu/wheels] [--results DIR]
+    python -m reproduction.gpu.check [--part all|tests,train,mfu,flex,bench] [--wheels reproduction/gpu/wheels] [--results DIR]
                         [--copy-to DIR] [--deadline-s SECONDS]
 
 1. Without CUDA it stops at once with one line, before it installs anything; without the
    wheels of ``make gpu-wheels`` it names the folder or the missing wheels.
-2. It installs those wheels with pip and no network into ``gpu/site`` (``--no-index
+2. It installs those wheels with pip and no network into ``reproduction/gpu/site`` (``--no-index
    --no-deps --target``), beside the machine's own torch, and checks that fairseq and the
    plugin import.
 3. It runs the parts asked for (``all``: the five in turn), each step in its own process:
@@ -17,11 +17,11 @@
      fairseq's models of the same size;
    * ``flex``: ``gpu.flex_vs_dense``, FlexAttention against the dense masked attention (UniLM's
      prefix mask, ProphetNet's n streams) at 128 / 512 / 1024 tokens: equal outputs, speed, memory;
-   * ``bench``: ``make bench`` on the GPU (``python -m benchmarks.run --device cuda``, one
+   * ``bench``: ``make bench`` on the GPU (``python -m reproduction.benchmarks.run --device cuda``, one
      module at a time), which writes ``benchmarks/results/gpu.json``, ``speed.png`` beside it
      and the table of ``docs/results/speed.md``.
 
-4. Everything goes to one results folder (default ``gpu/results/<UTC time>-<parts>``): the
+4. Everything goes to one results folder (default ``reproduction/gpu/results/<UTC time>-<parts>``): the
    logs, ``summary.json`` and ``summary.md``, whose tables are printed last. ``--copy-to DIR``
    copies ``summary.md``, ``summary.json``, those three files of ``bench`` and
    ``results.tar.gz`` (the folder without its generated data) to DIR. ``--deadline-s`` bounds
@@ -43,12 +43,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from fairseq_ext.errors import FairseqExtError, require
-from gpu.cli import write_json
-from gpu.report import render
-from gpu.wheels import DEFAULT_FOLDER, require_wheels
+from reproduction.gpu.cli import write_json
+from reproduction.gpu.report import render
+from reproduction.gpu.wheels import DEFAULT_FOLDER, require_wheels
 
-ROOT = Path(__file__).resolve().parents[1]
-SITE = ROOT / "gpu" / "site"
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "reproduction" / "gpu" / "site"
 PARTS = ("tests", "train", "mfu", "flex", "bench")
 # what must import once the wheels are in: fairseq, its configuration stack, the metrics, the plugin
 IMPORT_CHECK = ("import fairseq, hydra, omegaconf, bitarray, sacrebleu, sentencepiece, rouge_score; "
@@ -156,7 +156,7 @@ def run_tests(steps: Steps) -> dict:
 
 def run_training(steps: Steps) -> dict:
     left = steps.remaining()
-    cmd = [sys.executable, "-m", "gpu.training", "--results", str(steps.results)]
+    cmd = [sys.executable, "-m", "reproduction.gpu.training", "--results", str(steps.results)]
     out = steps.run("train", cmd + ([] if left is None else ["--deadline-s", str(max(1, int(left - 20)))]))
     runs_file = steps.results / "train.json"
     runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
@@ -164,13 +164,13 @@ def run_training(steps: Steps) -> dict:
 
 
 def run_mfu(steps: Steps) -> dict:
-    out = steps.run("throughput", [sys.executable, "-m", "gpu.throughput", "--results", str(steps.results)])
+    out = steps.run("throughput", [sys.executable, "-m", "reproduction.gpu.throughput", "--results", str(steps.results)])
     measured = steps.results / "throughput.json"
     return {"passed": out["returncode"] == 0, **out, **(json.loads(measured.read_text()) if measured.exists() else {})}
 
 
 def run_flex(steps: Steps) -> dict:
-    out = steps.run("flex", [sys.executable, "-m", "gpu.flex_vs_dense", "--results", str(steps.results / "flex")])
+    out = steps.run("flex", [sys.executable, "-m", "reproduction.gpu.flex_vs_dense", "--results", str(steps.results / "flex")])
     table = steps.results / "flex" / "flex_vs_dense.md"
     return {"passed": out["returncode"] == 0, **out, "table": table.read_text() if table.exists() else ""}
 
@@ -180,11 +180,11 @@ def run_benchmarks(steps: Steps) -> dict:
     module's results into gpu.json, so a step stopped at the deadline loses only its own. The
     gpu.json found in the tree is replaced, so that it holds this machine's numbers only; it,
     the figure and the page of the published table are copied to the results folder."""
-    from benchmarks.run import BENCHMARKS, RESULTS
+    from reproduction.benchmarks.run import BENCHMARKS, RESULTS
 
     gpu_json = RESULTS / "gpu.json"
     gpu_json.unlink(missing_ok=True)
-    modules = {name: steps.run(f"benchmarks-{name}", [sys.executable, "-m", "benchmarks.run", "--device", "cuda",
+    modules = {name: steps.run(f"benchmarks-{name}", [sys.executable, "-m", "reproduction.benchmarks.run", "--device", "cuda",
                                                       "--only", name]) for name in BENCHMARKS}
     written = json.loads(gpu_json.read_text()) if gpu_json.exists() else {}
     for published in (gpu_json, RESULTS / "speed.png", ROOT / "docs" / "results" / "speed.md"):
@@ -220,12 +220,12 @@ def parts(text: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m gpu.check", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m reproduction.gpu.check", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--part", type=parts, default=list(PARTS),
                    help=f"all (the default) or a comma-separated list of {', '.join(PARTS)}")
     p.add_argument("--wheels", type=Path, default=DEFAULT_FOLDER, help="the folder of make gpu-wheels")
-    p.add_argument("--results", type=Path, help="results folder (default gpu/results/<UTC time>-<part>)")
+    p.add_argument("--results", type=Path, help="results folder (default reproduction/gpu/results/<UTC time>-<part>)")
     p.add_argument("--copy-to", type=Path, help="also copy the summary, what bench publishes and a tarball here")
     p.add_argument("--deadline-s", type=float, help="the whole call's time limit in seconds")
     args = p.parse_args(argv)
@@ -236,7 +236,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"gpu-check: {e}")
     deadline = None if args.deadline_s is None else time.time() + args.deadline_s
     name = "all" if args.part == list(PARTS) else "-".join(args.part)
-    results = args.results or ROOT / "gpu" / "results" / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{name}"
+    results = args.results or ROOT / "reproduction" / "gpu" / "results" / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{name}"
     results.mkdir(parents=True, exist_ok=True)
     steps = Steps(results, deadline)
     summary = {"machine": machine, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "part": name,

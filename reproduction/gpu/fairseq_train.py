@@ -8,7 +8,7 @@ parser, clears that ``tpu`` (nothing here runs on a TPU) and then runs fairseq's
 ``main`` exactly as ``fairseq_cli.train.cli_main`` does; every other option means what it means
 to ``fairseq-train``.
 
-    python -m gpu.fairseq_train DATA --user-dir fairseq_ext --bf16 ...
+    python -m reproduction.gpu.fairseq_train DATA --user-dir fairseq_ext --bf16 ...
 """
 from __future__ import annotations
 

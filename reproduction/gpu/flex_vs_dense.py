@@ -4,7 +4,7 @@ equal outputs at 128 / 512 / 1024 tokens, for UniLM's prefix mask (Dong et al. 2
 2.3; Su 2019, "Seq2Seq") and ProphetNet's n-stream self-attention (Qi et al. 2020, section
 2.3, n = 2).
 
-    python -m gpu.flex_vs_dense --results DIR [--lengths 128,512,1024] [--batch 8] [--layers 4]
+    python -m reproduction.gpu.flex_vs_dense --results DIR [--lengths 128,512,1024] [--batch 8] [--layers 4]
                                 [--repeats 10]
 
 What runs is what differs between the backends: ``--layers`` self-attention modules of the
@@ -47,7 +47,7 @@ from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, padded_dense_mask
 from fairseq_ext.modules import MaskedSelfAttention, NgramSelfAttention
 from fairseq_ext.modules.flex_attention import NgramStreamBlockMask, check_attention_backend, padded_block_mask
-from gpu.cli import results_parser, write_json
+from reproduction.gpu.cli import results_parser, write_json
 
 EMBED_DIM, HEADS = 768, 12
 NGRAM, NUM_BUCKETS, MAX_DISTANCE = 2, 32, 128
@@ -208,7 +208,7 @@ def lengths_arg(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = results_parser("python -m gpu.flex_vs_dense", __doc__, "flex_vs_dense.json and flex_vs_dense.md")
+    p = results_parser("python -m reproduction.gpu.flex_vs_dense", __doc__, "flex_vs_dense.json and flex_vs_dense.md")
     p.add_argument("--lengths", type=str, default="128,512,1024", help="target lengths T, comma-separated")
     p.add_argument("--batch", type=int, default=8, help="examples per batch")
     p.add_argument("--layers", type=int, default=4, help="self-attention layers chained per pass")

@@ -10,7 +10,7 @@ not need CUDA:
 * ``setup`` (any Python): a virtual environment of CPython 3.12 with ``IMAGE`` from PyPI
   (PyPI's torch 2.11.0 is a CUDA build: about 3 GB, once), where there is none yet;
 * ``run`` (that environment's Python): gpu-check's own offline install of the wheels into
-  ``gpu/site`` and its import check, then the whole test suite (``pytest -n 2``; the CUDA tests
+  ``reproduction/gpu/site`` and its import check, then the whole test suite (``pytest -n 2``; the CUDA tests
   skip), every family's base model trained by ``gpu.training`` on the CPU in bfloat16
   (``UPDATES`` updates, a loss logged every ``LOG_INTERVAL``, judged as on the GPU),
   ``gpu.throughput --tiny`` and ``benchmarks.run --quick``. It writes ``gpu/rehearsal.json``
@@ -33,13 +33,13 @@ import sys
 import time
 from pathlib import Path
 
-from fairseq_ext.analysis.results_page import write_between_markers
+from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError, require
-from gpu.wheels import DEFAULT_FOLDER, require_wheels
+from reproduction.gpu.wheels import DEFAULT_FOLDER, require_wheels
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_VENV = ROOT / "work" / "gpu-rehearsal"
-PUBLISHED = ROOT / "gpu" / "rehearsal.json"
+PUBLISHED = ROOT / "reproduction" / "gpu" / "rehearsal.json"
 PAGE = ROOT / "docs" / "gpu.md"
 START, END = "<!-- gpu-rehearsal:start -->", "<!-- gpu-rehearsal:end -->"
 # the lent GPU machines' Python packages that the plugin meets (their image, November 2026)
@@ -105,7 +105,7 @@ def versions(env: dict) -> dict:
 
 def rehearse(wheels: Path, results: Path) -> dict:
     """Every step of the module docstring, each logged in ``results``; the record of the run."""
-    from gpu import check
+    from reproduction.gpu import check
 
     results.mkdir(parents=True, exist_ok=True)
     steps = check.Steps(results, None)
@@ -117,11 +117,11 @@ def rehearse(wheels: Path, results: Path) -> dict:
     commands = {
         "suite": [sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider",
                   "tests", f"--junitxml={suite_xml}", "--deselect", PUBLISHED_TABLE_TEST],
-        "train": [sys.executable, "-m", "gpu.training", "--results", str(results), "--cpu", "--precision", "bf16",
+        "train": [sys.executable, "-m", "reproduction.gpu.training", "--results", str(results), "--cpu", "--precision", "bf16",
                   "--updates", str(UPDATES), "--log-interval", str(LOG_INTERVAL)],
-        "throughput": [sys.executable, "-m", "gpu.throughput", "--tiny", "--steps", "2", "--results",
+        "throughput": [sys.executable, "-m", "reproduction.gpu.throughput", "--tiny", "--steps", "2", "--results",
                        str(results / "tiny")],
-        "bench": [sys.executable, "-m", "benchmarks.run", "--quick", "--out", str(results / "bench")],
+        "bench": [sys.executable, "-m", "reproduction.benchmarks.run", "--quick", "--out", str(results / "bench")],
     }
     for name, cmd in commands.items():
         if not record["install"]["passed"]:
@@ -181,7 +181,7 @@ def publish(record: dict, page: Path = PAGE, published: Path = PUBLISHED) -> Non
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m gpu.rehearse", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m reproduction.gpu.rehearse", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("setup", help="the CPython 3.12 environment of the GPU image; prints its Python")
@@ -189,8 +189,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("--venv", type=Path, default=DEFAULT_VENV, help="where (default work/gpu-rehearsal)")
     r = sub.add_parser("run", help="the rehearsal, with that environment's Python")
     r.add_argument("--wheels", type=Path, default=DEFAULT_FOLDER, help="the folder of make gpu-wheels")
-    r.add_argument("--results", type=Path, default=ROOT / "gpu" / "results" / "rehearsal",
-                   help="its logs (default gpu/results/rehearsal)")
+    r.add_argument("--results", type=Path, default=ROOT / "reproduction" / "gpu" / "results" / "rehearsal",
+                   help="its logs (default reproduction/gpu/results/rehearsal)")
     r.add_argument("--no-publish", action="store_true", help="leave gpu/rehearsal.json and docs/gpu.md alone")
     args = p.parse_args(argv)
     try:

@@ -78,7 +78,7 @@ def _throughput(out: dict) -> list[str]:
 
 
 def _benchmarks(out: dict) -> list[str]:
-    lines = ["## `make bench` on CUDA (`python -m benchmarks.run --device cuda` -> gpu.json)", ""]
+    lines = ["## `make bench` on CUDA (`python -m reproduction.benchmarks.run --device cuda` -> gpu.json)", ""]
     for name, step in out.get("modules", {}).items():
         lines += [f"- {name}: {_step(step)}", *_tail(step)]
     rows = [f"| {bench} | `{name}` | {value:.3f} |" if isinstance(value, float) else f"| {bench} | `{name}` | {value} |"
@@ -90,7 +90,7 @@ def _benchmarks(out: dict) -> list[str]:
 
 
 def _flex(out: dict) -> list[str]:
-    lines = ["## FlexAttention vs dense masked attention (`python -m gpu.flex_vs_dense`)", "",
+    lines = ["## FlexAttention vs dense masked attention (`python -m reproduction.gpu.flex_vs_dense`)", "",
              f"- {_step(out)}", *_tail(out)]
     return lines + (["", out["table"].strip()] if out.get("table") else [])
 

@@ -34,11 +34,11 @@ from pathlib import Path
 
 import torch
 
-from gpu.cli import results_parser, write_json
-from gpu.data import binarize_mono, binarize_pairs
-from gpu.flops import bf16_peak, count_flops, matmul_tflops, mfu
+from reproduction.gpu.cli import results_parser, write_json
+from reproduction.gpu.data import binarize_mono, binarize_pairs
+from reproduction.gpu.flops import bf16_peak, count_flops, matmul_tflops, mfu
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USER_DIR = str(ROOT / "fairseq_ext")
 VOCAB = 32000
 SENTENCE = 63
@@ -140,7 +140,7 @@ def build_trainer(model: Model, data: Path, tiny: bool, batch_size: int | None):
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.trainer import Trainer
 
-    from gpu.fairseq_train import parse_training_args
+    from reproduction.gpu.fairseq_train import parse_training_args
 
     fairseq_ext.plugin.load()
     argv = [str(data), "--user-dir", USER_DIR, *model.options, *TRAINING]
@@ -225,7 +225,7 @@ def run(results: Path, only: list[str], tiny: bool, steps: int, batch_size: int 
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = results_parser("python -m gpu.throughput", __doc__, "throughput.json")
+    p = results_parser("python -m reproduction.gpu.throughput", __doc__, "throughput.json")
     p.add_argument("--only", nargs="+", choices=list(GROUPS), default=list(GROUPS))
     p.add_argument("--steps", type=int, default=STEPS, help=f"timed steps per model (default {STEPS})")
     p.add_argument("--batch-size", type=int, help="sentences or blocks per batch instead of each model's own")

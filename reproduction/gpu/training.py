@@ -6,7 +6,7 @@ training and 200 validation pairs) in the quickstart's sentencepiece pieces and 
 dictionary (``examples/quickstart/model``): the pairs for HI-CMLM, ProphetNet and UniLM, the
 English side alone for position masking.
 
-Each run is ``python -m gpu.fairseq_train`` (``fairseq-train``, with ``--bf16`` meaning
+Each run is ``python -m reproduction.gpu.fairseq_train`` (``fairseq-train``, with ``--bf16`` meaning
 bfloat16 on the GPU) on the family's base architecture: Adam, an inverse-square-root schedule
 after ``WARMUP`` warm-up updates, ``--max-update 200``, a log line every 10 updates, no
 checkpoints, no validation. A run passes when its log shows
@@ -29,10 +29,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpu.cli import results_parser, write_json
-from gpu.data import binarize_mono, binarize_pairs
+from reproduction.gpu.cli import results_parser, write_json
+from reproduction.gpu.data import binarize_mono, binarize_pairs
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 USER_DIR = str(ROOT / "fairseq_ext")
 QUICKSTART = ROOT / "examples" / "quickstart"
 UPDATES = 200
@@ -91,7 +91,7 @@ def command(family: str, precision: str, data: dict[str, Path], updates: int, sa
     that it could write to ``save_dir``: one folder per run, so that runs side by side do not
     race there."""
     spec = FAMILIES[family]
-    return [sys.executable, "-m", "gpu.fairseq_train", str(data[spec.data]), "--user-dir", USER_DIR,
+    return [sys.executable, "-m", "reproduction.gpu.fairseq_train", str(data[spec.data]), "--user-dir", USER_DIR,
             "--arch", spec.arch, *spec.options, *OPTIMIZATION, *LOGGING, "--log-interval", str(log_interval),
             "--max-update", str(updates), f"--{precision}", "--save-dir", str(save_dir), *(["--cpu"] if cpu else [])]
 
@@ -182,7 +182,7 @@ def run_all(results: Path, families: list[str], precisions: list[str], updates: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = results_parser("python -m gpu.training", __doc__, "the logs and train.json")
+    p = results_parser("python -m reproduction.gpu.training", __doc__, "the logs and train.json")
     p.add_argument("--only", nargs="+", choices=list(FAMILIES), default=list(FAMILIES))
     p.add_argument("--precision", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
     p.add_argument("--updates", type=int, default=UPDATES)

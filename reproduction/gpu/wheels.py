@@ -1,7 +1,7 @@
 """The wheels that ``make gpu-check`` installs on a GPU machine that reaches no package registry.
 
-``make gpu-wheels`` (``python -m gpu.wheels``) runs where PyPI is reachable and puts into
-``gpu/wheels`` (git-ignored) the CPython 3.12 manylinux x86_64 wheels of what the plugin needs
+``make gpu-wheels`` (``python -m reproduction.gpu.wheels``) runs where PyPI is reachable and puts into
+``reproduction/gpu/wheels`` (git-ignored) the CPython 3.12 manylinux x86_64 wheels of what the plugin needs
 beyond the GPU machine's image, which already holds torch, numpy, scikit-learn, regex, tqdm,
 PyYAML, click, joblib, absl-py, six, portalocker, tabulate, colorama and lxml (docs/gpu.md):
 fairseq and its configuration stack, the metrics, and their needs missing from the image.
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from fairseq_ext.errors import FairseqExtError, require
 
-ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_FOLDER = ROOT / "gpu" / "wheels"
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_FOLDER = ROOT / "reproduction" / "gpu" / "wheels"
 CARRY_LIMIT_MIB = 64
 
 PINS = {
@@ -105,9 +105,9 @@ def download(folder: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m gpu.wheels", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m reproduction.gpu.wheels", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dest", type=Path, default=DEFAULT_FOLDER, help="the wheels folder (default: gpu/wheels)")
+    p.add_argument("--dest", type=Path, default=DEFAULT_FOLDER, help="the wheels folder (default: reproduction/gpu/wheels)")
     args = p.parse_args(argv)
     try:
         wheels = download(args.dest)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Collect the runs of examples/hi_cmlm/multi30k.sh into results.json, results.md and a plot.
+"""Collect the runs of reproduction/hi_cmlm/multi30k.sh into results.json, results.md and a plot.
 
-    python examples/hi_cmlm/collect_results.py --work DIR --ref RAW_REFERENCE [--meta JSON]
+    python reproduction/hi_cmlm/collect_results.py --work DIR --ref RAW_REFERENCE [--meta JSON]
                                                [--publish DIR] [--page docs/results/hi-cmlm.md]
 
 DIR/runs/<run>-seed<k>/ holds a training (train.log) and one folder per decoding,
@@ -29,7 +29,7 @@ import sys
 from pathlib import Path
 
 from fairseq_ext.analysis.generate_output import read_generate_output
-from fairseq_ext.analysis.results_page import write_between_markers
+from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.analysis.iterations import LENGTH_BINS, bin_label, bleu_by_length, bleu_per_iteration
 
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.getLogger().setLevel(logging.WARNING)  # importing fairseq sets the root logger to DEBUG
     work, ref, root = Path(args.work), Path(args.ref), Path(args.root).resolve()
     if not (work / "runs").is_dir():
-        sys.exit(f"error: {work}/runs does not exist: run examples/hi_cmlm/multi30k.sh first")
+        sys.exit(f"error: {work}/runs does not exist: run reproduction/hi_cmlm/multi30k.sh first")
     refs = ref.read_text(encoding="utf-8").splitlines()
     runs: dict[str, dict[str, dict]] = {}
     for run_dir in sorted((work / "runs").iterdir()):

@@ -2,7 +2,7 @@
 # Table 1 (docs/results/hi-cmlm.md): HI-CMLM's rows against fairseq's CMLM and the
 # autoregressive teacher on Multi30k En->De (validation set), at an equal number of updates,
 # over several seeds.
-#   examples/hi_cmlm/multi30k.sh [--multi30k DIR] [--updates 600] [--seeds "1 2 3"] [--jobs 2]
+#   reproduction/hi_cmlm/multi30k.sh [--multi30k DIR] [--updates 600] [--seeds "1 2 3"] [--jobs 2]
 #                                [--ablation-seeds "1"] [--work DIR] [--max-tokens 4096] [--dims "..."]
 #                                [--no-publish]
 # --multi30k DIR  a folder with train.{en,de}[.gz] and val.{en,de}[.gz]; without it the data
@@ -25,13 +25,14 @@
 # 3. The teacher with beam 5 is the autoregressive row.
 # 4. collect_results.py: mean and standard deviation over seeds, sacreBLEU's paired bootstrap
 #    of each HI-CMLM row against CMLM, BLEU by reference length, a plot; published to
-#    examples/hi_cmlm/{results.json,results.md,figures/} and into table 1 of docs/results/hi-cmlm.md.
+#    reproduction/hi_cmlm/{results.json,results.md,figures/} and into table 1 of docs/results/hi-cmlm.md.
 # Every finished training and decoding is kept under --work and not redone: a stopped run of
 # this script resumes where it was. Defaults: 7 trainings of 600 updates and 16 decodings,
 # about 75 minutes on 2 CPU cores.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 M30K="" WORK="$ROOT/work/hi_cmlm_multi30k" UPDATES=600 SEEDS="1 2 3" JOBS=2 MAX_TOKENS=4096
 DIMS="" PUBLISH=1 ABLATION_SEEDS=""
 GIVEN=("$0" "$@")
@@ -73,7 +74,7 @@ one_run() {  # one_run NAME SEED ARGS...: train and decode into runs/NAME-seedSE
   local name="$1" seed="$2"; shift 2
   local d="$WORK/runs/$name-seed$seed"
   mkdir -p "$d"
-  if bash "$HERE/run.sh" "${NAT[@]}" --work "$d" --seed "$seed" "$@" > "$d/run.log" 2>&1; then
+  if bash "$ROOT/examples/hi_cmlm/run.sh" "${NAT[@]}" --work "$d" --seed "$seed" "$@" > "$d/run.log" 2>&1; then
     echo "done: $name seed $seed"
   else
     echo "FAILED: $name seed $seed (see $d/run.log)" >&2
@@ -112,7 +113,7 @@ if [ ! -s "$d/bleu.json" ]; then
 fi
 
 rel() { python -c "import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))" "$1" "$ROOT"; }
-GIVEN[0]="examples/hi_cmlm/multi30k.sh"
+GIVEN[0]="reproduction/hi_cmlm/multi30k.sh"
 META=$(python - "$(( $(date +%s) - START ))" "$UPDATES" "$(rel "$TEACHER")" "$(rel "$WORK")" "${GIVEN[@]}" <<'EOF'
 import json, os, platform, shlex, sys
 import torch

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
-"""Collect examples/position_masking/minilm.sh into its results file and results-page block.
+"""Collect reproduction/position_masking/minilm.sh into its results file and results-page block.
 
-    python examples/position_masking/collect_minilm.py --work DIR --probs 0 0.10 --seeds 1 2 3
+    python reproduction/position_masking/collect_minilm.py --work DIR --probs 0 0.10 --seeds 1 2 3
         [--seconds T0 T1 T2 T3] [--publish results/minilm.json] [--page docs/results/position-masking.md]
 
 Per start (MiniLM as converted, and MiniLM after continued pre-training with each
@@ -20,7 +20,7 @@ import re
 import statistics
 from pathlib import Path
 
-from fairseq_ext.analysis.results_page import write_between_markers
+from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,7 +30,7 @@ START, END = "<!-- table3-minilm:start -->", "<!-- table3-minilm:end -->"
 def last_validation(log: Path) -> dict:
     """The fields of the last ``| valid |`` line of a fairseq log."""
     if not log.exists():
-        raise SystemExit(f"error: {log} does not exist; run examples/position_masking/minilm.sh first")
+        raise SystemExit(f"error: {log} does not exist; run reproduction/position_masking/minilm.sh first")
     lines = [line for line in log.read_text(errors="replace").splitlines() if "| valid |" in line]
     if not lines:
         raise SystemExit(f"error: {log} has no validation line; the run did not finish")

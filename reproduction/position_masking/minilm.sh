@@ -6,7 +6,7 @@
 # word_order.py: is a span of 4 words shuffled?) with several seeds; report the validation
 # accuracy per start (mean, standard deviation, each seed) and Welch's t-test between starts.
 #
-#   examples/position_masking/minilm.sh [--work DIR] [--wikitext FILE_OR_DIR] [--probs "0 0.10"]
+#   reproduction/position_masking/minilm.sh [--work DIR] [--wikitext FILE_OR_DIR] [--probs "0 0.10"]
 #       [--updates 300] [--batch 16] [--lr 5e-5] [--finetune-updates 300] [--finetune-lr 2e-5]
 #       [--seeds "1 2 3"] [--no-publish]
 #
@@ -16,12 +16,13 @@
 # finished fine-tuning (its train.log's last validation) are not run again. The MiniLM MLM head
 # does not exist (the package ships the encoder only), so continued pre-training starts it
 # fresh (named in the log); MiniLM's own row fine-tunes the converted encoder directly.
-# Writes WORK/minilm_results.json and, unless --no-publish, examples/position_masking/results/
+# Writes WORK/minilm_results.json and, unless --no-publish, reproduction/position_masking/results/
 # minilm.json and the block of docs/results/position-masking.md between <!-- table3-minilm:start -->
 # and <!-- ...:end -->.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 WORK="$ROOT/work/position_masking_minilm" WIKI=""
 PROBS="0 0.10" UPDATES=300 BATCH=16 LR=5e-5 FT_UPDATES=300 FT_LR=2e-5 SEEDS="1 2 3" PUBLISH=1 TOKENS=128
 die() { echo "error: $*" >&2; exit 2; }
@@ -100,7 +101,7 @@ for start in minilm $(for p in $PROBS; do echo "p$p"; done); do
     grep -q "num_updates $FT_UPDATES" "$save/train.log" 2>/dev/null && grep -q "| valid |" "$save/train.log" && continue
     rm -rf "$save"
     ARCH=position_masked_roberta MAX_POSITIONS=512 UPDATES="$FT_UPDATES" BATCH="$BATCH" LR="$FT_LR" SEED="$seed" \
-      logged bash "$HERE/finetune.sh" "$ckpt" "$WORK/word_order/bin" "$save" "${OPTIONS[@]}"
+      logged bash "$ROOT/examples/position_masking/finetune.sh" "$ckpt" "$WORK/word_order/bin" "$save" "${OPTIONS[@]}"
   done
 done
 T3=$(date +%s)

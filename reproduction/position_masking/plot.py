@@ -3,7 +3,7 @@
 training logs (``--log-format simple``), as in the paper's Figures 3, 5 and 7; with
 ``--finetune``, the downstream validation accuracy of each pre-training setting too.
 
-    python examples/position_masking/plot.py --out DIR PROB=RUN [PROB=RUN ...] \
+    python reproduction/position_masking/plot.py --out DIR PROB=RUN [PROB=RUN ...] \
         [--finetune PROB=FT_RUN ...] [--finetune none=FT_RUN]
 
 RUN is a run directory of pretrain.sh (its train.log and valid_clean.log are read) or a

@@ -7,7 +7,7 @@
 # fine-tuned with fairseq's sentence_prediction on a word-order task built from the same text
 # (data_prep/word_order.py: is a span of 4 words shuffled?), with the same updates, batch and
 # seed.
-#   examples/position_masking/sweep.sh [--work DIR] [--out DIR] [--wikitext FILE_OR_DIR]
+#   reproduction/position_masking/sweep.sh [--work DIR] [--out DIR] [--wikitext FILE_OR_DIR]
 #       [--probs "0 0.05 0.10 0.15"] [--updates N] [--finetune-updates N]
 # --updates: pre-training updates per setting (default 1500: the CPU scale, about 45 minutes
 #   for the whole script on 2 idle CPU cores); --finetune-updates: 0 skips the downstream task
@@ -18,6 +18,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 WORK="$ROOT/work/position_masking" OUT="" WIKI=""
 PROBS="0 0.05 0.10 0.15" UPDATES=1500 FT_UPDATES=1000 ARGV="$*"
 while [ $# -gt 0 ]; do
@@ -45,7 +46,7 @@ fi
 RUNS=() FINETUNED=()
 for p in $PROBS; do
   echo "== pre-training, --position-mask-prob $p, $UPDATES updates"
-  [ -s "$WORK/runs/p$p/checkpoint_last.pt" ] || PROB="$p" bash "$HERE/pretrain.sh" "$WORK/data/bin" "$WORK/runs/p$p"
+  [ -s "$WORK/runs/p$p/checkpoint_last.pt" ] || PROB="$p" bash "$ROOT/examples/position_masking/pretrain.sh" "$WORK/data/bin" "$WORK/runs/p$p"
   RUNS+=("$p=$WORK/runs/p$p")
 done
 if [ "$FT_UPDATES" -gt 0 ]; then
@@ -55,7 +56,7 @@ if [ "$FT_UPDATES" -gt 0 ]; then
     ckpt="$WORK/runs/p$p/checkpoint_last.pt"
     [ "$p" = none ] && ckpt=none
     echo "== fine-tuning on word order from ${ckpt}, $FT_UPDATES updates"
-    UPDATES="$FT_UPDATES" bash "$HERE/finetune.sh" "$ckpt" "$WORK/word_order/bin" "$WORK/finetune/$p"
+    UPDATES="$FT_UPDATES" bash "$ROOT/examples/position_masking/finetune.sh" "$ckpt" "$WORK/word_order/bin" "$WORK/finetune/$p"
     FINETUNED+=(--finetune "$p=$WORK/finetune/$p")
   done
 fi
@@ -67,7 +68,7 @@ out, updates, ft_updates, seconds, argv = sys.argv[1:]
 cpu = "unknown"
 if os.path.exists("/proc/cpuinfo"):
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), cpu)
-json.dump({"command": f"examples/position_masking/sweep.sh {argv}".strip(), "pretrain_updates": int(updates),
+json.dump({"command": f"reproduction/position_masking/sweep.sh {argv}".strip(), "pretrain_updates": int(updates),
            "finetune_updates": int(ft_updates), "wall_seconds": int(seconds),
            "hardware": {"cpu": cpu, "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                         "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}},

@@ -6,8 +6,8 @@ rounds each batch down to a multiple of ``--required-batch-size-multiple`` pairs
 default), a plain training loop does not, so at the same ``--max-tokens`` and number of
 updates the loop trains on more pairs.
 
-    python examples/prophetnet/batch_stats.py DATA_BIN [--max-tokens 2048] [--seed 1] \\
-        [--updates 500] [--out examples/prophetnet/batch_stats.json] [--page docs/results/prophetnet.md]
+    python reproduction/prophetnet/batch_stats.py DATA_BIN [--max-tokens 2048] [--seed 1] \\
+        [--updates 500] [--out reproduction/prophetnet/batch_stats.json] [--page docs/results/prophetnet.md]
 
 The batches are those ``reference_transformers.py`` trains on (``--batching``): ``fairseq``
 (length-sorted, as ``fairseq-train``), ``fairseq-unsorted`` (as ``fairseq-train
@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from collect_gigaword import write_into_page  # this folder
-from gigaword_point import hardware, relative  # this folder: the results-file helpers of gigaword.sh
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "prophetnet"))
+from gigaword_point import hardware, relative  # noqa: E402  (the results-file helpers of examples/prophetnet/gigaword.sh)
 from reference_transformers import batches, fairseq_args
 
 START, END = "<!-- batches:start -->", "<!-- batches:end -->"
@@ -81,7 +82,7 @@ def main(argv=None) -> None:
     if not Path(a.data, f"dict.{a.source_lang}.txt").exists():
         p.error(f"{a.data} has no dict.{a.source_lang}.txt: prepare the data with data_prep/gigaword.sh first")
     result = {"data": relative(str(Path(a.data).resolve())), "max_tokens": a.max_tokens, "seed": a.seed,
-              "updates": a.updates, "command": relative(" ".join(["python", "examples/prophetnet/batch_stats.py",
+              "updates": a.updates, "command": relative(" ".join(["python", "reproduction/prophetnet/batch_stats.py",
                                                                    *(argv or sys.argv[1:])])),
               "hardware": hardware(),
               "kinds": {kind: statistics_of(a.data, kind, a.max_tokens, a.seed, a.updates, a.source_lang, a.target_lang)

@@ -5,7 +5,7 @@
 # 1.0) with one part swapped at a time, each scored at 250 and 500 updates (ROUGE-1/2/L,
 # distinct headlines, per-stream validation accuracy) by reference_transformers.py.
 #
-#   examples/prophetnet/bisect.sh [--work DIR] [--data DIR] [--seeds "1"] [--only "NAMES"] [--jobs 2]
+#   reproduction/prophetnet/bisect.sh [--work DIR] [--data DIR] [--seeds "1"] [--only "NAMES"] [--jobs 2]
 #       [--threads N] [--no-publish]
 # --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
 #   it data_prep/gigaword.sh downloads it.
@@ -20,16 +20,17 @@
 #   ours-fairseq-unsorted  this plugin's prophetnet in the loop on the batches of fairseq-train
 #                   --unsorted-batches (fairseq's batch iterator over the task's random order)
 # Resumable (each variant and seed is DIR/NAME-sSEED/results.json; table 2's kept fairseq-train
-# runs examples/prophetnet/runs/{sorted,unsorted}/p2-sSEED are its first rows; a variant with no
+# runs reproduction/prophetnet/runs/{sorted,unsorted}/p2-sSEED are its first rows; a variant with no
 # run in DIR keeps its row from the published bisection.json). Writes DIR/bisection.json and the block of
 # docs/results/prophetnet.md between <!-- bisection:start --> and <!-- bisection:end -->
-# (collect_gigaword.py --bisection), and copies bisection.json to examples/prophetnet/ unless --no-publish;
+# (collect_gigaword.py --bisection), and copies bisection.json to reproduction/prophetnet/ unless --no-publish;
 # batch_stats.py writes batch_stats.json and the <!-- batches:start --> block the same way.
 # Cost on 2 CPU cores with --jobs 2: about 12 minutes per variant of this plugin and 20 per
 # transformers variant.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 WORK="$ROOT/work/gigaword-comparison/bisect" SEEDS=1 JOBS=2 THREADS="" DATA="" ONLY="hf hf-as-released ours ours-unsorted hf-unsorted ours-fairseq-unsorted"
 PUBLISH=(--publish "$HERE" --page "$ROOT/docs/results/prophetnet.md")
 die() { echo "error: $*" >&2; exit 2; }

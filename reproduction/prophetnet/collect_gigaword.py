@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Collect the runs of compare_gigaword.sh into table 2 (docs/results/prophetnet.md).
 
-    python examples/prophetnet/collect_gigaword.py --work DIR [--runs KEPT] [--publish DIR] [--page PAGE.md]
-    python examples/prophetnet/collect_gigaword.py --keep RUN --kept KEPT/NAME-sSEED
-    python examples/prophetnet/collect_gigaword.py --is-kept KEPT/NAME-sSEED --eval-at "250 500"
+    python reproduction/prophetnet/collect_gigaword.py --work DIR [--runs KEPT] [--publish DIR] [--page PAGE.md]
+    python reproduction/prophetnet/collect_gigaword.py --keep RUN --kept KEPT/NAME-sSEED
+    python reproduction/prophetnet/collect_gigaword.py --is-kept KEPT/NAME-sSEED --eval-at "250 500"
 
 Reads ``KEPT/NAME-sSEED/results.json`` (written by gigaword.sh, reference_transformers.py
 and unilm/gigaword.sh; KEPT defaults to ``DIR/runs``) and writes ``DIR/results.json``, ``DIR/results.md`` and
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fairseq_ext.analysis.results_page import write_between_markers
+from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -425,7 +425,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--bisection", type=Path, help="bisect.sh's folder: write its table instead")
     p.add_argument("--runs", type=Path, help="folder of table 2's runs, NAME-sSEED each (default WORK/runs; with "
                                               "--bisection the kept runs, BATCHING/p2-sSEED, whose n = 2 runs are "
-                                              "the fairseq-train rows, default examples/prophetnet/runs)")
+                                              "the fairseq-train rows, default reproduction/prophetnet/runs)")
     p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
                                              "them no significance test is run")
     p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")

@@ -8,7 +8,7 @@
 # articles); the UniLM prefix-mask model with every seed. Same data (sentencepiece 10k), batch size,
 # optimiser, schedule, beam 4, lenpen 1.0, no-repeat-ngram 3 and ROUGE scorer for every row.
 #
-#   examples/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
+#   reproduction/prophetnet/compare_gigaword.sh [--seeds "1 2 3"] [--updates 1000]
 #       [--eval-at "250 500 1000"] [--max-tokens 2048] [--pretrain-updates 150] [--jobs 2]
 #       [--batching unsorted|sorted] [--only "NAMES"] [--work DIR] [--data DIR] [--no-publish]
 # --data DIR: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without
@@ -24,7 +24,7 @@
 #   every article in most seeds at this scale (bisect.sh; docs/results/prophetnet.md, "Why n = 2
 #   writes one headline").
 # Resumable across sessions: each run works in DIR/runs/NAME-sSEED (ignored) and, once finished,
-#   its results.json and gzipped hypotheses are kept in examples/prophetnet/runs/BATCHING/
+#   its results.json and gzipped hypotheses are kept in reproduction/prophetnet/runs/BATCHING/
 #   NAME-sSEED (committed); a run whose kept results hold every --eval-at point is skipped,
 #   and the table is collected from the kept runs. A larger --updates continues a run from its
 #   last checkpoint when DIR still holds it, else retrains it (same seed, same batches).
@@ -35,11 +35,12 @@
 #   (transformers' ProphetNet about twice that), plus about a minute per scored point; the whole
 #   default table is about 6 hours, so it is meant to be run in several calls.
 # Writes DIR/results.json, DIR/results.md, DIR/rouge_curves.png (collect_gigaword.py), copied
-# to examples/prophetnet/ (results.json, results.md, figures/) unless --no-publish, and
+# to reproduction/prophetnet/ (results.json, results.md, figures/) unless --no-publish, and
 # table 2 of docs/results/prophetnet.md between its markers.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 WORK="$ROOT/work/gigaword-comparison" THREADS="" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=2048 PT=150 JOBS=2
 ONLY="transformer p1 p2 p2-g0.5 p3 ref-p1 ref-p2 p2-m1 p1-pt p2-pt p3-pt unilm" BATCHING=unsorted DATA=""
 PUBLISH=(--publish "$HERE" --page "$ROOT/docs/results/prophetnet.md")
@@ -79,7 +80,7 @@ START=$(date +%s)
 JOBLIST="$WORK/jobs.txt"
 : > "$JOBLIST"
 first_seed="${SEEDS%% *}"
-GIGA=(bash "$HERE/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
+GIGA=(bash "$ROOT/examples/prophetnet/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
       --eval-at "$EVAL_AT")
 add() {  # add NAME POINTS CMD...: one line of JOBLIST, unless the kept results of NAME hold every point it scores
   if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$2"; then echo "== kept  $1"; return; fi

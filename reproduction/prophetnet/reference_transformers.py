@@ -3,7 +3,7 @@
 trained from scratch on the same Gigaword batches as ``fairseq-train``, with the same
 optimiser, schedule, clipping and label smoothing, then decoded with the same beam search.
 
-    python examples/prophetnet/reference_transformers.py DATA_BIN --out DIR --ngram 2 --seed 1 \\
+    python reproduction/prophetnet/reference_transformers.py DATA_BIN --out DIR --ngram 2 --seed 1 \\
         --updates 1000 --eval-at 250 500 1000 [--model transformers|fairseq_ext] \\
         [--layout corrected|as-released] [--loss transformers|fairseq_ext] [--init transformers|fairseq_ext]
 
@@ -59,7 +59,8 @@ from fairseq_ext.convert.prophetnet_transformers import (
     transformers_config,
 )
 from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss
-from gigaword_point import hardware, relative  # this folder: the results-file helpers of gigaword.sh
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "prophetnet"))
+from gigaword_point import hardware, relative  # noqa: E402  (the results-file helpers of examples/prophetnet/gigaword.sh)
 
 POSITIONS = 1024
 
@@ -326,7 +327,7 @@ def score(a, update, module, view, ours, task, args, criterion, refs, losses, tr
     results["points"][str(update)] = point
     (a.out / f"hyp-{update}.title").write_text("\n".join(hyps) + "\n")
     results["hardware"] = hardware()
-    command = relative(" ".join(["python", "examples/prophetnet/reference_transformers.py"] + (argv or sys.argv[1:])))
+    command = relative(" ".join(["python", "reproduction/prophetnet/reference_transformers.py"] + (argv or sys.argv[1:])))
     results["commands"] = [c for c in results.get("commands", []) if c != command] + [command]
     results["wall_seconds"] = {"total": round(train_seconds + sum(
         p["decode_seconds"] for p in results["points"].values()), 1)}

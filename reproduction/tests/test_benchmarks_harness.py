@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchmarks import common
-from benchmarks.plot import RATIO_NAME
-from benchmarks.run import BENCHMARKS, main
+from reproduction.benchmarks import common
+from reproduction.benchmarks.plot import RATIO_NAME
+from reproduction.benchmarks.run import BENCHMARKS, main
 from fairseq_ext.errors import FairseqExtError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # what only common.py may call: timers, CUDA synchronisation and memory, thread settings
 HARNESS_ONLY = {"perf_counter", "synchronize", "max_memory_allocated", "reset_peak_memory_stats",
                 "set_num_threads", "median", "parse_args_and_arch", "setup_task"}
@@ -65,7 +65,7 @@ def test_cpu_threads_sets_and_restores_the_count():
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_module_times_threads_builds_and_measures_memory_through_common(name):
-    source = (ROOT / "benchmarks" / f"{name}.py").read_text()
+    source = (ROOT / "reproduction" / "benchmarks" / f"{name}.py").read_text()
     tree = ast.parse(source)
     called = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute)}
     called |= {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
@@ -138,11 +138,11 @@ def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeyp
 
 
 def test_train_one_child_refuses_a_wrong_side_with_its_usage():
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.posmask", "--train-one", "bert"], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "reproduction.benchmarks.posmask", "--train-one", "bert"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 1
-    assert proc.stderr.strip() == ("usage: python -m benchmarks.posmask --train-one {position_masked_roberta,roberta} "
-                                   "(python -m benchmarks.run --only posmask runs the benchmark)")
+    assert proc.stderr.strip() == ("usage: python -m reproduction.benchmarks.posmask --train-one {position_masked_roberta,roberta} "
+                                   "(python -m reproduction.benchmarks.run --only posmask runs the benchmark)")
 
 
 def test_run_refuses_cuda_without_cuda(monkeypatch, tmp_path):
@@ -155,7 +155,7 @@ def test_run_refuses_cuda_without_cuda(monkeypatch, tmp_path):
 def test_run_cli_says_the_cuda_refusal_in_one_line():
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    proc = subprocess.run([sys.executable, "-m", "benchmarks.run", "--device", "cuda", "--only", "posmask"],
+    proc = subprocess.run([sys.executable, "-m", "reproduction.benchmarks.run", "--device", "cuda", "--only", "posmask"],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [

@@ -1,6 +1,6 @@
 """benchmarks/plot.py: the speed figure picks exactly the ratios (goal >= / <= X, or a ratio
 name), not absolute rates or memory, and draws them."""
-from benchmarks.plot import plot_ratios, ratio_metrics
+from reproduction.benchmarks.plot import plot_ratios, ratio_metrics
 
 RESULTS = {
     "cpu": {"hardware": "test CPU, 2 threads", "benchmarks": {

@@ -1,4 +1,4 @@
-"""examples/prophetnet/collect_gigaword.py and gigaword_point.py: table 2 is computed from the
+"""reproduction/prophetnet/collect_gigaword.py and gigaword_point.py: table 2 is computed from the
 runs' own results files (the three formats of gigaword.sh, reference_transformers.py and
 unilm/gigaword.sh), with mean and spread over seeds, distinct headlines, per-stream accuracy
 read from fairseq's validation lines, bootstrap verdicts, a plot and the results-page block."""
@@ -248,7 +248,7 @@ def test_bisection_keeps_published_rows_whose_runs_are_gone(tmp_path):
 
 
 def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
-    """examples/unilm/collect_pretrained.py: its rows, its comparisons (each MiniLM start against
+    """reproduction/unilm/collect_pretrained.py: its rows, its comparisons (each MiniLM start against
     the random start with the same vocabulary) and its results-page block."""
     for name, r1, hyps in (("minilm", 20.0, REFS), ("random", 3.0, ["the the the"] * 40)):
         for seed in (1, 2):

@@ -1,5 +1,5 @@
 """Table 1's tooling: the analysis' copy share uses the decoding rule's own fence, and
-examples/hi_cmlm/collect_results.py turns per-run decodings into the table (mean and spread
+reproduction/hi_cmlm/collect_results.py turns per-run decodings into the table (mean and spread
 over seeds, sacreBLEU's paired bootstrap against CMLM, length bins, passes, results page)."""
 import json
 import statistics

@@ -12,8 +12,8 @@ import torch
 from fairseq import tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq_ext.errors import FairseqExtError
-from gpu import check, flops, report, throughput, training, wheels
-from gpu.fairseq_train import parse_training_args
+from reproduction.gpu import check, flops, report, throughput, training, wheels
+from reproduction.gpu.fairseq_train import parse_training_args
 from tests.conftest import ROOT
 
 
@@ -24,16 +24,16 @@ def _make(*args: str) -> subprocess.CompletedProcess:
 def test_make_targets_parse():
     default, wheels_target = _make("-n", "gpu-check"), _make("-n", "gpu-wheels")
     assert default.returncode == wheels_target.returncode == 0
-    assert "-m gpu.check --part all --wheels gpu/wheels" in default.stdout
-    assert "-m gpu.wheels --dest gpu/wheels" in wheels_target.stdout
+    assert "-m reproduction.gpu.check --part all --wheels reproduction/gpu/wheels" in default.stdout
+    assert "-m reproduction.gpu.wheels --dest reproduction/gpu/wheels" in wheels_target.stdout
     bench = _make("-n", "gpu-check", "PART=tests,mfu", "COPY_TO=/tmp/out", "DEADLINE=560")
-    assert "--part tests,mfu --wheels gpu/wheels --copy-to /tmp/out --deadline-s 560" in bench.stdout
+    assert "--part tests,mfu --wheels reproduction/gpu/wheels --copy-to /tmp/out --deadline-s 560" in bench.stdout
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal on a machine without CUDA")
 def test_without_cuda_gpu_check_stops_with_one_line_before_installing(tmp_path):
     results = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "gpu.check", "--wheels", str(tmp_path / "no-wheels"),
+    proc = subprocess.run([sys.executable, "-m", "reproduction.gpu.check", "--wheels", str(tmp_path / "no-wheels"),
                            "--results", str(results)], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stdout == ""
@@ -83,7 +83,7 @@ def test_bf16_means_bfloat16_not_a_tpu(tiny_data):
 def test_training_commands_build_their_base_models(family, tiny_data, mono_data, tmp_path):
     data = {"pairs": tiny_data, "mono": mono_data}
     cmd = training.command(family, "fp16", data, updates=200, save_dir=tmp_path)
-    assert cmd[:3] == [sys.executable, "-m", "gpu.fairseq_train"]
+    assert cmd[:3] == [sys.executable, "-m", "reproduction.gpu.fairseq_train"]
     cfg = convert_namespace_to_omegaconf(parse_training_args(cmd[3:]))
     assert cfg.common.fp16 and cfg.optimization.max_update == 200 and cfg.checkpoint.save_dir == str(tmp_path)
     assert cfg.model.arch == training.FAMILIES[family].arch
@@ -226,7 +226,7 @@ def test_summary_shows_every_part():
     summary = {
         "machine": {"device": "NVIDIA H100 80GB HBM3", "capability": "9.0", "torch": "2.11.0", "cuda": "13.0",
                     "python": "3.12.3"},
-        "date": "2026-11-24 10:00 UTC", "part": "all", "results": "gpu/results/x", "passed": False,
+        "date": "2026-11-24 10:00 UTC", "part": "all", "results": "reproduction/gpu/results/x", "passed": False,
         "install": {"passed": True, "returncode": 0, "seconds": 4.0, "log": "imports.log", "tail": ""},
         "tests": {"passed": True, "returncode": 0, "seconds": 50.0, "log": "tests.log", "tail": "", "tests": 15,
                   "failures": 0, "errors": 0, "skipped": 0, "passed_count": 15, "failed": []},

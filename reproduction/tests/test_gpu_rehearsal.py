@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from fairseq_ext.errors import FairseqExtError
-from gpu import rehearse, training
+from reproduction.gpu import rehearse, training
 from tests.conftest import ROOT
 
 
@@ -17,8 +17,8 @@ def test_make_target_parses():
     proc = subprocess.run(["make", "-n", "gpu-rehearsal", "PYTHON312=/opt/py312/bin/python3.12"], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 0
-    assert "-m gpu.rehearse setup --venv work/gpu-rehearsal --python /opt/py312/bin/python3.12" in proc.stdout
-    assert "work/gpu-rehearsal/bin/python -m gpu.rehearse run --wheels gpu/wheels" in proc.stdout
+    assert "-m reproduction.gpu.rehearse setup --venv work/gpu-rehearsal --python /opt/py312/bin/python3.12" in proc.stdout
+    assert "work/gpu-rehearsal/bin/python -m reproduction.gpu.rehearse run --wheels reproduction/gpu/wheels" in proc.stdout
 
 
 def test_a_python_that_is_not_3_12_is_refused_in_one_line(tmp_path):
@@ -27,7 +27,7 @@ def test_a_python_that_is_not_3_12_is_refused_in_one_line(tmp_path):
     if sys.version_info[:2] != (3, 12):
         with pytest.raises(FairseqExtError, match="no CPython 3.12 at"):
             rehearse.find_python(sys.executable)
-        proc = subprocess.run([sys.executable, "-m", "gpu.rehearse", "run", "--wheels", str(tmp_path)], cwd=ROOT,
+        proc = subprocess.run([sys.executable, "-m", "reproduction.gpu.rehearse", "run", "--wheels", str(tmp_path)], cwd=ROOT,
                               capture_output=True, text=True)
         assert proc.returncode == 1 and proc.stdout == ""
         assert proc.stderr.splitlines() == [f"gpu-rehearsal: run needs the rehearsal's CPython 3.12, not "
@@ -35,8 +35,8 @@ def test_a_python_that_is_not_3_12_is_refused_in_one_line(tmp_path):
 
 
 def test_recorded_commands_hold_no_path_of_this_machine():
-    cmd = [sys.executable, "-m", "gpu.training", "--results", str(ROOT / "gpu" / "results" / "rehearsal")]
-    assert rehearse.relative(cmd) == "python -m gpu.training --results gpu/results/rehearsal"
+    cmd = [sys.executable, "-m", "reproduction.gpu.training", "--results", str(ROOT / "reproduction" / "gpu" / "results" / "rehearsal")]
+    assert rehearse.relative(cmd) == "python -m reproduction.gpu.training --results reproduction/gpu/results/rehearsal"
 
 
 def test_cpu_training_command_logs_often_enough_for_the_verdict(tmp_path):

@@ -1,4 +1,4 @@
-"""examples/prophetnet/reference_transformers.py, the independent reference of table 2:
+"""reproduction/prophetnet/reference_transformers.py, the independent reference of table 2:
 transformers' ProphetNet (predicting-stream layout corrected) trained on fairseq's batches,
 scored at several points, resumable exactly; this plugin's model runs in the same loop."""
 import json
@@ -59,7 +59,7 @@ def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path):
 
 
 def test_batch_stats_count_every_pair_once_per_epoch(tiny_data, tmp_path):
-    """examples/prophetnet/batch_stats.py: over one epoch every way of cutting batches covers the
+    """reproduction/prophetnet/batch_stats.py: over one epoch every way of cutting batches covers the
     400 training pairs exactly once; fairseq's iterator rounds batches down to multiples of 8
     pairs (all but the few where 8 long pairs exceed --max-tokens, or the epoch's last), the
     reference loop's unsorted batches are not rounded and so hold more pairs."""

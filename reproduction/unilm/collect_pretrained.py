@@ -1,10 +1,10 @@
 #!/usr/bin/env python
 """Collect the runs of pretrained_gigaword.sh into the UniLM-from-MiniLM table (docs/results/unilm.md).
 
-    python examples/unilm/collect_pretrained.py --runs examples/unilm/runs --refs VALID_TITLES
-        [--out DIR] [--publish examples/unilm] [--page docs/results/unilm.md]
+    python reproduction/unilm/collect_pretrained.py --runs reproduction/unilm/runs --refs VALID_TITLES
+        [--out DIR] [--publish reproduction/unilm] [--page docs/results/unilm.md]
 
-The same statistics as table 2 (``examples/prophetnet/collect_gigaword.py``): per row and
+The same statistics as table 2 (``reproduction/prophetnet/collect_gigaword.py``): per row and
 scored point, mean and standard deviation over seeds of ROUGE-1/2/L F1, distinct headlines,
 teacher-forced validation accuracy, and a paired bootstrap of the sentence
 ROUGE-1 (averaged over random seeds) of each MiniLM start against the random start with the same

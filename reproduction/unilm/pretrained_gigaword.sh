@@ -8,7 +8,7 @@
 # every row, scored at several points: ROUGE-1/2/L F1 and distinct headlines (beam 4, lenpen
 # 1.0, no-repeat-ngram 3), the hypotheses decoded back to text by data_prep/wordpiece.py.
 #
-#   examples/unilm/pretrained_gigaword.sh [--seeds "1 2 3"] [--updates 1000] [--eval-at "250 500 1000"]
+#   reproduction/unilm/pretrained_gigaword.sh [--seeds "1 2 3"] [--updates 1000] [--eval-at "250 500 1000"]
 #       [--max-tokens 1024] [--lr-pretrained 1e-4] [--lr-random 5e-4] [--warmup 100] [--jobs 2]
 #       [--only "minilm minilm-keep random random-keep"] [--work DIR] [--data DIR] [--kept DIR] [--no-publish]
 #
@@ -20,15 +20,16 @@
 # --data: a local Gigaword in the harvardnlp layout (data_prep/gigaword.sh --local); without it
 #   data_prep/gigaword.sh downloads it.
 # Resumable across sessions: runs work in DIR/runs/NAME-sSEED (ignored); a finished run's
-#   results.json and gzipped hypotheses are kept in examples/unilm/runs/NAME-sSEED (committed),
+#   results.json and gzipped hypotheses are kept in reproduction/unilm/runs/NAME-sSEED (committed),
 #   and a kept run that holds every --eval-at point is skipped (--kept DIR: another folder,
 #   e.g. for smoke runs).
-# Writes examples/unilm/pretrained_results.json, pretrained_results.md, figures/ and the block
+# Writes reproduction/unilm/pretrained_results.json, pretrained_results.md, figures/ and the block
 # of docs/results/unilm.md between <!-- unilm-pretrained:start --> and <!-- unilm-pretrained:end -->
 # (unless --no-publish). Cost on 2 CPU cores: see that table (wall time is in the results).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 WORK="$ROOT/work/unilm-pretrained" SEEDS="1 2 3" UPDATES=1000 EVAL_AT="250 500 1000" TOK=1024 JOBS=2
 LR_PRE=1e-4 LR_RANDOM=5e-4 WARMUP=100 ONLY="minilm minilm-keep random random-keep" DATA="" PUBLISH=1 KEPT="$HERE/runs"
 die() { echo "error: $*" >&2; exit 2; }
@@ -126,7 +127,7 @@ run_one() {  # run_one NAME SEED: train, and decode + score at every --eval-at p
   OMP_NUM_THREADS=$THREADS python "$ROOT/examples/prophetnet/gigaword_point.py" --work "$out" --summary \
     --model "unilm_transformer ($name)" \
     --arch unilm_transformer --seed "$seed" --pretrain-updates 0 --finetune-updates "$UPDATES" --times "$t0" "$t0" "$t0" "$t1" "$t2"
-  python "$ROOT/examples/prophetnet/collect_gigaword.py" --keep "$out" --kept "$KEPT/$name-s$seed"
+  python "$ROOT/reproduction/prophetnet/collect_gigaword.py" --keep "$out" --kept "$KEPT/$name-s$seed"
 }
 export -f run_one
 export WORK BIN MINILM TOKENIZER PREP KEPT EVAL_AT EVERY UPDATES TOK WARMUP LR_PRE LR_RANDOM THREADS ROOT
@@ -136,7 +137,7 @@ JOBLIST="$WORK/jobs.txt"
 : > "$JOBLIST"
 for seed in $SEEDS; do
   for name in $ONLY; do
-    if python "$ROOT/examples/prophetnet/collect_gigaword.py" --is-kept "$KEPT/$name-s$seed" --eval-at "$EVAL_AT"; then
+    if python "$ROOT/reproduction/prophetnet/collect_gigaword.py" --is-kept "$KEPT/$name-s$seed" --eval-at "$EVAL_AT"; then
       echo "== kept  $name-s$seed"; continue
     fi
     echo "$name $seed" >> "$JOBLIST"
