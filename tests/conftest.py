@@ -62,6 +62,8 @@ def cli_env() -> dict:
     env["PATH"] = BIN_DIR + os.pathsep + env.get("PATH", "")
     env["PYTHONWARNINGS"] = "ignore"
     env.setdefault("OMP_NUM_THREADS", "1")
+    # the reproduction's scripts import reproduction.* (its drivers export the same)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
 
 

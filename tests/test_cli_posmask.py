@@ -12,7 +12,7 @@ import pytest
 from fairseq_ext.checkpoints import pickled_globals
 from tests.conftest import ROOT, USER_DIR, encode, read_sample, run, write_lines
 
-PLOT = ROOT / "examples" / "position_masking" / "plot.py"
+PLOT = ROOT / "reproduction" / "position_masking" / "plot.py"
 DIMS = ["--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
         "--encoder-attention-heads", "2"]
 
@@ -221,7 +221,7 @@ def test_minilm_table_collects_logs_and_tests_over_seeds(tmp_path):
 
     from scipy import stats
 
-    spec = importlib.util.spec_from_file_location("collect_minilm", ROOT / "examples" / "position_masking" / "collect_minilm.py")
+    spec = importlib.util.spec_from_file_location("collect_minilm", ROOT / "reproduction" / "position_masking" / "collect_minilm.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     accs = {"minilm": [60.0, 61.0, 59.5], "p0": [70.0, 71.5, 69.0], "p0.10": [72.0, 73.0, 71.0]}

@@ -118,7 +118,7 @@ def one_round(monkeypatch):
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeypatch):
-    module = importlib.import_module(f"benchmarks.{name}")
+    module = importlib.import_module(f"reproduction.benchmarks.{name}")
     for constant, tiny in TINY_CONSTANTS.items():
         if hasattr(module, constant):
             monkeypatch.setattr(module, constant, tiny)
@@ -129,7 +129,7 @@ def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeyp
     assert ratios and all(v == 1.0 for v in ratios.values()), ratios  # every side timed 1 s by the harness
     assert one_round["rounds"] and all(len(sides) >= 2 for sides in one_round["rounds"])  # sides side by side
     (memory_module, sides), = one_round["memory"]
-    assert memory_module == f"benchmarks.{name}"
+    assert memory_module == f"reproduction.benchmarks.{name}"
     assert {f"train_peak_rss_mb_{side}" for side in sides} <= set(result["metrics"])
     if getattr(module, "CPU_THREADS", None) is None:
         assert result["hardware"] == common.hardware("cpu")

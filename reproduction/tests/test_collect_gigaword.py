@@ -13,13 +13,14 @@ import numpy as np
 
 from tests.conftest import ROOT
 
-HERE = ROOT / "examples" / "prophetnet"
+HERE = ROOT / "reproduction" / "prophetnet"
 SCRIPT = HERE / "collect_gigaword.py"
+USER_SCRIPTS = ROOT / "examples" / "prophetnet"  # gigaword_point.py: the results-file helpers of gigaword.sh
 REFS = [f"police arrest man {i} in city" for i in range(40)]
 
 
 def _module(name):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(name, (USER_SCRIPTS if name == "gigaword_point" else HERE) / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -167,7 +168,7 @@ def test_point_reads_fairseqs_validation_line(tmp_path):
     assert point["valid_accuracy_per_stream"] == [15.0, 12.5] and point["valid_loss"] == 8.1
     assert point["distinct_hypotheses"] == 2
     assert json.loads((tmp_path / "points" / "500.json").read_text()) == point
-    proc = subprocess.run([sys.executable, HERE / "gigaword_point.py", "--work", tmp_path, "--update", "750"],
+    proc = subprocess.run([sys.executable, USER_SCRIPTS / "gigaword_point.py", "--work", tmp_path, "--update", "750"],
                           capture_output=True, text=True)
     assert proc.returncode == 1 and "no validation at update 750" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -255,7 +256,7 @@ def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
             _run(tmp_path, name, seed, {250: _point(r1 / 2, 30, [30.0]), 500: _point(r1 + seed, 35, [40.0])}, hyps)
     page = tmp_path / "unilm.md"
     page.write_text("a\n<!-- unilm-pretrained:start -->\nold\n<!-- unilm-pretrained:end -->\nb\n")
-    proc = subprocess.run([sys.executable, ROOT / "examples" / "unilm" / "collect_pretrained.py", "--runs",
+    proc = subprocess.run([sys.executable, ROOT / "reproduction" / "unilm" / "collect_pretrained.py", "--runs",
                            tmp_path / "runs", "--refs", _refs(tmp_path), "--out", tmp_path / "out", "--page", page],
                           capture_output=True, text=True, check=True)
     summary = json.loads((tmp_path / "out" / "pretrained_results.json").read_text())

@@ -11,7 +11,7 @@ import pytest
 from fairseq_ext.analysis.iterations import copy_counts
 from tests.conftest import ROOT, cli_env
 
-SCRIPT = ROOT / "examples" / "hi_cmlm" / "collect_results.py"
+SCRIPT = ROOT / "reproduction" / "hi_cmlm" / "collect_results.py"
 
 
 def test_copy_counts_follow_the_papers_fence():

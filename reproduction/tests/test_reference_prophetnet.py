@@ -11,7 +11,7 @@ import torch
 from tests.conftest import ROOT, cli_env
 
 pytest.importorskip("transformers")
-SCRIPT = ROOT / "examples" / "prophetnet" / "reference_transformers.py"
+SCRIPT = ROOT / "reproduction" / "prophetnet" / "reference_transformers.py"
 SIZES = ["--arch", "prophetnet_tiny", "--max-tokens", "600", "--warmup", "2", "-s", "en", "-t", "de"]
 
 
