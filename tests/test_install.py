@@ -1,0 +1,60 @@
+"""``pip install`` outside the clone: the wheel built from ``setup.py`` holds the plugin and
+its data scripts, its metadata asks for no torchaudio and no fairseq (installed with
+``--no-deps``, README Install) and one version; installed into a folder of its own and used
+from outside the clone, the plugin registers with fairseq and the data scripts run."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from email.parser import Parser
+
+import pytest
+
+import fairseq_ext
+from tests.conftest import ROOT, cli_env
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out),
+                    str(ROOT)], check=True, capture_output=True, text=True, env=cli_env())
+    (path,) = out.glob("fairseq_ext-*.whl")
+    return path
+
+
+def test_wheel_holds_the_plugin_and_the_data_scripts_and_no_torchaudio(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "fairseq_ext/plugin.py" in names and "fairseq_ext/masking/predicates.py" in names
+    assert "fairseq_ext/data_prep/wordpiece.py" in names and "fairseq_ext/data_prep/gigaword.sh" in names
+    assert not any(n.startswith(("reproduction/", "tests/", "examples/")) for n in names)
+    (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+    metadata = Parser().parsestr(zipfile.ZipFile(wheel).read(meta).decode())
+    requires = " ".join(metadata.get_all("Requires-Dist"))
+    assert metadata["Version"] == fairseq_ext.__version__
+    assert "torchaudio" not in requires and "fairseq" not in requires.replace("fairseq-", "")
+
+
+def test_installed_plugin_works_outside_the_clone(wheel, tmp_path):
+    site = tmp_path / "site"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
+                   check=True, capture_output=True, text=True, env=cli_env())
+    env = {**cli_env(), "PYTHONPATH": str(site)}
+    code = ("import fairseq_ext, sys; from fairseq_ext import plugin; plugin.load()\n"
+            "from fairseq.tasks import TASK_REGISTRY; from fairseq.models import ARCH_MODEL_REGISTRY\n"
+            "assert {'cmlm_hybrid', 'unilm_seq2seq', 'position_masked_lm'} <= set(TASK_REGISTRY)\n"
+            "assert 'prophetnet_tiny' in ARCH_MODEL_REGISTRY\n"
+            "print(fairseq_ext.__file__)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().startswith(str(site)), proc.stdout
+    listing = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep"], cwd=tmp_path, capture_output=True,
+                             text=True, env=env)
+    assert listing.returncode == 0 and str(site) in listing.stdout and "wordpiece" in listing.stdout
+    script = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "spm", "--help"], cwd=tmp_path,
+                            capture_output=True, text=True, env=env)
+    assert script.returncode == 0 and "usage: spm.py" in script.stdout
+    unknown = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "nope"], cwd=tmp_path,
+                             capture_output=True, text=True, env=env)
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "no data script named 'nope'" in unknown.stderr
