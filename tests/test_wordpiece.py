@@ -135,7 +135,7 @@ def _bpe_folder(tmp_path):
 def test_bad_input_one_line_no_traceback(folders, tmp_path, case):
     folder, inp = folders[0], tmp_path / "in.txt"
     inp.write_text("Playing games\n")
-    expect = {"missing_folder": "does not exist", "empty_folder": "neither tokenizer.json nor vocab.txt",
+    expect = {"missing_folder": "does not exist", "empty_folder": "none of tokenizer.json, vocab.txt, prophetnet.tokenizer",
               "missing_input": "cannot read --input", "input_is_folder": "is a folder", "bpe_json": "not WordPiece",
               "broken_json": "cannot load", "not_utf8": "not UTF-8", "no_unk_in_vocab": "'[UNK]' is not in"}[case]
     if case == "missing_folder":
@@ -198,3 +198,20 @@ def test_real_bert_tokenizer_json_matches_transformers(tmp_path):
     ids = [fast(s, add_special_tokens=False)["input_ids"] for s in sentences[:2]]
     assert wp.decode_lines(tok, encoded[:2]) == [fast.decode(i) for i in ids]
     assert wp.decode_lines(tok, encoded[:1]) == ["the quick brown fox jumps over the lazy dog ' s kennel, doesn ' t it?"]
+
+
+def test_prophetnet_folder_as_transformers_saves_it(tmp_path):
+    """transformers' ProphetNetTokenizer.save_pretrained writes its vocabulary as
+    prophetnet.tokenizer (no vocab.txt): that folder is read as it is, and splits text as
+    ProphetNetTokenizer does, its [X_SEP] kept whole."""
+    transformers = pytest.importorskip("transformers")
+    write_lines(tmp_path / "vocab.txt", VOCAB + ["[X_SEP]"])
+    transformers.ProphetNetTokenizer(str(tmp_path / "vocab.txt")).save_pretrained(tmp_path / "saved")
+    assert (tmp_path / "saved" / "prophetnet.tokenizer").is_file() and not (tmp_path / "saved" / "vocab.txt").exists()
+    theirs = transformers.AutoTokenizer.from_pretrained(tmp_path / "saved")
+    sentences = SENTENCES + ["Playing games [X_SEP] the game."]
+    encoded, _ = wp.encode_lines(wp.load_tokenizer(tmp_path / "saved"), sentences)
+    assert encoded == [" ".join(theirs.tokenize(s)) for s in sentences]
+    assert "[X_SEP]" in encoded[-1].split()
+    proc = cli(["encode", "--tokenizer", tmp_path / "saved"], input="Playing games\n")
+    assert proc.returncode == 0 and proc.stdout == "play ##ing games\n"

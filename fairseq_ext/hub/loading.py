@@ -1,0 +1,105 @@
+"""Loading a model folder for the Python API, on fairseq's own hub loader.
+
+``from_pretrained`` registers the plugin (``fairseq_ext.plugin.load``: the tasks, models and
+the weights-only checkpoint loader with its allow-list), finds the folder's checkpoint and its
+own tokenizer, and calls fairseq's ``hub_utils.from_pretrained`` (the loader behind
+``TransformerModel.from_pretrained``), which builds the task from the data folder's
+dictionaries and the model from the checkpoint's saved configuration, keyword arguments
+overriding it as ``fairseq-generate --model-overrides`` would. The model comes back behind
+the interface of its task (``INTERFACES``).
+
+What a folder holds (a ``fairseq-train`` save folder, ``examples/quickstart/model``, or an
+output of ``python -m fairseq_ext.convert from-transformers``):
+
+* a checkpoint: ``checkpoint_file``, else the first of ``CHECKPOINT_NAMES`` present;
+* the dictionaries the task reads (``dict.txt``; ``dict.SRC.txt`` and ``dict.TGT.txt`` for
+  pairs), in ``data_name_or_path`` (default: the folder itself);
+* its tokenizer: ``spm.model`` or ``sentencepiece.bpe.model`` (sentencepiece), or
+  ``tokenizer.json``, ``vocab.txt`` or ``prophetnet.tokenizer`` (WordPiece,
+  ``fairseq_ext.hub.wordpiece_bpe``); ``bpe=...`` overrides it, and without either the input
+  must already be split into the dictionary's tokens.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from fairseq_ext.errors import FairseqExtError, require
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
+SENTENCEPIECE_FILES = ("spm.model", "sentencepiece.bpe.model")
+WORDPIECE_FILES = ("tokenizer.json", "vocab.txt", "prophetnet.tokenizer")
+
+
+def checkpoint_name(folder: Path, checkpoint_file: str | None) -> str:
+    """``checkpoint_file`` if given, else the first of ``CHECKPOINT_NAMES`` in ``folder``."""
+    if checkpoint_file is not None:
+        for name in checkpoint_file.split(":"):
+            require((folder / name).is_file(), f"{folder / name} does not exist; give checkpoint_file the name of "
+                                               f"a checkpoint in {folder}")
+        return checkpoint_file
+    for name in CHECKPOINT_NAMES:
+        if (folder / name).is_file():
+            return name
+    raise FairseqExtError(f"{folder} holds none of {', '.join(CHECKPOINT_NAMES)}; give checkpoint_file=NAME")
+
+
+def tokenizer_options(folder: Path) -> dict:
+    """fairseq's ``bpe`` options for the tokenizer files in ``folder`` (empty if none)."""
+    for name in SENTENCEPIECE_FILES:
+        if (folder / name).is_file():
+            return {"bpe": "sentencepiece", "sentencepiece_model": str(folder / name)}
+    if any((folder / name).is_file() for name in WORDPIECE_FILES):
+        return {"bpe": "wordpiece", "wordpiece_tokenizer": str(folder)}
+    return {}
+
+
+def _interface(cfg, task, models):
+    from fairseq_ext.hub.encoder import PositionMaskedHubInterface
+    from fairseq_ext.hub.generation import HICMLMHubInterface, Seq2SeqHubInterface
+
+    name = cfg.task._name
+    if name == "cmlm_hybrid":
+        return HICMLMHubInterface(cfg, task, models)
+    if name in ("translation_prophetnet", "unilm_seq2seq"):
+        return Seq2SeqHubInterface(cfg, task, models)
+    arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", "")
+    if name in ("position_masked_lm", "sentence_prediction") and str(arch).startswith("position_masked_roberta"):
+        require(len(models) == 1, "the position-masked encoder's API takes one checkpoint, not an ensemble")
+        return PositionMaskedHubInterface(cfg, task, models[0])
+    raise FairseqExtError(f"the checkpoint was trained with --task {name} (--arch {arch}), which has no Python API "
+                          "here; the API serves cmlm_hybrid, translation_prophetnet, unilm_seq2seq, and "
+                          "position_masked_roberta under position_masked_lm or sentence_prediction")
+
+
+def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_path: str = ".",
+                    device=None, **overrides):
+    """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``).
+    ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
+    ``wordpiece_tokenizer`` for another tokenizer, generation defaults (``beam``, ``lenpen``,
+    ``iter_decode_max_iter``, ...), ``batch_size``/``max_tokens`` for batching, or model options
+    (``hybrid_strategy``) as with ``--model-overrides``."""
+    from fairseq import hub_utils
+
+    from fairseq_ext import plugin
+
+    plugin.load()
+    from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (registers --bpe wordpiece)
+
+    folder = Path(model_dir).expanduser().resolve()
+    require(folder.is_dir(), f"{model_dir} is not a folder; give the folder that holds the checkpoint")
+    name = checkpoint_name(folder, checkpoint_file)
+    options = {} if "bpe" in overrides else tokenizer_options(folder)
+    options.update(overrides)
+    try:
+        loaded = hub_utils.from_pretrained(str(folder), checkpoint_file=name, data_name_or_path=data_name_or_path,
+                                           **options)
+    except FileNotFoundError as exc:
+        missing = exc.filename or str(exc)
+        raise FairseqExtError(f"loading {folder / name} needs {missing}, which does not exist; put the "
+                              "dictionaries the model was trained with there, or give data_name_or_path the "
+                              "data folder that holds them") from None
+    interface = _interface(loaded["args"], loaded["task"], loaded["models"])
+    return interface.to(device) if device is not None else interface

@@ -1,0 +1,169 @@
+"""A transformers checkpoint's own WordPiece tokenizer, offline (the ``tokenizers`` library).
+
+BERT (Devlin et al. 2019, section 3) and the models built on its vocabulary (ProphetNet, Qi et
+al. 2020; UniLM; MiniLM) use WordPiece embeddings: a word is split into pieces of the
+vocabulary, every piece after the first written with a ``##`` prefix ("playing" -> ``play
+##ing``). A checkpoint converted by ``python -m fairseq_ext.convert`` keeps that vocabulary as
+its fairseq ``dict.txt`` (exactly the strings of the vocabulary), so text must be split by the
+same tokenizer. The folder's ``tokenizer.json`` is used when present (it must hold a WordPiece
+model), else ``vocab.txt`` (BERT) or ``prophetnet.tokenizer`` (the name under which
+transformers' ``ProphetNetTokenizer`` saves the same one-token-a-line vocabulary) with BERT's
+normalisation and pre-tokenization, in lower case unless ``tokenizer_config.json`` says
+``"do_lower_case": false`` (its ``strip_accents``, ``tokenize_chinese_chars``, ``unk_token``
+and special tokens are honoured too).
+
+Used by ``data_prep/wordpiece.py`` (files) and by the Python API's ``wordpiece`` BPE
+(``fairseq_ext.hub.wordpiece_bpe``).
+"""
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+from fairseq_ext.errors import FairseqExtError
+
+FAIRSEQ_SPECIALS = frozenset({"<unk>", "<s>", "</s>", "<pad>", "<mask>"})
+BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")
+
+
+class WordpieceError(FairseqExtError):
+    """A problem with the user's input; the message names it and the fix (printed as one line)."""
+
+
+def _token_string(value: object) -> str | None:
+    """A special token as tokenizer_config.json writes it: a string or {"content": ...}."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and isinstance(value.get("content"), str):
+        return value["content"]
+    return None
+
+
+def _read_config(folder: Path) -> dict:
+    path = folder / "tokenizer_config.json"
+    if not path.is_file():
+        return {}
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise WordpieceError(f"cannot read {path} ({e}); fix or remove it (do_lower_case then defaults to true)") from None
+    if not isinstance(config, dict):
+        raise WordpieceError(f"{path} is not a JSON object; fix or remove it")
+    return config
+
+
+def _from_vocab(vocab_file: Path, config: dict) -> Tokenizer:
+    """BERT's tokenizer on vocab.txt: BertNormalizer + BertPreTokenizer + WordPiece (as
+    tokenizers.BertWordPieceTokenizer builds it), options from tokenizer_config.json."""
+    try:
+        lines = vocab_file.read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError) as e:
+        raise WordpieceError(f"cannot read {vocab_file} ({e}); it must be a UTF-8 file with one token a line") from None
+    if lines and lines[-1] == "":
+        lines.pop()
+    vocab = {tok.rstrip("\r"): i for i, tok in enumerate(lines)}
+    if not vocab:
+        raise WordpieceError(f"{vocab_file} is empty; it must list the WordPiece tokens, one a line")
+    unk = _token_string(config.get("unk_token")) or "[UNK]"
+    if unk not in vocab:
+        raise WordpieceError(f"the unknown token {unk!r} is not in {vocab_file}; add it to the vocabulary "
+                             f"or set \"unk_token\" in tokenizer_config.json")
+    lowercase = config.get("do_lower_case", True)
+    lowercase = True if lowercase is None else bool(lowercase)
+    strip_accents = config.get("strip_accents")
+    chinese = config.get("tokenize_chinese_chars", True)
+    tok = Tokenizer(models.WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True if chinese is None else bool(chinese),
+        strip_accents=None if strip_accents is None else bool(strip_accents), lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(prefix="##")
+    specials = list(BERT_SPECIALS)
+    for key, value in config.items():
+        if key.endswith("_token") and _token_string(value):
+            specials.append(_token_string(value))
+    for value in config.get("additional_special_tokens") or []:
+        if _token_string(value):
+            specials.append(_token_string(value))
+    present = [s for s in dict.fromkeys(specials) if s in vocab]
+    tok.add_special_tokens([AddedToken(s, normalized=False) for s in present])
+    return tok
+
+
+def vocabulary_file(folder: Path) -> Path | None:
+    """The plain vocabulary of a transformers folder: ``vocab.txt`` (BERT) or
+    ``prophetnet.tokenizer`` (transformers' ``ProphetNetTokenizer`` saves its WordPiece
+    vocabulary under that name, in the same format: one token a line, in id order)."""
+    return next((folder / name for name in VOCABULARY_FILES if (folder / name).is_file()), None)
+
+
+def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
+    """The WordPiece tokenizer of a transformers folder: ``DIR/tokenizer.json`` if present, else
+    one built from ``DIR/vocab.txt`` or ``DIR/prophetnet.tokenizer`` (+ ``tokenizer_config.json``).
+    Truncation and padding stored in tokenizer.json are switched off. Raises ``WordpieceError``
+    on bad input."""
+    folder = Path(path)
+    if not folder.is_dir():
+        raise WordpieceError(f"tokenizer folder {folder} does not exist; pass --tokenizer the transformers "
+                             f"checkpoint folder (the one with tokenizer.json, vocab.txt or prophetnet.tokenizer)")
+    json_file = folder / "tokenizer.json"
+    if json_file.is_file():
+        try:
+            tok = Tokenizer.from_file(str(json_file))
+        except Exception as e:  # the Rust library raises a plain Exception
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise WordpieceError(f"cannot load {json_file} ({first}); re-save it with a recent tokenizers/transformers "
+                                 f"or remove it to use vocab.txt") from None
+        if not isinstance(tok.model, models.WordPiece):
+            raise WordpieceError(f"{json_file} holds a {type(tok.model).__name__} model, not WordPiece; this script "
+                                 f"is for BERT-family vocabularies (use data_prep/spm.py or the checkpoint's own "
+                                 f"tokenizer for others)")
+        tok.no_truncation()
+        tok.no_padding()
+        if tok.decoder is None:
+            tok.decoder = decoders.WordPiece(prefix=tok.model.continuing_subword_prefix)
+        return tok
+    vocab_file = vocabulary_file(folder)
+    if vocab_file is not None:
+        return _from_vocab(vocab_file, _read_config(folder))
+    raise WordpieceError(f"{folder} has none of tokenizer.json, {', '.join(VOCABULARY_FILES)}; pass --tokenizer "
+                         f"the transformers checkpoint folder that holds them")
+
+
+def encode_lines(tok: Tokenizer, lines: Iterable[str], max_tokens: int | None = None) -> tuple[list[str], int]:
+    """Encode each line (a trailing newline is ignored) without special tokens. Returns the
+    space-separated pieces, one string per line, and how many lines ``max_tokens`` cut."""
+    texts = [line.rstrip("\n") for line in lines]
+    if max_tokens is not None and max_tokens < 1:
+        raise WordpieceError(f"max_tokens must be >= 1, got {max_tokens}")
+    out, truncated = [], 0
+    for enc in tok.encode_batch(texts, add_special_tokens=False) if texts else []:
+        tokens = enc.tokens
+        if max_tokens is not None and len(tokens) > max_tokens:
+            tokens = tokens[:max_tokens]
+            truncated += 1
+        line = " ".join(tokens)
+        if len(line.split()) != len(tokens):
+            bad = next(t for t in tokens if not t or any(c.isspace() for c in t))
+            raise WordpieceError(f"the tokenizer produced the token {bad!r}, which holds whitespace and cannot be "
+                                 f"written space-separated; remove it from the tokenizer's added tokens")
+        out.append(line)
+    return out, truncated
+
+
+def decode_lines(tok: Tokenizer, lines: Iterable[str], drop: Iterable[str] = FAIRSEQ_SPECIALS) -> list[str]:
+    """Join each line's space-separated WordPiece tokens into text with the tokenizer's decoder,
+    dropping the tokens in ``drop`` (by default fairseq's ``<unk> <s> </s> <pad> <mask>``)."""
+    drop = frozenset(drop)
+    decoder = tok.decoder or decoders.WordPiece(prefix="##")
+    return [decoder.decode([t for t in line.split() if t not in drop]) for line in lines]
+
+
+def checkpoint_specials(tok: Tokenizer) -> set[str]:
+    """The tokenizer's special tokens ([CLS], [SEP], [PAD], [MASK], [UNK], ...)."""
+    return {t.content for t in tok.get_added_tokens_decoder().values() if t.special}

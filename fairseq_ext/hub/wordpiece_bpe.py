@@ -1,0 +1,41 @@
+"""``--bpe wordpiece``: a transformers checkpoint's own WordPiece tokenizer as a fairseq BPE.
+
+fairseq's hub interfaces (``GeneratorHubInterface``, ``RobertaHubInterface``) split text with
+``cfg.bpe``; fairseq's own ``bert`` BPE needs transformers at run time, this one only the
+``tokenizers`` library (``fairseq_ext.hub.wordpiece``; Devlin et al. 2019, section 3). The
+folder (``--wordpiece-tokenizer``) is the transformers folder, or a folder converted from one
+by ``python -m fairseq_ext.convert`` (which copies the tokenizer files next to ``model.pt``).
+Registered when the Python API loads a model (``fairseq_ext.hub.from_pretrained``).
+"""
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+from dataclasses import dataclass, field
+
+from fairseq.data.encoders import register_bpe
+from fairseq.dataclass import FairseqDataclass
+
+from fairseq_ext.hub.wordpiece import decode_lines, encode_lines, load_tokenizer
+
+
+@dataclass
+class WordpieceBPEConfig(FairseqDataclass):
+    wordpiece_tokenizer: str = field(
+        default="???",
+        metadata={"help": "folder with the checkpoint's tokenizer.json, vocab.txt or prophetnet.tokenizer"},
+    )
+
+
+@register_bpe("wordpiece", dataclass=WordpieceBPEConfig)
+class WordpieceBPE:
+    """Text <-> space-separated WordPiece tokens (``##`` marks a continuation)."""
+
+    def __init__(self, cfg: WordpieceBPEConfig):
+        self.tokenizer = load_tokenizer(cfg.wordpiece_tokenizer)
+
+    def encode(self, x: str) -> str:
+        return encode_lines(self.tokenizer, [x])[0][0]
+
+    def decode(self, x: str) -> str:
+        return decode_lines(self.tokenizer, [x])[0]
+
+    def is_beginning_of_word(self, x: str) -> bool:
+        return not x.startswith("##")
