@@ -10,6 +10,10 @@ FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" 
 # Two workers (pytest-xdist), one per core; a file stays on one worker (its fixtures built once).
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
+# Ctrl-C stops the whole suite: pytest runs in a process group of its own (setsid), which the
+# recipe's INT trap ends with TERM, pytest-xdist's workers and the CLIs they started included
+# (on its own, pytest-xdist can leave them running after Ctrl-C).
+STOPPABLE = trap 'kill -TERM -- -$$pid 2>/dev/null; exit 130' INT TERM; setsid env
 
 .PHONY: venv quickstart test test-fast bench clean gpu-wheels gpu-check gpu-rehearsal
 
@@ -36,11 +40,11 @@ quickstart: $(STAMP)
 
 # The full suite (the CI gate): the product's tests and the reproduction machinery's.
 test: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests reproduction/tests $(PYTEST_ARGS)
+	$(STOPPABLE) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests reproduction/tests $(PYTEST_ARGS) & pid=$$!; wait $$pid
 
 # Everyday subset: the product's tests that start no fairseq command line (about a minute).
 test-fast: $(STAMP)
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests -m "not cli" $(PYTEST_ARGS)
+	$(STOPPABLE) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile tests -m "not cli" $(PYTEST_ARGS) & pid=$$!; wait $$pid
 
 bench: $(STAMP)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m reproduction.benchmarks.run
