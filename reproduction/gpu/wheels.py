@@ -26,8 +26,17 @@ ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FOLDER = ROOT / "reproduction" / "gpu" / "wheels"
 CARRY_LIMIT_MIB = 64
 
+
+def pinned(name: str) -> str:
+    """The version of ``name`` in the project's one list of pins, constraints.txt."""
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if line.split("==")[0].strip() == name:
+            return line.split("==")[1].strip()
+    raise FairseqExtError(f"constraints.txt pins no {name}")
+
+
 PINS = {
-    "fairseq-fixed": "0.12.3.1",  # fairseq 0.12 built to import on Python >= 3.11
+    "fairseq-fixed": pinned("fairseq-fixed"),  # fairseq 0.12 built to import on Python >= 3.11
     "hydra-core": "1.3.2",
     "omegaconf": "2.3.0",
     "antlr4-python3-runtime": "4.9.3",  # hydra-core's and omegaconf's grammar runtime
