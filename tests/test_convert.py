@@ -6,6 +6,7 @@ import json
 import logging
 import pickle
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,13 +32,20 @@ PAD, UNK, CLS, SEP, MASK = 0, 21, 22, 23, 24
 CONVERT = [sys.executable, "-m", "fairseq_ext.convert"]
 
 
-def save_vocab(folder: Path, as_json: bool = False) -> None:
-    if as_json:
-        from tokenizers import BertWordPieceTokenizer
+def save_tokenizer(folder: Path, cls, vocab: list) -> None:
+    """The tokenizer of ``vocab`` saved by transformers' own ``save_pretrained`` into the
+    model's folder (the vocabulary it starts from lies outside it)."""
+    source = folder.parent / f"{folder.name}-source-vocab.txt"
+    write_lines(source, vocab)
+    cls(str(source)).save_pretrained(folder)
 
-        BertWordPieceTokenizer({t: i for i, t in enumerate(VOCAB)}, lowercase=True).save(str(folder / "tokenizer.json"))
-    else:
-        write_lines(folder / "vocab.txt", VOCAB)
+
+def save_vocab(folder: Path, as_json: bool = False) -> None:
+    """BERT's tokenizer as transformers saves it: tokenizer.json (the fast BertTokenizer) or
+    vocab.txt (the pure-Python one)."""
+    legacy = getattr(transformers, "BertTokenizerLegacy", None) or transformers.BertTokenizer
+    save_tokenizer(folder, transformers.BertTokenizer if as_json else legacy, VOCAB)
+    assert (folder / ("tokenizer.json" if as_json else "vocab.txt")).is_file()
 
 
 def tiny_bert(folder: Path, head: bool = True, as_json: bool = False, seed: int = 0):
@@ -211,10 +219,16 @@ def test_fairseq_train_finetunes_converted_bert(tmp_path):
 
 
 # ------------------------------------------------------------------ ProphetNet
+# ProphetNetTokenizer's own special tokens: BERT's and [X_SEP]
+PROPHETNET_VOCAB = VOCAB + ["[X_SEP]"]
+
+
 def tiny_prophetnet(folder: Path, ngram: int = 2, seed: int = 0):
+    """A ProphetNetForConditionalGeneration and its ProphetNetTokenizer, both saved by
+    transformers' save_pretrained (the vocabulary as prophetnet.tokenizer)."""
     torch.manual_seed(seed)
     cfg = transformers.ProphetNetConfig(
-        vocab_size=len(VOCAB), hidden_size=32, encoder_ffn_dim=64, decoder_ffn_dim=64, num_encoder_layers=2,
+        vocab_size=len(PROPHETNET_VOCAB), hidden_size=32, encoder_ffn_dim=64, decoder_ffn_dim=64, num_encoder_layers=2,
         num_decoder_layers=2, num_encoder_attention_heads=4, num_decoder_attention_heads=4, ngram=ngram,
         num_buckets=8, relative_max_distance=16, max_position_embeddings=40, dropout=0.0, attention_dropout=0.0,
         activation_dropout=0.0, pad_token_id=PAD, bos_token_id=SEP, eos_token_id=SEP, decoder_start_token_id=SEP)
@@ -224,7 +238,8 @@ def tiny_prophetnet(folder: Path, ngram: int = 2, seed: int = 0):
             if hasattr(module, "relative_pos_embeddings"):
                 module.relative_pos_embeddings.weight.mul_(30)
     model.save_pretrained(folder)
-    save_vocab(folder)
+    save_tokenizer(folder, transformers.ProphetNetTokenizer, PROPHETNET_VOCAB)
+    assert (folder / "prophetnet.tokenizer").is_file() and not (folder / "vocab.txt").exists()
     return model
 
 
@@ -243,7 +258,7 @@ def test_prophetnet_converted_equals_corrected_transformers(tmp_path):
     theirs = tiny_prophetnet(tmp_path / "hf")
     prophetnet.convert_from_transformers(read_folder(tmp_path / "hf"), tmp_path / "out")
     ours, _ = load_fairseq(tmp_path / "out" / "model.pt", _prophetnet_data(tmp_path / "out"))
-    _, rows = fairseq_rows(VOCAB, read_folder(tmp_path / "hf").specials)
+    _, rows = fairseq_rows(PROPHETNET_VOCAB, read_folder(tmp_path / "hf").specials)
     to_ours = inverse(rows)
     src = torch.tensor([[3, 30, 7, 44, 12, SEP], [5, 6, SEP, PAD, PAD, PAD]])
     prev = torch.tensor([[SEP, 4, 9, 2, 33], [SEP, 8, 12, 40, PAD]])
@@ -261,6 +276,11 @@ def test_prophetnet_converted_equals_corrected_transformers(tmp_path):
     assert (streams[1][real] - as_released.logits_ngram[:, 0][..., rows][real]).abs().max() > 20e-4
 
 
+def _until_eos(ids: list) -> list:
+    """transformers' beam output up to its first [SEP]; finished beams are filled after it."""
+    return ids[:ids.index(SEP)] if SEP in ids else ids
+
+
 def test_prophetnet_beam_search_equals_transformers(tmp_path):
     """fairseq's beam search (beam 4) on the converted model returns the same four
     hypotheses as transformers' generate (layout corrected), up to the end of sentence that
@@ -271,7 +291,7 @@ def test_prophetnet_beam_search_equals_transformers(tmp_path):
     ours, task = load_fairseq(tmp_path / "out" / "model.pt", _prophetnet_data(tmp_path / "out"))
     from fairseq.sequence_generator import SequenceGenerator
 
-    _, rows = fairseq_rows(VOCAB, read_folder(tmp_path / "hf").specials)
+    _, rows = fairseq_rows(PROPHETNET_VOCAB, read_folder(tmp_path / "hf").specials)
     src = torch.tensor([[3, 30, 7, 44, 12, 9, SEP], [5, 6, 40, 2, 8, 11, SEP]])
     sample = {"id": torch.arange(2), "net_input": {"src_tokens": inverse(rows)[src], "src_lengths": torch.tensor([7, 7])}}
     length = 8
@@ -283,7 +303,7 @@ def test_prophetnet_beam_search_equals_transformers(tmp_path):
                               bad_words_ids=[[PAD]])
     for i in range(2):
         ours_set = {tuple(rows[h["tokens"][:-1]].tolist()) for h in hypos[i]}
-        theirs_set = {tuple(s[1:].tolist()) for s in out[4 * i:4 * i + 4]}
+        theirs_set = {tuple(_until_eos(s[1:].tolist())) for s in out[4 * i:4 * i + 4]}
         assert ours_set == theirs_set and len(ours_set) == 4
 
 
@@ -302,9 +322,14 @@ def test_prophetnet_round_trip_is_bit_exact(tmp_path):
     for key in ("vocab_size", "hidden_size", "ngram", "num_buckets", "relative_max_distance", "max_position_embeddings",
                 "pad_token_id", "eos_token_id", "decoder_start_token_id", "num_encoder_layers", "num_decoder_layers"):
         assert a.config[key] == b.config[key], key
-    assert (tmp_path / "back" / "vocab.txt").read_text() == (tmp_path / "hf" / "vocab.txt").read_text()
-    one = transformers.ProphetNetForConditionalGeneration.from_pretrained(tmp_path / "hf").eval()
-    two = transformers.ProphetNetForConditionalGeneration.from_pretrained(tmp_path / "back").eval()
+    for name in ("prophetnet.tokenizer", "tokenizer_config.json"):
+        assert (tmp_path / "back" / name).read_bytes() == (tmp_path / "hf" / name).read_bytes(), name
+    assert not (tmp_path / "back" / "vocab.txt").exists()
+    text = "w3 w27 ##s5 [MASK] w12"
+    assert (transformers.AutoTokenizer.from_pretrained(tmp_path / "back")(text)["input_ids"]
+            == transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")(text)["input_ids"])
+    one = transformers.AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "hf").eval()
+    two = transformers.AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "back").eval()
     ids = torch.tensor([[3, 9, SEP]])
     with torch.no_grad():
         assert torch.equal(one(input_ids=ids, decoder_input_ids=ids).logits, two(input_ids=ids, decoder_input_ids=ids).logits)
@@ -347,6 +372,35 @@ def test_prophetnet_export_of_a_fairseq_dictionary(tmp_path):
         assert (logits - hf(input_ids=src, decoder_input_ids=prev).logits).abs().max() < 1e-4
 
 
+@pytest.mark.parametrize("family", ["bert", "prophetnet"])
+def test_converted_checkpoint_loads_on_its_own(tmp_path, family):
+    """Converted from one folder into a relative OUT, model.pt loads with fairseq's
+    load_model_ensemble_and_task alone (no override) from another folder, and through the
+    Python API with the tokenizer the conversion copied next to it."""
+    (tiny_bert if family == "bert" else tiny_prophetnet)(tmp_path / "hf")
+    for name in ("work", "elsewhere"):
+        (tmp_path / name).mkdir()
+    run([*CONVERT, "from-transformers", tmp_path / "hf", "out"], cwd=tmp_path / "work")
+    checkpoint = tmp_path / "work" / "out" / "model.pt"
+    code = ("from fairseq_ext import plugin\nplugin.load()\nfrom fairseq import checkpoint_utils\n"
+            f"models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([{str(checkpoint)!r}])\n"
+            "print(type(models[0]).__name__, len(task.source_dictionary))\n")
+    proc = run([sys.executable, "-c", code], cwd=tmp_path / "elsewhere")
+    expected = {"bert": "PositionMaskedRobertaModel", "prophetnet": "ProphetNetModel"}[family]
+    vocab = read_folder(tmp_path / "hf").vocab
+    assert proc.stdout.split()[-2:] == [expected, str(len(vocab))]
+    from fairseq_ext import hub
+
+    model = hub.from_pretrained(checkpoint.parent)
+    pieces = model.bpe.encode("W3 w27s5")  # the checkpoint's own tokenizer: lower case, ## pieces
+    assert pieces == "w3 w27 ##s5"
+    if family == "prophetnet":
+        assert isinstance(model.summarize("w3 w27 w12", beam=2, max_len_b=5), str)
+    else:
+        filled = model.fill_mask("w3 <mask> w12", topk=3)
+        assert len(filled) == 3 and all(re.fullmatch(r"w3( w\d+|\w+) w12", f[0]) for f in filled), filled
+
+
 # ------------------------------------------------------------------ bad input
 class Foreign:
     pass
@@ -373,6 +427,7 @@ def _bad_folders(tmp_path: Path) -> dict:
         config["model_type"] = "gpt2"
         (f / "config.json").write_text(json.dumps(config))
     variant("gpt2", gpt2)
+    variant("gpt2-no-vocab", lambda f: (gpt2(f), (f / "vocab.txt").unlink()))
 
     def foreign_pickle(f):
         (f / "model.safetensors").unlink()
@@ -384,12 +439,10 @@ def _bad_folders(tmp_path: Path) -> dict:
 
 @pytest.mark.parametrize("case,message", [
     ("no-config", "has no config.json"), ("no-weights", "has no model.safetensors or pytorch_model.bin"),
-    ("no-vocab", "neither vocab.txt nor tokenizer.json"), ("short-vocab", "vocabulary mismatch"),
-    ("gpt2", "model_type 'gpt2' is not supported"), ("foreign-pickle", "not a readable torch checkpoint|pickles objects"),
+    ("no-vocab", "none of vocab.txt, prophetnet.tokenizer, tokenizer.json"), ("short-vocab", "vocabulary mismatch"),
+    ("gpt2", "model_type 'gpt2' is not supported"), ("gpt2-no-vocab", "model_type 'gpt2' is not supported"), ("foreign-pickle", "not a readable torch checkpoint|pickles objects"),
 ])
 def test_bad_folders_get_one_clear_line(tmp_path, case, message):
-    import re
-
     folder = _bad_folders(tmp_path)[case]
     proc = subprocess.run([*CONVERT, "from-transformers", folder, tmp_path / "out"], capture_output=True, text=True,
                           cwd=ROOT)

@@ -3,12 +3,16 @@
     python -m fairseq_ext.convert from-transformers FOLDER OUT
         A save_pretrained folder of BERT (BertModel / BertForMaskedLM, e.g. MiniLM) or of
         ProphetNetForConditionalGeneration (e.g. microsoft/prophetnet-large-uncased), chosen by
-        config.json's model_type -> OUT/model.pt and OUT/dict.txt, and the fairseq options that
-        build the same model (printed, and saved in OUT/options.txt).
+        config.json's model_type -> OUT/model.pt and OUT/dict.txt, the tokenizer files (so that
+        fairseq_ext.hub.from_pretrained(OUT) reads text), and the fairseq options that build the
+        same model (printed, and saved in OUT/options.txt). The checkpoint records OUT's absolute
+        path as its data folder: fairseq's load_model_ensemble_and_task loads it on its own.
     python -m fairseq_ext.convert to-transformers CHECKPOINT OUT [--dict DICT] [--vocab FOLDER]
         A prophetnet checkpoint -> a save_pretrained folder. --vocab: the folder it was converted
-        from, whose vocabulary order and tokenizer files are restored; without it the model's own
-        dictionary (DICT, default dict.txt beside the checkpoint) becomes vocab.txt.
+        from (or the converted folder, which holds a copy of its tokenizer files), whose
+        vocabulary order and tokenizer files are restored, so AutoTokenizer.from_pretrained reads
+        OUT; without it the model's own dictionary (DICT, default dict.txt beside the checkpoint)
+        becomes vocab.txt, for reference (no tokenizer for it is written).
 
 Every problem is one line on stderr and exit status 1.
 """
@@ -25,14 +29,14 @@ from fairseq_ext.errors import FairseqExtError
 
 def _from_transformers(a) -> dict:
     from fairseq_ext.convert import bert, prophetnet
-    from fairseq_ext.convert.transformers_folder import read_folder
+    from fairseq_ext.convert.transformers_folder import read_config, read_folder
 
-    folder = read_folder(a.folder)
     converters = {"bert": bert.convert, "prophetnet": prophetnet.convert_from_transformers}
-    if folder.model_type not in converters:
-        raise FairseqExtError(f"{a.folder}: model_type {folder.model_type!r} is not supported; this converts "
+    model_type = read_config(a.folder).get("model_type", "")  # before the weights and the vocabulary
+    if model_type not in converters:
+        raise FairseqExtError(f"{a.folder}: model_type {model_type!r} is not supported; this converts "
                               f"{' and '.join(converters)} checkpoints")
-    info = converters[folder.model_type](folder, Path(a.out))
+    info = converters[model_type](read_folder(a.folder), Path(a.out))
     (Path(a.out) / "options.txt").write_text(" ".join(info["options"]) + "\n")
     return info
 

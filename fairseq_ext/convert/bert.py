@@ -37,7 +37,7 @@ import torch
 from torch import Tensor
 
 from fairseq_ext.convert import fairseq_checkpoint
-from fairseq_ext.convert.transformers_folder import TransformersFolder
+from fairseq_ext.convert.transformers_folder import TransformersFolder, copy_tokenizer
 from fairseq_ext.convert.vocabulary import fairseq_rows, write_dict
 from fairseq_ext.errors import FairseqExtError, require
 
@@ -146,12 +146,14 @@ def convert_state(state: Dict[str, Tensor], config: dict, rows: Tensor) -> Tuple
 
 
 def convert(folder: TransformersFolder, out: Path) -> dict:
-    """Write ``out/model.pt`` and ``out/dict.txt``; returns what a user needs to know."""
+    """Write ``out/model.pt``, ``out/dict.txt`` and a copy of the tokenizer files; returns what
+    a user needs to know."""
     config = folder.config
     check_config(config, folder.path)
     tokens, rows = fairseq_rows(folder.vocab, folder.specials)
     out.mkdir(parents=True, exist_ok=True)
     write_dict(out / "dict.txt", tokens)
+    copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     state, unused = convert_state(folder.state, config, rows)
     options = model_options(config)
     args = fairseq_checkpoint.training_args(out, [

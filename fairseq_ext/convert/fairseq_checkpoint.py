@@ -25,12 +25,14 @@ logger = logging.getLogger(__name__)
 
 def training_args(data, argv: List[str]) -> Namespace:
     """fairseq-train's options for ``argv`` (``--task``, ``--arch``, sizes, ...) on ``data``,
-    the plugin's tasks and models registered (``plugin.load``)."""
+    the plugin's tasks and models registered (``plugin.load``). ``data`` is recorded as an
+    absolute path, so that the saved checkpoint loads on its own from any working folder
+    (``checkpoint_utils.load_model_ensemble_and_task([path])``)."""
     from fairseq import options
 
     plugin.load()
     parser = options.get_training_parser()
-    return options.parse_args_and_arch(parser, [str(data), *argv])
+    return options.parse_args_and_arch(parser, [str(Path(data).resolve()), *argv])
 
 
 def build_model(args: Namespace):

@@ -19,7 +19,6 @@ release and this plugin do, which equals transformers' only with the correction 
 """
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -33,7 +32,13 @@ from fairseq_ext.convert.prophetnet_transformers import (
     to_transformers_state_dict,
     transformers_config,
 )
-from fairseq_ext.convert.transformers_folder import TransformersFolder, load_specials, load_vocab, write_folder
+from fairseq_ext.convert.transformers_folder import (
+    TransformersFolder,
+    copy_tokenizer,
+    load_specials,
+    load_vocab,
+    write_folder,
+)
 from fairseq_ext.convert.vocabulary import FAIRSEQ_SPECIALS, MASK, checkpoint_rows, fairseq_rows, write_dict
 from fairseq_ext.errors import FairseqExtError, require
 
@@ -87,7 +92,9 @@ def _embedding(state: Dict[str, Tensor]) -> Tensor:
 
 
 def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
-    """Write ``out/model.pt`` (a ``prophetnet`` checkpoint) and ``out/dict.txt``."""
+    """Write ``out/model.pt`` (a ``prophetnet`` checkpoint of task ``translation_prophetnet``
+    with ``-s src -t tgt`` on the data folder ``out``), ``out/dict.txt`` (and the same as
+    ``dict.src.txt`` / ``dict.tgt.txt``) and a copy of the tokenizer files."""
     config = folder.config
     require(config.get("model_type") == "prophetnet",
             f"{folder.path}: model_type is {config.get('model_type')!r}, not 'prophetnet'")
@@ -108,15 +115,14 @@ def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
     for side in ("encoder", "decoder"):
         sd[f"{side}.embed_positions.weight"] = shift_rows(sd[f"{side}.embed_positions.weight"], shift)
     out.mkdir(parents=True, exist_ok=True)
-    write_dict(out / "dict.txt", tokens)
+    for name in ("dict.txt", "dict.src.txt", "dict.tgt.txt"):  # the task's dictionaries, out is its data
+        write_dict(out / name, tokens)
+    copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     options = options_of(config, shift)
-    with tempfile.TemporaryDirectory() as data:
-        for lang in ("src", "tgt"):
-            write_dict(Path(data) / f"dict.{lang}.txt", tokens)
-        args = fairseq_checkpoint.training_args(data, ["--task", "translation_prophetnet", "-s", "src", "-t", "tgt",
-                                                       "--criterion", "ngram_language_loss", "--optimizer", "adam",
-                                                       *options])
-        _, model = fairseq_checkpoint.build_model(args)
+    args = fairseq_checkpoint.training_args(out, ["--task", "translation_prophetnet", "-s", "src", "-t", "tgt",
+                                                  "--criterion", "ngram_language_loss", "--optimizer", "adam",
+                                                  *options])
+    _, model = fairseq_checkpoint.build_model(args)
     state_out = fairseq_checkpoint.fill(model, sd)
     state_out["decoder.embed_tokens.weight"] = state_out["encoder.embed_tokens.weight"]
     fairseq_checkpoint.save(out / "model.pt", args, state_out)

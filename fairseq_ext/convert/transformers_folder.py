@@ -1,10 +1,15 @@
 """A checkpoint folder as transformers' ``save_pretrained`` writes it: ``config.json``, the
-weights (``model.safetensors`` or ``pytorch_model.bin``) and the vocabulary (``vocab.txt`` or
-``tokenizer.json``), read without transformers and without unpickling anything but tensors.
+weights (``model.safetensors`` or ``pytorch_model.bin``) and the vocabulary, read without
+transformers and without unpickling anything but tensors. The vocabulary is the file the
+tokenizer's ``save_pretrained`` writes: ``vocab.txt`` (BERT's slow tokenizer),
+``prophetnet.tokenizer`` (``ProphetNetTokenizer``: the same one-token-a-line format under its
+own name) or ``tokenizer.json`` (a fast WordPiece tokenizer).
 
-``read_folder`` answers every problem (a missing file, a foreign pickle, a vocabulary whose
-size differs from the config's) with one ``FairseqExtError`` that names the file and the fix.
-``write_folder`` writes the same layout (safetensors, the tokenizer files).
+``read_config`` reads ``config.json`` alone, so a caller can refuse an unsupported
+``model_type`` before anything else is read. ``read_folder`` answers every problem (a missing
+file, a foreign pickle, a vocabulary whose size differs from the config's) with one
+``FairseqExtError`` that names the file and the fix. ``write_folder`` writes the same layout
+(safetensors, the tokenizer files); ``copy_tokenizer`` copies a folder's tokenizer files.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from torch import Tensor
 from fairseq_ext.errors import FairseqExtError, require
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")
 SPECIAL_KEYS = ("cls_token", "pad_token", "sep_token", "unk_token", "mask_token")
 BERT_SPECIALS = {"cls_token": "[CLS]", "pad_token": "[PAD]", "sep_token": "[SEP]", "unk_token": "[UNK]",
                  "mask_token": "[MASK]"}
@@ -71,8 +77,10 @@ def _load_weights(path: Path) -> Dict[str, Tensor]:
 
 
 def load_vocab(path: Path) -> List[str]:
-    if (path / "vocab.txt").exists():
-        return (path / "vocab.txt").read_text(encoding="utf-8").rstrip("\n").split("\n")
+    """The tokens in id order, as transformers' tokenizer reads them (module docstring)."""
+    for name in VOCABULARY_FILES:
+        if (path / name).exists():
+            return (path / name).read_text(encoding="utf-8").rstrip("\n").split("\n")
     if (path / "tokenizer.json").exists():
         model = json.loads((path / "tokenizer.json").read_text(encoding="utf-8")).get("model", {})
         require(model.get("type") == "WordPiece" and isinstance(model.get("vocab"), dict),
@@ -82,7 +90,7 @@ def load_vocab(path: Path) -> List[str]:
         require([i for _, i in by_id] == list(range(len(by_id))),
                 f"{path / 'tokenizer.json'}: the vocabulary ids are not 0 .. {len(by_id) - 1}")
         return [token for token, _ in by_id]
-    raise FairseqExtError(f"{path} has neither vocab.txt nor tokenizer.json; save the tokenizer "
+    raise FairseqExtError(f"{path} has none of {', '.join(VOCABULARY_FILES)}, tokenizer.json; save the tokenizer "
                           "next to the model (tokenizer.save_pretrained(folder))")
 
 
@@ -97,16 +105,22 @@ def load_specials(path: Path) -> Dict[str, str]:
     return specials
 
 
+def read_config(path) -> dict:
+    """``config.json`` of a ``save_pretrained`` folder."""
+    path = Path(path)
+    require(path.is_dir(), f"{path} is not a folder; give the folder that save_pretrained wrote "
+                           "(config.json, model.safetensors or pytorch_model.bin, the tokenizer files)")
+    require((path / "config.json").exists(), f"{path} has no config.json; give the folder that save_pretrained wrote")
+    try:
+        return json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise FairseqExtError(f"{path / 'config.json'} is not valid JSON ({exc})") from None
+
+
 def read_folder(path) -> TransformersFolder:
     """Read a ``save_pretrained`` folder (see the module docstring)."""
     path = Path(path)
-    require(path.is_dir(), f"{path} is not a folder; give the folder that save_pretrained wrote "
-                           "(config.json, model.safetensors or pytorch_model.bin, vocab.txt or tokenizer.json)")
-    require((path / "config.json").exists(), f"{path} has no config.json; give the folder that save_pretrained wrote")
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FairseqExtError(f"{path / 'config.json'} is not valid JSON ({exc})") from None
+    config = read_config(path)
     state = _load_weights(path)
     vocab = load_vocab(path)
     size = config.get("vocab_size")
@@ -115,14 +129,23 @@ def read_folder(path) -> TransformersFolder:
     return TransformersFolder(path, config, state, vocab, load_specials(path))
 
 
-TOKENIZER_FILES = ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+TOKENIZER_FILES = (*VOCABULARY_FILES, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+def copy_tokenizer(source: Path, destination: Path) -> List[str]:
+    """Copy the tokenizer files of ``source`` into ``destination``; returns their names."""
+    copied = [name for name in TOKENIZER_FILES if (Path(source) / name).exists()]
+    for name in copied:
+        shutil.copyfile(Path(source) / name, Path(destination) / name)
+    return copied
 
 
 def write_folder(path, config: dict, state: Dict[str, Tensor], vocab: List[str], specials: Dict[str, str],
                  tokenizer_from: Optional[Path] = None) -> None:
     """Write ``config.json`` and ``model.safetensors``, and the tokenizer: the files of
-    ``tokenizer_from`` (the folder the model was converted from) when given, else ``vocab.txt``
-    and ``special_tokens_map.json`` of ``vocab``. Tensors that share storage (tied embeddings)
+    ``tokenizer_from`` (the folder the model was converted from) when given, so that
+    ``AutoTokenizer.from_pretrained`` reads the folder, else ``vocab.txt`` and
+    ``special_tokens_map.json`` of ``vocab`` (the model's own dictionary, for reference). Tensors that share storage (tied embeddings)
     are written as separate copies, as safetensors requires; transformers re-ties them."""
     from safetensors.torch import save_file
 
@@ -131,10 +154,8 @@ def write_folder(path, config: dict, state: Dict[str, Tensor], vocab: List[str],
     (path / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     save_file({k: v.detach().contiguous().clone() for k, v in state.items()}, str(path / "model.safetensors"),
               metadata={"format": "pt"})
-    copied = [name for name in TOKENIZER_FILES if tokenizer_from and (Path(tokenizer_from) / name).exists()]
-    for name in copied:
-        shutil.copyfile(Path(tokenizer_from) / name, path / name)
-    if "vocab.txt" not in copied:
+    copied = copy_tokenizer(tokenizer_from, path) if tokenizer_from else []
+    if not set(copied) & {*VOCABULARY_FILES, "tokenizer.json"}:
         (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     if "special_tokens_map.json" not in copied:
         (path / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n", encoding="utf-8")

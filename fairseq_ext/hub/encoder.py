@@ -46,9 +46,16 @@ class PositionMaskedHubInterface(RobertaHubInterface):
                                                        add_if_not_exist=False).long()
 
     def _filled(self, sentence: str, piece: str, probability: float):
-        token = self.bpe.decode(piece) if self.bpe is not None else piece
-        if piece.startswith("\u2581"):  # sentencepiece's word start, as fairseq's fill_mask keeps it
-            token = " " + token
+        """fairseq's format: a piece that starts a word (sentencepiece's ``\u2581``, a WordPiece
+        without ``##``) takes the space before ``<mask>``, a continuation glues to the word."""
+        if self.bpe is None:
+            token = " " + piece
+        else:
+            token = self.bpe.decode(piece)
+            if self.bpe.is_beginning_of_word(piece):
+                token = " " + token
+            elif piece.startswith("##"):
+                token = piece[2:]
         target = f" {MASK}" if f" {MASK}" in sentence else MASK
         return sentence.replace(target, token), probability, token
 
