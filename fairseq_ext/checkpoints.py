@@ -12,10 +12,14 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
   saved metrics.
 
 ``install()`` allow-lists exactly ``SAFE_CHECKPOINT_GLOBALS`` and makes the loader answer a
-foreign, corrupt or truncated checkpoint with one clear message; every load stays
-weights-only. ``install()`` also makes fairseq's checkpoint copies atomic (``_atomic_copy``).
-Loading the plugin (``fairseq_ext.plugin.load``, which ``--user-dir fairseq_ext`` runs) calls
-it; importing this module changes nothing.
+foreign, corrupt or truncated checkpoint, a file that is no fairseq checkpoint and one with
+non-finite weights with one clear message; every load stays weights-only. A load for a task
+(``fairseq-generate``/``-interactive``, resuming, ``--finetune-from-model``) also checks
+``--model-overrides``, the task family and the dictionaries (``checkpoint_checks``); a saved
+checkpoint records its task's dictionaries. ``install()`` also makes fairseq's checkpoint
+saving safe (``checkpoint_saving``: atomic copies, leftovers removed, a lost
+``checkpoint_last.pt`` restored, a full disk named). ``fairseq_compat.install`` calls it;
+importing this module changes nothing.
 
 Command line:
     python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint pickles
@@ -24,16 +28,17 @@ Command line:
 from __future__ import annotations
 
 import argparse
+import contextvars
 import functools
 import os
 import pickle
-import shutil
 import zipfile
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
 
+from fairseq_ext import checkpoint_checks, checkpoint_saving
 from fairseq_ext.errors import FairseqExtError
 
 
@@ -111,20 +116,106 @@ def safe_load(path: str) -> dict[str, Any]:
         raise _explain_failure(path, exc) from None
 
 
+# (task, paths) of the load under way for a task: set by ``_loading_for_task`` around fairseq's
+# two loaders that know the task, read by the guarded ``load_checkpoint_to_cpu``
+_LOADING_FOR: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("fairseq_ext_loading_for",
+                                                                             default=None)
+
+
+def _apply_overrides(state: dict, overrides: dict) -> None:
+    """What fairseq's ``load_checkpoint_to_cpu`` does with ``arg_overrides``."""
+    from fairseq.dataclass.utils import overwrite_args_by_name
+
+    if state.get("args") is not None:
+        for key, value in overrides.items():
+            setattr(state["args"], key, value)
+    if state.get("cfg") is not None:
+        overwrite_args_by_name(state["cfg"], overrides)
+
+
+def _check_loaded(path: str, state: dict, arg_overrides: Optional[dict]) -> None:
+    checkpoint_checks.refuse_non_finite(path, state)
+    loading = _LOADING_FOR.get()
+    if loading is None:
+        return
+    task, paths = loading
+    if task is None or os.path.abspath(path) not in paths:
+        return
+    checkpoint_checks.check_model_overrides(path, state, arg_overrides)
+    task_name = getattr(getattr(task, "cfg", None), "_name", None)
+    checkpoint_checks.check_task_family(path, state, task_name)
+    checkpoint_checks.check_dictionaries(path, state, task, task_name)
+
+
 def _guard_loader(load_fn):
     @functools.wraps(load_fn)
-    def load_checkpoint_to_cpu(path, *args, **kwargs):
+    def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
         try:
-            return load_fn(path, *args, **kwargs)
+            state = load_fn(path, None, load_on_all_ranks)
         except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, zipfile.BadZipFile) as exc:
             if isinstance(exc, FileNotFoundError):
                 raise FairseqExtError(f"checkpoint {path} does not exist; check --path/--restore-file") from None
             if isinstance(exc, RuntimeError) and not _is_read_error(exc):
                 raise
             raise _explain_failure(path, exc) from None
+        except (KeyError, TypeError, AttributeError):  # fairseq's upgrade of something else
+            checkpoint_checks.refuse_non_checkpoint(path, safe_load(path))
+            raise
+        checkpoint_checks.refuse_non_checkpoint(path, state)
+        _check_loaded(path, state, arg_overrides)
+        if arg_overrides:
+            _apply_overrides(state, arg_overrides)
+        return state
 
     load_checkpoint_to_cpu.fairseq_ext_guarded = True
     return load_checkpoint_to_cpu
+
+
+def _loading_for_task(fn, task_of, paths_of):
+    """Wrap a fairseq loader that knows the task, so that the guarded ``load_checkpoint_to_cpu``
+    checks the checkpoint of ``paths_of(...)`` against ``task_of(...)``."""
+
+    @functools.wraps(fn)
+    def loader(*args, **kwargs):
+        paths = {os.path.abspath(p) for p in paths_of(*args, **kwargs)}
+        token = _LOADING_FOR.set((task_of(*args, **kwargs), paths))
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _LOADING_FOR.reset(token)
+
+    loader.fairseq_ext_checked = True
+    return loader
+
+
+def _ensemble_task(filenames, arg_overrides=None, task=None, *args, **kwargs):
+    return task
+
+
+def _ensemble_paths(filenames, *args, **kwargs):
+    return list(filenames)
+
+
+def _trainer_task(trainer, *args, **kwargs):
+    return trainer.task
+
+
+def _trainer_path(trainer, filename, *args, **kwargs):
+    return [filename]
+
+
+def _recording_dictionaries(state_dict_fn):
+    """``Trainer.state_dict`` that also records the task's dictionaries (``checkpoint_checks``)."""
+
+    @functools.wraps(state_dict_fn)
+    def state_dict(self):
+        state = state_dict_fn(self)
+        if self.task is not None:
+            state[checkpoint_checks.RECORD_KEY] = checkpoint_checks.record_dictionaries(self.task)
+        return state
+
+    state_dict.fairseq_ext_records = True
+    return state_dict
 
 
 def _is_read_error(exc: RuntimeError) -> bool:
@@ -133,44 +224,25 @@ def _is_read_error(exc: RuntimeError) -> bool:
                                    "unexpected EOF", "invalid load key"))
 
 
-def _atomic_copy(copy_fn):
-    """fairseq writes ``checkpoint_N.pt`` atomically (temp file, then rename) but then *copies*
-    it over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place: a job killed during that
-    copy leaves a truncated ``checkpoint_last.pt`` and nothing to resume from. For local
-    files, copy to a temporary name in the same folder and ``os.replace`` it (atomic on POSIX),
-    so the destination is always the old file or the new one."""
-
-    @functools.wraps(copy_fn)
-    def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
-        if "://" in src_path or "://" in dst_path:
-            return copy_fn(src_path, dst_path, overwrite=overwrite)
-        if os.path.exists(dst_path) and not overwrite:
-            return False
-        tmp = f"{dst_path}.partial-{os.getpid()}"
-        try:
-            shutil.copyfile(src_path, tmp)
-            os.replace(tmp, dst_path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        return True
-
-    copy.fairseq_ext_atomic = True
-    return staticmethod(copy)
-
-
 def install() -> None:
     """Allow-list ``SAFE_CHECKPOINT_GLOBALS`` for torch's weights-only loader, make fairseq's
-    checkpoint loader report unsafe or corrupt files clearly, and make its checkpoint copies
-    atomic (``_atomic_copy``). Idempotent."""
+    checkpoint loader report unsafe, corrupt, foreign or non-finite files clearly and check a
+    checkpoint against the task it is loaded for, record the dictionaries in every saved
+    checkpoint, and make saving safe (``checkpoint_saving.install``). Idempotent."""
     from fairseq import checkpoint_utils
-    from fairseq.file_io import PathManager
+    from fairseq.trainer import Trainer
 
     torch.serialization.add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     if not getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_ext_guarded", False):
         checkpoint_utils.load_checkpoint_to_cpu = _guard_loader(checkpoint_utils.load_checkpoint_to_cpu)
-    if not getattr(PathManager.copy, "fairseq_ext_atomic", False):
-        PathManager.copy = _atomic_copy(PathManager.copy)
+    if not getattr(checkpoint_utils.load_model_ensemble_and_task, "fairseq_ext_checked", False):
+        checkpoint_utils.load_model_ensemble_and_task = _loading_for_task(
+            checkpoint_utils.load_model_ensemble_and_task, _ensemble_task, _ensemble_paths)
+    if not getattr(Trainer.load_checkpoint, "fairseq_ext_checked", False):
+        Trainer.load_checkpoint = _loading_for_task(Trainer.load_checkpoint, _trainer_task, _trainer_path)
+    if not getattr(Trainer.state_dict, "fairseq_ext_records", False):
+        Trainer.state_dict = _recording_dictionaries(Trainer.state_dict)
+    checkpoint_saving.install()
 
 
 def export_weights(src: str, dst: str, fp16: bool = False) -> None:
@@ -192,6 +264,8 @@ def export_weights(src: str, dst: str, fp16: bool = False) -> None:
     extra = {"train_iterator": {"version": 2, "epoch": 1, "iterations_in_epoch": 0, "shuffle": True}}
     out = {"args": state.get("args"), "cfg": cfg, "model": model, "optimizer_history": history,
            "extra_state": extra}
+    if checkpoint_checks.RECORD_KEY in state:
+        out[checkpoint_checks.RECORD_KEY] = state[checkpoint_checks.RECORD_KEY]
     tmp = dst + ".tmp"
     torch.save(out, tmp)
     os.replace(tmp, dst)

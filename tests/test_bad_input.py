@@ -42,21 +42,55 @@ def _refused_load(model, state_dict, untouched: bool = True) -> str:
     return str(caught.value)
 
 
-@pytest.mark.parametrize("family, expected", [
-    ("hi_cmlm", "dictionary mismatch: the checkpoint's encoder.embed_tokens.weight has 34 entries but the "
-                "dictionary of the data has 44"),
-    ("prophetnet", "dictionary mismatch: the checkpoint's encoder.embed_tokens.weight has 35 entries"),
-    ("posmask", "dictionary mismatch: the checkpoint's encoder.sentence_encoder.embed_tokens.weight has 35"),
-    ("unilm", "the checkpoint has 35 vocabulary rows of dimension 32, this model (45, 32): use the data "
-              "directory (dictionary) the model was trained with"),
-    ("permutation_lm", "the checkpoint has 35 vocabulary rows"),
+MISMATCH = ("dictionary mismatch: the source dictionary of the data is not the one the checkpoint was trained with "
+            "(the checkpoint's {param} has {rows} rows, the data's source dictionary has {entries} entries); binarize "
+            "the data with the checkpoint's dictionary (fairseq-preprocess --srcdict DICT [--tgtdict DICT]) or give "
+            "the data directory it was trained with")
+
+
+@pytest.mark.parametrize("family, param, rows", [
+    ("hi_cmlm", "encoder.embed_tokens.weight", 34),  # 30 words and 4 special symbols
+    ("prophetnet", "encoder.embed_tokens.weight", 35),  # and <mask>
+    ("posmask", "encoder.sentence_encoder.embed_tokens.weight", 35),
+    ("unilm", "encoder.embed_tokens.weight", 35),
+    ("permutation_lm", "encoder.embed_tokens.weight", 35),
 ])
-def test_checkpoint_from_another_dictionary_is_named(tmp_path, family, expected):
+def test_checkpoint_from_another_dictionary_is_named(tmp_path, family, param, rows):
+    """A checkpoint without recorded dictionaries (``test_checkpoint_contents.py`` tests the
+    record): the vocabulary rows differ. One message for every family."""
     _, trained, _ = build(dict_folder(tmp_path / "a", 30), family)
     _, model, _ = build(dict_folder(tmp_path / "b", 40), family)
     message = _refused_load(model, trained.state_dict())
-    assert expected in message
-    assert "--srcdict" in message or "data directory" in message
+    assert message.startswith(MISMATCH.format(param=param, rows=rows, entries=rows + 10))
+    if family in ("unilm", "permutation_lm"):
+        assert message.endswith("(and the same --keep-tokens FILE if it was trained with one)")
+
+
+@pytest.mark.parametrize("family, option, param", [
+    ("hi_cmlm", "--encoder-embed-dim", "encoder.embed_tokens.weight"),
+    ("prophetnet", "--encoder-embed-dim", "encoder.embed_tokens.weight"),
+    ("posmask", "--encoder-embed-dim", "encoder.sentence_encoder.embed_tokens.weight"),
+    ("unilm", "--encoder-embed-dim", "encoder.embed_tokens.weight"),
+])
+def test_checkpoint_with_another_embedding_dimension_names_it_not_the_dictionary(tmp_path, family, option, param):
+    """Before: 'dictionary mismatch: ... has 6008 entries but the dictionary of the data has 6008'."""
+    folder = dict_folder(tmp_path, 30)
+    wider = ["--encoder-embed-dim", "64"] + (["--decoder-embed-dim", "64"] if family in ("hi_cmlm", "prophetnet") else [])
+    _, trained, _ = build(folder, family)
+    _, model, _ = build(folder, family, *wider)
+    message = _refused_load(model, trained.state_dict())
+    assert message.startswith(f"{option} differs from the checkpoint's (the checkpoint's {param} has shape ")
+    assert "dictionary" not in message
+
+
+@pytest.mark.parametrize("family", ["hi_cmlm", "unilm"])
+def test_checkpoint_with_another_ffn_dimension_names_it(tmp_path, family):
+    folder = dict_folder(tmp_path, 30)
+    _, trained, _ = build(folder, family)
+    _, model, _ = build(folder, family, "--encoder-ffn-embed-dim", "128")
+    assert _refused_load(model, trained.state_dict()).startswith(
+        "--encoder-ffn-embed-dim (or the embedding dimension) differs from the checkpoint's (the checkpoint's "
+        "encoder.layers.0.fc1.weight has shape (64, 32), this model's (128, 32))")
 
 
 @pytest.mark.parametrize("family, trained_with, used, expected", [

@@ -19,6 +19,9 @@ It keeps the interface and output of fairseq's ``IterativeRefinementGenerator`` 
   was finalized with its masks, and ``<unk>`` (CMLM's mask symbol) was printed in the
   translation. Here such a hypothesis decodes on to the next pass.
 
+A non-finite encoder output or score stops decoding with one line naming the batch's
+sentences (``finite_scores``).
+
 The model does the mask and predict steps (``forward_decoder``): at iteration t (0-based)
 of T = ``--iter-decode-max-iter`` + 1 decoder passes, it predicts every masked slot and
 re-masks the ``L (T - t - 1) / T`` least confident tokens. fairseq counts from 0, so
@@ -30,6 +33,7 @@ import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.generation.finite_scores import refuse_non_finite
 
 
 class MaskPredictGenerator(IterativeRefinementGenerator):
@@ -66,6 +70,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         beam = self.beam_size  # >= 1: check_mask_predict_options
 
         encoder_out = model.forward_encoder([src_tokens, src_lengths])
+        refuse_non_finite(encoder_out["encoder_out"][0], sample, "encoder outputs")
         decoder_out = model.initialize_output_tokens(encoder_out, src_tokens)
         if beam > 1:
             order = torch.arange(bsz, device=src_tokens.device).repeat_interleave(beam)
@@ -86,6 +91,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
                 max_ratio=self.max_ratio, decoding_format=self.decoding_format,
             )
             tokens, scores = decoder_out.output_tokens, decoder_out.output_scores
+            refuse_non_finite(scores, sample, "scores")
             if step == self.max_iter:
                 done = torch.ones_like(alive, dtype=torch.bool)
             elif self.adaptive:
@@ -113,9 +119,9 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             alive = alive[keep]
             prev_tokens = decoder_out.output_tokens.clone()
 
-        if beam == 1:
-            return finalized
-        # Length beam: keep, per sentence, the candidate with the best mean log-probability.
-        best_scores = torch.stack([f[0]["score"] for f in finalized]).view(bsz, beam)
-        best = best_scores.argmax(dim=1).tolist()
-        return [finalized[i * beam + b] for i, b in enumerate(best)]
+        if beam > 1:
+            # Length beam: keep, per sentence, the candidate with the best mean log-probability.
+            best_scores = torch.stack([f[0]["score"] for f in finalized]).view(bsz, beam)
+            best = best_scores.argmax(dim=1).tolist()
+            finalized = [finalized[i * beam + b] for i, b in enumerate(best)]
+        return finalized

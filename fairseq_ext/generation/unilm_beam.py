@@ -4,14 +4,15 @@ that respects the one shared positions table.
 In UniLM the target continues the source's positions (``<s> source </s> target``), so a
 batch whose padded source has ``S`` tokens leaves ``--max-positions - S`` positions for the
 target. fairseq caps the output length by ``max_decoder_positions()`` alone; this generator
-caps it per batch so that decoding never runs past the table.
+caps it per batch so that decoding never runs past the table. A non-finite score stops
+decoding with one line (``finite_scores``).
 """
 from __future__ import annotations
 
-from fairseq.sequence_generator import SequenceGenerator
+from fairseq_ext.generation.finite_scores import FiniteScoresSequenceGenerator
 
 
-class UniLMSequenceGenerator(SequenceGenerator):
+class UniLMSequenceGenerator(FiniteScoresSequenceGenerator):
     """``SequenceGenerator`` whose ``max_len`` leaves room for the source's positions."""
 
     def __init__(self, models, tgt_dict, **kwargs):

@@ -1,42 +1,102 @@
 """Loading a checkpoint into a model built from the current data: a clear error when the
 dictionary, the sizes or the structure do not match, instead of torch's list of size
-mismatches (which fairseq wraps in "please ensure that the architectures match")."""
+mismatches (which fairseq wraps in "please ensure that the architectures match").
+
+A dictionary mismatch has one message (``dictionary_mismatch``), whether it is found from the
+symbols a checkpoint records (``fairseq_ext/checkpoint_checks.py``) or, for a checkpoint
+without them, from the rows of its vocabulary-sized parameters. A shape that differs in
+another dimension names the option behind it (embedding or FFN dimension, positions, n-gram
+streams); other parameter names name the layers and the architecture."""
 from __future__ import annotations
 
 import re
+from typing import Sequence, Union
 
 import torch
 
 from fairseq_ext.errors import FairseqExtError
 
 _VOCAB_PARAMS = ("embed_tokens.weight", "output_projection.weight", "lm_head.weight", "lm_head.bias")
+_TARGET_SIDE = ("decoder.", "output_projection", "lm_head")
+DICTIONARY_FIX = ("binarize the data with the checkpoint's dictionary (fairseq-preprocess --srcdict DICT "
+                  "[--tgtdict DICT]) or give the data directory it was trained with")
+
+
+def _differences(checkpoint: Sequence[str], data: Sequence[str], shown: int = 3) -> str:
+    diffs = [i for i in range(max(len(checkpoint), len(data)))
+             if i >= len(checkpoint) or i >= len(data) or checkpoint[i] != data[i]][:shown]
+
+    def at(symbols, i):
+        return repr(symbols[i]) if i < len(symbols) else "nothing"
+
+    return "; ".join(f"entry {i} is {at(checkpoint, i)} in the checkpoint's, {at(data, i)} in the data's"
+                     for i in diffs)
+
+
+def dictionary_mismatch(side: str, checkpoint: Union[Sequence[str], int], data: Union[Sequence[str], int], *,
+                        where: str = "the checkpoint", rows_of: str = "", hint: str = "") -> FairseqExtError:
+    """The error for data whose ``side`` (source/target) dictionary is not the checkpoint's.
+    ``checkpoint`` and ``data`` are the symbols in order, or (a checkpoint without recorded
+    symbols) the entry counts, ``rows_of`` naming the parameter the count comes from."""
+    if isinstance(checkpoint, int):
+        detail = (f"{where}'s {rows_of} has {checkpoint} rows, the data's {side} dictionary has {data} "
+                  "entries")
+    else:
+        size = (f"the same {len(data)} entries in another order" if sorted(checkpoint) == sorted(data)
+                else f"{len(checkpoint)} entries in {where}'s, {len(data)} in the data's")
+        detail = f"{size}: {_differences(checkpoint, data)}"
+    return FairseqExtError(f"dictionary mismatch: the {side} dictionary of the data is not the one {where} was "
+                           f"trained with ({detail}); {DICTIONARY_FIX}{hint}")
+
+
+def _side(name: str) -> str:
+    return "target" if name.startswith(_TARGET_SIDE) or ".decoder." in name else "source"
+
+
+def _dimension_option(name: str, what: str) -> str:
+    stack = "decoder" if name.startswith("decoder.") else "encoder"
+    return f"--{stack}-{what}"
 
 
 def check_state_dict_shapes(model: torch.nn.Module, state_dict: dict,
-                            shape_options: tuple[tuple[str, str], ...] = ()) -> None:
+                            shape_options: tuple[tuple[str, str], ...] = (),
+                            dictionary_hint: str = "") -> None:
     """Raise ``FairseqExtError`` naming the first parameter whose shape differs.
 
     ``shape_options`` pairs a parameter-name suffix with the option that sets its shape
     (e.g. ``("ngram_embeddings.weight", "--ngram")``), so that the message names the option
-    to change. Vocabulary-sized parameters are reported as a dictionary mismatch.
+    to change. A vocabulary-sized parameter with other rows is a dictionary mismatch
+    (``dictionary_hint`` is added to its fix); one with another width, the embedding dimension.
     """
     own = model.state_dict()
-    for name, value in state_dict.items():
-        if name not in own or not hasattr(value, "shape") or own[name].shape == value.shape:
-            continue
-        shapes = f"the checkpoint's {name} has shape {tuple(value.shape)}, this model's {tuple(own[name].shape)}"
+    differing = [(name, value, own[name]) for name, value in state_dict.items()
+                 if name in own and hasattr(value, "shape") and own[name].shape != value.shape]
+
+    def vocabulary_first(item):  # a wider embedding first, then other rows, then the rest
+        name, value, mine = item
+        if not name.endswith(_VOCAB_PARAMS):
+            return 2
+        return 0 if value.shape[1:] != mine.shape[1:] else 1
+
+    for name, value, mine in sorted(differing, key=vocabulary_first):
+        shapes = f"the checkpoint's {name} has shape {tuple(value.shape)}, this model's {tuple(mine.shape)}"
         if name.endswith(_VOCAB_PARAMS):
-            raise FairseqExtError(
-                f"dictionary mismatch: the checkpoint's {name} has {value.shape[0]} entries but the "
-                f"dictionary of the data has {own[name].shape[0]}; binarize the data with the "
-                "checkpoint's dictionary (fairseq-preprocess --srcdict DICT [--tgtdict DICT])"
-            )
+            if value.shape[1:] != mine.shape[1:]:
+                option = _dimension_option(name, "embed-dim")
+                raise FairseqExtError(f"{option} differs from the checkpoint's ({shapes}); use the --arch and "
+                                      f"{option} the checkpoint was trained with")
+            raise dictionary_mismatch(_side(name), int(value.shape[0]), int(mine.shape[0]), rows_of=name,
+                                      hint=dictionary_hint)
         for suffix, option in shape_options:
             if name.endswith(suffix):
                 raise FairseqExtError(
                     f"{option} differs from the checkpoint's ({shapes}); use the {option} the "
                     "checkpoint was trained with"
                 )
+        if name.endswith(("fc1.weight", "fc1.bias", "fc2.weight")) and value.dim() >= 1:
+            option = _dimension_option(name, "ffn-embed-dim")
+            raise FairseqExtError(f"{option} (or the embedding dimension) differs from the checkpoint's ({shapes}); "
+                                  f"use the --arch and {option} the checkpoint was trained with")
         raise FairseqExtError(f"{shapes}; use the --arch and size options the checkpoint was trained with")
 
 
@@ -52,12 +112,14 @@ class CheckpointShapeCheckMixin:
     """Mix into a ``FairseqModel`` (before it in the bases): ``load_state_dict`` checks shapes
     first, and a checkpoint with other parameter names (another number of layers, another
     architecture) gets one message instead of torch's key lists. ``shape_options`` (a class
-    attribute) names the option behind a parameter's shape."""
+    attribute) names the option behind a parameter's shape; ``dictionary_hint`` is added to the
+    fix of a dictionary mismatch."""
 
     shape_options: tuple[tuple[str, str], ...] = ()
+    dictionary_hint: str = ""
 
     def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
-        check_state_dict_shapes(self, state_dict, self.shape_options)
+        check_state_dict_shapes(self, state_dict, self.shape_options, self.dictionary_hint)
         try:
             return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
         except RuntimeError as exc:

@@ -1,0 +1,217 @@
+"""Saving checkpoints so that a kill or a full disk loses no more than the interval since the
+last complete one.
+
+fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
+over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
+times and logs a traceback. ``install()`` changes four things:
+
+* the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
+  destination is always the old file or the new one (``_atomic_copy``);
+* leftovers of killed runs (``*.partial-<pid>`` of a process that is gone, fairseq's
+  ``*.pt.tmp``) are removed at the next copy and when training starts;
+* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy) resumes
+  from the newest complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
+* no space left on the device while saving is one line naming the last good checkpoint, and the
+  partial file is removed (``NoSpaceError``).
+"""
+from __future__ import annotations
+
+import errno
+import functools
+import glob
+import os
+import re
+import shutil
+import zipfile
+from typing import Optional
+
+from fairseq_ext.errors import FairseqExtError, note
+
+_PARTIAL = re.compile(r"\.partial-(\d+)$")
+
+
+class NoSpaceError(FairseqExtError):
+    """The device of ``--save-dir`` is full."""
+
+
+def _process_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
+    """Remove ``*.partial-<pid>`` files of processes that are gone (and, with ``fairseq_tmp``,
+    fairseq's ``*.pt.tmp``, which only a killed save leaves) from ``folder``; return them."""
+    removed = []
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*.partial-*"))):
+        match = _PARTIAL.search(path)
+        if match and not _process_alive(int(match.group(1))):
+            removed.append(path)
+    if fairseq_tmp:
+        removed += sorted(glob.glob(os.path.join(glob.escape(folder), "*.pt.tmp")))
+    for path in removed:
+        try:
+            os.remove(path)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
+def is_complete(path: str) -> bool:
+    """A torch checkpoint (a zip archive) whose central directory is readable: a truncated
+    file is not."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return bool(archive.namelist())
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
+def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = ()) -> Optional[str]:
+    """The most recently written complete ``checkpoint*.pt`` of ``folder``."""
+    found = [p for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt"))
+             if os.path.basename(p) not in exclude]
+    for path in sorted(found, key=lambda p: (os.path.getmtime(p), p), reverse=True):
+        if is_complete(path):
+            return path
+    return None
+
+
+def _last_good(folder: str, writing: str) -> str:
+    last = os.path.join(folder, "checkpoint_last.pt")
+    if os.path.abspath(last) != os.path.abspath(writing) and is_complete(last):
+        return last
+    found = newest_complete_checkpoint(folder, exclude=(os.path.basename(writing),))
+    return found or "none yet (nothing complete has been saved in this folder)"
+
+
+def _no_space(exc: BaseException) -> bool:
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def no_space_error(writing: str) -> NoSpaceError:
+    final = writing[: -len(".tmp")] if writing.endswith(".tmp") else _PARTIAL.sub("", writing)
+    folder = os.path.dirname(os.path.abspath(final))
+    return NoSpaceError(
+        f"no space left on the device while saving {final}; the last good checkpoint is "
+        f"{_last_good(folder, final)}. Free space (or keep fewer checkpoints: --keep-interval-updates N, "
+        "--keep-last-epochs N, --no-epoch-checkpoints) and run the same command again to resume from it")
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.remove(path)
+    except OSError:
+        pass
+
+
+def _atomic_copy(copy_fn):
+    """``PathManager.copy`` for local files: copy to ``DST.partial-<pid>`` and ``os.replace``
+    it (atomic on POSIX), after removing the leftovers of killed copies."""
+
+    @functools.wraps(copy_fn)
+    def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
+        if "://" in src_path or "://" in dst_path:
+            return copy_fn(src_path, dst_path, overwrite=overwrite)
+        if os.path.exists(dst_path) and not overwrite:
+            return False
+        remove_leftovers(os.path.dirname(os.path.abspath(dst_path)))
+        tmp = f"{dst_path}.partial-{os.getpid()}"
+        try:
+            shutil.copyfile(src_path, tmp)
+            os.replace(tmp, dst_path)
+        except OSError as exc:
+            if _no_space(exc):
+                _remove_quietly(tmp)
+                raise no_space_error(dst_path) from None
+            raise
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        return True
+
+    copy.fairseq_ext_atomic = True
+    return staticmethod(copy)
+
+
+def _naming_full_disk(save_fn):
+    """fairseq's ``_torch_persistent_save(obj, f)``: a full disk is one line (no retries, no
+    logged traceback) and the partial file is removed; other failures keep fairseq's retries."""
+
+    @functools.wraps(save_fn)
+    def save(obj, f):
+        if isinstance(f, str):
+            return save_fn(obj, f)
+        import torch
+
+        try:
+            return torch.save(obj, f)
+        except OSError as exc:
+            if not _no_space(exc):
+                raise
+            name = getattr(f, "name", None)
+            if isinstance(name, str):
+                _remove_quietly(name)
+                raise no_space_error(name) from None
+            raise NoSpaceError("no space left on the device while saving a checkpoint; free space and run "
+                               "the same command again") from None
+
+    save.fairseq_ext_full_disk = True
+    return save
+
+
+def _restore_last(save_dir: str, suffix: str = "") -> None:
+    """If ``checkpoint_last.pt`` is missing but a complete checkpoint is in ``save_dir``, put the
+    newest one in its place (a hard link where possible) and say so."""
+    last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
+    if os.path.exists(last) or not os.path.isdir(save_dir):
+        return
+    found = newest_complete_checkpoint(save_dir, exclude=(os.path.basename(last),))
+    if found is None:
+        return
+    tmp = f"{last}.partial-{os.getpid()}"
+    try:
+        os.link(found, tmp)
+    except OSError:
+        shutil.copyfile(found, tmp)
+    os.replace(tmp, last)
+    note(f"{last} is missing (a run killed while writing it?): resuming from {os.path.basename(found)}, "
+         f"the newest complete checkpoint in {save_dir}")
+
+
+def _starting_safely(load_fn):
+    """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: remove leftovers,
+    restore a missing ``checkpoint_last.pt``, then load as fairseq does."""
+
+    @functools.wraps(load_fn)
+    def load_checkpoint(cfg, trainer, **passthrough_args):
+        if os.path.isdir(cfg.save_dir) and "://" not in cfg.save_dir:
+            if trainer.data_parallel_rank == 0:
+                for path in remove_leftovers(cfg.save_dir, fairseq_tmp=True):
+                    note(f"removed {path}, left by a save that was interrupted")
+            if cfg.restore_file == "checkpoint_last.pt":
+                _restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
+        return load_fn(cfg, trainer, **passthrough_args)
+
+    load_checkpoint.fairseq_ext_restores = True
+    return load_checkpoint
+
+
+def install() -> None:
+    """Apply the four changes of the module docstring to fairseq (idempotent)."""
+    from fairseq import checkpoint_utils
+    from fairseq.file_io import PathManager
+
+    if not getattr(PathManager.copy, "fairseq_ext_atomic", False):
+        PathManager.copy = _atomic_copy(PathManager.copy)
+    if not getattr(checkpoint_utils._torch_persistent_save, "fairseq_ext_full_disk", False):
+        checkpoint_utils._torch_persistent_save = _naming_full_disk(checkpoint_utils._torch_persistent_save)
+    if not getattr(checkpoint_utils.load_checkpoint, "fairseq_ext_restores", False):
+        checkpoint_utils.load_checkpoint = _starting_safely(checkpoint_utils.load_checkpoint)
