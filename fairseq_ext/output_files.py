@@ -1,0 +1,121 @@
+"""Output files that are never half-written and never shared by two runs.
+
+``fairseq-generate --results-path DIR`` opens ``DIR/generate-SUBSET.txt`` with a plain
+``open(..., "w")``: two runs given the same folder both write it, and one line can be a splice
+of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under the final name.
+``exclusive_output(path)`` is what the plugin's tools write with instead:
+
+* an exclusive lock (``fcntl.flock`` on ``PATH.lock``, holding the writer's PID): a second
+  writer of the same path stops at once with one line naming the running process;
+* the text goes to ``PATH.partial-<pid>`` and is moved into place (``os.replace``) only when
+  the writer ends without an error, so ``PATH`` is always a complete file (or absent);
+* leftovers of killed writers are removed by the next writer of the path.
+
+``install()`` makes ``fairseq-generate`` write its results file this way.
+"""
+from __future__ import annotations
+
+import builtins
+import fcntl
+import glob
+import os
+import sys
+from typing import IO
+
+from fairseq_ext.errors import FairseqExtError, note
+
+
+class OutputInUseError(FairseqExtError):
+    """Another process is writing the same output file."""
+
+
+def _holder(lock_path: str) -> str:
+    try:
+        with builtins.open(lock_path, encoding="utf-8") as f:
+            pid = f.read().strip()
+    except OSError:
+        return "another process"
+    try:
+        with builtins.open(f"/proc/{pid}/cmdline", "rb") as f:
+            command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+    except OSError:
+        command = ""
+    return f"process {pid}" + (f" ({command[:120]})" if command else "")
+
+
+class exclusive_output:  # noqa: N801  (used like open())
+    """``with exclusive_output(path, "w", encoding="utf-8") as f: ...``: ``path`` appears,
+    complete, when the block ends without an error; nobody else writes it meanwhile."""
+
+    def __init__(self, path: str, mode: str = "w", *args, option: str = "the output path", **kwargs):
+        self.path = os.fspath(path)
+        self.lock_path = self.path + ".lock"
+        self.partial = f"{self.path}.partial-{os.getpid()}"
+        self._lock_fd = self._acquire(option)
+        try:
+            for leftover in glob.glob(glob.escape(self.path) + ".partial-*"):
+                os.remove(leftover)  # we hold the lock: whoever wrote it is gone
+            self.file: IO = builtins.open(self.partial, mode, *args, **kwargs)
+        except BaseException:
+            self._release()
+            raise
+
+    def _acquire(self, option: str) -> int:
+        while True:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                raise OutputInUseError(
+                    f"{self.path} is being written by {_holder(self.lock_path)}; wait for it to end or give "
+                    f"another {option}") from None
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
+            except FileNotFoundError:  # the previous holder removed it after we opened it
+                same = False
+            if same:
+                os.ftruncate(fd, 0)
+                os.write(fd, str(os.getpid()).encode())
+                return fd
+            os.close(fd)
+
+    def _release(self) -> None:
+        try:
+            os.remove(self.lock_path)
+        except FileNotFoundError:
+            pass
+        os.close(self._lock_fd)
+
+    def __enter__(self) -> IO:
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            self.file.close()
+            if exc_type is None:
+                if os.path.exists(self.path):
+                    note(f"replaced the earlier {self.path}")
+                os.replace(self.partial, self.path)
+            elif os.path.exists(self.partial):
+                os.remove(self.partial)
+        finally:
+            self._release()
+
+
+def _results_open(file, mode="r", *args, **kwargs):
+    """``open`` as ``fairseq_cli.generate`` sees it: its results file is written with
+    ``exclusive_output``; every other use is the builtin ``open``."""
+    if isinstance(file, (str, os.PathLike)) and "w" in mode:
+        return exclusive_output(file, mode, *args, option="--results-path", **kwargs)
+    return builtins.open(file, mode, *args, **kwargs)
+
+
+def install() -> None:
+    """Make ``fairseq-generate`` (``fairseq_cli.generate``, or ``python -m fairseq_cli.generate``)
+    write ``--results-path`` with ``exclusive_output`` (idempotent; a module-level ``open``
+    that shadows the builtin one in that module only)."""
+    for module in (sys.modules.get("fairseq_cli.generate"), sys.modules.get("__main__")):
+        spec = getattr(module, "__spec__", None)
+        if module is not None and spec is not None and spec.name == "fairseq_cli.generate":
+            module.open = _results_open

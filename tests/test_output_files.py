@@ -1,0 +1,91 @@
+"""``--results-path`` of fairseq-generate with real concurrent processes: a second run given
+the same folder refuses with one line naming the running one, and the first run's file is
+complete; a run killed while writing leaves no half file under the final name (an earlier
+complete file stays), and the next run cleans up after it. ``exclusive_output`` in process:
+the same rules, for the files the plugin's tools write."""
+import os
+import signal
+import subprocess
+import time
+
+import pytest
+
+from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.output_files import exclusive_output
+from tests.conftest import cli_env, generate_args, run
+
+DEADLINE_S = 300
+
+
+def _start(args):
+    return subprocess.Popen([str(a) for a in args], env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+
+
+def _wait_for(path, proc):
+    """Until ``path`` exists (the run holds the lock): bounded in time."""
+    deadline = time.time() + DEADLINE_S
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        assert time.time() < deadline, "the run never opened its results file"
+        time.sleep(0.05)
+
+
+def _hypotheses(text):
+    return [line for line in text.splitlines() if line.startswith("H-")]
+
+
+def test_second_run_on_the_same_results_path_refuses_and_names_the_first(tiny_data, tiny_checkpoint, tmp_path):
+    results = tmp_path / "results"
+    args = generate_args(tiny_data, tiny_checkpoint, "--results-path", results)
+    first = _start(args)
+    try:
+        _wait_for(results / "generate-test.txt.lock", first)
+        first.send_signal(signal.SIGSTOP)  # holds the file while the second run starts and ends
+        second = run(args, check=False, timeout=DEADLINE_S)
+        first.send_signal(signal.SIGCONT)
+        out, err = first.communicate(timeout=DEADLINE_S)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert second.returncode != 0
+    assert (f"fairseq_ext: error: {results / 'generate-test.txt'} is being written by process {first.pid} "
+            "(") in second.stderr and "wait for it to end or give another --results-path" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert first.returncode == 0, err[-2000:]
+    assert sorted(os.listdir(results)) == ["generate-test.txt"]
+    text = (results / "generate-test.txt").read_text(encoding="utf-8")
+    assert len(_hypotheses(text)) == 21 and "Generate test with beam" in text.splitlines()[-1]
+    assert all(line.count("\t") == 2 for line in _hypotheses(text))  # no line spliced from two runs
+
+
+def test_killed_run_leaves_no_half_file_and_the_next_run_cleans_up(tiny_data, tiny_checkpoint, tmp_path):
+    results = tmp_path / "results"
+    args = generate_args(tiny_data, tiny_checkpoint, "--results-path", results)
+    run(args, timeout=DEADLINE_S)
+    earlier = (results / "generate-test.txt").read_bytes()
+    killed = _start(args)
+    _wait_for(results / "generate-test.txt.lock", killed)
+    killed.send_signal(signal.SIGKILL)
+    killed.wait(timeout=DEADLINE_S)
+    assert (results / "generate-test.txt").read_bytes() == earlier  # the complete earlier file, untouched
+    assert f"generate-test.txt.partial-{killed.pid}" in os.listdir(results)
+    again = run(args, timeout=DEADLINE_S)
+    assert f"fairseq_ext: replaced the earlier {results / 'generate-test.txt'}" in again.stderr
+    assert sorted(os.listdir(results)) == ["generate-test.txt"]
+    assert _hypotheses((results / "generate-test.txt").read_text(encoding="utf-8")) == _hypotheses(earlier.decode())
+
+
+def test_exclusive_output_in_process(tmp_path):
+    path = tmp_path / "out.txt"
+    with exclusive_output(path, encoding="utf-8") as f:
+        f.write("a\n")
+        assert not path.exists() and sorted(os.listdir(tmp_path)) == ["out.txt.lock", f"out.txt.partial-{os.getpid()}"]
+        with pytest.raises(FairseqExtError, match=f"out.txt is being written by process {os.getpid()}"):
+            exclusive_output(path)
+    assert path.read_text() == "a\n" and sorted(os.listdir(tmp_path)) == ["out.txt"]
+    with pytest.raises(ValueError, match="stopped"):
+        with exclusive_output(path, encoding="utf-8") as f:
+            f.write("half")
+            raise ValueError("stopped")
+    assert path.read_text() == "a\n" and sorted(os.listdir(tmp_path)) == ["out.txt"]
