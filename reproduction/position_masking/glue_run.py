@@ -1,0 +1,277 @@
+"""Table 3 on real GLUE fine-tuning: Wagner et al. 2020 ("Positional Masking for Language
+Models") claim that position masking in pre-training improves fine-tuning (section 5, 5.1:
+10% of positions masked is best) and that the enhanced dropout gradient (section 2.2,
+``--attention-dropout-straight-through``) gives consistently better fine-tuning (section 5.2).
+This driver measures both on CoLA and SST-2 (data_prep/glue.py) from all-MiniLM-L6-v2.
+
+    python -m reproduction.position_masking.glue_run [--work work/glue] [--glue DIR] [--wikitext FILE]
+        [--plugin-root DIR] [--jobs 2] [options below]
+
+Steps, each resumable (a finished run keeps its ``result.json`` and is not run again):
+
+1. MiniLM converted (``python -m fairseq_ext.convert from-transformers``); WikiText-2 through
+   ``data_prep/wikitext2.sh --local``, split into WordPiece pieces (``data_prep/wordpiece.py``)
+   and binarized with the converted ``dict.txt``; CoLA and SST-2 through ``data_prep/glue.py``
+   (SST-2: ``--sst2-train`` training examples).
+2. Continued pre-training (task ``position_masked_lm``, ``position_masked_roberta`` with the
+   converted options) for each ``--probs`` value on the same tokens, token masks, seed and
+   updates; validation (MLM and position accuracy) every ``--pretrain-updates / 5`` updates.
+3. Learning-rate choice, once: each ``--lrs`` value fine-tunes MiniLM as converted (ordinary
+   dropout, seed 0, which is no evaluation seed) on each task; the best dev score per task is
+   then used by every run of that task.
+4. Fine-tuning (fairseq's ``sentence_prediction``, ``--report-mcc``) from MiniLM as converted
+   and from each pre-training, with and without ``--attention-dropout-straight-through``, for
+   each ``--seeds`` value, all for ``--updates`` updates; validation every quarter of them (the
+   curves); the last checkpoint's dev predictions are scored with scikit-learn
+   (``glue_score.py``) and the checkpoint deleted. Runs go seed by seed, so a partial table
+   has whole seeds.
+
+``--plugin-root DIR``: import ``fairseq_ext`` from DIR (e.g. ``git archive HEAD fairseq_ext``
+unpacked there) so that a checkout edited during the runs cannot change them.
+``collect_glue.py`` turns WORK into the results file, figures and page.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TASKS = ("CoLA", "SST-2")
+VALID_LINE = re.compile(r"\| valid on 'valid' subset \|(.*)")
+
+
+def hardware() -> str:
+    cpu = platform.machine()
+    try:
+        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, torch threads {os.environ.get('OMP_NUM_THREADS', 'default')}"
+
+
+def validations(log: Path) -> list[dict]:
+    """Every validation line of a fairseq train.log as {field: number}."""
+    out = []
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = VALID_LINE.search(line)
+        if not m:
+            continue
+        row = {}
+        for part in m.group(1).split("|"):
+            bits = part.split()
+            if len(bits) == 2:
+                try:
+                    row[bits[0]] = float(bits[1])
+                except ValueError:
+                    pass
+        out.append(row)
+    return out
+
+
+class Driver:
+    def __init__(self, a: argparse.Namespace):
+        self.a = a
+        self.work = a.work.resolve()
+        self.env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS="1",
+                        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+        plugin = (a.plugin_root or ROOT).resolve()
+        self.user_dir = str(plugin / "fairseq_ext")
+        self.env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(plugin), str(ROOT)]))
+        self.minilm = self.work / "minilm"
+        self.lock = threading.Lock()
+
+    def rel(self, path: Path | str) -> str:
+        path = Path(path).resolve()
+        return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+    def sh(self, cmd: list, log: Path | None = None) -> None:
+        cmd = [str(c) for c in cmd]
+        with self.lock, open(self.work / "commands.txt", "a", encoding="utf-8") as f:
+            f.write(" ".join(cmd) + "\n")
+        out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
+        try:
+            proc = subprocess.run(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT if log else None, cwd=ROOT)
+        finally:
+            if log:
+                out.close()
+        if proc.returncode != 0:
+            tail = log.read_text(errors="replace")[-2000:] if log else ""
+            raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode})\n{tail}")
+
+    # 1. data
+    def prepare(self) -> None:
+        a, w, py = self.a, self.work, sys.executable
+        w.mkdir(parents=True, exist_ok=True)
+        if not (self.minilm / "converted" / "model.pt").is_file():
+            self.sh([py, "-c", "import all_minilm_l6_v2, sys; all_minilm_l6_v2.extract_model(sys.argv[1])", self.minilm])
+            self.sh([py, "-m", "fairseq_ext.convert", "from-transformers", self.minilm / "all-MiniLM-L6-v2",
+                     self.minilm / "converted"], w / "convert.log")
+        tok, dct = self.minilm / "all-MiniLM-L6-v2", self.minilm / "converted" / "dict.txt"
+        if not (w / "pretrain_bin" / "valid.bin").is_file():
+            local = ["--local", a.wikitext] if a.wikitext else []
+            self.sh(["bash", ROOT / "data_prep" / "wikitext2.sh", *local, "--out", w / "wikitext"], w / "wikitext.log")
+            (w / "wordpiece").mkdir(exist_ok=True)
+            for split in ("train", "valid"):
+                self.sh([py, ROOT / "data_prep" / "wordpiece.py", "encode", "--tokenizer", tok,
+                         "--input", w / "wikitext" / "raw" / f"{split}.txt", "--output", w / "wordpiece" / f"{split}.txt"])
+            self.sh(["fairseq-preprocess", "--only-source", "--srcdict", dct, "--trainpref", w / "wordpiece" / "train.txt",
+                     "--validpref", w / "wordpiece" / "valid.txt", "--destdir", w / "pretrain_bin", "--workers", "2"],
+                    w / "preprocess.log")
+        for task in TASKS:
+            if (w / "data" / task / "bin" / "label" / "valid.bin").is_file():
+                continue
+            limit = ["--train-limit", a.sst2_train] if task == "SST-2" else []
+            local = ["--local", a.glue] if a.glue else []
+            self.sh([py, ROOT / "data_prep" / "glue.py", "--task", task, *local, "--tokenizer", tok, "--dict", dct,
+                     "--out", w / "data" / task, "--max-tokens", a.tokens - 2, *limit], w / f"glue-{task}.log")
+
+    def options(self) -> list[str]:
+        return (self.minilm / "converted" / "options.txt").read_text().split()
+
+    def finish(self, run: Path, cmd: list, seed: int, t0: float, extra: dict) -> None:
+        result = {"command": [self.rel(c) if isinstance(c, Path) else str(c) for c in cmd], "seed": seed,
+                  "wall_seconds": round(time.time() - t0, 1), "hardware": hardware(),
+                  "validations": validations(run / "train.log"), **extra}
+        (run / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+
+    # 2. continued pre-training
+    def pretrain(self, prob: str) -> None:
+        a = self.a
+        run = self.work / "pretrain" / f"p{prob}"
+        if (run / "result.json").is_file():
+            return
+        run.mkdir(parents=True, exist_ok=True)
+        u = a.pretrain_updates
+        cmd = ["fairseq-train", self.work / "pretrain_bin", "--user-dir", self.user_dir, "--task", "position_masked_lm",
+               "--criterion", "position_masked_lm", "--arch", "position_masked_roberta", *self.options(),
+               "--position-mask-prob", prob, "--position-loss-weight", a.position_loss_weight,
+               "--tokens-per-sample", a.tokens, "--sample-break-mode", "none",
+               "--finetune-from-model", self.minilm / "converted" / "model.pt",
+               "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.01",
+               "--clip-norm", "1.0", "--lr", a.pretrain_lr, "--lr-scheduler", "polynomial_decay",
+               "--warmup-updates", u // 16 + 1, "--total-num-update", u, "--max-update", u, "--batch-size", "16",
+               "--validate-interval-updates", max(1, u // 5), "--save-interval-updates", "1000000000",
+               "--no-epoch-checkpoints", "--no-save-optimizer-state", "--log-format", "simple", "--log-interval", "25",
+               "--num-workers", "0", "--seed", "1", "--save-dir", run]
+        t0 = time.time()
+        self.sh(cmd, run / "train.log")
+        (run / "checkpoint_best.pt").unlink(missing_ok=True)
+        self.finish(run, cmd, 1, t0, {"probability": float(prob), "tokens_per_sample": a.tokens,
+                                      "chance_position_accuracy": 100.0 / a.tokens})
+
+    # 3./4. fine-tuning
+    def start_checkpoint(self, start: str) -> Path:
+        if start == "minilm":
+            return self.minilm / "converted" / "model.pt"
+        return self.work / "pretrain" / start / "checkpoint_last.pt"
+
+    def finetune(self, run: Path, task: str, start: str, st: bool, seed: int, lr: str) -> None:
+        a = self.a
+        if (run / "result.json").is_file():
+            return
+        shutil.rmtree(run, ignore_errors=True)
+        run.mkdir(parents=True)
+        u, data = a.updates, self.work / "data" / task / "bin"
+        cmd = ["fairseq-train", data, "--user-dir", self.user_dir, "--task", "sentence_prediction", "--num-classes", "2",
+               "--init-token", "0", "--separator-token", "2", "--shorten-method", "truncate",
+               "--arch", "position_masked_roberta", *self.options(),
+               *(["--attention-dropout-straight-through"] if st else []),
+               "--criterion", "sentence_prediction", "--report-mcc",
+               "--restore-file", self.start_checkpoint(start), "--reset-optimizer", "--reset-dataloader",
+               "--reset-meters", "--reset-lr-scheduler",
+               "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.1",
+               "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
+               "--warmup-updates", u // 10 + 1, "--total-num-update", u, "--max-update", u,
+               "--batch-size", a.batch, "--validate-interval-updates", max(1, u // 4),
+               "--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state",
+               "--log-format", "simple", "--log-interval", "25", "--num-workers", "0", "--seed", seed,
+               "--save-dir", run]
+        t0 = time.time()
+        self.sh(cmd, run / "train.log")
+        pred = run / "dev.predictions"
+        self.sh([sys.executable, "-m", "reproduction.position_masking.glue_score", "predict",
+                 "--checkpoint", run / "checkpoint_last.pt", "--data", data, "--output", pred], run / "predict.log")
+        for ckpt in run.glob("checkpoint*.pt"):
+            ckpt.unlink()
+        from reproduction.position_masking.glue_score import METRICS, read_labels, score
+        value = score(task, read_labels(self.work / "data" / task / "raw" / "valid.label"), read_labels(pred))
+        self.finish(run, cmd, seed, t0, {"task": task, "start": start, "straight_through": st, "lr": float(lr),
+                                         "updates": u, "metric": METRICS[task], "dev": value,
+                                         "predictions": self.rel(pred)})
+        print(f"{task} {start} st={int(st)} seed {seed}: {METRICS[task]} {value:.2f}", flush=True)
+
+    def chosen_lr(self, task: str) -> str:
+        scores = {}
+        for lr in self.a.lrs:
+            result = json.loads((self.work / "select" / task / f"lr{lr}" / "result.json").read_text())
+            scores[lr] = result["dev"]
+        best = max(self.a.lrs, key=lambda lr: scores[lr])
+        (self.work / "select" / task / "chosen.json").write_text(json.dumps({"scores": scores, "chosen": best}) + "\n")
+        return best
+
+    def run(self) -> None:
+        a = self.a
+        self.prepare()
+        starts = ["minilm"] + [f"p{p}" for p in a.probs]
+        with ThreadPoolExecutor(a.jobs) as pool:
+            pre = {f"p{p}": pool.submit(self.pretrain, p) for p in a.probs}
+            sel = [pool.submit(self.finetune, self.work / "select" / t / f"lr{lr}", t, "minilm", False, 0, lr)
+                   for t in TASKS for lr in a.lrs]
+            for f in sel:
+                f.result()
+            lrs = {t: self.chosen_lr(t) for t in TASKS}
+            jobs = []
+            order = [(s, False) for s in starts[1:]] + [(s, True) for s in starts[1:]] + [("minilm", False), ("minilm", True)]
+            for seed in a.seeds:  # the claims' rows first: position masking at ordinary dropout
+                for task in TASKS:
+                    for start, st in order:
+                        def job(task=task, start=start, st=st, seed=seed):
+                            if start in pre:
+                                pre[start].result()
+                            run = self.work / "finetune" / task / f"{start}-st{int(st)}-s{seed}"
+                            self.finetune(run, task, start, st, seed, lrs[task])
+                        jobs.append(pool.submit(job))
+            failed = 0
+            for f in [*pre.values(), *jobs]:
+                try:
+                    f.result()
+                except RuntimeError as e:
+                    failed += 1
+                    print(f"run failed: {e}", file=sys.stderr, flush=True)
+        if failed:
+            sys.exit(f"{failed} runs failed (logs under {self.work}); rerun the same command to resume")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", type=Path, default=ROOT / "work" / "glue")
+    p.add_argument("--glue", help="folder with CoLA/ and SST-2/ (data_prep/glue.py --local); else downloaded")
+    p.add_argument("--wikitext", help="WikiText-2 raw file or folder (data_prep/wikitext2.sh --local); else downloaded")
+    p.add_argument("--plugin-root", type=Path, help="import fairseq_ext from this folder instead of the checkout")
+    p.add_argument("--probs", nargs="+", default=["0", "0.10"])
+    p.add_argument("--pretrain-updates", type=int, default=400)
+    p.add_argument("--pretrain-lr", default="2e-4")
+    p.add_argument("--position-loss-weight", default="1.0")
+    p.add_argument("--tokens", type=int, default=64, help="pre-training tokens per sample; fine-tuning keeps "
+                                                          "the first TOKENS - 2 pieces of a sentence")
+    p.add_argument("--updates", type=int, default=150, help="fine-tuning updates, every run")
+    p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--lrs", nargs="+", default=["5e-5", "1.5e-4"], help="fine-tuning learning rates to choose from")
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
+    p.add_argument("--sst2-train", type=int, default=8000)
+    p.add_argument("--jobs", type=int, default=2)
+    Driver(p.parse_args(argv)).run()
+
+
+if __name__ == "__main__":
+    main()
