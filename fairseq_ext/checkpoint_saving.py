@@ -11,8 +11,8 @@ times and logs a traceback. ``install()`` changes four things:
   ``*.pt.tmp``) are removed at the next copy and when training starts;
 * a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy) resumes
   from the newest complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
-* no space left on the device while saving is one line naming the last good checkpoint, and the
-  partial file is removed (``NoSpaceError``).
+* no space left on the device while saving is one line naming the last good checkpoint (no
+  retries, no logged traceback), and the partial file is removed (``NoSpaceError``).
 """
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
         match = _PARTIAL.search(path)
         if match and not _process_alive(int(match.group(1))):
             removed.append(path)
-    if fairseq_tmp:
-        removed += sorted(glob.glob(os.path.join(glob.escape(folder), "*.pt.tmp")))
+    if fairseq_tmp:  # regular files only: a killed save leaves one, a link is the user's
+        removed += sorted(p for p in glob.glob(os.path.join(glob.escape(folder), "*.pt.tmp")) if not os.path.islink(p))
     for path in removed:
         try:
             os.remove(path)
@@ -92,24 +92,24 @@ def _last_good(folder: str, writing: str) -> str:
     return found or "none yet (nothing complete has been saved in this folder)"
 
 
-def _no_space(exc: BaseException) -> bool:
-    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+def _no_space(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised from is a full disk (torch raises a
+    RuntimeError while closing its archive after the OSError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, NoSpaceError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
-def no_space_error(writing: str) -> NoSpaceError:
-    final = writing[: -len(".tmp")] if writing.endswith(".tmp") else _PARTIAL.sub("", writing)
+def no_space_error(final: str) -> NoSpaceError:
     folder = os.path.dirname(os.path.abspath(final))
     return NoSpaceError(
         f"no space left on the device while saving {final}; the last good checkpoint is "
         f"{_last_good(folder, final)}. Free space (or keep fewer checkpoints: --keep-interval-updates N, "
         "--keep-last-epochs N, --no-epoch-checkpoints) and run the same command again to resume from it")
-
-
-def _remove_quietly(path: str) -> None:
-    try:
-        os.remove(path)
-    except OSError:
-        pass
 
 
 def _atomic_copy(copy_fn):
@@ -129,11 +129,10 @@ def _atomic_copy(copy_fn):
             os.replace(tmp, dst_path)
         except OSError as exc:
             if _no_space(exc):
-                _remove_quietly(tmp)
                 raise no_space_error(dst_path) from None
             raise
         finally:
-            if os.path.exists(tmp):
+            if os.path.lexists(tmp):
                 os.remove(tmp)
         return True
 
@@ -141,9 +140,9 @@ def _atomic_copy(copy_fn):
     return staticmethod(copy)
 
 
-def _naming_full_disk(save_fn):
-    """fairseq's ``_torch_persistent_save(obj, f)``: a full disk is one line (no retries, no
-    logged traceback) and the partial file is removed; other failures keep fairseq's retries."""
+def _without_retries(save_fn):
+    """fairseq's ``_torch_persistent_save(obj, f)`` retries a failed write three times and logs a
+    traceback; a full disk stops at once (``_naming_full_disk`` names it)."""
 
     @functools.wraps(save_fn)
     def save(obj, f):
@@ -153,18 +152,32 @@ def _naming_full_disk(save_fn):
 
         try:
             return torch.save(obj, f)
-        except OSError as exc:
-            if not _no_space(exc):
-                raise
-            name = getattr(f, "name", None)
-            if isinstance(name, str):
-                _remove_quietly(name)
-                raise no_space_error(name) from None
-            raise NoSpaceError("no space left on the device while saving a checkpoint; free space and run "
-                               "the same command again") from None
+        except (OSError, RuntimeError) as exc:
+            if _no_space(exc):
+                raise NoSpaceError(str(exc)) from None
+        return save_fn(obj, f)  # another failure: fairseq's retries
 
     save.fairseq_ext_full_disk = True
     return save
+
+
+def _naming_full_disk(save_fn):
+    """fairseq's ``torch_persistent_save(obj, filename)``: a full disk is one line naming the
+    last good checkpoint, and the partial ``filename.tmp`` is removed."""
+
+    @functools.wraps(save_fn)
+    def torch_persistent_save(obj, filename, async_write: bool = False):
+        try:
+            return save_fn(obj, filename, async_write=async_write)
+        except (OSError, RuntimeError) as exc:
+            if not isinstance(filename, str) or not _no_space(exc):
+                raise
+            if os.path.lexists(filename + ".tmp"):
+                os.remove(filename + ".tmp")
+            raise no_space_error(filename) from None
+
+    torch_persistent_save.fairseq_ext_full_disk = True
+    return torch_persistent_save
 
 
 def _restore_last(save_dir: str, suffix: str = "") -> None:
@@ -212,6 +225,8 @@ def install() -> None:
     if not getattr(PathManager.copy, "fairseq_ext_atomic", False):
         PathManager.copy = _atomic_copy(PathManager.copy)
     if not getattr(checkpoint_utils._torch_persistent_save, "fairseq_ext_full_disk", False):
-        checkpoint_utils._torch_persistent_save = _naming_full_disk(checkpoint_utils._torch_persistent_save)
+        checkpoint_utils._torch_persistent_save = _without_retries(checkpoint_utils._torch_persistent_save)
+    if not getattr(checkpoint_utils.torch_persistent_save, "fairseq_ext_full_disk", False):
+        checkpoint_utils.torch_persistent_save = _naming_full_disk(checkpoint_utils.torch_persistent_save)
     if not getattr(checkpoint_utils.load_checkpoint, "fairseq_ext_restores", False):
         checkpoint_utils.load_checkpoint = _starting_safely(checkpoint_utils.load_checkpoint)

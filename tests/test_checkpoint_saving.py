@@ -1,0 +1,99 @@
+"""Checkpoint saving through real fairseq-train processes: leftovers of killed saves
+(``*.partial-<pid>``, fairseq's ``*.pt.tmp``) are removed at start-up and at the next copy; a
+run whose ``checkpoint_last.pt`` is missing resumes from the newest complete checkpoint and
+says so; a full disk (writes to ``/dev/full``, which fail with the kernel's ENOSPC) is one
+line naming the last good checkpoint, with nothing partial left behind."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+from fairseq import checkpoint_utils
+from fairseq.file_io import PathManager
+
+from fairseq_ext.checkpoint_saving import NoSpaceError
+from tests.conftest import run, train_args
+
+FULL = "/dev/full"
+needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this system")
+
+
+def _updates(path):
+    return torch.load(path, map_location="cpu", weights_only=True)["optimizer_history"][-1]["num_updates"]
+
+
+def _dead_pid() -> int:
+    """The PID of a process that has ended."""
+    proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    return int(proc.stdout)
+
+
+def _save_args(data, save, updates):
+    return train_args(data, save, "--save-interval-updates", "2", "--no-epoch-checkpoints", "--disable-validation",
+                      updates=updates)
+
+
+def test_lost_checkpoint_last_resumes_from_the_newest_complete_one(tiny_data, tmp_path):
+    """The state a kill during the very first copy leaves: checkpoint_1_2.pt complete,
+    checkpoint_last.pt absent, half of it in checkpoint_last.pt.partial-<pid>. fairseq would
+    start again from update 0."""
+    save = tmp_path / "save"
+    run(_save_args(tiny_data, save, 2))
+    complete = save / "checkpoint_1_2.pt"
+    (save / "checkpoint_last.pt").unlink()
+    partial = save / f"checkpoint_last.pt.partial-{_dead_pid()}"
+    partial.write_bytes(complete.read_bytes()[: complete.stat().st_size // 2])
+    (save / "checkpoint_1_4.pt.tmp").write_bytes(b"half a save")
+    resumed = run(_save_args(tiny_data, save, 4))
+    log = resumed.stdout + resumed.stderr
+    assert f"fairseq_ext: removed {partial}, left by a save that was interrupted" in log
+    assert (f"fairseq_ext: {save / 'checkpoint_last.pt'} is missing (a run killed while writing it?): resuming from "
+            f"checkpoint_1_2.pt, the newest complete checkpoint in {save}") in log
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 1 @ 2 updates\)", log)
+    assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_1_4.pt", "checkpoint_last.pt"]
+    assert _updates(save / "checkpoint_last.pt") == 4 and _updates(complete) == 2
+
+
+def test_next_copy_removes_partials_of_ended_processes_only(tmp_path):
+    src, dst = tmp_path / "checkpoint_1_2.pt", tmp_path / "checkpoint_last.pt"
+    torch.save({"step": 2}, src)
+    dead = tmp_path / f"checkpoint_last.pt.partial-{_dead_pid()}"
+    dead.write_bytes(b"half")
+    alive = tmp_path / f"checkpoint_best.pt.partial-{os.getppid()}"  # a running process: maybe still copying
+    alive.write_bytes(b"half")
+    assert PathManager.copy(str(src), str(dst), overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == sorted([src.name, dst.name, alive.name])
+
+
+@needs_dev_full
+def test_full_disk_while_saving_names_the_last_good_checkpoint(tiny_data, tmp_path):
+    """The save at update 4 writes checkpoint_1_4.pt.tmp, linked to /dev/full."""
+    save = tmp_path / "save"
+    save.mkdir()
+    os.symlink(FULL, save / "checkpoint_1_4.pt.tmp")
+    proc = run(_save_args(tiny_data, save, 4), check=False)
+    assert proc.returncode != 0
+    assert (f"fairseq_ext: error: no space left on the device while saving {save / 'checkpoint_1_4.pt'}; the last "
+            f"good checkpoint is {save / 'checkpoint_last.pt'}. Free space") in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
+    assert _updates(save / "checkpoint_last.pt") == 2
+
+
+@needs_dev_full
+def test_full_disk_in_process_for_the_save_and_the_copy(tmp_path):
+    last = tmp_path / "checkpoint_last.pt"
+    torch.save({"step": 2}, last)
+    os.symlink(FULL, tmp_path / "checkpoint_1_4.pt.tmp")
+    with pytest.raises(NoSpaceError, match=f"saving {tmp_path / 'checkpoint_1_4.pt'}; the last good checkpoint is "
+                                           f"{last}"):
+        checkpoint_utils.torch_persistent_save({"w": torch.ones(1000)}, str(tmp_path / "checkpoint_1_4.pt"))
+    shutil.copyfile(last, tmp_path / "checkpoint_1_2.pt")
+    os.symlink(FULL, tmp_path / f"checkpoint_best.pt.partial-{os.getpid()}")
+    with pytest.raises(NoSpaceError, match=f"saving {tmp_path / 'checkpoint_best.pt'}; the last good checkpoint is "
+                                           f"{last}"):
+        PathManager.copy(str(tmp_path / "checkpoint_1_2.pt"), str(tmp_path / "checkpoint_best.pt"), overwrite=True)
+    assert sorted(os.listdir(tmp_path)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
