@@ -66,7 +66,7 @@ def test_shipped_folder_has_the_checkpoints_dictionaries(quickstart):
         assert dictionary.symbols[4:] == [line.split(" ")[0] for line in words.decode("utf-8").splitlines()]
 
 
-@pytest.mark.parametrize("passes,length_beam,strategy", [(4, 2, None), (10, 3, None), (3, 1, "all_mask")])
+@pytest.mark.parametrize("passes,length_beam,strategy", [(10, 3, None), (3, 1, "all_mask")])
 def test_hicmlm_translate_equals_fairseq_generate(quickstart, quickstart_test_set, passes, length_beam, strategy):
     src, data = quickstart_test_set
     overrides = ["--model-overrides", f"{{'hybrid_strategy': '{strategy}'}}"] if strategy else []
@@ -104,6 +104,16 @@ def test_fairseqs_own_from_pretrained_with_user_dir(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == from_api
 
 
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (make gpu-check)")
+def test_translate_on_cuda_equals_cpu(quickstart):
+    src = read_sample("test", "en", 16)
+    on_cpu = quickstart.translate(src, passes=10, length_beam=3)
+    on_gpu = hub.from_pretrained(MODEL, device="cuda")
+    assert on_gpu.device.type == "cuda"
+    assert on_gpu.translate(src, passes=10, length_beam=3) == on_cpu
+
+
 # ------------------------------------------------------------------ ProphetNet and UniLM
 @pytest.fixture(scope="module")
 def prophetnet(tiny_data, tmp_path_factory):
@@ -123,10 +133,11 @@ def unilm(tiny_data, tmp_path_factory):
     return save / "checkpoint_last.pt", "unilm_seq2seq"
 
 
-@pytest.mark.parametrize("family", ["prophetnet", "unilm"])
-@pytest.mark.parametrize("options", [("--beam", "3", "--max-len-b", "12"),
-                                     ("--beam", "4", "--lenpen", "0.6", "--min-len", "3", "--max-len-b", "10",
-                                      "--no-repeat-ngram-size", "2")])
+@pytest.mark.parametrize("family,options", [
+    ("prophetnet", ("--beam", "4", "--lenpen", "0.6", "--min-len", "3", "--max-len-b", "10",
+                    "--no-repeat-ngram-size", "2")),
+    ("unilm", ("--beam", "3", "--max-len-b", "12", "--lenpen", "1.5")),
+])
 def test_seq2seq_summarize_equals_fairseq_generate(request, family, options, tiny_data, spm_model):
     checkpoint, task = request.getfixturevalue(family)
     out = run(["fairseq-generate", tiny_data, "--user-dir", USER_DIR, "--task", task, "-s", "en", "-t", "de",
@@ -155,7 +166,7 @@ def classifier(spm_model, mono_data, tmp_path_factory):
     run(["fairseq-train", data, "--task", "sentence_prediction", "--num-classes", "2", "--max-positions", "128",
          "--init-token", "0", "--separator-token", "2",
          "--arch", "position_masked_roberta_tiny", *ENCODER_DIMS, "--criterion", "sentence_prediction",
-         "--batch-size", "16", "--max-update", "30", "--save-dir", out / "ft", *COMMON])
+         "--batch-size", "16", "--max-update", "10", "--save-dir", out / "ft", *COMMON])
     return out
 
 

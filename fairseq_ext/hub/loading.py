@@ -21,12 +21,9 @@ output of ``python -m fairseq_ext.convert from-transformers``):
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 from fairseq_ext.errors import FairseqExtError, require
-
-logger = logging.getLogger(__name__)
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
 SENTENCEPIECE_FILES = ("spm.model", "sentencepiece.bpe.model")
@@ -54,6 +51,16 @@ def tokenizer_options(folder: Path) -> dict:
     if any((folder / name).is_file() for name in WORDPIECE_FILES):
         return {"bpe": "wordpiece", "wordpiece_tokenizer": str(folder)}
     return {}
+
+
+def register_wordpiece() -> None:
+    """Register ``--bpe wordpiece`` (``fairseq_ext.hub.wordpiece_bpe``), which needs the
+    ``tokenizers`` library (the ``convert`` extra)."""
+    try:
+        from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
+    except ImportError as exc:
+        raise FairseqExtError(f"the folder's WordPiece tokenizer needs the tokenizers library ({exc}); "
+                              "pip install 'fairseq_ext[convert]'") from None
 
 
 def _interface(cfg, task, models):
@@ -86,20 +93,20 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
     from fairseq_ext import plugin
 
     plugin.load()
-    from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (registers --bpe wordpiece)
-
     folder = Path(model_dir).expanduser().resolve()
     require(folder.is_dir(), f"{model_dir} is not a folder; give the folder that holds the checkpoint")
     name = checkpoint_name(folder, checkpoint_file)
     options = {} if "bpe" in overrides else tokenizer_options(folder)
     options.update(overrides)
+    if options.get("bpe") == "wordpiece":
+        register_wordpiece()
     try:
         loaded = hub_utils.from_pretrained(str(folder), checkpoint_file=name, data_name_or_path=data_name_or_path,
                                            **options)
     except FileNotFoundError as exc:
         missing = exc.filename or str(exc)
-        raise FairseqExtError(f"loading {folder / name} needs {missing}, which does not exist; put the "
-                              "dictionaries the model was trained with there, or give data_name_or_path the "
-                              "data folder that holds them") from None
+        raise FairseqExtError(f"loading {folder / name} needs {missing}, which does not exist; put it there "
+                              "(the dictionaries the model was trained with, or its tokenizer), or give "
+                              "data_name_or_path the data folder that holds the dictionaries") from None
     interface = _interface(loaded["args"], loaded["task"], loaded["models"])
     return interface.to(device) if device is not None else interface
