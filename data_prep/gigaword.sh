@@ -2,7 +2,7 @@
 # Gigaword headline generation (Rush et al. 2015), harvardnlp sent-summary format:
 # one article / title per line, lowercased, PTB-tokenised, digits as '#'.
 #   data_prep/gigaword.sh [--local DIR] [--out DIR] [--vocab 10000]
-#                         [--train PREFIX] [--valid PREFIX] [--test PREFIX]
+#                         [--train PREFIX] [--valid PREFIX] [--test PREFIX] [--raw-only]
 # --local DIR: a folder with PREFIX.article.txt / PREFIX.title.txt pairs (default prefixes
 #   train10k and valid1k, a 10k/1k sample; the full release names them
 #   train and valid.filter). Without --local the harvardnlp archive is downloaded (the copy
@@ -12,10 +12,11 @@
 # become the single token 'UNK', which sentencepiece keeps whole (user-defined symbol).
 # Output: OUT/raw/{train,valid[,test]}.{article,title}, OUT/spm.model, OUT/bin (joined
 # dictionary, source 'article', target 'title') and OUT/bin-article (article side only, for
-# denoising pre-training).
+# denoising pre-training). --raw-only stops after OUT/raw (for a checkpoint's own tokenizer,
+# e.g. examples/pretrained/minilm_gigaword.sh).
 source "$(dirname "$0")/common.sh"
 
-LOCAL="" OUT="data/gigaword" VOCAB=10000 TRAIN="" VALID="" TEST=""
+LOCAL="" OUT="data/gigaword" VOCAB=10000 TRAIN="" VALID="" TEST="" RAW_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --local) LOCAL="$2"; shift 2 ;;
@@ -24,6 +25,7 @@ while [ $# -gt 0 ]; do
     --train) TRAIN="$2"; shift 2 ;;
     --valid) VALID="$2"; shift 2 ;;
     --test) TEST="$2"; shift 2 ;;
+    --raw-only) RAW_ONLY=1; shift ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
 done
@@ -58,6 +60,10 @@ for side in article title; do
 done
 "$PYTHON" "$DATA_PREP_DIR/spm.py" clean-pair "$OUT/raw/train.all.article" "$OUT/raw/train.all.title" \
   "$OUT/raw/train.article" "$OUT/raw/train.title"
+if [ "$RAW_ONLY" = 1 ]; then
+  echo "Gigaword: $(wc -l < "$OUT/raw/train.article") training pairs, $(wc -l < "$OUT/raw/valid.article") validation pairs in $OUT/raw" >&2
+  exit 0
+fi
 
 TESTPREF=""
 [ -n "$TEST" ] && TESTPREF="$OUT/raw/test"

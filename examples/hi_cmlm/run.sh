@@ -25,6 +25,7 @@
 # that was stopped resumes where it was.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 DATA="" WORK="" MODEL=hi_cmlm STRATEGY=fence_replace ARCH="" DIMS="" UPDATES=300000 HOURS=""
 LR=5e-4 WARMUP=10000 MAX_TOKENS=8192 UPDATE_FREQ=1 DROPOUT=0.3 SEED=1 LS=0.1 INIT="" GEN=test REF=""
 ITER=10 LBEAM=5 SRC=en TGT=de TRAIN_INPUT=paper COPY_SHARE=0.5 FENCE_FIRST=mask DECODE=""
@@ -65,7 +66,7 @@ trained() {  # the last checkpoint exists and the log says training reached its 
 if [ "$MODEL" = ar ]; then
   trained || fairseq-train "$DATA" "${COMMON[@]}" --task translation --arch "${ARCH:-transformer}" "${DIMS_ARR[@]}" \
     --share-all-embeddings --criterion label_smoothed_cross_entropy --label-smoothing "$LS" \
-    "${OPT[@]}" "${BUDGET[@]}" > "$WORK/train.log" 2>&1 || { tail -20 "$WORK/train.log" >&2; exit 1; }
+    "${OPT[@]}" "${BUDGET[@]}" 2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log" >&2; exit 1; }
   DECODE_ARGS=(--task translation --beam "$LBEAM" --required-batch-size-multiple 1)
   DECODE="ar"
 else
@@ -80,7 +81,7 @@ else
   [ -n "$INIT" ] && MARGS+=(--init-encoder-from "$INIT")
   trained || fairseq-train "$DATA" "${COMMON[@]}" --task cmlm_hybrid --noise random_mask "${MARGS[@]}" "${DIMS_ARR[@]}" \
     --criterion nat_loss --label-smoothing "$LS" "${OPT[@]}" "${BUDGET[@]}" \
-    > "$WORK/train.log" 2>&1 || { tail -20 "$WORK/train.log" >&2; exit 1; }
+    2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log" >&2; exit 1; }
   DECODE_ARGS=(--task cmlm_hybrid --iter-decode-max-iter "$((ITER - 1))" --iter-decode-with-beam "$LBEAM"
                --iter-decode-force-max-iter --retain-iter-history)
 fi
@@ -94,8 +95,8 @@ for S in $DECODE; do
   OVERRIDE=()
   [ "$MODEL" = hi_cmlm ] && OVERRIDE=(--model-overrides "{'hybrid_strategy': '$S'}")
   fairseq-generate "$DATA" "${COMMON[@]}" "${DECODE_ARGS[@]}" "${OVERRIDE[@]}" --path "$CKPT" \
-    --gen-subset "$GEN" --batch-size 64 --post-process sentencepiece \
-    > "$OUTD/generate.txt" 2> "$OUTD/generate.log" || { tail "$OUTD/generate.log" >&2; exit 1; }
+    --gen-subset "$GEN" --batch-size 64 --post-process sentencepiece --log-format simple --log-interval 4 \
+    2>&1 > "$OUTD/generate.txt" | fairseq_progress "$OUTD/generate.log" || { tail "$OUTD/generate.log" >&2; exit 1; }
   echo $(( $(date +%s) - T0 )) > "$OUTD/seconds"
   grep '^D-' "$OUTD/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$OUTD/hyp.txt"
   R="$REF"

@@ -14,6 +14,7 @@ set -euo pipefail
 [ $# -ge 3 ] || { echo "usage: $0 CHECKPOINT DATA_BIN SAVE_DIR [fairseq-train args...]" >&2; exit 2; }
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 CKPT="$1" DATA="$2" SAVE="$3"; shift 3
 ARCH="${ARCH:-position_masked_roberta_tiny}" MAXPOS="${MAX_POSITIONS:-128}" UPDATES="${UPDATES:-600}"
 BATCH="${BATCH:-32}" LR="${LR:-5e-4}" SEED="${SEED:-1}"
@@ -32,6 +33,6 @@ fairseq-train "$DATA" --user-dir "$ROOT/fairseq_ext" --task sentence_prediction 
   --validate-interval-updates 200 --no-epoch-checkpoints --no-last-checkpoints \
   --best-checkpoint-metric accuracy --maximize-best-checkpoint-metric \
   --log-format simple --log-interval 50 --num-workers 0 --seed "$SEED" --save-dir "$SAVE" "$@" \
-  > "$SAVE/train.log" 2>&1 || { tail -20 "$SAVE/train.log" >&2; exit 1; }
+  2>&1 | fairseq_progress "$SAVE/train.log" || { tail -20 "$SAVE/train.log" >&2; exit 1; }
 grep -o "dropped the pre-training position head[^)]*)" "$SAVE/train.log" | head -1 || true  # none: no head
 grep -E "\| valid \|" "$SAVE/train.log" | tail -1 | cut -c1-200

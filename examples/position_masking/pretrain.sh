@@ -12,6 +12,7 @@ set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 DATA_BIN SAVE_DIR [fairseq-train args...]" >&2; exit 2; }
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 DATA="$1" SAVE="$2"; shift 2
 PROB="${PROB:-0.10}" ARCH="${ARCH:-position_masked_roberta_tiny}" UPDATES="${UPDATES:-500}"
 TPS="${TOKENS_PER_SAMPLE:-128}" BATCH="${BATCH:-16}" LR="${LR:-1e-3}" SEED="${SEED:-1}"
@@ -25,7 +26,7 @@ fairseq-train "$DATA" --user-dir "$ROOT/fairseq_ext" --task position_masked_lm \
   --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \
   --max-update "$UPDATES" --validate-interval-updates 100 \
   --no-epoch-checkpoints --log-format simple --log-interval 25 --num-workers 0 --seed "$SEED" \
-  --save-dir "$SAVE" "$@" > "$SAVE/train.log" 2>&1 || { tail -20 "$SAVE/train.log" >&2; exit 1; }
+  --save-dir "$SAVE" "$@" 2>&1 | fairseq_progress "$SAVE/train.log" || { tail -20 "$SAVE/train.log" >&2; exit 1; }
 fairseq-validate "$DATA" --user-dir "$ROOT/fairseq_ext" --task position_masked_lm \
   --path "$SAVE/checkpoint_last.pt" --batch-size "$BATCH" --num-workers 0 \
   --model-overrides "{'position_mask_prob': 0.0}" > "$SAVE/valid_clean.log" 2>&1 \

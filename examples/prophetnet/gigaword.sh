@@ -45,6 +45,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
@@ -142,7 +143,7 @@ if [ "$PRETRAIN" -gt 0 ]; then
   echo "== 2/4 span-masking pre-training on the articles: $PRETRAIN updates"
   [ -s "$WORK/finetune/checkpoint_last.pt" ] || logged fairseq-train "$PREP/bin-article" --task prophetnet_denoising "${TRAIN_ARGS[@]}" \
     --max-update "$PRETRAIN" --validate-interval 1000 --save-dir "$WORK/pretrain" \
-    > "$WORK/pretrain.log" 2>&1 || { tail -20 "$WORK/pretrain.log"; exit 1; }
+    2>&1 | fairseq_progress "$WORK/pretrain.log" || { tail -20 "$WORK/pretrain.log"; exit 1; }
   grep -E "\| valid on" "$WORK/pretrain.log" | tail -1 | cut -c1-200 || true
   START=(--finetune-from-model "$WORK/pretrain/checkpoint_last.pt")
 elif [ -n "$INIT" ]; then
@@ -159,7 +160,7 @@ for n in $EVAL_AT; do [ -s "$WORK/points/$n.json" ] || todo=1; done
 if [ "$todo" = 1 ]; then
   logged fairseq-train "$PREP/bin" --task translation_prophetnet -s article -t title "${TRAIN_ARGS[@]}" \
     --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" "${UNSORTED[@]}" "${MULTIPLE[@]}" --save-interval-updates "$EVERY" \
-    --validate-interval-updates "$EVERY" --save-dir "$WORK/finetune" >> "$WORK/finetune.log" 2>&1 \
+    --validate-interval-updates "$EVERY" --save-dir "$WORK/finetune" 2>&1 | fairseq_progress -a "$WORK/finetune.log" \
     || { tail -20 "$WORK/finetune.log"; exit 1; }
   grep -E "\| valid on" "$WORK/finetune.log" | tail -1 | cut -c1-200 || true
 fi
@@ -176,8 +177,8 @@ for n in $EVAL_AT; do
   logged fairseq-generate "$PREP/bin" --user-dir "$ROOT/fairseq_ext" --task translation_prophetnet -s article \
     -t title --path "$ckpt" --gen-subset valid --batch-size 64 --beam 4 \
     --lenpen 1.0 --no-repeat-ngram-size 3 --max-len-a 0 --max-len-b 40 --post-process sentencepiece \
-    --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" \
-    > "$WORK/generate-$n.txt" 2> "$WORK/generate-$n.log" || { tail -20 "$WORK/generate-$n.log"; exit 1; }
+    --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" --log-format simple --log-interval 4 \
+    2>&1 > "$WORK/generate-$n.txt" | fairseq_progress "$WORK/generate-$n.log" || { tail -20 "$WORK/generate-$n.log"; exit 1; }
   grep '^D-' "$WORK/generate-$n.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp-$n.title"
   [ "$(wc -l < "$WORK/hyp-$n.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded at update $n"
   logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp-$n.title" --ref "$WORK/ref.title" --json "$WORK/rouge-$n.json"

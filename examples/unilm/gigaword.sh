@@ -25,6 +25,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 DATA="" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
 LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
 BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM="" BATCHING=sorted SEED=1
@@ -94,7 +95,7 @@ log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unil
   --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt \
   --warmup-updates "$WARMUP" --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" \
   --save-dir "$OUT/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval 50 \
-  --seed "$SEED" > "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log"; exit 1; }
+  --seed "$SEED" 2>&1 | fairseq_progress "$OUT/train.log" || { tail -20 "$OUT/train.log"; exit 1; }
 TRAIN_SECONDS=$(( $(date +%s) - TRAIN_START ))
 grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
 
@@ -103,7 +104,8 @@ GEN_START=$(date +%s)
 log_run fairseq-generate "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
   --path "$OUT/checkpoints/checkpoint_last.pt" --gen-subset valid --beam "$BEAM" --lenpen 1.0 \
   --no-repeat-ngram-size "$NO_REPEAT" --max-len-a 0 --max-len-b 40 \
-  --batch-size 64 --post-process sentencepiece > "$OUT/generate.txt" 2> "$OUT/generate.log" \
+  --batch-size 64 --post-process sentencepiece --log-format simple --log-interval 4 \
+  2>&1 > "$OUT/generate.txt" | fairseq_progress "$OUT/generate.log" \
   || { tail -20 "$OUT/generate.log"; exit 1; }
 GEN_SECONDS=$(( $(date +%s) - GEN_START ))
 grep '^D-' "$OUT/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$OUT/hyp.txt"

@@ -16,6 +16,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 TEXT="" OUT="$ROOT/work/unilm-permutation-lm"
 MASK="permutation" ARCH="unilm_transformer_tiny" LAYERS="" DIM="" FFN="" HEADS="" UPDATES=2000
 MAX_TOKENS=4096 LR=5e-4 WARMUP=200 TPS=128 VOCAB=8000 LINES=0 VALID_LINES=300
@@ -73,7 +74,7 @@ log_run fairseq-train "$OUT/bin" --user-dir "$ROOT/fairseq_ext" --task permutati
   --criterion cross_entropy --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" \
   --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" --clip-norm 1.0 --max-tokens "$MAX_TOKENS" \
   --max-update "$UPDATES" --save-dir "$OUT/checkpoints" --no-epoch-checkpoints --log-format simple \
-  --log-interval 50 --seed 1 > "$OUT/train.log" 2>&1 || { tail -20 "$OUT/train.log"; exit 1; }
+  --log-interval 50 --seed 1 2>&1 | fairseq_progress "$OUT/train.log" || { tail -20 "$OUT/train.log"; exit 1; }
 TRAIN_SECONDS=$(( $(date +%s) - TRAIN_START ))
 grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
 

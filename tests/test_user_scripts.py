@@ -1,0 +1,216 @@
+"""Every script a README under examples/ tells users to run, end to end on tiny data made here:
+the data_prep step it calls, a few updates of a tiny architecture, decoding (or validation) and
+the score it writes. The scores of such runs mean nothing; what is checked is that each script
+runs as documented, writes the files its header names, prints fairseq's progress, and that
+the pretrained worked example writes no Gigaword OOV junk. One tiny data set per family is
+shared by its scripts (module-scoped fixtures)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, TINY_DIMS, cli_env, read_sample, write_lines
+
+EXAMPLES = ROOT / "examples"
+TINY = " ".join(TINY_DIMS)
+PROGRESS = re.compile(r"^  (train_inner|train|valid) \|", re.M)  # examples/progress.sh's lines
+
+
+def bash(script: str, *args, env: dict | None = None) -> str:
+    """Run examples/SCRIPT with ARGS; its stdout and stderr, or the failure with both."""
+    proc = subprocess.run(["bash", str(EXAMPLES / script), *map(str, args)], capture_output=True, text=True,
+                          env=cli_env() | (env or {}))
+    assert proc.returncode == 0, f"{script} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return proc.stdout + proc.stderr
+
+
+def words(line: str) -> list[str]:
+    """A sample sentence as Gigaword / WikiText text: lowercased, punctuation split off, digits '#'."""
+    line = re.sub(r"[0-9]", "#", line.lower())
+    return re.sub(r"([.,!?;:'\"()])", r" \1 ", line).split()
+
+
+@pytest.fixture(scope="module")
+def gigaword(tmp_path_factory) -> Path:
+    """Gigaword in the harvardnlp layout (train10k / valid1k): sample sentences as articles, their
+    first five words as titles, `<unk>` in every fifth pair as in the release."""
+    d = tmp_path_factory.mktemp("gigaword")
+    for prefix, split, n in (("train10k", "train", 160), ("valid1k", "valid", 8)):
+        articles, titles = [], []
+        for i, line in enumerate(read_sample(split, "en", n)):
+            w = words(line)
+            if i % 5 == 0:
+                w[len(w) // 2] = "<unk>"
+            articles.append(" ".join(w))
+            titles.append(" ".join(w[:5]))
+        write_lines(d / f"{prefix}.article.txt", articles)
+        write_lines(d / f"{prefix}.title.txt", titles)
+    return d
+
+
+@pytest.fixture(scope="module")
+def wikitext(tmp_path_factory) -> Path:
+    """A WikiText-2 style raw file: ' = Title = ' headings, paragraphs of ' . '-separated
+    sentences, blank lines between them (data_prep/wikitext2.sh --local FILE splits it)."""
+    lines, sample = [], read_sample("train", "en", 480)
+    for article in range(8):
+        lines += ["", f" = Article {article} = ", ""]
+        for paragraph in range(6):
+            sents = sample[(article * 6 + paragraph) * 10:(article * 6 + paragraph + 1) * 10]
+            lines += [" " + " ".join(" ".join(words(s)) for s in sents), ""]
+    path = tmp_path_factory.mktemp("wikitext") / "wiki.valid.raw"
+    write_lines(path, lines)
+    return path
+
+
+# ---- HI-CMLM -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def wmt(tmp_path_factory) -> Path:
+    """The local layouts of data_prep/wmt14_en_de.sh and wmt16_en_ro.sh (sample pairs; the
+    German side stands in for Romanian)."""
+    d = tmp_path_factory.mktemp("wmt")
+    en, de = read_sample("train", "en", 200), read_sample("train", "de", 200)
+    ven, vde = read_sample("valid", "en", 8), read_sample("valid", "de", 8)
+    (d / "wmt14" / "opennmt_tok").mkdir(parents=True)
+    write_lines(d / "wmt14" / "opennmt_tok" / "train10k.tok.en", en)
+    write_lines(d / "wmt14" / "opennmt_tok" / "train10k.tok.de", [s.replace("'", "&apos;") for s in de])
+    write_lines(d / "wmt14" / "newstest2013.en", ven)
+    write_lines(d / "wmt14" / "newstest2013.de", vde)
+    (d / "wmt16").mkdir()
+    for name, lines in (("train10k.europarl.en", en), ("train10k.europarl.ro", de),
+                        ("newsdev2016.en", ven), ("newsdev2016.ro", vde)):
+        write_lines(d / "wmt16" / name, lines)
+    return d
+
+
+@pytest.mark.parametrize("script,local,tgt,strategies", [("wmt14_en_de.sh", "wmt14", "de", ["fence_replace", "all_mask"]),
+                                                         ("wmt16_en_ro.sh", "wmt16", "ro", ["weighted_sum"])])
+def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
+    """data_prep/DATASET.sh --local, then run.sh (train once, decode with each strategy, sacreBLEU)."""
+    out = bash(f"hi_cmlm/{script}", "--local", wmt / local, "--work", tmp_path, "--vocab", 200,
+               "--arch", "hi_cmlm_transformer_tiny", "--dims", TINY, "--updates", 2, "--update-freq", 1,
+               "--warmup", 1, "--max-tokens", 1000, "--strategies", " ".join(strategies))
+    assert (tmp_path / "data" / "bin" / f"dict.{tgt}.txt").is_file()
+    assert PROGRESS.search(out)
+    for strategy in strategies:
+        decode = tmp_path / "hi_cmlm" / f"decode-{strategy}"
+        assert len((decode / "hyp.txt").read_text().splitlines()) == 8  # the validation split (no test offline)
+        assert json.loads((decode / "bleu.json").read_text())["name"] == "BLEU"
+        assert f"decode-{strategy}: BLEU" in out
+    log = (tmp_path / "hi_cmlm" / "train.log").read_text()
+    assert "num_updates 2" in log and "encoder_embed_dim=32" in log and "arch='hi_cmlm_transformer_tiny'" in log
+
+
+# ---- ProphetNet and UniLM --------------------------------------------------------------------
+
+def test_prophetnet_gigaword(gigaword, tmp_path):
+    work = tmp_path / "run"
+    out = bash("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200,
+               "--pretrain-updates", 2, "--finetune-updates", 2, "--max-tokens", 1000)
+    assert PROGRESS.search(out)
+    result = json.loads((work / "results.json").read_text())
+    point = json.loads((work / "points" / "2.json").read_text())
+    assert point["sentences"] == 8 and 0 <= point["rouge1_f1"] <= 100 and result["points"] == [point]
+    assert len((work / "hyp-2.title").read_text().splitlines()) == 8
+    assert result["finetune_updates"] == 2 and result["pretrain_updates"] == 2
+    assert (tmp_path / "gigaword-data" / "bin-article" / "dict.article.txt").is_file()
+
+
+def test_unilm_gigaword(gigaword, tmp_path):
+    out = bash("unilm/gigaword.sh", "--data", gigaword, "--out", tmp_path, "--vocab", 200, "--updates", 2,
+               "--warmup", 1, "--max-tokens", 1000, "--layers", 1, "--dim", 32, "--ffn", 64, "--heads", 2)
+    assert PROGRESS.search(out)
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["sentences"] == 8 and result["updates"] == 2 and 0 <= result["rouge1_f1"] <= 100
+    assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 8
+
+
+def test_unilm_permutation_lm(wikitext, tmp_path):
+    out = bash("unilm/permutation_lm.sh", "--text", wikitext, "--out", tmp_path, "--vocab", 200,
+               "--valid-lines", 6, "--updates", 2, "--warmup", 1, "--tokens-per-sample", 64,
+               "--layers", 1, "--dim", 32, "--ffn", 64, "--heads", 2)
+    assert PROGRESS.search(out)
+    result = json.loads((tmp_path / "results.json").read_text())
+    assert result["attention_mask"] == "permutation" and result["valid_ppl_natural_order"] > 1
+
+
+# ---- position masking ------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def wikitext_bin(wikitext, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wikitext2")
+    proc = subprocess.run(["bash", str(ROOT / "data_prep" / "wikitext2.sh"), "--local", str(wikitext), "--out", str(out),
+                           "--vocab", "200"], capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+def test_position_masking_pretrain_and_finetune(wikitext_bin, tmp_path):
+    small = {"UPDATES": "2", "TOKENS_PER_SAMPLE": "64", "BATCH": "4"}
+    out = bash("position_masking/pretrain.sh", wikitext_bin / "bin", tmp_path / "pt", env=small | {"PROB": "0.10"})
+    assert PROGRESS.search(out)
+    assert "valid on 'valid' subset" in (tmp_path / "pt" / "valid_clean.log").read_text()
+    proc = subprocess.run(["python", str(ROOT / "data_prep" / "word_order.py"), "--raw", str(wikitext_bin / "raw"),
+                           "--spm", str(wikitext_bin / "spm.model"), "--dict", str(wikitext_bin / "bin" / "dict.txt"),
+                           "--out", str(tmp_path / "word_order"), "--max-pieces", "62"],
+                          capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 0, proc.stderr
+    out = bash("position_masking/finetune.sh", tmp_path / "pt" / "checkpoint_last.pt", tmp_path / "word_order" / "bin",
+               tmp_path / "ft", env={"UPDATES": "2", "BATCH": "8", "MAX_POSITIONS": "64"})
+    assert "dropped the pre-training position head" in out
+    valid = [line for line in (tmp_path / "ft" / "train.log").read_text().splitlines() if "| valid |" in line]
+    assert valid and re.search(r"accuracy [\d.]+", valid[-1])
+
+
+# ---- the pretrained worked example -----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tiny_bert_folder(gigaword, tmp_path_factory) -> Path:
+    """A random BertModel folder as save_pretrained writes it, whose vocab.txt holds the tiny
+    Gigaword's words, every character and its ## piece (so that no word becomes [UNK])."""
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    text = " ".join(p.read_text() for p in gigaword.glob("*.txt")).replace("<unk>", " ")
+    vocab_words = sorted(set(text.split()))
+    chars = sorted(set("".join(vocab_words)) | set("<>[]"))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + [f"##{c}" for c in chars] + \
+        [w for w in vocab_words if w not in chars]
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=64, max_position_embeddings=128)
+    transformers.BertModel(cfg).save_pretrained(folder)
+    write_lines(folder / "vocab.txt", vocab)
+    return folder
+
+
+def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):
+    out = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
+               tiny_bert_folder, "--updates", 2, "--max-tokens", 1000, "--max-examples", 6, "--log-interval", 1)
+    assert PROGRESS.search(out)
+    rouge = json.loads((tmp_path / "rouge.json").read_text())
+    assert rouge["sentences"] == 6 and 0 <= rouge["rouge1"] <= 100
+    # the release's <unk> (UNK after data_prep/gigaword.sh) is one [UNK] piece, never "< un ##k >" or "un ##k"
+    raw_unk = sum(line.split().count("<unk>") for line in (gigaword / "train10k.article.txt").read_text().splitlines()[:6])
+    encoded = (tmp_path / "wordpiece" / "train.article").read_text()
+    assert raw_unk > 0 and encoded.split().count("[UNK]") == raw_unk and "un ##k" not in encoded
+    hyps = (tmp_path / "hyp.txt").read_text().splitlines()
+    assert len(hyps) == 6 and not any(re.search(r"unk >|<unk>|\[UNK\]", h) for h in hyps)
+
+
+# ---- scaling out -----------------------------------------------------------------------------
+
+def test_scaling_out_cpu_gloo_trains(tiny_data, tmp_path):
+    """The cpu-gloo recipe for real: two processes, two updates of a tiny HI-CMLM, one checkpoint
+    (the other modes need GPUs: tests/test_scaling_out.py parses their command lines)."""
+    bash("scaling_out.sh", "hi_cmlm", "cpu-gloo", tiny_data, "-s", "en", "-t", "de", "--arch", "hi_cmlm_transformer_tiny",
+         *TINY_DIMS, "--max-update", 2, "--max-tokens", 1000, "--warmup-updates", 1, "--no-epoch-checkpoints",
+         "--num-workers", 0, env={"NPROC": "2", "SAVE_DIR": str(tmp_path / "ckpt"), "MASTER_PORT": str(29600 + os.getpid() % 300)})
+    assert (tmp_path / "ckpt" / "checkpoint_last.pt").is_file()
