@@ -39,7 +39,7 @@ def test_masking_imports_torch_only():
 
 
 def test_import_changes_nothing_and_load_registers_and_patches():
-    out = python("import fairseq_ext, fairseq_ext.masking, fairseq_ext.checkpoints\n" + STATE +
+    out = python("import fairseq_ext, fairseq_ext.masking\n" + STATE +
                  "print(state())\n"
                  "from fairseq_ext import plugin\n"
                  "plugin.load()\n"
