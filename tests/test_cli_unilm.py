@@ -87,11 +87,13 @@ def test_generate_decodes_every_sentence_with_the_pruned_dictionary(tiny_data, u
     for i, line in sources.items():
         expected = [p if p in kept else "<unk>" for p in raw[i].split()]
         assert line.split() == expected
-    assert pickled_globals(str(unilm_checkpoint)) == ["argparse.Namespace"]
+    # the model's options are a dataclass config, saved as plain values: nothing but tensors is pickled
+    assert pickled_globals(str(unilm_checkpoint)) == []
     # the same checkpoint without --keep-tokens: one clear line
     bad = run(args, check=False)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
-    assert "fairseq_ext: error: the checkpoint has" in bad.stderr and "--keep-tokens" in bad.stderr
+    error = [line for line in bad.stderr.splitlines() if line.startswith("fairseq_ext: error:")]
+    assert len(error) == 1 and "--keep-tokens" in error[0], bad.stderr[-2000:]
 
 
 def test_permutation_lm_trains_and_reports_natural_order_perplexity(tmp_path, text_data, roberta_checkpoint):

@@ -129,7 +129,7 @@ def test_unilm_init_from_converted_bert_equals_bert_with_segments(tmp_path):
     UniLM's prefix mask (transformers' BertModel given the same 3-d attention mask)."""
     import argparse
 
-    from fairseq_ext.masking import prefix_lm_mask
+    from fairseq_ext.masking.attention import prefix_lm_mask
     from fairseq_ext.models.unilm_init import init_from_pretrained
     from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
     from fairseq_ext.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask

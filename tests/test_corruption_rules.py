@@ -12,20 +12,9 @@ from fairseq.data import Dictionary, ListDataset, MaskTokensDataset
 from fairseq_ext.analysis.iterations import copy_counts
 from fairseq_ext.data import PositionMaskingDataset
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
-from fairseq_ext.masking import (
-    HYBRID_STRATEGIES,
-    MASK_POSITION,
-    STRATEGY_TABLE,
-    bert_token_mask,
-    block_span_mask,
-    choose_share,
-    decoding_copies_source,
-    example_rng,
-    position_mask,
-    replace_80_10_10,
-    source_copy_weight,
-    span_lengths,
-)
+from fairseq_ext.masking import HYBRID_STRATEGIES, MASK_POSITION, bert_token_mask, block_span_mask, decoding_copies_source, example_rng, position_mask, replace_80_10_10, source_copy_weight, span_lengths
+from fairseq_ext.masking.corruption import choose_share
+from fairseq_ext.masking.hybrid import STRATEGY_TABLE
 from fairseq_ext.masking.hybrid import HybridStrategy
 from fairseq_ext.models.hi_cmlm_transformer import HybridInputDecoder, uses_source_copy
 
@@ -140,7 +129,7 @@ def test_decoding_copies_source_follows_the_decoding_rule():
     masked = torch.ones(1, 6, dtype=torch.bool)
     masked[0, 0] = False
     for strategy in HYBRID_STRATEGIES:
-        assert decoding_copies_source(strategy) == bool(source_copy_weight(masked, strategy, 0.6).any())
+        assert decoding_copies_source(strategy) == bool(source_copy_weight(masked, strategy, 0.6, "mask").any())
     with pytest.raises(ValueError, match="unknown hybrid strategy"):
         decoding_copies_source("half_copied")
 
@@ -151,8 +140,8 @@ def test_model_and_analysis_read_the_strategy_table(monkeypatch):
     monkeypatch.setitem(STRATEGY_TABLE, "all_copied", HybridStrategy(True, lambda m, w, first: m * 0.25))
     monkeypatch.setitem(STRATEGY_TABLE, "all_mask", HybridStrategy(True, lambda m, w, first: m * 0.5))
     line = ["<unk>", "a", "<unk>", "<unk>"]
-    assert copy_counts(line, "all_copied") == (0.75, 3, 4)
-    assert copy_counts(line, "all_mask") == (1.5, 3, 4)
+    assert copy_counts(line, "all_copied", 0.6, "mask") == (0.75, 3, 4)
+    assert copy_counts(line, "all_mask", 0.6, "mask") == (1.5, 3, 4)
 
     unk = 3
     prev = torch.tensor([[0, unk, 7, unk, 2]])

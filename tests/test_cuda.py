@@ -17,7 +17,8 @@ from fairseq import utils
 from fairseq.sequence_generator import SequenceGenerator
 
 from fairseq_ext.generation import UniLMSequenceGenerator
-from fairseq_ext.masking import NgramStreamTables, prefix_lm_mask
+from fairseq_ext.masking import NgramStreamTables
+from fairseq_ext.masking.attention import prefix_lm_mask
 from fairseq_ext.modules import MaskedSelfAttention, NgramSelfAttention
 from tests import test_prophetnet_model as prophetnet
 from tests import test_unilm_model as unilm

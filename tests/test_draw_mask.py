@@ -106,7 +106,7 @@ def test_a_new_script_is_one_registry_entry(monkeypatch, capsys):
 
 def test_ngram_picture_is_prophetnets_mask():
     from fairseq_ext.analysis.draw_mask import draw
-    from fairseq_ext.masking import ngram_stream_mask
+    from fairseq_ext.masking.ngram_stream import ngram_stream_mask
 
     pic = draw("ngram", length=4, ngram=3)
     assert torch.equal(pic.matrix.bool(), ngram_stream_mask(4, 3))

@@ -12,16 +12,9 @@ forward passes of ``hi_cmlm_transformer`` (soft copy into the decoder input), ``
 import pytest
 import torch
 
-from fairseq_ext.masking import (
-    additive_attention_mask,
-    bidirectional_mask,
-    causal_mask,
-    ngram_stream_key_mask,
-    permutation_mask,
-    prefix_lm_mask,
-    random_order,
-    soft_copy,
-)
+from fairseq_ext.masking import additive_attention_mask, random_order, soft_copy
+from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
+from fairseq_ext.masking.ngram_stream import ngram_stream_key_mask
 from fairseq_ext.masking.position_masking import MASK_POSITION
 from tests.helpers.families import build, dict_folder
 

@@ -160,7 +160,7 @@ def test_decoding_rule_ablation_trains_with_the_decoding_input(tiny_data):
     task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--train-decoder-input", "decoding_rule")
     sample = a_batch(task)
     x_in, emb, z, prev, _ = _training_inputs(model, task, sample, seed=3)
-    w = source_copy_weight(prev.eq(task.tgt_dict.unk()), "fence_replace").unsqueeze(-1)
+    w = source_copy_weight(prev.eq(task.tgt_dict.unk()), "fence_replace", 0.6, "mask").unsqueeze(-1)
     assert torch.allclose(x_in, (1 - w) * emb + w * z, atol=1e-5)
 
 

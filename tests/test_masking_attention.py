@@ -2,15 +2,8 @@
 import pytest
 import torch
 
-from fairseq_ext.masking import (
-    bidirectional_mask,
-    causal_mask,
-    check_order,
-    order_ranks,
-    permutation_mask,
-    prefix_lm_mask,
-    random_order,
-)
+from fairseq_ext.masking import check_order, order_ranks, random_order
+from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
 
 
 def _padding(lengths, width, left=False):

@@ -6,18 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from fairseq_ext.masking import (
-    additive_attention_mask,
-    block_span_mask,
-    main_stream_mask,
-    ngram_stream_buckets,
-    ngram_stream_key_mask,
-    ngram_stream_mask,
-    predicting_stream_main_mask,
-    relative_position_bucket,
-    replace_80_10_10,
-    span_lengths,
-)
+from fairseq_ext.masking import additive_attention_mask, block_span_mask, ngram_stream_buckets, replace_80_10_10, span_lengths
+from fairseq_ext.masking.ngram_stream import main_stream_mask, ngram_stream_key_mask, ngram_stream_mask, predicting_stream_main_mask
+from fairseq_ext.masking.relative_position import relative_position_bucket
 
 
 def brute_ngram_stream_mask(T, n):

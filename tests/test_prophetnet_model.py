@@ -19,15 +19,11 @@ from fairseq_ext.convert.prophetnet_transformers import (
     to_transformers_state_dict,
 )
 from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.masking import (
-    additive_attention_mask,
-    ngram_stream_buckets,
-    ngram_stream_key_mask,
-    ngram_stream_mask,
-    relative_position_bucket,
-)
+from fairseq_ext.masking import additive_attention_mask, ngram_stream_buckets
+from fairseq_ext.masking.ngram_stream import ngram_stream_key_mask, ngram_stream_mask
+from fairseq_ext.masking.relative_position import relative_position_bucket
 from fairseq_ext.models.prophetnet import ProphetNetModel, prophetnet_tiny
-from fairseq_ext.tasks.translation_prophetnet import with_mask_symbol
+from fairseq_ext.data.mask_symbol import MASK_SYMBOL
 
 VOCAB = 40
 
@@ -357,7 +353,8 @@ def test_num_buckets_is_honoured_everywhere():
 
 # ------------------------------------------------------------------ pre-training data
 def test_mass_span_dataset_items():
-    d = with_mask_symbol(dictionary(30))
+    d = dictionary(30)
+    d.add_symbol(MASK_SYMBOL)
     mask = d.index("<mask>")
     lines = [torch.tensor(list(range(4, 4 + n)) + [d.eos()]) for n in (3, 70, 140)]
     data = MassSpanDataset(ListDataset(lines, np.array([len(x) for x in lines])), np.array([len(x) for x in lines]),

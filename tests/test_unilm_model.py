@@ -15,8 +15,9 @@ from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
-from fairseq_ext.masking import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask, random_order
-from fairseq_ext.models.position_masked_roberta import PositionMaskingTask
+from fairseq_ext.masking import random_order
+from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
+from fairseq_ext.interfaces import PositionMaskingTask
 from fairseq_ext.models.unilm_init import init_from_pretrained
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedSelfAttention, MaskedTransformerLayer
@@ -447,3 +448,24 @@ def test_model_runs_in_half_precision(dtype):
     out, _ = model.to(dtype)(src, None, prev)
     assert out.dtype == dtype and torch.isfinite(out).all()
     assert torch.allclose(out.float(), ref, atol=0.15)
+
+
+@pytest.mark.parametrize("arch", ["unilm_transformer", "unilm_transformer_tiny"])
+def test_options_saved_as_an_argparse_namespace_still_build_the_model(arch):
+    """A checkpoint saved before unilm_transformer had a dataclass config holds its model
+    options as an argparse Namespace; fairseq builds the model from it (``from_namespace`` for
+    the model's own name, the architecture function otherwise), and the options it lacks get
+    the config's defaults: the same model, weight for weight and output for output."""
+    from fairseq.models import build_model
+
+    d = dictionary()
+    task, new = build(d)
+    saved = argparse.Namespace(**DIMS, attention_mask="prefix", dropout=0.0, attention_dropout=0.0, arch=arch,
+                               _name=arch)  # no --layernorm-eps, --attention-backend, ...
+    old = build_model(saved, task)
+    assert isinstance(old, UniLMTransformerModel)
+    old.load_state_dict(new.state_dict())
+    old.eval()
+    src, _, prev = batch(d)
+    assert torch.equal(old(src, None, prev)[0], new(src, None, prev)[0])
+    assert old.encoder.layernorm_embedding.eps == 1e-5 and old.encoder.attention_backend == "dense"

@@ -29,6 +29,7 @@ from fairseq_ext.analysis.iterations import (
     copy_share_per_iteration,
 )
 from fairseq_ext.masking.hybrid import FENCE_FIRST, HYBRID_STRATEGIES
+from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 
 
 def _parse_run(spec: str) -> tuple[str, str, str]:
@@ -47,7 +48,7 @@ def _fmt(x: float) -> str:
 
 
 def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float,
-            fence_first: str = "mask") -> dict:
+            fence_first: str) -> dict:
     results = {}
     for name, path, strategy in runs:
         sentences = read_generate_output(path)
@@ -142,9 +143,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-iter", type=int, default=10, help="decoder passes to report (default 10)")
     p.add_argument("--post-process", default="sentencepiece",
                    help="how the history lines are detokenised: sentencepiece, subword_nmt or none")
-    p.add_argument("--mask-weight", type=float, default=0.6, help="M weight of weighted_sum runs")
-    p.add_argument("--fence-first", choices=FENCE_FIRST, default="mask",
-                   help="the --fence-first the fence_replace runs decoded with (default mask)")
+    p.add_argument("--mask-weight", type=float, default=HiCMLMConfig.mask_weight,
+                   help=f"the --mask-weight the weighted_sum runs decoded with (default {HiCMLMConfig.mask_weight})")
+    p.add_argument("--fence-first", choices=FENCE_FIRST, default=HiCMLMConfig.fence_first,
+                   help=f"the --fence-first the fence_replace runs decoded with (default {HiCMLMConfig.fence_first})")
     p.add_argument("--out-dir", default=None, help="write PNG plots and analysis.json here")
     args = p.parse_args(argv)
     # importing fairseq runs logging.basicConfig(level=DEBUG) (its text_to_speech task)

@@ -33,6 +33,8 @@ from fairseq_ext.masking import (
     predicates,
     source_copy_weight,
 )
+from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.models.prophetnet_config import ProphetNetConfig
 
 # (label, text character, colour) per value of a picture's matrix
 ATTENTION_LEGEND = (("does not attend", ".", "#f2f2f2"), ("attends", "#", "#2f6db5"))
@@ -159,8 +161,8 @@ def hicmlm_masked_slots(length: int, iterations: int, iteration: int, seed: int 
     return masked
 
 
-def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2, mask_weight: float = 0.6,
-                seed: int = 0) -> MaskPicture:
+def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2,
+                mask_weight: float = HiCMLMConfig.mask_weight, seed: int = 0) -> MaskPicture:
     """HI-CMLM's decoder input per hybrid strategy (rows) and slot (columns) at one pass."""
     if length < 1 or iterations < 1:
         raise ValueError("--length and --iterations must be >= 1")
@@ -168,7 +170,7 @@ def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2, mask
     masked = torch.cat([torch.zeros(1, dtype=torch.bool), words, torch.zeros(1, dtype=torch.bool)]).unsqueeze(0)
     rows = []
     for strategy in HYBRID_STRATEGIES:
-        w = source_copy_weight(masked, strategy, mask_weight)[0]
+        w = source_copy_weight(masked, strategy, mask_weight, HiCMLMConfig.fence_first)[0]
         code = torch.where(w >= 1.0, 2, torch.where(w > 0.0, 3, 1))
         rows.append(torch.where(masked[0], code, 0))
     cols = ["<s>", *(f"y{i}" for i in range(1, length + 1)), "</s>"]
@@ -181,7 +183,7 @@ def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2, mask
                             "least confident tokens")
 
 
-def draw_ngram(length: int = 5, ngram: int = 2) -> MaskPicture:
+def draw_ngram(length: int = 5, ngram: int = ProphetNetConfig.ngram) -> MaskPicture:
     """ProphetNet's n-stream self-attention (``predicates.ngram_stream``): the main stream
     h_t (causal) and predicting stream k at index t, which predicts target t from the main
     stream up to index t - k + 1 and its own position."""
@@ -212,11 +214,11 @@ SCRIPTS: dict[str, Script] = {
                      {"length": (int, 12, "target length L"),
                       "iterations": (int, 10, "decoder passes T"),
                       "iteration": (int, 2, "0-based pass t; L*(T-t)/T slots are masked"),
-                      "mask_weight": (float, 0.6, "M weight of weighted_sum"),
+                      "mask_weight": (float, HiCMLMConfig.mask_weight, "M weight of weighted_sum"),
                       "seed": (int, 0, "seed of the masked-slot choice")}),
     "ngram": Script(draw_ngram, "ProphetNet's main stream and n predicting streams",
                     {"length": (int, 5, "target positions T"),
-                     "ngram": (int, 2, "predicting streams n")}),
+                     "ngram": (int, ProphetNetConfig.ngram, "predicting streams n")}),
 }
 
 

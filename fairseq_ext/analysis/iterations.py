@@ -57,8 +57,8 @@ def bleu_by_length(sentences: list[Decoded], bins: Sequence[tuple[int, float]] =
     return [corpus_bleu([d.hypothesis for d in g], [d.reference for d in g]) for g in groups]
 
 
-def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = 0.6,
-                fence_first: str = "mask") -> tuple[float, int, int]:
+def copy_counts(pass_input: list[str], strategy: str, mask_weight: float,
+                fence_first: str) -> tuple[float, int, int]:
     """Z mass, masked slots and all slots of one decoder input (a printed history line).
 
     The line's tokens (``<s>`` and ``</s>`` stripped) are laid back into a decoder input
@@ -72,7 +72,7 @@ def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = 0.6,
 
 
 def copy_share_per_iteration(sentences: list[Decoded], max_iter: int, strategy: str,
-                             mask_weight: float = 0.6, fence_first: str = "mask", of: str = "masked",
+                             mask_weight: float, fence_first: str, of: str = "masked",
                              bins: Sequence[tuple[int, float]] = LENGTH_BINS) -> list[list[float]]:
     """``[bin][iteration]``: Z among the masked slots (``of="masked"``, the paper's Figure 3)
     or among all target slots (``of="all"``) fed to each pass, pooled over the sentences

@@ -1,21 +1,10 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Criterion ``ngram_language_loss``: ProphetNet's future n-gram loss (Qi et al. 2020, eq. 2).
-
-    L = sum_{j=0}^{n-1} alpha_j * CE(stream j + 1),   alpha_j = gamma^j / sum_{i=0}^{n-1} gamma^i
-
-Stream 1 is the usual next-token loss; stream ``j + 1`` predicts each target ``j`` tokens
-further ahead (``masking.ngram_stream``). ``--ngram-gamma`` 1.0 (the paper's setting) weighs
-the streams equally; ``--disable-ngram-loss`` keeps stream 1 only. Each stream's CE is
-fairseq's label-smoothed NLL summed over the target tokens; the total is normalised by the
-number of target tokens (or sentences with ``--sentence-avg``), as fairseq's criteria do.
-In pre-training (``prophetnet_denoising``) stream ``j + 1`` skips the first ``j`` tokens of
-each masked span, whose context ``j`` tokens back lies outside the span (as in ProphetNet's
-release).
-
-Logged: ``loss`` (the weighted total), ``nll_loss``/``ppl`` of stream 1, and per stream
-``loss_s{k}`` (label-smoothed CE per scored token, base 2) and ``acc_s{k}`` (argmax accuracy, %).
-"""
+"""Criterion ``ngram_language_loss``: ProphetNet's future n-gram loss (Qi et al. 2020, section
+2.3, eq. 2), ``L = sum_{j=0}^{n-1} alpha_j CE(stream j + 1)`` with ``alpha_j = gamma^j / sum_i
+gamma^i``: label-smoothed cross-entropy of every predicting stream, normalised by the target
+tokens as fairseq's criteria are, logged per stream (``loss_s{k}``, ``acc_s{k}``)."""
 import math
+from argparse import Namespace
 from dataclasses import dataclass, field
 from typing import List
 
@@ -28,15 +17,16 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.logging import metrics
 from omegaconf import II
 
+from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.errors import require
 
 
 @dataclass
 class NgramLanguageLossConfig(FairseqDataclass):
-    ngram_gamma: float = field(
-        default=1.0, metadata={"help": "attenuation gamma > 0 of the stream weights alpha_j = gamma^j / sum_i "
-                                       "gamma^i (1.0: equal weights, as in the paper)"})
-    label_smoothing: float = field(default=0.0, metadata={"help": "label smoothing epsilon in [0, 1)"})
+    ngram_gamma: float = option(
+        1.0, "attenuation gamma of the stream weights alpha_j = gamma^j / sum_i gamma^i (eq. 2; 1.0: equal "
+             "weights, as in the paper)", range=Range(0, low_open=True, finite=True))
+    label_smoothing: float = option(0.0, "label smoothing epsilon", range=Range(0, 1, high_open=True))
     disable_ngram_loss: bool = field(
         default=False, metadata={"help": "train with the next-token stream only (the other streams are "
                                          "still computed and logged)"})
@@ -51,12 +41,11 @@ def stream_weights(ngram: int, gamma: float) -> List[float]:
 
 @register_criterion("ngram_language_loss", dataclass=NgramLanguageLossConfig)
 class NgramLanguageLoss(FairseqCriterion):
-    def __init__(self, task, ngram_gamma: float = 1.0, label_smoothing: float = 0.0,
-                 disable_ngram_loss: bool = False, sentence_avg: bool = False):
+    def __init__(self, task, ngram_gamma: float = NgramLanguageLossConfig.ngram_gamma,
+                 label_smoothing: float = NgramLanguageLossConfig.label_smoothing,
+                 disable_ngram_loss: bool = NgramLanguageLossConfig.disable_ngram_loss, sentence_avg: bool = False):
         super().__init__(task)
-        require(0 < ngram_gamma < math.inf,
-                f"--ngram-gamma must be a finite number > 0 (1.0 weighs the streams equally), got {ngram_gamma}")
-        require(0.0 <= label_smoothing < 1.0, f"--label-smoothing must be in [0, 1), got {label_smoothing}")
+        check_config(Namespace(ngram_gamma=ngram_gamma, label_smoothing=label_smoothing), NgramLanguageLossConfig)
         self.gamma = ngram_gamma
         self.eps = label_smoothing
         self.disable_ngram_loss = disable_ngram_loss

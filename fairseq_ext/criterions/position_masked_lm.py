@@ -1,22 +1,9 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Criterion ``position_masked_lm``: MLM cross-entropy plus the position classifier's
-cross-entropy (Wagner et al. 2020, section 2.1; the paper plots MLM accuracy and position
-accuracy, Figures 3, 5 and 7).
-
-    loss = CE_mlm + --position-loss-weight x CE_position
-
-Both terms are means per predicted token (CE_mlm over the token-masked tokens, CE_position
-over the position-masked ones). fairseq divides the returned loss by ``sample_size`` (the
-number of token-masked tokens), so the position term is returned as its sum times
-``sample_size / n_position``. Logged: ``loss``, ``mlm_loss`` and ``position_loss`` (base 2,
-as fairseq's ``masked_lm``), ``ppl`` (of the MLM alone), ``mlm_accuracy`` and
-``position_accuracy`` (percent), and ``examples`` (how many examples the batches covered;
-at validation, the whole split). A batch
-without position-masked tokens (``--position-mask-prob 0``) gets exactly fairseq's
-``masked_lm`` loss.
-"""
+"""Criterion ``position_masked_lm``: ``CE_mlm + --position-loss-weight x CE_position``, the masked
+LM cross-entropy plus the position classifier's (Wagner et al. 2020, section 2.1), each a mean
+per predicted token; logs both losses and accuracies (the paper's Figures 3, 5 and 7)."""
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -25,17 +12,17 @@ from fairseq.criterions import register_criterion
 from fairseq.criterions.masked_lm import MaskedLmConfig, MaskedLmLoss
 from fairseq.logging import metrics
 
+from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import NO_POSITION_LABEL
 from fairseq_ext.errors import require
-from fairseq_ext.models.position_masked_roberta import PositionMaskingTask
+from fairseq_ext.interfaces import PositionMaskingTask
 
 
 @dataclass
 class PositionMaskedLMCriterionConfig(MaskedLmConfig):
-    position_loss_weight: float = field(
-        default=1.0,
-        metadata={"help": "weight of the position cross-entropy added to the MLM cross-entropy (>= 0)"},
-    )
+    position_loss_weight: float = option(
+        1.0, "weight of the position cross-entropy added to the MLM cross-entropy (section 2.1)",
+        range=Range(0, finite=True))
 
 
 @register_criterion("position_masked_lm", dataclass=PositionMaskedLMCriterionConfig)
@@ -44,13 +31,11 @@ class PositionMaskedLMLoss(MaskedLmLoss):
 
     def __init__(self, cfg: PositionMaskedLMCriterionConfig, task):
         super().__init__(cfg, task)
-        weight = cfg.position_loss_weight
-        require(weight >= 0 and math.isfinite(weight),
-                f"--position-loss-weight must be a finite number >= 0, got {weight}")
+        check_config(cfg, PositionMaskedLMCriterionConfig)
         require(isinstance(task, PositionMaskingTask),
                 "--criterion position_masked_lm needs --task position_masked_lm (it reads the "
                 "masked positions from the batch)")
-        self.position_loss_weight = weight
+        self.position_loss_weight = cfg.position_loss_weight
 
     def forward(self, model, sample, reduce=True):
         masked_tokens = sample["target"].ne(self.padding_idx)

@@ -1,12 +1,6 @@
-"""Every example gets a batch.
-
-fairseq (0.12.3 and main since late 2022, upstream issue 5036) drops the final batch in
-``data_utils.batch_by_size`` whenever its size is not a multiple of
-``--required-batch-size-multiple`` (default 8): ``fairseq-generate`` on a 500-line set prints
-496 hypotheses, and training and validation silently skip the same examples. The plugin
-fixes this at its own boundary: its tasks hand fairseq's iterator a thin wrapper whose
-``batch_by_size`` appends the dropped tail as one more batch.
-"""
+"""Batching that gives every example a batch: fairseq 0.12's ``batch_by_size`` drops a final
+batch whose size is no multiple of ``--required-batch-size-multiple``; the plugin's tasks hand
+fairseq a dataset whose ``batch_by_size`` appends that tail as one more batch."""
 from __future__ import annotations
 
 import numpy as np

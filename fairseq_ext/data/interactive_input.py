@@ -1,19 +1,55 @@
-"""``fairseq-interactive`` input, checked line by line, for the plugin's sequence-to-sequence
-tasks.
-
-fairseq-interactive reads its input in buffers of ``--buffer-size`` lines and hands each
-buffer to the task's ``build_dataset_for_inference``, in input order; a line's id in the
-output (``S-``/``H-`` lines) is its 0-based number in the input. An empty line is answered
-with one line on stderr and skipped (no output under its id) and the session goes on with the
-next line; a line the model cannot take (too long) ends the session with one clear error, as
-fairseq-generate does for the same line in a binarized split.
-"""
+"""``fairseq-interactive`` input checked line by line for the plugin's sequence-to-sequence
+tasks: an empty line is answered with one line on stderr and skipped, a line the model cannot
+take ends the session with one clear error, as fairseq-generate does for a binarized split.
+``install()`` makes fairseq-interactive name a line that is not UTF-8 (file and line number)
+instead of stopping with Python's ``UnicodeDecodeError``."""
 from __future__ import annotations
+
+import sys
+from typing import Iterator
 
 import numpy as np
 from fairseq.data import BaseWrapperDataset
 
-from fairseq_ext.errors import note, require
+from fairseq_ext.errors import FairseqExtError, note, require
+
+
+def utf8_lines(stream, name: str) -> Iterator[str]:
+    """The lines of the binary ``stream``, decoded; the first line that is not UTF-8 is named
+    (``name`` line N, the byte and its column)."""
+    for number, raw in enumerate(stream, 1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise FairseqExtError(
+                f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8") from None
+
+
+def buffered_read(input: str, buffer_size: int) -> Iterator[list[str]]:
+    """fairseq-interactive's ``buffered_read``: buffers of ``buffer_size`` stripped lines of
+    ``input`` (a file, or ``-`` for standard input), read through ``utf8_lines``."""
+    stream = sys.stdin.buffer if input == "-" else open(input, "rb")
+    buffer = []
+    try:
+        for line in utf8_lines(stream, "standard input" if input == "-" else input):
+            buffer.append(line.strip())
+            if len(buffer) >= buffer_size:
+                yield buffer
+                buffer = []
+    finally:
+        if stream is not sys.stdin.buffer:
+            stream.close()
+    if buffer:
+        yield buffer
+
+
+def install() -> None:
+    """Make ``fairseq-interactive`` read its input with ``buffered_read`` (idempotent)."""
+    for module in (sys.modules.get("fairseq_cli.interactive"), sys.modules.get("__main__")):
+        spec = getattr(module, "__spec__", None)
+        if module is not None and spec is not None and spec.name == "fairseq_cli.interactive":
+            module.buffered_read = buffered_read
 
 
 class SkippedRows(BaseWrapperDataset):
@@ -38,7 +74,8 @@ class InteractiveInputTaskMixin:
         model cannot take it; by default, longer than ``--max-source-positions``."""
         limit = self.cfg.max_source_positions
         require(length <= limit, f"input line {line} has {length} tokens, more than --max-source-positions "
-                                 f"{limit}; split it or raise the limit")
+                                 f"{limit}, the model's positions (fixed when it was trained); split or "
+                                 "shorten the line")
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         first = self.__dict__.get("_inference_lines_seen", 0) + 1

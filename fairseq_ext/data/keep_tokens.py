@@ -1,19 +1,7 @@
-"""``--keep-tokens FILE``: keep only the vocabulary a task needs (Su 2019's ``keep_tokens``).
-
-A pretrained model's vocabulary is larger than what a seq2seq task ever reads or writes;
-every step still pays the softmax over all of it. Su 2019 ("Brief Explanation")
-keeps a list of token ids and slices the embedding and output layers to them. Here the
-same list prunes three things consistently:
-
-* the dictionary: the four specials, then the listed tokens in the order of the full
-  dictionary (``prune_dictionary``); generation prints words through it;
-* the data: every token id of a binarized split (full dictionary) is mapped to the pruned
-  id; a token outside the list becomes ``<unk>``, and the task logs how many did;
-* the model rows (embedding, tied output projection, output bias): ``keep_ids`` selects
-  them from a pretrained checkpoint (``models/unilm_init.py``).
-
-Build a list from the (sentencepiece-encoded) task data with ``data_prep/keep_tokens.py``.
-"""
+"""``--keep-tokens FILE`` (Su 2019's ``keep_tokens``, section "Brief Explanation"): one list of
+kept tokens prunes the dictionary, maps the binarized data to the pruned ids (a token outside
+the list becomes ``<unk>``) and selects the rows of a pretrained model's embedding and output
+layer (``models.unilm_init``)."""
 from __future__ import annotations
 
 from typing import Iterable

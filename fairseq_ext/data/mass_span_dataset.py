@@ -1,23 +1,8 @@
 """MASS-style span masking of monolingual text for ProphetNet's pre-training (Qi et al. 2020,
-section 2.4; Song et al. 2019).
-
-For a line ``x_0 .. x_{L-1} </s>``:
-
-* ``masking.block_span_mask`` picks one contiguous span per 64-token block (15% of the block),
-  among all tokens but ``</s>``, ``<pad>`` and ``<s>``;
-* the encoder input is the line with the span tokens replaced 80/10/10 (``<mask>`` / a token
-  uniform among the ordinary ones before ``<mask>`` / unchanged, ``masking.replace_80_10_10``);
-* the decoder target is the span tokens (all spans of the line, in order); the decoder input
-  at each target is the original token just before it (``</s>`` before ``x_0``), at that
-  token's position, so the decoder sees the article's positions as in fine-tuning, where
-  input ``t`` is at position ``t``;
-* ``span_offset`` numbers the tokens of each span from 0: predicting stream ``k`` is scored
-  only from offset ``k - 1`` on (``criterions.ngram_language_loss``).
-
-Both draw from the example's generator, ``masking.example_rng(seed, epoch, index)``:
-reproducible, new each epoch. The target sizes are ``masking.span_lengths``, the count of
-``block_span_mask``.
-"""
+section 2.4; Song et al. 2019): per example and epoch, one span per block replaced 80/10/10 in
+the encoder input (``masking.block_span_mask``, ``masking.replace_80_10_10``), the span tokens as
+the decoder target at their article positions, and each target's offset in its span for
+``criterions.ngram_language_loss``."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,14 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""``--unsorted-batches`` for the pair tasks (``translation_prophetnet``, ``unilm_seq2seq``).
-
-fairseq orders the training pairs by source length (ties by target length) before cutting
-them into batches of ``--max-tokens``, so every batch holds pairs of nearly one length. With
-``--unsorted-batches`` the pairs are taken in a random order drawn from ``--seed`` (fairseq
-draws ``ordered_indices`` under ``data_utils.numpy_seed``), so a batch mixes short and long
-pairs, at the cost of more padding. On the CPU-scale Gigaword runs of table 2
-(docs/results/prophetnet.md), ProphetNet n = 2 trained on length-sorted batches wrote one
-headline for every article in most runs, and on unsorted batches it read its source in every run.
-"""
+"""``--unsorted-batches`` for the pair tasks (``translation_prophetnet``, ``unilm_seq2seq``):
+training pairs cut into batches in a random order drawn from ``--seed`` instead of fairseq's
+order by length, so that a batch mixes short and long pairs (docs/prophetnet.md says why it
+matters)."""
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -1,13 +1,7 @@
-"""Who may attend to whom: the attention masks of Su 2019's "Transformer is a play" article
-(Su 2019, sections "Unidirectional Language Model", "Permutation Language Model" and
-"Seq2Seq"), and the factorisation orders of the permutation language model.
-
-Every builder returns a boolean ``(B, T, T)`` tensor, rows = queries (outputs), columns =
-keys (inputs), ``True`` = may attend: the dense form (``masking.derived.dense_mask``) of a
-rule of ``masking.predicates`` joined with its padding rule. Padding (``padding[b, j]`` True)
-is never attended by a real token. A padding *query* row attends to itself only, so that no
-row is empty and a softmax over it stays finite; its output is meaningless and must be ignored.
-"""
+"""Who may attend to whom under Su 2019's masks (sections "Unidirectional Language Model",
+"Permutation Language Model", "Seq2Seq"), as dense boolean ``(B, T, T)`` masks (rows = queries,
+True = may attend) derived from ``masking.predicates`` joined with padding, and the random
+factorisation orders of the permutation language model."""
 from __future__ import annotations
 
 import torch

@@ -1,10 +1,6 @@
-"""Token corruption: which target tokens a model has to recover, and what a chosen token
-becomes (BERT's 80/10/10, Devlin et al. 2019, section 3.1).
-
-The per-example rules (``example_rng``, ``choose_share``, ``replace_80_10_10``) draw from one
-``numpy.random.Generator`` per example; the per-batch rule (``uniform_count_mask``) draws
-from an optional ``torch.Generator`` on the batch's device. The package docstring says why.
-"""
+"""Token corruption: which tokens a model has to recover (a share per example, or CMLM's uniform
+count per batch, Ghazvininejad et al. 2019, section 3) and what a chosen token becomes (BERT's
+80/10/10, Devlin et al. 2019, section 3.1)."""
 from __future__ import annotations
 
 from typing import NamedTuple, Optional

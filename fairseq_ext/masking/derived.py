@@ -1,14 +1,6 @@
-"""The forms an attention rule (``masking.predicates``) takes where it runs, each derived from
-the rule alone by evaluating it on index tensors:
-
-* ``dense_mask``: the ``(B, H, Q, KV)`` boolean mask of a full pass, which
-  ``additive_attention_mask`` turns into the additive mask the models add to their scores;
-* ``step_mask``: the rows of one cached-decoding step against every cached key;
-* ``mask_picture``: the ``(rows, keys)`` matrix of one example that ``analysis.draw_mask``
-  draws;
-* ``mask_at``: the rule at any query and key indices, which the others use (and ProphetNet's
-  folded key layout, ``masking.ngram_stream``).
-"""
+"""The forms an attention rule of ``masking.predicates`` takes where it runs, each derived from
+the rule by evaluating it on index tensors: the dense mask of a full pass and its additive form,
+the rows of one cached decoding step, and the picture ``analysis.draw_mask`` draws."""
 from __future__ import annotations
 
 from typing import Sequence, Union

@@ -1,20 +1,8 @@
-"""What a masked decoder slot is given: [MASK] (M), the copied source (Z), or a mix
-(Wang et al. 2021, "HI-CMLM", sections 3.2 and 3.3).
-
-Two rules, one table:
-
-* **decoding** (section 3.2): the hybrid strategy says what every masked slot gets at each
-  mask-predict pass (``source_copy_weight``);
-* **training** (section 3.3): CMLM's noise, then a random subset of the masked slots gets Z
-  instead of M, "so that the proportion of corrupted tokens can be unchanged", for every
-  strategy, All Mask included (``random_copy_slots``). The strategy plays no part in it: the
-  paper's four HI-CMLM rows differ only in how they decode. ``training_copy_weight`` also
-  offers ``decoding_rule`` (train with the strategy's own decoding input), an ablation that
-  the paper does not run.
-
-Slots are those of fairseq's decoder input: index 0 holds ``<s>``, target word ``k``
-(0-based) sits at index ``k + 1``, ``</s>`` and padding follow. Only masked slots ever get Z.
-"""
+"""What a masked decoder slot is given: [MASK] (M), the copied source (Z) or a mix
+``(1 - w) M + w Z`` (Wang et al. 2021, "HI-CMLM"): the decoding rule of each hybrid strategy
+(section 3.2, Table 1) and the training rule (section 3.3: a random share of the masked slots
+gets Z). Slots are those of fairseq's decoder input (index 0 holds ``<s>``); only masked slots
+ever get Z."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -24,12 +12,9 @@ from torch import Tensor
 
 FENCE_FIRST = ("mask", "copy")
 TRAINING_INPUTS = ("paper", "decoding_rule")
-# Section 3.3 gives no proportion; 0.5 trains on as much Z as Fence Replace, the paper's
-# strategy, feeds to the first pass (every other slot), and on as much M.
-DEFAULT_TRAIN_COPY_SHARE = 0.5
 
 
-def fence_pattern(num_slots: int, first: str = "mask", device=None) -> Tensor:
+def fence_pattern(num_slots: int, first: str, device=None) -> Tensor:
     """The fence over ``num_slots`` target slots: True where the slot takes Z.
 
     ``first="mask"`` is the paper's vector (0, 1, 0, 1, ...): written from the first target
@@ -43,7 +28,7 @@ def fence_pattern(num_slots: int, first: str = "mask", device=None) -> Tensor:
     return k % 2 == (1 if first == "mask" else 0)
 
 
-def decoder_fence(length: int, first: str = "mask", device=None) -> Tensor:
+def decoder_fence(length: int, first: str, device=None) -> Tensor:
     """``fence_pattern`` laid over a decoder input of ``length`` slots whose index 0 is ``<s>``
     (never on the fence)."""
     no = torch.zeros(1, dtype=torch.bool, device=device)
@@ -77,15 +62,7 @@ def _row(strategy: str) -> HybridStrategy:
     return STRATEGY_TABLE[strategy]
 
 
-def _check_strategy(strategy: str, mask_weight: float) -> HybridStrategy:
-    row = _row(strategy)
-    if not 0.0 <= mask_weight <= 1.0:
-        raise ValueError(f"mask_weight must be in [0, 1], got {mask_weight}")
-    return row
-
-
-def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6,
-                       fence_first: str = "mask") -> Tensor:
+def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float, fence_first: str) -> Tensor:
     """Decoding rule (section 3.2): weight of Z in each slot (``STRATEGY_TABLE``); M gets
     ``1 - weight``.
 
@@ -105,7 +82,7 @@ def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float = 0.6,
     Returns:
         ``(B, T)`` float weights in [0, 1].
     """
-    return _check_strategy(strategy, mask_weight).weight(masked.float(), mask_weight, fence_first)
+    return _row(strategy).weight(masked.float(), mask_weight, fence_first)
 
 
 def decoding_copies_source(strategy: str) -> bool:
@@ -131,16 +108,12 @@ def random_copy_slots(masked: Tensor, share: float, generator: torch.Generator |
     """
     if masked.dtype != torch.bool:
         raise ValueError("masked must be a bool tensor")
-    if not 0.0 <= share <= 1.0:
-        raise ValueError(f"the share of copied slots must be in [0, 1], got {share}")
     draw = torch.rand(masked.shape, generator=generator, device=masked.device)
     return masked & (draw < share)
 
 
-def training_copy_weight(masked: Tensor, training_input: str = "paper",
-                         share: float = DEFAULT_TRAIN_COPY_SHARE, strategy: str = "fence_replace",
-                         mask_weight: float = 0.6, fence_first: str = "mask",
-                         generator: torch.Generator | None = None) -> Tensor:
+def training_copy_weight(masked: Tensor, training_input: str, share: float, strategy: str,
+                         mask_weight: float, fence_first: str, generator: torch.Generator | None = None) -> Tensor:
     """Weight of Z in each slot of a training input.
 
     * ``paper`` (section 3.3): 1 at ``random_copy_slots(masked, share)``, 0 elsewhere, for
@@ -154,7 +127,7 @@ def training_copy_weight(masked: Tensor, training_input: str = "paper",
         raise ValueError(f"unknown training input {training_input!r}; choose one of {TRAINING_INPUTS}")
     if training_input == "decoding_rule":
         return source_copy_weight(masked, strategy, mask_weight, fence_first)
-    _check_strategy(strategy, mask_weight)
+    _row(strategy)
     return random_copy_slots(masked, share, generator).float()
 
 

@@ -1,25 +1,7 @@
 """Who may attend to whom in ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3,
-eq. 3-5 and Figure 3).
-
-The decoder runs ``1 + n`` copies of the target positions side by side: the main stream
-(block 0, an ordinary causal decoder over the input tokens) and ``n`` predicting streams
-(blocks 1..n). Decoder input index ``t`` holds the token *before* target ``t`` (fairseq's
-``prev_output_tokens``: ``</s>`` first), so the main-stream state ``h_t`` has read targets
-``< t``. Predicting stream ``k`` at index ``t`` predicts target ``t`` from the main-stream
-states ``h_0 .. h_{t-k+1}``: stream 1 is the usual next-token prediction, stream 2 predicts
-the token after next, and so on (the paper's ``g_{t-1}`` and ``s_{t-1}``, indexed here by the
-token they predict rather than by their context, as in ProphetNet's released code). Each
-predicting query also attends to its own position, never to other predicting positions, so
-parameters can be shared between streams and the streams can be dropped at inference.
-
-Index 0 of the main stream (the ``</s>`` start symbol) stays visible to every predicting
-query, also where ``t - k + 1 < 0`` (ProphetNet's release does the same): stream ``k``
-predicts the first ``k - 1`` targets from the start symbol alone.
-
-The rule is ``predicates.ngram_stream``; every mask here is its evaluation
-(``masking.derived``), and ``NgramStreamTables`` holds what the model runs, built once at the
-longest target and sliced per length and decoding step.
-"""
+eq. 3-5, Figure 3): the main stream is causal, predicting stream ``k`` at index ``t`` sees the
+main stream up to ``t - k + 1`` (and the start symbol) and itself; the masks, buckets and folded
+key layout the model runs, derived from ``predicates.ngram_stream``."""
 from __future__ import annotations
 
 from typing import Tuple

@@ -1,12 +1,6 @@
-"""Token masking and position masking for one sequence (Wagner et al. 2020, "Positional
-Masking for Language Models", sections 2.1 and 3).
-
-Both corruptions are BERT's rule (``masking.corruption``: ``choose_share`` then
-``replace_80_10_10``), drawn in the data pipeline from the example's ``np.random.Generator``
-(``example_rng(seed, epoch, index)``), so they are numpy functions over one 1-D sequence.
-A token is *maskable* when the caller says so: the task passes every position that is not
-``<s>``, ``</s>`` or padding, and these are never chosen.
-"""
+"""Token masking and position masking of one sequence (Wagner et al. 2020, section 2.1): BERT's
+rule applied to token ids (80/10/10) and to positions (90% mask-position embedding, 5% kept, 5%
+random), drawn with the example's numpy generator; ``<s>``, ``</s>`` and padding are never chosen."""
 from __future__ import annotations
 
 from typing import NamedTuple, Optional

@@ -1,19 +1,7 @@
-"""Every attention rule of the plugin, stated once, as a predicate: may query ``q_idx`` of
-example ``b``, head ``h``, attend key ``kv_idx``?
-
-A rule is a FlexAttention ``mask_mod`` (PyTorch's ``torch.nn.attention.flex_attention``):
-``mask_mod(b, h, q_idx, kv_idx) -> bool tensor``, True = may attend. The four arguments are
-integer tensors that broadcast together: 0-d under FlexAttention's ``vmap``, index grids in
-``masking.derived`` (which derives the dense masks the models run, the rows of one decoding
-step and the pictures of ``analysis.draw_mask``). A rule uses only elementwise tensor
-operations and indexing of the tensors it captures by ``b``, ``q_idx`` and ``kv_idx``, never
-Python control flow on their values, so ``create_block_mask`` takes it unchanged.
-
-Rules are plain ``mask_mod`` functions (``causal``, ``bidirectional``) or builders that capture
-per-example tensors and return one (``prefix_lm``, ``permutation``, ``padding``,
-``ngram_stream``); ``and_masks`` / ``or_masks`` combine them. The non-strict rules let every
-query see itself, so ``and_masks(rule, padding(padded))`` leaves a padded query exactly itself.
-"""
+"""Every attention rule of the plugin stated once as a FlexAttention ``mask_mod`` (Dong et al.
+2024): ``rule(b, h, q_idx, kv_idx) -> bool``, True = may attend, from elementwise tensor
+operations only; causal, bidirectional, prefix LM and permutation (Su 2019), padding and
+ProphetNet's n-stream rule (Qi et al. 2020, section 2.3), combined with ``and_masks`` / ``or_masks``."""
 from __future__ import annotations
 
 import operator

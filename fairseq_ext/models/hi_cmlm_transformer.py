@@ -1,23 +1,8 @@
-"""HI-CMLM: CMLM whose masked decoder slots mix [MASK] with a soft copy of the source
-embedding (Wang et al. 2021, "HI-CMLM: Improve CMLM with Hybrid Decoder Input").
-
-The model is fairseq's ``CMLMNATransformerModel`` with one change of script: the decoder
-input. fairseq's NAT decoder keeps its code; three methods are overridden:
-
-* ``forward_copying_source`` computes Z by the paper's relative-position soft copy
-  (eq. 8-10, ``masking.soft_copy``) instead of fairseq's uniform hard copy;
-* ``forward_embedding`` mixes M and Z at the masked (``<unk>``) slots with the weights of
-  ``masking.hybrid``; the mixed input then gets the decoder's position embedding as usual;
-* the model's ``forward`` (the loss forward that ``nat_loss`` calls in training and
-  validation) feeds the training input of section 3.3 (``--train-decoder-input paper``: a
-  random ``--train-copy-share`` of the masked slots gets Z, whatever the strategy), while
-  mask-predict (``forward_decoder``) feeds the strategy's decoding input (section 3.2) at
-  every pass, so each re-masked slot gets the hybrid input again.
-
-Where no slot gets Z (``all_mask`` decoding, ``--train-copy-share 0``) the decoder takes
-fairseq's own code path: ``--hybrid-strategy all_mask --train-copy-share 0`` is exactly
-``cmlm_transformer``.
-"""
+"""``hi_cmlm_transformer``: fairseq's CMLM whose masked decoder slots get [MASK] (M), a
+relative-position soft copy of the source embeddings (Z, eq. 8-10) or a mix (Wang et al. 2021,
+"HI-CMLM", section 3.2 for decoding, section 3.3 for training); the options are
+``hi_cmlm_config.HiCMLMConfig``, and ``--hybrid-strategy all_mask --train-copy-share 0`` is
+fairseq's ``cmlm_transformer``."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -30,74 +15,46 @@ from fairseq.models.nat.fairseq_nat_model import ensemble_decoder
 from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
+from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes, value
 from fairseq_ext.errors import require
 from fairseq_ext.masking import (
-    DEFAULT_TRAIN_COPY_SHARE,
-    FENCE_FIRST,
-    HYBRID_STRATEGIES,
-    TRAINING_INPUTS,
     decoding_copies_source,
     mix_decoder_input,
     soft_copy,
     source_copy_weight,
     training_copy_weight,
 )
-from fairseq_ext.models.architecture_defaults import set_defaults, set_sizes
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
-from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
+from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.modules import apply_straight_through_from_args
 
 # fairseq's NAT length predictor has 256 classes: a target (with <s> and </s>) may have at
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
 MAX_NAT_TARGET_LENGTH = 255
 
-# The HI-CMLM options and their defaults: the paper's fence_replace, tau = 0.2 (eq. 9), its
-# best mask weight 0.6, the fence starting with M, and section 3.3's training input.
-HYBRID_DEFAULTS = {
-    "hybrid_strategy": "fence_replace",
-    "copy_temperature": 0.2,
-    "mask_weight": 0.6,
-    "fence_first": "mask",
-    "train_decoder_input": "paper",
-    "train_copy_share": DEFAULT_TRAIN_COPY_SHARE,
-}
-
-
-def hybrid_option(args, name: str):
-    """``args.<name>``, or its ``HYBRID_DEFAULTS`` value where ``args`` lacks it."""
-    value = getattr(args, name, None)
-    return HYBRID_DEFAULTS[name] if value is None else value
-
 
 def validate_hybrid_args(args) -> None:
-    """Clear errors for out-of-range HI-CMLM options."""
-    strategy = hybrid_option(args, "hybrid_strategy")
-    require(strategy in HYBRID_STRATEGIES,
-            f"--hybrid-strategy {strategy!r} is unknown; choose one of {', '.join(HYBRID_STRATEGIES)}")
-    tau = hybrid_option(args, "copy_temperature")
-    require(tau > 0, f"--copy-temperature must be > 0 (the paper uses 0.2), got {tau}")
-    w = hybrid_option(args, "mask_weight")
-    require(0.0 <= w <= 1.0, f"--mask-weight must be in [0, 1] (the paper's best is 0.6), got {w}")
-    share = hybrid_option(args, "train_copy_share")
-    require(0.0 <= share <= 1.0, f"--train-copy-share must be in [0, 1] (the share of masked "
-                                 f"training slots that get Z), got {share}")
+    """Clear errors for out-of-range HI-CMLM options (``HiCMLMConfig``) and for a source copy
+    between embeddings of different sizes."""
+    check_config(args, HiCMLMConfig)
     if uses_source_copy(args):
         require(args.encoder_embed_dim == args.decoder_embed_dim,
-                f"--hybrid-strategy {strategy} with --train-decoder-input "
-                f"{hybrid_option(args, 'train_decoder_input')} and --train-copy-share {share} "
+                f"--hybrid-strategy {value(args, 'hybrid_strategy')} with --train-decoder-input "
+                f"{value(args, 'train_decoder_input')} and --train-copy-share {args.train_copy_share} "
                 f"copies source embeddings into the decoder, so --encoder-embed-dim "
                 f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})")
 
 
 def trains_with_source_copy(args) -> bool:
     """Whether any training slot can get Z."""
-    if hybrid_option(args, "train_decoder_input") == "paper":
-        return hybrid_option(args, "train_copy_share") > 0
-    return decoding_copies_source(hybrid_option(args, "hybrid_strategy"))
+    if value(args, "train_decoder_input") == "paper":
+        return args.train_copy_share > 0
+    return decoding_copies_source(value(args, "hybrid_strategy"))
 
 
 def uses_source_copy(args) -> bool:
     """Whether training or decoding ever gives a slot Z."""
-    return trains_with_source_copy(args) or decoding_copies_source(hybrid_option(args, "hybrid_strategy"))
+    return trains_with_source_copy(args) or decoding_copies_source(value(args, "hybrid_strategy"))
 
 
 class HybridInputDecoder(NATransformerDecoder):
@@ -105,10 +62,10 @@ class HybridInputDecoder(NATransformerDecoder):
 
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
-        self.hybrid_strategy = hybrid_option(args, "hybrid_strategy")
-        self.copy_temperature = hybrid_option(args, "copy_temperature")
-        self.mask_weight = hybrid_option(args, "mask_weight")
-        self.fence_first = hybrid_option(args, "fence_first")
+        self.hybrid_strategy = value(args, "hybrid_strategy")
+        self.copy_temperature = args.copy_temperature
+        self.mask_weight = args.mask_weight
+        self.fence_first = value(args, "fence_first")
         self._training = False
         self._training_copy_weight = None
 
@@ -162,32 +119,15 @@ class HybridInputDecoder(NATransformerDecoder):
 class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
     """CMLM with a hybrid decoder input (``--hybrid-strategy``)."""
 
+    options_config = HiCMLMConfig  # the options this model adds, with their defaults and ranges
+
     shape_options = (("encoder.embed_positions.weight", "--max-source-positions"),
                      ("decoder.embed_positions.weight", "--max-target-positions"))
 
     @staticmethod
     def add_args(parser):
         CMLMNATransformerModel.add_args(parser)
-        parser.add_argument("--hybrid-strategy", choices=HYBRID_STRATEGIES,
-                            help="what a masked decoder slot gets: M, Z, 0.6M+0.4Z or the fence")
-        parser.add_argument("--copy-temperature", type=float,
-                            help="tau of the relative-position soft copy, > 0 (eq. 9)")
-        parser.add_argument("--mask-weight", type=float,
-                            help="weight of M for weighted_sum, in [0, 1]")
-        parser.add_argument("--fence-first", choices=FENCE_FIRST,
-                            help="what the first target word gets under fence_replace: 'mask' "
-                                 "(default, the paper's fence (0,1,0,1,...)) or 'copy'")
-        parser.add_argument("--train-decoder-input", choices=TRAINING_INPUTS,
-                            help="training input of the masked slots: 'paper' (default, section 3.3: "
-                                 "a random --train-copy-share of them gets Z, for every strategy) or "
-                                 "'decoding_rule' (the strategy's decoding input; an ablation)")
-        parser.add_argument("--train-copy-share", type=float,
-                            help=f"with --train-decoder-input paper, the probability that a masked "
-                                 f"training slot gets Z instead of M, in [0, 1] (default "
-                                 f"{DEFAULT_TRAIN_COPY_SHARE}: the paper gives none; this trains on as "
-                                 f"much Z as fence_replace feeds the first pass). 0 with "
-                                 f"--hybrid-strategy all_mask is fairseq's cmlm_transformer")
-        add_straight_through_args(parser)
+        add_config_args(parser, HiCMLMConfig)
 
     @classmethod
     def build_model(cls, args, task):
@@ -198,8 +138,8 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
 
     def __init__(self, args, encoder, decoder):
         super().__init__(args, encoder, decoder)
-        self.train_decoder_input = hybrid_option(args, "train_decoder_input")
-        self.train_copy_share = hybrid_option(args, "train_copy_share")
+        self.train_decoder_input = value(args, "train_decoder_input")
+        self.train_copy_share = args.train_copy_share
         self.trains_with_copy = trains_with_source_copy(args)
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs):
@@ -227,8 +167,9 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
 
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer")
 def hi_cmlm_base_architecture(args):
-    """fairseq's CMLM base sizes: 6+6 layers, 512 dims, 8 heads, FFN 2048, shared embeddings."""
-    set_defaults(args, **HYBRID_DEFAULTS, attention_dropout_straight_through=False)
+    """``HiCMLMConfig``'s defaults on fairseq's CMLM base sizes: 6+6 layers, 512 dims, 8 heads,
+    FFN 2048, shared embeddings."""
+    fill_defaults(args, HiCMLMConfig)
     cmlm_base_architecture(args)
 
 

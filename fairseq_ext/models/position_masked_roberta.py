@@ -1,26 +1,10 @@
-"""``position_masked_roberta``: RoBERTa/BERT with position masking (Wagner et al. 2020,
-"Positional Masking for Language Models", section 2.1, Figure 2).
-
-fairseq's ``RobertaModel`` with two additions, both under their own state-dict names so
-that every RoBERTa parameter keeps fairseq's name:
-
-* ``encoder.mask_position_embedding`` (``(C,)``): replaces the learned position embedding
-  of the tokens whose position is masked;
-* ``encoder.position_classifier`` (``Linear(C, max_positions)``): "a single extra classifier
-  layer" (section 2.1) that predicts, from the last hidden state of a position-masked
-  token, its original position index (one class per position).
-
-Both exist only when the task masks positions (a ``PositionMaskingTask``, e.g.
-``position_masked_lm``). Built for another task, e.g. fairseq's ``sentence_prediction``, the
-model is the encoder alone and a pre-trained checkpoint's position head is dropped when
-loaded (logged). Without ``src_positions`` (fine-tuning, inference) the forward pass is
-RoBERTa's, and with ``--position-mask-prob 0`` training is fairseq's ``masked_lm`` +
-``roberta``.
-"""
+"""``position_masked_roberta``: fairseq's RoBERTa plus a mask-position embedding and a position
+classifier (Wagner et al. 2020, section 2.1, Figure 2), built only for a task that masks
+positions (``interfaces.PositionMaskingTask``); otherwise it is RoBERTa's encoder, and a
+pre-trained position head is dropped when loaded."""
 from __future__ import annotations
 
 import logging
-from abc import ABC, abstractmethod
 from typing import Optional
 
 import torch
@@ -37,12 +21,14 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor, nn
 
+from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes
 from fairseq_ext.errors import require
+from fairseq_ext.interfaces import PositionMaskingTask
 from fairseq_ext.masking import MASK_POSITION
-from fairseq_ext.models.architecture_defaults import set_defaults, set_sizes
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
-from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS, add_layernorm_eps_arg, set_layernorm_eps
-from fairseq_ext.modules import add_straight_through_args, apply_straight_through_from_args
+from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
+from fairseq_ext.models.position_masked_roberta_config import PositionMaskedRobertaConfig
+from fairseq_ext.modules import apply_straight_through_from_args
 
 logger = logging.getLogger(__name__)
 
@@ -51,22 +37,6 @@ POSITION_HEAD_KEYS = ("encoder.mask_position_embedding", "encoder.position_class
 # unilm_transformer reads them; this single-segment model has segment 0 folded into its
 # position embeddings and drops them.
 SEGMENT_KEYS = ("encoder.sentence_encoder.embed_segments.",)
-
-
-class PositionMaskingTask(ABC):
-    """What ``position_masked_roberta`` and the criterion ``position_masked_lm`` ask of a task
-    that masks positions (Wagner et al. 2020, section 2.1; ``position_masked_lm``). Its batches carry
-    ``net_input["src_positions"]`` ``(B, T)``, the input position index of every token
-    (``MASK_POSITION`` where the mask-position embedding replaces it), and
-    ``position_target`` ``(B, T)``, the original position of every position-masked token
-    (``NO_POSITION_LABEL`` elsewhere). The model builds its mask-position embedding and
-    position classifier only for such a task; for any other (e.g. fairseq's
-    ``sentence_prediction``) it is RoBERTa's encoder alone."""
-
-    @abstractmethod
-    def longest_example(self) -> int:
-        """The most tokens (``<s>`` included) an example of the task has: the position
-        classifier needs one class per position."""
 
 
 class GivenPositionsTransformerEncoder(TransformerEncoder):
@@ -167,6 +137,8 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
 class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     """RoBERTa with the mask-position embedding and the position classifier."""
 
+    options_config = PositionMaskedRobertaConfig  # the options this model adds, with their defaults and ranges
+
     shape_options = (("embed_positions.weight", "--max-positions (--tokens-per-sample)"),
                      ("position_classifier.weight", "--max-positions (--tokens-per-sample)"),
                      ("position_classifier.bias", "--max-positions (--tokens-per-sample)"))
@@ -174,8 +146,7 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     @staticmethod
     def add_args(parser):
         RobertaModel.add_args(parser)
-        add_straight_through_args(parser)
-        add_layernorm_eps_arg(parser)
+        add_config_args(parser, PositionMaskedRobertaConfig)
 
     @classmethod
     def build_model(cls, args, task):
@@ -221,7 +192,9 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
 
 
 def validate_position_args(args, task) -> None:
-    """Clear errors for settings the position embedding or classifier cannot honour."""
+    """Clear errors for out-of-range options (``PositionMaskedRobertaConfig``) and for settings
+    the position embedding or classifier cannot honour."""
+    check_config(args, PositionMaskedRobertaConfig)
     require(args.max_positions >= 2, f"--max-positions must be >= 2, got {args.max_positions}")
     require(safe_getattr(args, "encoder_learned_pos", True)
             and not safe_getattr(args, "no_token_positional_embeddings", False),
@@ -235,15 +208,11 @@ def validate_position_args(args, task) -> None:
                 "lower --tokens-per-sample or raise --max-positions")
 
 
-def _plugin_defaults(args) -> None:
-    """The plugin's options, off / fairseq's layer-norm epsilon unless given."""
-    set_defaults(args, attention_dropout_straight_through=False, layernorm_eps=DEFAULT_LAYERNORM_EPS)
-
-
 @register_model_architecture("position_masked_roberta", "position_masked_roberta")
 def position_masked_roberta_architecture(args):
-    """fairseq's RoBERTa defaults (base sizes: 12 layers x 768, 12 heads, FFN 3072)."""
-    _plugin_defaults(args)
+    """``PositionMaskedRobertaConfig``'s defaults on fairseq's RoBERTa base (12 layers x 768, 12
+    heads, FFN 3072)."""
+    fill_defaults(args, PositionMaskedRobertaConfig)
     roberta_base_architecture(args)
 
 
@@ -256,7 +225,7 @@ def position_masked_roberta_base_architecture(args):
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_large")
 def position_masked_roberta_large_architecture(args):
     """RoBERTa large: 24 layers x 1024, 16 heads, FFN 4096."""
-    _plugin_defaults(args)
+    fill_defaults(args, PositionMaskedRobertaConfig)
     roberta_large_architecture(args)
 
 

@@ -1,27 +1,7 @@
-"""ProphetNet (Qi et al. 2020, "ProphetNet: Predicting Future N-gram for Sequence-to-Sequence
-Pre-training"): a Transformer encoder-decoder whose decoder predicts the next ``n`` tokens at
-every step with n-stream self-attention (section 2.3).
-
-* Encoder: fairseq's ``TransformerEncoder`` with ProphetNet's choices (learned positions, a
-  layer norm on the embeddings, GELU, post-norm, no embedding scaling).
-* Decoder: ``ProphetNetDecoder`` below. The main stream embeds the input tokens at their
-  absolute positions; predicting stream ``k`` embeds a learned stream vector plus the
-  position of the token it predicts (one further). The streams go through the same layers
-  (``modules.ProphetNetDecoderLayer``); predicting stream ``k`` at index ``t`` gives the
-  logits of target ``t`` seen from ``k`` tokens back (``masking.ngram_stream``). The decoder
-  returns stream 1 (next token) as its output and all streams in ``extra["stream_logits"]``
-  for ``criterions.ngram_language_loss``.
-* Inference: with an ``incremental_state`` only the main stream (its keys/values are cached)
-  and stream 1 of the newest position are computed; the other streams are off.
-
-Relative positions are T5 buckets (``--num-buckets``, ``--relative-max-distance``) of the
-absolute positions, which pre-training passes in (``decoder_positions``: the positions of
-the masked span in the article); fine-tuning numbers the target from the start.
-
-``--attention-backend flex`` runs the n-stream self-attention of full passes through
-FlexAttention (``modules.flex_attention``): the same rule as a block mask, the bucket bias as a
-``score_mod``; incremental decoding stays dense.
-"""
+"""``prophetnet``: fairseq's Transformer encoder and a decoder that predicts the next ``n`` tokens
+at every step with n-stream self-attention and T5 relative-position buckets (Qi et al. 2020,
+section 2.3); incremental decoding runs the main stream and stream 1 only. The options are
+``prophetnet_config.ProphetNetConfig``."""
 from __future__ import annotations
 
 import math
@@ -38,28 +18,24 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
+from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes, set_unset, value
 from fairseq_ext.errors import require
 from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
-from fairseq_ext.models.architecture_defaults import set_defaults, set_sizes
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
+from fairseq_ext.models.prophetnet_config import ProphetNetConfig
 from fairseq_ext.modules import ProphetNetDecoderLayer
-from fairseq_ext.modules.flex_attention import (
-    DEFAULT_ATTENTION_BACKEND,
-    NgramStreamBlockMask,
-    add_attention_backend_arg,
-    check_attention_backend,
-)
+from fairseq_ext.modules.flex_attention import NgramStreamBlockMask, check_attention_backend
 from fairseq_ext.modules.ngram_self_attention import IncrementalState
 
 
 def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
-    """Clear errors for option values the model cannot honour."""
+    """Clear errors for out-of-range options (``ProphetNetConfig``) and for values the model
+    cannot honour together."""
+    check_config(args, ProphetNetConfig)
     ngram, buckets, distance = args.ngram, args.num_buckets, args.relative_max_distance
-    require(ngram >= 1, f"--ngram must be >= 1 (1 = next-token prediction only, the paper uses 2), got {ngram}")
     require(ngram <= args.max_target_positions,
             f"--ngram {ngram} is larger than the decoder's positions table (--max-target-positions "
             f"{args.max_target_positions}); use a smaller --ngram")
-    require(buckets >= 2, f"--num-buckets must be >= 2 (the paper uses 32), got {buckets}")
     require(distance > buckets // 2,
             f"--relative-max-distance must be larger than --num-buckets // 2 = {buckets // 2} (the "
             f"paper uses 128 with 32 buckets), got {distance}")
@@ -70,7 +46,7 @@ def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
         dim, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
         require(heads >= 1 and dim % heads == 0,
                 f"--{side}-embed-dim {dim} must be a multiple of --{side}-attention-heads {heads}")
-    check_attention_backend(args.attention_backend)
+    check_attention_backend(value(args, "attention_backend"))
     require(src_dict == tgt_dict,
             "prophetnet shares one embedding table between encoder, decoder and output layer (as in "
             "the paper), so source and target need one dictionary: binarize with fairseq-preprocess "
@@ -86,7 +62,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.num_buckets = args.num_buckets
         self.relative_max_distance = args.relative_max_distance
         self.max_target_positions = args.max_target_positions
-        self.attention_backend = args.attention_backend
+        self.attention_backend = value(args, "attention_backend")
         self.padding_idx = embed_tokens.padding_idx
         embed_dim = embed_tokens.embedding_dim
         self.embed_tokens = embed_tokens
@@ -236,6 +212,8 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
 class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
     """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
 
+    options_config = ProphetNetConfig  # the options this model adds, with their defaults and ranges
+
     # Fine-tuning must keep pre-training's --ngram and positions: they are weight shapes.
     shape_options = (("decoder.ngram_embeddings.weight", "--ngram"),
                      ("self_attn.relative_pos_proj.weight", "--num-buckets (or --decoder-attention-heads)"),
@@ -246,14 +224,7 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
     @classmethod
     def add_args(cls, parser):
         TransformerModel.add_args(parser)
-        parser.add_argument("--ngram", type=int, metavar="N",
-                            help="number of predicting streams: tokens predicted at each step (>= 1; "
-                                 "the paper uses 2)")
-        parser.add_argument("--num-buckets", type=int, metavar="N",
-                            help="relative-position buckets of the decoder self-attention (default 32)")
-        parser.add_argument("--relative-max-distance", type=int, metavar="N",
-                            help="distances >= this share the last relative-position bucket (default 128)")
-        add_attention_backend_arg(parser)
+        add_config_args(parser, ProphetNetConfig)
 
     @classmethod
     def build_model(cls, args, task):
@@ -277,14 +248,13 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
 
 @register_model_architecture("prophetnet", "prophetnet")
 def prophetnet_architecture(args):
-    """ProphetNet's choices on top of fairseq's Transformer defaults: learned positions, a
-    layer norm on the embeddings, GELU, no embedding scaling, one shared embedding table,
-    dropout 0.1 everywhere, n = 2, 32 buckets up to distance 128; 6+6 layers x 768 dims."""
+    """``ProphetNetConfig``'s defaults and ProphetNet's choices on top of fairseq's Transformer
+    defaults: learned positions, a layer norm on the embeddings, GELU, no embedding scaling, one
+    shared embedding table, dropout 0.1 everywhere; 6+6 layers x 768 dims."""
+    fill_defaults(args, ProphetNetConfig)
     set_sizes(args, layers=6, embed_dim=768, ffn_embed_dim=3072, attention_heads=12)
-    set_defaults(args, ngram=2, num_buckets=32, relative_max_distance=128,
-                 attention_backend=DEFAULT_ATTENTION_BACKEND,
-                 max_source_positions=1024, max_target_positions=1024,  # fairseq's default, as the tasks set it
-                 dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, activation_fn="gelu")
+    set_unset(args, max_source_positions=1024, max_target_positions=1024,  # fairseq's, as the tasks set it
+              dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, activation_fn="gelu")
     for flag in ("encoder_learned_pos", "decoder_learned_pos", "layernorm_embedding", "no_scale_embedding",
                  "share_all_embeddings", "share_decoder_input_output_embed"):
         setattr(args, flag, True)

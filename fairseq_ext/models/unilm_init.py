@@ -1,32 +1,23 @@
-"""BERT weights become a seq2seq model: initialise ``unilm_transformer`` from a fairseq
-``roberta`` (or ``position_masked_roberta``) checkpoint, optionally keeping only some
-vocabulary rows (Su 2019's ``keep_tokens``, section "Brief Explanation").
-
-RoBERTa's parameters are named ``encoder.sentence_encoder.*`` and ``encoder.lm_head.*``;
-``unilm_transformer`` uses the same names without ``sentence_encoder``. Parameters the
-checkpoint has and the model does not use (a classification head, a position-masking
-head, a ``version`` buffer) are ignored and named in one log line. The model's own extras,
-the segment and next-position embeddings, start at zero, so the loaded stack computes
-exactly RoBERTa's function on ``<s> source </s>``. Any shape, dictionary or structural
-mismatch is an error that names the parameter and the fix.
-
-``prepare_unilm_model`` is what both one-stack tasks (``unilm_seq2seq``, ``permutation_lm``)
-do with the model fairseq built for them: check its family and attention mask, then
-``--init-from``.
-"""
+"""``--init-from``: start ``unilm_transformer`` from a fairseq ``roberta`` (or
+``position_masked_roberta``) checkpoint (Su 2019 starts from BERT), renaming
+``encoder.sentence_encoder.*`` to the stack's names, keeping only the ``--keep-tokens`` rows and
+zero-initialising the segment and next-position embeddings, so the loaded stack computes
+RoBERTa's function on ``<s> source </s>``; and the checks both one-stack tasks make of their model."""
 from __future__ import annotations
 
 import logging
 import os
-from argparse import Namespace
 from typing import Optional
 
 import torch
 from fairseq.data import Dictionary
 
+from fairseq_ext.config_fields import value
+from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, masks_of_task
-from fairseq_ext.models.layer_norm_eps import DEFAULT_LAYERNORM_EPS
+from fairseq_ext.models.checkpoint_start import copy_weights, load_start_checkpoint
+from fairseq_ext.models.shared_options import LayerNormEpsConfig
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
 
 logger = logging.getLogger(__name__)
@@ -44,16 +35,6 @@ def _renamed(key: str) -> Optional[str]:
     return None
 
 
-def _model_args(state: dict) -> dict:
-    cfg = state.get("cfg") or {}
-    model = cfg.get("model") if hasattr(cfg, "get") else None
-    if model is None:
-        model = state.get("args")
-    if isinstance(model, Namespace):
-        return vars(model)
-    return dict(model) if model is not None else {}
-
-
 def _check_structure(path: str, args: dict, model_args) -> None:
     """RoBERTa variants whose function this post-norm stack cannot reproduce."""
     require(not args.get("encoder_normalize_before", False),
@@ -64,30 +45,26 @@ def _check_structure(path: str, args: dict, model_args) -> None:
     require(not args.get("untie_weights_roberta", False),
             f"--init-from {path}: the checkpoint unties its LM head from the embedding; "
             "unilm_transformer ties them, so use a checkpoint trained without --untie-weights-roberta")
-    eps = args.get("layernorm_eps", DEFAULT_LAYERNORM_EPS)
+    eps = args.get("layernorm_eps", LayerNormEpsConfig.layernorm_eps)
     require(eps == model_args.layernorm_eps,
             f"--init-from {path}: the checkpoint's layer norms use epsilon {eps:g}, the model's "
             f"{model_args.layernorm_eps:g}; pass --layernorm-eps {eps:g}")
-    theirs = args.get("activation_fn")
-    require(theirs is None or theirs == model_args.activation_fn,
+    theirs, ours = args.get("activation_fn"), value(model_args, "activation_fn")
+    require(theirs is None or theirs == ours,
             f"--init-from {path}: the checkpoint uses --activation-fn {theirs}, the model "
-            f"{model_args.activation_fn}; pass --activation-fn {theirs}")
+            f"{ours}; pass --activation-fn {theirs}")
 
 
-def _pretraining_dictionary(path: str, args: dict, state: dict) -> Optional[str]:
+def _pretraining_dictionary(path: str, data: Optional[str]) -> Optional[str]:
     """The dict.txt the checkpoint was trained with, when it is on this machine."""
     candidates = [os.path.join(os.path.dirname(os.path.abspath(path)), "dict.txt")]
-    cfg = state.get("cfg") or {}
-    task = cfg.get("task") if hasattr(cfg, "get") else None
-    data = (task.get("data") if hasattr(task, "get") else getattr(task, "data", None)) or args.get("data")
     if data:
         candidates.append(os.path.join(str(data).split(os.pathsep)[0], "dict.txt"))
     return next((c for c in candidates if os.path.isfile(c)), None)
 
 
 def _check_dictionary(path: str, dict_path: str, dictionary: Dictionary) -> None:
-    pretrained = Dictionary.load(dict_path)
-    pretrained.add_symbol("<mask>")
+    pretrained = load_with_mask_symbol(dict_path)
     for i, (a, b) in enumerate(zip(pretrained.symbols, dictionary.symbols)):
         require(a == b, f"--init-from {path}: token {i} is {a!r} in the pretraining dictionary "
                         f"{dict_path} but {b!r} in the data's; binarize the data with "
@@ -106,13 +83,10 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
         keep_ids: rows of the full vocabulary to keep (``--keep-tokens``), in the order of
             the model's pruned dictionary; None keeps all.
     """
-    from fairseq import checkpoint_utils
-
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)
-    args = _model_args(state)
-    _check_structure(path, args, model.args)
-    renamed = {key: _renamed(key) for key in state["model"]}
-    theirs = {new: state["model"][key] for key, new in renamed.items() if new is not None}
+    start = load_start_checkpoint(path)
+    _check_structure(path, start.options, model.args)
+    renamed = {key: _renamed(key) for key in start.weights}
+    theirs = {new: start.weights[key] for key, new in renamed.items() if new is not None}
     own = model.state_dict()
     vocab = theirs.get("encoder.embed_tokens.weight")
     require(vocab is not None, f"--init-from {path}: no encoder.sentence_encoder.embed_tokens.weight; "
@@ -123,7 +97,7 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
             f"dictionary has {len(dictionary)} (with <mask>); binarize the data with the pretrained "
             "model's dictionary: fairseq-preprocess --srcdict PRETRAINED/dict.txt --joined-dictionary"
         )
-    dict_path = _pretraining_dictionary(path, args, state)
+    dict_path = _pretraining_dictionary(path, start.data)
     if dict_path is not None:
         _check_dictionary(path, dict_path, dictionary)
     missing = [k for k in own if k not in theirs and k not in ZERO_INITIALISED]
@@ -134,24 +108,17 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
             f"parameters); it has {n_theirs} layers, the model {len(model.encoder.layers)}: use the "
             "checkpoint's sizes (--encoder-layers, --encoder-embed-dim, ...)"
         )
-    new_state = {}
-    for name, value in own.items():
+    weights = {}
+    for name, tensor in own.items():
         if name in ZERO_INITIALISED and name not in theirs:
-            new_state[name] = torch.zeros_like(value)
-            continue
-        loaded = theirs[name]
-        if name in VOCAB_ROWS and keep_ids is not None:
-            loaded = loaded.index_select(0, keep_ids)
-        if loaded.shape != value.shape:
-            raise FairseqExtError(
-                f"--init-from {path}: {name} has shape {tuple(loaded.shape)} there and "
-                f"{tuple(value.shape)} here; give the model the checkpoint's sizes "
-                "(--encoder-embed-dim, --encoder-ffn-embed-dim, --max-positions)"
-            )
-        new_state[name] = loaded.to(value.dtype)
+            weights[name] = torch.zeros_like(tensor)
+        elif name in VOCAB_ROWS and keep_ids is not None:
+            weights[name] = theirs[name].index_select(0, keep_ids)
+        else:
+            weights[name] = theirs[name]
+    copy_weights(model, weights, f"--init-from {path}", "give the model the checkpoint's sizes "
+                 "(--encoder-embed-dim, --encoder-ffn-embed-dim, --max-positions)")
     unused = sorted(k for k, new in renamed.items() if new not in own)
-    with torch.no_grad():
-        model.load_state_dict(new_state, strict=True)
     kept = f", keeping {len(keep_ids)} of {len(dictionary)} vocabulary rows" if keep_ids is not None else ""
     logger.info("initialised unilm_transformer from %s%s; zero-initialised %s", path, kept,
                 ", ".join(k for k in ZERO_INITIALISED if k not in theirs))

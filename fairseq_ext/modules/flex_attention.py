@@ -1,30 +1,7 @@
-"""``--attention-backend flex``: the plugin's masked self-attention through PyTorch's
-FlexAttention (``torch.nn.attention.flex_attention``; Dong et al. 2024, "Flex Attention: A
-Programming Model for Generating Optimized Attention Kernels", its ``score_mod`` / ``mask_mod``
-programming model and block masks), from the same rules as the dense path.
-
-Every attention rule of the plugin is a FlexAttention ``mask_mod`` already
-(``masking.predicates``); here it becomes a ``BlockMask`` (``create_block_mask``) instead of the
-dense boolean mask of ``masking.derived``, so both backends run one rule:
-
-* UniLM (``unilm_transformer``, Su 2019): the variant's rule joined with the padding rule,
-  ``and_masks(rule, padding(padded))`` (``padded_block_mask``, the twin of
-  ``masking.padded_dense_mask``), one ``BlockMask`` per batch shared by every layer.
-* ProphetNet (Qi et al. 2020, section 2.3): ``predicates.ngram_stream`` over the
-  ``[main; stream 1; ...; stream n]`` rows, queries and keys both ``(1 + n) T`` long
-  (``NgramStreamBlockMask``); the T5-style relative-position bias, one logit per bucket
-  predicted from the query, enters as a ``score_mod`` that adds the logit of the bucket of
-  ``(q_idx, kv_idx)``, bucket 0 for a predicting row's own key as in the dense path (the
-  logits in the dtype of the queries, where the dense path adds them in float32). No padding
-  rule, as in the dense path: a target is right-padded and no real row sees a later one.
-
-Scope: full passes (training, scoring). Cached incremental decoding keeps the dense path. On
-CUDA ``flex_attention`` runs compiled (``torch.compile``; its first call per shape compiles
-the kernels). On CPU torch runs it unfused and without a backward, so there flex serves forward
-passes without gradients only; dense stays the default everywhere. FlexAttention has no
-attention dropout, so training with ``--attention-dropout`` > 0 is refused rather than run
-without it.
-"""
+"""``--attention-backend flex``: the plugin's masked self-attention through FlexAttention (Dong et
+al. 2024), the same ``masking.predicates`` rule as a ``BlockMask`` instead of a dense mask, for
+UniLM's variants (Su 2019) and ProphetNet's n-stream rule with its bucket bias as a ``score_mod``
+(Qi et al. 2020, section 2.3); full passes only, cached decoding stays dense."""
 from __future__ import annotations
 
 import functools
@@ -43,17 +20,6 @@ except ImportError:  # torch < 2.5: only the dense backend
     BlockMask = create_block_mask = flex_attention = None
 
 ATTENTION_BACKENDS = ("dense", "flex")
-DEFAULT_ATTENTION_BACKEND = "dense"
-
-
-def add_attention_backend_arg(parser) -> None:
-    """``--attention-backend {dense,flex}`` (a model option of ``unilm_transformer`` and
-    ``prophetnet``)."""
-    parser.add_argument("--attention-backend", choices=ATTENTION_BACKENDS,
-                        help="self-attention of full passes: dense (the default: the dense mask of the "
-                             "rule, every device) or flex (FlexAttention's block mask of the same rule; for "
-                             "training and scoring on CUDA, needs --attention-dropout 0 in training; "
-                             "cached decoding stays dense)")
 
 
 def check_attention_backend(backend: str) -> None:

@@ -1,18 +1,7 @@
-"""Self-attention with a per-example mask and a key/value cache.
-
-fairseq's ``MultiheadAttention`` takes one 2-D ``attn_mask`` for the whole batch, but the
-masks of the attention-mask playbook differ per example: the caller passes the dense form of
-a rule of ``masking.predicates`` (``masking.padded_dense_mask`` for a full pass,
-``masking.step_mask`` for one cached decoding step). This path uses PyTorch's ``scaled_dot_product_attention`` (Vaswani et
-al. 2017, eq. 1: softmax(QK^T / sqrt(d_k)) V) with a ``(B, 1, T, S)`` mask, and returns the
-keys and values it used so that a decoder can cache them and feed one token per step. A full
-pass may instead pass the rule's FlexAttention ``BlockMask`` (``--attention-backend flex``,
-``modules.flex_attention``), which runs ``flex_attention`` on the same queries, keys and values.
-
-The layer keeps the parameter names of fairseq's ``TransformerEncoderLayer`` (``self_attn.
-{q,k,v,out}_proj``, ``self_attn_layer_norm``, ``fc1``, ``fc2``, ``final_layer_norm``) and its
-post-norm order, so BERT/RoBERTa weights load into it unchanged.
-"""
+"""Post-norm Transformer layer whose self-attention takes a per-example mask and returns its keys
+and values for a decoding cache: ``softmax(QK^T / sqrt(d_k)) V`` (Vaswani et al. 2017, eq. 1)
+under the dense form of a ``masking.predicates`` rule or its FlexAttention block mask, with
+fairseq's ``TransformerEncoderLayer`` parameter names so BERT/RoBERTa weights load unchanged."""
 from __future__ import annotations
 
 from typing import Optional, Tuple, Union

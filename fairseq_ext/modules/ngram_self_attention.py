@@ -1,28 +1,7 @@
-"""ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5).
-
-Queries are ``(1 + n) * T`` rows: the main stream and ``n`` predicting streams, all with the
-same projections. Who sees whom is the rule ``masking.predicates.ngram_stream``; since no
-query sees a predicting-stream key other than its own, every query attends ``T + 1`` keys
-(``masking.folded_keys``): the ``T`` main-stream keys and its own key, masked by the rule's
-folded form ``masking.ngram_stream_key_mask`` (causal for the main stream,
-``j <= max(t - k + 1, 0)`` plus itself for stream ``k``). One matrix product and one softmax
-serve all streams; a test compares this with dense attention under the full ``((1 + n) T)^2``
-mask. Every score gets a T5-style relative-position bias predicted from the query
-(``relative_pos_proj``: one logit per bucket and head, feature ``bucket * heads + head``) at
-the buckets of ``masking.ngram_stream_buckets``; the own key stands where the query does
-(relative position 0, bucket 0).
-
-Incremental decoding (``incremental_state``) keeps a key/value cache of the main stream only
-and takes rows ``[main, stream 1]`` of the newest position, with the rows of that step of the
-same mask and buckets (``masking.NgramStreamTables.step``): the new main key joins the cache
-and both queries see the whole cache (stream 1 at ``t`` sees main ``<= t``). The other
-predicting streams are not computed at inference.
-
-With ``--attention-backend flex`` a full pass gets, in place of the folded key mask, the rule's
-FlexAttention block mask (``modules.flex_attention.NgramStreamBlockMask``): every query row
-attends all ``(1 + n) T`` rows under ``predicates.ngram_stream`` and the bucket bias enters as a
-``score_mod``; the projections and the bias logits are this module's own.
-"""
+"""ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5): the main and ``n``
+predicting streams share projections, each query attends the ``T`` main-stream keys and its own
+key under ``masking.ngram_stream_key_mask``, plus a T5 relative-position bias per bucket; cached
+decoding keeps the main stream's keys and computes stream 1 only."""
 from __future__ import annotations
 
 from typing import Dict, Optional, Union

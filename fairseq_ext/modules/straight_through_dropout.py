@@ -1,23 +1,8 @@
-"""Enhanced dropout gradient (Wagner et al. 2020, "Positional Masking for Language Models",
-section 2.2): "although we dropout the attention weights in the forward, we do not apply
-the dropout mask when the gradients are back-propagated".
-
-Forward: ``y = x * m / (1 - p)`` with ``m ~ Bernoulli(1 - p)``, exactly as ordinary
-(inverted) dropout. Backward: ``dL/dx = dL/dy``: neither the mask nor the ``1 / (1 - p)``
-scale is applied, i.e. the dropout layer counts as the identity in the backward pass
-("allowing all gradients to flow through the dropout layer", section 2). We drop the scale
-too because ``m / (1 - p)`` as a whole is the mask the forward pass multiplies by: its
-expectation is 1, so the identity is the expected value of the ordinary dropout gradient,
-whereas keeping ``1 / (1 - p)`` would enlarge every attention gradient by that factor,
-a learning-rate change on the attention path that the paper does not describe.
-
-``use_straight_through_attention_dropout(model)`` switches every fairseq
-``MultiheadAttention`` of a model (encoder, decoder and cross attention) to it; the
-``--attention-dropout-straight-through`` model flag does this at build time.
-"""
+"""Enhanced dropout gradient (Wagner et al. 2020, section 2.2): attention dropout in the forward
+pass, ``y = x m / (1 - p)``, and the identity in the backward pass, ``dL/dx = dL/dy``, for every
+fairseq ``MultiheadAttention`` of a model (``--attention-dropout-straight-through``)."""
 from __future__ import annotations
 
-import argparse
 import logging
 from typing import Optional
 
@@ -84,14 +69,6 @@ def use_straight_through_attention_dropout(model: nn.Module) -> int:
             module.skip_embed_dim_check = True  # fairseq's switch to its Python attention path
             switched += 1
     return switched
-
-
-def add_straight_through_args(parser: argparse.ArgumentParser) -> None:
-    """Add ``--attention-dropout-straight-through`` to a model's ``add_args``."""
-    parser.add_argument(FLAG, action="store_true",
-                        help="drop attention weights in the forward pass but pass their gradient "
-                             "through without the dropout mask (enhanced dropout gradient, "
-                             "Wagner et al. 2020, section 2.2)")
 
 
 def apply_straight_through_from_args(model: nn.Module, args) -> None:

@@ -1,27 +1,11 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Task ``cmlm_hybrid``: CMLM / HI-CMLM training and mask-predict decoding.
-
-Builds on fairseq's ``translation_lev`` (data loading with <s>, the NAT criterion
-``nat_loss``) and adds:
-
-* training noise from ``masking.uniform_count_mask`` (paper section 2.3: the number of
-  masked target tokens is uniform, then their positions are uniform);
-* ``--eval-bleu``: validation runs mask-predict (options in ``--eval-bleu-args``, e.g.
-  ``'{"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}'``) and scores with sacrebleu;
-* ``MaskPredictGenerator`` for ``fairseq-generate``/``fairseq-interactive``, built only for
-  a conditional masked LM and for decoding options in range
-  (``generation.decoding_options``);
-* no example is ever dropped from a batch (``CompleteBatchesTaskMixin``), and data that
-  the model cannot honour (empty lines, targets longer than the length predictor's 255
-  classes, an incomplete ``.bin``) is refused with a clear message instead of being skipped
-  or clamped; an empty line of ``fairseq-interactive`` input is answered and skipped
-  (``InteractiveInputTaskMixin``).
-"""
-import logging
+"""Task ``cmlm_hybrid``: CMLM / HI-CMLM training with CMLM's uniform-count target masking
+(Ghazvininejad et al. 2019, section 3; Wang et al. 2021, section 2.3), validation BLEU and
+mask-predict decoding, on fairseq's ``translation_lev``; data the model cannot honour is
+refused, never skipped or clamped."""
 from dataclasses import dataclass, field
 from typing import Optional
 
-import torch
 from fairseq.dataclass import ChoiceEnum
 from fairseq.models.nat import CMLMNATransformerModel
 from fairseq.tasks import register_task
@@ -34,9 +18,9 @@ from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, option
 from fairseq_ext.masking import uniform_count_mask
+from fairseq_ext.models.checkpoint_start import init_part_from_checkpoint
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
-logger = logging.getLogger(__name__)
 
 CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
 
@@ -137,33 +121,3 @@ class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, Transl
                 logging_output[f"_bleu_totals_{i}"] = bleu.totals[i]
         return loss, sample_size, logging_output
 
-
-def init_part_from_checkpoint(model, part: str, path: str) -> None:
-    """Copy ``encoder.*`` or ``decoder.*`` weights of a fairseq checkpoint (e.g. the
-    autoregressive teacher) into ``model.encoder`` / ``model.decoder``. The encoder must match
-    entirely; the decoder takes every weight present under its own name (a CMLM decoder is an
-    autoregressive decoder without the causal mask, plus a length predictor that stays new).
-    With shared embeddings this also sets the other side's embeddings."""
-    from fairseq import checkpoint_utils
-
-    option = f"--init-{part}-from {path}"
-    state = checkpoint_utils.load_checkpoint_to_cpu(path)["model"]
-    prefix = f"{part}."
-    theirs = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
-    own = getattr(model, part).state_dict()
-    if part == "encoder":
-        missing = sorted(set(own) - set(theirs))
-        require(not missing, f"{option}: the checkpoint lacks encoder weights {missing[:3]}...; it "
-                             "needs the same encoder architecture")
-    shared = [name for name in own if name in theirs]
-    require(any(".layers." in f".{name}" for name in shared),
-            f"{option}: the checkpoint has no {part} layers under the names of this model")
-    for name in shared:
-        require(theirs[name].shape == own[name].shape,
-                f"{option}: {part}.{name} has shape {tuple(theirs[name].shape)} there and "
-                f"{tuple(own[name].shape)} here; the checkpoint needs the same {part} sizes and dictionary")
-    with torch.no_grad():
-        getattr(model, part).load_state_dict({**own, **{k: theirs[k] for k in shared}}, strict=True)
-    kept = sorted(set(own) - set(shared))
-    logger.info("initialised the %s from %s%s", part, path,
-                f" (kept new: {', '.join(kept)})" if kept else "")

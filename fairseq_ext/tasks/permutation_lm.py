@@ -1,21 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Task ``permutation_lm``: XLNet-style permutation language modelling on ``unilm_transformer``.
-
-Su 2019's section "Permutation Language Model": p(x) factorises in any order, and one
-Transformer can learn all orders at once. Each training sequence ``<s> x_1 .. x_n </s>``
-gets a uniformly random order of its positions (``<s>`` first, ``masking.random_order``);
-the model shuffles the tokens into that order, keeps their original position ids, runs the
-plain causal mask and is told which position it must predict next (see
-``UniLMStack.lm_logits``). With ``--attention-mask causal`` every order is the natural one
-(a left-to-right LM, the baseline).
-
-Validation (and ``fairseq-validate``) always uses the natural order, so ``--criterion
-cross_entropy`` reports the perplexity of x in natural order, comparable across both masks.
-
-Data: ``fairseq-preprocess --only-source`` output (``dict.txt``, ``train.bin`` ...). With
-``--sample-break-mode eos`` a line is a sequence; with ``none`` the text is cut into blocks
-of ``--tokens-per-sample``. An empty or too-long line is an error, never skipped or cut.
-"""
+"""Task ``permutation_lm``: XLNet-style permutation language modelling on ``unilm_transformer``
+(Su 2019, section "Permutation Language Model"): each training sequence in a random
+factorisation order (``masking.random_order``), validation in the natural order; with
+``--attention-mask causal`` a left-to-right LM."""
 import logging
 import os
 from dataclasses import dataclass, field
@@ -27,13 +14,16 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
+from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import CompleteBatchesTaskMixin
 from fairseq_ext.data.language_model_batches import language_model_batches
+from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.models.unilm_transformer import UniLMTask
+from fairseq_ext.tasks.model_positions import ModelPositionsCheckMixin
 from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
 
 logger = logging.getLogger(__name__)
@@ -46,13 +36,12 @@ class PermutationLMConfig(FairseqDataclass):
     data: Optional[str] = field(default=None, metadata={"help": "fairseq-preprocess --only-source output"})
     sample_break_mode: BREAK_MODES = field(
         default="eos", metadata={"help": "eos: one line is one sequence; none: blocks of --tokens-per-sample"})
-    tokens_per_sample: int = field(
-        default=512, metadata={"help": "the longest sequence, <s> and </s> included"})
+    tokens_per_sample: int = option(512, "the longest sequence, <s> and </s> included", range=Range(3))
     seed: int = II("common.seed")
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMTask, FairseqTask):
+class PermutationLMTask(ModelPositionsCheckMixin, CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMTask, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
@@ -61,8 +50,6 @@ class PermutationLMTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMT
         super().__init__(cfg)
         self.dictionary = dictionary
         self.attention_mask = None
-        self.model_positions = None
-        self._checked = set()
 
     def default_attention_mask(self) -> str:
         """XLNet's random factorisation order (``UniLMTask``)."""
@@ -71,14 +58,11 @@ class PermutationLMTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMT
     @classmethod
     def setup_task(cls, cfg: PermutationLMConfig, **kwargs):
         require(cfg.data is not None, "permutation_lm needs a data directory (fairseq-preprocess --only-source)")
-        require(cfg.tokens_per_sample >= 3,
-                f"--tokens-per-sample must be >= 3 (<s>, one token, </s>), got {cfg.tokens_per_sample}")
+        check_config(cfg, PermutationLMConfig)
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
         require(os.path.isfile(path), f"{path} does not exist; binarize the text with "
                                       "fairseq-preprocess --only-source (without --source-lang)")
-        dictionary = Dictionary.load(path)
-        dictionary.add_symbol("<mask>")  # RoBERTa's rows, for --init-from
-        return cls(cfg, dictionary)
+        return cls(cfg, load_with_mask_symbol(path))
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
@@ -110,22 +94,23 @@ class PermutationLMTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMT
     def get_batch_iterator(self, dataset, *args, max_positions=None, **kwargs):
         if isinstance(max_positions, tuple):  # the model's (P, P) against our int
             max_positions = min(p for p in max_positions if p is not None)
-        if self.model_positions is not None and id(dataset) not in self._checked:
-            sizes = dataset.sizes[0] if isinstance(dataset.sizes, list) else dataset.sizes
-            row = first_bad_row(sizes > self.model_positions)
-            if row is not None:
-                raise FairseqExtError(
-                    f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
-                    f"{self.model_positions} positions (--max-positions); lower --tokens-per-sample")
-            self._checked.add(id(dataset))
         return super().get_batch_iterator(dataset, *args, max_positions=max_positions, **kwargs)
+
+    def check_model_positions(self, dataset, positions: int) -> None:
+        """Every sequence, <s> and </s> included, must fit the model's positions table."""
+        sizes = dataset.sizes[0] if isinstance(dataset.sizes, list) else dataset.sizes
+        row = first_bad_row(sizes > positions)
+        if row is not None:
+            raise FairseqExtError(
+                f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
+                f"{positions} positions (--max-positions); lower --tokens-per-sample")
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
         prepare_unilm_model(model, cfg, task="permutation_lm", dictionary=self.dictionary,
                             from_checkpoint=from_checkpoint)
         self.attention_mask = model.attention_mask
-        self.model_positions = model.encoder.max_positions()
+        self.remember_model_positions(model)
         return model
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):

@@ -1,30 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Task ``position_masked_lm``: BERT masked LM plus position masking (Wagner et al. 2020,
-"Positional Masking for Language Models", section 2.1 and section 3).
-
-Builds on fairseq's ``masked_lm`` (its data loading, token blocks, ``<s>`` prefix, shuffle
-and batching are reused unchanged) and draws, per example and epoch:
-
-* BERT token masking: ``--mask-prob`` (0.15) of the tokens, 80% ``<mask>``, 10% kept, 10%
-  random (``masking.bert_token_mask``);
-* position masking: ``--position-mask-prob`` (0.10, the paper's best, section 5.1) of the
-  tokens, 90% get the learned mask-position embedding instead of their position
-  embedding, 5% keep their position, 5% get a random position of the sequence
-  (``masking.position_mask``); the model predicts their original position index.
-
-``--position-mask-source independent`` (default) draws the position-masked tokens from all
-tokens, independently of the token masking; ``token_masked`` draws them from the
-token-masked ones (``--position-mask-prob`` is then a fraction of those). The default follows the paper: position masking adds training signal
-at tokens that token masking leaves unused ("adding extra information in training which
-is normally limited by masking a small percentage of tokens", section 1), and Figure 1
-shows position labels at tokens other than the MLM labels. Drawn from the token-masked
-tokens, a token would lose its identity and its position at once.
-
-``<s>``, ``</s>`` and padding are never token- or position-masked. fairseq's ``masked_lm``
-lets ``<s>`` and ``</s>`` be token-masked like any other token; ``--mask-special-tokens``
-does the same, and with ``--position-mask-prob 0`` the batches are then fairseq's
-``masked_lm`` batches token for token.
-"""
+"""Task ``position_masked_lm``: fairseq's ``masked_lm`` plus position masking (Wagner et al. 2020,
+section 2.1): per example and epoch, BERT's token masking and, independently of it by default,
+``--position-mask-prob`` of the tokens get the mask-position embedding (90/5/5) and their
+original position as a label; with ``--position-mask-prob 0`` it is fairseq's ``masked_lm``."""
 import logging
 import os
 from dataclasses import dataclass, field
@@ -37,6 +15,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
+from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import (
     NO_POSITION_LABEL,
     POSITION_MASK_SOURCES,
@@ -46,29 +25,25 @@ from fairseq_ext.data import (
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.models.position_masked_roberta import PositionMaskingTask
+from fairseq_ext.interfaces import PositionMaskingTask
 
 logger = logging.getLogger(__name__)
 
 POSITION_MASK_SOURCE_CHOICES = ChoiceEnum(list(POSITION_MASK_SOURCES))
+UNIT = Range(0, 1)
 
 
 @dataclass
 class PositionMaskedLMConfig(MaskedLMConfig):
-    position_mask_prob: float = field(
-        default=0.10,
-        metadata={"help": "fraction of the tokens whose position is masked (the paper's best: 0.10); "
-                          "0 gives fairseq's masked_lm"},
-    )
-    position_keep_prob: float = field(
-        default=0.05,
-        metadata={"help": "of the position-masked tokens, the fraction that keeps its true position"},
-    )
-    position_random_prob: float = field(
-        default=0.05,
-        metadata={"help": "of the position-masked tokens, the fraction that gets a random position "
-                          "of its sequence"},
-    )
+    position_mask_prob: float = option(
+        0.10, "fraction of the tokens whose position is masked (section 5.1: the paper's best 0.10); 0 "
+              "gives fairseq's masked_lm", range=UNIT)
+    position_keep_prob: float = option(
+        0.05, "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 5%); "
+              "with --position-random-prob at most 1", range=UNIT)
+    position_random_prob: float = option(
+        0.05, "of the position-masked tokens, the fraction that gets a random position of its sequence "
+              "(section 2.1: 5%)", range=UNIT)
     position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
         default="independent",
         metadata={"help": "independent: position-masked tokens are drawn from all tokens; "
@@ -82,9 +57,10 @@ class PositionMaskedLMConfig(MaskedLMConfig):
 
 
 def validate_config(cfg: PositionMaskedLMConfig) -> None:
-    """One clear error per out-of-range option, before any data is read."""
-    for name in ("mask_prob", "leave_unmasked_prob", "random_token_prob", "position_mask_prob",
-                 "position_keep_prob", "position_random_prob"):
+    """One clear error per out-of-range option (``PositionMaskedLMConfig``, and fairseq's
+    ``masked_lm`` options the task relies on), before any data is read."""
+    check_config(cfg, PositionMaskedLMConfig)
+    for name in ("mask_prob", "leave_unmasked_prob", "random_token_prob"):
         value = getattr(cfg, name)
         require(0.0 <= value <= 1.0, f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
     require(cfg.mask_prob > 0.0, "--mask-prob must be > 0: the MLM loss needs token-masked tokens "

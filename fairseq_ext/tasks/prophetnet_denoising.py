@@ -1,14 +1,7 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Task ``prophetnet_denoising``: ProphetNet's pre-training on raw monolingual text (Qi et al.
-2020, section 2.4 and 3.1): MASS-style span masking (one contiguous span of ``--mask-ratio``
-= 15% of every ``--block-size`` = 64 tokens, replaced 80/10/10 in the encoder input) and the
-future n-gram loss on the span (``criterions.ngram_language_loss``).
-
-Data: a folder binarized with ``fairseq-preprocess --only-source`` (``data_prep/gigaword.sh``
-writes ``bin-article`` from the article side, with the fine-tuning dictionary). The task
-adds ``<mask>`` to the dictionary, as ``translation_prophetnet`` does, so the checkpoint
-loads into fine-tuning with ``--finetune-from-model``.
-"""
+"""Task ``prophetnet_denoising``: ProphetNet's pre-training on monolingual text (Qi et al. 2020,
+sections 2.4 and 3.1): one MASS-style span of ``--mask-ratio`` of every ``--block-size`` block is
+masked in the encoder input and predicted with the future n-gram loss."""
 import glob
 import logging
 import os
@@ -20,12 +13,13 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
+from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data.mask_symbol import MASK_SYMBOL, load_with_mask_symbol
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
-from fairseq_ext.tasks.translation_prophetnet import MASK_SYMBOL, with_mask_symbol
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +30,14 @@ class ProphetNetDenoisingConfig(FairseqDataclass):
     source_lang: Optional[str] = field(
         default=None, metadata={"help": "language suffix of the files (e.g. 'article'); default: the one "
                                         "dict.*.txt of the folder"})
-    mask_ratio: float = field(default=0.15, metadata={"help": "share of each block that is masked, in (0, 1]"})
-    block_size: int = field(default=64, metadata={"help": "tokens per block; one span is masked in each"})
-    # The positions tables are model weights: fine-tuning (translation_prophetnet, default 1024
-    # like fairseq's translation) must use the same values to load the checkpoint.
-    max_source_positions: int = field(default=1024, metadata={"help": "longest line accepted, in tokens"})
-    max_target_positions: int = field(default=1024, metadata={"help": "decoder positions (>= the longest line)"})
+    mask_ratio: float = option(0.15, "share of each block that is masked (section 3.1: 15%)",
+                               range=Range(0, 1, low_open=True))
+    block_size: int = option(64, "tokens per block; one span is masked in each (section 3.1: 64)", range=Range(1))
+    max_source_positions: int = option(
+        1024, "longest line accepted, in tokens; a positions table of the model, so fine-tuning "
+              "(translation_prophetnet, fairseq's 1024) must use the same", range=Range(2))
+    max_target_positions: int = option(
+        1024, "decoder positions (>= the longest line); fine-tuning must use the same", range=Range(2))
     seed: int = II("common.seed")
     dataset_impl: Optional[str] = II("dataset.dataset_impl")
     train_subset: str = II("dataset.train_subset")
@@ -66,19 +62,14 @@ class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, 
 
     @classmethod
     def setup_task(cls, cfg: ProphetNetDenoisingConfig, **kwargs):
-        require(0.0 < cfg.mask_ratio <= 1.0, f"--mask-ratio must be in (0, 1] (the paper uses 0.15), got {cfg.mask_ratio}")
-        require(cfg.block_size >= 1, f"--block-size must be >= 1 (the paper uses 64), got {cfg.block_size}")
-        for option, value in (("--max-source-positions", cfg.max_source_positions),
-                              ("--max-target-positions", cfg.max_target_positions)):
-            require(value >= 2, f"{option} must be >= 2 (a line has a token and </s>; the default is 1024), "
-                                f"got {value}")
+        check_config(cfg, ProphetNetDenoisingConfig)
         folder = cfg.data.split(os.pathsep)[0]
         require(os.path.isdir(folder), f"data folder {folder} does not exist")
         if cfg.source_lang is None:
             cfg.source_lang = _infer_lang(folder)
         path = os.path.join(folder, f"dict.{cfg.source_lang}.txt")
         require(os.path.exists(path), f"{path} does not exist; check --source-lang")
-        dictionary = with_mask_symbol(Dictionary.load(path))
+        dictionary = load_with_mask_symbol(path)
         logger.info("dictionary: %d types (with %s)", len(dictionary), MASK_SYMBOL)
         return cls(cfg, dictionary)
 

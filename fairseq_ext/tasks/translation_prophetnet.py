@@ -1,41 +1,15 @@
-"""Task ``translation_prophetnet``: fine-tune ProphetNet on source/target pairs (Qi et al. 2020,
-section 3.2: summarization, question generation).
-
-fairseq's ``translation`` task (binarized pairs made by fairseq-preprocess, from
-sentencepiece pieces or with an existing dictionary via ``--srcdict``/``--tgtdict``), plus:
-
-* the dictionaries get a ``<mask>`` symbol, as in ``prophetnet_denoising``, so a pre-trained
-  checkpoint has the same embedding table and loads with ``--finetune-from-model``;
-* every example is batched (``CompleteBatchesTaskMixin``);
-* ``--unsorted-batches``: batches cut from the pairs in a random order instead of fairseq's
-  order by length (``data.unsorted_batches``: why table 2 uses it);
-* empty source or target lines (a target of length 1 is only ``</s>``), lines longer than
-  the model's positions and an incomplete ``.bin`` are refused with a clear message, not
-  skipped or truncated; so is ``--left-pad-target`` (the decoder needs padding after the
-  target). An empty line of ``fairseq-interactive`` input is answered and skipped.
-
-Generation is fairseq's beam search, for decoding options in range
-(``generation.decoding_options``); ProphetNet's decoder then runs its main stream and the
-next-token stream only (``models.prophetnet``).
-"""
-from fairseq.data import Dictionary
+"""Task ``translation_prophetnet``: fine-tuning and beam-search generation of ProphetNet on
+source/target pairs (Qi et al. 2020, section 3.2), on fairseq's ``translation`` with the
+pre-training dictionary's ``<mask>`` and checks that refuse what the model cannot honour."""
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
-from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
+from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
+from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
-
-MASK_SYMBOL = "<mask>"
-
-
-def with_mask_symbol(dictionary: Dictionary) -> Dictionary:
-    """Add ``<mask>`` (the last symbol) unless the dictionary has it already."""
-    dictionary.add_symbol(MASK_SYMBOL)
-    return dictionary
-
 
 @register_task("translation_prophetnet", dataclass=UnsortedBatchesConfig)
 class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, CompleteBatchesTaskMixin,
@@ -54,7 +28,7 @@ class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTask
 
     @classmethod
     def load_dictionary(cls, filename):
-        return with_mask_symbol(Dictionary.load(filename))
+        return load_with_mask_symbol(filename)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)

@@ -1,27 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (UniLM).
-
-Su 2019's section "Seq2Seq": a source/target pair becomes ``[CLS] source [SEP] target
-[SEP]`` with segment ids 0 for ``[CLS] source [SEP]`` and 1 for the target, under the prefix
-mask; only target tokens are predicted. In fairseq's vocabulary ``[CLS]`` is ``<s>`` and
-``[SEP]`` is ``</s>`` (RoBERTa's convention), so the data are ordinary ``fairseq-preprocess
---joined-dictionary`` pairs and the model (``unilm_transformer``) builds the sequence.
-
-The task adds to fairseq's ``translation``:
-
-* the dictionary gets RoBERTa's ``<mask>`` symbol, so that a ``roberta`` checkpoint trained
-  on the same ``dict.txt`` has the same rows (``--init-from`` on the model);
-* ``--keep-tokens FILE`` prunes the vocabulary (``data/keep_tokens.py``);
-* ``--unsorted-batches``: batches cut from the pairs in a random order instead of fairseq's
-  order by length (``data.unsorted_batches``), as ``translation_prophetnet`` does, so the
-  two tasks can train on the same kind of batches;
-* beam search that never runs past the positions table (``UniLMSequenceGenerator``), for
-  decoding options in range (``generation.decoding_options``);
-* every example is batched (``CompleteBatchesTaskMixin``), and data the model cannot honour
-  (an empty line, a source that fills every position, a pair longer than the table, an
-  incomplete ``.bin``) is refused with a clear message instead of being skipped or
-  truncated; an empty line of ``fairseq-interactive`` input is answered and skipped.
-"""
+"""Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (Su 2019, section
+"Seq2Seq"): a pair becomes ``<s> source </s> target </s>`` with segment ids under the prefix
+mask, on fairseq's ``translation`` data with RoBERTa's ``<mask>``, ``--keep-tokens`` and beam search
+that stays within the positions table."""
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
@@ -32,13 +13,15 @@ from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
 from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
+from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_truncated_binaries
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
+from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.models.unilm_transformer import UniLMTask
+from fairseq_ext.tasks.model_positions import ModelPositionsCheckMixin
 
 logger = logging.getLogger(__name__)
 
@@ -63,8 +46,8 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, CompleteBatchesTaskMixin, UniLMTask,
-                       TranslationTask):
+class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, ModelPositionsCheckMixin,
+                       CompleteBatchesTaskMixin, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
@@ -82,8 +65,6 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
                         len(pruned), len(src_dict))
             src_dict = pruned
         super().__init__(cfg, src_dict, src_dict)
-        self.model_positions = None
-        self._checked = set()
 
     def default_attention_mask(self) -> str:
         """UniLM's seq2seq mask: bidirectional source, causal target (``UniLMTask``)."""
@@ -91,9 +72,7 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
 
     @classmethod
     def load_dictionary(cls, filename):
-        dictionary = super().load_dictionary(filename)
-        dictionary.add_symbol("<mask>")  # as fairseq's masked_lm does: RoBERTa's rows
-        return dictionary
+        return load_with_mask_symbol(filename)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
@@ -127,12 +106,11 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
             if sizes is not None:
                 refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
 
-    def _check_positions(self, dataset) -> None:
+    def check_model_positions(self, dataset, P: int) -> None:
         """Every pair must fit the one positions table: 1 (<s>) + source + target - 1."""
-        if self.model_positions is None or id(dataset) in self._checked:
+        if not hasattr(dataset, "src_sizes"):
             return
         split = next((s for s, d in self.datasets.items() if d is dataset), "input")
-        P = self.model_positions
         row = first_bad_row(dataset.src_sizes + 2 > P)
         if row is not None:
             raise source_fills_table(split, row, int(dataset.src_sizes[row]), P)
@@ -145,12 +123,6 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
                     f"and target ({int(dataset.tgt_sizes[row])} with </s>) need {int(total[row])} positions, "
                     f"more than the model's {P} (--max-positions); filter or shorten such pairs"
                 )
-        self._checked.add(id(dataset))
-
-    def get_batch_iterator(self, dataset, *args, **kwargs):
-        if hasattr(dataset, "src_sizes"):
-            self._check_positions(dataset)
-        return super().get_batch_iterator(dataset, *args, **kwargs)
 
     def check_input_length(self, line: int, length: int) -> None:
         """An input line must leave the target a position of the one table."""
@@ -161,7 +133,7 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Co
         model = super().build_model(cfg, from_checkpoint)
         prepare_unilm_model(model, cfg, task="unilm_seq2seq", dictionary=self.full_dictionary, keep_ids=self.keep_ids,
                             from_checkpoint=from_checkpoint)
-        self.model_positions = model.encoder.max_positions()
+        self.remember_model_positions(model)
         return model
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):

@@ -1,0 +1,31 @@
+"""What the plugin's models ask of the task that builds them, as abstract classes a task
+implements: the attention script a one-stack model runs by default (Su 2019, "From Language
+Models to Seq2Seq") and the position masking of Wagner et al. 2020 (section 2.1). Tasks and
+models both import this module; neither imports the other for it."""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+
+class UniLMTask(ABC):
+    """A task that builds ``unilm_transformer`` (``unilm_seq2seq``, ``permutation_lm``): the
+    attention mask its data are laid out for, which the model runs when ``--attention-mask``
+    is not given."""
+
+    @abstractmethod
+    def default_attention_mask(self) -> str:
+        """A key of ``masking.ATTENTION_VARIANTS``."""
+
+
+class PositionMaskingTask(ABC):
+    """A task that masks positions (``position_masked_lm``). Its batches carry
+    ``net_input["src_positions"]`` ``(B, T)``, the input position index of every token
+    (``MASK_POSITION`` where the mask-position embedding replaces it), and
+    ``position_target`` ``(B, T)``, the original position of every position-masked token
+    (``NO_POSITION_LABEL`` elsewhere). ``position_masked_roberta`` builds its mask-position
+    embedding and position classifier only for such a task."""
+
+    @abstractmethod
+    def longest_example(self) -> int:
+        """The most tokens (``<s>`` included) an example of the task has: the position
+        classifier needs one class per position."""

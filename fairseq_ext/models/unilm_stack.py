@@ -1,0 +1,203 @@
+"""The one stack of ``unilm_transformer`` (Su 2019, "From Language Models to Seq2Seq: Transformer
+is like a play, it all depends on the mask"): BERT's embeddings, post-norm layers and LM head, run
+under the attention rule of the chosen variant (``masking.ATTENTION_VARIANTS``) for a seq2seq
+pass over ``<s> source </s> target`` (section "Seq2Seq") or a language model in a factorisation
+order (section "Permutation Language Model")."""
+from __future__ import annotations
+
+from typing import Dict, List, Optional, Tuple, Union
+
+import torch
+from fairseq import utils
+from fairseq.models import FairseqEncoder
+from fairseq.models.roberta.model import RobertaLMHead
+from fairseq.modules.transformer_sentence_encoder import init_bert_params
+from torch import Tensor, nn
+
+from fairseq_ext.config_fields import value
+from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.masking import ATTENTION_VARIANTS, check_order, padded_dense_mask, predicates
+from fairseq_ext.modules import MaskedTransformerLayer
+from fairseq_ext.modules.flex_attention import BlockMask, padded_block_mask
+from fairseq_ext.modules.masked_attention import KeyValue
+
+
+class UniLMStack(FairseqEncoder):
+    """The one stack: every weight of the model lives here.
+
+    As fairseq's encoder it is the bidirectional (or causal) pass over ``<s> source </s>``
+    that seq2seq decoding caches; ``seq2seq_logits`` and ``lm_logits`` are the full passes of
+    the two tasks.
+    """
+
+    def __init__(self, args, dictionary):
+        super().__init__(dictionary)
+        self.attention_mask = value(args, "attention_mask")
+        self.variant = ATTENTION_VARIANTS[self.attention_mask]
+        self.attention_backend = value(args, "attention_backend")
+        self.padding_idx = dictionary.pad()
+        self.bos, self.eos = dictionary.bos(), dictionary.eos()
+        self.num_positions = args.max_positions
+        C = args.encoder_embed_dim
+        table = args.max_positions + self.padding_idx + 1
+        self.embed_tokens = nn.Embedding(len(dictionary), C, self.padding_idx)
+        self.embed_positions = nn.Embedding(table, C, self.padding_idx)
+        self.embed_segments = nn.Embedding(2, C)
+        self.embed_next_positions = nn.Embedding(table, C, self.padding_idx)
+        self.layernorm_embedding = nn.LayerNorm(C)
+        self.dropout = args.dropout
+        self.layers = nn.ModuleList(
+            MaskedTransformerLayer(C, args.encoder_ffn_embed_dim, args.encoder_attention_heads,
+                                   args.dropout, args.attention_dropout, args.activation_dropout,
+                                   value(args, "activation_fn"))
+            for _ in range(args.encoder_layers)
+        )
+        self.lm_head = RobertaLMHead(C, len(dictionary), value(args, "activation_fn"), weight=self.embed_tokens.weight)
+        self.apply(init_bert_params)
+
+    def max_positions(self) -> int:
+        return self.num_positions
+
+    # --- the core pass ----------------------------------------------------------------------
+
+    def _position_index(self, positions: Tensor, padding: Tensor) -> Tensor:
+        """0-based positions -> rows of the position tables (``padding_idx + 1 + p``)."""
+        too_far = (positions >= self.num_positions) & ~padding
+        if too_far.any():
+            raise FairseqExtError(
+                f"a sequence needs position {int(positions[too_far].max())} but the model has "
+                f"--max-positions {self.num_positions}; shorten or filter the input, or use a model "
+                "with more positions"
+            )
+        return (positions + self.padding_idx + 1).masked_fill(padding, self.padding_idx)
+
+    def hidden_states(self, tokens: Tensor, positions: Tensor, segments: Tensor,
+                      allowed: Union[Tensor, BlockMask], next_positions: Optional[Tensor] = None,
+                      past: Optional[List[KeyValue]] = None) -> Tuple[Tensor, List[KeyValue]]:
+        """Run the stack.
+
+        Args:
+            tokens, positions, segments: ``(B, T)``; positions are 0-based.
+            allowed: bool ``(B, T, S)``, True = may attend; ``S`` = cached keys + ``T``; or a
+                full pass's ``BlockMask`` (``_full_mask`` with the flex backend).
+            next_positions: ``(B, T)`` 0-based position each row must predict (LM only);
+                -1 where there is none.
+            past: per layer, cached ``(keys, values)``.
+
+        Returns:
+            ``(B, T, C)`` final hidden states and per layer the ``(keys, values)`` of all ``S``.
+        """
+        padding = tokens.eq(self.padding_idx)
+        x = self.embed_tokens(tokens) + self.embed_positions(self._position_index(positions, padding))
+        x = x + self.embed_segments(segments)
+        if next_positions is not None:
+            none = padding | next_positions.lt(0)
+            x = x + self.embed_next_positions(self._position_index(next_positions.clamp(min=0), none))
+        x = nn.functional.dropout(self.layernorm_embedding(x), self.dropout, self.training)
+        keys_values = []
+        for i, layer in enumerate(self.layers):
+            x, kv = layer(x, allowed, past[i] if past is not None else None)
+            keys_values.append(kv)
+        return x, keys_values
+
+    # --- seq2seq ------------------------------------------------------------------------------
+
+    def with_cls(self, src_tokens: Tensor) -> Tensor:
+        """``src </s>`` (fairseq's source) -> ``<s> src </s>``, left-padded, so that every
+        row's ``</s>`` (the [SEP] that predicts the first target token) is the last column."""
+        pad = self.padding_idx
+        if src_tokens[:, -1].eq(pad).any():
+            src_tokens = utils.convert_padding_direction(src_tokens, pad, right_to_left=True)
+        lengths = src_tokens.ne(pad).sum(1)
+        out = torch.cat([src_tokens.new_full((src_tokens.size(0), 1), pad), src_tokens], dim=1)
+        return out.scatter(1, (out.size(1) - 1 - lengths).unsqueeze(1), self.bos)
+
+    def attention_rule(self, segments: Tensor) -> predicates.MaskMod:
+        """The variant's rule over a sequence with ``segments`` fed in its order (the ranks are
+        the positions)."""
+        ranks = torch.arange(segments.size(1), device=segments.device).expand_as(segments)
+        return self.variant.rule(segments, ranks)
+
+    def _full_mask(self, padding: Tensor, segments: Tensor) -> Union[Tensor, BlockMask]:
+        """The mask of a full pass: dense ``(B, T, T)``, or with ``--attention-backend flex``
+        the same rule's ``BlockMask``."""
+        if self.attention_backend == "flex":
+            return padded_block_mask(self.attention_rule(segments), padding)
+        return padded_dense_mask(self.attention_rule(segments), padding)
+
+    def seq2seq_logits(self, src_tokens: Tensor, prev_output_tokens: Tensor) -> Tensor:
+        """The full pass over ``<s> source </s> target`` under the prefix (or causal) mask.
+
+        Returns the logits of the target tokens only, ``(B, T, V)`` aligned with fairseq's
+        ``target`` (``prev_output_tokens`` shifted left): the ``</s>`` that ends the source
+        predicts the first target token, target token ``t`` predicts token ``t + 1``.
+        """
+        src = self.with_cls(src_tokens)
+        tgt_in = prev_output_tokens[:, 1:]
+        tokens = torch.cat([src, tgt_in], dim=1)
+        padding = tokens.eq(self.padding_idx)
+        positions = (~padding).long().cumsum(1) - 1
+        segments = torch.cat([torch.zeros_like(src), torch.ones_like(tgt_in)], dim=1)
+        x, _ = self.hidden_states(tokens, positions, segments, self._full_mask(padding, segments))
+        return self.lm_head(x[:, src.size(1) - 1:])
+
+    def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused) -> Dict[str, List[Tensor]]:
+        """The source pass that incremental decoding caches: per layer the keys/values of
+        ``<s> src </s>`` and the final state of its ``</s>``."""
+        src = self.with_cls(src_tokens)
+        padding = src.eq(self.padding_idx)
+        positions = (~padding).long().cumsum(1) - 1
+        segments = torch.zeros_like(src)
+        x, kvs = self.hidden_states(src, positions, segments, self._full_mask(padding, segments))
+        return {
+            "src_tokens": [src_tokens],
+            "source_padding": [padding],
+            "sep_state": [x[:, -1:]],
+            "keys": [k for k, _ in kvs],
+            "values": [v for _, v in kvs],
+        }
+
+    def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order: Tensor):
+        return {name: [t.index_select(0, new_order) for t in tensors] for name, tensors in encoder_out.items()}
+
+    # --- permutation / causal language model --------------------------------------------------
+
+    def lm_logits(self, tokens: Tensor, order: Optional[Tensor] = None) -> Tensor:
+        """Language modelling in the factorisation order ``order`` (natural order if None).
+
+        ``tokens`` is ``<s> x_1 .. x_n </s>``, right-padded, and ``order[b]`` a permutation of
+        the positions with ``<s>`` (position 0) first and padding last (``masking.random_order``).
+        As Su 2019 describes, the input is *shuffled* into the order, each token keeps its
+        original position id, and the stack runs under the variant's rule of the shuffled
+        sequence, which is fed in its order: the plain causal mask.
+
+        Predicting "the next token" in a shuffled order is ill-posed unless the model knows
+        *which position* comes next: two different continuations of the same prefix would
+        get the same prediction. XLNet answers with a second, query stream that carries the
+        target position but not its content. Here the shuffled input row ``k`` instead adds
+        ``embed_next_positions[z_{k+1}]``, the embedding of the position it must predict:
+        one pass, one stack, and still no leak, since row ``k`` carries the *position* of
+        token ``z_{k+1}`` and only rows after it (in the order) ever see its content. The
+        cost is that a row's state mixes its own content with the next query; in natural
+        order the extra embedding is just ``position + 1`` and the model is a causal LM.
+
+        Returns ``(B, n + 1, V)`` logits in natural order, aligned with ``tokens[:, 1:]``.
+        """
+        B, L = tokens.shape
+        if order is None:
+            order = torch.arange(L, device=tokens.device).expand(B, L)
+        else:
+            try:
+                check_order(order)
+            except ValueError as exc:
+                raise FairseqExtError(f"factorisation order: {exc}") from None
+            require(bool(order[:, 0].eq(0).all()), "a factorisation order must start with position 0 (<s>)")
+        inputs, predicted = order[:, :-1], order[:, 1:]
+        shuffled = tokens.gather(1, inputs)
+        padding = shuffled.eq(self.padding_idx)
+        next_positions = predicted.masked_fill(tokens.gather(1, predicted).eq(self.padding_idx), -1)
+        segments = torch.zeros_like(shuffled)
+        x, _ = self.hidden_states(shuffled, inputs, segments, self._full_mask(padding, segments),
+                                  next_positions=next_positions)
+        natural = torch.empty_like(x).scatter_(1, (predicted - 1).unsqueeze(-1).expand_as(x), x)
+        return self.lm_head(natural)
