@@ -15,16 +15,19 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
    (SST-2: ``--sst2-train`` training examples).
 2. Continued pre-training (task ``position_masked_lm``, ``position_masked_roberta`` with the
    converted options) for each ``--probs`` value on the same tokens, token masks, seed and
-   updates; validation (MLM and position accuracy) every ``--pretrain-updates / 5`` updates.
+   updates; validation (MLM and position accuracy) every fifth of the updates. ``--probe-lrs``:
+   the last ``--probs`` value again at other learning rates (``--probe-updates``), to see whether
+   the new, randomly initialised position head leaves chance faster; nothing fine-tunes them.
 3. Learning-rate choice, once: each ``--lrs`` value fine-tunes MiniLM as converted (ordinary
-   dropout, seed 0, which is no evaluation seed) on each task; the best dev score per task is
-   then used by every run of that task.
+   dropout, seed 0, which is no evaluation seed) on ``--select-task``; the best dev score's
+   learning rate is then used by every run of both tasks.
 4. Fine-tuning (fairseq's ``sentence_prediction``, ``--report-mcc``) from MiniLM as converted
    and from each pre-training, with and without ``--attention-dropout-straight-through``, for
    each ``--seeds`` value, all for ``--updates`` updates; validation every quarter of them (the
    curves); the last checkpoint's dev predictions are scored with scikit-learn
-   (``glue_score.py``) and the checkpoint deleted. Runs go seed by seed, so a partial table
-   has whole seeds.
+   (``glue_score.py``) and the checkpoint deleted. Order: the pre-trained starts (ordinary
+   dropout, then straight-through) seed by seed, then MiniLM's own rows seed by seed, so a
+   partial table has whole seeds of the rows the claims compare first.
 
 ``--plugin-root DIR``: import ``fairseq_ext`` from DIR (e.g. ``git archive HEAD fairseq_ext``
 unpacked there) so that a checkout edited during the runs cannot change them.
@@ -145,20 +148,19 @@ class Driver:
         (run / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
     # 2. continued pre-training
-    def pretrain(self, prob: str) -> None:
+    def pretrain(self, prob: str, lr: str, u: int, name: str) -> None:
         a = self.a
-        run = self.work / "pretrain" / f"p{prob}"
+        run = self.work / "pretrain" / name
         if (run / "result.json").is_file():
             return
         run.mkdir(parents=True, exist_ok=True)
-        u = a.pretrain_updates
         cmd = ["fairseq-train", self.work / "pretrain_bin", "--user-dir", self.user_dir, "--task", "position_masked_lm",
                "--criterion", "position_masked_lm", "--arch", "position_masked_roberta", *self.options(),
                "--position-mask-prob", prob, "--position-loss-weight", a.position_loss_weight,
                "--tokens-per-sample", a.tokens, "--sample-break-mode", "none",
                "--finetune-from-model", self.minilm / "converted" / "model.pt",
                "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.01",
-               "--clip-norm", "1.0", "--lr", a.pretrain_lr, "--lr-scheduler", "polynomial_decay",
+               "--clip-norm", "1.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
                "--warmup-updates", u // 16 + 1, "--total-num-update", u, "--max-update", u, "--batch-size", "16",
                "--validate-interval-updates", max(1, u // 5), "--save-interval-updates", "1000000000",
                "--no-epoch-checkpoints", "--no-save-optimizer-state", "--log-format", "simple", "--log-interval", "25",
@@ -166,7 +168,8 @@ class Driver:
         t0 = time.time()
         self.sh(cmd, run / "train.log")
         (run / "checkpoint_best.pt").unlink(missing_ok=True)
-        self.finish(run, cmd, 1, t0, {"probability": float(prob), "tokens_per_sample": a.tokens,
+        self.finish(run, cmd, 1, t0, {"probability": float(prob), "lr": float(lr), "updates": u,
+                                      "tokens_per_sample": a.tokens,
                                       "chance_position_accuracy": 100.0 / a.tokens})
 
     # 3./4. fine-tuning
@@ -210,13 +213,15 @@ class Driver:
                                          "predictions": self.rel(pred)})
         print(f"{task} {start} st={int(st)} seed {seed}: {METRICS[task]} {value:.2f}", flush=True)
 
-    def chosen_lr(self, task: str) -> str:
+    def chosen_lr(self) -> str:
+        task = self.a.select_task
         scores = {}
         for lr in self.a.lrs:
             result = json.loads((self.work / "select" / task / f"lr{lr}" / "result.json").read_text())
             scores[lr] = result["dev"]
         best = max(self.a.lrs, key=lambda lr: scores[lr])
-        (self.work / "select" / task / "chosen.json").write_text(json.dumps({"scores": scores, "chosen": best}) + "\n")
+        (self.work / "select" / "chosen.json").write_text(
+            json.dumps({"task": task, "scores": scores, "chosen": best}) + "\n")
         return best
 
     def run(self) -> None:
@@ -224,25 +229,29 @@ class Driver:
         self.prepare()
         starts = ["minilm"] + [f"p{p}" for p in a.probs]
         with ThreadPoolExecutor(a.jobs) as pool:
-            pre = {f"p{p}": pool.submit(self.pretrain, p) for p in a.probs}
+            pre = {f"p{p}": pool.submit(self.pretrain, p, a.pretrain_lr, a.pretrain_updates, f"p{p}") for p in a.probs}
+            t = a.select_task
             sel = [pool.submit(self.finetune, self.work / "select" / t / f"lr{lr}", t, "minilm", False, 0, lr)
-                   for t in TASKS for lr in a.lrs]
+                   for lr in a.lrs]
+            probes = [pool.submit(self.pretrain, a.probs[-1], lr, a.probe_updates, f"p{a.probs[-1]}-lr{lr}")
+                      for lr in a.probe_lrs]
             for f in sel:
                 f.result()
-            lrs = {t: self.chosen_lr(t) for t in TASKS}
+            lr = self.chosen_lr()
             jobs = []
-            order = [(s, False) for s in starts[1:]] + [(s, True) for s in starts[1:]] + [("minilm", False), ("minilm", True)]
-            for seed in a.seeds:  # the claims' rows first: position masking at ordinary dropout
-                for task in TASKS:
-                    for start, st in order:
-                        def job(task=task, start=start, st=st, seed=seed):
-                            if start in pre:
-                                pre[start].result()
-                            run = self.work / "finetune" / task / f"{start}-st{int(st)}-s{seed}"
-                            self.finetune(run, task, start, st, seed, lrs[task])
-                        jobs.append(pool.submit(job))
+            tiers = ([(s, st) for st in (False, True) for s in starts[1:]], [("minilm", False), ("minilm", True)])
+            for tier in tiers:  # the pre-trained starts for every seed first, then MiniLM's own rows
+                for seed in a.seeds:
+                    for task in TASKS:
+                        for start, st in tier:
+                            def job(task=task, start=start, st=st, seed=seed):
+                                if start in pre:
+                                    pre[start].result()
+                                run = self.work / "finetune" / task / f"{start}-st{int(st)}-s{seed}"
+                                self.finetune(run, task, start, st, seed, lr)
+                            jobs.append(pool.submit(job))
             failed = 0
-            for f in [*pre.values(), *jobs]:
+            for f in [*pre.values(), *probes, *jobs]:
                 try:
                     f.result()
                 except RuntimeError as e:
@@ -262,11 +271,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--pretrain-updates", type=int, default=400)
     p.add_argument("--pretrain-lr", default="2e-4")
     p.add_argument("--position-loss-weight", default="1.0")
+    p.add_argument("--probe-lrs", nargs="*", default=["1e-3"],
+                   help="also pre-train the last --probs value at these learning rates (for the position "
+                        "head's curve only; no fine-tuning starts from them)")
+    p.add_argument("--probe-updates", type=int, default=100)
     p.add_argument("--tokens", type=int, default=64, help="pre-training tokens per sample; fine-tuning keeps "
                                                           "the first TOKENS - 2 pieces of a sentence")
-    p.add_argument("--updates", type=int, default=150, help="fine-tuning updates, every run")
+    p.add_argument("--updates", type=int, default=100, help="fine-tuning updates, every run")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--lrs", nargs="+", default=["5e-5", "1.5e-4"], help="fine-tuning learning rates to choose from")
+    p.add_argument("--select-task", default="CoLA", choices=TASKS, help="the task the learning rate is chosen on")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     p.add_argument("--sst2-train", type=int, default=8000)
     p.add_argument("--jobs", type=int, default=2)

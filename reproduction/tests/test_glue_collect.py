@@ -1,0 +1,66 @@
+"""reproduction/position_masking/collect_glue.py on a work folder of made-up finished runs: the
+rows, seed-paired tests (checked against the paired t statistic by hand), the missing runs
+and the figures."""
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+from scipy import stats
+
+from reproduction.position_masking.collect_glue import markdown, plot, summarise
+
+SEEDS = [1, 2, 3]
+
+
+def write(path, data):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data))
+
+
+def fake_work(tmp_path):
+    work = tmp_path / "work"
+    for name, prob, pos in (("p0", 0.0, None), ("p0.10", 0.1, 2.5)):
+        write(work / "pretrain" / name / "result.json", {
+            "command": ["fairseq-train", "--lr", "2e-4"], "wall_seconds": 10.0, "hardware": "cpu", "probability": prob,
+            "chance_position_accuracy": 1.5625,
+            "validations": [{"num_updates": 100.0, "mlm_accuracy": 10.0, **({"position_accuracy": pos} if pos else {})}]})
+    write(work / "select" / "chosen.json", {"task": "CoLA", "scores": {"5e-5": 1.0, "1.5e-4": 2.0}, "chosen": "1.5e-4"})
+    dev = {}
+    for start, base in (("minilm", 10.0), ("p0", 20.0), ("p0.10", 21.0)):
+        for st in (0, 1):
+            for seed in SEEDS:
+                if (start, st, seed) == ("minilm", 1, 3):
+                    continue  # not finished
+                value = base + st * 0.5 + seed * 1.0 + (0.3 * seed * seed if start == "p0.10" else 0.0)
+                dev[(start, st, seed)] = value
+                write(work / "finetune" / "CoLA" / f"{start}-st{st}-s{seed}" / "result.json", {
+                    "command": ["fairseq-train"], "seed": seed, "wall_seconds": 5.0, "hardware": "cpu", "lr": 1.5e-4,
+                    "updates": 100, "dev": value, "predictions": "x",
+                    "validations": [{"num_updates": 50.0, "mcc": value - 5}, {"num_updates": 100.0, "mcc": value}]})
+    return work, dev
+
+
+def test_rows_paired_tests_and_missing_runs(tmp_path):
+    work, dev = fake_work(tmp_path)
+    s = summarise(work, ["0", "0.10"], SEEDS)
+    row = next(r for r in s["rows"] if r["task"] == "CoLA" and r["start"] == "p0.10" and not r["straight_through"])
+    values = [dev[("p0.10", 0, seed)] for seed in SEEDS]
+    assert row["dev_per_seed"] == values and row["mean"] == statistics.fmean(values)
+    assert row["std"] == statistics.stdev(values)
+    test = next(t for t in s["tests"] if t["claim"] == "position masking" and t["task"] == "CoLA"
+                and not t["straight_through"])
+    diff = [dev[("p0.10", 0, seed)] - dev[("p0", 0, seed)] for seed in SEEDS]  # 1.3, 2.2, 3.7
+    t = statistics.fmean(diff) / (statistics.stdev(diff) / math.sqrt(len(diff)))
+    assert test["n"] == 3 and math.isclose(test["t_test_p"], 2 * stats.t.sf(abs(t), df=2))
+    assert test["verdict"] == ("better" if test["t_test_p"] < 0.05 else "no significant difference")
+    minilm_st = next(t for t in s["tests"] if t["claim"] == "enhanced dropout gradient" and t["task"] == "CoLA"
+                     and t["start"] == "minilm")
+    assert minilm_st["seeds"] == [1, 2] and minilm_st["verdict"].startswith("not tested")
+    assert "CoLA/minilm-st1-s3" in s["missing"] and len([m for m in s["missing"] if m.startswith("SST-2")]) == 18
+    text = markdown(s)
+    assert "| CoLA (MCC x 100) | MiniLM + continued pre-training, position mask 0.10 | ordinary |" in text
+    assert "2.50 (1.56)" in text and "learning rate 1.5e-4 for every run, chosen on CoLA dev" in text and "Not finished yet (19 runs" in text
+    figures = plot(s, tmp_path)
+    assert len(figures) == 2 and all((tmp_path / f.split("/")[-1]).stat().st_size > 5000 for f in figures)
