@@ -8,10 +8,14 @@
 
 ``clean-pair`` drops pairs with an empty or whitespace-only side (training data only;
 evaluation sets must keep every line) and reports how many it dropped.
+
+Every command reads its whole input first: text that is not UTF-8 stops it with one line
+naming the file, the line and the byte, before anything is written.
 """
 from __future__ import annotations
 
 import argparse
+import io
 import sys
 
 import sentencepiece as spm
@@ -36,25 +40,45 @@ def train(args: argparse.Namespace) -> None:
     )
 
 
+def utf8_lines(data: bytes, name: str) -> list[str]:
+    """The lines of ``data`` as text mode reads them (universal newlines); text that is not
+    UTF-8 exits with one line naming ``name``, the line and the byte."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        sys.exit(f"spm.py: error: {name} line {line} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at column "
+                 f"{column}); convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written")
+    return list(io.StringIO(text, newline=None))
+
+
+def _read(path: str) -> list[str]:
+    with open(path, "rb") as f:
+        return utf8_lines(f.read(), path)
+
+
 def encode(args: argparse.Namespace) -> None:
     sp = spm.SentencePieceProcessor(model_file=args.model)
-    for lineno, line in enumerate(sys.stdin, 1):
+    for line in utf8_lines(sys.stdin.buffer.read(), "standard input"):
         pieces = sp.encode(line.strip(), out_type=str)
         sys.stdout.write(" ".join(pieces) + "\n")
 
 
 def decode(args: argparse.Namespace) -> None:
     sp = spm.SentencePieceProcessor(model_file=args.model)
-    for line in sys.stdin:
+    for line in utf8_lines(sys.stdin.buffer.read(), "standard input"):
         sys.stdout.write(sp.decode(line.split()) + "\n")
 
 
 def clean_pair(args: argparse.Namespace) -> None:
     kept = dropped = 0
-    with open(args.src, encoding="utf-8") as fs, open(args.tgt, encoding="utf-8") as ft, open(
-        args.out_src, "w", encoding="utf-8"
-    ) as os_, open(args.out_tgt, "w", encoding="utf-8") as ot:
-        for s, t in zip(fs, ft, strict=True):
+    src, tgt = _read(args.src), _read(args.tgt)
+    if len(src) != len(tgt):
+        sys.exit(f"spm.py: error: {args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}: the sides of a "
+                 "parallel corpus must align line by line. Nothing was written")
+    with open(args.out_src, "w", encoding="utf-8") as os_, open(args.out_tgt, "w", encoding="utf-8") as ot:
+        for s, t in zip(src, tgt):
             s, t = s.strip(), t.strip()
             too_long = args.max_words and (len(s.split()) > args.max_words or len(t.split()) > args.max_words)
             if not s or not t or too_long:

@@ -32,6 +32,7 @@ import contextvars
 import functools
 import os
 import pickle
+import re
 import zipfile
 from typing import Any, Optional
 
@@ -87,9 +88,12 @@ def unsafe_globals(path: str) -> list[str]:
 def _explain_failure(path: str, exc: BaseException) -> FairseqExtError:
     if isinstance(exc, pickle.UnpicklingError):
         try:
-            names = ", ".join(unsafe_globals(path)) or str(exc).splitlines()[0]
-        except Exception:  # the listing itself failed: the file is not a readable checkpoint
-            names = str(exc).splitlines()[0]
+            names = ", ".join(unsafe_globals(path))
+        except Exception:  # no listing for torch's legacy (non-zip) format
+            names = ""
+        # torch's message names the global, after advice (weights_only=False) never to repeat
+        named = re.findall(r"GLOBAL ([\w.]+)", str(exc))
+        names = names or ", ".join(dict.fromkeys(named)) or "a global outside the allow-list"
         return UnsafeCheckpointError(
             f"refusing to load {path}: it pickles {names}, which fairseq_ext does not allow "
             "(a pickled global can run code when loaded). Use a checkpoint written by "

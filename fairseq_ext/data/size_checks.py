@@ -1,6 +1,7 @@
 """Checks of binarized splits, shared by every task of the plugin: lines that a model would
-otherwise skip, clamp or learn as garbage, and files that fairseq would fail on deep inside
-numpy, are refused with one clear message naming the split, the line or file, and the fix."""
+otherwise skip, clamp or learn as garbage, a split that is missing or empty, and files that
+fairseq would fail on deep inside numpy, are refused with one clear message naming the
+split, the line or file, and the fix."""
 from __future__ import annotations
 
 import glob
@@ -43,7 +44,8 @@ def refuse_long_lines(sizes: np.ndarray, *, split: str, row_name: str, limit: in
     from) and ``fix`` replace what the message says by default: the option, its value and how
     to raise it."""
     limit_name = limit_name or f"{option} {limit}"
-    fix = fix or f"raise {option} or split/filter long lines before fairseq-preprocess"
+    fix = fix or (f"split or filter long lines before fairseq-preprocess (a larger {option} helps only a model "
+                  "trained with it: a trained model keeps the positions it was trained with)")
     counted = f" with {' and '.join(markers)}" if markers else ""
     sizes = np.asarray(sizes)
     bad = sizes > limit
@@ -70,14 +72,58 @@ def _indexed_bytes(prefix: str) -> Optional[int]:
     return None
 
 
+_SPLIT_OPTION = {"train": "--trainpref", "valid": "--validpref", "test": "--testpref"}
+
+
+def _split_indexes(folder: str, split: str) -> set[str]:
+    stem = glob.escape(os.path.join(folder, split))
+    return {*glob.glob(stem + ".idx"), *glob.glob(stem + ".*.idx"), *glob.glob(stem + "[0-9]*.idx")}
+
+
+def _entries(prefix: str) -> Optional[int]:
+    """How many lines ``prefix.idx`` indexes (None for a format fairseq-preprocess does not
+    write)."""
+    impl = indexed_dataset.infer_dataset_impl(prefix)
+    if impl == "mmap":
+        return len(indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix)))
+    if impl == "cached":
+        return len(indexed_dataset.IndexedDataset(prefix))
+    return None
+
+
+def refuse_missing_or_empty_split(data: str, split: str) -> None:
+    """``split`` was binarized into one of the ``data`` folders and has at least one line;
+    fairseq would stop with a bare ``FileNotFoundError`` (or decode nothing and fail on the
+    score)."""
+    folders = utils.split_paths(data)
+    indexes = sorted(i for folder in folders for i in _split_indexes(folder, split))
+    if not indexes:
+        found = sorted({os.path.basename(i).split(".")[0] for folder in folders
+                        for i in glob.glob(os.path.join(glob.escape(folder), "*.idx"))})
+        option = _SPLIT_OPTION.get(split.rstrip("0123456789"), "--testpref (or --validpref)")
+        raise FairseqExtError(
+            f"Dataset not found: {split} (no {split}*.idx in {data}); binarize it with fairseq-preprocess {option} "
+            f"PREFIX --destdir {folders[0]} "
+            f"(with the same dictionaries), or name a split the folder has ({', '.join(found) or 'none'}) with "
+            "--gen-subset/--valid-subset")
+    for index in indexes:
+        prefix = index[: -len(".idx")]
+        try:
+            entries = _entries(prefix)
+        except (AssertionError, ValueError, IndexError, OSError, struct.error):
+            continue  # refuse_truncated_binaries names the damaged index
+        require(entries != 0, f"the {split} split {prefix}.{{idx,bin}} is empty (0 lines): binarize it again from a "
+                              "non-empty text file, or name another split with --gen-subset/--valid-subset")
+
+
 def refuse_truncated_binaries(data: str, split: str) -> None:
-    """Every ``.bin`` of ``split`` (shards ``split1``, ... included) in the ``data`` folders is
-    as long as its ``.idx`` says. An interrupted fairseq-preprocess or copy leaves it shorter,
-    and fairseq would fail inside numpy at the first example past its end."""
+    """``split`` is there with at least one line (``refuse_missing_or_empty_split``), and every
+    ``.bin`` of it (shards ``split1``, ... included) in the ``data`` folders is as long as its
+    ``.idx`` says. An interrupted fairseq-preprocess or copy leaves it shorter, and fairseq
+    would fail inside numpy at the first example past its end."""
+    refuse_missing_or_empty_split(data, split)
     for folder in utils.split_paths(data):
-        stem = glob.escape(os.path.join(folder, split))
-        indexes = {*glob.glob(stem + ".idx"), *glob.glob(stem + ".*.idx"), *glob.glob(stem + "[0-9]*.idx")}
-        for index in sorted(indexes):
+        for index in sorted(_split_indexes(folder, split)):
             prefix = index[: -len(".idx")]
             try:
                 expected = _indexed_bytes(prefix)

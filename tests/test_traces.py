@@ -1,0 +1,119 @@
+"""Input that used to end in a Python traceback, now one line naming the problem and the fix:
+a missing or empty split (every task, in process; ``fairseq-generate --gen-subset`` on the
+command line), text that is not UTF-8 through ``fairseq-interactive`` and
+``data_prep/spm.py`` (file, line and byte; nothing written), and a legacy-format checkpoint
+with a foreign global (named without repeating torch's advice to load with
+``weights_only=False``)."""
+import argparse
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from fairseq_ext.errors import FairseqExtError
+from tests.conftest import ROOT, USER_DIR, generate_args, run, write_lines
+from tests.helpers.families import build, dict_folder
+from tests.test_bad_input import MONO_FAMILIES, PAIR_FAMILIES, _preprocess
+
+EOS_MODE = {"posmask": ["--sample-break-mode", "eos"]}
+
+
+@pytest.mark.parametrize("family", PAIR_FAMILIES + MONO_FAMILIES)
+def test_missing_split_is_named_with_the_fix(tmp_path, family):
+    folder = dict_folder(tmp_path, 30)
+    task, _, _ = build(folder, family, *EOS_MODE.get(family, []))
+    with pytest.raises(FairseqExtError) as caught:
+        task.load_dataset("valid")
+    if family == "prophetnet_denoising":  # its own check, before the shared one
+        assert str(caught.value).startswith(f"no binarized 'valid' split for 'en' in {folder}")
+        return
+    assert str(caught.value) == (
+        f"Dataset not found: valid (no valid*.idx in {folder}); binarize it with fairseq-preprocess --validpref "
+        f"PREFIX --destdir {folder} (with the same dictionaries), or name a split the folder has (none) with "
+        "--gen-subset/--valid-subset")
+
+
+@pytest.mark.parametrize("family", PAIR_FAMILIES + MONO_FAMILIES)
+def test_empty_split_is_named(tmp_path, tiny_data, family):
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    for name in ("valid.en", "valid.de"):
+        (raw / name).write_text("")
+    dictionary = tiny_data / "dict.en.txt"
+    if family in PAIR_FAMILIES:
+        _preprocess("-s", "en", "-t", "de", "--validpref", raw / "valid", "--srcdict", dictionary,
+                    "--joined-dictionary", "--destdir", tmp_path / "bin", "--workers", "1")
+    else:
+        lang = ["--source-lang", "en"] if family == "prophetnet_denoising" else []
+        _preprocess("--only-source", *lang, "--validpref", raw / "valid" if lang else raw / "valid.en",
+                    "--srcdict", dictionary, "--destdir", tmp_path / "bin", "--workers", "1")
+    task, _, _ = build(tmp_path / "bin", family, *EOS_MODE.get(family, []))
+    with pytest.raises(FairseqExtError, match=r"the valid split .*valid.*\{idx,bin\} is empty \(0 lines\): binarize it "
+                                              "again from a non-empty text file"):
+        task.load_dataset("valid")
+
+
+def test_generate_with_a_missing_gen_subset_is_one_line(tiny_data, tiny_checkpoint):
+    proc = run(generate_args(tiny_data, tiny_checkpoint, subset="valid2"), check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert (f"fairseq_ext: error: Dataset not found: valid2 (no valid2*.idx in {tiny_data}); binarize it with "
+            "fairseq-preprocess --validpref PREFIX") in proc.stderr
+    assert "or name a split the folder has (test, train, valid)" in proc.stderr
+
+
+NOT_UTF8 = b"\xe9t\xe9"  # "ete" in Latin-1
+
+
+def test_interactive_input_that_is_not_utf8_names_file_and_line(tiny_data, tiny_checkpoint, tmp_path):
+    good = (tiny_data.parent / "raw" / "test.en").read_text(encoding="utf-8").splitlines()[:2]
+    text = tmp_path / "input.en"
+    text.write_bytes(good[0].encode() + b"\n" + b"an " + NOT_UTF8 + b"\n" + good[1].encode() + b"\n")
+    proc = run(["fairseq-interactive", tiny_data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en",
+                "-t", "de", "--path", tiny_checkpoint, "--input", text], check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert (f"fairseq_ext: error: {text} line 2 is not valid UTF-8 (byte 0xe9 at column 4); convert the text to "
+            "UTF-8 first") in proc.stderr
+    assert "H-0\t" in proc.stdout and "H-1\t" not in proc.stdout  # line 1 was decoded before line 2 was read
+
+
+@pytest.mark.parametrize("command", ["encode", "decode"])
+def test_spm_py_refuses_text_that_is_not_utf8_before_writing(spm_model, command):
+    data = b"a good line\nsecond line\nthird " + NOT_UTF8 + b" line\n"
+    proc = subprocess.run([sys.executable, str(ROOT / "data_prep" / "spm.py"), command, "--model", str(spm_model)],
+                          input=data, capture_output=True)
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.stderr.decode() == ("spm.py: error: standard input line 3 is not valid UTF-8 (byte 0xe9 at column 7); "
+                                    "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was "
+                                    "written\n")
+
+
+def test_spm_py_clean_pair_refuses_before_writing(tmp_path):
+    write_lines(tmp_path / "a.en", ["one", "two"])
+    (tmp_path / "a.de").write_bytes(b"eins\nzw" + NOT_UTF8 + b"\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "data_prep" / "spm.py"), "clean-pair", tmp_path / "a.en",
+                           tmp_path / "a.de", tmp_path / "out.en", tmp_path / "out.de"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"spm.py: error: {tmp_path / 'a.de'} line 2 is not valid UTF-8 (byte 0xe9 at column 3)")
+    assert sorted(os.listdir(tmp_path)) == ["a.de", "a.en"]
+
+
+class _RunsCommand:
+    def __reduce__(self):
+        return (os.system, ("true",))
+
+
+def test_legacy_format_checkpoint_with_a_foreign_global_is_named_without_torchs_advice(tiny_checkpoint, tmp_path):
+    from fairseq import checkpoint_utils
+
+    state = torch.load(tiny_checkpoint, map_location="cpu", weights_only=True)
+    state["extra_state"]["payload"] = _RunsCommand()
+    path = tmp_path / "legacy.pt"
+    torch.save(state, path, _use_new_zipfile_serialization=False)  # torch < 1.6's format: no listing of globals
+    with pytest.raises(FairseqExtError) as caught:
+        checkpoint_utils.load_checkpoint_to_cpu(str(path))
+    message = str(caught.value)
+    assert message.startswith(f"refusing to load {path}: it pickles posix.system, which fairseq_ext does not allow")
+    assert "weights_only" not in message and "\n" not in message
+    assert isinstance(state["cfg"]["model"], argparse.Namespace)  # the plugin's own globals stay allowed
