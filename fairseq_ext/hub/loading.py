@@ -83,7 +83,8 @@ def _interface(cfg, task, models):
 
 def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_path: str = ".",
                     device=None, **overrides):
-    """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``).
+    """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
+    evaluation mode (fairseq's RoBERTa interface otherwise starts in training mode, dropout on).
     ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
     ``wordpiece_tokenizer`` for another tokenizer, generation defaults (``beam``, ``lenpen``,
     ``iter_decode_max_iter``, ...), ``batch_size``/``max_tokens`` for batching, or model options
@@ -108,5 +109,5 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
         raise FairseqExtError(f"loading {folder / name} needs {missing}, which does not exist; put it there "
                               "(the dictionaries the model was trained with, or its tokenizer), or give "
                               "data_name_or_path the data folder that holds the dictionaries") from None
-    interface = _interface(loaded["args"], loaded["task"], loaded["models"])
+    interface = _interface(loaded["args"], loaded["task"], loaded["models"]).eval()  # no dropout at inference
     return interface.to(device) if device is not None else interface
