@@ -56,7 +56,8 @@ fi
 # (upstream issue 5036), which would silently lose training pairs here.
 fairseq-generate "$DATA" --user-dir "$USER_DIR" --task translation -s "$SRC" -t "$TGT" --path "$TEACHER" \
   --gen-subset train --beam "$BEAM" --batch-size 128 --required-batch-size-multiple 1 \
-  > "$OUT/teacher/generate-train.txt" 2> "$OUT/teacher/generate-train.log" \
+  --log-format simple --log-interval 20 2>&1 > "$OUT/teacher/generate-train.txt" \
+  | tee "$OUT/teacher/generate-train.log" | { grep --line-buffered ' wps=' || true; } | sed -u 's/^INFO:[^:]*:* */  decoding: /' >&2 \
   || { tail -20 "$OUT/teacher/generate-train.log" >&2; die "teacher decoding failed"; }
 
 N=$(grep -c '^S-' "$OUT/teacher/generate-train.txt")

@@ -2,7 +2,7 @@
 # WikiText-2 (raw) -> sentencepiece -> fairseq-preprocess --only-source, for masked LM
 # pre-training (task position_masked_lm or fairseq's masked_lm).
 #
-#   bash data_prep/wikitext2.sh [--local FILE_OR_DIR] [--out DIR] [--vocab N]
+#   bash data_prep/wikitext2.sh [--local FILE_OR_DIR] [--out DIR] [--vocab N] [--raw-only]
 #
 # Online (no --local): downloads wikitext-2-raw-v1.zip (Merity et al. 2016) and uses its
 #   wiki.train.raw / wiki.valid.raw / wiki.test.raw as train / valid / test.
@@ -14,15 +14,17 @@
 #   is in both. No test split is made.
 # Blank lines are dropped (WikiText's paragraph separators); headings stay as lines.
 # Output: OUT/raw/{train,valid[,test]}.txt, OUT/spm.model, OUT/bin (dict.txt and the
-# binarized splits).
+# binarized splits). --raw-only stops after OUT/raw (for a checkpoint's own tokenizer, e.g.
+# examples/pretrained/minilm_position_masking.sh).
 source "$(dirname "$0")/common.sh"
 
-LOCAL="" OUT="data/wikitext2" VOCAB=8000
+LOCAL="" OUT="data/wikitext2" VOCAB=8000 RAW_ONLY=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --local) LOCAL="$2"; shift 2 ;;
     --out) OUT="$2"; shift 2 ;;
     --vocab) VOCAB="$2"; shift 2 ;;
+    --raw-only) RAW_ONLY=1; shift ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
 done
@@ -61,6 +63,10 @@ else
   die "--local $LOCAL is neither a directory nor a file"
 fi
 rm -f "$OUT/raw/wikitext-2-raw-v1.zip"
+if [ "$RAW_ONLY" = 1 ]; then
+  echo "WikiText-2: $(wc -l < "$OUT/raw/train.txt") training lines, $(wc -l < "$OUT/raw/valid.txt") validation lines in $OUT/raw" >&2
+  exit 0
+fi
 
 if [ ! -s "$OUT/spm.model" ]; then
   "$PYTHON" "$DATA_PREP_DIR/spm.py" train --model "$OUT/spm" --vocab-size "$VOCAB" "$OUT/raw/train.txt"

