@@ -1,0 +1,228 @@
+"""The table of bad input and faults in ``docs/reliability.md`` is generated from ``CASES``: each
+row names the input or fault, what the user sees, and the tests that check it. The tests
+check that every named test exists, that every test of the reliability test files is named
+in a row, and that the committed block equals the rendered one
+(``python -m tests.test_reliability_table`` rewrites it)."""
+from __future__ import annotations
+
+import ast
+
+from tests.conftest import ROOT
+
+PAGE = ROOT / "docs" / "reliability.md"
+START, END = "<!-- reliability-cases:start -->", "<!-- reliability-cases:end -->"
+# every test function of these files must be a row's evidence (or in NOT_CASES)
+RELIABILITY_FILES = ("test_bad_input.py", "test_bad_input_cli.py", "test_checkpoints.py", "test_checkpoint_contents.py",
+                     "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py")
+NOT_CASES = {  # tests of those files that check a guarantee, not an answer to bad input or a fault
+    "test_checkpoints.py::test_allow_list_is_exactly_what_plugin_checkpoints_need",
+    "test_checkpoints.py::test_safe_load_keeps_weights_only_on",
+    "test_checkpoints.py::test_safe_load_leaves_the_installed_allow_list_in_place",
+    "test_checkpoints.py::test_export_writes_small_loadable_checkpoint",
+    "test_checkpoint_contents.py::test_checkpoint_records_the_dictionaries_in_order",
+    "test_checkpoint_contents.py::test_valid_model_override_is_applied",
+    "test_reliability.py::test_two_gloo_ranks_match_one_process",
+}
+
+# (input or fault, what the user sees, the tests that check it)
+CASES: list[tuple[str, str, tuple[str, ...]]] = [
+    # options
+    ("unknown option, unknown `--hybrid-strategy`", "argparse error naming the option, exit 2",
+     ("test_cli_hi_cmlm.py::test_bad_options_give_one_clear_error",)),
+    ("every numeric option of the plugin out of range (enumerated from the configs, so a new option without a "
+     "check fails the suite)", "`fairseq_ext: error: ...` naming the option and its range, exit 1",
+     ("test_options.py::test_every_numeric_option_has_an_out_of_range_case",
+      "test_options.py::test_out_of_range_value_is_refused_at_build_time")),
+    ("a decoding option out of range (`--iter-decode-with-beam -2`, `--beam` above the vocabulary, ...)",
+     "error naming the option and its range; nothing is decoded (fairseq would clamp it)",
+     ("test_bad_input_cli.py::test_out_of_range_decoding_option_is_refused_not_clamped",
+      "test_options.py::test_out_of_range_decoding_option_is_refused_when_the_generator_is_built")),
+    ("`--model-overrides` with an unknown key (a typo), a value outside the option's choices or of another type",
+     "`--model-overrides: 'hybrid_stratgy' is not an option of CKPT (did you mean 'hybrid_strategy'?)`, or the "
+     "choices / the type; before any decoding (fairseq ignored the key, or failed mid-decoding)",
+     ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
+    ("`--user-dir` naming a missing folder", "fairseq's own `FileNotFoundError` naming the folder (before the "
+     "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
+    ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
+     "nothing written", ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    # data
+    ("missing split (`--gen-subset valid2`, no `valid` for training), every task",
+     "`Dataset not found: SPLIT (no SPLIT*.idx in DATA); binarize it with fairseq-preprocess --validpref ...`, "
+     "with the splits the folder has",
+     ("test_traces.py::test_missing_split_is_named_with_the_fix",
+      "test_traces.py::test_generate_with_a_missing_gen_subset_is_one_line")),
+    ("empty split (0 lines), every task", "`the SPLIT split ... is empty (0 lines)` and the fix",
+     ("test_traces.py::test_empty_split_is_named",)),
+    ("empty or whitespace-only line in a binarized split, every task", "error naming the split, side and line",
+     ("test_bad_input.py::test_empty_and_whitespace_only_lines_are_named",
+      "test_cli_hi_cmlm.py::test_empty_source_line_is_refused")),
+    ("a line longer than the model takes (CMLM's 255-token length predictor, `--max-source-positions`, "
+     "`--tokens-per-sample`, UniLM's positions table), every task",
+     "error naming the line and the limit; nothing truncated or skipped; the fix is to split the line (a trained "
+     "model keeps its positions)",
+     ("test_bad_input.py::test_lines_longer_than_the_model_are_named_not_cut",
+      "test_cli_hi_cmlm.py::test_too_long_target_is_refused")),
+    ("an example beyond a checkpoint's positions at `fairseq-generate`", "error naming the example and the limit, "
+     "and `--skip-invalid-size-inputs-valid-test` for those who want it skipped",
+     ("test_bad_input.py::test_generation_beyond_the_model_positions_is_one_error_or_a_chosen_skip",)),
+    ("a `.bin` shorter than its `.idx` (interrupted preprocess or copy), either format, shards too",
+     "`X.bin has N bytes but X.idx indexes M: the binarized SPLIT split is incomplete ...`",
+     ("test_bad_input.py::test_incomplete_bin_is_named_when_the_split_is_loaded",
+      "test_bad_input.py::test_incomplete_bin_of_a_shard_in_either_format_is_named",
+      "test_bad_input_cli.py::test_incomplete_bin_is_named_at_generation")),
+    ("empty line of `fairseq-interactive` input", "named on stderr and skipped; the other lines keep their ids",
+     ("test_bad_input.py::test_empty_interactive_line_is_named_and_skipped",)),
+    ("over-long line of `fairseq-interactive` input", "error naming the input line and the model's positions",
+     ("test_bad_input.py::test_over_long_interactive_line_still_ends_the_session",)),
+    ("text that is not UTF-8: `fairseq-interactive` input; `data_prep/spm.py encode`, `decode`, `clean-pair`",
+     "`FILE line N is not valid UTF-8 (byte 0xe9 at column C)` and the fix; spm.py writes nothing",
+     ("test_traces.py::test_interactive_input_that_is_not_utf8_names_file_and_line",
+      "test_traces.py::test_spm_py_refuses_text_that_is_not_utf8_before_writing",
+      "test_traces.py::test_spm_py_clean_pair_refuses_before_writing")),
+    ("data or options a task cannot use: `unilm_seq2seq` without `--joined-dictionary` or with `--attention-mask "
+     "permutation`; ProphetNet with separate dictionaries or `--left-pad-target`; a masked_lm option position "
+     "masking does not support (`--mask-whole-words`, ...); `--tokens-per-sample` above `--max-positions`",
+     "error naming the option or the data and the fix",
+     ("test_cli_unilm.py::test_empty_target_and_bad_options_are_refused",
+      "test_prophetnet_model.py::test_separate_dictionaries_are_refused",
+      "test_cli_prophetnet.py::test_empty_article_is_refused_and_empty_input_line_skipped",
+      "test_posmask_model.py::test_bad_options_are_refused",
+      "test_posmask_model.py::test_bad_data_and_inputs_are_refused")),
+    ("ProphetNet: a target of length 1 (an empty title), an empty article, an article beyond "
+     "`--max-source-positions`", "error naming the split, side and line; nothing truncated",
+     ("test_cli_prophetnet.py::test_target_of_length_one_is_refused",
+      "test_cli_prophetnet.py::test_long_article_is_refused_not_truncated")),
+    ("UniLM: a source that fills the positions table; `permutation_lm`: a line longer than `--tokens-per-sample`",
+     "error naming the line, the sizes and the fix; never truncated or skipped",
+     ("test_cli_unilm.py::test_source_that_fills_the_positions_table_is_refused",
+      "test_cli_unilm.py::test_permutation_lm_refuses_too_long_lines")),
+    ("`--keep-tokens` listing a token outside the dictionary; a pruned checkpoint decoded without `--keep-tokens`",
+     "error naming the token / the dictionary mismatch and `--keep-tokens`",
+     ("test_unilm_model.py::test_keep_tokens_refuses_unknown_tokens",
+      "test_cli_unilm.py::test_generate_decodes_every_sentence_with_the_pruned_dictionary")),
+    ("`--init-from` a checkpoint with other sizes, another dictionary, a pre-norm or untied RoBERTa",
+     "error naming the parameter, the shapes or the option to change",
+     ("test_unilm_model.py::test_init_refuses_mismatches",)),
+    ("a factorisation order that is not a permutation (model input, `draw_mask permutation --order`)",
+     "error naming the row and the repeated or missing position",
+     ("test_unilm_model.py::test_order_that_is_not_a_permutation_is_refused_by_the_model",
+      "test_draw_mask.py::test_cli_writes_every_picture_and_refuses_bad_orders")),
+    # checkpoints
+    ("data binarized with another dictionary of the same size in another order (`fairseq-preprocess` without "
+     "`--srcdict`), at generate, fine-tune and resume",
+     "`dictionary mismatch: the source dictionary of the data is not the one CKPT was trained with (the same 400 "
+     "entries in another order: entry 7 is ... in the checkpoint's, ... in the data's; ...)` and the fix "
+     "(fairseq decoded it at BLEU 0, exit 0)",
+     ("test_checkpoint_contents.py::test_reordered_dictionary_is_refused_at_generate_finetune_and_resume",
+      "test_checkpoint_contents.py::test_dictionary_mismatch_names_the_side_and_the_first_differences",
+      "test_checkpoint_contents.py::test_keep_tokens_and_other_tasks_targets")),
+    ("a checkpoint saved before dictionaries were recorded, with data of another dictionary size (any family)",
+     "the same `dictionary mismatch` line, from the rows of the embedding; with matching data it loads and "
+     "decodes as before, without a note",
+     ("test_bad_input.py::test_checkpoint_from_another_dictionary_is_named",
+      "test_checkpoint_contents.py::test_checkpoint_without_the_record_still_loads_and_decodes_the_same",
+      "test_cli_hi_cmlm.py::test_dictionary_mismatch_is_named")),
+    ("a checkpoint trained with another embedding or FFN dimension, other sizes (`--ngram`, `--num-buckets`, "
+     "positions) or more layers",
+     "error naming the option that differs (`--encoder-embed-dim differs from the checkpoint's ...`) and both "
+     "shapes, never a dictionary",
+     ("test_bad_input.py::test_checkpoint_with_another_embedding_dimension_names_it_not_the_dictionary",
+      "test_bad_input.py::test_checkpoint_with_another_ffn_dimension_names_it",
+      "test_bad_input.py::test_checkpoint_with_other_sizes_names_the_option",
+      "test_bad_input.py::test_checkpoint_with_more_layers_is_named")),
+    ("a checkpoint of another family (a ProphetNet checkpoint for `cmlm_hybrid`, an autoregressive `transformer` "
+     "for mask-predict, RoBERTa for UniLM)",
+     "`CKPT was trained with --task translation_prophetnet (--arch ...); --task cmlm_hybrid cannot use it`, or the "
+     "model the task needs",
+     ("test_checkpoint_contents.py::test_task_family",
+      "test_checkpoint_contents.py::test_prophetnet_checkpoint_for_cmlm_hybrid_names_the_task",
+      "test_bad_input.py::test_model_of_another_family_is_named",
+      "test_bad_input_cli.py::test_autoregressive_checkpoint_for_mask_predict_is_named")),
+    ("a checkpoint with a foreign pickled global (e.g. `os.system`), also in torch's legacy format",
+     "`refusing to load CKPT: it pickles posix.system ...`; nothing is executed; never torch's advice to load "
+     "with `weights_only=False`",
+     ("test_checkpoints.py::test_foreign_global_is_refused_not_executed",
+      "test_checkpoints.py::test_generate_refuses_foreign_checkpoint_with_one_line",
+      "test_traces.py::test_legacy_format_checkpoint_with_a_foreign_global_is_named_without_torchs_advice")),
+    ("a truncated or corrupt checkpoint", "`cannot read checkpoint CKPT ... truncated or corrupt` and which "
+     "checkpoint to use instead", ("test_checkpoints.py::test_truncated_checkpoint_gets_clear_error",)),
+    ("a truncated or foreign `checkpoint_last.pt` in `--save-dir` when resuming",
+     "one line naming the file; the save dir is left exactly as it was",
+     ("test_bad_input_cli.py::test_bad_checkpoint_last_in_save_dir_is_refused_and_left_alone",)),
+    ("a file that is no fairseq checkpoint: `{}`, a bare state dict, another dict",
+     "`CKPT is not a fairseq checkpoint: it holds an empty dict, not 'model' with 'cfg'` and what to give",
+     ("test_checkpoint_contents.py::test_file_that_is_not_a_fairseq_checkpoint_is_named",)),
+    ("a checkpoint with a NaN or Inf weight", "`refusing to load CKPT: NAME holds 1 non-finite value(s) ...` "
+     "(fairseq decoded empty hypotheses scored nan, BLEU 0, exit 0)",
+     ("test_checkpoint_contents.py::test_non_finite_weight_is_refused_naming_the_tensor",)),
+    ("non-finite model outputs while decoding (mask-predict, UniLM beam search)",
+     "`decoding the batch of sentence ids ... gave non-finite ...`; nothing more is decoded (mask-predict printed "
+     "empty hypotheses scored 0.0, beam search stopped on an assert)",
+     ("test_checkpoint_contents.py::test_non_finite_scores_stop_decoding",)),
+    # faults
+    ("two `fairseq-generate` runs given the same `--results-path` at the same time",
+     "the second stops with `PATH is being written by process PID (COMMAND)`; the first run's file is complete "
+     "(fairseq let both write it, one line a splice of both)",
+     ("test_output_files.py::test_second_run_on_the_same_results_path_refuses_and_names_the_first",
+      "test_output_files.py::test_exclusive_output_in_process")),
+    ("`fairseq-generate` killed while writing its results", "no half file under the final name (an earlier "
+     "complete one stays); the next run removes the leftover and says it replaced the earlier file",
+     ("test_output_files.py::test_killed_run_leaves_no_half_file_and_the_next_run_cleans_up",)),
+    ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
+     "moments, learning rate and scheduler equal an uninterrupted run",
+     ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
+    ("a kill during the copy to `checkpoint_last.pt`", "`checkpoint_last.pt` is still the previous, readable "
+     "checkpoint (the copy is atomic)", ("test_reliability.py::test_interrupted_checkpoint_copy_keeps_the_old_file",)),
+    ("a kill during the very first copy: `checkpoint_last.pt` missing, `checkpoint_last.pt.partial-PID` and "
+     "`*.pt.tmp` left", "`CKPT is missing ...: resuming from checkpoint_1_2.pt, the newest complete checkpoint`; "
+     "the leftovers are removed and named (fairseq started again from update 0)",
+     ("test_checkpoint_saving.py::test_lost_checkpoint_last_resumes_from_the_newest_complete_one",
+      "test_checkpoint_saving.py::test_next_copy_removes_partials_of_ended_processes_only")),
+    ("no space left on the device while saving a checkpoint or copying it",
+     "`no space left on the device while saving CKPT; the last good checkpoint is .../checkpoint_last.pt` and the "
+     "fix; the partial file is removed (fairseq retried, logged a traceback and left it)",
+     ("test_checkpoint_saving.py::test_full_disk_while_saving_names_the_last_good_checkpoint",
+      "test_checkpoint_saving.py::test_full_disk_in_process_for_the_save_and_the_copy")),
+]
+
+
+def render() -> str:
+    rows = ["| input or fault | what the user sees | tested by |", "|---|---|---|"]
+    for what, answer, tests in CASES:
+        refs = ", ".join(f"`{t.split('::')[1]}` ({t.split('::')[0]})" for t in tests)
+        rows.append(f"| {what} | {answer} | {refs} |")
+    return "\n".join(rows)
+
+
+def _test_functions(filename: str) -> set[str]:
+    tree = ast.parse((ROOT / "tests" / filename).read_text(encoding="utf-8"))
+    return {node.name for node in tree.body if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")}
+
+
+def test_every_named_test_exists():
+    missing = [t for _, _, tests in CASES for t in tests if t.split("::")[1] not in _test_functions(t.split("::")[0])]
+    assert not missing, f"rows name tests that do not exist: {missing}"
+
+
+def test_every_reliability_test_is_a_row():
+    named = {t for _, _, tests in CASES for t in tests}
+    unnamed = [f"{f}::{name}" for f in RELIABILITY_FILES for name in sorted(_test_functions(f))
+               if f"{f}::{name}" not in named | NOT_CASES]
+    assert not unnamed, f"add a row of CASES for: {unnamed}"
+
+
+def test_committed_table_equals_the_rendered_one():
+    text = PAGE.read_text(encoding="utf-8")
+    assert text.count(START) == 1 and text.count(END) == 1
+    block = text[text.index(START) + len(START): text.index(END)].strip("\n")
+    assert block == render(), "docs/reliability.md is stale: run python -m tests.test_reliability_table"
+
+
+def write() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    head, tail = text[: text.index(START) + len(START)], text[text.index(END):]
+    PAGE.write_text(f"{head}\n{render()}\n{tail}", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    write()
