@@ -2,7 +2,7 @@
 import subprocess
 import sys
 
-from tests.conftest import ROOT, write_lines
+from tests.conftest import ROOT, cli_env, write_lines
 
 TEXT = [sys.executable, str(ROOT / "data_prep" / "text.py")]
 SPM = [sys.executable, str(ROOT / "data_prep" / "spm.py")]
@@ -35,3 +35,37 @@ def test_clean_pair_drops_empty_and_long_pairs(tmp_path):
     assert (tmp_path / "o.en").read_text().splitlines() == ["one"]
     assert (tmp_path / "o.de").read_text().splitlines() == ["eins"]
     assert "kept 1 pairs, dropped 4" in proc.stderr
+
+
+def test_gigaword_raw_only_normalises_both_oov_markers_and_stops(tmp_path):
+    """--raw-only (the pretrained examples tokenise with the checkpoint's own WordPiece): the
+    cleaned pairs with `<unk>` and `UNK` as the one token UNK, an empty pair dropped, no
+    sentencepiece model or binary folder."""
+    src = tmp_path / "src"
+    src.mkdir()
+    write_lines(src / "train10k.article.txt", ["a <unk>  b", "", "UNK c <unk>"])
+    write_lines(src / "train10k.title.txt", ["t1", "t2", "t3"])
+    write_lines(src / "valid1k.article.txt", ["v <unk>"])
+    write_lines(src / "valid1k.title.txt", ["<unk> w"])
+    proc = subprocess.run(["bash", str(ROOT / "data_prep" / "gigaword.sh"), "--local", str(src), "--out",
+                           str(tmp_path / "out"), "--raw-only"], capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 0, proc.stderr
+    raw = tmp_path / "out" / "raw"
+    assert (raw / "train.article").read_text().splitlines() == ["a UNK b", "UNK c UNK"]
+    assert (raw / "train.title").read_text().splitlines() == ["t1", "t3"]
+    assert (raw / "valid.title").read_text().splitlines() == ["UNK w"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["raw"]
+
+
+def test_wikitext2_raw_only_splits_one_file_by_article(tmp_path):
+    lines = []
+    for i in range(10):
+        lines += ["", f" = Article {i} = ", "", f" text of article {i} .", ""]
+    write_lines(tmp_path / "wiki.valid.raw", lines)
+    proc = subprocess.run(["bash", str(ROOT / "data_prep" / "wikitext2.sh"), "--local", str(tmp_path / "wiki.valid.raw"),
+                           "--out", str(tmp_path / "out"), "--raw-only"], capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 0, proc.stderr
+    raw = tmp_path / "out" / "raw"
+    assert (raw / "valid.txt").read_text().splitlines() == [" = Article 9 = ", " text of article 9 ."]
+    assert len((raw / "train.txt").read_text().splitlines()) == 18
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["raw"]
