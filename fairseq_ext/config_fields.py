@@ -1,8 +1,8 @@
-"""Model options as fairseq dataclass fields (``FairseqDataclass``, fairseq's convention for
-configs): ``option`` writes an option's default, its help (with the paper's section) and its
-range once; the command line (``add_config_args``), the defaults of a named architecture
-(``fill_defaults``), the build-time check (``check_config``) and the options table
-(``fairseq_ext.options_table``) all read that one field."""
+"""The plugin's options as fields of fairseq dataclass configs (``FairseqDataclass``, fairseq's
+convention for model, task and criterion configs): ``option`` writes an option's default, its
+help (with the paper's section) and its range once; the command line (``add_config_args``), the
+defaults of a named architecture (``fill_defaults``), the build-time check (``check_config``) and
+the options table (``fairseq_ext.options_table``) all read that one field."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +12,7 @@ from enum import Enum
 from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
-from fairseq.utils import safe_getattr
+from fairseq.utils import safe_getattr, safe_hasattr
 
 from fairseq_ext.errors import require
 
@@ -88,7 +88,7 @@ def add_config_args(parser, config: type) -> None:
 def fill_defaults(args, config: type) -> None:
     """``args.<name> = default`` for every option of ``config`` that ``args`` leaves unset."""
     for f in fields_of(config):
-        if safe_getattr(args, f.name, None) is None and f.default is not None:
+        if safe_getattr(args, f.name, None) is None and (f.default is not None or not safe_hasattr(args, f.name)):
             setattr(args, f.name, f.default)
 
 
