@@ -54,13 +54,9 @@ def tokenizer_options(folder: Path) -> dict:
 
 
 def register_wordpiece() -> None:
-    """Register ``--bpe wordpiece`` (``fairseq_ext.hub.wordpiece_bpe``), which needs the
-    ``tokenizers`` library (the ``convert`` extra)."""
-    try:
-        from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
-    except ImportError as exc:
-        raise FairseqExtError(f"the folder's WordPiece tokenizer needs the tokenizers library ({exc}); "
-                              "pip install 'fairseq_ext[convert]'") from None
+    """Register ``--bpe wordpiece`` (``fairseq_ext.hub.wordpiece_bpe``; loading the plugin does
+    too); building it needs the ``tokenizers`` library (the ``convert`` extra)."""
+    from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
 
 
 def _interface(cfg, task, models):

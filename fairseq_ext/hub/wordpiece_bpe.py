@@ -5,7 +5,8 @@ fairseq's hub interfaces (``GeneratorHubInterface``, ``RobertaHubInterface``) sp
 ``tokenizers`` library (``fairseq_ext.hub.wordpiece``; Devlin et al. 2019, section 3). The
 folder (``--wordpiece-tokenizer``) is the transformers folder, or a folder converted from one
 by ``python -m fairseq_ext.convert`` (which copies the tokenizer files next to ``model.pt``).
-Registered when the Python API loads a model (``fairseq_ext.hub.from_pretrained``).
+Registered with the plugin (``--user-dir fairseq_ext``); the ``tokenizers`` library is
+imported only when a WordPiece BPE is built (``pip install 'fairseq_ext[convert]'``).
 """
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 from dataclasses import dataclass, field
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_ext.hub.wordpiece import decode_lines, encode_lines, load_tokenizer
+from fairseq_ext.errors import FairseqExtError
+
 
 
 @dataclass
@@ -29,13 +31,19 @@ class WordpieceBPE:
     """Text <-> space-separated WordPiece tokens (``##`` marks a continuation)."""
 
     def __init__(self, cfg: WordpieceBPEConfig):
-        self.tokenizer = load_tokenizer(cfg.wordpiece_tokenizer)
+        try:
+            from fairseq_ext.hub import wordpiece
+        except ImportError as exc:
+            raise FairseqExtError(f"--bpe wordpiece needs the tokenizers library ({exc}); "
+                                  "pip install 'fairseq_ext[convert]'") from None
+        self.wordpiece = wordpiece
+        self.tokenizer = wordpiece.load_tokenizer(cfg.wordpiece_tokenizer)
 
     def encode(self, x: str) -> str:
-        return encode_lines(self.tokenizer, [x])[0][0]
+        return self.wordpiece.encode_lines(self.tokenizer, [x])[0][0]
 
     def decode(self, x: str) -> str:
-        return decode_lines(self.tokenizer, [x])[0]
+        return self.wordpiece.decode_lines(self.tokenizer, [x])[0]
 
     def is_beginning_of_word(self, x: str) -> bool:
         return not x.startswith("##")

@@ -1,4 +1,4 @@
-"""fairseq task adapters (``register_task``) and the criteria they train with.
+"""fairseq task adapters (``register_task``), the criteria they train with and ``--bpe wordpiece``.
 
 fairseq's ``--user-dir fairseq_ext`` imports this package and ``fairseq_ext.models``
 (``fairseq/utils.py: import_user_module``); ``fairseq_ext.plugin.load()`` does the same from
@@ -9,6 +9,7 @@ from fairseq_ext import fairseq_compat
 fairseq_compat.install()
 
 from fairseq_ext import criterions  # noqa: E402,F401  (register_criterion runs on import)
+from fairseq_ext.hub import wordpiece_bpe  # noqa: E402,F401  (--bpe wordpiece)
 from fairseq_ext.tasks import (  # noqa: E402,F401
     cmlm_hybrid,
     permutation_lm,
