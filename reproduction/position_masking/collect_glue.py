@@ -80,6 +80,9 @@ def summarise(work: Path, probs: list[str], seeds: list[int]) -> dict:
                        "position_accuracy": v.get("position_accuracy")} for v in r["validations"]],
         }
     selection = read_json(work / "select" / "chosen.json")
+    selection_runs = {}
+    for path in sorted((work / "select").glob("*/lr*/result.json")):
+        selection_runs.setdefault(path.parent.parent.name, {})[path.parent.name[2:]] = read_json(path)["dev"]
     rows, missing, commands, wall, gaps = [], [], {}, 0.0, []
     for task in TASKS:
         for start in starts:
@@ -122,7 +125,8 @@ def summarise(work: Path, probs: list[str], seeds: list[int]) -> dict:
             tests.append({"claim": "enhanced dropout gradient", "task": task, "start": start,
                           "a": "ordinary dropout", "b": "straight-through",
                           **paired(row(task, start, False), row(task, start, True))})
-    return {"pretrain": pretrain, "selection": selection, "rows": rows, "tests": tests, "missing": missing,
+    return {"pretrain": pretrain, "selection": selection, "selection_runs": selection_runs, "rows": rows,
+            "tests": tests, "missing": missing,
             "commands": commands, "finetune_wall_seconds": round(wall, 1),
             "largest_gap_to_fairseq_logged_metric": max(gaps) if gaps else None}
 
@@ -206,6 +210,10 @@ def markdown(summary: dict) -> str:
         lines.append(f"Fine-tuning learning rate {sel['chosen']} for every run, chosen on {sel['task']} dev "
                      f"({METRIC_NAMES[sel['task']]} of MiniLM as converted, fine-tuning seed 0: "
                      + ", ".join(f"lr {k}: {v:.2f}" for k, v in sel["scores"].items()) + ").")
+    for task, runs in summary["selection_runs"].items():
+        if not sel or task != sel["task"]:
+            lines.append(f"Also tried on {task} dev ({METRIC_NAMES[task]}, same setting): "
+                         + ", ".join(f"lr {k}: {v:.2f}" for k, v in runs.items()) + ".")
     lines += ["", "| task | start | attention dropout | dev metric, mean ± std | per seed | seeds |", "|---|---|---|---|---|---|"]
     for r in summary["rows"]:
         spread = "" if r["std"] is None else f" ± {r['std']:.2f}"

@@ -25,9 +25,10 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
    and from each pre-training, with and without ``--attention-dropout-straight-through``, for
    each ``--seeds`` value, all for ``--updates`` updates; validation every quarter of them (the
    curves); the last checkpoint's dev predictions are scored with scikit-learn
-   (``glue_score.py``) and the checkpoint deleted. Order: the pre-trained starts (ordinary
-   dropout, then straight-through) seed by seed, then MiniLM's own rows seed by seed, so a
-   partial table has whole seeds of the rows the claims compare first.
+   (``glue_score.py``) and the checkpoint deleted. Order: task by task (``--tasks``), the
+   pre-trained starts (ordinary dropout, then straight-through) seed by seed, then MiniLM's
+   own rows seed by seed, so a partial table has whole seeds of the rows the claims compare
+   first.
 
 ``--plugin-root DIR``: import ``fairseq_ext`` from DIR (e.g. ``git archive HEAD fairseq_ext``
 unpacked there) so that a checkout edited during the runs cannot change them.
@@ -240,9 +241,9 @@ class Driver:
             lr = self.chosen_lr()
             jobs = []
             tiers = ([(s, st) for st in (False, True) for s in starts[1:]], [("minilm", False), ("minilm", True)])
-            for tier in tiers:  # the pre-trained starts for every seed first, then MiniLM's own rows
-                for seed in a.seeds:
-                    for task in TASKS:
+            for task in a.tasks:  # per task: the pre-trained starts for every seed, then MiniLM's own rows
+                for tier in tiers:
+                    for seed in a.seeds:
                         for start, st in tier:
                             def job(task=task, start=start, st=st, seed=seed):
                                 if start in pre:
@@ -280,7 +281,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--updates", type=int, default=100, help="fine-tuning updates, every run")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--lrs", nargs="+", default=["5e-5", "1.5e-4"], help="fine-tuning learning rates to choose from")
-    p.add_argument("--select-task", default="CoLA", choices=TASKS, help="the task the learning rate is chosen on")
+    p.add_argument("--select-task", default="SST-2", choices=TASKS, help="the task the learning rate is chosen on")
+    p.add_argument("--tasks", nargs="+", default=["SST-2", "CoLA"], choices=TASKS,
+                   help="tasks to fine-tune on, in order of priority")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     p.add_argument("--sst2-train", type=int, default=8000)
     p.add_argument("--jobs", type=int, default=2)
