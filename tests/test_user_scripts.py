@@ -218,7 +218,9 @@ def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert
 def test_scaling_out_cpu_gloo_trains(tiny_data, tmp_path):
     """The cpu-gloo recipe for real: two processes, two updates of a tiny HI-CMLM, one checkpoint
     (the other modes need GPUs: tests/test_scaling_out.py parses their command lines)."""
-    bash("scaling_out.sh", "hi_cmlm", "cpu-gloo", tiny_data, "-s", "en", "-t", "de", "--arch", "hi_cmlm_transformer_tiny",
+    out = bash("scaling_out.sh", "hi_cmlm", "cpu-gloo", tiny_data, "-s", "en", "-t", "de", "--arch", "hi_cmlm_transformer_tiny",
          *TINY_DIMS, "--max-update", 2, "--max-tokens", 1000, "--warmup-updates", 1, "--no-epoch-checkpoints",
          "--num-workers", 0, env={"NPROC": "2", "SAVE_DIR": str(tmp_path / "ckpt"), "MASTER_PORT": str(29600 + os.getpid() % 300)})
     assert (tmp_path / "ckpt" / "checkpoint_last.pt").is_file()
+    assert "distributed_world_size=2" in out.replace("'distributed_world_size': 2", "distributed_world_size=2")
+    assert re.search(r"\| train \| .*\| num_updates 2 \|", out)
