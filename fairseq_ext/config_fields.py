@@ -92,7 +92,7 @@ def fill_defaults(args, config: type) -> None:
             setattr(args, f.name, f.default)
 
 
-def value(args, name: str):
+def option_value(args, name: str):
     """``args.<name>`` as a plain value (a ``ChoiceEnum`` member as its string)."""
     v = safe_getattr(args, name, None)
     return v.value if isinstance(v, Enum) else v
@@ -101,7 +101,7 @@ def value(args, name: str):
 def check_config(args, config: type) -> None:
     """One clear error for the first option of ``config`` outside its range or choices."""
     for f in fields_of(config):
-        v = value(args, f.name)
+        v = option_value(args, f.name)
         choices = choices_of(f)
         if choices is not None and v is not None:
             require(v in choices, f"{flag(f.name)} {v!r} is unknown; choose one of {', '.join(choices)}")

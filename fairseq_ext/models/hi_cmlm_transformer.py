@@ -15,7 +15,7 @@ from fairseq.models.nat.fairseq_nat_model import ensemble_decoder
 from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes, value
+from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes
 from fairseq_ext.errors import require
 from fairseq_ext.masking import (
     decoding_copies_source,
@@ -39,22 +39,22 @@ def validate_hybrid_args(args) -> None:
     check_config(args, HiCMLMConfig)
     if uses_source_copy(args):
         require(args.encoder_embed_dim == args.decoder_embed_dim,
-                f"--hybrid-strategy {value(args, 'hybrid_strategy')} with --train-decoder-input "
-                f"{value(args, 'train_decoder_input')} and --train-copy-share {args.train_copy_share} "
+                f"--hybrid-strategy {option_value(args, 'hybrid_strategy')} with --train-decoder-input "
+                f"{option_value(args, 'train_decoder_input')} and --train-copy-share {args.train_copy_share} "
                 f"copies source embeddings into the decoder, so --encoder-embed-dim "
                 f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})")
 
 
 def trains_with_source_copy(args) -> bool:
     """Whether any training slot can get Z."""
-    if value(args, "train_decoder_input") == "paper":
+    if option_value(args, "train_decoder_input") == "paper":
         return args.train_copy_share > 0
-    return decoding_copies_source(value(args, "hybrid_strategy"))
+    return decoding_copies_source(option_value(args, "hybrid_strategy"))
 
 
 def uses_source_copy(args) -> bool:
     """Whether training or decoding ever gives a slot Z."""
-    return trains_with_source_copy(args) or decoding_copies_source(value(args, "hybrid_strategy"))
+    return trains_with_source_copy(args) or decoding_copies_source(option_value(args, "hybrid_strategy"))
 
 
 class HybridInputDecoder(NATransformerDecoder):
@@ -62,10 +62,10 @@ class HybridInputDecoder(NATransformerDecoder):
 
     def __init__(self, args, dictionary, embed_tokens, no_encoder_attn=False):
         super().__init__(args, dictionary, embed_tokens, no_encoder_attn=no_encoder_attn)
-        self.hybrid_strategy = value(args, "hybrid_strategy")
+        self.hybrid_strategy = option_value(args, "hybrid_strategy")
         self.copy_temperature = args.copy_temperature
         self.mask_weight = args.mask_weight
-        self.fence_first = value(args, "fence_first")
+        self.fence_first = option_value(args, "fence_first")
         self._training = False
         self._training_copy_weight = None
 
@@ -138,7 +138,7 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
 
     def __init__(self, args, encoder, decoder):
         super().__init__(args, encoder, decoder)
-        self.train_decoder_input = value(args, "train_decoder_input")
+        self.train_decoder_input = option_value(args, "train_decoder_input")
         self.train_copy_share = args.train_copy_share
         self.trains_with_copy = trains_with_source_copy(args)
 

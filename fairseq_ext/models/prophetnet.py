@@ -18,7 +18,7 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes, set_unset, value
+from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes, set_unset
 from fairseq_ext.errors import require
 from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
@@ -46,7 +46,7 @@ def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
         dim, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
         require(heads >= 1 and dim % heads == 0,
                 f"--{side}-embed-dim {dim} must be a multiple of --{side}-attention-heads {heads}")
-    check_attention_backend(value(args, "attention_backend"))
+    check_attention_backend(option_value(args, "attention_backend"))
     require(src_dict == tgt_dict,
             "prophetnet shares one embedding table between encoder, decoder and output layer (as in "
             "the paper), so source and target need one dictionary: binarize with fairseq-preprocess "
@@ -62,7 +62,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.num_buckets = args.num_buckets
         self.relative_max_distance = args.relative_max_distance
         self.max_target_positions = args.max_target_positions
-        self.attention_backend = value(args, "attention_backend")
+        self.attention_backend = option_value(args, "attention_backend")
         self.padding_idx = embed_tokens.padding_idx
         embed_dim = embed_tokens.embedding_dim
         self.embed_tokens = embed_tokens

@@ -12,7 +12,7 @@ from typing import Optional
 import torch
 from fairseq.data import Dictionary
 
-from fairseq_ext.config_fields import value
+from fairseq_ext.config_fields import option_value
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, masks_of_task
@@ -49,7 +49,7 @@ def _check_structure(path: str, args: dict, model_args) -> None:
     require(eps == model_args.layernorm_eps,
             f"--init-from {path}: the checkpoint's layer norms use epsilon {eps:g}, the model's "
             f"{model_args.layernorm_eps:g}; pass --layernorm-eps {eps:g}")
-    theirs, ours = args.get("activation_fn"), value(model_args, "activation_fn")
+    theirs, ours = args.get("activation_fn"), option_value(model_args, "activation_fn")
     require(theirs is None or theirs == ours,
             f"--init-from {path}: the checkpoint uses --activation-fn {theirs}, the model "
             f"{ours}; pass --activation-fn {theirs}")

@@ -14,7 +14,7 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
-from fairseq_ext.config_fields import value
+from fairseq_ext.config_fields import option_value
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, check_order, padded_dense_mask, predicates
 from fairseq_ext.modules import MaskedTransformerLayer
@@ -32,9 +32,9 @@ class UniLMStack(FairseqEncoder):
 
     def __init__(self, args, dictionary):
         super().__init__(dictionary)
-        self.attention_mask = value(args, "attention_mask")
+        self.attention_mask = option_value(args, "attention_mask")
         self.variant = ATTENTION_VARIANTS[self.attention_mask]
-        self.attention_backend = value(args, "attention_backend")
+        self.attention_backend = option_value(args, "attention_backend")
         self.padding_idx = dictionary.pad()
         self.bos, self.eos = dictionary.bos(), dictionary.eos()
         self.num_positions = args.max_positions
@@ -49,10 +49,11 @@ class UniLMStack(FairseqEncoder):
         self.layers = nn.ModuleList(
             MaskedTransformerLayer(C, args.encoder_ffn_embed_dim, args.encoder_attention_heads,
                                    args.dropout, args.attention_dropout, args.activation_dropout,
-                                   value(args, "activation_fn"))
+                                   option_value(args, "activation_fn"))
             for _ in range(args.encoder_layers)
         )
-        self.lm_head = RobertaLMHead(C, len(dictionary), value(args, "activation_fn"), weight=self.embed_tokens.weight)
+        self.lm_head = RobertaLMHead(C, len(dictionary), option_value(args, "activation_fn"),
+                                     weight=self.embed_tokens.weight)
         self.apply(init_bert_params)
 
     def max_positions(self) -> int:

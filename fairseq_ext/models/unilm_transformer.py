@@ -11,7 +11,7 @@ from typing import Optional
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 from torch import Tensor
 
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_unset, value
+from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_unset
 from fairseq_ext.errors import require
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.compat import CheckpointShapeCheckMixin
@@ -28,7 +28,7 @@ def validate_unilm_args(args) -> None:
     """Clear errors for out-of-range options (``UniLMTransformerConfig``) and for sizes that do
     not fit together."""
     check_config(args, UniLMTransformerConfig)
-    check_attention_backend(value(args, "attention_backend"))
+    check_attention_backend(option_value(args, "attention_backend"))
     require(args.encoder_embed_dim % args.encoder_attention_heads == 0,
             f"--encoder-embed-dim {args.encoder_embed_dim} must be divisible by "
             f"--encoder-attention-heads {args.encoder_attention_heads}")

@@ -41,7 +41,8 @@ class PermutationLMConfig(FairseqDataclass):
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(ModelPositionsCheckMixin, CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMTask, FairseqTask):
+class PermutationLMTask(ModelPositionsCheckMixin, CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMTask,
+                        FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
