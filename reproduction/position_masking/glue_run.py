@@ -23,8 +23,8 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
    learning rate is then used by every run of both tasks.
 4. Fine-tuning (fairseq's ``sentence_prediction``, ``--report-mcc``) from MiniLM as converted
    and from each pre-training, with and without ``--attention-dropout-straight-through``, for
-   each ``--seeds`` value, all for ``--updates`` updates; validation every quarter of them (the
-   curves); the last checkpoint's dev predictions are scored with scikit-learn
+   each ``--seeds`` value, all for ``--updates`` updates; ``--curve-points`` validations (the
+   curves; each costs a pass over dev); the last checkpoint's dev predictions are scored with scikit-learn
    (``glue_score.py``) and the checkpoint deleted. Order: task by task (``--tasks``), the
    pre-trained starts (ordinary dropout, then straight-through) seed by seed, then MiniLM's
    own rows seed by seed, so a partial table has whole seeds of the rows the claims compare
@@ -196,7 +196,7 @@ class Driver:
                "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.1",
                "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
                "--warmup-updates", u // 10 + 1, "--total-num-update", u, "--max-update", u,
-               "--batch-size", a.batch, "--validate-interval-updates", max(1, u // 4),
+               "--batch-size", a.batch, "--validate-interval-updates", max(1, u // a.curve_points),
                "--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state",
                "--log-format", "simple", "--log-interval", "25", "--num-workers", "0", "--seed", seed,
                "--save-dir", run]
@@ -280,6 +280,7 @@ def main(argv: list[str] | None = None) -> None:
                                                           "the first TOKENS - 2 pieces of a sentence")
     p.add_argument("--updates", type=int, default=100, help="fine-tuning updates, every run")
     p.add_argument("--batch", type=int, default=16)
+    p.add_argument("--curve-points", type=int, default=2, help="validations per fine-tuning run (the curves)")
     p.add_argument("--lrs", nargs="+", default=["5e-5", "1.5e-4"], help="fine-tuning learning rates to choose from")
     p.add_argument("--select-task", default="SST-2", choices=TASKS, help="the task the learning rate is chosen on")
     p.add_argument("--tasks", nargs="+", default=["SST-2", "CoLA"], choices=TASKS,
