@@ -12,7 +12,9 @@
    naming the last good checkpoint;
 3. ``fairseq-generate --results-path`` (``fairseq_ext.output_files``): one writer per file,
    moved into place complete;
-4. ``sys.excepthook`` prints the plugin's own input errors (``FairseqExtError``) as one line;
+4. ``fairseq-interactive`` (``fairseq_ext.data.interactive_input``): its input is read as
+   bytes and decoded line by line, so text that is not UTF-8 is named by file and line;
+5. ``sys.excepthook`` prints the plugin's own input errors (``FairseqExtError``) as one line;
    every other exception keeps Python's report.
 
 Loading the plugin (``--user-dir fairseq_ext`` or ``fairseq_ext.plugin.load()``) calls it once,
@@ -20,10 +22,12 @@ where the tasks register."""
 from __future__ import annotations
 
 from fairseq_ext import checkpoints, errors, output_files
+from fairseq_ext.data import interactive_input
 
 
 def install() -> None:
     """Apply the changes above (a second call changes nothing)."""
     checkpoints.install()
     output_files.install()
+    interactive_input.install()
     errors.install_cli_excepthook()

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Collect the runs of reproduction/hi_cmlm/multi30k.sh into results.json, results.md and a plot.
 
-    python reproduction/hi_cmlm/collect_results.py --work DIR --ref RAW_REFERENCE [--meta JSON]
+    python -m reproduction.hi_cmlm.collect_results --work DIR --ref RAW_REFERENCE [--meta JSON]
                                                [--publish DIR] [--page docs/results/hi-cmlm.md]
 
 DIR/runs/<run>-seed<k>/ holds a training (train.log) and one folder per decoding,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Collect reproduction/position_masking/minilm.sh into its results file and results-page block.
 
-    python reproduction/position_masking/collect_minilm.py --work DIR --probs 0 0.10 --seeds 1 2 3
+    python -m reproduction.position_masking.collect_minilm --work DIR --probs 0 0.10 --seeds 1 2 3
         [--seconds T0 T1 T2 T3] [--publish results/minilm.json] [--page docs/results/position-masking.md]
 
 Per start (MiniLM as converted, and MiniLM after continued pre-training with each

@@ -1,9 +1,9 @@
 #!/usr/bin/env python
 """Collect the runs of compare_gigaword.sh into table 2 (docs/results/prophetnet.md).
 
-    python reproduction/prophetnet/collect_gigaword.py --work DIR [--runs KEPT] [--publish DIR] [--page PAGE.md]
-    python reproduction/prophetnet/collect_gigaword.py --keep RUN --kept KEPT/NAME-sSEED
-    python reproduction/prophetnet/collect_gigaword.py --is-kept KEPT/NAME-sSEED --eval-at "250 500"
+    python -m reproduction.prophetnet.collect_gigaword --work DIR [--runs KEPT] [--publish DIR] [--page PAGE.md]
+    python -m reproduction.prophetnet.collect_gigaword --keep RUN --kept KEPT/NAME-sSEED
+    python -m reproduction.prophetnet.collect_gigaword --is-kept KEPT/NAME-sSEED --eval-at "250 500"
 
 Reads ``KEPT/NAME-sSEED/results.json`` (written by gigaword.sh, reference_transformers.py
 and unilm/gigaword.sh; KEPT defaults to ``DIR/runs``) and writes ``DIR/results.json``, ``DIR/results.md`` and

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, cli_env
 
 HERE = ROOT / "reproduction" / "prophetnet"
 SCRIPT = HERE / "collect_gigaword.py"
@@ -75,7 +75,7 @@ def test_seeds_points_and_verdicts(tmp_path):
     page = tmp_path / "prophetnet.md"
     page.write_text("intro\n<!-- table2:start -->\nold\n<!-- table2:end -->\nrest\n")
     proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path, "--refs", _refs(tmp_path), "--publish",
-                           tmp_path / "pub", "--page", page], capture_output=True, text=True, check=True)
+                           tmp_path / "pub", "--page", page], capture_output=True, text=True, check=True, env=cli_env())
     assert "published to" in proc.stdout
     text = page.read_text()
     assert text.startswith("intro\n<!-- table2:start -->\nFine-tuning batches: fairseq's length-sorted batches.\n\n| model |")
@@ -169,7 +169,7 @@ def test_point_reads_fairseqs_validation_line(tmp_path):
     assert point["distinct_hypotheses"] == 2
     assert json.loads((tmp_path / "points" / "500.json").read_text()) == point
     proc = subprocess.run([sys.executable, USER_SCRIPTS / "gigaword_point.py", "--work", tmp_path, "--update", "750"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=cli_env())
     assert proc.returncode == 1 and "no validation at update 750" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -183,22 +183,23 @@ def test_kept_runs_outlive_the_work_folder_and_give_the_same_table(tmp_path):
     for folder in sorted((tmp_path / "runs").iterdir()):
         assert not module.is_kept(kept / folder.name, [250, 500])
         proc = subprocess.run([sys.executable, SCRIPT, "--keep", folder, "--kept", kept / folder.name],
-                              capture_output=True, text=True, check=True)
+                              capture_output=True, text=True, check=True, env=cli_env())
         assert "kept" in proc.stdout
     assert module.is_kept(kept / "p1-s1", [250, 500]) and not module.is_kept(kept / "p1-s1", [250, 1000])
     assert module.read_lines(kept / "p1-s1" / "hyp-500.title.gz") == REFS
-    proc = subprocess.run([sys.executable, SCRIPT, "--is-kept", kept / "p2-s2", "--eval-at", "250 500"])
+    proc = subprocess.run([sys.executable, SCRIPT, "--is-kept", kept / "p2-s2", "--eval-at", "250 500"], env=cli_env())
     assert proc.returncode == 0
-    assert subprocess.run([sys.executable, SCRIPT, "--is-kept", kept / "p3-s1", "--eval-at", "250"]).returncode == 1
+    assert subprocess.run([sys.executable, SCRIPT, "--is-kept", kept / "p3-s1", "--eval-at", "250"],
+                          env=cli_env()).returncode == 1
     assert module.summarise(kept, REFS) == module.summarise(tmp_path / "runs", REFS)
     proc = subprocess.run([sys.executable, SCRIPT, "--keep", tmp_path / "nothing", "--kept", kept / "x-s1"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=cli_env())
     assert proc.returncode == 1 and "has no results.json" in proc.stderr and "Traceback" not in proc.stderr
 
 
 def test_collect_without_runs_is_one_clear_error(tmp_path):
     (tmp_path / "runs").mkdir()
-    proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, SCRIPT, "--work", tmp_path], capture_output=True, text=True, env=cli_env())
     assert proc.returncode == 1 and "has a results.json" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -215,7 +216,7 @@ def test_bisection_table_reads_the_variants_and_the_fairseq_runs(tmp_path):
     page = tmp_path / "prophetnet.md"
     page.write_text("a\n<!-- bisection:start -->\n<!-- bisection:end -->\nb\n")
     subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--runs", tmp_path / "kept", "--publish",
-                    tmp_path / "published", "--page", page], check=True, capture_output=True, text=True)
+                    tmp_path / "published", "--page", page], check=True, capture_output=True, text=True, env=cli_env())
     summary = json.loads((bisect / "bisection.json").read_text())
     assert list(summary["variants"]) == ["fairseq-train", "hf", "ours-unsorted"]
     assert list(summary["variants"]["ours-unsorted"]["seeds"]) == ["1", "2"]
@@ -240,7 +241,7 @@ def test_bisection_keeps_published_rows_whose_runs_are_gone(tmp_path):
     }}))
     (tmp_path / "kept").mkdir()
     subprocess.run([sys.executable, SCRIPT, "--bisection", bisect, "--runs", tmp_path / "kept", "--publish", published],
-                   check=True, capture_output=True, text=True)
+                   check=True, capture_output=True, text=True, env=cli_env())
     variants = json.loads((published / "bisection.json").read_text())["variants"]
     assert list(variants) == ["hf-unsorted", "ours-fairseq-unsorted"]
     assert variants["hf-unsorted"]["seeds"] == {"1": {"commands": ["x"], "points": {"500": old_point}}}
@@ -258,7 +259,7 @@ def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
     page.write_text("a\n<!-- unilm-pretrained:start -->\nold\n<!-- unilm-pretrained:end -->\nb\n")
     proc = subprocess.run([sys.executable, ROOT / "reproduction" / "unilm" / "collect_pretrained.py", "--runs",
                            tmp_path / "runs", "--refs", _refs(tmp_path), "--out", tmp_path / "out", "--page", page],
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=True, env=cli_env())
     summary = json.loads((tmp_path / "out" / "pretrained_results.json").read_text())
     assert list(summary["models"]) == ["minilm", "random"]
     [c500] = [c for c in summary["comparisons"] if c["update"] == 500]

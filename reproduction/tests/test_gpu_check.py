@@ -86,7 +86,7 @@ def test_training_commands_build_their_base_models(family, tiny_data, mono_data,
     assert cmd[:3] == [sys.executable, "-m", "reproduction.gpu.fairseq_train"]
     cfg = convert_namespace_to_omegaconf(parse_training_args(cmd[3:]))
     assert cfg.common.fp16 and cfg.optimization.max_update == 200 and cfg.checkpoint.save_dir == str(tmp_path)
-    assert cfg.model.arch == training.FAMILIES[family].arch
+    assert cfg.model._name == training.FAMILIES[family].arch  # the architecture, dataclass-registered or not
     model = tasks.setup_task(cfg.task).build_model(cfg.model)
     assert sum(p.numel() for p in model.parameters()) > 40e6  # base size, not the tiny one
 
