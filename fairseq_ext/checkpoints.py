@@ -41,6 +41,7 @@ import torch
 
 from fairseq_ext import checkpoint_checks, checkpoint_saving
 from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.output_files import exclusive_output
 
 
 def _numpy_reconstruct():
@@ -270,9 +271,8 @@ def export_weights(src: str, dst: str, fp16: bool = False) -> None:
            "extra_state": extra}
     if checkpoint_checks.RECORD_KEY in state:
         out[checkpoint_checks.RECORD_KEY] = state[checkpoint_checks.RECORD_KEY]
-    tmp = dst + ".tmp"
-    torch.save(out, tmp)
-    os.replace(tmp, dst)
+    with exclusive_output(dst, "wb", option="output path") as f:  # no half file, no second writer
+        torch.save(out, f)
 
 
 def main(argv: list[str] | None = None) -> None:

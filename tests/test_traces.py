@@ -1,6 +1,6 @@
 """Input that used to end in a Python traceback, now one line naming the problem and the fix:
-a missing or empty split (every task, in process; ``fairseq-generate --gen-subset`` on the
-command line), text that is not UTF-8 through ``fairseq-interactive`` and
+a missing or empty split and a missing dictionary (every task, in process; ``fairseq-generate``
+on the command line), text that is not UTF-8 through ``fairseq-interactive`` and
 ``data_prep/spm.py`` (file, line and byte; nothing written), and a legacy-format checkpoint
 with a foreign global (named without repeating torch's advice to load with
 ``weights_only=False``)."""
@@ -61,6 +61,25 @@ def test_generate_with_a_missing_gen_subset_is_one_line(tiny_data, tiny_checkpoi
     assert (f"fairseq_ext: error: Dataset not found: valid2 (no valid2*.idx in {tiny_data}); binarize it with "
             "fairseq-preprocess --validpref PREFIX") in proc.stderr
     assert "or name a split the folder has (test, train, valid)" in proc.stderr
+
+
+@pytest.mark.parametrize("family", PAIR_FAMILIES + MONO_FAMILIES)
+def test_missing_dictionary_is_named(tmp_path, family):
+    """A folder without fairseq-preprocess's dict.*.txt (fairseq: a bare FileNotFoundError)."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    with pytest.raises(FairseqExtError, match=r"dict\.(en\.)?txt does not exist"):
+        build(folder, family)
+
+
+def test_generate_without_a_dictionary_is_one_line(tiny_data, tiny_checkpoint, tmp_path):
+    for name in os.listdir(tiny_data):
+        if name.startswith("test."):
+            os.symlink(tiny_data / name, tmp_path / name)
+    proc = run(generate_args(tmp_path, tiny_checkpoint), check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert (f"fairseq_ext: error: {tmp_path / 'dict.en.txt'} does not exist: give the data directory "
+            "fairseq-preprocess wrote") in proc.stderr
 
 
 NOT_UTF8 = b"\xe9t\xe9"  # "ete" in Latin-1

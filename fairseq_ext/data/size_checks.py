@@ -1,7 +1,7 @@
-"""Checks of binarized splits, shared by every task of the plugin: lines that a model would
-otherwise skip, clamp or learn as garbage, a split that is missing or empty, and files that
-fairseq would fail on deep inside numpy, are refused with one clear message naming the
-split, the line or file, and the fix."""
+"""Checks of binarized data, shared by every task of the plugin: lines that a model would
+otherwise skip, clamp or learn as garbage, a split or dictionary that is missing, an empty
+split, and files that fairseq would fail on deep inside numpy, are refused with one clear
+message naming the split, the line or file, and the fix."""
 from __future__ import annotations
 
 import glob
@@ -17,6 +17,14 @@ from fairseq_ext.errors import FairseqExtError, require
 
 REMOVE_EMPTY_LINES = ("remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
                       "does this for training data)")
+
+
+def refuse_missing_dictionary(path: str) -> None:
+    """The dictionary ``path`` (``dict.LANG.txt`` or ``dict.txt``, which fairseq-preprocess writes
+    beside the binarized splits) exists; fairseq would stop with a bare ``FileNotFoundError``."""
+    require(os.path.isfile(path), f"{path} does not exist: give the data directory fairseq-preprocess wrote (its "
+                                  "--destdir holds dict.*.txt beside the binarized splits), with the languages "
+                                  "(-s/-t) it was binarized with")
 
 
 def first_bad_row(bad: np.ndarray) -> Optional[int]:

@@ -13,7 +13,12 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
-from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
+from fairseq_ext.data.size_checks import (
+    refuse_empty_lines,
+    refuse_long_lines,
+    refuse_missing_dictionary,
+    refuse_truncated_binaries,
+)
 from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, option
@@ -50,6 +55,11 @@ class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, Transl
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
+
+    @classmethod
+    def load_dictionary(cls, filename):
+        refuse_missing_dictionary(filename)
+        return super().load_dictionary(filename)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)

@@ -23,7 +23,12 @@ from fairseq_ext.data import (
     PositionMaskingDataset,
 )
 from fairseq_ext.data.language_model_batches import language_model_batches
-from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
+from fairseq_ext.data.size_checks import (
+    refuse_empty_lines,
+    refuse_long_lines,
+    refuse_missing_dictionary,
+    refuse_truncated_binaries,
+)
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.interfaces import PositionMaskingTask
 
@@ -88,6 +93,7 @@ class PositionMaskedLMTask(CompleteBatchesTaskMixin, PositionMaskingTask, Masked
     @classmethod
     def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):
         validate_config(cfg)
+        refuse_missing_dictionary(os.path.join(utils.split_paths(cfg.data)[0], "dict.txt"))
         return super().setup_task(cfg, **kwargs)
 
     def longest_example(self) -> int:
