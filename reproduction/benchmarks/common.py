@@ -17,7 +17,6 @@ settings and memory measurements here, so that every ratio is measured the same 
 from __future__ import annotations
 
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -28,6 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+
+from reproduction.machine import cpu_name
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_DIR = str(ROOT / "fairseq_ext")
@@ -89,12 +90,7 @@ def hardware(device: str) -> str:
     """The GPU's name, or the processor and the number of threads torch uses now."""
     if device == "cuda":
         return torch.cuda.get_device_name(0)
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     threads = torch.get_num_threads()
     return f"{cpu}, {threads} thread{'s' if threads != 1 else ''}"
 

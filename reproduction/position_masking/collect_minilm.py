@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import statistics
 from pathlib import Path
 
+from reproduction.machine import cpu_and_cores
 from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 
@@ -89,15 +89,6 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def hardware() -> str:
-    cpu = platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores"
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, required=True)
@@ -114,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.seconds:
         t = a.seconds
         summary["wall_seconds_this_call"] = {"data": t[1] - t[0], "pretrain": t[2] - t[1], "finetune": t[3] - t[2]}
-    summary["hardware"] = hardware()
+    summary["hardware"] = cpu_and_cores()
     table = markdown(summary)
     (a.work / "minilm_results.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(table, end="")

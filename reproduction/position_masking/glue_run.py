@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import subprocess
@@ -49,18 +48,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from reproduction.machine import cpu_and_cores
+
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("CoLA", "SST-2")
 VALID_LINE = re.compile(r"\| valid on 'valid' subset \|(.*)")
-
-
-def hardware() -> str:
-    cpu = platform.machine()
-    try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, torch threads {os.environ.get('OMP_NUM_THREADS', 'default')}"
 
 
 def validations(log: Path) -> list[dict]:
@@ -143,8 +135,9 @@ class Driver:
         return (self.minilm / "converted" / "options.txt").read_text().split()
 
     def finish(self, run: Path, cmd: list, seed: int, t0: float, extra: dict) -> None:
+        hardware = f"{cpu_and_cores()}, torch threads {self.env['OMP_NUM_THREADS']}"
         result = {"command": [self.rel(c) if isinstance(c, Path) else str(c) for c in cmd], "seed": seed,
-                  "wall_seconds": round(time.time() - t0, 1), "hardware": hardware(),
+                  "wall_seconds": round(time.time() - t0, 1), "hardware": hardware,
                   "validations": validations(run / "train.log"), **extra}
         (run / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
