@@ -13,8 +13,9 @@ two-sided, and the Wilcoxon signed-rank test): 0.10 against 0 position masking f
 and dropout, and straight-through against ordinary attention dropout for each task and start.
 A difference is called established only at p < 0.05 in the paired t-test. Runs that are
 missing (the driver resumes them) are listed, and tests pair only seeds present in both rows.
-``--publish`` writes ``results/glue.json``, the figures ``results/glue_*.png`` and the
-``table3-glue`` block of ``docs/results/position-masking.md``.
+``--publish`` writes ``results/glue.json``, the figures ``results/glue_*.png``, the
+``table3-glue`` block of ``docs/results/position-masking.md`` and the ``table3-glue-summary``
+block of the README (each claim's verdicts with their p-values).
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from reproduction.results_page import write_between_markers
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PAGE = ROOT / "docs" / "results" / "position-masking.md"
+README = ROOT / "README.md"
 TASKS = ("CoLA", "SST-2")
 METRIC_NAMES = {"CoLA": "MCC x 100", "SST-2": "accuracy (%)"}
 CURVE_FIELD = {"CoLA": "mcc", "SST-2": "accuracy"}
@@ -73,7 +75,8 @@ def summarise(work: Path, probs: list[str], seeds: list[int]) -> dict:
         r = read_json(path)
         lr = r.get("lr", float(r["command"][r["command"].index("--lr") + 1]))
         pretrain[path.parent.name] = {
-            "probability": r["probability"], "lr": lr, "command": r["command"], "wall_seconds": r["wall_seconds"],
+            "probability": r["probability"], "lr": lr, "updates": r.get("updates"),
+            "extra_options": r.get("extra_options", []), "command": r["command"], "wall_seconds": r["wall_seconds"],
             "hardware": r["hardware"], "chance_position_accuracy": r["chance_position_accuracy"],
             "fine_tuned": path.parent.name in starts,
             "curve": [{"updates": int(v["num_updates"]), "mlm_accuracy": v.get("mlm_accuracy"),
@@ -168,23 +171,30 @@ def plot(summary: dict, out: Path) -> list[str]:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
         for start, pre in summary["pretrain"].items():
             xs = [c["updates"] for c in pre["curve"]]
-            label = f"position mask {pre['probability']:g}, lr {pre['lr']:g}"
-            a1.plot(xs, [c["mlm_accuracy"] for c in pre["curve"]], marker="o", label=label)
+            label = pretrain_label(start, pre)
+            style = "--" if start.startswith("probe-") else "-"
+            a1.plot(xs, [c["mlm_accuracy"] for c in pre["curve"]], marker="o", linestyle=style, label=label)
             if any(c["position_accuracy"] is not None for c in pre["curve"]):
-                a2.plot(xs, [c["position_accuracy"] for c in pre["curve"]], marker="o", label=label)
+                a2.plot(xs, [c["position_accuracy"] for c in pre["curve"]], marker="o", linestyle=style, label=label)
             chance = pre["chance_position_accuracy"]
         a2.axhline(chance, color="grey", linestyle=":", label=f"chance ({chance:.2f}%)")
         a1.set_title("continued pre-training: valid MLM accuracy (%)")
         a2.set_title("valid position accuracy (%)")
         for ax in (a1, a2):
             ax.set_xlabel("pre-training updates")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=6)
         fig.tight_layout()
         path = out / "glue_pretrain_position_accuracy.png"
         fig.savefig(path, dpi=100)
         written.append(path)
         plt.close(fig)
     return [str(p.relative_to(ROOT)) if p.resolve().is_relative_to(ROOT) else str(p) for p in written]
+
+
+def pretrain_label(name: str, pre: dict) -> str:
+    """``p0.10: position mask 0.1, lr 0.0002`` or ``probe-lr1e-3: ... + --lr 1e-3``."""
+    extra = f" + {' '.join(pre['extra_options'])}" if pre["extra_options"] else ""
+    return f"{name}: position mask {pre['probability']:g}, lr {pre['lr']:g}{extra}"
 
 
 def fmt(x: float | None, digits: int = 2) -> str:
@@ -194,14 +204,14 @@ def fmt(x: float | None, digits: int = 2) -> str:
 def markdown(summary: dict) -> str:
     lines = []
     if summary["pretrain"]:
-        lines += ["| continued pre-training | lr | fine-tuned from | updates | valid MLM accuracy (%) | "
+        lines += ["| continued pre-training (probe-: diagnosis only) | lr | fine-tuned from | updates | valid MLM accuracy (%) | "
                   "valid position accuracy (%) (chance) | position accuracy at each validation |",
                   "|---|---|---|---|---|---|---|"]
-        for pre in summary["pretrain"].values():
+        for name, pre in summary["pretrain"].items():
             last = pre["curve"][-1] if pre["curve"] else {}
             curve = ", ".join(f"{c['updates']}: {fmt(c['position_accuracy'])}" for c in pre["curve"]
                               if c["position_accuracy"] is not None) or "-"
-            lines.append(f"| position mask {pre['probability']:g} | {pre['lr']:g} | {'yes' if pre['fine_tuned'] else 'no'} | "
+            lines.append(f"| {pretrain_label(name, pre)} | {pre['lr']:g} | {'yes' if pre['fine_tuned'] else 'no'} | "
                          f"{last.get('updates', '-')} | {fmt(last.get('mlm_accuracy'))} | "
                          f"{fmt(last.get('position_accuracy'))} ({pre['chance_position_accuracy']:.2f}) | {curve} |")
         lines.append("")
@@ -238,6 +248,32 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def readme_summary(summary: dict) -> str:
+    """The README's lines on Table 3: each claim's verdict per task, with the paired t-test's p."""
+    def verdicts(claim: str, label) -> str:
+        parts = []
+        for t in summary["tests"]:
+            if t["claim"] != claim:
+                continue
+            parts.append(f"{t['task']} {label(t)}: {t['verdict']} ({fmt(t['mean_difference'])} points, "
+                         f"p = {fmt(t['t_test_p'], 3)})")
+        return "; ".join(parts)
+
+    seeds = sorted({s for r in summary["rows"] for s in r["seeds"]})
+    updates = sorted({c["updates"] for c in summary["commands"].values()})
+    lines = [f"Position masking on GLUE dev from all-MiniLM-L6-v2 ({len(seeds)} fine-tuning seeds per row, "
+             f"{'/'.join(map(str, updates))} fine-tuning updates, paired t-test by seed; "
+             "[Table 3](docs/results/position-masking.md)):", "",
+             "- position mask 0.10 vs 0 in continued pre-training: "
+             + verdicts("position masking",
+                        lambda t: "straight-through" if t["straight_through"] else "ordinary dropout") + ";",
+             "- straight-through vs ordinary attention dropout: "
+             + verdicts("enhanced dropout gradient", lambda t: start_label(t["start"])) + "."]
+    if summary["missing"]:
+        lines.append(f"- {len(summary['missing'])} runs not finished yet.")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", type=Path, default=ROOT / "work" / "glue")
@@ -255,6 +291,8 @@ def main(argv: list[str] | None = None) -> None:
                              "--wikitext WIKITEXT/wiki.valid.raw --plugin-root SNAPSHOT")
         (a.out / "glue.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         write_between_markers(PAGE, block, "<!-- table3-glue:start -->", "<!-- table3-glue:end -->")
+        write_between_markers(README, readme_summary(summary), "<!-- table3-glue-summary:start -->",
+                              "<!-- table3-glue-summary:end -->")
 
 
 if __name__ == "__main__":

@@ -15,9 +15,13 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
    (SST-2: ``--sst2-train`` training examples).
 2. Continued pre-training (task ``position_masked_lm``, ``position_masked_roberta`` with the
    converted options) for each ``--probs`` value on the same tokens, token masks, seed and
-   updates; validation (MLM and position accuracy) every fifth of the updates. ``--probe-lrs``:
-   the last ``--probs`` value again at other learning rates (``--probe-updates``), to see whether
-   the new, randomly initialised position head leaves chance faster; nothing fine-tunes them.
+   updates; validation (MLM and position accuracy) every fifth of the updates. ``--probe NAME
+   OPTIONS``: the last ``--probs`` value again for ``--probe-updates`` updates with OPTIONS
+   appended to its fairseq-train command (e.g. a learning rate, the position loss weight, or
+   ``--position-keep-prob 1``: positions left visible, the control that tells whether the new
+   head can learn at all), to find out what keeps the position head at chance; nothing
+   fine-tunes them. ``--probes-only`` stops after the probes and the learning-rate choice, so
+   that the pre-training settings can be chosen from them first.
 3. Learning-rate choice, once: each ``--lrs`` value fine-tunes MiniLM as converted (ordinary
    dropout, seed 0, which is no evaluation seed) on ``--select-task``; the best dev score's
    learning rate is then used by every run of both tasks.
@@ -52,6 +56,8 @@ from reproduction.machine import cpu_and_cores
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("CoLA", "SST-2")
+PROBES = (("baseline", ""), ("positions-visible", "--position-keep-prob 1 --position-random-prob 0"),
+          ("lr1e-3", "--lr 1e-3"), ("loss-weight5", "--position-loss-weight 5"))
 VALID_LINE = re.compile(r"\| valid on 'valid' subset \|(.*)")
 
 
@@ -142,10 +148,16 @@ class Driver:
         (run / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
 
     # 2. continued pre-training
-    def pretrain(self, prob: str, lr: str, u: int, name: str) -> None:
+    def pretrain(self, prob: str, lr: str, u: int, name: str, extra: list[str] = ()) -> None:
         a = self.a
+        lr = extra[extra.index("--lr") + 1] if "--lr" in extra else lr  # a probe's own rate
         run = self.work / "pretrain" / name
         if (run / "result.json").is_file():
+            done = json.loads((run / "result.json").read_text(encoding="utf-8"))
+            asked = {"lr": float(lr), "updates": u, "extra_options": list(extra)}
+            if any(done.get(k, [] if k == "extra_options" else None) != v for k, v in asked.items()):
+                raise SystemExit(f"{run} was pre-trained with other settings than asked now ({asked}); "
+                                 "give another --work or remove that folder")
             return
         run.mkdir(parents=True, exist_ok=True)
         cmd = ["fairseq-train", self.work / "pretrain_bin", "--user-dir", self.user_dir, "--task", "position_masked_lm",
@@ -158,11 +170,14 @@ class Driver:
                "--warmup-updates", u // 16 + 1, "--total-num-update", u, "--max-update", u, "--batch-size", "16",
                "--validate-interval-updates", max(1, u // 5), "--save-interval-updates", "1000000000",
                "--no-epoch-checkpoints", "--no-save-optimizer-state", "--log-format", "simple", "--log-interval", "25",
-               "--num-workers", "0", "--seed", "1", "--save-dir", run]
+               "--num-workers", "0", "--seed", "1", "--save-dir", run, *extra]
         t0 = time.time()
         self.sh(cmd, run / "train.log")
         (run / "checkpoint_best.pt").unlink(missing_ok=True)
+        if name.startswith("probe-"):  # nothing starts from a probe
+            (run / "checkpoint_last.pt").unlink(missing_ok=True)
         self.finish(run, cmd, 1, t0, {"probability": float(prob), "lr": float(lr), "updates": u,
+                                      "extra_options": list(extra),
                                       "tokens_per_sample": a.tokens,
                                       "chance_position_accuracy": 100.0 / a.tokens})
 
@@ -223,15 +238,17 @@ class Driver:
         self.prepare()
         starts = ["minilm"] + [f"p{p}" for p in a.probs]
         with ThreadPoolExecutor(a.jobs) as pool:
-            pre = {f"p{p}": pool.submit(self.pretrain, p, a.pretrain_lr, a.pretrain_updates, f"p{p}") for p in a.probs}
+            probes = [pool.submit(self.pretrain, a.probs[-1], a.pretrain_lr, a.probe_updates, f"probe-{name}",
+                                  options.split()) for name, options in a.probe]
             t = a.select_task
             sel = [pool.submit(self.finetune, self.work / "select" / t / f"lr{lr}", t, "minilm", False, 0, lr)
                    for lr in a.lrs]
-            probes = [pool.submit(self.pretrain, a.probs[-1], lr, a.probe_updates, f"p{a.probs[-1]}-lr{lr}")
-                      for lr in a.probe_lrs]
-            for f in sel:
+            for f in [*sel, *probes]:
                 f.result()
             lr = self.chosen_lr()
+            if a.probes_only:
+                return
+            pre = {f"p{p}": pool.submit(self.pretrain, p, a.pretrain_lr, a.pretrain_updates, f"p{p}") for p in a.probs}
             jobs = []
             tiers = ([(s, st) for st in (False, True) for s in starts[1:]], [("minilm", False), ("minilm", True)])
             for task in a.tasks:  # per task: the pre-trained starts for every seed, then MiniLM's own rows
@@ -245,7 +262,7 @@ class Driver:
                                 self.finetune(run, task, start, st, seed, lr)
                             jobs.append(pool.submit(job))
             failed = 0
-            for f in [*pre.values(), *probes, *jobs]:
+            for f in [*pre.values(), *jobs]:
                 try:
                     f.result()
                 except RuntimeError as e:
@@ -262,26 +279,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--wikitext", help="WikiText-2 raw file or folder (data_prep/wikitext2.sh --local); else downloaded")
     p.add_argument("--plugin-root", type=Path, help="import fairseq_ext from this folder instead of the checkout")
     p.add_argument("--probs", nargs="+", default=["0", "0.10"])
-    p.add_argument("--pretrain-updates", type=int, default=400)
+    p.add_argument("--pretrain-updates", type=int, default=1000)
     p.add_argument("--pretrain-lr", default="2e-4")
     p.add_argument("--position-loss-weight", default="1.0")
-    p.add_argument("--probe-lrs", nargs="*", default=["1e-3"],
-                   help="also pre-train the last --probs value at these learning rates (for the position "
-                        "head's curve only; no fine-tuning starts from them)")
-    p.add_argument("--probe-updates", type=int, default=100)
+    p.add_argument("--probe", nargs=2, action="append", metavar=("NAME", "OPTIONS"),
+                   help="also pre-train the last --probs value with these fairseq-train options appended "
+                        "(the position head's curve only; nothing fine-tunes it); default: " +
+                        "; ".join(f"{n} '{o}'" for n, o in PROBES))
+    p.add_argument("--probe-updates", type=int, default=400)
+    p.add_argument("--probes-only", action="store_true", help="stop after the probes and the learning-rate choice")
     p.add_argument("--tokens", type=int, default=64, help="pre-training tokens per sample; fine-tuning keeps "
                                                           "the first TOKENS - 2 pieces of a sentence")
-    p.add_argument("--updates", type=int, default=100, help="fine-tuning updates, every run")
+    p.add_argument("--updates", type=int, default=240, help="fine-tuning updates, every run")
     p.add_argument("--batch", type=int, default=16)
-    p.add_argument("--curve-points", type=int, default=2, help="validations per fine-tuning run (the curves)")
-    p.add_argument("--lrs", nargs="+", default=["5e-5", "1.5e-4"], help="fine-tuning learning rates to choose from")
-    p.add_argument("--select-task", default="SST-2", choices=TASKS, help="the task the learning rate is chosen on")
+    p.add_argument("--curve-points", type=int, default=3, help="validations per fine-tuning run (the curves)")
+    p.add_argument("--lrs", nargs="+", default=["1e-4", "3e-4"], help="fine-tuning learning rates to choose from")
+    p.add_argument("--select-task", default="CoLA", choices=TASKS, help="the task the learning rate is chosen on")
     p.add_argument("--tasks", nargs="+", default=["SST-2", "CoLA"], choices=TASKS,
                    help="tasks to fine-tune on, in order of priority")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     p.add_argument("--sst2-train", type=int, default=8000)
     p.add_argument("--jobs", type=int, default=2)
-    Driver(p.parse_args(argv)).run()
+    a = p.parse_args(argv)
+    a.probe = a.probe or PROBES
+    Driver(a).run()
 
 
 if __name__ == "__main__":

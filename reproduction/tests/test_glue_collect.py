@@ -9,7 +9,7 @@ import statistics
 
 from scipy import stats
 
-from reproduction.position_masking.collect_glue import markdown, plot, summarise
+from reproduction.position_masking.collect_glue import markdown, plot, readme_summary, summarise
 
 SEEDS = [1, 2, 3]
 
@@ -26,6 +26,11 @@ def fake_work(tmp_path):
             "command": ["fairseq-train", "--lr", "2e-4"], "wall_seconds": 10.0, "hardware": "cpu", "probability": prob,
             "chance_position_accuracy": 1.5625,
             "validations": [{"num_updates": 100.0, "mlm_accuracy": 10.0, **({"position_accuracy": pos} if pos else {})}]})
+    write(work / "pretrain" / "probe-lr1e-3" / "result.json", {
+        "command": ["fairseq-train", "--lr", "2e-4", "--lr", "1e-3"], "wall_seconds": 10.0, "hardware": "cpu",
+        "probability": 0.1, "lr": 1e-3, "updates": 100, "extra_options": ["--lr", "1e-3"],
+        "chance_position_accuracy": 1.5625, "validations": [{"num_updates": 100.0, "mlm_accuracy": 9.0,
+                                                             "position_accuracy": 1.5}]})
     write(work / "select" / "chosen.json", {"task": "CoLA", "scores": {"5e-5": 1.0, "1.5e-4": 2.0}, "chosen": "1.5e-4"})
     dev = {}
     for start, base in (("minilm", 10.0), ("p0", 20.0), ("p0.10", 21.0)):
@@ -62,5 +67,12 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
     text = markdown(s)
     assert "| CoLA (MCC x 100) | MiniLM + continued pre-training, position mask 0.10 | ordinary |" in text
     assert "2.50 (1.56)" in text and "learning rate 1.5e-4 for every run, chosen on CoLA dev" in text and "Not finished yet (19 runs" in text
+    assert "| probe-lr1e-3: position mask 0.1, lr 0.001 + --lr 1e-3 | 0.001 | no | 100 | 9.00 | 1.50 (1.56) |" in text
+    assert s["pretrain"]["p0.10"]["fine_tuned"] and not s["pretrain"]["probe-lr1e-3"]["fine_tuned"]
+    summary = readme_summary(s)
+    p = f"{test['t_test_p']:.3f}"
+    assert (f"CoLA ordinary dropout: {test['verdict']} ({statistics.fmean(diff):.2f} points, p = {p})" in summary)
+    assert "CoLA MiniLM as converted: not tested (fewer than 3 paired seeds)" in summary
+    assert "3 fine-tuning seeds per row, 100 fine-tuning updates" in summary and "19 runs not finished yet" in summary
     figures = plot(s, tmp_path)
     assert len(figures) == 2 and all((tmp_path / f.split("/")[-1]).stat().st_size > 5000 for f in figures)
