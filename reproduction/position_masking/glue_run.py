@@ -23,8 +23,9 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
    fine-tunes them. ``--probes-only`` stops after the probes and the learning-rate choice, so
    that the pre-training settings can be chosen from them first.
 3. Learning-rate choice, once: each ``--lrs`` value fine-tunes MiniLM as converted (ordinary
-   dropout, seed 0, which is no evaluation seed) on ``--select-task``; the best dev score's
-   learning rate is then used by every run of both tasks.
+   dropout, seed 0, which is no evaluation seed) on each task; the best dev score on
+   ``--select-task`` (SST-2: on CoLA MiniLM stays at the majority class, MCC 0, at every
+   rate tried, which chooses nothing) gives the learning rate of every run of both tasks.
 4. Fine-tuning (fairseq's ``sentence_prediction``, ``--report-mcc``) from MiniLM as converted
    and from each pre-training, with and without ``--attention-dropout-straight-through``, for
    each ``--seeds`` value, all for ``--updates`` updates; ``--curve-points`` validations (the
@@ -240,9 +241,8 @@ class Driver:
         with ThreadPoolExecutor(a.jobs) as pool:
             probes = [pool.submit(self.pretrain, a.probs[-1], a.pretrain_lr, a.probe_updates, f"probe-{name}",
                                   options.split()) for name, options in a.probe]
-            t = a.select_task
             sel = [pool.submit(self.finetune, self.work / "select" / t / f"lr{lr}", t, "minilm", False, 0, lr)
-                   for lr in a.lrs]
+                   for t in dict.fromkeys([a.select_task, *a.tasks]) for lr in a.lrs]
             for f in [*sel, *probes]:
                 f.result()
             lr = self.chosen_lr()
@@ -293,8 +293,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--updates", type=int, default=240, help="fine-tuning updates, every run")
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--curve-points", type=int, default=3, help="validations per fine-tuning run (the curves)")
-    p.add_argument("--lrs", nargs="+", default=["1e-4", "3e-4"], help="fine-tuning learning rates to choose from")
-    p.add_argument("--select-task", default="CoLA", choices=TASKS, help="the task the learning rate is chosen on")
+    p.add_argument("--lrs", nargs="+", default=["1e-4", "3e-4"],
+                   help="fine-tuning learning rates to choose from (tried on every task, chosen on --select-task)")
+    p.add_argument("--select-task", default="SST-2", choices=TASKS, help="the task the learning rate is chosen on")
     p.add_argument("--tasks", nargs="+", default=["SST-2", "CoLA"], choices=TASKS,
                    help="tasks to fine-tune on, in order of priority")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
