@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -66,6 +67,23 @@ def paired(a: dict[int, float], b: dict[int, float]) -> dict:
     else:
         out["verdict"] = "no significant difference"
     return out
+
+
+def data_counts(work: Path) -> list[str]:
+    """What the driver's data steps logged: fairseq-preprocess's sentence and token counts of
+    the pre-training text, and data_prep/glue.py's examples read and written per split."""
+    lines = []
+    log = work / "preprocess.log"
+    if log.is_file():
+        for m in re.finditer(r"\] \S*/(\w+)\.txt: (\d+) sents, (\d+) tokens", log.read_text(encoding="utf-8")):
+            lines.append(f"pre-training {m.group(1)}: {int(m.group(2)):,} lines, {int(m.group(3)):,} tokens "
+                         "(fairseq-preprocess, one </s> a line)")
+    for task in TASKS:
+        log = work / f"glue-{task}.log"
+        if log.is_file():
+            for m in re.finditer(r"glue: \S*/(\w+)\.tsv: (read .*?) to \S+ (\(.*\))", log.read_text(encoding="utf-8")):
+                lines.append(f"{task} {m.group(1)}: {m.group(2)} {m.group(3)}")
+    return lines
 
 
 def summarise(work: Path, probs: list[str], seeds: list[int]) -> dict:
@@ -128,7 +146,7 @@ def summarise(work: Path, probs: list[str], seeds: list[int]) -> dict:
             tests.append({"claim": "enhanced dropout gradient", "task": task, "start": start,
                           "a": "ordinary dropout", "b": "straight-through",
                           **paired(row(task, start, False), row(task, start, True))})
-    return {"pretrain": pretrain, "selection": selection, "selection_runs": selection_runs, "rows": rows,
+    return {"data": data_counts(work), "pretrain": pretrain, "selection": selection, "selection_runs": selection_runs, "rows": rows,
             "tests": tests, "missing": missing,
             "commands": commands, "finetune_wall_seconds": round(wall, 1),
             "largest_gap_to_fairseq_logged_metric": max(gaps) if gaps else None}
@@ -202,7 +220,9 @@ def fmt(x: float | None, digits: int = 2) -> str:
 
 
 def markdown(summary: dict) -> str:
-    lines = []
+    lines = [f"- {line}" for line in summary.get("data", [])]
+    if lines:
+        lines.append("")
     if summary["pretrain"]:
         lines += ["| continued pre-training (probe-: diagnosis only) | lr | fine-tuned from | updates | valid MLM accuracy (%) | "
                   "valid position accuracy (%) (chance) | position accuracy at each validation |",

@@ -31,6 +31,10 @@ def fake_work(tmp_path):
         "probability": 0.1, "lr": 1e-3, "updates": 100, "extra_options": ["--lr", "1e-3"],
         "chance_position_accuracy": 1.5625, "validations": [{"num_updates": 100.0, "mlm_accuracy": 9.0,
                                                              "position_accuracy": 1.5}]})
+    (work / "preprocess.log").write_text("INFO:fairseq_cli.preprocess:[None] /w/wordpiece/train.txt: 2191 sents, "
+                                         "213594 tokens, 0.05% replaced (by <unk>)\n")
+    (work / "glue-CoLA.log").write_text("glue: /g/CoLA/dev.tsv: read 516 examples, wrote 516 to /w/raw/valid.* "
+                                        "(label 0: 162, label 1: 354; 0 cut to 62 pieces)\n")
     write(work / "select" / "chosen.json", {"task": "CoLA", "scores": {"5e-5": 1.0, "1.5e-4": 2.0}, "chosen": "1.5e-4"})
     dev = {}
     for start, base in (("minilm", 10.0), ("p0", 20.0), ("p0.10", 21.0)):
@@ -65,6 +69,8 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
     assert minilm_st["seeds"] == [1, 2] and minilm_st["verdict"].startswith("not tested")
     assert "CoLA/minilm-st1-s3" in s["missing"] and len([m for m in s["missing"] if m.startswith("SST-2")]) == 18
     text = markdown(s)
+    assert text.startswith("- pre-training train: 2,191 lines, 213,594 tokens (fairseq-preprocess, one </s> a line)\n"
+                           "- CoLA dev: read 516 examples, wrote 516 (label 0: 162, label 1: 354; 0 cut to 62 pieces)\n")
     assert "| CoLA (MCC x 100) | MiniLM + continued pre-training, position mask 0.10 | ordinary |" in text
     assert "2.50 (1.56)" in text and "learning rate 1.5e-4 for every run, chosen on CoLA dev" in text and "Not finished yet (19 runs" in text
     assert "| probe-lr1e-3: position mask 0.1, lr 0.001 + --lr 1e-3 | 0.001 | no | 100 | 9.00 | 1.50 (1.56) |" in text
