@@ -226,7 +226,7 @@ def test_bad_input_is_one_clear_error(tmp_path, quickstart):
     with pytest.raises(FairseqExtError, match="none of checkpoint.pt"):
         hub.from_pretrained(tmp_path)
     (tmp_path / "checkpoint.pt").write_bytes((MODEL / "checkpoint.pt").read_bytes())
-    with pytest.raises(FairseqExtError, match="dict.en.txt, which does not exist"):
+    with pytest.raises(FairseqExtError, match="dict.en.txt does not exist: give the data directory"):
         hub.from_pretrained(tmp_path)
     with pytest.raises(FairseqExtError, match="passes must be an integer >= 1"):
         quickstart.translate("A man.", passes=0)
