@@ -146,7 +146,20 @@ def summarise(work: Path, probs: list[str], seeds: list[int]) -> dict:
             tests.append({"claim": "enhanced dropout gradient", "task": task, "start": start,
                           "a": "ordinary dropout", "b": "straight-through",
                           **paired(row(task, start, False), row(task, start, True))})
-    return {"data": data_counts(work), "pretrain": pretrain, "selection": selection, "selection_runs": selection_runs, "rows": rows,
+    convergence = []  # section 5.1's "faster convergence": the same test at every validation
+    for task in TASKS:
+        for p in probs[1:]:
+            for st in (False, True):
+                a_row, b_row = (next(x for x in rows if x["task"] == task and x["start"] == start
+                                     and x["straight_through"] == st) for start in (f"p{probs[0]}", f"p{p}"))
+                updates = sorted({u for c in a_row["curves"].values() for u, _ in c})
+                for u in updates:
+                    def at(r):
+                        return {int(seed): v for seed, c in r["curves"].items() for x, v in c
+                                if x == u and v is not None}
+                    convergence.append({"task": task, "straight_through": st, "a": f"p{probs[0]}", "b": f"p{p}",
+                                        "updates": u, **paired(at(a_row), at(b_row))})
+    return {"data": data_counts(work), "pretrain": pretrain, "selection": selection, "convergence": convergence, "selection_runs": selection_runs, "rows": rows,
             "tests": tests, "missing": missing,
             "commands": commands, "finetune_wall_seconds": round(wall, 1),
             "largest_gap_to_fairseq_logged_metric": max(gaps) if gaps else None}
@@ -258,6 +271,13 @@ def markdown(summary: dict) -> str:
                 else "straight-through vs ordinary dropout")
         lines.append(f"- {t['task']}, {where}: {what}: {t['verdict']} ({fmt(t['mean_difference'])} points, "
                      f"n = {t['n']}, t-test p = {fmt(t['t_test_p'], 3)}, Wilcoxon p = {fmt(t['wilcoxon_p'], 3)}).")
+    if summary.get("convergence"):
+        lines += ["", "Convergence (fairseq's logged dev metric at each validation, position mask "
+                  "0.10 vs 0, paired by seed):", ""]
+        for c in summary["convergence"]:
+            lines.append(f"- {c['task']}, {'straight-through' if c['straight_through'] else 'ordinary'} dropout, "
+                         f"{c['updates']} updates: {c['verdict']} ({fmt(c['mean_difference'])} points, n = {c['n']}, "
+                         f"t-test p = {fmt(c['t_test_p'], 3)}).")
     if summary["largest_gap_to_fairseq_logged_metric"] is not None:
         lines += ["", "Scores are computed by scikit-learn from each model's dev predictions; they differ from the metric "
                   f"fairseq logged at its last validation by at most {summary['largest_gap_to_fairseq_logged_metric']:.2f} "

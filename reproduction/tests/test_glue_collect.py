@@ -75,6 +75,11 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
     assert "2.50 (1.56)" in text and "learning rate 1.5e-4 for every run, chosen on CoLA dev" in text and "Not finished yet (19 runs" in text
     assert "| probe-lr1e-3: position mask 0.1, lr 0.001 + --lr 1e-3 | 0.001 | no | 100 | 9.00 | 1.50 (1.56) |" in text
     assert s["pretrain"]["p0.10"]["fine_tuned"] and not s["pretrain"]["probe-lr1e-3"]["fine_tuned"]
+    conv = {(c["task"], c["straight_through"], c["updates"]): c for c in s["convergence"]}
+    at50 = conv[("CoLA", False, 50)]  # the logged curve is the final value - 5, so the same differences
+    assert at50["seeds"] == SEEDS and math.isclose(at50["mean_difference"], statistics.fmean(diff))
+    assert math.isclose(at50["t_test_p"], test["t_test_p"])
+    assert "- CoLA, ordinary dropout, 50 updates: " in text
     summary = readme_summary(s)
     p = f"{test['t_test_p']:.3f}"
     assert (f"CoLA ordinary dropout: {test['verdict']} ({statistics.fmean(diff):.2f} points, p = {p})" in summary)
