@@ -13,7 +13,8 @@ two-sided, and the Wilcoxon signed-rank test): 0.10 against 0 position masking f
 and dropout, and straight-through against ordinary attention dropout for each task and start.
 A difference is called established only at p < 0.05 in the paired t-test. Runs that are
 missing (the driver resumes them) are listed, and tests pair only seeds present in both rows.
-``--publish`` writes ``results/glue.json``, the figures ``results/glue_*.png``, the
+``--publish`` writes ``results/glue.json``, every run's dev predictions
+(``results/glue_predictions/TASK/RUN.txt``, one predicted label a line), the figures ``results/glue_*.png``, the
 ``table3-glue`` block of ``docs/results/position-masking.md`` and the ``table3-glue-summary``
 block of the README (each claim's verdicts with their p-values).
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
 import statistics
 from pathlib import Path
 
@@ -46,7 +48,15 @@ def start_label(start: str) -> str:
 
 
 def read_json(path: Path) -> dict | None:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    """A run's result.json; a --user-dir outside the repository (the driver's --plugin-root
+    snapshot) is written ``SNAPSHOT/fairseq_ext``, so the results file holds no machine path."""
+    if not path.is_file():
+        return None
+    result = json.loads(path.read_text(encoding="utf-8"))
+    if "command" in result:
+        result["command"] = ["SNAPSHOT/fairseq_ext" if c.startswith("/") and c.endswith("/fairseq_ext") else c
+                             for c in result["command"]]
+    return result
 
 
 def paired(a: dict[int, float], b: dict[int, float]) -> dict:
@@ -60,8 +70,11 @@ def paired(a: dict[int, float], b: dict[int, float]) -> dict:
     if len(seeds) >= 2 and any(d != 0 for d in diff):
         out["wilcoxon_p"] = float(stats.wilcoxon(diff).pvalue)
     p = out["t_test_p"]
-    if p is None or len(seeds) < 3:
-        out["verdict"] = "not tested (fewer than 3 paired seeds)" if len(seeds) < 3 else "no difference"
+    if len(seeds) < 3:
+        out["verdict"] = "not tested (fewer than 3 paired seeds)"
+    elif p is None:  # every seed differs by the same amount: no spread to test against
+        out["verdict"] = ("identical scores" if diff[0] == 0 else
+                          f"the same difference at every seed ({diff[0]:+.2f}), untestable")
     elif p < ALPHA:
         out["verdict"] = "better" if out["mean_difference"] > 0 else "worse"
     else:
@@ -190,7 +203,7 @@ def plot(summary: dict, out: Path) -> list[str]:
             xs, ys = curve_mean(r["curves"])
             ax.plot(xs, ys, marker="o", linestyle="-" if not r["straight_through"] else "--",
                     label=f"{r['start']}{' straight-through' if r['straight_through'] else ''} (n={len(r['seeds'])})")
-        ax.set_title(f"{task} dev {METRIC_NAMES[task]} (fairseq's validation, mean over seeds)")
+        ax.set_title(f"{task} dev {METRIC_NAMES[task]}\n(fairseq's validation, mean over seeds)", fontsize=10)
         ax.set_xlabel("fine-tuning updates")
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -199,22 +212,23 @@ def plot(summary: dict, out: Path) -> list[str]:
     written.append(path)
     plt.close(fig)
     if summary["pretrain"]:
-        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
-        for start, pre in summary["pretrain"].items():
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 5.5))
+        for i, (start, pre) in enumerate(summary["pretrain"].items()):
             xs = [c["updates"] for c in pre["curve"]]
-            label = pretrain_label(start, pre)
-            style = "--" if start.startswith("probe-") else "-"
-            a1.plot(xs, [c["mlm_accuracy"] for c in pre["curve"]], marker="o", linestyle=style, label=label)
+            style = dict(marker="o", linestyle="--" if start.startswith("probe-") else "-", color=f"C{i}",
+                         label=pretrain_label(start, pre))
+            a1.plot(xs, [c["mlm_accuracy"] for c in pre["curve"]], **style)
             if any(c["position_accuracy"] is not None for c in pre["curve"]):
-                a2.plot(xs, [c["position_accuracy"] for c in pre["curve"]], marker="o", linestyle=style, label=label)
+                a2.plot(xs, [c["position_accuracy"] for c in pre["curve"]], **{**style, "label": None})
             chance = pre["chance_position_accuracy"]
         a2.axhline(chance, color="grey", linestyle=":", label=f"chance ({chance:.2f}%)")
         a1.set_title("continued pre-training: valid MLM accuracy (%)")
-        a2.set_title("valid position accuracy (%)")
+        a2.set_title("valid position accuracy (%) (dashed: probes)")
         for ax in (a1, a2):
             ax.set_xlabel("pre-training updates")
-            ax.legend(fontsize=6)
-        fig.tight_layout()
+        a2.legend(fontsize=8)
+        fig.legend(loc="lower center", ncol=2, fontsize=7)
+        fig.tight_layout(rect=(0, 0.17, 1, 1))
         path = out / "glue_pretrain_position_accuracy.png"
         fig.savefig(path, dpi=100)
         written.append(path)
@@ -326,6 +340,11 @@ def main(argv: list[str] | None = None) -> None:
     block = markdown(summary)
     print(block)
     if a.publish:
+        for name, run in summary["commands"].items():  # keep the dev predictions beside the results file
+            kept = a.out / "glue_predictions" / f"{name}.txt"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(ROOT / run["predictions"], kept)
+            run["predictions"] = str(kept.relative_to(ROOT)) if kept.resolve().is_relative_to(ROOT) else str(kept)
         summary["figures"] = plot(summary, a.out)
         summary["driver"] = ("python -m reproduction.position_masking.glue_run --glue GLUE_DIR "
                              "--wikitext WIKITEXT/wiki.valid.raw --plugin-root SNAPSHOT")

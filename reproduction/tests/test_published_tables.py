@@ -16,7 +16,7 @@ from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_table  # noqa: E402
 from reproduction.gpu import rehearse  # noqa: E402
 from reproduction.hi_cmlm import collect_results  # noqa: E402
-from reproduction.position_masking import collect_minilm  # noqa: E402
+from reproduction.position_masking import collect_glue, collect_minilm  # noqa: E402
 
 import batch_stats  # noqa: E402
 import collect_gigaword  # noqa: E402
@@ -49,6 +49,10 @@ TABLES = {
     "batches": ("docs/results/prophetnet.md", lambda: batch_stats.markdown(load(REPRO / "prophetnet" / "batch_stats.json"))),
     "table3-minilm": ("docs/results/position-masking.md",
                       lambda: collect_minilm.markdown(load(REPRO / "position_masking" / "results" / "minilm.json"))),
+    "table3-glue": ("docs/results/position-masking.md",
+                    lambda: collect_glue.markdown(load(REPRO / "position_masking" / "results" / "glue.json"))),
+    "table3-glue-summary": ("README.md",
+                            lambda: collect_glue.readme_summary(load(REPRO / "position_masking" / "results" / "glue.json"))),
     "unilm-pretrained": ("docs/results/unilm.md",
                          lambda: collect_gigaword.markdown(load_rouge_summary(REPRO / "unilm" / "pretrained_results.json"))),
     "bench": ("docs/results/speed.md", lambda: render_table(load_results(REPRO / "benchmarks" / "results")) + "\n"),
