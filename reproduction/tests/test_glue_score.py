@@ -44,3 +44,25 @@ def test_a_short_predictions_file_is_refused(tmp_path):
                           capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 1 and proc.stderr.strip() == ("glue_score: error: 11 predictions for 12 dev examples; "
                                                            "predict the whole dev split")
+
+
+def test_published_scores_are_the_kept_predictions_scored_against_dev():
+    """Every dev score of results/glue.json is what scikit-learn gives the run's kept
+    predictions against the task's dev labels (read from dev.tsv by data_prep/glue.py)."""
+    import json
+
+    from tests.conftest import shared_data
+
+    sys.path.insert(0, str(ROOT / "data_prep"))  # glue.py imports its neighbours
+    import glue
+
+    folder = shared_data("glue")
+    results = json.loads((ROOT / "reproduction" / "position_masking" / "results" / "glue.json").read_text())
+    gold = {task: [label for _, label in glue.read_tsv(folder / task / "dev.tsv", glue.LABELS[task])]
+            for task in ("CoLA", "SST-2")}
+    runs = {(r["task"], r["start"], r["straight_through"], seed): value
+            for r in results["rows"] for seed, value in zip(r["seeds"], r["dev_per_seed"])}
+    assert len(runs) == 60
+    for (task, start, st, seed), value in runs.items():
+        kept = ROOT / results["commands"][f"{task}/{start}-st{int(st)}-s{seed}"]["predictions"]
+        assert score(task, gold[task], read_labels(kept)) == pytest.approx(value, abs=1e-9)
