@@ -7,6 +7,7 @@ import json
 import math
 import statistics
 
+import pytest
 from scipy import stats
 
 from reproduction.position_masking.collect_glue import markdown, plot, readme_summary, summarise
@@ -87,3 +88,16 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
     assert "3 fine-tuning seeds per row, 100 fine-tuning updates" in summary and "19 runs not finished yet" in summary
     figures = plot(s, tmp_path)
     assert len(figures) == 2 and all((tmp_path / f.split("/")[-1]).stat().st_size > 5000 for f in figures)
+
+
+def test_driver_refuses_a_finished_pretraining_asked_for_with_other_settings(tmp_path):
+    """glue_run.py resumes a finished run only when it was made with the settings asked for now."""
+    from reproduction.position_masking.glue_run import Driver
+
+    run = tmp_path / "pretrain" / "probe-lr1e-3"
+    write(run / "result.json", {"lr": 1e-3, "updates": 400, "extra_options": ["--lr", "1e-3"]})
+    driver = Driver.__new__(Driver)  # no data preparation: only the check before a run
+    driver.a, driver.work = None, tmp_path
+    driver.pretrain("0.10", "2e-4", 400, "probe-lr1e-3", ["--lr", "1e-3"])  # the same: nothing to do
+    with pytest.raises(SystemExit, match="pre-trained with other settings"):
+        driver.pretrain("0.10", "2e-4", 1000, "probe-lr1e-3", ["--lr", "1e-3"])
