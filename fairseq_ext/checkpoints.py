@@ -92,7 +92,7 @@ def _explain_failure(path: str, exc: BaseException) -> FairseqExtError:
             names = ", ".join(unsafe_globals(path))
         except Exception:  # no listing for torch's legacy (non-zip) format
             names = ""
-        # torch's message names the global, after advice (weights_only=False) never to repeat
+        # torch's message names the global; its advice to switch the safe loading off is not repeated
         named = re.findall(r"GLOBAL ([\w.]+)", str(exc))
         names = names or ", ".join(dict.fromkeys(named)) or "a global outside the allow-list"
         return UnsafeCheckpointError(

@@ -13,11 +13,14 @@ class ModelPositionsCheckMixin:
 
     model_positions: Optional[int] = None
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if not callable(getattr(cls, "check_model_positions", None)):
+            raise TypeError(f"{cls.__name__} mixes in ModelPositionsCheckMixin but defines no "
+                            "check_model_positions(dataset, positions), the task's own rule")
+
     def remember_model_positions(self, model) -> None:
         self.model_positions = model.encoder.max_positions()
-
-    def check_model_positions(self, dataset, positions: int) -> None:
-        raise NotImplementedError
 
     def get_batch_iterator(self, dataset, *args, **kwargs):
         checked = self.__dict__.setdefault("_positions_checked", set())

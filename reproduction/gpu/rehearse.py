@@ -1,9 +1,9 @@
 """``make gpu-rehearsal``: the GPU machine's software, rehearsed on a CPU machine.
 
-The lent GPU machines do not run this project's ``.venv`` (CPython 3.11, torch 2.13.0): they run
+The GPU machines it was prepared for do not run this project's ``.venv`` (CPython 3.11, torch 2.13.0): they run
 CPython 3.12 with their image's own torch, numpy and transformers (``IMAGE``, the versions their
 image held in November 2026), and ``make gpu-check`` adds only the wheels of ``make gpu-wheels``.
-A failure of that software found on the GPU costs part of a lease of a few ten-minute calls, so
+A failure of that software found only on the GPU machine costs GPU time, so
 this command rebuilds it here and runs, without CUDA, everything of ``make gpu-check`` that does
 not need CUDA:
 
@@ -42,7 +42,7 @@ DEFAULT_VENV = ROOT / "work" / "gpu-rehearsal"
 PUBLISHED = ROOT / "reproduction" / "gpu" / "rehearsal.json"
 PAGE = ROOT / "docs" / "gpu.md"
 START, END = "<!-- gpu-rehearsal:start -->", "<!-- gpu-rehearsal:end -->"
-# the lent GPU machines' Python packages that the plugin meets (their image, November 2026)
+# the GPU machines' Python packages that the plugin meets (their image, November 2026)
 IMAGE = {"torch": "2.11.0", "numpy": "2.5.2", "transformers": "5.17.0", "sentencepiece": "0.2.2",
          "safetensors": "0.8.0", "sacrebleu": None, "scikit-learn": None, "regex": None, "tqdm": None,
          "pyyaml": None, "click": None, "joblib": None, "absl-py": None, "six": None, "portalocker": None,

@@ -9,8 +9,9 @@ Two pins, antlr4-python3-runtime 4.9.3 and rouge-score 0.1.2, are published as s
 both are pure Python, so the wheel ``pip wheel`` builds here (tag ``py3-none-any``) serves
 Python 3.12 as well.
 
-The folder travels with the working tree (the device tool's ``carry``), and the tree and the
-wheels together must stay under 64 MiB, so it holds exactly these pins and no torch.
+The folder is copied to the GPU machine with the working tree; the two together are kept under
+``COPY_LIMIT_MIB`` (64 MiB, small enough for a copy to a remote machine with an upload limit), so
+it holds exactly these pins and no torch.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from fairseq_ext.errors import FairseqExtError, require
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FOLDER = ROOT / "reproduction" / "gpu" / "wheels"
-CARRY_LIMIT_MIB = 64
+COPY_LIMIT_MIB = 64
 
 
 def pinned(name: str) -> str:
@@ -79,7 +80,7 @@ def require_wheels(folder: Path) -> list[Path]:
     """Every pinned wheel in ``folder``, or one clear error naming the folder or the missing pins."""
     folder = Path(folder)
     require(folder.is_dir(), f"the wheels folder {folder} is missing: run `make gpu-wheels` on a machine "
-                             "with PyPI and carry the folder along (docs/gpu.md)")
+                             "with PyPI and copy the folder along (docs/gpu.md)")
     absent = missing(folder)
     require(not absent, f"{folder} lacks {', '.join(absent)}: run `make gpu-wheels` again on a machine "
                         "with PyPI (docs/gpu.md)")
@@ -91,7 +92,7 @@ def _mib(paths) -> float:
 
 
 def tree_mib() -> float | None:
-    """Size of what the device tool sends besides the carried folders: the files git tracks and
+    """Size of the working tree copied to the GPU machine besides the wheels: the files git tracks and
     the untracked ones it does not ignore (None outside a git checkout)."""
     proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
                           cwd=ROOT, capture_output=True)
@@ -124,14 +125,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"gpu-wheels: error: {e}")
     extra = sorted(set(args.dest.glob("*.whl")) - set(wheels))
     if extra:
-        print(f"not pinned, not installed (delete them to carry less): {', '.join(p.name for p in extra)}")
+        print(f"not pinned, not installed (delete them to copy less): {', '.join(p.name for p in extra)}")
     size, tree = _mib(wheels), tree_mib()
     print(f"{len(wheels)} wheels, {size:.1f} MiB in {args.dest}")
     if tree is not None:
         total = tree + size
-        verdict = "fits" if total < CARRY_LIMIT_MIB else "is over the limit: carry less"
-        print(f"working tree {tree:.1f} MiB + wheels {size:.1f} MiB = {total:.1f} MiB of the device tool's "
-              f"{CARRY_LIMIT_MIB} MiB: {verdict}")
+        verdict = "fits" if total < COPY_LIMIT_MIB else "is over the limit: copy less"
+        print(f"working tree {tree:.1f} MiB + wheels {size:.1f} MiB = {total:.1f} MiB of the "
+              f"{COPY_LIMIT_MIB} MiB copy limit: {verdict}")
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ correlation) and SST-2 (accuracy) dev scores of the fine-tuned models' predictio
         [--seeds 1 2 3 4 5]
 
 Per row (task, start, dropout): mean ± sample standard deviation over fine-tuning seeds and
-every seed's score. Claims are tested by seed-paired comparisons (``scipy.stats.ttest_rel``,
+the score of each fine-tuning run. Claims are tested by seed-paired comparisons (``scipy.stats.ttest_rel``,
 two-sided, and the Wilcoxon signed-rank test): 0.10 against 0 position masking for each task
 and dropout, and straight-through against ordinary attention dropout for each task and start.
 A difference is called established only at p < 0.05 in the paired t-test. Runs that are

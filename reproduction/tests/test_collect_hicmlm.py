@@ -96,7 +96,7 @@ def test_collect_builds_table_one(table, tmp_path):
     assert set(summary["cmlm"]["bleu_by_length"]) == {"[0,10)", "[10,23)", "[23,inf)"}
     assert summary["cmlm"]["updates"] == [600] and res["compute_minutes_all_runs"] > 0
     assert res["runs"]["cmlm"]["1"]["hypotheses"] == "work/runs/cmlm-seed1/decode-cmlm/hyp.txt"
-    # the same seed's paired bootstrap, recomputed with sacreBLEU directly
+    # that run's paired bootstrap, recomputed with sacreBLEU directly
     test = summary["hi_cmlm-fence_replace"]["paired_bootstrap_vs_cmlm"]
     direct = subprocess.run(["sacrebleu", str(ref), "-i", str(work / "runs/cmlm-seed1/decode-cmlm/hyp.txt"),
                              str(work / "runs/hi_cmlm-seed1/decode-fence_replace/hyp.txt"), "-m", "bleu",
