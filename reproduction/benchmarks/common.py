@@ -28,7 +28,7 @@ from pathlib import Path
 
 import torch
 
-from reproduction.machine import cpu_name
+from fairseq_ext.analysis.hardware import cpu_name
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_DIR = str(ROOT / "fairseq_ext")

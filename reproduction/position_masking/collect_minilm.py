@@ -19,7 +19,7 @@ import re
 import statistics
 from pathlib import Path
 
-from reproduction.machine import cpu_and_cores
+from fairseq_ext.analysis.hardware import cpu_and_cores
 from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 

@@ -53,7 +53,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from reproduction.machine import cpu_and_cores
+from fairseq_ext.analysis.hardware import cpu_and_cores
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("CoLA", "SST-2")

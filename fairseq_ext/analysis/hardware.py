@@ -1,4 +1,4 @@
-"""The machine a measurement ran on, as the results files record it: the processor's name
+"""The machine a measurement ran on, as results files record it: the processor's name
 (``/proc/cpuinfo``'s ``model name``, else what ``platform`` says) and the core count."""
 from __future__ import annotations
 
