@@ -2,18 +2,26 @@
 """Collect the runs of reproduction/hi_cmlm/multi30k.sh into results.json, results.md and a plot.
 
     python -m reproduction.hi_cmlm.collect_results --work DIR --ref RAW_REFERENCE [--meta JSON]
-                                               [--publish DIR] [--page docs/results/hi-cmlm.md]
+                        [--kept RESULTS_JSON] [--publish DIR] [--page docs/results/hi-cmlm.md]
 
 DIR/runs/<run>-seed<k>/ holds a training (train.log) and one folder per decoding,
 decode-<how>/ with generate.txt (every mask-predict pass kept), hyp.txt, bleu.json and
 seconds. Each (run, decoding) pair is one row of the table. Per row: BLEU after passes
 1/2/4/10 and by reference length (Wang et al. 2021, Table 2 and Figure 2), mean and sample
-standard deviation over seeds, and sacreBLEU's paired bootstrap (1000 resamples) of the
-final outputs against the CMLM row: per seed (same seed, hence same initial weights) and
-pooled (the outputs of every random seed concatenated, each reference repeated). --publish DIR copies
-results.json, results.md and the plot there (the copies the results page cites); --page FILE
-replaces the table between the lines ``<!-- table1:start -->`` and ``<!-- table1:end -->``
-of FILE (docs/results/hi-cmlm.md) with results.md.
+standard deviation over seeds, a seed-paired t-test against the CMLM row and sacreBLEU's paired
+bootstrap (1000 resamples) of the final outputs against it: per seed (same seed, hence same
+initial weights) and pooled (the outputs of every random seed concatenated, each reference
+repeated). A second table sets each training-input variant (Fence Replace trained with its
+decoding input; other --train-copy-share values) against the paper's training (section 3.3,
+share 0.5) with the same two tests.
+
+--kept FILE (an earlier results.json) supplies the runs that DIR does not hold, so rows run by
+an earlier call are not trained again; a bootstrap needs both runs' hypotheses, so a test that
+cannot be recomputed keeps the p-value FILE recorded for the same seeds. --publish DIR copies
+results.json, results.md and the plot there and every new run's hypotheses to DIR/hypotheses/
+(the copies the results page cites); --page FILE replaces the table between the lines
+``<!-- table1:start -->`` and ``<!-- table1:end -->`` of FILE (docs/results/hi-cmlm.md) with
+results.md and the block ``<!-- table1-findings:start -->`` with what the tables show.
 """
 from __future__ import annotations
 
@@ -35,6 +43,7 @@ from fairseq_ext.analysis.iterations import LENGTH_BINS, bin_label, bleu_by_leng
 
 PASSES = (1, 2, 4, 10)
 BASELINE = "cmlm"
+PAPER_TRAINING = "hi_cmlm-fence_replace"
 BOOTSTRAP_RESAMPLES = 1000
 # row key -> what the paper calls it (Table 1), in the paper's order
 ROWS = {
@@ -46,6 +55,26 @@ ROWS = {
     "hi_cmlm-fence_replace": "HI-CMLM + Fence Replace",
     "hi_cmlm_decoding_rule-fence_replace": "Fence Replace trained with its decoding input (ablation)",
 }
+COPY_SHARE_RUN = re.compile(r"hi_cmlm_copy(?P<share>[0-9.]+)-fence_replace")
+
+
+def label(key: str) -> str:
+    match = COPY_SHARE_RUN.fullmatch(key)
+    if match:
+        return f"HI-CMLM + Fence Replace, copy share {match['share']}"
+    return ROWS.get(key, key)
+
+
+def row_order(key: str) -> tuple:
+    match = COPY_SHARE_RUN.fullmatch(key)
+    if match:
+        return (list(ROWS).index(PAPER_TRAINING), 1, float(match["share"]))
+    return (list(ROWS).index(key) if key in ROWS else len(ROWS), 0, 0.0)
+
+
+def training_variant(key: str) -> bool:
+    """Rows trained with another input than the paper's (decoded like PAPER_TRAINING)."""
+    return key == "hi_cmlm_decoding_rule-fence_replace" or bool(COPY_SHARE_RUN.fullmatch(key))
 
 
 def row_key(run: str, decoding: str) -> str:
@@ -102,48 +131,97 @@ def paired_bootstrap(ref: Path, baseline: Path, systems: list[Path]) -> list[flo
     return [r["BLEU"]["p_value"] for r in rows[1:]]
 
 
-def significance(work: Path, ref: Path, runs: dict, root: Path) -> dict:
-    """Per seed and pooled paired bootstrap of every non-baseline row with hypotheses for the
-    baseline's seeds."""
-    out: dict[str, dict] = {}
-    if BASELINE not in runs:
+def paired_t(runs: dict, key: str, reference: str) -> dict | None:
+    """Seed-paired t-test of the final BLEU of ``key`` against ``reference`` (same seed, same
+    initial weights), with the mean and spread of the per-seed differences."""
+    from scipy import stats
+
+    seeds = sorted(set(runs[key]) & set(runs[reference]))
+    if len(seeds) < 2:
+        return None
+    diffs = [runs[key][s]["bleu"] - runs[reference][s]["bleu"] for s in seeds]
+    p = stats.ttest_rel([runs[key][s]["bleu"] for s in seeds], [runs[reference][s]["bleu"] for s in seeds]).pvalue
+    return {"seeds": seeds, "delta": mean_std(diffs), "p_value": None if math.isnan(p) else float(p)}
+
+
+class Bootstrap:
+    """sacreBLEU's paired bootstrap of rows against a reference row, from the hypotheses files
+    (paths relative to ``root``); where a file is gone, the p-value ``kept`` recorded for the
+    same comparison and seeds."""
+
+    def __init__(self, work: Path, ref: Path, runs: dict, root: Path, kept: dict):
+        self.work, self.ref, self.runs, self.root, self.kept = work, ref, runs, root, kept
+
+    def has(self, key: str, seed: str) -> bool:
+        return (self.root / self.runs[key][seed]["hypotheses"]).is_file()
+
+    def against(self, reference: str, rows: list[str], field: str) -> dict:
+        out: dict[str, dict] = {}
+        for seed in sorted(self.runs.get(reference, {})):
+            present = [k for k in rows if seed in self.runs[k]]
+            fresh = [k for k in present if self.has(reference, seed) and self.has(k, seed)]
+            if fresh:
+                ps = paired_bootstrap(self.ref, self.root / self.runs[reference][seed]["hypotheses"],
+                                      [self.root / self.runs[k][seed]["hypotheses"] for k in fresh])
+                for k, p in zip(fresh, ps):
+                    out.setdefault(k, {"per_seed": {}})["per_seed"][seed] = p
+            for k in present:
+                old = self.kept.get(k, {}).get(field, {}).get("per_seed", {}).get(seed)
+                if k not in fresh and old is not None:
+                    out.setdefault(k, {"per_seed": {}})["per_seed"][seed] = old
+        for k in rows:
+            common = [s for s in sorted(self.runs.get(reference, {})) if s in self.runs[k]]
+            if len(common) < 2:
+                continue
+            if all(self.has(reference, s) and self.has(k, s) for s in common):
+                (p,) = self.pooled(reference, k, common)
+                out.setdefault(k, {"per_seed": {}})["pooled"] = {"seeds": common, "p_value": p}
+            else:
+                old = self.kept.get(k, {}).get(field, {}).get("pooled")
+                if old is not None and old["seeds"] == common:
+                    out.setdefault(k, {"per_seed": {}})["pooled"] = old
         return out
-    others = [k for k in runs if k not in (BASELINE, "ar_teacher")]
-    seeds = sorted(runs[BASELINE])
-    for seed in seeds:
-        rows = [k for k in others if seed in runs[k]]
-        if rows:
-            ps = paired_bootstrap(ref, root / runs[BASELINE][seed]["hypotheses"],
-                                  [root / runs[k][seed]["hypotheses"] for k in rows])
-            for k, p in zip(rows, ps):
-                out.setdefault(k, {"per_seed": {}})["per_seed"][seed] = p
-    pooled = work / "paired"
-    pooled.mkdir(exist_ok=True)
-    ref_lines = ref.read_text(encoding="utf-8").splitlines()
 
-    def concat(key: str, common: list[str]) -> Path:
-        path = pooled / f"{key}.txt"
-        path.write_text("".join((root / runs[key][s]["hypotheses"]).read_text(encoding="utf-8") for s in common),
-                        encoding="utf-8")
-        return path
+    def pooled(self, reference: str, key: str, seeds: list[str]) -> list[float]:
+        folder = self.work / "paired"
+        folder.mkdir(exist_ok=True)
+        ref_lines = self.ref.read_text(encoding="utf-8").splitlines()
+        pooled_ref = folder / f"ref-{len(seeds)}-seeds.txt"
+        pooled_ref.write_text("".join(line + "\n" for line in ref_lines * len(seeds)), encoding="utf-8")
+        files = []
+        for k in (reference, key):
+            path = folder / f"{k}.txt"
+            path.write_text("".join((self.root / self.runs[k][s]["hypotheses"]).read_text(encoding="utf-8")
+                                    for s in seeds), encoding="utf-8")
+            files.append(path)
+        return paired_bootstrap(pooled_ref, files[0], files[1:])
 
-    for k in others:
-        common = [s for s in seeds if s in runs[k]]
-        if len(common) < 2:
+
+def significance(work: Path, ref: Path, runs: dict, root: Path, kept: dict | None = None) -> dict:
+    """Per row: the bootstrap and the seed-paired t-test against CMLM and, for the training-input
+    variants, against the paper's training."""
+    boot = Bootstrap(work, ref, runs, root, kept or {})
+    out: dict[str, dict] = {}
+    comparisons = [(BASELINE, [k for k in runs if k not in (BASELINE, "ar_teacher")], "vs_cmlm"),
+                   (PAPER_TRAINING, [k for k in runs if training_variant(k)], "vs_paper_training")]
+    for reference, rows, name in comparisons:
+        if reference not in runs:
             continue
-        pooled_ref = pooled / f"ref-{len(common)}-seeds.txt"
-        pooled_ref.write_text("".join(line + "\n" for line in ref_lines * len(common)), encoding="utf-8")
-        (p,) = paired_bootstrap(pooled_ref, concat(BASELINE, common), [concat(k, common)])
-        out.setdefault(k, {"per_seed": {}})["pooled"] = {"seeds": common, "p_value": p}
+        for k, test in boot.against(reference, rows, f"paired_bootstrap_{name}").items():
+            out.setdefault(k, {})[f"paired_bootstrap_{name}"] = test
+        for k in rows:
+            t = paired_t(runs, k, reference)
+            if t:
+                out.setdefault(k, {})[f"paired_t_{name}"] = t
     return out
 
 
 def summarise(runs: dict, tests: dict) -> dict:
     summary = {}
-    for key in sorted(runs, key=lambda k: list(ROWS).index(k) if k in ROWS else len(ROWS)):
+    for key in sorted(runs, key=row_order):
         seeds = runs[key]
         per = list(seeds.values())
-        row = {"label": ROWS.get(key, key), "seeds": sorted(seeds), "bleu": mean_std([s["bleu"] for s in per]),
+        row = {"label": label(key), "seeds": sorted(seeds), "bleu": mean_std([s["bleu"] for s in per]),
                "updates": sorted({s["updates"] for s in per if s["updates"] is not None}),
                "bleu_by_length": {b: mean_std([s["bleu_by_length"][b] for s in per
                                                if s["bleu_by_length"][b] is not None])
@@ -152,8 +230,8 @@ def summarise(runs: dict, tests: dict) -> dict:
             row["bleu_after_pass"] = {str(t): mean_std([s["bleu_per_pass"][t - 1] for s in per]) for t in PASSES}
             row["bleu_per_pass_mean"] = [statistics.fmean(s["bleu_per_pass"][t] for s in per)
                                          for t in range(max(PASSES))]
-        if key in tests:
-            row["paired_bootstrap_vs_cmlm"] = tests[key]
+        row.update(tests.get(key, {}))
+        if "paired_bootstrap_vs_cmlm" in row:
             row["delta_vs_cmlm"] = mean_std([s["bleu"] - runs[BASELINE][seed]["bleu"]
                                              for seed, s in seeds.items() if seed in runs[BASELINE]])
         summary[key] = row
@@ -166,10 +244,19 @@ def _ms(cell: dict | None) -> str:
     return f"{cell['mean']:.2f}" + (f" ± {cell['std']:.2f}" if cell["std"] is not None else "")
 
 
+def _p(value: float | None) -> str:
+    return "" if value is None else f"{value:.3f}"
+
+
+def _per_seed(test: dict, seeds: list[str]) -> str:
+    per = test.get("per_seed", {})
+    return " / ".join(_p(per[s]) if s in per else "-" for s in seeds) if per else ""
+
+
 def markdown(summary: dict) -> str:
     bins = [bin_label(*b) for b in LENGTH_BINS]
-    head = ["row", "seeds", "updates"] + [f"pass {t}" for t in PASSES] + ["Δ vs CMLM", "p (pooled)", "p per seed"] \
-        + bins
+    head = ["row", "seeds", "updates"] + [f"pass {t}" for t in PASSES] \
+        + ["Δ vs CMLM", "p (t, seeds)", "p (pooled)", "p per seed"] + bins
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary.values():
         after = row.get("bleu_after_pass")
@@ -177,22 +264,112 @@ def markdown(summary: dict) -> str:
         if not after:
             cells[-1] = _ms(row["bleu"])
         test = row.get("paired_bootstrap_vs_cmlm", {})
-        pooled = test.get("pooled", {}).get("p_value")
-        per_seed = " / ".join(f"{p:.3f}" for p in test.get("per_seed", {}).values())
+        t = row.get("paired_t_vs_cmlm") or {}
         lines.append("| " + " | ".join([row["label"], str(len(row["seeds"])), ", ".join(map(str, row["updates"])) or "-",
-                                        *cells, _ms(row.get("delta_vs_cmlm")),
-                                        "" if pooled is None else f"{pooled:.3f}", per_seed,
+                                        *cells, _ms(row.get("delta_vs_cmlm")), _p(t.get("p_value")),
+                                        _p(test.get("pooled", {}).get("p_value")), _per_seed(test, row["seeds"]),
                                         *(_ms(row["bleu_by_length"][b]) for b in bins)]) + " |")
+    variants = [(k, row) for k, row in summary.items() if "paired_t_vs_paper_training" in row
+                or "paired_bootstrap_vs_paper_training" in row]
+    if variants and PAPER_TRAINING in summary:
+        paper = summary[PAPER_TRAINING]
+        lines += ["", f"Training input against the paper's (section 3.3, copy share 0.5; row \"{paper['label']}\", "
+                      f"BLEU {_ms(paper['bleu'])}), every model decoded with Fence Replace:", "",
+                  "| training | seeds | BLEU (pass 10) | Δ vs paper's training | p (t, seeds) | p (pooled) | p per seed |",
+                  "|---|---|---|---|---|---|---|"]
+        for _, row in variants:
+            t = row.get("paired_t_vs_paper_training") or {}
+            test = row.get("paired_bootstrap_vs_paper_training", {})
+            lines.append(f"| {row['label']} | {len(row['seeds'])} | {_ms(row['bleu'])} | {_ms(t.get('delta'))} | "
+                         f"{_p(t.get('p_value'))} | {_p(test.get('pooled', {}).get('p_value'))} | "
+                         f"{_per_seed(test, row['seeds'])} |")
     return "\n".join(lines)
+
+
+ALPHA = 0.05
+STRATEGY_ROWS = ["hi_cmlm-all_mask", "hi_cmlm-all_copied", "hi_cmlm-weighted_sum", "hi_cmlm-fence_replace"]
+
+
+def _significant(test: dict | None) -> bool:
+    return test is not None and test.get("p_value") is not None and test["p_value"] < ALPHA
+
+
+def _tests(row: dict, against: str) -> str:
+    t = row.get(f"paired_t_{against}") or {}
+    boot = row.get(f"paired_bootstrap_{against}", {})
+    parts = [f"Δ {t['delta']['mean']:+.2f} ± {t['delta']['std']:.2f}" if t.get("delta") and t["delta"]["std"] is not None
+             else ""]
+    if t.get("p_value") is not None:
+        parts.append(f"t-test p = {t['p_value']:.3f}")
+    if boot.get("pooled"):
+        parts.append(f"pooled bootstrap p = {boot['pooled']['p_value']:.3f}")
+    per = boot.get("per_seed", {})
+    if per:
+        parts.append(f"p < {ALPHA} in {sum(p < ALPHA for p in per.values())} of {len(per)} seeds")
+    return ", ".join(x for x in parts if x)
+
+
+def findings(summary: dict) -> str:
+    """What Table 1 shows, each sentence computed from ``summary`` (verdicts at p < 0.05)."""
+    out = []
+    if BASELINE in summary:
+        rows = [k for k in STRATEGY_ROWS if k in summary and "paired_t_vs_cmlm" in summary[k]]
+        above = [k for k in rows if summary[k]["paired_t_vs_cmlm"]["delta"]["mean"] > 0]
+        pooled = [k for k in rows if _significant(summary[k].get("paired_bootstrap_vs_cmlm", {}).get("pooled"))]
+        t_sig = [k for k in rows if _significant(summary[k]["paired_t_vs_cmlm"])]
+        out.append(f"- **Paper's training against CMLM** (same seed, same initial weights): {len(above)} of "
+                   f"{len(rows)} HI-CMLM decodings are above CMLM on average; {len(pooled)} significantly by the "
+                   f"pooled bootstrap, {len(t_sig)} by the seed-paired t-test. "
+                   + "; ".join(f"{summary[k]['label'][len('HI-CMLM + '):]}: {_tests(summary[k], 'vs_cmlm')}"
+                               for k in rows) + ".")
+        finals = {k: summary[k]["bleu_after_pass"]["10"]["mean"] for k in STRATEGY_ROWS if k in summary}
+        if len(finals) > 1:
+            best = max(finals, key=finals.get)
+            out.append(f"- **Decoding strategies of the same models** after 10 passes: "
+                       + ", ".join(f"{summary[k]['label'][len('HI-CMLM + '):]} {v:.2f}"
+                                   for k, v in sorted(finals.items(), key=lambda kv: -kv[1]))
+                       + f" (a range of {max(finals.values()) - min(finals.values()):.2f} BLEU; best: "
+                       + f"{summary[best]['label'][len('HI-CMLM + '):]}).")
+    variants = [k for k in summary if "paired_t_vs_paper_training" in summary[k]]
+    for k in variants:
+        row, t = summary[k], summary[k]["paired_t_vs_paper_training"]
+        boot = row.get("paired_bootstrap_vs_paper_training", {}).get("pooled")
+        sig = _significant(t) or _significant(boot)
+        direction = "better" if t["delta"]["mean"] > 0 else "worse"
+        verdict = (f"significantly {direction} than the paper's training" if sig
+                   else "no significant difference from the paper's training")
+        out.append(f"- **{row['label']}** ({len(row['seeds'])} seeds): {verdict}; "
+                   f"{_tests(row, 'vs_paper_training')}.")
+    shares = [k for k in variants if COPY_SHARE_RUN.fullmatch(k)]
+    if shares:
+        better = [k for k in shares if summary[k]["paired_t_vs_paper_training"]["delta"]["mean"] > 0
+                  and _significant(summary[k].get("paired_bootstrap_vs_paper_training", {}).get("pooled"))
+                  and all(p < ALPHA for p in summary[k]["paired_bootstrap_vs_paper_training"]["per_seed"].values())]
+        out.append("- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 unless another "
+                   "share is better with a pooled bootstrap p < 0.05 and p < 0.05 in every seed; "
+                   + (f"{', '.join(COPY_SHARE_RUN.fullmatch(k)['share'] for k in better)} met it."
+                      if better else "no share met it, so the default stays 0.5."))
+    if "ar_teacher" in summary and BASELINE in summary:
+        nat = [summary[k]["bleu"]["mean"] for k in summary if k != "ar_teacher"]
+        out.append(f"- The autoregressive teacher ({summary['ar_teacher']['bleu']['mean']:.2f}) is "
+                   f"{summary['ar_teacher']['bleu']['mean'] - max(nat):.1f} to "
+                   f"{summary['ar_teacher']['bleu']['mean'] - min(nat):.1f} BLEU above every non-autoregressive "
+                   f"row after {', '.join(map(str, summary[BASELINE]['updates']))} updates.")
+    return "\n".join(out) + "\n"
 
 
 START, END = "<!-- table1:start -->", "<!-- table1:end -->"
 
 
-def write_into_page(page: Path, table: str) -> None:
-    """Replace what stands between the table-1 markers of ``page`` with ``table``."""
+FINDINGS = ("<!-- table1-findings:start -->", "<!-- table1-findings:end -->")
+
+
+def write_into_page(page: Path, table: str, found: str) -> None:
+    """Replace what stands between the table-1 markers of ``page`` with ``table`` and between
+    its findings markers with ``found``."""
     try:
         write_between_markers(page, table + "\n", START, END)
+        write_between_markers(page, found, *FINDINGS)
     except FairseqExtError as e:
         sys.exit(f"error: {e}")
 
@@ -218,14 +395,37 @@ def plot(summary: dict, path: Path) -> None:
     plt.close(fig)
 
 
+def merge_kept(runs: dict, kept: dict) -> list[dict]:
+    """Add to ``runs`` the (row, seed) pairs of ``kept`` that this work folder does not hold,
+    and return kept's calls (an older file's one set of command fields is its first call)."""
+    for key, seeds in kept.get("runs", {}).items():
+        for seed, entry in seeds.items():
+            runs.setdefault(key, {}).setdefault(seed, {"call": 0, **entry})
+    if "calls" in kept:
+        return kept["calls"]
+    first = {k: kept[k] for k in ("command", "wall_minutes_this_call", "updates", "teacher", "work", "hardware")
+             if k in kept}
+    return [first] if first else []
+
+
+def keep_hypotheses(runs: dict, fresh: set, folder: Path, root: Path) -> None:
+    """Copy each fresh run's hypotheses to ``folder`` (kept in git) and point the run at the copy."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for key, seed in sorted(fresh):
+        dest = folder / f"{key}-seed{seed}.txt"
+        shutil.copy(root / runs[key][seed]["hypotheses"], dest)
+        runs[key][seed]["hypotheses"] = relative(dest, root)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--work", required=True)
     p.add_argument("--ref", required=True)
     p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]),
                    help="paths in results.json are relative to this folder (the repository)")
-    p.add_argument("--meta", default="{}", help="JSON merged into results.json (command, hardware, times)")
-    p.add_argument("--publish", help="folder that gets copies of results.json, results.md and the plot")
+    p.add_argument("--meta", default="{}", help="JSON of this call (command, hardware, times), added to its calls")
+    p.add_argument("--kept", help="an earlier results.json whose runs this work folder does not hold")
+    p.add_argument("--publish", help="folder that gets copies of results.json, results.md, the plot and hypotheses/")
     p.add_argument("--page", help="Markdown file whose table-1 markers get results.md (docs/results/hi-cmlm.md)")
     args = p.parse_args(argv)
     logging.getLogger().setLevel(logging.WARNING)  # importing fairseq sets the root logger to DEBUG
@@ -233,19 +433,30 @@ def main(argv: list[str] | None = None) -> None:
     if not (work / "runs").is_dir():
         sys.exit(f"error: {work}/runs does not exist: run reproduction/hi_cmlm/multi30k.sh first")
     refs = ref.read_text(encoding="utf-8").splitlines()
+    kept = {}
+    if args.kept:
+        try:
+            kept = json.loads(Path(args.kept).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            sys.exit(f"error: --kept {args.kept}: {e}")
+    calls = merge_kept({}, kept)
     runs: dict[str, dict[str, dict]] = {}
     for run_dir in sorted((work / "runs").iterdir()):
         run, _, seed = run_dir.name.rpartition("-seed")
         for dec_dir in sorted(run_dir.glob("decode-*")):
             if (dec_dir / "bleu.json").exists():
                 key = row_key(run, dec_dir.name[len("decode-"):])
-                runs.setdefault(key, {})[seed] = decoding_results(run_dir, dec_dir, refs, root)
-    if not runs:
+                runs.setdefault(key, {})[seed] = {"call": len(calls), **decoding_results(run_dir, dec_dir, refs, root)}
+    fresh = {(k, s) for k, seeds in runs.items() for s in seeds}
+    if not fresh:
         sys.exit(f"error: no finished decoding under {work}/runs")
-    tests = significance(work, ref, runs, root)
+    merge_kept(runs, kept)
+    if args.publish:
+        keep_hypotheses(runs, fresh, Path(args.publish) / "hypotheses", root)
+    tests = significance(work, ref, runs, root, kept.get("summary"))
     summary = summarise(runs, tests)
     seconds = [s.get(k) or 0 for row in runs.values() for s in row.values() for k in ("train_seconds", "decode_seconds")]
-    results = {**json.loads(args.meta), "reference": relative(ref, root),
+    results = {"calls": [*calls, json.loads(args.meta)], "reference": relative(ref, root),
                "compute_minutes_all_runs": round(sum(seconds) / 60, 1),
                "bootstrap_resamples": BOOTSTRAP_RESAMPLES, "runs": runs, "summary": summary}
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
@@ -262,7 +473,7 @@ def main(argv: list[str] | None = None) -> None:
         shutil.copy(work / "bleu_per_pass.png", publish / "figures" / "multi30k_bleu_per_pass.png")
         print(f"published to {publish}")
     if args.page:
-        write_into_page(Path(args.page), table)
+        write_into_page(Path(args.page), table, findings(summary))
         print(f"wrote table 1 into {args.page}")
 
 

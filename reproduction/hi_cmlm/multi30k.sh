@@ -3,13 +3,18 @@
 # autoregressive teacher on Multi30k En->De (validation set), at an equal number of updates,
 # over several seeds.
 #   reproduction/hi_cmlm/multi30k.sh [--multi30k DIR] [--updates 600] [--seeds "1 2 3"] [--jobs 2]
-#                                [--ablation-seeds "1"] [--work DIR] [--max-tokens 4096] [--dims "..."]
-#                                [--no-publish]
+#                                [--ablation-seeds "1 2 3"] [--copy-shares "0.25 0.75"]
+#                                [--rows "ar cmlm hi_cmlm ablation copy_share"] [--decode "..."] [--work DIR]
+#                                [--max-tokens 4096] [--dims "..."] [--no-publish]
 # --multi30k DIR  a folder with train.{en,de}[.gz] and val.{en,de}[.gz]; without it the data
 #                 is downloaded (data_prep/multi30k.sh)
 # --jobs N        trainings and decodings run side by side, each on OMP_NUM_THREADS threads
 #                 (default 1 thread when unset; 2 jobs on a 2-core CPU)
-# --ablation-seeds  the random seeds of the ablation row (default: the first of --seeds)
+# --ablation-seeds  the random seeds of the ablation row (default: --seeds)
+# --copy-shares   the --train-copy-share values of the sweep (the default 0.5 is row HI-CMLM)
+# --rows          the rows to train and decode now (default: all); rows not run now are taken
+#                 from the published results.json by the collector
+# --decode        the strategies row hi_cmlm is decoded with (default: all four)
 #
 # 1. Data: Multi30k encoded with the shipped quickstart sentencepiece model and dictionary
 #    (examples/quickstart/model), so that the shipped autoregressive teacher (3+3 x 192)
@@ -21,20 +26,25 @@
 #                                   the masked slots gets the copied source), decoded with each
 #                                   strategy                             -> rows "HI-CMLM + ..."
 #      hi_cmlm_decoding_rule-seedS  fence_replace trained with its own decoding input (ablation)
+#      hi_cmlm_copyP-seedS          trained as the paper with --train-copy-share P (the paper gives
+#                                   no share; 0.5 is row HI-CMLM), decoded with fence_replace
 #    Mask-predict: 10 passes, length beam 5, every pass kept (BLEU after passes 1/2/4/10).
 # 3. The teacher with beam 5 is the autoregressive row.
 # 4. collect_results.py: mean and standard deviation over seeds, sacreBLEU's paired bootstrap
-#    of each HI-CMLM row against CMLM, BLEU by reference length, a plot; published to
-#    reproduction/hi_cmlm/{results.json,results.md,figures/} and into table 1 of docs/results/hi-cmlm.md.
+#    of each HI-CMLM row against CMLM and of each training-input variant against the paper's
+#    training, seed-paired t-tests, BLEU by reference length, a plot; published to
+#    reproduction/hi_cmlm/{results.json,results.md,hypotheses/,figures/} and into
+#    docs/results/hi-cmlm.md.
 # Every finished training and decoding is kept under --work and not redone: a stopped run of
-# this script resumes where it was. Defaults: 7 trainings of 600 updates and 16 decodings,
-# about 75 minutes on 2 CPU cores.
+# this script resumes where it was; every decoding's hypotheses are kept in git
+# (reproduction/hi_cmlm/hypotheses/), so rows run by an earlier call are tested without --work.
+# Defaults: 15 trainings of 600 updates and 24 decodings, about 2.5 hours on 2 CPU cores.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"  # the collectors import reproduction.*
 M30K="" WORK="$ROOT/work/hi_cmlm_multi30k" UPDATES=600 SEEDS="1 2 3" JOBS=2 MAX_TOKENS=4096
-DIMS="" PUBLISH=1 ABLATION_SEEDS=""
+DIMS="" PUBLISH=1 DECODE="" ABLATION_SEEDS="" COPY_SHARES="0.25 0.75" ROWS="ar cmlm hi_cmlm ablation copy_share"
 GIVEN=("$0" "$@")
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,12 +53,19 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS="$2"; shift 2 ;;           --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
     --dims) DIMS="$2"; shift 2 ;;           --no-publish) PUBLISH=0; shift ;;
     --ablation-seeds) ABLATION_SEEDS="$2"; shift 2 ;;
+    --copy-shares) COPY_SHARES="$2"; shift 2 ;;
+    --rows) ROWS="$2"; shift 2 ;;           --decode) DECODE="$2"; shift 2 ;;
     *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
 [[ "$JOBS" =~ ^[1-9][0-9]*$ ]] || { echo "error: --jobs must be a positive integer, got $JOBS" >&2; exit 2; }
-ABLATION_SEEDS="${ABLATION_SEEDS-}"
-[ -n "$ABLATION_SEEDS" ] || ABLATION_SEEDS="${SEEDS%% *}"
+[ -n "$ABLATION_SEEDS" ] || ABLATION_SEEDS="$SEEDS"
+for r in $ROWS; do
+  case "$r" in ar|cmlm|hi_cmlm|ablation|copy_share) ;;
+    *) echo "error: --rows takes ar, cmlm, hi_cmlm, ablation, copy_share; got $r" >&2; exit 2 ;;
+  esac
+done
+row() { [[ " $ROWS " == *" $1 "* ]]; }
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 START=$(date +%s)
 MODEL_DIR="$ROOT/examples/quickstart/model"
@@ -68,7 +85,7 @@ TINY="--encoder-layers 3 --decoder-layers 3 --encoder-embed-dim 192 --decoder-em
 --encoder-ffn-embed-dim 768 --decoder-ffn-embed-dim 768 --encoder-attention-heads 4 --decoder-attention-heads 4"
 NAT=(--data "$WORK/distill/bin" --updates "$UPDATES" --lr 1e-3 --warmup 300 --max-tokens "$MAX_TOKENS"
      --dropout 0.1 --init-encoder-from "$TEACHER" --gen-subset valid --ref "$REF" --iter 10 --length-beam 5)
-ALL="all_mask all_copied weighted_sum fence_replace"
+ALL="${DECODE:-all_mask all_copied weighted_sum fence_replace}"
 
 one_run() {  # one_run NAME SEED ARGS...: train and decode into runs/NAME-seedSEED, log to its run.log
   local name="$1" seed="$2"; shift 2
@@ -90,18 +107,28 @@ launch() {
   pids+=($!)
 }
 for seed in $SEEDS; do
-  launch cmlm "$seed" --model cmlm --dims "${DIMS:-$TINY}"
-  launch hi_cmlm "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace --decode "$ALL"
+  row cmlm && launch cmlm "$seed" --model cmlm --dims "${DIMS:-$TINY}"
+  row hi_cmlm && launch hi_cmlm "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace --decode "$ALL"
 done
-for seed in $ABLATION_SEEDS; do
-  launch hi_cmlm_decoding_rule "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace \
-    --train-input decoding_rule
-done
+if row ablation; then
+  for seed in $ABLATION_SEEDS; do
+    launch hi_cmlm_decoding_rule "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace \
+      --train-input decoding_rule
+  done
+fi
+if row copy_share; then
+  for share in $COPY_SHARES; do
+    for seed in $SEEDS; do
+      launch "hi_cmlm_copy$share" "$seed" --model hi_cmlm --dims "$DIMS" --strategy fence_replace \
+        --copy-share "$share"
+    done
+  done
+fi
 for p in "${pids[@]}"; do wait "$p" || FAILED=1; done
 [ "$FAILED" = 0 ] || { echo "error: some runs failed; rerun this script to resume them" >&2; exit 1; }
 
 d="$WORK/runs/ar_teacher-seed1/decode-ar"
-if [ ! -s "$d/bleu.json" ]; then
+if row ar && [ ! -s "$d/bleu.json" ]; then
   mkdir -p "$d"
   T0=$(date +%s)
   fairseq-generate "$WORK/data/bin" --user-dir "$ROOT/fairseq_ext" --task translation -s en -t de \
@@ -114,17 +141,20 @@ fi
 
 rel() { python -c "import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))" "$1" "$ROOT"; }
 GIVEN[0]="reproduction/hi_cmlm/multi30k.sh"
-META=$(python - "$(( $(date +%s) - START ))" "$UPDATES" "$(rel "$TEACHER")" "$(rel "$WORK")" "${GIVEN[@]}" <<'EOF'
-import json, os, platform, shlex, sys
+META=$(python - "$(( $(date +%s) - START ))" "$UPDATES" "$(rel "$TEACHER")" "$(rel "$WORK")" "$ROWS" "${GIVEN[@]}" <<'EOF'
+import json, os, shlex, sys
 import torch
-seconds, updates, teacher, work, *command = sys.argv[1:]
-hardware = {"cpu": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
+from fairseq_ext.analysis.hardware import cpu_name
+seconds, updates, teacher, work, rows, *command = sys.argv[1:]
+hardware = {"cpu": cpu_name(), "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
             "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None}
 print(json.dumps({"command": shlex.join(command), "wall_minutes_this_call": round(int(seconds) / 60, 1),
-                  "updates": int(updates), "teacher": teacher, "work": work, "hardware": hardware}))
+                  "updates": int(updates), "rows": rows.split(), "teacher": teacher, "work": work,
+                  "hardware": hardware}))
 EOF
 )
 PUB=()
 [ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --page "$ROOT/docs/results/hi-cmlm.md")
+[ -s "$HERE/results.json" ] && PUB+=(--kept "$HERE/results.json")
 python "$HERE/collect_results.py" --work "$WORK" --ref "$REF" --meta "$META" "${PUB[@]}"

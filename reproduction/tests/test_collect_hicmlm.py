@@ -1,7 +1,11 @@
 """Table 1's tooling: the analysis' copy share uses the decoding rule's own fence, and
 reproduction/hi_cmlm/collect_results.py turns per-run decodings into the table (mean and spread
-over seeds, sacreBLEU's paired bootstrap against CMLM, length bins, passes, results page)."""
+over seeds, sacreBLEU's paired bootstrap and a seed-paired t-test against CMLM, the
+training-input variants against the paper's training, length bins, passes, results page, runs
+of an earlier call taken from its results file)."""
 import json
+import math
+import shutil
 import statistics
 import subprocess
 import sys
@@ -78,7 +82,8 @@ def table(tmp_path):
 def test_collect_builds_table_one(table, tmp_path):
     work, ref, bleu = table
     page = tmp_path / "hi-cmlm.md"
-    page.write_text("intro\n<!-- table1:start -->\nold table\n<!-- table1:end -->\nafter\n")
+    page.write_text("intro\n<!-- table1:start -->\nold table\n<!-- table1:end -->\nafter\n"
+                    "<!-- table1-findings:start -->\nold findings\n<!-- table1-findings:end -->\n")
     subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
                     "--meta", '{"command": "multi30k.sh"}', "--publish", tmp_path / "pub", "--page", page],
                    check=True, capture_output=True, text=True, env=cli_env())
@@ -95,7 +100,10 @@ def test_collect_builds_table_one(table, tmp_path):
     assert summary["cmlm"]["bleu_after_pass"]["10"]["mean"] == pytest.approx(statistics.fmean(cmlm), abs=0.05)
     assert set(summary["cmlm"]["bleu_by_length"]) == {"[0,10)", "[10,23)", "[23,inf)"}
     assert summary["cmlm"]["updates"] == [600] and res["compute_minutes_all_runs"] > 0
-    assert res["runs"]["cmlm"]["1"]["hypotheses"] == "work/runs/cmlm-seed1/decode-cmlm/hyp.txt"
+    # published: each run's hypotheses are kept beside the results file
+    assert res["runs"]["cmlm"]["1"]["hypotheses"] == "pub/hypotheses/cmlm-seed1.txt"
+    assert (tmp_path / "pub/hypotheses/cmlm-seed1.txt").read_text() == \
+        (work / "runs/cmlm-seed1/decode-cmlm/hyp.txt").read_text()
     # that run's paired bootstrap, recomputed with sacreBLEU directly
     test = summary["hi_cmlm-fence_replace"]["paired_bootstrap_vs_cmlm"]
     direct = subprocess.run(["sacrebleu", str(ref), "-i", str(work / "runs/cmlm-seed1/decode-cmlm/hyp.txt"),
@@ -106,7 +114,8 @@ def test_collect_builds_table_one(table, tmp_path):
     assert test["pooled"]["seeds"] == ["1", "2"] and 0 < test["pooled"]["p_value"] < 0.05
     assert "paired_bootstrap_vs_cmlm" not in summary["ar_teacher"]
     text = page.read_text()
-    assert "old table" not in text and text.startswith("intro\n") and text.endswith("after\n")
+    assert "old table" not in text and text.startswith("intro\n") and "\nafter\n" in text
+    assert "old findings" not in text and "- **Paper's training against CMLM**" in text
     assert "| HI-CMLM + Fence Replace | 2 | 600 |" in text
     assert (tmp_path / "pub" / "results.md").read_text() == (work / "results.md").read_text()
     assert (tmp_path / "pub" / "figures" / "multi30k_bleu_per_pass.png").read_bytes()[:4] == b"\x89PNG"
@@ -125,3 +134,75 @@ def test_collect_names_what_is_wrong(table, tmp_path):
     proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--page", page],
                           capture_output=True, text=True, env=cli_env())
     assert proc.returncode != 0 and "<!-- table1:start -->" in proc.stderr
+
+
+def _t_test_p(diffs):
+    """Two-sided p of the paired t-test on two seeds by hand: t with 1 degree of freedom is
+    Cauchy, P(|T| > t) = 1 - 2 atan(t) / pi."""
+    assert len(diffs) == 2
+    mean = statistics.fmean(diffs)
+    t = abs(mean) / (statistics.stdev(diffs) / math.sqrt(2))
+    return 1 - 2 * math.atan(t) / math.pi
+
+
+def test_a_later_call_adds_rows_and_tests_them_against_the_kept_runs(table, tmp_path):
+    work, ref, bleu = table
+    pub = tmp_path / "pub"
+    env = cli_env()
+    subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
+                    "--meta", '{"command": "first call"}', "--publish", pub], check=True, capture_output=True,
+                   text=True, env=env)
+    first = json.loads((pub / "results.json").read_text())
+    refs = ref.read_text().splitlines()
+    later = tmp_path / "later"
+    plan = {"hi_cmlm_decoding_rule": (4, 7), "hi_cmlm_copy0.25": (3, 5)}
+    for run, everies in plan.items():
+        for seed, every in zip(("1", "2"), everies):
+            run_dir = later / "runs" / f"{run}-seed{seed}"
+            bleu[(run, seed)] = _write_decoding(run_dir / "decode-fence_replace", refs,
+                                                [_corrupt(r, every) for r in refs])
+            (run_dir / "train.log").write_text("| num_updates 600 | ...\ndone training in 60 seconds\n")
+    shutil.rmtree(work)  # the first call's work folder is gone: its runs come from the results file
+    subprocess.run([sys.executable, SCRIPT, "--work", later, "--ref", ref, "--root", tmp_path,
+                    "--meta", '{"command": "second call"}', "--kept", pub / "results.json", "--publish", pub],
+                   check=True, capture_output=True, text=True, env=env)
+    res = json.loads((pub / "results.json").read_text())
+    assert [c["command"] for c in res["calls"]] == ["first call", "second call"]
+    summary = res["summary"]
+    assert list(summary) == ["ar_teacher", "cmlm", "hi_cmlm-all_mask", "hi_cmlm-fence_replace",
+                             "hi_cmlm_copy0.25-fence_replace", "hi_cmlm_decoding_rule-fence_replace"]
+    for key in ("cmlm", "hi_cmlm-fence_replace"):
+        assert summary[key]["bleu"] == first["summary"][key]["bleu"]
+        assert res["runs"][key]["1"]["call"] == 0
+    assert res["runs"]["hi_cmlm_copy0.25-fence_replace"]["2"]["call"] == 1
+    # against the paper's training: the seed-paired t-test by hand, the bootstrap with sacreBLEU
+    paper = [bleu[("hi_cmlm", "fence_replace", s)] for s in ("1", "2")]
+    for run, key in (("hi_cmlm_decoding_rule", "hi_cmlm_decoding_rule-fence_replace"),
+                     ("hi_cmlm_copy0.25", "hi_cmlm_copy0.25-fence_replace")):
+        diffs = [bleu[(run, s)] - p for s, p in zip(("1", "2"), paper)]
+        t = summary[key]["paired_t_vs_paper_training"]
+        assert t["delta"]["mean"] == pytest.approx(statistics.fmean(diffs))
+        assert t["p_value"] == pytest.approx(_t_test_p(diffs))
+        direct = subprocess.run(["sacrebleu", str(ref), "-i", str(pub / "hypotheses/hi_cmlm-fence_replace-seed2.txt"),
+                                 str(pub / f"hypotheses/{key}-seed2.txt"), "-m", "bleu", "--paired-bs",
+                                 "--paired-bs-n", "1000", "-f", "json"],
+                                capture_output=True, text=True, env=env, check=True).stdout
+        boot = summary[key]["paired_bootstrap_vs_paper_training"]
+        assert boot["per_seed"]["2"] == pytest.approx(json.loads(direct)[1]["BLEU"]["p_value"])
+        assert boot["pooled"]["seeds"] == ["1", "2"]
+    cmlm = [bleu[("cmlm", "cmlm", s)] for s in ("1", "2")]
+    assert summary["hi_cmlm-fence_replace"]["paired_t_vs_cmlm"]["p_value"] == pytest.approx(
+        _t_test_p([p - c for p, c in zip(paper, cmlm)]))
+    table_md = (pub / "results.md").read_text()
+    assert "| HI-CMLM + Fence Replace, copy share 0.25 | 2 | 600 |" in table_md
+    assert "Training input against the paper's" in table_md
+
+    # a hypotheses file that is gone: its p-value is the one the results file recorded
+    recorded = summary["hi_cmlm_copy0.25-fence_replace"]["paired_bootstrap_vs_paper_training"]
+    (pub / "hypotheses/hi_cmlm-fence_replace-seed1.txt").unlink()
+    subprocess.run([sys.executable, SCRIPT, "--work", later, "--ref", ref, "--root", tmp_path,
+                    "--kept", pub / "results.json", "--publish", pub / "again"],
+                   check=True, capture_output=True, text=True, env=env)
+    again = json.loads((pub / "again" / "results.json").read_text())["summary"]["hi_cmlm_copy0.25-fence_replace"]
+    assert again["paired_bootstrap_vs_paper_training"]["per_seed"]["1"] == recorded["per_seed"]["1"]
+    assert again["paired_bootstrap_vs_paper_training"]["pooled"] == recorded["pooled"]
