@@ -206,3 +206,31 @@ def test_a_later_call_adds_rows_and_tests_them_against_the_kept_runs(table, tmp_
     again = json.loads((pub / "again" / "results.json").read_text())["summary"]["hi_cmlm_copy0.25-fence_replace"]
     assert again["paired_bootstrap_vs_paper_training"]["per_seed"]["1"] == recorded["per_seed"]["1"]
     assert again["paired_bootstrap_vs_paper_training"]["pooled"] == recorded["pooled"]
+
+
+def _share_row(share: str, delta: float, p_t: float, pooled: float | None = None) -> dict:
+    row = {"label": f"HI-CMLM + Fence Replace, copy share {share}", "seeds": ["1", "2", "3"],
+           "paired_t_vs_paper_training": {"seeds": ["1", "2", "3"], "delta": {"mean": delta, "std": 0.2, "n": 3},
+                                          "p_value": p_t}}
+    if pooled is not None:
+        row["paired_bootstrap_vs_paper_training"] = {"per_seed": {}, "pooled": {"seeds": ["1", "2", "3"],
+                                                                               "p_value": pooled}}
+    return row
+
+
+@pytest.mark.parametrize("rows, verdict", [
+    # better on average and the t-test significant; no bootstrap could run: the rule is met
+    ({"0.25": (0.9, 0.01, None), "0.75": (-0.4, 0.30, None)}, "0.25 met it."),
+    # the bootstrap ran and is not significant: not met, though the t-test is
+    ({"0.25": (0.9, 0.01, 0.20), "0.75": (-0.4, 0.30, None)}, "no share met it, so the default stays 0.5."),
+    # significantly worse is not better
+    ({"0.25": (-1.5, 0.001, 0.001), "0.75": (0.3, 0.40, 0.30)}, "no share met it, so the default stays 0.5."),
+    ({"0.25": (0.6, 0.04, 0.01), "0.75": (1.1, 0.02, 0.03)}, "0.25, 0.75 met it."),
+])
+def test_the_copy_share_default_follows_the_rule_stated_before_the_sweep(rows, verdict):
+    from reproduction.hi_cmlm import collect_results
+
+    summary = {f"hi_cmlm_copy{s}-fence_replace": _share_row(s, *v) for s, v in rows.items()}
+    text = collect_results.findings(summary)
+    rule = [line for line in text.splitlines() if line.startswith("- **Default `--train-copy-share`**")]
+    assert len(rule) == 1 and rule[0].endswith(verdict), text
