@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The shipped quickstart model before and after it was retrained as the paper trains (HI-CMLM
+# section 3.3: a random half of the masked slots gets the copied source; under fence_replace the
+# first target word gets [MASK]), on Multi30k val (1014 sentences).
+#   reproduction/hi_cmlm/shipped_models.sh [--old-commit REV] [--work DIR] [--no-publish]
+#                                  [--student-command TEXT] [--student-threads N]
+# --old-commit REV  the commit whose examples/quickstart/model/checkpoint.pt is the old model
+#                   (default 50a2300, the last one before the retraining: trained with
+#                   fence_replace's own decoding input, first target word copied)
+# --work DIR        the Table 1 driver's folder (reproduction/hi_cmlm/multi30k.sh or
+#                   examples/quickstart/pretrain.sh --stage data made DIR/data); default
+#                   work/hi_cmlm_multi30k
+# --student-command, --student-threads  how the new student was trained (recorded with the log
+#                   DIR/student.log; default: examples/quickstart/pretrain.sh --work DIR --teacher
+#                   examples/quickstart/model/teacher.pt, with OMP_NUM_THREADS threads)
+# Both models are decoded with each of the four strategies (--model-overrides hybrid_strategy;
+# each keeps the fence it was trained with), 10 passes, length beam 3 (the quickstart's setting),
+# every pass kept. collect_shipped.py then writes reproduction/hi_cmlm/shipped.json: BLEU after
+# passes 1/2/4/10, by reference length, and sacreBLEU's paired bootstrap new vs old per strategy.
+# A finished decoding is not redone. About 20 minutes on one CPU core.
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
+OLD_COMMIT=50a2300 WORK="$ROOT/work/hi_cmlm_multi30k" PUBLISH=1 STUDENT_COMMAND="" STUDENT_THREADS="${OMP_NUM_THREADS:-2}"
+GIVEN=("reproduction/hi_cmlm/shipped_models.sh" "$@")
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --old-commit) OLD_COMMIT="$2"; shift 2 ;;
+    --work) WORK="$2"; shift 2 ;;
+    --no-publish) PUBLISH=0; shift ;;
+    --student-command) STUDENT_COMMAND="$2"; shift 2 ;;
+    --student-threads) STUDENT_THREADS="$2"; shift 2 ;;
+    *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
+  esac
+done
+DATA="$WORK/data/bin"
+REL_WORK=$(python -c "import os,sys; print(os.path.relpath(sys.argv[1], sys.argv[2]))" "$WORK" "$ROOT")
+STUDENT_COMMAND="${STUDENT_COMMAND:-examples/quickstart/pretrain.sh --work $REL_WORK --teacher examples/quickstart/model/teacher.pt}"
+[ -s "$DATA/valid.en-de.en.bin" ] || { echo "error: $DATA has no valid split: run reproduction/hi_cmlm/multi30k.sh (or examples/quickstart/pretrain.sh --stage data --work $WORK) first" >&2; exit 2; }
+OUT="$WORK/shipped"
+mkdir -p "$OUT/old" "$OUT/new"
+if [ ! -s "$OUT/old/checkpoint.pt" ]; then
+  git -C "$ROOT" show "$OLD_COMMIT:examples/quickstart/model/checkpoint.pt" > "$OUT/old/checkpoint.pt.part" \
+    || { echo "error: commit $OLD_COMMIT has no examples/quickstart/model/checkpoint.pt (this needs the git history)" >&2; exit 2; }
+  mv "$OUT/old/checkpoint.pt.part" "$OUT/old/checkpoint.pt"
+fi
+cp -p "$ROOT/examples/quickstart/model/checkpoint.pt" "$OUT/new/checkpoint.pt"
+for model in old new; do
+  for S in all_mask all_copied weighted_sum fence_replace; do
+    d="$OUT/$model/decode-$S"
+    [ -s "$d/bleu.json" ] && [ "$d/bleu.json" -nt "$OUT/$model/checkpoint.pt" ] && continue
+    mkdir -p "$d"
+    T0=$(date +%s)
+    fairseq-generate "$DATA" --user-dir "$ROOT/fairseq_ext" --task cmlm_hybrid -s en -t de \
+      --path "$OUT/$model/checkpoint.pt" --model-overrides "{'hybrid_strategy': '$S'}" --gen-subset valid \
+      --iter-decode-max-iter 9 --iter-decode-with-beam 3 --iter-decode-force-max-iter --retain-iter-history \
+      --batch-size 64 --post-process sentencepiece > "$d/generate.txt" 2> "$d/generate.log" \
+      || { tail -5 "$d/generate.log" >&2; exit 1; }
+    echo $(( $(date +%s) - T0 )) > "$d/seconds"
+    grep '^D-' "$d/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$d/hyp.txt"
+    sacrebleu "$WORK/data/raw/val.de" -i "$d/hyp.txt" -m bleu > "$d/bleu.json"
+    echo "$model $S: BLEU $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['score'])" "$d/bleu.json")"
+  done
+done
+PUB=()
+[ "$PUBLISH" = 1 ] && PUB=(--publish "$HERE" --page "$ROOT/docs/results/hi-cmlm.md")
+python -m reproduction.hi_cmlm.collect_shipped --work "$OUT" --ref "$WORK/data/raw/val.de" \
+  --old-commit "$OLD_COMMIT" --command "${GIVEN[*]}" --teacher "$ROOT/examples/quickstart/model/teacher.pt" \
+  --student-log "$WORK/student.log" --student-command "$STUDENT_COMMAND" --student-threads "$STUDENT_THREADS" \
+  "${PUB[@]}"
