@@ -1,10 +1,12 @@
 """The checkpoint shipped for `make quickstart` (examples/quickstart/model): it pickles nothing
 beyond the allow-list, matches the shipped dictionary, and translates held-out sentences
 (sacreBLEU well above an untrained model's 0-1) through the real fairseq-generate."""
+import re
+
 import sacrebleu
 import torch
 
-from fairseq_ext.checkpoints import unsafe_globals
+from fairseq_ext.checkpoints import safe_load, unsafe_globals
 from tests.conftest import ROOT, USER_DIR, binarize, read_sample, run
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
@@ -35,3 +37,16 @@ def test_shipped_student_translates_held_out_sentences(tmp_path):
     assert sorted(hyps) == list(range(N))
     bleu = sacrebleu.corpus_bleu([hyps[i] for i in range(N)], [ref]).score
     assert bleu > 10, bleu
+
+
+def test_make_quickstart_continues_the_student_as_it_was_trained():
+    """examples/quickstart/run.sh continues the shipped student with the training input its saved
+    configuration records (HI-CMLM section 3.3 or a decoding rule, copy share, fence start), and
+    that configuration is the paper's (Wang et al. 2021, section 3.3: first target word [MASK])."""
+    cfg = vars(safe_load(str(MODEL / "checkpoint.pt"))["cfg"]["model"])  # an argparse Namespace (add_args)
+    script = (ROOT / "examples" / "quickstart" / "run.sh").read_text()
+    flags = dict(re.findall(r"--(train-decoder-input|train-copy-share|fence-first|hybrid-strategy) (\S+)", script))
+    assert flags == {"train-decoder-input": cfg["train_decoder_input"], "train-copy-share": str(cfg["train_copy_share"]),
+                     "fence-first": cfg["fence_first"], "hybrid-strategy": cfg["hybrid_strategy"]}
+    assert (cfg["train_decoder_input"], cfg["fence_first"]) == ("paper", "mask")
+    assert safe_load(str(MODEL / "checkpoint.pt"))["optimizer_history"][-1]["num_updates"] == 4000

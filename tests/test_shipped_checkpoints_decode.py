@@ -13,14 +13,14 @@ N = 8
 # fairseq-generate's H- lines (sentencepiece pieces) for test sentences 0-7
 EXPECTED = {
     "checkpoint.pt": [
-        "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weißen ▁T - gelben ▁T .",
-        "▁Zwei ▁Männer ▁in ▁ ▁sich ▁auf ▁eine m ▁Markt ▁im ▁Freien .",
+        "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weiß weißen ▁T .",
+        "▁Zwei ▁Männer ▁in ▁Kostümen ▁auf ▁eine m ▁Markt ▁im ▁Freien .",
         "▁Ein ▁Mann ▁und ▁ein ▁Junge ▁spielen ▁mit ▁Sonnenuntergang ▁a m ▁Strand .",
-        "▁Ein ▁Heißluftballon ▁berührt ▁einen ▁Mann ▁mit ▁eine m ▁Mann ▁im ▁Hintergrund .",
-        "▁Diese r ▁Mann ▁trägt ▁einen ▁weißen ▁Mütze oder ▁Hut .",
-        "▁Eine ▁Frau ▁bekommt ▁eine ▁Tätowierung ▁von ▁schwarzer ▁Reihe ▁und ▁ schminkt ▁sich .",
-        "▁Ein ▁Kleinkind ▁mit ▁Jeans ▁spielt ▁in ▁einer ▁Reifen .",
-        "▁Eine ▁Menschenmenge ▁steht ▁vor ▁eine m ▁weißen ▁Zelt .",
+        "▁Ein ▁heiße r ▁Ballon ▁berührt ▁einen ▁Mann ▁mit ▁eine m ▁Mann ▁im ▁Hintergrund .",
+        "▁Diese r ▁Mann ▁trägt ▁eine ▁weiße ▁Mütze ▁ oder .",
+        "▁Eine ▁Frau ▁bekommt ▁eine ▁Tätowierung ▁und ▁Reihe ▁von ▁Tätowierung en .",
+        "▁Ein ▁Kleinkind ▁mit ▁Jeans ▁spielt ▁in ▁eine m ▁Reifen .",
+        "▁Eine ▁Menschenmenge ▁steht ▁vor ▁einer ▁Straße ▁vor ▁mehrere n ▁Zelt en .",
     ],
     "teacher.pt": [
         "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weißen ▁und ▁gelben ▁T au n .",

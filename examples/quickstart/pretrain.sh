@@ -14,7 +14,7 @@
 # 4. export:  writes examples/quickstart/model/{checkpoint.pt,teacher.pt,spm.model,dict.txt}
 #             (weights only, fp16, loadable by the safe loader; teacher.pt is the
 #             autoregressive baseline that benchmarks/hicmlm.py decodes against).
-# The recorded run (docs/results/hi-cmlm.md) took the defaults on 2 CPU cores.
+# The shipped student's run (its command, updates, time and machine): docs/results/hi-cmlm.md.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -32,6 +32,8 @@ while [ $# -gt 0 ]; do
     *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+# an absolute teacher path, so that the export stage knows the shipped teacher however it is named
+[ -z "$TEACHER" ] || TEACHER="$(realpath -m "$TEACHER")"
 LOCAL_ARGS=()
 [ -n "$M30K" ] && LOCAL_ARGS=(--local "$M30K")
 run_stage() { [ "$STAGE" = all ] || [ "$STAGE" = "$1" ]; }
