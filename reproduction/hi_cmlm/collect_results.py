@@ -140,6 +140,8 @@ def paired_t(runs: dict, key: str, reference: str) -> dict | None:
     if len(seeds) < 2:
         return None
     diffs = [runs[key][s]["bleu"] - runs[reference][s]["bleu"] for s in seeds]
+    if len(set(diffs)) == 1:  # no spread (sacreBLEU's scores have one decimal): t is undefined, not infinite
+        return {"seeds": seeds, "delta": mean_std(diffs), "p_value": None, "constant_difference": True}
     p = stats.ttest_rel([runs[key][s]["bleu"] for s in seeds], [runs[reference][s]["bleu"] for s in seeds]).pvalue
     return {"seeds": seeds, "delta": mean_std(diffs), "p_value": None if math.isnan(p) else float(p)}
 
@@ -287,6 +289,7 @@ def markdown(summary: dict) -> str:
 
 
 ALPHA = 0.05
+MIN_SEEDS = 3  # a difference is claimed only over at least this many seeds
 STRATEGY_ROWS = ["hi_cmlm-all_mask", "hi_cmlm-all_copied", "hi_cmlm-weighted_sum", "hi_cmlm-fence_replace"]
 
 
@@ -301,6 +304,8 @@ def _tests(row: dict, against: str) -> str:
              else ""]
     if t.get("p_value") is not None:
         parts.append(f"t-test p = {t['p_value']:.3f}")
+    elif t.get("constant_difference"):
+        parts.append("the same difference in every seed (t-test undefined)")
     if boot.get("pooled"):
         parts.append(f"pooled bootstrap p = {boot['pooled']['p_value']:.3f}")
     per = boot.get("per_seed", {})
@@ -310,11 +315,12 @@ def _tests(row: dict, against: str) -> str:
 
 
 def _better_share(row: dict) -> bool:
-    """The copy-share rule: better than the paper's training on average, the seed-paired t-test
-    significant, and the pooled bootstrap too where it could run."""
+    """The copy-share rule: at least MIN_SEEDS seeds, better than the paper's training on average,
+    the seed-paired t-test significant, and the pooled bootstrap too where it could run."""
     t = row["paired_t_vs_paper_training"]
     pooled = row.get("paired_bootstrap_vs_paper_training", {}).get("pooled")
-    return t["delta"]["mean"] > 0 and _significant(t) and (pooled is None or _significant(pooled))
+    return (len(t["seeds"]) >= MIN_SEEDS and t["delta"]["mean"] > 0 and _significant(t)
+            and (pooled is None or _significant(pooled)))
 
 
 def findings(summary: dict) -> str:
@@ -344,17 +350,24 @@ def findings(summary: dict) -> str:
         boot = row.get("paired_bootstrap_vs_paper_training", {}).get("pooled")
         sig = _significant(t) or _significant(boot)
         direction = "better" if t["delta"]["mean"] > 0 else "worse"
-        verdict = (f"significantly {direction} than the paper's training" if sig
-                   else "no significant difference from the paper's training")
+        if len(t["seeds"]) < MIN_SEEDS:
+            verdict = f"not judged: {len(t['seeds'])} seeds, a difference needs at least {MIN_SEEDS}"
+        else:
+            verdict = (f"significantly {direction} than the paper's training" if sig
+                       else "no significant difference from the paper's training")
         out.append(f"- **{row['label']}** ({len(row['seeds'])} seeds): {verdict}; "
                    f"{_tests(row, 'vs_paper_training')}.")
     shares = [k for k in variants if COPY_SHARE_RUN.fullmatch(k)]
     if shares:
         better = [COPY_SHARE_RUN.fullmatch(k)["share"] for k in shares if _better_share(summary[k])]
+        short = [COPY_SHARE_RUN.fullmatch(k)["share"] for k in shares
+                 if len(summary[k]["paired_t_vs_paper_training"]["seeds"]) < MIN_SEEDS]
         out.append("- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 unless another "
-                   "share is better on average with the seed-paired t-test p < 0.05 and, where the hypotheses of "
-                   "both trainings are kept, the pooled bootstrap p < 0.05; "
-                   + (f"{', '.join(better)} met it." if better else "no share met it, so the default stays 0.5."))
+                   f"share, over at least {MIN_SEEDS} seeds, is better on average with the seed-paired t-test "
+                   "p < 0.05 and, where the hypotheses of both trainings are kept, the pooled bootstrap p < 0.05; "
+                   + (f"{', '.join(better)} met it." if better else "no share met it, so the default stays 0.5.")
+                   + (f" The sweep is not complete: {', '.join(short)} "
+                      f"{'has' if len(short) == 1 else 'have'} fewer than {MIN_SEEDS} seeds." if short else ""))
     if "ar_teacher" in summary and BASELINE in summary:
         nat = [summary[k]["bleu"]["mean"] for k in summary if k != "ar_teacher"]
         out.append(f"- The autoregressive teacher ({summary['ar_teacher']['bleu']['mean']:.2f}) is "

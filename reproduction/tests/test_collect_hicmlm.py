@@ -234,3 +234,20 @@ def test_the_copy_share_default_follows_the_rule_stated_before_the_sweep(rows, v
     text = collect_results.findings(summary)
     rule = [line for line in text.splitlines() if line.startswith("- **Default `--train-copy-share`**")]
     assert len(rule) == 1 and rule[0].endswith(verdict), text
+
+
+def test_two_seeds_judge_nothing_and_a_constant_difference_has_no_t_test():
+    from reproduction.hi_cmlm import collect_results
+
+    row = _share_row("0.75", 0.5, 0.001)
+    row["seeds"] = row["paired_t_vs_paper_training"]["seeds"] = ["1", "2"]
+    text = collect_results.findings({"hi_cmlm_copy0.75-fence_replace": row})
+    assert "(2 seeds): not judged: 2 seeds, a difference needs at least 3" in text
+    assert "no share met it, so the default stays 0.5. The sweep is not complete: 0.75 has fewer than 3 seeds." in text
+    # sacreBLEU's one-decimal scores can differ by the same amount in every seed: the t statistic
+    # is then undefined (scipy would report p = 0), so no p-value is given
+    runs = {"a": {"1": {"bleu": 22.6}, "2": {"bleu": 23.0}}, "b": {"1": {"bleu": 22.1}, "2": {"bleu": 22.5}}}
+    t = collect_results.paired_t(runs, "a", "b")
+    assert t["p_value"] is None and t["constant_difference"] and t["delta"]["mean"] == pytest.approx(0.5)
+    assert "the same difference in every seed (t-test undefined)" in collect_results._tests(
+        {"paired_t_x": t}, "x")
