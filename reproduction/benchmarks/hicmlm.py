@@ -16,6 +16,7 @@ distribution of the shipped sample (sentencepiece pieces), grouped to --max-toke
 """
 from __future__ import annotations
 
+import hashlib
 from argparse import Namespace
 from pathlib import Path
 
@@ -162,6 +163,12 @@ def decode_speed(device: str, quick: bool) -> dict:
     return metrics
 
 
+def student_digest() -> str:
+    """SHA-256 of the shipped student the decoding speed was measured on (the results page says
+    whether that is still the shipped one)."""
+    return hashlib.sha256((MODEL_DIR / "checkpoint.pt").read_bytes()).hexdigest()
+
+
 def _train_updates(name: str, device: str) -> None:
     """One update on each of 3 batches of the training ratio, for one side alone."""
     task, model, criterion, optimizer = _side(name, common.dummy_dictionary_dir(6000), device)
@@ -184,6 +191,8 @@ def _run_all(device: str, quick: bool) -> dict:
                "decode_data": "500-line shipped Multi30k test sample (first 100 sentences at batch 1)"}
     if not any(k.startswith("maskpredict") for k in metrics):
         details["decode"] = "skipped: examples/quickstart/model/{checkpoint,teacher}.pt not found"
+    else:
+        details["student_sha256"] = student_digest()
     return {"metrics": metrics, "details": details,
             "goals": {"hicmlm_train_tokens_per_s_ratio": ">= 0.95"}}
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "reproduction" / "prophetnet"))  # its scripts imp
 from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_table  # noqa: E402
 from reproduction.gpu import rehearse  # noqa: E402
-from reproduction.hi_cmlm import collect_results  # noqa: E402
+from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped  # noqa: E402
 from reproduction.position_masking import collect_glue, collect_minilm  # noqa: E402
 
 import batch_stats  # noqa: E402
@@ -43,6 +43,14 @@ def load_rouge_summary(path: Path) -> dict:
 
 TABLES = {
     "table1": ("docs/results/hi-cmlm.md", lambda: collect_results.markdown(load(REPRO / "hi_cmlm" / "results.json")["summary"]) + "\n"),
+    "table1-findings": ("docs/results/hi-cmlm.md",
+                        lambda: collect_results.findings(load(REPRO / "hi_cmlm" / "results.json")["summary"])),
+    "shipped": ("docs/results/hi-cmlm.md", lambda: collect_shipped.markdown(load(REPRO / "hi_cmlm" / "shipped.json"))),
+    "quickstart": ("docs/results/hi-cmlm.md",
+                   lambda: collect_quickstart.page_block(load(collect_quickstart.QUICKSTART), load(collect_quickstart.SHIPPED),
+                                                         load(collect_quickstart.BENCH)["benchmarks"]["hicmlm"])),
+    "quickstart-summary": ("README.md", lambda: collect_quickstart.readme_line(load(collect_quickstart.QUICKSTART),
+                                                                             load(collect_quickstart.SHIPPED))),
     "table2": ("docs/results/prophetnet.md", lambda: collect_gigaword.markdown(load_rouge_summary(REPRO / "prophetnet" / "results.json"))),
     "bisection": ("docs/results/prophetnet.md",
                   lambda: collect_gigaword.bisection_markdown(load(REPRO / "prophetnet" / "bisection.json"))),

@@ -1,0 +1,133 @@
+"""The quickstart's numbers from their results files: the block ``<!-- quickstart:start -->`` of
+docs/results/hi-cmlm.md (how the shipped teacher and student were trained, the student's BLEU on
+Multi30k val, what `make quickstart` measured, HI-CMLM's speed) and the line
+``<!-- quickstart-summary:start -->`` of the README.
+
+    python -m reproduction.hi_cmlm.collect_quickstart [--results work/quickstart/results.json]
+
+--results: a results file `make quickstart` wrote, copied to reproduction/hi_cmlm/quickstart.json
+before rendering. The other inputs are reproduction/hi_cmlm/shipped.json
+(reproduction/hi_cmlm/shipped_models.sh: the student's training and its BLEU on val) and the
+hicmlm entry of reproduction/benchmarks/results/cpu.json (`make bench`).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from reproduction.benchmarks.hicmlm import student_digest
+from reproduction.hi_cmlm.collect_shipped import describe
+from reproduction.results_page import write_between_markers
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = ROOT / "reproduction" / "hi_cmlm"
+QUICKSTART, SHIPPED = HERE / "quickstart.json", HERE / "shipped.json"
+BENCH = ROOT / "reproduction" / "benchmarks" / "results" / "cpu.json"
+PAGE, README = ROOT / "docs" / "results" / "hi-cmlm.md", ROOT / "README.md"
+PASSES = (1, 2, 4, 10)
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(round(seconds % 60))} s"
+
+
+def _passes(decoding: dict) -> str:
+    return " / ".join(f"{decoding['bleu_per_pass'][t - 1]:.1f}" for t in PASSES)
+
+
+def _bins(decoding: dict) -> str:
+    return " / ".join(f"{v:.1f}" for v in decoding["bleu_by_length"].values())
+
+
+def _bin_names(decoding: dict) -> str:
+    return " / ".join(decoding["bleu_by_length"])
+
+
+def _measured_on(bench: dict) -> str:
+    """Which student the decoding speed was measured on: the shipped one, or one shipped before
+    (bench results older than the digest record none)."""
+    digest = bench["details"].get("student_sha256")
+    if digest == student_digest():
+        return "measured on the shipped student"
+    return ("measured on a student shipped before this one (at a fixed number of passes the weights "
+            "change the speed only through the predicted lengths; `make bench` measures the shipped one)")
+
+
+def page_block(quick: dict, shipped: dict, bench: dict) -> str:
+    teacher, student = shipped["teacher"], shipped["student"]
+    saved = shipped["models"]["new"]["training"]
+    new = shipped["models"]["new"]["decodings"]["fence_replace"]
+    old = shipped["models"]["old"]["decodings"]["fence_replace"]
+    test = shipped["paired_bootstrap_new_vs_old"]["fence_replace"]
+    s, c = quick["shipped"], quick["continued"]
+    m = bench["metrics"]
+    rows = [
+        "| what | command | result |", "|---|---|---|",
+        f"| autoregressive teacher (`transformer` 3+3 x 192, Multi30k 29k pairs, sentencepiece 6000) | "
+        f"`examples/quickstart/pretrain.sh` stages `data`, `teacher` ({teacher['stop_time_hours']:g} h of training, "
+        f"{teacher['updates']} updates) | distils the 29k training targets (beam 5); its BLEU is the "
+        f"autoregressive row of table 1 |",
+        f"| student `{saved['arch']}` ({saved['hybrid_strategy']}), trained with {describe(saved)} (its saved "
+        f"configuration) on the distilled targets, encoder from the teacher | "
+        f"`{student['command']}` ({student['updates']} updates, lr {saved['lr'][0]:g}, {saved['max_tokens']} tokens "
+        f"per batch; "
+        f"{_minutes(student['train_seconds'])} of training on {student['hardware']}) | "
+        f"**{new['bleu']:.1f}** sacreBLEU on Multi30k `val` ({shipped['sentences']} sentences; fence_replace, "
+        f"10 passes, length beam 3); the student it replaced: {old['bleu']:.1f} (p = {test['p_value']:.3f}, "
+        f"[all strategies](#the-shipped-student-before-and-after-retraining)) |",
+        f"| shipped `examples/quickstart/model/checkpoint.pt` (fp16 weights) on the "
+        f"{quick['data']['test_sentences']} held-out quickstart sentences | `make quickstart`, step 2 | "
+        f"**{s['bleu']:.1f}**; after pass 1/2/4/10: {_passes(s)}; by reference length {_bin_names(s)}: {_bins(s)} |",
+        f"| `make quickstart` ({quick['training_minutes_budget']:g} more minutes of training on the "
+        f"{quick['data']['train_pairs']:,} sample pairs, then decoding) | `{quick['command']}` | "
+        f"**{c['bleu']:.1f}** after {quick['training']['updates']} more updates; after pass 1/2/4/10: {_passes(c)}; "
+        f"by reference length: {_bins(c)}; {_minutes(quick['wall_seconds'])} end to end (venv built) on "
+        f"{quick['hardware']['cpu']}, {quick['hardware']['cores']} cores (load average "
+        f"{quick['hardware']['load_average_1_5_15_min'][1]:.1f} over the last 5 minutes), {quick['date']} |",
+    ]
+    speed = (
+        f"HI-CMLM speed (`python -m reproduction.benchmarks.run --only hicmlm`, {bench['hardware']}, quickstart "
+        f"sizes 3+3 x 192, side by side in one process; [Table 4](speed.md)): training tokens/s of "
+        f"`hi_cmlm_transformer` (fence_replace) over fairseq's `cmlm_transformer` "
+        f"**{m['hicmlm_train_tokens_per_s_ratio']:.3f}** (goal {bench['goals']['hicmlm_train_tokens_per_s_ratio']}); "
+        f"peak RSS {m['train_peak_rss_mb_hicmlm']:.0f} vs {m['train_peak_rss_mb_cmlm']:.0f} MB. Mask-predict "
+        f"(length beam 1) over the autoregressive teacher with beam 5, sentences/s on the quickstart test "
+        f"sentences: **{m['maskpredict_vs_ar_speedup_b1_T4']:.1f}x** at batch 1 with T = 4, "
+        f"{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x with T = 10; at batch 64 "
+        f"{m['maskpredict_vs_ar_speedup_b64_T4']:.1f}x (T = 4) and **{m['maskpredict_vs_ar_speedup_b64_T10']:.2f}x** "
+        f"(T = 10), {_measured_on(bench)}.")
+    return "\n".join(rows) + "\n\n" + speed + "\n"
+
+
+def readme_line(quick: dict, shipped: dict) -> str:
+    new = shipped["models"]["new"]["decodings"]["fence_replace"]["bleu"]
+    return (f"`make quickstart` measured ({quick['date']}, {quick['hardware']['cores']} CPU cores, "
+            f"`reproduction/hi_cmlm/quickstart.json`): the shipped student gives **{quick['shipped']['bleu']:.1f}** "
+            f"sacreBLEU on {quick['data']['test_sentences']} held-out Multi30k sentences "
+            f"({new:.1f} on Multi30k val), **{quick['continued']['bleu']:.1f}** after "
+            f"{quick['training']['updates']} more updates ({quick['training_minutes_budget']:g} minutes), "
+            f"{_minutes(quick['wall_seconds'])} end to end.\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, help="a results file of make quickstart to publish first")
+    args = p.parse_args(argv)
+    if args.results:
+        shutil.copy(args.results, QUICKSTART)
+    quick, shipped = load(QUICKSTART), load(SHIPPED)
+    write_between_markers(PAGE, page_block(quick, shipped, load(BENCH)["benchmarks"]["hicmlm"]),
+                          "<!-- quickstart:start -->", "<!-- quickstart:end -->")
+    write_between_markers(README, readme_line(quick, shipped),
+                          "<!-- quickstart-summary:start -->", "<!-- quickstart-summary:end -->")
+    print(f"wrote the quickstart blocks of {PAGE.relative_to(ROOT)} and {README.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
