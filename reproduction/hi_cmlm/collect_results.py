@@ -200,7 +200,7 @@ class Bootstrap:
 
 
 def significance(work: Path, ref: Path, runs: dict, root: Path, kept: dict | None = None) -> dict:
-    """Per row: the bootstrap and the seed-paired t-test against CMLM and, for the training-input
+    """Per row: the bootstrap and a t-test paired by seed against CMLM and, for the training-input
     variants, against the paper's training."""
     boot = Bootstrap(work, ref, runs, root, kept or {})
     out: dict[str, dict] = {}
@@ -316,7 +316,7 @@ def _tests(row: dict, against: str) -> str:
 
 def _better_share(row: dict) -> bool:
     """The copy-share rule: at least MIN_SEEDS seeds, better than the paper's training on average,
-    the seed-paired t-test significant, and the pooled bootstrap too where it could run."""
+    a t-test paired by seed significant, and the pooled bootstrap too where it could run."""
     t = row["paired_t_vs_paper_training"]
     pooled = row.get("paired_bootstrap_vs_paper_training", {}).get("pooled")
     return (len(t["seeds"]) >= MIN_SEEDS and t["delta"]["mean"] > 0 and _significant(t)
@@ -333,7 +333,7 @@ def findings(summary: dict) -> str:
         t_sig = [k for k in rows if _significant(summary[k]["paired_t_vs_cmlm"])]
         out.append(f"- **Paper's training against CMLM** (same seed, same initial weights): {len(above)} of "
                    f"{len(rows)} HI-CMLM decodings are above CMLM on average; {len(pooled)} significantly by the "
-                   f"pooled bootstrap, {len(t_sig)} by the seed-paired t-test. "
+                   f"pooled bootstrap, {len(t_sig)} by a t-test paired by seed. "
                    + "; ".join(f"{summary[k]['label'][len('HI-CMLM + '):]}: {_tests(summary[k], 'vs_cmlm')}"
                                for k in rows) + ".")
         finals = {k: summary[k]["bleu_after_pass"]["10"]["mean"] for k in STRATEGY_ROWS if k in summary}
@@ -363,7 +363,7 @@ def findings(summary: dict) -> str:
         short = [COPY_SHARE_RUN.fullmatch(k)["share"] for k in shares
                  if len(summary[k]["paired_t_vs_paper_training"]["seeds"]) < MIN_SEEDS]
         out.append("- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 unless another "
-                   f"share, over at least {MIN_SEEDS} seeds, is better on average with the seed-paired t-test "
+                   f"share, over at least {MIN_SEEDS} seeds, is better on average with a t-test paired by seed "
                    "p < 0.05 and, where the hypotheses of both trainings are kept, the pooled bootstrap p < 0.05; "
                    + (f"{', '.join(better)} met it." if better else "no share met it, so the default stays 0.5.")
                    + (f" The sweep is not complete: {', '.join(short)} "

@@ -175,7 +175,7 @@ def test_a_later_call_adds_rows_and_tests_them_against_the_kept_runs(table, tmp_
         assert summary[key]["bleu"] == first["summary"][key]["bleu"]
         assert res["runs"][key]["1"]["call"] == 0
     assert res["runs"]["hi_cmlm_copy0.25-fence_replace"]["2"]["call"] == 1
-    # against the paper's training: the seed-paired t-test by hand, the bootstrap with sacreBLEU
+    # against the paper's training: a t-test paired by seed by hand, the bootstrap with sacreBLEU
     paper = [bleu[("hi_cmlm", "fence_replace", s)] for s in ("1", "2")]
     for run, key in (("hi_cmlm_decoding_rule", "hi_cmlm_decoding_rule-fence_replace"),
                      ("hi_cmlm_copy0.25", "hi_cmlm_copy0.25-fence_replace")):
