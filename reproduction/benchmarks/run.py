@@ -56,6 +56,11 @@ def update_readme(results: dict) -> None:
         return
 
 
+def benchmark(name: str):
+    """The module of benchmark ``name`` (its ``run(device, quick)``)."""
+    return importlib.import_module(f"reproduction.benchmarks.{name}")
+
+
 def main(argv: list[str] | None = None) -> None:
     from fairseq_ext.errors import require
 
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> None:
     merged = {"hardware": hardware(args.device), "torch": torch.__version__,
               "date": time.strftime("%Y-%m-%d"), "benchmarks": dict(previous.get("benchmarks", {}))}
     for name in args.only or BENCHMARKS:
-        module = importlib.import_module(f"benchmarks.{name}")
+        module = benchmark(name)
         t0 = time.time()
         result = module.run(args.device, args.quick)
         result["seconds"] = round(time.time() - t0, 1)

@@ -4,6 +4,7 @@ against a brute-force account, the modules' timings, threads and memory going th
 out of the harness), and ``benchmarks.run``'s --device check."""
 import ast
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -117,13 +118,17 @@ def one_round(monkeypatch):
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
-def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeypatch):
+def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeypatch, tmp_path):
+    """Through ``make bench``'s entry point (``run.main``, its --quick mode), so that the way
+    it finds each module is tested too."""
     module = importlib.import_module(f"reproduction.benchmarks.{name}")
     for constant, tiny in TINY_CONSTANTS.items():
         if hasattr(module, constant):
             monkeypatch.setattr(module, constant, tiny)
     threads = torch.get_num_threads()
-    result = module.run("cpu", True)
+    main(["--only", name, "--quick", "--out", str(tmp_path)])
+    result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"][name]
+    assert (tmp_path / "speed.png").is_file()
     assert torch.get_num_threads() == threads
     ratios = {k: v for k, v in result["metrics"].items() if RATIO_NAME.search(k)}
     assert ratios and all(v == 1.0 for v in ratios.values()), ratios  # every side timed 1 s by the harness
