@@ -25,6 +25,7 @@ GENERATED = {
                          '--page "$ROOT/docs/results/unilm.md"'),
     "bench": ("docs/results/speed.md", "reproduction/benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
     "gpu-rehearsal": ("docs/gpu.md", "reproduction/gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
+    "gpu-check": ("docs/gpu.md", "reproduction/gpu/publish.py", 'ROOT / "docs" / "gpu.md"'),
 }
 
 

@@ -264,3 +264,15 @@ def test_summary_shows_every_part():
     assert "- prophetnet: stopped at the deadline after 300.0 s (benchmarks-prophetnet.log)" in text
     assert "| unilm | `unilm_train_tokens_per_s_ratio` | 0.500 |" in text
     json.dumps(summary)  # the summary is what summary.json holds
+
+
+def test_publishing_drops_the_log_tails_of_passed_steps_only():
+    from reproduction.gpu.publish import kept_name, without_passed_tails
+
+    summary = {"date": "2026-11-26 06:46 UTC", "part": "tests-bench",
+               "tests": {"returncode": 1, "tail": "FAILED x"},
+               "bench": {"modules": {"hicmlm": {"returncode": 0, "tail": "wrote /somewhere/gpu.json"}}}}
+    kept = without_passed_tails(summary)
+    assert kept["tests"]["tail"] == "FAILED x"
+    assert kept["bench"]["modules"]["hicmlm"] == {"returncode": 0}
+    assert kept_name(summary) == "2026-11-26-0646-tests-bench.json"
