@@ -14,6 +14,7 @@ from tests.conftest import ROOT
 sys.path.insert(0, str(ROOT / "reproduction" / "prophetnet"))  # its scripts import each other by name
 from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_table  # noqa: E402
+from reproduction.gigaword_10k import lead_baseline  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
 from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped  # noqa: E402
 from reproduction.position_masking import collect_glue, collect_minilm  # noqa: E402
@@ -66,6 +67,7 @@ TABLES = {
     "bench": ("docs/results/speed.md", lambda: render_table(load_results(REPRO / "benchmarks" / "results")) + "\n"),
     "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
+    "gigaword-10k": ("docs/results/gigaword-10k.md", lambda: lead_baseline.markdown(load(lead_baseline.RESULTS))),
 }
 
 

@@ -1,0 +1,119 @@
+"""Gigaword in the published low-resource setting (the first 10,000 harvardnlp training pairs,
+scored on the standard 1951-pair test set): the lead-N baseline and the published rows, the
+first rows of that table (docs/results/gigaword-10k.md).
+
+    python -m reproduction.gigaword_10k.lead_baseline --data DIR [--max-n 20]
+
+DIR holds the harvardnlp files ``valid1k``, ``valid4k`` and ``test1951``
+(``PREFIX.article.txt`` / ``PREFIX.title.txt``). Lead-N (each article's first N words, Rush et
+al. 2015, section 7) is scored for N = 1 .. ``--max-n`` on both validation sets; N is chosen by
+ROUGE-1 on valid4k (the larger), and the test set is scored once, for lead-8 and the chosen
+N. Scorer: ``fairseq_ext.analysis.rouge`` (rouge-score, stemmed, mean sentence F1; ``UNK`` of
+the test set and ``<unk>`` of train/valid are the same word to it). Writes
+``reproduction/gigaword_10k/results.json`` and the block of the page.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from pathlib import Path
+
+from fairseq_ext.analysis.hardware import cpu_and_cores
+from fairseq_ext.analysis.rouge import lead, rouge_f1
+from reproduction.results_page import write_between_markers
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "reproduction" / "gigaword_10k" / "results.json"
+PAGE = ROOT / "docs" / "results" / "gigaword-10k.md"
+START, END = "<!-- gigaword-10k:start -->", "<!-- gigaword-10k:end -->"
+VALID = ("valid1k", "valid4k")
+CHOOSE_ON = "valid4k"
+TEST = "test1951"
+UNILM_README = "microsoft/unilm, unilm-v1/README.md, Gigaword (10K)"
+# ROUGE-1/2/L F1 on test1951, as published (ROUGE-1.5.5, the Perl scorer)
+PUBLISHED = [
+    {"row": "Transformer, no pre-training", "rouge1": 10.97, "rouge2": 2.23, "rougeL": 10.42,
+     "source": f"{UNILM_README} (from Song et al. 2019, MASS)"},
+    {"row": "UniLM-large (340M parameters, pre-trained)", "rouge1": 34.21, "rouge2": 15.28, "rougeL": 31.54,
+     "source": f"{UNILM_README}: 30 epochs, batch 128, lr 1e-5, label smoothing 0.1, beam 5, no repeated n-grams"},
+]
+# the model rows of the table, run by later drivers (docs/results/gigaword-10k.md says which)
+MODEL_ROWS = ["fairseq transformer (tiny, no pre-training)", "ProphetNet n = 1, no pre-training",
+              "ProphetNet n = 2, no pre-training", "ProphetNet n = 1, span pre-training",
+              "ProphetNet n = 2, span pre-training", "UniLM at random", "UniLM from MiniLM"]
+
+
+def read_pairs(data: Path, prefix: str) -> tuple[list[str], list[str]]:
+    articles = (data / f"{prefix}.article.txt").read_text(encoding="utf-8").splitlines()
+    titles = (data / f"{prefix}.title.txt").read_text(encoding="utf-8").splitlines()
+    if len(articles) != len(titles):
+        raise SystemExit(f"{prefix}: {len(articles)} articles for {len(titles)} titles")
+    return articles, titles
+
+
+def lead_scores(articles: list[str], titles: list[str], n: int) -> dict:
+    return {k: round(v, 2) for k, v in rouge_f1([lead(a, n) for a in articles], titles).items()}
+
+
+def measure(data: Path, max_n: int) -> dict:
+    valid = {}
+    for split in VALID:
+        articles, titles = read_pairs(data, split)
+        valid[split] = {str(n): lead_scores(articles, titles, n) for n in range(1, max_n + 1)}
+    chosen = max(range(1, max_n + 1), key=lambda n: valid[CHOOSE_ON][str(n)]["rouge1"])
+    articles, titles = read_pairs(data, TEST)
+    test = {f"lead-{n}": lead_scores(articles, titles, n) for n in dict.fromkeys([8, chosen])}
+    return {"valid": valid, "chosen_n": chosen, "chosen_on": f"{CHOOSE_ON} ROUGE-1", "test": test,
+            "sentences": {s: len(read_pairs(data, s)[0]) for s in (*VALID, TEST)}}
+
+
+def markdown(results: dict) -> str:
+    lead_part = results["lead"]
+    n = lead_part["chosen_n"]
+    rows = ["| row | ROUGE-1 | ROUGE-2 | ROUGE-L | valid4k ROUGE-1 | source |", "|---|---|---|---|---|---|"]
+    for p in results["published"]:
+        rows.append(f"| {p['row']} (published) | {p['rouge1']:.2f} | {p['rouge2']:.2f} | {p['rougeL']:.2f} | "
+                    f"| {p['source']} |")
+    for name, scores in lead_part["test"].items():
+        valid = lead_part["valid"][CHOOSE_ON][name.split("-")[1]]["rouge1"]
+        how = "N chosen on valid4k" if name == f"lead-{n}" and n != 8 else "the article's first 8 words"
+        rows.append(f"| {name} | {scores['rouge1']:.2f} | {scores['rouge2']:.2f} | {scores['rougeL']:.2f} | "
+                    f"{valid:.2f} | this repository ({how}) |")
+    for name in MODEL_ROWS:
+        rows.append(f"| {name} | not run yet | | | | |")
+    curve = ", ".join(f"{k}: {v['rouge1']:.1f}" for k, v in lead_part["valid"][CHOOSE_ON].items())
+    return "\n".join([
+        *rows, "",
+        f"Test: the {lead_part['sentences'][TEST]} pairs of {TEST}, scored once per row. Published rows: ROUGE-1.5.5 "
+        f"(Perl); ours: rouge-score (stemmed, mean sentence F1), whose values differ slightly. Lead-N on valid4k, "
+        f"ROUGE-1 by N: {curve}; the best is N = {n}. Written by `{results['command']}` "
+        f"({results['wall_seconds']} s, {results['hardware']}).", ""])
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.lead_baseline", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, required=True, help="folder of the harvardnlp files (valid1k, valid4k, test1951)")
+    p.add_argument("--max-n", type=int, default=20, help="lead-N for N = 1 .. this on the validation sets")
+    args = p.parse_args(argv)
+    for prefix in (*VALID, TEST):
+        for side in ("article", "title"):
+            if not (args.data / f"{prefix}.{side}.txt").is_file():
+                p.error(f"{args.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp Gigaword files")
+    t0 = time.time()
+    lead_part = measure(args.data, args.max_n)
+    results = {"command": f"python -m reproduction.gigaword_10k.lead_baseline --data GIGAWORD --max-n {args.max_n}",
+               "wall_seconds": round(time.time() - t0, 1), "hardware": f"{cpu_and_cores()}, Python {platform.python_version()}",
+               "scorer": "fairseq_ext.analysis.rouge (rouge-score 0.1.2, stemmed, mean sentence F1 x 100)",
+               "published": PUBLISHED, "lead": lead_part, "models": {}}
+    RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    write_between_markers(PAGE, markdown(results), START, END)
+    print(f"lead-8 on test: {lead_part['test']['lead-8']}; N chosen on valid4k: {lead_part['chosen_n']}; "
+          f"wrote {RESULTS.relative_to(ROOT)} and the block of {PAGE.relative_to(ROOT)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

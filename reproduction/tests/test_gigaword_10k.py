@@ -1,0 +1,26 @@
+"""reproduction/gigaword_10k/lead_baseline.py on a made-up Gigaword folder: lead-N scored by the
+product's scorer, N chosen on valid4k, the test set scored for lead-8 and that N only."""
+import pytest
+
+from fairseq_ext.analysis.rouge import rouge_f1
+from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS, PUBLISHED, markdown, measure
+
+
+def write(folder, prefix, articles, titles):
+    (folder / f"{prefix}.article.txt").write_text("\n".join(articles) + "\n")
+    (folder / f"{prefix}.title.txt").write_text("\n".join(titles) + "\n")
+
+
+def test_lead_n_is_chosen_on_valid4k_and_test_scored_for_8_and_that_n(tmp_path):
+    article = "w1 w2 w3 w4 w5 w6 w7 w8 w9 w10 w11 w12"
+    write(tmp_path, "valid1k", [article], ["w1 w2"])
+    write(tmp_path, "valid4k", [article], ["w1 w2 w3"])  # lead-3 matches exactly
+    write(tmp_path, "test1951", [article, "a b c d e f g h i"], ["w1 w2 w3", "UNK b"])
+    out = measure(tmp_path, 10)
+    assert out["chosen_n"] == 3 and out["valid"]["valid4k"]["3"]["rouge1"] == 100.0
+    assert set(out["test"]) == {"lead-8", "lead-3"}
+    want = rouge_f1(["w1 w2 w3", "a b c"], ["w1 w2 w3", "UNK b"])
+    assert out["test"]["lead-3"]["rouge1"] == pytest.approx(round(want["rouge1"], 2))
+    text = markdown({"lead": out, "published": PUBLISHED, "command": "cmd", "wall_seconds": 1, "hardware": "cpu"})
+    assert "| lead-3 | " in text and "| Transformer, no pre-training (published) | 10.97 |" in text
+    assert all(f"| {row} | not run yet |" in text for row in MODEL_ROWS)
