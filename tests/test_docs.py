@@ -26,6 +26,8 @@ GENERATED = {
     "bench": ("docs/results/speed.md", "reproduction/benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
     "gpu-rehearsal": ("docs/gpu.md", "reproduction/gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
     "gpu-check": ("docs/gpu.md", "reproduction/gpu/publish.py", 'ROOT / "docs" / "gpu.md"'),
+    "table3-glue-full": ("docs/results/position-masking.md", "reproduction/position_masking/collect_glue_full.py",
+                         'ROOT / "docs" / "results" / "position-masking.md"'),
     "gigaword-10k": ("docs/results/gigaword-10k.md", "reproduction/gigaword_10k/lead_baseline.py",
                      'ROOT / "docs" / "results" / "gigaword-10k.md"'),
 }

@@ -51,3 +51,29 @@ def test_a_kept_run_is_reused_with_its_settings_and_refused_with_others(tmp_path
     assert d.finetune_run("CoLA", "st1-s2", True, 2, "5e-5") == kept  # nothing runs
     with pytest.raises(SystemExit, match="made with other settings"):
         d.finetune_run("CoLA", "st1-s2", True, 2, "1e-4")
+
+
+def test_collector_pairs_the_arms_by_seed_and_checks_the_majority_class(tmp_path):
+    from reproduction.position_masking.collect_glue_full import majority, markdown, summarise
+
+    def run(name, lr, seed, st, dev):
+        folder = tmp_path / "SST-2"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{name}.json").write_text(json.dumps({
+            "lr": lr, "seed": seed, "straight_through": st, "dev": dev, "updates": 2105, "epochs": 1,
+            "wall_seconds": 10, "hardware": "cpu", "validations": [{"num_updates": 2105, "accuracy": dev}]}))
+
+    run("lr5e-05-s0", 5e-5, 0, False, 88.0)
+    run("lr1e-04-s0", 1e-4, 0, False, 87.0)
+    for seed, (a, b) in enumerate([(88.0, 88.5), (87.0, 88.0), (89.0, 89.2)], start=1):
+        run(f"st0-s{seed}", 5e-5, seed, False, a)
+        run(f"st1-s{seed}", 5e-5, seed, True, b)
+    gold = {"SST-2": ["1"] * 6 + ["0"] * 4}
+    assert majority(gold["SST-2"], "SST-2") == 60.0 and majority(["0", "1"], "CoLA") == 0.0
+    s = summarise(tmp_path, gold)["tasks"]["SST-2"]
+    assert s["ordinary"]["mean"] == pytest.approx(88.0) and s["straight_through"]["n"] == 3
+    assert s["test"]["mean_difference"] == pytest.approx((0.5 + 1.0 + 0.2) / 3)
+    assert s["missing"] == ["st0-s4", "st1-s4", "st0-s5", "st1-s5"]
+    text = markdown(summarise(tmp_path, gold))
+    assert "| CoLA (MCC x 100) | not run yet |" in text and "both arms are above the majority class" in text
+    assert "4 runs not finished yet" in text

@@ -17,7 +17,7 @@ from reproduction.benchmarks.run import render_table  # noqa: E402
 from reproduction.gigaword_10k import lead_baseline  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
 from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped  # noqa: E402
-from reproduction.position_masking import collect_glue, collect_minilm  # noqa: E402
+from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm  # noqa: E402
 
 import batch_stats  # noqa: E402
 import collect_gigaword  # noqa: E402
@@ -67,6 +67,8 @@ TABLES = {
     "bench": ("docs/results/speed.md", lambda: render_table(load_results(REPRO / "benchmarks" / "results")) + "\n"),
     "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
+    "table3-glue-full": ("docs/results/position-masking.md",
+                         lambda: collect_glue_full.markdown(load(collect_glue_full.SUMMARY))),
     "gigaword-10k": ("docs/results/gigaword-10k.md", lambda: lead_baseline.markdown(load(lead_baseline.RESULTS))),
 }
 

@@ -1,0 +1,137 @@
+"""The full-budget GLUE table (``glue_full.py``'s kept runs) as a results file and the
+``table3-glue-full`` block of docs/results/position-masking.md: per task the learning-rate
+grid, each dropout arm's dev score over its seeds (mean, standard deviation), the
+straight-through arm against ordinary dropout paired by seed (Wagner et al. 2020, section 2.2),
+the majority-class bar, and the published MiniLM-class rows.
+
+    python -m reproduction.position_masking.collect_glue_full [--publish]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from reproduction.position_masking.collect_glue import paired
+from reproduction.position_masking.glue_full import RESULTS
+from reproduction.position_masking.glue_run import ROOT, TASKS
+from reproduction.results_page import write_between_markers
+
+PAGE = ROOT / "docs" / "results" / "position-masking.md"
+SUMMARY = ROOT / "reproduction" / "position_masking" / "results" / "glue_full.json"
+START, END = "<!-- table3-glue-full:start -->", "<!-- table3-glue-full:end -->"
+SEEDS = (1, 2, 3, 4, 5)
+MINILM_README = "microsoft/unilm, minilm/README.md (dev)"
+PUBLISHED = [  # GLUE dev: CoLA Matthews correlation x 100, SST-2 accuracy
+    {"row": "MiniLM-L6xH384 (22M)", "CoLA": 47.5, "SST-2": 91.5, "source": MINILM_README},
+    {"row": "BERT-Base (109M)", "CoLA": 58.9, "SST-2": 93.2, "source": MINILM_README},
+]
+
+
+def majority(gold: list[str], task: str) -> float:
+    """The dev score of always predicting the most frequent dev label: MCC 0, or its share."""
+    if task == "CoLA":
+        return 0.0
+    return 100.0 * max(gold.count(label) for label in set(gold)) / len(gold)
+
+
+def spread(values: list[float]) -> dict:
+    return {"n": len(values), "mean": statistics.fmean(values) if values else None,
+            "sd": statistics.stdev(values) if len(values) > 1 else None}
+
+
+def summarise(results: Path, gold: dict[str, list[str]]) -> dict:
+    """The table from the kept runs; ``gold``: each task's dev labels (for the majority class)."""
+    tasks = {}
+    for task in TASKS:
+        runs = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((results / task).glob("*.json"))}
+        if not runs:
+            continue
+        grid = {str(r["lr"]): r["dev"] for name, r in runs.items() if name.startswith("lr")}
+        arms = {st: {r["seed"]: r["dev"] for name, r in runs.items() if name.startswith(f"st{st}-")} for st in (0, 1)}
+        row = {"grid": grid, "updates": sorted({r["updates"] for r in runs.values()}),
+               "epochs": sorted({r["epochs"] for r in runs.values()}),
+               "lr": sorted({r["lr"] for name, r in runs.items() if name.startswith("st")}),
+               "ordinary": spread(list(arms[0].values())), "straight_through": spread(list(arms[1].values())),
+               "test": paired(arms[0], arms[1]),
+               "missing": [f"st{st}-s{s}" for s in SEEDS for st in (0, 1) if s not in arms[st]],
+               "curves": {name: [(v.get("num_updates"), v.get("mcc" if task == "CoLA" else "accuracy"))
+                                 for v in r["validations"]] for name, r in runs.items()},
+               "wall_seconds": round(sum(r["wall_seconds"] for r in runs.values())),
+               "hardware": sorted({r["hardware"] for r in runs.values()})}
+        row["majority"] = majority(gold[task], task)
+        tasks[task] = row
+    return {"tasks": tasks, "published": PUBLISHED, "driver": "python -m reproduction.position_masking.glue_full "
+                                                              "--glue GLUE --plugin-root SNAPSHOT"}
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "" if x is None else f"{x:.{digits}f}"
+
+
+def _arm(s: dict) -> str:
+    if not s["n"]:
+        return "not run yet"
+    return f"{_fmt(s['mean'])} ± {_fmt(s['sd'])} ({s['n']} seeds)" if s["n"] > 1 else f"{_fmt(s['mean'])} (1 seed)"
+
+
+def markdown(summary: dict) -> str:
+    lines = ["| task (metric) | budget | grid (seed 0): lr -> dev | ordinary dropout | straight-through | "
+             "straight-through - ordinary, paired by seed | majority class | published (dev) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for task in TASKS:
+        row = summary["tasks"].get(task)
+        published = "; ".join(f"{p['row']} {p[task]}" for p in summary["published"])
+        metric = "MCC x 100" if task == "CoLA" else "accuracy"
+        if row is None:
+            lines.append(f"| {task} ({metric}) | not run yet | | | | | | {published} |")
+            continue
+        t = row["test"]
+        test = (f"{_fmt(t['mean_difference'])} points, t-test p = {_fmt(t['t_test_p'], 3)}: {t['verdict']}"
+                if t["n"] else "not run yet")
+        grid = ", ".join(f"{lr}: {_fmt(v)}" for lr, v in row["grid"].items())
+        budget = (f"{'/'.join(f'{e:g}' for e in row['epochs'])} epochs, {'/'.join(map(str, row['updates']))} "
+                  f"updates of 32, lr {'/'.join(f'{lr:g}' for lr in row['lr']) or 'not chosen yet'}")
+        lines.append(f"| {task} ({metric}) | {budget} | {grid} | {_arm(row['ordinary'])} | "
+                     f"{_arm(row['straight_through'])} | {test} | {_fmt(row['majority'])} | {published} |")
+    lines.append("")
+    for task, row in summary["tasks"].items():
+        means = [s["mean"] for s in (row["ordinary"], row["straight_through"]) if s["mean"] is not None]
+        above = bool(means) and min(means) > row["majority"]
+        lines.append(f"- {task}: " + ("both arms are above the majority class, so the comparison counts"
+                                      if above else "not every arm is above the majority class yet, so this "
+                                                    "comparison decides nothing")
+                     + (f"; {len(row['missing'])} runs not finished yet: {', '.join(row['missing'])}"
+                        if row["missing"] else "")
+                     + f" ({row['wall_seconds']} s of runs; {'; '.join(row['hardware'])}).")
+    lines.append(f"- Published rows: {MINILM_README}. all-MiniLM-L6-v2 is sentence-transformers' sentence-embedding "
+                 "model, trained contrastively from MiniLM-L6-H384, not the published MiniLM checkpoint.")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m reproduction.position_masking.collect_glue_full", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--results", type=Path, default=RESULTS, help="glue_full.py's kept runs")
+    p.add_argument("--gold", type=Path, default=ROOT / "work" / "glue_full" / "data",
+                   help="glue_full.py's data folder (TASK/raw/valid.label: the dev labels)")
+    p.add_argument("--publish", action="store_true", help="write the results file and the page's block")
+    a = p.parse_args(argv)
+    gold = {}
+    for task in TASKS:
+        labels = a.gold / task / "raw" / "valid.label"
+        if (a.results / task).is_dir():
+            if not labels.is_file():
+                p.error(f"{labels} does not exist: give --gold, glue_full.py's data folder")
+            gold[task] = labels.read_text(encoding="utf-8").split()
+    summary = summarise(a.results, gold)
+    block = markdown(summary)
+    print(block)
+    if a.publish:
+        SUMMARY.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        write_between_markers(PAGE, block, START, END)
+
+
+if __name__ == "__main__":
+    main()
