@@ -21,6 +21,8 @@ output of ``python -m fairseq_ext.convert from-transformers``):
 """
 from __future__ import annotations
 
+import json
+import warnings
 from pathlib import Path
 
 from fairseq_ext.errors import FairseqExtError, require
@@ -57,6 +59,21 @@ def register_wordpiece() -> None:
     """Register ``--bpe wordpiece`` (``fairseq_ext.hub.wordpiece_bpe``; loading the plugin does
     too); building it needs the ``tokenizers`` library (the ``convert`` extra)."""
     from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
+
+
+def warn_untrained_head(folder: Path, interface) -> None:
+    """Warn (once, at load) when ``folder`` was converted from a BERT checkpoint without an MLM
+    head (``conversion.json``): the head is untrained, so ``fill_mask`` is meaningless."""
+    from fairseq_ext.convert.bert import CONVERSION_FILE
+    from fairseq_ext.hub.encoder import PositionMaskedHubInterface
+
+    record = folder / CONVERSION_FILE
+    if isinstance(interface, PositionMaskedHubInterface) and record.is_file():
+        if json.loads(record.read_text(encoding="utf-8")).get("mlm_head") == "new":
+            warnings.warn(f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel such as "
+                          "all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are meaningless "
+                          "until it is trained (--task position_masked_lm); classify after fine-tuning is not "
+                          "affected", stacklevel=4)
 
 
 def _interface(cfg, task, models):
@@ -106,4 +123,5 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
                               "(the dictionaries the model was trained with, or its tokenizer), or give "
                               "data_name_or_path the data folder that holds the dictionaries") from None
     interface = _interface(loaded["args"], loaded["task"], loaded["models"]).eval()  # no dropout at inference
+    warn_untrained_head(folder, interface)
     return interface.to(device) if device is not None else interface
