@@ -3,12 +3,14 @@ returns one output per input, in order, whatever the input holds: empty and whit
 inputs give an empty output (or one error naming the index), inputs longer than the model
 takes are refused or truncated with a warning naming the index and the limit, wrong types and
 unknown keywords are one clear line, and text the vocabulary lacks is warned about."""
+import sys
 import warnings
 
 import pytest
 
 from fairseq_ext import hub
 from fairseq_ext.errors import FairseqExtError
+from tests.conftest import run
 from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart  # noqa: F401  (fixtures)
 
 # method, a good input, the output of an empty input
@@ -129,3 +131,29 @@ def test_pieces_the_vocabulary_lacks_are_warned_about(models, method):
                                          "vocabulary lacks"):
         out = call(models, method, [good, good.replace("man", "man \U0001F600 \u4e2d\u6587")])
     assert len(out) == 2
+
+
+@pytest.mark.parametrize("folder,message", [(None, "model_dir must be a folder's path"),
+                                            (42, "model_dir must be a folder's path")])
+def test_from_pretrained_refuses_wrong_types(folder, message):
+    with pytest.raises(TypeError, match=f"^from_pretrained: {message}"):
+        hub.from_pretrained(folder)
+    with pytest.raises(TypeError, match="^from_pretrained: checkpoint_file must be a file name"):
+        hub.from_pretrained(MODEL, checkpoint_file=3)
+
+
+def test_from_pretrained_refuses_unknown_options_with_the_closest_names():
+    """fairseq itself ignores an override that names no option."""
+    with pytest.raises(TypeError, match=r"^from_pretrained\(\) got unknown keyword\(s\) beem, bogus_option: .*"
+                                        r"\(close: beam\)"):
+        hub.from_pretrained(MODEL, beem=2, bogus_option=3)
+
+
+def test_from_pretrained_warms_up_what_torch_imports_on_the_first_call():
+    """torch imports torch.fx.experimental.symbolic_shapes (hundreds of modules) on the first
+    attention forward; loading imports it, so the first call is not the slow one (a fresh
+    process, as a user's)."""
+    code = ("import sys\nfrom fairseq_ext import hub\n"
+            f"hub.from_pretrained({str(MODEL)!r})\n"
+            "print('torch.fx.experimental.symbolic_shapes' in sys.modules)\n")
+    assert run([sys.executable, "-c", code]).stdout.split()[-1] == "True"
