@@ -11,7 +11,7 @@ import pytest
 from fairseq_ext import hub
 from fairseq_ext.errors import FairseqExtError
 from tests.conftest import run
-from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart  # noqa: F401  (fixtures)
+from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401  (fixtures)
 
 # method, a good input, the output of an empty input
 CASES = {"translate": ("A man is riding a bike.", ""), "summarize": ("A man is riding a bike.", ""),
@@ -96,6 +96,20 @@ def test_unknown_keywords_are_refused_with_the_accepted_ones(models, method):
     with pytest.raises(TypeError, match=rf"^{method}\(\) got unknown keyword\(s\) bogus_option; it accepts "
                                         r".*allow_empty.*too_long"):
         call(models, method, good, bogus_option=3)
+
+
+def test_unilm_leaves_the_target_positions_and_translate_is_summarize(unilm, models, tiny_data, spm_model):
+    """UniLM's source and target share one position table (--max-positions 256): an input may
+    take all but two of its positions. ProphetNet and UniLM answer ``translate`` as ``summarize``."""
+    checkpoint, _ = unilm
+    model = hub.from_pretrained(checkpoint.parent, checkpoint.name, str(tiny_data), bpe="sentencepiece",
+                                sentencepiece_model=str(spm_model))
+    assert model.input_limit()[0] == model.task.model_positions - 2 == 254
+    good = CASES["summarize"][0]
+    assert model.summarize(["", good]) == ["", model.summarize(good)] == ["", model.translate(good)]
+    with pytest.raises(FairseqExtError, match=r"summarize: sentences\[0\] has \d+ tokens, more than the 254 "):
+        model.summarize(good + " bike" * 300)
+    assert models("summarize").translate(["", good]) == models("summarize").summarize(["", good])
 
 
 def test_generation_options_by_fairseq_name_are_accepted(quickstart):
