@@ -78,8 +78,9 @@ def test_too_long_is_refused_or_truncated_with_a_warning(models, method):
                                          rf"truncated to its first {limit}"):
         out = call(models, method, [good, long], too_long="truncate")
     assert len(out) == 2 and out[0] == call(models, method, good)
-    with pytest.raises(FairseqExtError, match="too_long must be one of error, truncate"):
-        call(models, method, good, too_long="cut")
+    for sentences in (good, ""):  # checked before anything else, even with nothing to cut
+        with pytest.raises(FairseqExtError, match="too_long must be one of error, truncate"):
+            call(models, method, sentences, too_long="cut")
 
 
 @pytest.mark.parametrize("method", CASES)
@@ -119,7 +120,9 @@ def test_generation_options_by_fairseq_name_are_accepted(quickstart):
 @pytest.mark.parametrize("kw,message", [
     (dict(passes=0), "passes must be an integer >= 1"), (dict(passes=True), "passes must be an integer >= 1"),
     (dict(length_beam="3"), "length_beam must be an integer >= 1"),
-    (dict(force_passes=1), "force_passes must be True or False"), (dict(allow_empty=None), "allow_empty must be")])
+    (dict(force_passes=1), "force_passes must be True or False"), (dict(allow_empty=None), "allow_empty must be"),
+    (dict(passes=4, iter_decode_max_iter=3), "give passes or iter_decode_max_iter, not both"),
+    (dict(length_beam=2, iter_decode_with_beam=3), "give length_beam or iter_decode_with_beam, not both")])
 def test_bad_translate_arguments_name_the_argument(quickstart, kw, message):
     with pytest.raises((TypeError, ValueError), match=message):
         quickstart.translate("A dog runs.", **kw)

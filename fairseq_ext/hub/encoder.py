@@ -24,7 +24,7 @@ from fairseq.data.data_utils import collate_tokens
 from fairseq.models.roberta import RobertaHubInterface
 
 from fairseq_ext.errors import require
-from fairseq_ext.hub.inputs import as_list, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
+from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
 
 MASK = "<mask>"
 CALL_ARGUMENTS = ("batch_size", "allow_empty", "too_long")
@@ -79,6 +79,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         topk, batch_size = positive_int("fill_mask", "topk", topk), positive_int("fill_mask", "batch_size", batch_size)
         require(topk <= len(dictionary), f"fill_mask: topk {topk} is more than the {len(dictionary)} words the model "
                                          "knows; give a smaller topk")
+        check_choices("fill_mask", allow_empty, too_long)
         empty = empty_rows(batch, "fill_mask", allow_empty, gives="[]")
         mask_id = dictionary.index(MASK)
         rows = [i for i in range(len(batch)) if i not in empty]
@@ -110,6 +111,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
                 f"the checkpoint has no classification head {head!r} (it has "
                 f"{', '.join(self.model.classification_heads) or 'none'}); classify needs a checkpoint fine-tuned "
                 "with --task sentence_prediction (examples/position_masking/finetune.sh)")
+        check_choices("classify", allow_empty, too_long)
         empty = empty_rows(batch, "classify", allow_empty, gives="None")
         labels = self.task.label_dictionary
         rows = [i for i in range(len(batch)) if i not in empty]

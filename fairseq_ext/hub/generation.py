@@ -31,11 +31,15 @@ from contextlib import contextmanager
 from fairseq.hub_utils import GeneratorHubInterface
 
 from fairseq_ext.errors import require
-from fairseq_ext.hub.inputs import as_list, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
+from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
 from fairseq_ext.masking import HYBRID_STRATEGIES
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
+# translate's arguments and the fairseq generation options they set
+HICMLM_ARGUMENTS = {"passes": "iter_decode_max_iter", "length_beam": "iter_decode_with_beam",
+                    "force_passes": "iter_decode_force_max_iter"}
+
 
 class TextGenerator(GeneratorHubInterface):
     """fairseq's ``sample`` with one output per input (module docstring)."""
@@ -54,6 +58,7 @@ class TextGenerator(GeneratorHubInterface):
         the method's own, named when a keyword of ``options`` is unknown."""
         refuse_unknown(method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")])
         batch, single = as_list(sentences, method)
+        check_choices(method, allow_empty, too_long)
         empty = empty_rows(batch, method, allow_empty, gives='""')
         limit, why = self.input_limit()
         tokens = {}
@@ -85,14 +90,19 @@ class HICMLMHubInterface(TextGenerator):
         ``fairseq-generate``'s defaults (those saved in the checkpoint's configuration or given
         to ``from_pretrained``); ``allow_empty`` and ``too_long``: module docstring; ``options``
         are further generation options by fairseq name."""
+        given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
+        for name, option in HICMLM_ARGUMENTS.items():
+            require(given[name] is None or option not in options,
+                    f"translate: give {name} or {option}, not both ({name} sets {option})")
         if passes is not None:
             options["iter_decode_max_iter"] = positive_int("translate", "passes", passes) - 1
         if length_beam is not None:
             options["iter_decode_with_beam"] = positive_int("translate", "length_beam", length_beam)
         if force_passes is not None:
-            require(isinstance(force_passes, bool), f"translate: force_passes must be True or False, got {force_passes!r}")
+            require(isinstance(force_passes, bool), f"translate: force_passes must be True or False, "
+                                                    f"got {force_passes!r}")
             options["iter_decode_force_max_iter"] = force_passes
-        arguments = ("passes", "length_beam", "strategy", "force_passes", *CALL_ARGUMENTS)
+        arguments = (*HICMLM_ARGUMENTS, "strategy", *CALL_ARGUMENTS)
         with self.hybrid_strategy(strategy):
             return self.generate_text("translate", sentences, self.cfg.generation.beam, arguments, options, verbose,
                                       allow_empty, too_long)

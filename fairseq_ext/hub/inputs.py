@@ -31,9 +31,14 @@ def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
     return list(sentences), False
 
 
+def check_choices(method: str, allow_empty, too_long) -> None:
+    """One error for an ``allow_empty`` that is not a bool or a ``too_long`` not in ``TOO_LONG``."""
+    require(isinstance(allow_empty, bool), f"{method}: allow_empty must be True or False, got {allow_empty!r}")
+    require(too_long in TOO_LONG, f"{method}: too_long must be one of {', '.join(TOO_LONG)}, got {too_long!r}")
+
+
 def empty_rows(sentences: list, method: str, allow_empty: bool, gives: str) -> set[int]:
     """The indices of inputs with no text (empty or whitespace only); refused unless ``allow_empty``."""
-    require(isinstance(allow_empty, bool), f"{method}: allow_empty must be True or False, got {allow_empty!r}")
     empty = {i for i, s in enumerate(sentences) if not "".join(s).strip()}
     if empty and not allow_empty:
         raise FairseqExtError(f"{method}: sentences[{min(empty)}] is empty or whitespace only; give it text, or "
@@ -60,7 +65,6 @@ def positive_int(method: str, name: str, value) -> int:
 def fit(tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str) -> torch.Tensor:
     """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else refused
     (``too_long="error"``) or cut to the first ``limit`` with ``</s>`` kept, with a warning."""
-    require(too_long in TOO_LONG, f"{method}: too_long must be one of {', '.join(TOO_LONG)}, got {too_long!r}")
     if len(tokens) <= limit:
         return tokens
     said = f"{method}: sentences[{index}] has {len(tokens)} tokens, more than the {limit} the model takes ({why})"
