@@ -133,6 +133,8 @@ def test_bad_encoder_arguments_name_the_argument(models):
         models("fill_mask").fill_mask(CASES["fill_mask"][0], topk=2.5)
     with pytest.raises(FairseqExtError, match="fill_mask: topk 100000 is more than"):
         models("fill_mask").fill_mask(CASES["fill_mask"][0], topk=100000)
+    with pytest.raises(FairseqExtError, match=r"fill_mask: sentences\[1\] has 2 <mask>, it needs exactly one"):
+        models("fill_mask").fill_mask([CASES["fill_mask"][0], "A <mask> <mask>."])
     with pytest.raises(FairseqExtError, match="classify: return_probs must be True or False"):
         models("classify").classify("A dog.", return_probs="yes")
 

@@ -45,10 +45,10 @@ class PositionMaskedHubInterface(RobertaHubInterface):
             chunk = tokens[start:start + batch_size]
             yield start, chunk, collate_tokens(chunk, pad_idx=dictionary.pad()).to(self.device)
 
-    def _encode_masked(self, sentence: str) -> torch.Tensor:
+    def _encode_masked(self, sentence: str, index: int) -> torch.Tensor:
         """``<s> pieces <mask> pieces </s>`` as fairseq's ``fill_mask`` builds it."""
-        require(sentence.count(MASK) == 1, f"fill_mask needs exactly one {MASK} per sentence, e.g. 'He is a "
-                                           f"{MASK} guy'; got {sentence!r}")
+        require(sentence.count(MASK) == 1, f"fill_mask: sentences[{index}] has {sentence.count(MASK)} {MASK}, it "
+                                           f"needs exactly one, e.g. 'He is a {MASK} guy'; got {sentence!r:.80}")
         spans = [self.bpe.encode(span.rstrip()) if self.bpe is not None else span.strip()
                  for span in sentence.split(MASK)]
         pieces = f" {MASK} ".join(spans).strip()
@@ -83,7 +83,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         empty = empty_rows(batch, "fill_mask", allow_empty, gives="[]")
         mask_id = dictionary.index(MASK)
         rows = [i for i in range(len(batch)) if i not in empty]
-        tokens = [self._fitted("fill_mask", self._encode_masked(batch[i]), i, too_long) for i in rows]
+        tokens = [self._fitted("fill_mask", self._encode_masked(batch[i], i), i, too_long) for i in rows]
         for i, t in zip(rows, tokens):
             require(bool((t == mask_id).any()), f"fill_mask: the {MASK} of sentences[{i}] lies beyond the model's "
                                                 f"{self.model.max_positions()} positions; shorten the text before it")
