@@ -5,7 +5,6 @@ UniLM on tiny models trained here for a few updates (fairseq-generate, beam opti
 the position-masked encoder against fairseq's own one-sentence RoBERTa interface and
 fairseq-validate's accuracy. The shipped folder works as it is, and bad input is one line."""
 import math
-import re
 import subprocess
 import sys
 
@@ -241,24 +240,3 @@ def test_plain_fairseq_without_the_plugin_fails_as_documented(tmp_path):
             f"CMLMNATransformerModel.from_pretrained({str(MODEL)!r}, checkpoint_file='checkpoint.pt')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode != 0 and "Weights only load failed" in proc.stderr and "argparse.Namespace" in proc.stderr
-
-
-# ------------------------------------------------------------------ the documentation's code
-def python_blocks(markdown: str) -> list[str]:
-    return re.findall(r"^```python\n(.*?)^```", markdown, flags=re.S | re.M)
-
-
-@pytest.mark.parametrize("page", ["docs/python-api.md", "README.md"])
-def test_python_blocks_of_the_docs_run_as_written(page):
-    """Every ```python block of docs/python-api.md, and of the README's "## Python" section,
-    runs as written from the repository root, in order, in one fresh process."""
-    text = (ROOT / page).read_text(encoding="utf-8")
-    if page == "README.md":
-        start = text.find("\n## Python\n")
-        assert start >= 0, "README.md has no '## Python' section (docs/python-api.md gives its text)"
-        end = text.find("\n## ", start + 1)
-        text = text[start:end if end > 0 else None]
-    blocks = python_blocks(text)
-    assert blocks, f"{page}: no python block"
-    proc = run([sys.executable, "-c", "\n".join(blocks)], cwd=ROOT)
-    assert proc.stdout.strip(), proc.stderr[-2000:]

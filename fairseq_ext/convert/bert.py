@@ -21,7 +21,8 @@ embeddings, post-norm layers, GELU, the MLM output tied to the token embedding):
 * layer norms: BERT's epsilon (``layer_norm_eps``, 1e-12) is the models' ``--layernorm-eps``;
 * the MLM head (``cls.predictions``: dense, GELU, LayerNorm, tied output, bias) becomes
   RoBERTa's ``lm_head``; a checkpoint without one (``BertModel``) gets a freshly initialised
-  head (BERT's initialisation, named in the log);
+  head (BERT's initialisation, named in the log and recorded in ``OUT/conversion.json``, so
+  that ``fairseq_ext.hub.from_pretrained`` warns that ``fill_mask`` is meaningless);
 * the position-masking head of ``position_masked_roberta`` (Wagner et al. 2020, section 2.1)
   is new: the mask-position embedding starts at the segment-0 embedding plus N(0, 0.02)
   noise, the position classifier at N(0, 0.02) / zero bias (both named in the log);
@@ -29,6 +30,7 @@ embeddings, post-norm layers, GELU, the MLM output tied to the token embedding):
 """
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Dict, List, Tuple
@@ -40,6 +42,8 @@ from fairseq_ext.convert import fairseq_checkpoint
 from fairseq_ext.convert.transformers_folder import TransformersFolder, copy_tokenizer
 from fairseq_ext.convert.vocabulary import fairseq_rows, write_dict
 from fairseq_ext.errors import FairseqExtError, require
+
+CONVERSION_FILE = "conversion.json"
 
 logger = logging.getLogger(__name__)
 
@@ -165,5 +169,7 @@ def convert(folder: TransformersFolder, out: Path) -> dict:
     if unused:
         logger.info("not used by either model: %s", ", ".join(unused))
     head = "converted" if any(k.startswith("cls.predictions.") for k in _strip_prefix(folder.state)) else "new"
+    # the Python API warns at load when fill_mask would use a head that was never trained
+    (out / CONVERSION_FILE).write_text(json.dumps({"model_type": "bert", "mlm_head": head}) + "\n", encoding="utf-8")
     return {"checkpoint": str(out / "model.pt"), "dictionary": str(out / "dict.txt"), "options": options,
             "mlm_head": head, "unused": unused, "vocabulary": len(rows)}

@@ -14,6 +14,9 @@ One interface per family, each a subclass of fairseq's own:
 * the position-masked encoder (Wagner et al. 2020): ``fill_mask`` and ``classify``
   (``fairseq_ext.hub.encoder.PositionMaskedHubInterface``).
 
+Every method returns one output per input, in input order; empty, over-long, mistyped and
+unknown input is handled as ``fairseq_ext.hub.inputs`` says.
+
 Importing this package imports neither fairseq nor the plugin; ``from_pretrained`` loads both
 (``fairseq_ext.plugin.load``).
 """

@@ -17,6 +17,12 @@ options (tested in tests/test_hub.py).
 * ``Seq2SeqHubInterface.summarize`` (ProphetNet, Qi et al. 2020; UniLM, Su 2019): beam search
   with fairseq's options by name (``beam``, ``lenpen``, ``max_len_b``, ``min_len``,
   ``no_repeat_ngram_size``, ...).
+
+Both return one output per input, in input order (``fairseq_ext.hub.inputs``): an empty or
+whitespace-only input gives ``""`` (``allow_empty=False`` refuses it, naming its index), an
+input longer than the model takes is refused (``too_long="error"``) or cut with a warning
+(``too_long="truncate"``), and a keyword that is neither an argument nor a generation option
+is refused with the list of accepted ones.
 """
 from __future__ import annotations
 
@@ -25,28 +31,81 @@ from contextlib import contextmanager
 from fairseq.hub_utils import GeneratorHubInterface
 
 from fairseq_ext.errors import require
+from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
 from fairseq_ext.masking import HYBRID_STRATEGIES
+from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
+
+CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
+# translate's arguments and the fairseq generation options they set
+HICMLM_ARGUMENTS = {"passes": "iter_decode_max_iter", "length_beam": "iter_decode_with_beam",
+                    "force_passes": "iter_decode_force_max_iter"}
 
 
-class HICMLMHubInterface(GeneratorHubInterface):
+class TextGenerator(GeneratorHubInterface):
+    """fairseq's ``sample`` with one output per input (module docstring)."""
+
+    def input_limit(self) -> tuple[int, str]:
+        """The most tokens (with ``</s>``) an input may have, and why."""
+        positions = getattr(self.task, "model_positions", None)
+        if positions is not None:  # UniLM: source and target share one position table
+            return positions - 2, "its positions, less two for the target"
+        limit = min(p for p in self.max_positions if p is not None)
+        return limit, "its source and target positions"
+
+    def generate_text(self, method: str, sentences, beam: int, arguments: tuple, options: dict, verbose: bool,
+                      allow_empty: bool, too_long: str):
+        """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
+        the method's own, named when a keyword of ``options`` is unknown."""
+        refuse_unknown(method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")])
+        batch, single = as_list(sentences, method)
+        check_choices(method, allow_empty, too_long)
+        empty = empty_rows(batch, method, allow_empty, gives='""')
+        limit, why = self.input_limit()
+        tokens = {}
+        for i, sentence in enumerate(batch):
+            if i not in empty:
+                tokens[i] = fit(self.encode(sentence), limit, i, method, too_long, why)
+                warn_unknown(tokens[i], self.src_dict.unk(), i, method)
+        outputs = [""] * len(batch)
+        if tokens:
+            hypotheses = self.generate(list(tokens.values()), beam, verbose, **options)
+            for i, hypos in zip(tokens, hypotheses):
+                outputs[i] = self.decode(hypos[0]["tokens"])
+        return outputs[0] if single else outputs
+
+
+class HICMLMHubInterface(TextGenerator):
     """A ``cmlm_hybrid`` checkpoint (``hi_cmlm_transformer``)."""
 
+    def input_limit(self) -> tuple[int, str]:
+        """The source positions, and at most the 255 tokens the length predictor can give the
+        translation."""
+        limit = min(self.max_positions[0], MAX_NAT_TARGET_LENGTH)
+        return limit, f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length predictor has"
+
     def translate(self, sentences, passes: int | None = None, length_beam: int | None = None,
-                  strategy: str | None = None, force_passes: bool | None = None, verbose: bool = False,
-                  **options):
+                  strategy: str | None = None, force_passes: bool | None = None, allow_empty: bool = True,
+                  too_long: str = "error", verbose: bool = False, **options):
         """Translate a sentence (``str``) or a list of them. Unset arguments keep
         ``fairseq-generate``'s defaults (those saved in the checkpoint's configuration or given
-        to ``from_pretrained``); ``options`` are further generation options by fairseq name."""
+        to ``from_pretrained``); ``allow_empty`` and ``too_long``: module docstring; ``options``
+        are further generation options by fairseq name."""
+        given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
+        for name, option in HICMLM_ARGUMENTS.items():
+            require(given[name] is None or option not in options,
+                    f"translate: give {name} or {option}, not both ({name} sets {option})")
         if passes is not None:
-            require(isinstance(passes, int) and passes >= 1,
-                    f"passes must be an integer >= 1 (decoder passes of mask-predict), got {passes!r}")
-            options["iter_decode_max_iter"] = passes - 1
+            options["iter_decode_max_iter"] = positive_int("translate", "passes", passes) - 1
         if length_beam is not None:
-            options["iter_decode_with_beam"] = length_beam
+            options["iter_decode_with_beam"] = positive_int("translate", "length_beam", length_beam)
         if force_passes is not None:
-            options["iter_decode_force_max_iter"] = bool(force_passes)
+            require(isinstance(force_passes, bool), f"translate: force_passes must be True or False, "
+                                                    f"got {force_passes!r}")
+            options["iter_decode_force_max_iter"] = force_passes
+        arguments = (*HICMLM_ARGUMENTS, "strategy", *CALL_ARGUMENTS)
         with self.hybrid_strategy(strategy):
-            return self.sample(sentences, beam=self.cfg.generation.beam, verbose=verbose, **options)
+            return self.generate_text("translate", sentences, self.cfg.generation.beam, arguments, options, verbose,
+                                      allow_empty, too_long)
 
     @contextmanager
     def hybrid_strategy(self, strategy: str | None):
@@ -67,13 +126,24 @@ class HICMLMHubInterface(GeneratorHubInterface):
                 decoder.hybrid_strategy = value
 
 
-class Seq2SeqHubInterface(GeneratorHubInterface):
+class Seq2SeqHubInterface(TextGenerator):
     """A ``translation_prophetnet`` (``prophetnet``) or ``unilm_seq2seq``
     (``unilm_transformer``) checkpoint."""
 
-    def summarize(self, sentences, beam: int | None = None, verbose: bool = False, **options):
+    def summarize(self, sentences, beam: int | None = None, allow_empty: bool = True, too_long: str = "error",
+                  verbose: bool = False, **options):
         """The best beam-search output for a source (``str``) or a list of them. ``beam``
         defaults to ``fairseq-generate``'s (the checkpoint's configuration, or
-        ``from_pretrained``'s overrides); ``options`` are generation options by fairseq name."""
-        return self.sample(sentences, beam=self.cfg.generation.beam if beam is None else beam, verbose=verbose,
-                           **options)
+        ``from_pretrained``'s overrides); ``allow_empty`` and ``too_long``: module docstring;
+        ``options`` are generation options by fairseq name."""
+        return self._beam_search("summarize", sentences, beam, allow_empty, too_long, verbose, options)
+
+    def translate(self, sentences, beam: int | None = None, allow_empty: bool = True, too_long: str = "error",
+                  verbose: bool = False, **options):
+        """``summarize`` by the name fairseq's translation interface uses."""
+        return self._beam_search("translate", sentences, beam, allow_empty, too_long, verbose, options)
+
+    def _beam_search(self, method, sentences, beam, allow_empty, too_long, verbose, options):
+        beam = self.cfg.generation.beam if beam is None else positive_int(method, "beam", beam)
+        return self.generate_text(method, sentences, beam, ("beam", *CALL_ARGUMENTS), options, verbose, allow_empty,
+                                  too_long)

@@ -21,6 +21,10 @@ output of ``python -m fairseq_ext.convert from-transformers``):
 """
 from __future__ import annotations
 
+import difflib
+import json
+import warnings
+from os import PathLike
 from pathlib import Path
 
 from fairseq_ext.errors import FairseqExtError, require
@@ -59,6 +63,33 @@ def register_wordpiece() -> None:
     from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
 
 
+def refuse_unknown_overrides(cfg, overrides: dict) -> None:
+    """A ``TypeError`` for keywords that are no option of the loaded configuration (fairseq
+    ignores them silently), with the closest option names."""
+    known = set(cfg) | {key for group in cfg.values() if hasattr(group, "keys") for key in group}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        close = sorted({m for k in unknown for m in difflib.get_close_matches(k, known, n=3)})
+        raise TypeError(f"from_pretrained() got unknown keyword(s) {', '.join(unknown)}: no fairseq option of this "
+                        f"checkpoint has that name{' (close: ' + ', '.join(close) + ')' if close else ''}; "
+                        "give options by their fairseq name with _ for -, e.g. beam, batch_size, bpe")
+
+
+def warn_untrained_head(folder: Path, interface) -> None:
+    """Warn (once, at load) when ``folder`` was converted from a BERT checkpoint without an MLM
+    head (``conversion.json``): the head is untrained, so ``fill_mask`` is meaningless."""
+    from fairseq_ext.convert.bert import CONVERSION_FILE
+    from fairseq_ext.hub.encoder import PositionMaskedHubInterface
+
+    record = folder / CONVERSION_FILE
+    if isinstance(interface, PositionMaskedHubInterface) and record.is_file():
+        if json.loads(record.read_text(encoding="utf-8")).get("mlm_head") == "new":
+            warnings.warn(f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel such as "
+                          "all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are meaningless "
+                          "until it is trained (--task position_masked_lm); classify after fine-tuning is not "
+                          "affected", stacklevel=4)
+
+
 def _interface(cfg, task, models):
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
     from fairseq_ext.hub.generation import HICMLMHubInterface, Seq2SeqHubInterface
@@ -90,6 +121,14 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
     from fairseq_ext import plugin
 
     plugin.load()
+    # torch imports this (some 480 modules, 0.5 s and more) the first time an attention layer
+    # checks its padding mask; importing it here makes the first call as fast as later ones
+    import torch.fx.experimental.symbolic_shapes  # noqa: F401
+    if not isinstance(model_dir, (str, PathLike)):
+        raise TypeError(f"from_pretrained: model_dir must be a folder's path (str or Path), got "
+                        f"{type(model_dir).__name__} {model_dir!r:.60}")
+    if checkpoint_file is not None and not isinstance(checkpoint_file, str):
+        raise TypeError(f"from_pretrained: checkpoint_file must be a file name (str), got {checkpoint_file!r:.60}")
     folder = Path(model_dir).expanduser().resolve()
     require(folder.is_dir(), f"{model_dir} is not a folder; give the folder that holds the checkpoint")
     name = checkpoint_name(folder, checkpoint_file)
@@ -105,5 +144,7 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
         raise FairseqExtError(f"loading {folder / name} needs {missing}, which does not exist; put it there "
                               "(the dictionaries the model was trained with, or its tokenizer), or give "
                               "data_name_or_path the data folder that holds the dictionaries") from None
+    refuse_unknown_overrides(loaded["args"], overrides)
     interface = _interface(loaded["args"], loaded["task"], loaded["models"]).eval()  # no dropout at inference
+    warn_untrained_head(folder, interface)
     return interface.to(device) if device is not None else interface
