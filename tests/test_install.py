@@ -55,6 +55,9 @@ def test_installed_plugin_works_outside_the_clone(wheel, tmp_path):
     script = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "spm", "--help"], cwd=tmp_path,
                             capture_output=True, text=True, env=env)
     assert script.returncode == 0 and "usage: spm.py" in script.stdout
+    shell = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "multi30k", "--help"], cwd=tmp_path,
+                           capture_output=True, text=True, env=env)
+    assert shell.returncode == 0 and "data_prep/multi30k.sh [--local DIR]" in shell.stdout
     unknown = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "nope"], cwd=tmp_path,
                              capture_output=True, text=True, env=env)
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "no data script named 'nope'" in unknown.stderr
