@@ -8,7 +8,12 @@ import dataclasses
 import sys
 from enum import Enum
 
-from fairseq_ext.config_fields import choices_of, fields_of, flag
+from fairseq_ext import quiet
+
+if __name__ == "__main__":  # before the imports below import fairseq
+    quiet.hush_command()
+
+from fairseq_ext.config_fields import choices_of, fields_of, flag  # noqa: E402
 
 PLUGIN = "fairseq_ext."
 HEADER = ("# Options\n\n"
