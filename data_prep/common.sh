@@ -8,6 +8,13 @@ PYTHON="${PYTHON:-python}"
 
 die() { echo "error: $*" >&2; exit 2; }
 
+# -h / --help: the calling script's header comment (its usage and options), exit 0.
+for arg in "$@"; do
+  case "$arg" in
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
+  esac
+done
+
 # fetch URL DEST: download with curl or wget, failing with a clear message offline.
 fetch() {
   local url="$1" dest="$2"

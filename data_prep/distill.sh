@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --hours) HOURS="$2"; shift 2 ;;
     --beam) BEAM="$2"; shift 2 ;;
     --teacher-args) TEACHER_ARGS="$2"; shift 2 ;;
-    *) die "unknown option $1 (see the header of $0)" ;;
+    *) die "unknown option $1 (see: bash $0 --help)" ;;
   esac
 done
 [ -n "$DATA" ] && [ -n "$OUT" ] || die "--data and --out are required"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from fairseq.data import Dictionary
+from fairseq_ext import quiet
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -23,9 +23,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--dict", required=True, help="the full dictionary (fairseq dict.txt)")
     p.add_argument("--min-count", type=int, default=1, help="keep tokens seen at least this often")
     p.add_argument("--out", required=True, help="the list to write (fairseq dict format)")
+    p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     args = p.parse_args(argv)
     if args.min_count < 1:
         p.error("--min-count must be >= 1")
+    quiet.hush(args.verbose)  # before fairseq is imported
+    from fairseq.data import Dictionary
     full = Dictionary.load(args.dict)
     counts: Counter = Counter()
     for path in args.files:

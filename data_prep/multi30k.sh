@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
     --src) SRC="$2"; shift 2 ;;
     --tgt) TGT="$2"; shift 2 ;;
     --vocab) VOCAB="$2"; shift 2 ;;
-    *) die "unknown option $1 (see the header of $0)" ;;
+    *) die "unknown option $1 (see: bash $0 --help)" ;;
   esac
 done
 

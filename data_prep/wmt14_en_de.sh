@@ -17,7 +17,7 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift 2 ;;
     --vocab) VOCAB="$2"; shift 2 ;;
     --with-extra-dev) EXTRA=1; shift ;;
-    *) die "unknown option $1 (see the header of $0)" ;;
+    *) die "unknown option $1 (see: bash $0 --help)" ;;
   esac
 done
 RAW="$OUT/raw"; mkdir -p "$RAW"

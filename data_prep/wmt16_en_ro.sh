@@ -16,7 +16,7 @@ while [ $# -gt 0 ]; do
     --out) OUT="$2"; shift 2 ;;
     --vocab) VOCAB="$2"; shift 2 ;;
     --keep-diacritics) ROARGS=(--keep-diacritics); shift ;;
-    *) die "unknown option $1 (see the header of $0)" ;;
+    *) die "unknown option $1 (see: bash $0 --help)" ;;
   esac
 done
 RAW="$OUT/raw"; mkdir -p "$RAW"

@@ -39,7 +39,12 @@ from typing import Any, Optional
 import numpy as np
 import torch
 
-from fairseq_ext import checkpoint_checks, checkpoint_saving
+from fairseq_ext import quiet
+
+if __name__ == "__main__":  # before the imports below import fairseq
+    quiet.hush_command()
+
+from fairseq_ext import checkpoint_checks, checkpoint_saving  # noqa: E402
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.output_files import exclusive_output
 
@@ -285,6 +290,8 @@ def main(argv: list[str] | None = None) -> None:
     e.add_argument("checkpoint")
     e.add_argument("output")
     e.add_argument("--fp16", action="store_true", help="store floating-point weights in fp16")
+    for command in (i, e):
+        command.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     args = p.parse_args(argv)
     if args.cmd == "inspect":
         found = pickled_globals(args.checkpoint)

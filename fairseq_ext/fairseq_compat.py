@@ -15,13 +15,15 @@
 4. ``fairseq-interactive`` (``fairseq_ext.data.interactive_input``): its input is read as
    bytes and decoded line by line, so text that is not UTF-8 is named by file and line;
 5. ``sys.excepthook`` prints the plugin's own input errors (``FairseqExtError``) as one line;
-   every other exception keeps Python's report.
+   every other exception keeps Python's report;
+6. ``--help`` (``fairseq_ext.cli_help``): printed after the options of ``--task``, ``--arch``
+   and ``--criterion`` are added, so it lists them.
 
 Loading the plugin (``--user-dir fairseq_ext`` or ``fairseq_ext.plugin.load()``) calls it once,
 where the tasks register."""
 from __future__ import annotations
 
-from fairseq_ext import checkpoints, errors, output_files
+from fairseq_ext import checkpoints, cli_help, errors, output_files
 from fairseq_ext.data import interactive_input
 
 
@@ -31,3 +33,4 @@ def install() -> None:
     output_files.install()
     interactive_input.install()
     errors.install_cli_excepthook()
+    cli_help.install()

@@ -8,13 +8,20 @@ import dataclasses
 import sys
 from enum import Enum
 
-from fairseq_ext.config_fields import choices_of, fields_of, flag
+from fairseq_ext import quiet
+
+if __name__ == "__main__":  # before the imports below import fairseq
+    quiet.hush_command()
+
+from fairseq_ext.config_fields import choices_of, fields_of, flag  # noqa: E402
 
 PLUGIN = "fairseq_ext."
 HEADER = ("# Options\n\n"
           "Every option the plugin's models, tasks and criteria add to fairseq's own, with its default, "
           "its range (or its choices) and its help. Generated from the dataclass configs by "
-          "`python -m fairseq_ext.options_table > docs/options.md`; do not edit by hand.\n")
+          "`python -m fairseq_ext.options_table > docs/options.md`; do not edit by hand. On the command line, "
+          "`fairseq-train --user-dir fairseq_ext --task TASK --arch ARCH --criterion CRITERION --help` lists "
+          "the same options with their defaults.\n")
 
 
 def _own_fields(config: type) -> list[dataclasses.Field]:

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import math
 import os
 import sys
 
-from fairseq_ext.analysis.generate_output import read_generate_output
+from fairseq_ext import quiet
+
+if __name__ == "__main__":  # before the imports below import fairseq
+    quiet.hush_command()
+
+from fairseq_ext.analysis.generate_output import read_generate_output  # noqa: E402
 from fairseq_ext.analysis.iterations import (
     LENGTH_BINS,
     bin_label,
@@ -148,9 +152,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--fence-first", choices=FENCE_FIRST, default=HiCMLMConfig.fence_first,
                    help=f"the --fence-first the fence_replace runs decoded with (default {HiCMLMConfig.fence_first})")
     p.add_argument("--out-dir", default=None, help="write PNG plots and analysis.json here")
+    p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     args = p.parse_args(argv)
-    # importing fairseq runs logging.basicConfig(level=DEBUG) (its text_to_speech task)
-    logging.getLogger().setLevel(logging.WARNING)
     if args.max_iter < 1:
         p.error("--max-iter must be >= 1")
     post = None if args.post_process == "none" else args.post_process

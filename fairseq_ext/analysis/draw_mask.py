@@ -25,7 +25,12 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from fairseq_ext.masking import (
+from fairseq_ext import quiet
+
+if __name__ == "__main__":  # before the imports below import fairseq
+    quiet.hush_command()
+
+from fairseq_ext.masking import (  # noqa: E402
     ATTENTION_VARIANTS,
     HYBRID_STRATEGIES,
     mask_picture,
@@ -282,6 +287,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("mask", nargs="?", choices=list(SCRIPTS), help="which mask to draw")
     p.add_argument("--png", help="also write the picture as a PNG here")
     p.add_argument("--all", metavar="DIR", help="write every mask with its defaults to DIR/NAME.png")
+    p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     for name, script in SCRIPTS.items():
         group = p.add_argument_group(f"{name} options")
         for option, (kind, default, help_text) in script.options.items():

@@ -14,7 +14,8 @@
         OUT; without it the model's own dictionary (DICT, default dict.txt beside the checkpoint)
         becomes vocab.txt, for reference (no tokenizer for it is written).
 
-Every problem is one line on stderr and exit status 1.
+Every problem is one line on stderr and exit status 1. ``--verbose`` also shows fairseq's INFO
+log and Hydra's deprecation warnings, hidden by default.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import logging
 import sys
 from pathlib import Path
 
+from fairseq_ext import quiet
 from fairseq_ext.errors import FairseqExtError
 
 
@@ -51,15 +53,19 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fairseq_ext.convert", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
-    f = sub.add_parser("from-transformers", help="BERT or ProphetNet folder -> fairseq checkpoint + dict.txt")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
+    f = sub.add_parser("from-transformers", parents=[common],
+                       help="BERT or ProphetNet folder -> fairseq checkpoint + dict.txt")
     f.add_argument("folder", type=Path)
     f.add_argument("out", type=Path)
-    t = sub.add_parser("to-transformers", help="prophetnet checkpoint -> save_pretrained folder")
+    t = sub.add_parser("to-transformers", parents=[common], help="prophetnet checkpoint -> save_pretrained folder")
     t.add_argument("checkpoint", type=Path)
     t.add_argument("out", type=Path)
     t.add_argument("--dict", type=Path, help="the model's dict.txt (default: beside the checkpoint)")
     t.add_argument("--vocab", type=Path, help="the transformers folder the model was converted from")
     a = p.parse_args(argv)
+    quiet.hush(a.verbose)  # before fairseq is imported
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO, stream=sys.stderr)
     try:
         info = _from_transformers(a) if a.command == "from-transformers" else _to_transformers(a)

@@ -109,16 +109,18 @@ def _interface(cfg, task, models):
 
 
 def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_path: str = ".",
-                    device=None, **overrides):
+                    device=None, verbose: bool = False, **overrides):
     """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
     evaluation mode (fairseq's RoBERTa interface otherwise starts in training mode, dropout on).
     ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
     ``wordpiece_tokenizer`` for another tokenizer, generation defaults (``beam``, ``lenpen``,
     ``iter_decode_max_iter``, ...), ``batch_size``/``max_tokens`` for batching, or model options
-    (``hybrid_strategy``) as with ``--model-overrides``."""
-    from fairseq import hub_utils
+    (``hybrid_strategy``) as with ``--model-overrides``. fairseq's INFO log and Hydra's and torch's
+    deprecation warnings are hidden from then on unless ``verbose`` (``fairseq_ext.quiet.hush``)."""
+    from fairseq_ext import plugin, quiet
 
-    from fairseq_ext import plugin
+    quiet.hush(verbose)  # before fairseq is imported
+    from fairseq import hub_utils
 
     plugin.load()
     # torch imports this (some 480 modules, 0.5 s and more) the first time an attention layer

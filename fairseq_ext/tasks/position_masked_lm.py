@@ -44,11 +44,11 @@ class PositionMaskedLMConfig(MaskedLMConfig):
         0.10, "fraction of the tokens whose position is masked (section 5.1: the paper's best 0.10); 0 "
               "gives fairseq's masked_lm", range=UNIT)
     position_keep_prob: float = option(
-        0.05, "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 5%); "
+        0.05, "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 0.05); "
               "with --position-random-prob at most 1", range=UNIT)
     position_random_prob: float = option(
         0.05, "of the position-masked tokens, the fraction that gets a random position of its sequence "
-              "(section 2.1: 5%)", range=UNIT)
+              "(section 2.1: 0.05)", range=UNIT)
     position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
         default="independent",
         metadata={"help": "independent: position-masked tokens are drawn from all tokens; "

@@ -30,7 +30,7 @@ class ProphetNetDenoisingConfig(FairseqDataclass):
     source_lang: Optional[str] = field(
         default=None, metadata={"help": "language suffix of the files (e.g. 'article'); default: the one "
                                         "dict.*.txt of the folder"})
-    mask_ratio: float = option(0.15, "share of each block that is masked (section 3.1: 15%)",
+    mask_ratio: float = option(0.15, "share of each block that is masked (section 3.1: 0.15)",
                                range=Range(0, 1, low_open=True))
     block_size: int = option(64, "tokens per block; one span is masked in each (section 3.1: 64)", range=Range(1))
     max_source_positions: int = option(

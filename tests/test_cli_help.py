@@ -1,0 +1,61 @@
+"""``--help`` lists the options of the ``--task``, ``--arch`` and ``--criterion`` it is given
+(``fairseq_ext.cli_help``): every option of every plugin model, task and criterion, with the
+default the architecture gives it; the issue's command line through ``fairseq-train`` itself."""
+import itertools
+
+import pytest
+from fairseq import options
+from fairseq.models import ARCH_MODEL_INV_REGISTRY
+
+from fairseq_ext.config_fields import flag
+from fairseq_ext.options_table import _own_fields, registered
+from tests.conftest import USER_DIR, run
+
+ENTRIES = {kind: [e for e in registered() if e[0] == kind] for kind in ("Model", "Task", "Criterion")}
+# each line: one model, one task and one criterion of the plugin (help parses, it builds nothing)
+LINES = list(itertools.zip_longest(*ENTRIES.values()))
+
+
+def help_text(argv: list[str], capsys) -> str:
+    parser = options.get_training_parser()
+    with pytest.raises(SystemExit) as stop:
+        options.parse_args_and_arch(parser, argv + ["--help"])
+    assert stop.value.code in (0, None)
+    return " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("line", LINES, ids=lambda line: "+".join(e[1] for e in line if e))
+def test_help_lists_every_option_of_the_plugins_model_task_and_criterion(line, capsys):
+    model, task, criterion = line
+    argv = ["--arch", ARCH_MODEL_INV_REGISTRY[model[1]][0] if model else "transformer"]
+    if task:
+        argv += ["--task", task[1]]
+    if criterion:
+        argv += ["--criterion", criterion[1]]
+    text = help_text(argv, capsys)
+    wanted = [flag(f.name) for entry in line if entry for f in _own_fields(entry[2]) if f.name != "data"]
+    assert wanted and [f for f in wanted if f"{f} " not in text] == []
+    if task and any(f.name == "data" for f in _own_fields(task[2])):  # fairseq's one positional
+        assert "positional arguments: data " in text
+
+
+def test_help_gives_the_architectures_defaults(capsys):
+    text = help_text(["--task", "cmlm_hybrid", "--arch", "hi_cmlm_transformer_tiny"], capsys)
+    assert "--encoder-layers ENCODER_LAYERS encoder: number of layers (default: 3)" in text
+    assert "(the paper's choice) (default: fence_replace)" in text
+    assert "is fairseq's cmlm_transformer (default: 0.5)" in text
+
+
+def test_options_parse_as_before_without_help():
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(parser, ["data", "--task", "cmlm_hybrid", "--arch", "hi_cmlm_transformer_tiny",
+                                                "--train-copy-share", "0.25"])
+    assert args.train_copy_share == 0.25 and args.encoder_layers == 3 and args.data == "data"
+
+
+def test_fairseq_train_help_lists_the_hi_cmlm_options():
+    proc = run(["fairseq-train", "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "--arch", "hi_cmlm_transformer_tiny",
+                "--help"])
+    for option in ("--hybrid-strategy {all_mask,all_copied,weighted_sum,fence_replace}", "--train-copy-share",
+                   "--fence-first {mask,copy}", "--length-loss-factor"):
+        assert f"\n  {option}" in proc.stdout, option
