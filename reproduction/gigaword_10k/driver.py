@@ -4,7 +4,7 @@ each trained until its validation ROUGE-1 stops improving: one resumable driver 
     python -m reproduction.gigaword_10k.driver --data GIGAWORD --english ENGLISH
         [--rows transformer p1 p2 p1-pt p2-pt unilm-random unilm-minilm] [--seeds 1 2 3]
         [--chunk 500] [--patience 3] [--max-updates 20000] [--lenpens 0.6 0.8 1.0 1.2 1.5]
-        [--beam 4] [--valid-lines 0] [--pretrain-updates 20000] [--jobs 2] [--work work/gigaword_10k]
+        [--beam 4] [--valid-lines 0] [--pretrain-updates 10000] [--jobs 2] [--work work/gigaword_10k]
 
 GIGAWORD: the harvardnlp files ``train10k``, ``valid1k`` and ``test1951`` (``PREFIX.article.txt`` /
 ``PREFIX.title.txt``). ENGLISH: the folder of the English text the span pre-training reads
@@ -315,14 +315,24 @@ class Driver:
         (out / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
         self.sh([py, ROOT / "data_prep" / "spm.py", "encode", "--model", d / "spm" / "spm.model"], out / "prep.log",
                 stdin=out / "train.txt", stdout=out / "train.article")
-        self.sh(["fairseq-preprocess", "--only-source", "--source-lang", "article", "--trainpref", out / "train",
-                 "--srcdict", d / "spm" / "bin" / "dict.article.txt", "--destdir", out / "bin", "--workers", "1"],
-                out / "prep.log")
+        self.preprocess(["--only-source", "--source-lang", "article", "--trainpref", out / "train",
+                         "--srcdict", d / "spm" / "bin" / "dict.article.txt", "--destdir", out / "bin", "--workers", "1"])
         write_json(out / "corpus.json", {"sources": sources, "lines": len(lines),
                                          "words": sum(len(x.split()) for x in lines),
                                          "normalisation": ENGLISH_NORMALISATION})
 
+    def preprocess(self, argv: list) -> None:
+        """fairseq-preprocess ARGV in this process (as data_prep/*.sh call it)."""
+        from fairseq import options
+        from fairseq_cli import preprocess
+
+        with open(self.work / "commands.txt", "a", encoding="utf-8") as f:
+            f.write("fairseq-preprocess " + " ".join(map(str, argv)) + "\n")
+        preprocess.main(options.get_preprocessing_parser().parse_args([str(x) for x in argv]))
+
     def prepare_wordpiece(self) -> None:
+        from data_prep import wordpiece
+
         d, py = self.data, sys.executable
         minilm = d / "minilm"
         if not (minilm / "converted" / "model.pt").is_file():
@@ -339,11 +349,11 @@ class Driver:
                 text = out / "text" / f"{split}.{side}"
                 lines = read_lines(d / "spm" / "raw" / f"{split}.{side}")
                 text.write_text("".join(re.sub(r"(?<!\S)UNK(?!\S)", "[UNK]", x) + "\n" for x in lines), encoding="utf-8")
-                self.sh([py, ROOT / "data_prep" / "wordpiece.py", "encode", "--tokenizer", minilm / "all-MiniLM-L6-v2",
-                         "--max-tokens", "200", "--input", text, "--output", out / f"{split}.{side}"], d / "prep.log")
-        self.sh(["fairseq-preprocess", "-s", "article", "-t", "title", "--srcdict", minilm / "converted" / "dict.txt",
-                 "--joined-dictionary", "--trainpref", out / "train", "--validpref", out / "valid", "--testpref", out / "test",
-                 "--destdir", out / "bin", "--workers", "1"], d / "prep.log")
+                wordpiece.main(["encode", "--tokenizer", str(minilm / "all-MiniLM-L6-v2"), "--max-tokens", "200",
+                                "--input", str(text), "--output", str(out / f"{split}.{side}")])
+        self.preprocess(["-s", "article", "-t", "title", "--srcdict", minilm / "converted" / "dict.txt", "--joined-dictionary",
+                         "--trainpref", out / "train", "--validpref", out / "valid", "--testpref", out / "test",
+                         "--destdir", out / "bin", "--workers", "1"])
 
     # commands
     def sizes(self, row: str) -> list[str]:
@@ -610,7 +620,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--vocab", type=int, default=10000, help="sentencepiece vocabulary of the transformer/ProphetNet rows")
     p.add_argument("--max-tokens", type=int, default=0, help="tokens per batch (0: the row's recipe, 2048 or 1024)")
     p.add_argument("--sizes", default="", help="model size options replacing the rows' own (tests)")
-    p.add_argument("--pretrain-updates", type=int, default=20000)
+    p.add_argument("--pretrain-updates", type=int, default=10000, help="span pre-training updates per n (about 7 passes over the 2.5M tokens of the English corpus at 2048 tokens a batch)")
     p.add_argument("--pretrain-chunk", type=int, default=1000, help="pre-training checkpoint interval (resumption)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -137,3 +138,20 @@ def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, 
     record = json.loads((kept / "p1-s1.json").read_text())
     assert trained[2] == 6  # the chunk trained before the interruption is decoded, not trained again or from 0
     assert [p["update"] for p in record["curve"]][:2] == [2, 4] and record["sessions"] == 2
+
+
+def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
+    pytest.importorskip("all_minilm_l6_v2")
+    kept = tmp_path / "kept"
+    base = [x for x in args(tiny, "unilm-minilm", kept=kept) if not x.startswith("--sizes")]
+    driver.main(base)  # MiniLM's own sizes: its weights are loaded
+    small = "--encoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
+    driver.main([*args(tiny, "unilm-random", kept=kept)[:-1], f"--sizes={small}", "--in-process"])
+    for row in ("unilm-minilm", "unilm-random"):
+        r = json.loads((kept / f"{row}-s1.json").read_text())
+        assert r["test_sentences"] == 6 and len(r["curve"]) >= 3
+        assert ("--init-from" in r["commands"]["fairseq-train"]) == (row == "unilm-minilm")
+        assert "unilm_seq2seq" in r["commands"]["fairseq-generate"] and r["recipe"] == driver.RECIPE[row]
+        with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:
+            text = f.read()
+        assert not re.search(r"##[a-z]", text) and "[UNK]" not in text  # WordPiece joined back into words
