@@ -244,12 +244,17 @@ class Driver:
                         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                         PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
 
-    def settings(self) -> dict:
-        """What a kept run must share with this call to count as the same run."""
+    def settings(self, row: str) -> dict:
+        """What a kept run of ``row`` must share with this call to count as the same run."""
         a = self.a
-        return {"chunk": a.chunk, "patience": a.patience, "max_updates": a.max_updates, "beam": a.beam,
-                "lenpens": [str(x) for x in a.lenpens], "valid_lines": a.valid_lines, "sizes": a.sizes,
-                "pretrain_updates": a.pretrain_updates}
+        out = {"chunk": a.chunk, "patience": a.patience, "max_updates": a.max_updates, "beam": a.beam,
+               "lenpens": [str(x) for x in a.lenpens], "valid_lines": a.valid_lines, "sizes": a.sizes,
+               "max_tokens": a.max_tokens}
+        if family(row) == "spm":
+            out["vocab"] = a.vocab
+        if ROWS[row].get("pretrain"):
+            out["pretrain_updates"] = a.pretrain_updates
+        return out
 
     def sh(self, cmd: list, log: Path, stdin: Path | None = None, stdout: Path | None = None) -> None:
         cmd = [str(c) for c in cmd]
@@ -273,6 +278,11 @@ class Driver:
     def prepare(self, rows: list[str]) -> None:
         a, d = self.a, self.data
         d.mkdir(parents=True, exist_ok=True)
+        made, asked = d / "prepared.json", {"data": str(a.data), "valid_lines": a.valid_lines, "vocab": a.vocab}
+        if made.is_file() and json.loads(made.read_text(encoding="utf-8")) != asked:
+            raise SystemExit(f"{d} was prepared with {made.read_text(encoding='utf-8').strip()}, not {asked}: "
+                             "give another --work folder")
+        write_json(made, asked)
         src = d / "source"
         if not (d / "spm" / "bin" / "test.article-title.title.bin").is_file():
             src.mkdir(exist_ok=True)
@@ -464,7 +474,7 @@ class Driver:
         w = self.work / "runs" / name
         w.mkdir(parents=True, exist_ok=True)
         state_file = w / "state.json"
-        asked = self.settings()
+        asked = self.settings(row)
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else \
             {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
         if state["settings"] != asked:
@@ -546,9 +556,9 @@ class Driver:
     def kept_run(self, name: str) -> dict:
         """A finished run's record; refused when it was made with other settings than asked now."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
-        if done["settings"] != self.settings():
+        if done["settings"] != self.settings(done["row"]):
             raise SystemExit(f"{rel(self.kept / name)}.json was made with other settings ({done['settings']}) than asked "
-                             f"now ({self.settings()}); remove it, give another --kept folder or ask for its settings")
+                             f"now ({self.settings(done['row'])}); remove it, give another --kept folder or ask for its settings")
         return done
 
     def decode(self, row: str, ckpt: Path, subset: str, lenpen: str, w: Path) -> list[str]:

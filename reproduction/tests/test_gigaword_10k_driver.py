@@ -99,6 +99,8 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     driver.main(args(tiny, "transformer", "p1-pt"))
     with pytest.raises(SystemExit, match="other settings"):
         driver.main(args(tiny, "transformer", patience=3))
+    with pytest.raises(SystemExit, match="give another --work folder"):  # the data were made for all of valid1k
+        driver.main([*args(tiny, "transformer"), "--valid-lines", "4"])
     # the collector: the rows, the verdicts, the rest of the block as lead_baseline writes it
     results = collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None)
     assert set(results["models"]) == {"transformer", "p1-pt"} and results["lead"]["chosen_n"] == 17
