@@ -5,7 +5,8 @@ stay as ``lead_baseline.py`` wrote them) and rewrites the page block.
     python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--figure FILE]
 
 Per row: test ROUGE-1/2/L (mean ± sd over seeds), valid ROUGE-1 at the chosen checkpoint and
-length penalty, the chosen updates, why each run stopped, wall time. Comparisons (``CLAIMS``):
+length penalty, the learning rate (and the valid scores of its ``--lr-grid`` probes), the chosen
+updates, why each run stopped, wall time. Comparisons (``CLAIMS``):
 the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over seeds
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
 and, where both rows have >= 2 common seeds, the seed-paired t-test of test ROUGE-1
@@ -61,7 +62,7 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "valid_rouge1": mean_sd([r["valid"]["rouge1"] for r in records]),
             "valid_set": records[0]["valid_set"], "chosen_update": [r["chosen_update"] for r in records],
             "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
-            "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
+            "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
             "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
             "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1), "hardware": records[0]["hardware"],
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
@@ -134,7 +135,12 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     for path in sorted(kept.glob("pretrain-p*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
         pretraining[path.stem] = {k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds", "hardware")}
-    results = {**results, "models": models, "pretraining": pretraining,
+    lr_grid: dict = {}
+    for path in sorted((kept / "lr-grid").glob("*.json")):
+        probe = json.loads(path.read_text(encoding="utf-8"))
+        lr_grid.setdefault(probe["row"], {})[probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"],
+                                                             "chosen_update": probe["chosen_update"], "stopped": probe["stopped"]}
+    results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("figure", None)
     if models and figure is not None and plot(models, figure):

@@ -4,7 +4,8 @@ each trained until its validation ROUGE-1 stops improving: one resumable driver 
     python -m reproduction.gigaword_10k.driver --data GIGAWORD --english ENGLISH
         [--rows transformer p1 p2 p1-pt p2-pt unilm-random unilm-minilm] [--seeds 1 2 3]
         [--chunk 500] [--patience 3] [--max-updates 20000] [--lenpens 0.6 0.8 1.0 1.2 1.5]
-        [--beam 4] [--valid-lines 0] [--pretrain-updates 10000] [--jobs 2] [--work work/gigaword_10k]
+        [--beam 4] [--valid-lines 0] [--pretrain-updates 10000] [--lr-grid ROW=LR,LR ...] [--jobs 2]
+        [--work work/gigaword_10k]
 
 GIGAWORD: the harvardnlp files ``train10k``, ``valid1k`` and ``test1951`` (``PREFIX.article.txt`` /
 ``PREFIX.title.txt``). ENGLISH: the folder of the English text the span pre-training reads
@@ -27,6 +28,9 @@ Protocol (every row, every seed):
    repeated trigram, at most 40 tokens) and ROUGE-1 is scored; the best checkpoint so far is
    kept, the others dropped. Training stops when ROUGE-1 has not improved for ``--patience``
    validations (>= 2), or at ``--max-updates`` (then the record says so: not converged).
+   ``--lr-grid ROW=LR,LR``: before the row's runs, one probe per learning rate (seed 0, which is
+   no evaluation seed; trained until it stops, as above; no test), kept in ``runs/lr-grid/``; the
+   best valid ROUGE-1 chooses the rate of the row's runs (default: the recipe's rate).
 4. The length penalty is chosen on valid from ``--lenpens`` with the best checkpoint.
 5. test1951 is decoded once with that checkpoint and length penalty and scored once.
 
@@ -244,17 +248,31 @@ class Driver:
                         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
                         PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
 
-    def settings(self, row: str) -> dict:
+    def settings(self, row: str, lr: str | None = None) -> dict:
         """What a kept run of ``row`` must share with this call to count as the same run."""
         a = self.a
         out = {"chunk": a.chunk, "patience": a.patience, "max_updates": a.max_updates, "beam": a.beam,
                "lenpens": [str(x) for x in a.lenpens], "valid_lines": a.valid_lines, "sizes": a.sizes,
-               "max_tokens": a.max_tokens}
+               "max_tokens": a.max_tokens, "lr": lr or self.lr_for(row)}
         if family(row) == "spm":
             out["vocab"] = a.vocab
         if ROWS[row].get("pretrain"):
             out["pretrain_updates"] = a.pretrain_updates
         return out
+
+    def lr_for(self, row: str) -> str:
+        """The row's learning rate: the recipe's, or the one of ``--lr-grid`` whose probe (seed 0, no
+        evaluation seed; early stopping on valid, no test) reached the best valid ROUGE-1."""
+        grid = self.a.lr_grid.get(row)
+        if not grid:
+            return RECIPE[family(row)]["lr"]
+        best = {}
+        for lr in grid:
+            probe = self.kept / "lr-grid" / f"{row}-lr{lr}-s0.json"
+            if not probe.is_file():
+                raise RuntimeError(f"{rel(probe)} is missing: the --lr-grid probes of {row} run first")
+            best[lr] = json.loads(probe.read_text(encoding="utf-8"))["valid"]["rouge1"]
+        return max(grid, key=lambda lr: (best[lr], -grid.index(lr)))
 
     def sh(self, cmd: list, log: Path, stdin: Path | None = None, stdout: Path | None = None) -> None:
         cmd = [str(c) for c in cmd]
@@ -397,12 +415,12 @@ class Driver:
         return ["--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--clip-norm", "1.0", "--lr-scheduler", "inverse_sqrt",
                 "--lr", recipe["lr"], "--warmup-updates", recipe["warmup"], "--max-tokens", self.a.max_tokens or recipe["max_tokens"]]
 
-    def train_command(self, row: str, seed: int, save_dir: Path) -> list:
+    def train_command(self, row: str, seed: int, save_dir: Path, lr: str) -> list:
         start = []
         if ROWS[row].get("pretrain"):
             start = ["--finetune-from-model", self.work / f"pretrain-p{ROWS[row]['ngram']}" / "checkpoint_last.pt"]
         return [self.bin(row), "--user-dir", self.user_dir, *self.model_args(row), "--label-smoothing", "0.1",
-                *self.optimiser(RECIPE[family(row)]), *start, "--disable-validation", "--no-epoch-checkpoints",
+                *self.optimiser({**RECIPE[family(row)], "lr": lr}), *start, "--disable-validation", "--no-epoch-checkpoints",
                 "--save-interval-updates", "0", "--log-format", "simple", "--log-interval", "50", "--seed", seed,
                 "--num-workers", "0", "--save-dir", save_dir]
 
@@ -422,12 +440,12 @@ class Driver:
                 "--seed", "1", "--num-workers", "0", "--save-dir", save_dir]
 
     # workers: one process per run (its own log and torch threads); fairseq runs inside it
-    def worker(self, kind: str, name: str, log: Path) -> None:
+    def worker(self, kind: str, name: str, log: Path, lr: str | None = None) -> None:
         if self.a.in_process:  # tests: the run in this process, its output where it goes
-            self.run_worker(kind, name)
+            self.run_worker(kind, name, lr)
             return
         spec = self.work / "specs" / f"{name}.json"
-        write_json(spec, {"kind": kind, "name": name, "argv": self.argv})
+        write_json(spec, {"kind": kind, "name": name, "lr": lr, "argv": self.argv})
         log.parent.mkdir(parents=True, exist_ok=True)
         self.sh([sys.executable, "-m", "reproduction.gigaword_10k.driver", "--worker", spec], log)
 
@@ -466,15 +484,18 @@ class Driver:
         return record
 
     # 3.-5. one fine-tuning run
-    def finetune(self, row: str, seed: int) -> dict:
-        a, name = self.a, f"{row}-s{seed}"
-        kept = self.kept / f"{name}.json"
+    def finetune(self, row: str, seed: int, probe_lr: str | None = None) -> dict:
+        """One run; with ``probe_lr`` a learning-rate probe: trained until it stops, no length
+        penalty grid, no test, kept in ``KEPT/lr-grid``."""
+        a = self.a
+        name = f"{row}-lr{probe_lr}-s{seed}" if probe_lr else f"{row}-s{seed}"
+        kept = self.kept / "lr-grid" / f"{name}.json" if probe_lr else self.kept / f"{name}.json"
         if kept.is_file():
-            return self.kept_run(name)
+            return json.loads(kept.read_text(encoding="utf-8")) if probe_lr else self.kept_run(name)
         w = self.work / "runs" / name
         w.mkdir(parents=True, exist_ok=True)
         state_file = w / "state.json"
-        asked = self.settings(row)
+        asked = self.settings(row, probe_lr)
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else \
             {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
         if state["settings"] != asked:
@@ -488,7 +509,7 @@ class Driver:
             write_json(state_file, state)
 
         save_dir = w / "checkpoints"
-        train = self.train_command(row, seed, save_dir)
+        train = self.train_command(row, seed, save_dir, asked["lr"])
         valid_refs = read_lines(self.data / "spm" / "raw" / "valid.title")
         test_refs = read_lines(self.data / "spm" / "raw" / "test.title")
         best = w / "best.pt"
@@ -516,6 +537,15 @@ class Driver:
         chosen = curve[best_index(curve)]
         converged = should_stop(curve, a.patience)
         shutil.rmtree(save_dir, ignore_errors=True)
+        if probe_lr:
+            record = {"row": row, "seed": seed, "lr": probe_lr, "settings": asked, "curve": curve,
+                      "stopped": "patience" if converged else "max-updates (not converged)",
+                      "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
+                      "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
+                      "wall_seconds": round(spent + time.time() - t0, 1), "hardware": self.hardware()}
+            write_json(kept, record)
+            shutil.rmtree(w)
+            return record
         for lp in (str(x) for x in a.lenpens):
             if lp in state["lenpen"]:
                 continue
@@ -535,7 +565,8 @@ class Driver:
         def show(cmd):
             return " ".join(rel(c) if isinstance(c, Path) else str(c) for c in cmd)
         record = {
-            "row": row, "label": ROWS[row]["label"], "seed": seed, "settings": asked, "recipe": RECIPE[family(row)],
+            "row": row, "label": ROWS[row]["label"], "seed": seed, "settings": asked,
+            "recipe": {**RECIPE[family(row)], "lr": asked["lr"]},
             "commands": {"fairseq-train": "fairseq-train " + show(train + ["--max-update", "UPDATES"]),
                          "fairseq-generate": "fairseq-generate " + show(self.generate_command(row, best, "SUBSET", "LENPEN"))},
             "pretraining": f"pretrain-p{ROWS[row]['ngram']}.json" if ROWS[row].get("pretrain") else None,
@@ -576,7 +607,7 @@ class Driver:
             raise RuntimeError(f"{len(hyps)} hypotheses for the {want} {subset} pairs")
         return hyps
 
-    def run_worker(self, kind: str, name: str) -> None:
+    def run_worker(self, kind: str, name: str, lr: str | None = None) -> None:
         import torch
 
         torch.set_num_threads(self.a.threads)
@@ -584,7 +615,7 @@ class Driver:
             self.pretrain(int(name[len("pretrain-p"):]))
         else:
             row, _, seed = name.rpartition("-s")
-            self.finetune(row, int(seed))
+            self.finetune(row.split("-lr")[0], int(seed), lr)
 
     def run(self) -> None:
         a = self.a
@@ -596,6 +627,15 @@ class Driver:
                 t0 = time.time()
                 self.worker("pretrain", f"pretrain-p{n}", self.work / f"pretrain-p{n}" / "worker.log")
                 print(f"pre-training n = {n}: done ({time.time() - t0:.0f} s in this call)", flush=True)
+        probes = [(r, lr) for r in a.rows for lr in a.lr_grid.get(r, [])
+                  if not (self.kept / "lr-grid" / f"{r}-lr{lr}-s0.json").is_file()]
+        with ThreadPoolExecutor(a.jobs) as pool:  # the learning-rate probes before the runs that use their choice
+            for job in [pool.submit(self.worker, "finetune", f"{r}-lr{lr}-s0", self.work / "runs" / f"{r}-lr{lr}-s0.log", lr)
+                        for r, lr in probes]:
+                job.result()
+        for r in a.rows:
+            if r in a.lr_grid:
+                print(f"{r}: learning rate {self.lr_for(r)} chosen on valid from {', '.join(a.lr_grid[r])}", flush=True)
         todo = [f"{r}-s{s}" for s in a.seeds for r in a.rows]  # seed by seed: a partial table has whole seeds
         def one(name):
             if (self.kept / f"{name}.json").is_file():
@@ -634,6 +674,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pretrain-chunk", type=int, default=1000, help="pre-training checkpoint interval (resumption)")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side")
+    p.add_argument("--lr-grid", nargs="+", default=[], metavar="ROW=LR,LR",
+                   help="learning rates to try for ROW (probes with seed 0, chosen by valid ROUGE-1; default: the recipe's)")
     p.add_argument("--in-process", action="store_true", help="every run in this process, one at a time (tests)")
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     return p
@@ -643,11 +685,14 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = parser()
     a = p.parse_args(argv)
+    a.lr_grid = lr_grid(p, a.lr_grid)
     if a.worker:
         spec = json.loads(a.worker.read_text(encoding="utf-8"))
-        d = Driver(p.parse_args(spec["argv"]))
+        b = p.parse_args(spec["argv"])
+        b.lr_grid = lr_grid(p, b.lr_grid)
+        d = Driver(b)
         d.argv = spec["argv"]
-        d.run_worker(spec["kind"], spec["name"])
+        d.run_worker(spec["kind"], spec["name"], spec.get("lr"))
         return
     if a.data is None:
         p.error("--data GIGAWORD is required")
@@ -667,6 +712,16 @@ def main(argv: list[str] | None = None) -> None:
     d.run()
 
 
+def lr_grid(p: argparse.ArgumentParser, items: list[str]) -> dict:
+    out = {}
+    for item in items:
+        row, _, values = item.partition("=")
+        if row not in ROWS or not values:
+            p.error(f"--lr-grid {item}: write ROW=LR,LR,... with ROW one of {', '.join(ROWS)}")
+        out[row] = values.split(",")
+    return out
+
+
 def argv_absolute(a: argparse.Namespace) -> list[str]:
     """This call's options with absolute folders, for the workers."""
     out = ["--data", str(a.data), "--work", str(a.work.resolve()), "--kept", str(a.kept.resolve()),
@@ -674,7 +729,8 @@ def argv_absolute(a: argparse.Namespace) -> list[str]:
            "--max-updates", str(a.max_updates), "--lenpens", *map(str, a.lenpens), "--beam", str(a.beam),
            "--valid-lines", str(a.valid_lines), "--vocab", str(a.vocab), "--max-tokens", str(a.max_tokens),
            f"--sizes={a.sizes}", "--pretrain-updates", str(a.pretrain_updates), "--pretrain-chunk", str(a.pretrain_chunk),
-           "--threads", str(a.threads), "--jobs", str(a.jobs)]
+           "--threads", str(a.threads), "--jobs", str(a.jobs),
+           *(["--lr-grid", *(f"{r}={','.join(v)}" for r, v in a.lr_grid.items())] if a.lr_grid else [])]
     if a.english:
         out += ["--english", str(a.english)]
     return out

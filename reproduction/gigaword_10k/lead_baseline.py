@@ -101,7 +101,7 @@ def _pm(pair: list) -> str:
 def model_row(name: str, m: dict) -> str:
     """A trained row (``reproduction/gigaword_10k/collect.py``): mean ± sd over seeds."""
     stopped = "; ".join(sorted(set(m["stopped"])))
-    how = (f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, "
+    how = (f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; lr {'/'.join(m['lr'])}; best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, "
            f"lenpen {'/'.join(m['chosen_lenpen'])}; stopped by {stopped}")
     return (f"| {name} | {_pm(m['test']['rouge1'])} | {_pm(m['test']['rouge2'])} | {_pm(m['test']['rougeL'])} | "
             f"{_pm(m['valid_rouge1'])} (valid1k) | this repository ({how}) |")

@@ -142,6 +142,21 @@ def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, 
     assert [p["update"] for p in record["curve"]][:2] == [2, 4] and record["sessions"] == 2
 
 
+def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, monkeypatch, tmp_path):
+    decoded = []
+    generate = driver.fairseq_generate
+    monkeypatch.setattr(driver, "fairseq_generate",
+                        lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
+    kept = tmp_path / "kept"
+    driver.main([*args(tiny, "transformer", kept=kept), "--lr-grid", "transformer=1e-3,1e-5"])
+    probes = {lr: json.loads((kept / "lr-grid" / f"transformer-lr{lr}-s0.json").read_text()) for lr in ("1e-3", "1e-5")}
+    assert all(p["seed"] == 0 and "test" not in p and "--lr " + p["lr"] in p["command"] for p in probes.values())
+    chosen = max(("1e-3", "1e-5"), key=lambda lr: (probes[lr]["valid"]["rouge1"], lr == "1e-3"))
+    record = json.loads((kept / "transformer-s1.json").read_text())
+    assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
+    assert decoded.count("test") == 1  # the probes never see the test set
+
+
 def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
     pytest.importorskip("all_minilm_l6_v2")
     kept = tmp_path / "kept"
