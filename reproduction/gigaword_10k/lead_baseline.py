@@ -82,15 +82,52 @@ def markdown(results: dict) -> str:
         how = "N chosen on valid4k" if name == f"lead-{n}" and n != 8 else "the article's first 8 words"
         rows.append(f"| {name} | {scores['rouge1']:.2f} | {scores['rouge2']:.2f} | {scores['rougeL']:.2f} | "
                     f"{valid:.2f} | this repository ({how}) |")
+    models = {m["label"]: m for m in results.get("models", {}).values()}
     for name in MODEL_ROWS:
-        rows.append(f"| {name} | not run yet | | | | |")
+        rows.append(model_row(name, models[name]) if name in models else f"| {name} | not run yet | | | | |")
     curve = ", ".join(f"{k}: {v['rouge1']:.1f}" for k, v in lead_part["valid"][CHOOSE_ON].items())
     return "\n".join([
         *rows, "",
         f"Test: the {lead_part['sentences'][TEST]} pairs of {TEST}, scored once per row. Published rows: ROUGE-1.5.5 "
         f"(Perl); ours: rouge-score (stemmed, mean sentence F1), whose values differ slightly. Lead-N on valid4k, "
         f"ROUGE-1 by N: {curve}; the best is N = {n}. Written by `{results['command']}` "
-        f"({results['wall_seconds']} s, {results['hardware']}).", ""])
+        f"({results['wall_seconds']} s, {results['hardware']}).", "", *model_notes(results)])
+
+
+def _pm(pair: list) -> str:
+    return f"{pair[0]:.2f} ± {pair[1]:.2f}"
+
+
+def model_row(name: str, m: dict) -> str:
+    """A trained row (``reproduction/gigaword_10k/collect.py``): mean ± sd over seeds."""
+    stopped = "; ".join(sorted(set(m["stopped"])))
+    how = (f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; lr {'/'.join(m['lr'])}; best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, "
+           f"lenpen {'/'.join(m['chosen_lenpen'])}; stopped by {stopped}")
+    return (f"| {name} | {_pm(m['test']['rouge1'])} | {_pm(m['test']['rouge2'])} | {_pm(m['test']['rougeL'])} | "
+            f"{_pm(m['valid_rouge1'])} (valid1k) | this repository ({how}) |")
+
+
+def model_notes(results: dict) -> list[str]:
+    """The verdicts under the table, written from the comparisons of the collector (none before a row ran)."""
+    if not results.get("models"):
+        return []
+    lines = ["Verdicts (test1951; paired bootstrap over sentences of ROUGE-1 averaged over seeds, p < 0.05; "
+             "seed-paired t-test where both rows have two seeds or more):", ""]
+    for c in results["comparisons"]:
+        if "delta_rouge1" not in c:
+            lines.append(f"- {c['claim']}: {c['verdict']}.")
+            continue
+        t = f", t-test p = {c['t_test_p']:.3f}" if "t_test_p" in c else ""
+        lines.append(f"- {c['claim']}: **{c['verdict']}** ({c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
+                     f"ROUGE-1, bootstrap p = {c['bootstrap_p']:.3f}{t}; seeds {c['seeds'][0]} and {c['seeds'][1]}).")
+    m = next(iter(results["models"].values()))
+    lines += ["", f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
+              f"trigram), stopped after {m['patience']} validations without a better one; the length penalty chosen on "
+              f"valid; test decoded once. Wall time of all runs: "
+              f"{sum(x['wall_seconds'] for x in results['models'].values()) / 3600:.1f} h ({m['hardware']})."]
+    if results.get("figure"):
+        lines += ["", f"![valid ROUGE-1 of every run until it stopped]({results['figure']})"]
+    return [*lines, ""]
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -1,0 +1,168 @@
+"""The model rows of docs/results/gigaword-10k.md from the runs the driver kept: merges
+``reproduction/gigaword_10k/runs/*.json`` into ``results.json`` (its lead-N and published parts
+stay as ``lead_baseline.py`` wrote them) and rewrites the page block.
+
+    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--figure FILE]
+
+Per row: test ROUGE-1/2/L (mean ± sd over seeds), valid ROUGE-1 at the chosen checkpoint and
+length penalty, the learning rate (and the valid scores of its ``--lr-grid`` probes), the chosen
+updates, why each run stopped, wall time. Comparisons (``CLAIMS``):
+the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over seeds
+(``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
+and, where both rows have >= 2 common seeds, the seed-paired t-test of test ROUGE-1
+(``scipy.stats.ttest_rel``); the verdicts under the table are written from them. The curves
+(valid ROUGE-1 by update, every run) go to ``--figure`` when matplotlib is installed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from reproduction.gigaword_10k import lead_baseline
+from reproduction.gigaword_10k.driver import KEPT, ROWS
+from reproduction.results_page import write_between_markers
+
+FIGURE = lead_baseline.ROOT / "docs" / "results" / "figures" / "gigaword-10k-curves.png"
+# (row, the row or baseline it is compared with, the claim it decides)
+CLAIMS = [
+    ("unilm-minilm", "lead-8", "UniLM from MiniLM is above lead-8 on test (the issue's bar)"),
+    ("unilm-minilm", "unilm-random", "a MiniLM start beats a random start (UniLM, Dong et al. 2019; Su 2019)"),
+    ("p2-pt", "p1-pt", "after pre-training, predicting 2 tokens ahead beats 1 (ProphetNet, Qi et al. 2020)"),
+    ("p1-pt", "p1", "span pre-training helps ProphetNet n = 1"),
+    ("p2-pt", "p2", "span pre-training helps ProphetNet n = 2"),
+    ("p2", "p1", "without pre-training, n = 2 against n = 1"),
+    ("p1", "transformer", "ProphetNet n = 1 against fairseq's transformer of the same size"),
+]
+METRICS = ("rouge1", "rouge2", "rougeL")
+
+
+def load_runs(kept: Path) -> dict:
+    """{row: {seed: record}} of the finished fine-tuning runs in ``kept``."""
+    runs: dict = {}
+    for path in sorted(kept.glob("*-s*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record.get("row") in ROWS:
+            runs.setdefault(record["row"], {})[record["seed"]] = record
+    return runs
+
+
+def mean_sd(values: list) -> list:
+    return [round(statistics.fmean(values), 2), round(statistics.stdev(values), 2) if len(values) > 1 else 0.0]
+
+
+def summarise_row(row: str, seeds: dict) -> dict:
+    records = [seeds[s] for s in sorted(seeds)]
+    return {"label": ROWS[row]["label"], "seeds": sorted(seeds),
+            "test": {m: mean_sd([r["test"][m] for r in records]) for m in METRICS},
+            "valid_rouge1": mean_sd([r["valid"]["rouge1"] for r in records]),
+            "valid_set": records[0]["valid_set"], "chosen_update": [r["chosen_update"] for r in records],
+            "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
+            "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
+            "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
+            "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1), "hardware": records[0]["hardware"],
+            "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
+
+
+def sentence_scores(runs: dict, row: str, lead8: list | None) -> tuple[np.ndarray, dict] | None:
+    if row == "lead-8":
+        return (np.array(lead8), {}) if lead8 is not None else None
+    if row not in runs:
+        return None
+    seeds = runs[row]
+    return np.mean([seeds[s]["test_sentence_rouge1"] for s in sorted(seeds)], axis=0), \
+        {s: seeds[s]["test"]["rouge1"] for s in seeds}
+
+
+def compare(runs: dict, lead8: list | None) -> list:
+    sys.path.insert(0, str(lead_baseline.ROOT / "reproduction" / "prophetnet"))
+    from collect_gigaword import RESAMPLES, paired_bootstrap  # noqa: E402
+    from scipy import stats
+
+    out = []
+    for row, base, claim in CLAIMS:
+        a, b = sentence_scores(runs, row, lead8), sentence_scores(runs, base, lead8)
+        entry = {"row": row, "baseline": base, "claim": claim}
+        if a is None or b is None:
+            entry["verdict"] = "not decided: " + " and ".join(x for x, y in ((row, a), (base, b)) if y is None) + " not run yet"
+            out.append(entry)
+            continue
+        delta = float(a[0].mean() - b[0].mean())
+        p = paired_bootstrap(a[0], b[0])
+        entry.update({"delta_rouge1": round(delta, 2), "bootstrap_p": round(p, 4), "resamples": RESAMPLES,
+                      "seeds": [len(runs[row]), len(runs[base]) if base in runs else 0]})
+        common = sorted(set(a[1]) & set(b[1]))
+        if len(common) >= 2:
+            entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] for s in common]).pvalue), 4)
+        entry["verdict"] = ("no significant difference" if p >= 0.05 else ("yes" if delta > 0 else "no, the opposite"))
+        out.append(entry)
+    return out
+
+
+def plot(models: dict, out: Path) -> bool:
+    try:
+        import matplotlib
+    except ImportError:
+        return False
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for i, model in enumerate(models.values()):
+        for j, (seed, curve) in enumerate(sorted(model["curves"].items())):
+            ax.plot(*zip(*curve), marker="o", ms=3, color=f"C{i}", label=model["label"] if j == 0 else None)
+    ax.set(xlabel="fine-tuning updates", ylabel="valid ROUGE-1 F1 x 100 (beam 4, lenpen 1.0)",
+           title="Gigaword 10k: every run until early stopping")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def collect(kept: Path, results: dict, figure: Path | None) -> dict:
+    runs = load_runs(kept)
+    lead8_file = kept / "lead8-test.json"
+    lead8 = json.loads(lead8_file.read_text(encoding="utf-8"))["test_sentence_rouge1"] if lead8_file.is_file() else None
+    models = {row: summarise_row(row, runs[row]) for row in ROWS if row in runs}
+    pretraining = {}
+    for path in sorted(kept.glob("pretrain-p*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        pretraining[path.stem] = {k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds", "hardware")}
+    lr_grid: dict = {}
+    for path in sorted((kept / "lr-grid").glob("*.json")):
+        probe = json.loads(path.read_text(encoding="utf-8"))
+        lr_grid.setdefault(probe["row"], {})[probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"],
+                                                             "chosen_update": probe["chosen_update"], "stopped": probe["stopped"]}
+    results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
+               "comparisons": compare(runs, lead8) if models else []}
+    results.pop("figure", None)
+    if models and figure is not None and plot(models, figure):
+        results["figure"] = str(figure.relative_to(lead_baseline.PAGE.parent)) \
+            if figure.is_relative_to(lead_baseline.PAGE.parent) else str(figure)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.collect", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--kept", type=Path, default=KEPT, help="the driver's kept runs")
+    p.add_argument("--results", type=Path, default=lead_baseline.RESULTS, help="the results file (lead part kept)")
+    p.add_argument("--page", type=Path, default=lead_baseline.PAGE)
+    p.add_argument("--figure", type=Path, default=FIGURE, help="the curves figure (needs matplotlib)")
+    a = p.parse_args(argv)
+    results = collect(a.kept, json.loads(a.results.read_text(encoding="utf-8")), a.figure)
+    a.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    write_between_markers(a.page, lead_baseline.markdown(results), lead_baseline.START, lead_baseline.END)
+    print(f"{len(results['models'])} model rows ({sum(len(m['seeds']) for m in results['models'].values())} runs); "
+          f"wrote {a.results} and the block of {a.page}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

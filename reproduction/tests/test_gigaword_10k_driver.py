@@ -1,0 +1,174 @@
+"""reproduction/gigaword_10k/driver.py and collect.py: the early-stopping rule, the length-penalty
+choice, the English corpus filter, and the driver end to end at tiny scale on a made-up
+Gigaword folder (data prep by data_prep/gigaword.sh, span pre-training, chunked fine-tuning with
+patience 2, the length penalty chosen on valid, test decoded once, one kept JSON per run), its
+resumption after an interruption, and the collector's page block."""
+from __future__ import annotations
+
+import gzip
+import json
+import re
+
+import pytest
+
+from reproduction.gigaword_10k import collect, driver, lead_baseline
+from reproduction.tests.gigaword_tiny import make_english, make_gigaword
+
+SIZES = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --decoder-embed-dim 32 "
+         "--encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 --encoder-attention-heads 2 --decoder-attention-heads 2")
+
+
+def curve(*scores):
+    return [{"update": 10 * (i + 1), "rouge1": s} for i, s in enumerate(scores)]
+
+
+def test_early_stopping_waits_patience_validations_after_the_best():
+    assert not driver.should_stop([], 2)
+    assert not driver.should_stop(curve(10, 12, 11), 2)  # one validation without a better one
+    assert driver.should_stop(curve(10, 12, 11, 12), 2)  # a tie is no improvement
+    assert not driver.should_stop(curve(10, 12, 11, 13), 2)  # improved: the count starts again
+    assert not driver.should_stop(curve(10, 12, 11, 12), 3)
+    assert driver.best_index(curve(10, 12, 11, 12)) == 1  # the earliest of equal scores
+    with pytest.raises(ValueError):
+        driver.should_stop(curve(1), 1)
+
+
+def test_next_chunk_continues_from_the_curve_and_respects_the_cap():
+    assert driver.next_chunk([], 10, 30, 2) == 10
+    assert driver.next_chunk(curve(1, 2), 10, 30, 2) == 30  # a resumed run trains on from its last validation
+    assert driver.next_chunk(curve(1, 2, 3), 10, 30, 2) is None  # the cap
+    assert driver.next_chunk(curve(5, 1, 1), 10, 100, 2) is None  # patience
+
+
+def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
+    grid = {"0.6": {"rouge1": 30.0}, "1.0": {"rouge1": 31.0}, "1.5": {"rouge1": 31.0}}
+    assert driver.choose_lenpen(grid) == "1.0"
+    assert driver.choose_lenpen({**grid, "1.2": {"rouge1": 31.5}}) == "1.2"
+
+
+def test_english_lines_follow_gigaword_style_and_drop_wikitext_headings():
+    assert driver.english_line(" = Heading = ", True) == []
+    assert driver.english_line("Born 1990 @-@ 91 in Paris", True) == ["born ####-## in paris"]
+    assert driver.english_line("It &apos;s 3 pm", False) == ["it 's # pm"]
+    assert driver.english_line("a b", False) == []
+    assert [len(x.split()) for x in driver.english_line(" ".join(["w"] * 250), False)] == [100, 100, 50]
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    root = tmp_path_factory.mktemp("giga10k")
+    return {"data": make_gigaword(root / "gigaword"), "english": make_english(root / "english"),
+            "work": root / "work", "kept": root / "kept"}
+
+
+def args(tiny, *rows, patience=2, kept=None):
+    return ["--data", str(tiny["data"]), "--english", str(tiny["english"]), "--work", str(tiny["work"]),
+            "--kept", str(kept or tiny["kept"]), "--rows", *rows, "--seeds", "1", "--chunk", "2",
+            "--patience", str(patience), "--max-updates", "10", "--lenpens", "1.0", "1.5", "--vocab", "60",
+            "--max-tokens", "256", f"--sizes={SIZES}", "--pretrain-updates", "4", "--pretrain-chunk", "2",
+            "--in-process"]
+
+
+def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, monkeypatch, tmp_path):
+    decoded = []
+    generate = driver.fairseq_generate
+    monkeypatch.setattr(driver, "fairseq_generate",
+                        lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
+    driver.main(args(tiny, "transformer", "p1-pt"))
+    kept = tiny["kept"]
+    pre = json.loads((kept / "pretrain-p1.json").read_text())
+    assert pre["updates"] == 4 and pre["corpus"]["lines"] > 40
+    assert {s["file"] for s in pre["corpus"]["sources"]} == {"wikitext-2-raw/wiki.valid.raw",
+                                                              "wmt16_en_ro/newsdev2016.en", "GIGAWORD/train10k.article.txt"}
+    assert decoded.count("test") == 2  # once per run
+    for row in ("transformer", "p1-pt"):
+        r = json.loads((kept / f"{row}-s1.json").read_text())
+        c = r["curve"]
+        assert [p["update"] for p in c] == list(range(2, 2 * len(c) + 1, 2)) and len(c) >= 3
+        assert (r["stopped"] == "patience") == driver.should_stop(c, 2)
+        assert r["chosen_update"] == c[driver.best_index(c)]["update"]
+        assert set(r["lenpen_grid"]) == {"1.0", "1.5"} and r["valid"] == r["lenpen_grid"][r["chosen_lenpen"]]
+        assert r["test_sentences"] == len(r["test_sentence_rouge1"]) == 6
+        assert "fairseq-train" in r["commands"]["fairseq-train"] and r["seed"] == 1
+        with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:
+            assert len(f.read().splitlines()) == 6
+        assert not (tiny["work"] / "runs" / f"{row}-s1").exists()  # the work folder goes once kept
+    assert json.loads((kept / "p1-pt-s1.json").read_text())["pretraining"] == "pretrain-p1.json"
+    # a second call finds the kept runs and trains nothing; other settings are refused
+    monkeypatch.setattr(driver, "fairseq_train", lambda argv: pytest.fail("a kept run was trained again"))
+    driver.main(args(tiny, "transformer", "p1-pt"))
+    with pytest.raises(SystemExit, match="other settings"):
+        driver.main(args(tiny, "transformer", patience=3))
+    with pytest.raises(SystemExit, match="give another --work folder"):  # the data were made for all of valid1k
+        driver.main([*args(tiny, "transformer"), "--valid-lines", "4"])
+    # the collector: the rows, the verdicts, the rest of the block as lead_baseline writes it
+    results = collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None)
+    assert set(results["models"]) == {"transformer", "p1-pt"} and results["lead"]["chosen_n"] == 17
+    text = lead_baseline.markdown(results)
+    row = results["models"]["p1-pt"]
+    assert f"| ProphetNet n = 1, span pre-training | {row['test']['rouge1'][0]:.2f} ± 0.00 |" in text
+    assert "| UniLM from MiniLM | not run yet |" in text
+    assert "- UniLM from MiniLM is above lead-8 on test (the issue's bar): not decided: unilm-minilm not run yet." in text
+    assert any(c["row"] == "p1" and c["baseline"] == "transformer" for c in results["comparisons"])
+    page = tmp_path / "page.md"
+    page.write_text(f"x\n{lead_baseline.START}\nold\n{lead_baseline.END}\ny\n")
+    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page), "--figure",
+                  str(tmp_path / "f.png")] if (tmp_path / "r.json").write_text(lead_baseline.RESULTS.read_text()) else [])
+    assert lead_baseline.markdown(json.loads((tmp_path / "r.json").read_text())) in page.read_text()
+
+
+def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, tmp_path):
+    trained, decodes = [], []
+    train, generate = driver.fairseq_train, driver.fairseq_generate
+
+    def crash_on_second_decode(argv, out):
+        decodes.append(1)
+        if len(decodes) == 2:
+            raise KeyboardInterrupt("interrupted")
+        return generate(argv, out)
+
+    monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
+    monkeypatch.setattr(driver, "fairseq_generate", crash_on_second_decode)
+    kept = tmp_path / "kept"
+    with pytest.raises(KeyboardInterrupt):
+        driver.main(args(tiny, "p1", kept=kept))
+    state = json.loads((tiny["work"] / "runs" / "p1-s1" / "state.json").read_text())
+    assert [p["update"] for p in state["curve"]] == [2] and trained == [2, 4]
+    assert (tiny["work"] / "runs" / "p1-s1" / "best.pt").is_file()
+    monkeypatch.setattr(driver, "fairseq_generate", generate)
+    driver.main(args(tiny, "p1", kept=kept))
+    record = json.loads((kept / "p1-s1.json").read_text())
+    assert trained[2] == 6  # the chunk trained before the interruption is decoded, not trained again or from 0
+    assert [p["update"] for p in record["curve"]][:2] == [2, 4] and record["sessions"] == 2
+
+
+def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, monkeypatch, tmp_path):
+    decoded = []
+    generate = driver.fairseq_generate
+    monkeypatch.setattr(driver, "fairseq_generate",
+                        lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
+    kept = tmp_path / "kept"
+    driver.main([*args(tiny, "transformer", kept=kept), "--lr-grid", "transformer=1e-3,1e-5"])
+    probes = {lr: json.loads((kept / "lr-grid" / f"transformer-lr{lr}-s0.json").read_text()) for lr in ("1e-3", "1e-5")}
+    assert all(p["seed"] == 0 and "test" not in p and "--lr " + p["lr"] in p["command"] for p in probes.values())
+    chosen = max(("1e-3", "1e-5"), key=lambda lr: (probes[lr]["valid"]["rouge1"], lr == "1e-3"))
+    record = json.loads((kept / "transformer-s1.json").read_text())
+    assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
+    assert decoded.count("test") == 1  # the probes never see the test set
+
+
+def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
+    pytest.importorskip("all_minilm_l6_v2")
+    kept = tmp_path / "kept"
+    base = [x for x in args(tiny, "unilm-minilm", kept=kept) if not x.startswith("--sizes")]
+    driver.main(base)  # MiniLM's own sizes: its weights are loaded
+    small = "--encoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
+    driver.main([*args(tiny, "unilm-random", kept=kept)[:-1], f"--sizes={small}", "--in-process"])
+    for row in ("unilm-minilm", "unilm-random"):
+        r = json.loads((kept / f"{row}-s1.json").read_text())
+        assert r["test_sentences"] == 6 and len(r["curve"]) >= 3
+        assert ("--init-from" in r["commands"]["fairseq-train"]) == (row == "unilm-minilm")
+        assert "unilm_seq2seq" in r["commands"]["fairseq-generate"] and r["recipe"] == driver.RECIPE[row]
+        with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:
+            text = f.read()
+        assert not re.search(r"##[a-z]", text) and "[UNK]" not in text  # WordPiece joined back into words
