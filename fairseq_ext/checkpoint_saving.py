@@ -169,7 +169,7 @@ def _naming_full_disk(save_fn):
     def torch_persistent_save(obj, filename, async_write: bool = False):
         try:
             return save_fn(obj, filename, async_write=async_write)
-        except (OSError, RuntimeError) as exc:
+        except Exception as exc:  # OSError, torch's RuntimeError, or NoSpaceError from ``_without_retries``
             if not isinstance(filename, str) or not _no_space(exc):
                 raise
             if os.path.lexists(filename + ".tmp"):

@@ -1,8 +1,9 @@
 """Checkpoint saving through real fairseq-train processes: leftovers of killed saves
 (``*.partial-<pid>``, fairseq's ``*.pt.tmp``) are removed at start-up and at the next copy; a
 run whose ``checkpoint_last.pt`` is missing resumes from the newest complete checkpoint and
-says so; a full disk (writes to ``/dev/full``, which fail with the kernel's ENOSPC) is one
-line naming the last good checkpoint, with nothing partial left behind."""
+says so; a full disk (a small tmpfs that fills up midway through a save; writes to
+``/dev/full``, which fail with the kernel's ENOSPC at once) is one line naming the last good
+checkpoint, with nothing partial left behind."""
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ from fairseq.file_io import PathManager
 
 from fairseq_ext.checkpoint_saving import NoSpaceError
 from tests.conftest import run, train_args
+from tests.helpers.filesystems import tmpfs
 
 FULL = "/dev/full"
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this system")
@@ -97,3 +99,26 @@ def test_full_disk_in_process_for_the_save_and_the_copy(tmp_path):
                                            f"{last}"):
         PathManager.copy(str(tmp_path / "checkpoint_1_2.pt"), str(tmp_path / "checkpoint_best.pt"), overwrite=True)
     assert sorted(os.listdir(tmp_path)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
+
+
+def _fill(folder, leave_kib):
+    """Fill the filesystem of ``folder`` up to ``leave_kib`` KiB free."""
+    free = os.statvfs(folder).f_bavail * os.statvfs(folder).f_frsize
+    (folder / "filler").write_bytes(b"\0" * (free - leave_kib * 1024))
+
+
+def test_filesystem_that_fills_up_during_a_save_names_the_last_good_checkpoint(tiny_data, tmp_path):
+    """A real full disk: a 4 MiB tmpfs filled to 64 KiB free after update 2, so that torch's zip
+    writer runs out of blocks midway through checkpoint_1_4.pt (its error is a RuntimeError,
+    ``unexpected pos``, raised from the ENOSPC)."""
+    with tmpfs(tmp_path / "disk", 4096) as disk:
+        save = disk / "save"
+        run(_save_args(tiny_data, save, 2))
+        _fill(disk, 64)
+        proc = run(_save_args(tiny_data, save, 4), check=False)
+        assert proc.returncode != 0
+        assert (f"fairseq_ext: error: no space left on the device while saving {save / 'checkpoint_1_4.pt'}; the last "
+                f"good checkpoint is {save / 'checkpoint_last.pt'}. Free space") in proc.stderr
+        assert "Traceback" not in proc.stderr and "enforce fail" not in proc.stderr
+        assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
+        assert _updates(save / "checkpoint_last.pt") == 2
