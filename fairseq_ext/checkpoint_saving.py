@@ -16,7 +16,6 @@ times and logs a traceback. ``install()`` changes four things:
 """
 from __future__ import annotations
 
-import errno
 import functools
 import glob
 import os
@@ -25,13 +24,9 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.errors import FairseqExtError, note
+from fairseq_ext.errors import NoSpaceError, full_disk, note
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
-
-
-class NoSpaceError(FairseqExtError):
-    """The device of ``--save-dir`` is full."""
 
 
 def _process_alive(pid: int) -> bool:
@@ -92,18 +87,6 @@ def _last_good(folder: str, writing: str) -> str:
     return found or "none yet (nothing complete has been saved in this folder)"
 
 
-def _no_space(exc: BaseException | None) -> bool:
-    """Whether ``exc`` or an exception it was raised from is a full disk (torch raises a
-    RuntimeError while closing its archive after the OSError)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, NoSpaceError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
-
-
 def no_space_error(final: str) -> NoSpaceError:
     folder = os.path.dirname(os.path.abspath(final))
     return NoSpaceError(
@@ -128,7 +111,7 @@ def _atomic_copy(copy_fn):
             shutil.copyfile(src_path, tmp)
             os.replace(tmp, dst_path)
         except OSError as exc:
-            if _no_space(exc):
+            if full_disk(exc):
                 raise no_space_error(dst_path) from None
             raise
         finally:
@@ -153,7 +136,7 @@ def _without_retries(save_fn):
         try:
             return torch.save(obj, f)
         except (OSError, RuntimeError) as exc:
-            if _no_space(exc):
+            if full_disk(exc):
                 raise NoSpaceError(str(exc)) from None
         return save_fn(obj, f)  # another failure: fairseq's retries
 
@@ -170,7 +153,7 @@ def _naming_full_disk(save_fn):
         try:
             return save_fn(obj, filename, async_write=async_write)
         except Exception as exc:  # OSError, torch's RuntimeError, or NoSpaceError from ``_without_retries``
-            if not isinstance(filename, str) or not _no_space(exc):
+            if not isinstance(filename, str) or not full_disk(exc):
                 raise
             if os.path.lexists(filename + ".tmp"):
                 os.remove(filename + ".tmp")

@@ -172,6 +172,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("`fairseq-generate` killed while writing its results", "no half file under the final name (an earlier "
      "complete one stays); the next run removes the leftover and says it replaced the earlier file",
      ("test_output_files.py::test_killed_run_leaves_no_half_file_and_the_next_run_cleans_up",)),
+    ("a full disk while `fairseq-generate` writes `--results-path` (a small tmpfs the test mounts and fills: "
+     "midway through the text, and before the lock is written; skipped where it cannot mount one, i.e. not root)",
+     "`no space left on the device while writing PATH; the earlier complete PATH is kept. Free space there (or "
+     "give another --results-path) ...`; no `.partial-PID` or lock left (before: three chained `OSError: [Errno "
+     "28]` and the partial file left)",
+     ("test_output_files.py::test_full_disk_while_writing_results_keeps_the_earlier_file",)),
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
