@@ -3,7 +3,7 @@ last complete one.
 
 fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
 over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``install()`` changes four things:
+times and logs a traceback. ``install()`` changes five things:
 
 * the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
   destination is always the old file or the new one (``_atomic_copy``);
@@ -12,7 +12,9 @@ times and logs a traceback. ``install()`` changes four things:
 * a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy) resumes
   from the newest complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
 * no space left on the device while saving is one line naming the last good checkpoint (no
-  retries, no logged traceback), and the partial file is removed (``NoSpaceError``).
+  retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
+* a ``--save-dir`` that cannot be written is one line before the first update
+  (``_checking_save_dir``).
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.errors import NoSpaceError, full_disk, note
+from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
 
@@ -200,8 +202,32 @@ def _starting_safely(load_fn):
     return load_checkpoint
 
 
+def _checking_save_dir(verify_fn):
+    """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update: a folder
+    that cannot be written (read-only filesystem, no permission) is one line, not a warning
+    and a traceback."""
+
+    @functools.wraps(verify_fn)
+    def verify_checkpoint_directory(save_dir: str) -> None:
+        probe = os.path.join(save_dir, f"write-test.partial-{os.getpid()}")
+        try:
+            os.makedirs(save_dir, exist_ok=True)
+            with open(probe, "w"):
+                pass
+        except OSError as exc:
+            raise FairseqExtError(
+                f"cannot write checkpoints to --save-dir {save_dir}: {exc.strerror}. Give a --save-dir on a "
+                "writable filesystem that you may create files in (or make this one writable), and run again"
+            ) from None
+        os.remove(probe)
+        return verify_fn(save_dir)
+
+    verify_checkpoint_directory.fairseq_ext_checked = True
+    return verify_checkpoint_directory
+
+
 def install() -> None:
-    """Apply the four changes of the module docstring to fairseq (idempotent)."""
+    """Apply the five changes of the module docstring to fairseq (idempotent)."""
     from fairseq import checkpoint_utils
     from fairseq.file_io import PathManager
 
@@ -211,5 +237,7 @@ def install() -> None:
         checkpoint_utils._torch_persistent_save = _without_retries(checkpoint_utils._torch_persistent_save)
     if not getattr(checkpoint_utils.torch_persistent_save, "fairseq_ext_full_disk", False):
         checkpoint_utils.torch_persistent_save = _naming_full_disk(checkpoint_utils.torch_persistent_save)
+    if not getattr(checkpoint_utils.verify_checkpoint_directory, "fairseq_ext_checked", False):
+        checkpoint_utils.verify_checkpoint_directory = _checking_save_dir(checkpoint_utils.verify_checkpoint_directory)
     if not getattr(checkpoint_utils.load_checkpoint, "fairseq_ext_restores", False):
         checkpoint_utils.load_checkpoint = _starting_safely(checkpoint_utils.load_checkpoint)

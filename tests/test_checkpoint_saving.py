@@ -3,7 +3,8 @@
 run whose ``checkpoint_last.pt`` is missing resumes from the newest complete checkpoint and
 says so; a full disk (a small tmpfs that fills up midway through a save; writes to
 ``/dev/full``, which fail with the kernel's ENOSPC at once) is one line naming the last good
-checkpoint, with nothing partial left behind."""
+checkpoint, with nothing partial left behind; a --save-dir that cannot be written (a read-only
+mount, a folder without write permission) is one line before the first update."""
 import os
 import re
 import shutil
@@ -17,7 +18,7 @@ from fairseq.file_io import PathManager
 
 from fairseq_ext.checkpoint_saving import NoSpaceError
 from tests.conftest import run, train_args
-from tests.helpers.filesystems import tmpfs
+from tests.helpers.filesystems import as_unprivileged, tmpfs
 
 FULL = "/dev/full"
 needs_dev_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full on this system")
@@ -122,3 +123,28 @@ def test_filesystem_that_fills_up_during_a_save_names_the_last_good_checkpoint(t
         assert "Traceback" not in proc.stderr and "enforce fail" not in proc.stderr
         assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
         assert _updates(save / "checkpoint_last.pt") == 2
+
+
+def _refused_save_dir(proc, save, reason):
+    assert proc.returncode != 0
+    assert proc.stderr.splitlines()[-1] == (
+        f"fairseq_ext: error: cannot write checkpoints to --save-dir {save}: {reason}. Give a --save-dir on a writable "
+        "filesystem that you may create files in (or make this one writable), and run again")
+    assert "Traceback" not in proc.stderr and "Unable to access" not in proc.stderr + proc.stdout
+
+
+def test_read_only_save_dir_is_one_line_before_training(tiny_data, tmp_path):
+    """A read-only mount, as the save dir itself and as the parent of one to create."""
+    with tmpfs(tmp_path / "ro", 1024, read_only=True) as ro:
+        for save in (ro, ro / "save"):
+            _refused_save_dir(run(_save_args(tiny_data, save, 2), check=False), save, "Read-only file system")
+        assert os.listdir(ro) == []
+
+
+def test_save_dir_the_user_cannot_write_is_one_line(tiny_data, tmp_path):
+    """A folder without write permission, for a user who is not root (as root: without root's override)."""
+    save = tmp_path / "locked"
+    save.mkdir(mode=0o555)
+    proc = run(as_unprivileged(_save_args(tiny_data, save, 2)), check=False)
+    _refused_save_dir(proc, save, "Permission denied")
+    assert os.listdir(save) == []

@@ -178,6 +178,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "give another --results-path) ...`; no `.partial-PID` or lock left (before: three chained `OSError: [Errno "
      "28]` and the partial file left)",
      ("test_output_files.py::test_full_disk_while_writing_results_keeps_the_earlier_file",)),
+    ("a `--save-dir` that cannot be written: a read-only mount (the test mounts one; skipped where it cannot, "
+     "i.e. not root), a folder without write permission (as root: run without root's override)",
+     "`cannot write checkpoints to --save-dir DIR: Read-only file system` (or `Permission denied`) and the fix, "
+     "before the first update (before: fairseq's warning and a traceback)",
+     ("test_checkpoint_saving.py::test_read_only_save_dir_is_one_line_before_training",
+      "test_checkpoint_saving.py::test_save_dir_the_user_cannot_write_is_one_line")),
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
