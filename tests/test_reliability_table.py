@@ -150,6 +150,22 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
       "test_traces.py::test_legacy_format_checkpoint_with_a_foreign_global_is_named_without_torchs_advice")),
     ("a truncated or corrupt checkpoint", "`cannot read checkpoint CKPT ... truncated or corrupt` and which "
      "checkpoint to use instead", ("test_checkpoints.py::test_truncated_checkpoint_gets_clear_error",)),
+    ("a file of random bytes as a checkpoint, through every loader (`safe_load`, fairseq's loader, `inspect`, "
+     "`export`, `fairseq-generate --path`); `--path` naming a folder",
+     "`cannot read checkpoint CKPT: it is neither a torch checkpoint (a zip archive) nor a pickle: corrupt, or not "
+     "a checkpoint (...). Not malicious: it pickles no foreign global, and nothing in it was run ...`; `checkpoint "
+     "DIR is a folder, not a file; give a checkpoint file in it, e.g. DIR/checkpoint_best.pt` (before: random "
+     "bytes were called a foreign global, or a traceback; a folder \"truncated or corrupt\")",
+     ("test_checkpoints.py::test_random_bytes_are_corrupt_not_malicious_in_every_loader",
+      "test_checkpoints.py::test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line")),
+    ("a raw pickle (protocols 0, 2, 5) or a torch file in the legacy format, through `python -m "
+     "fairseq_ext.checkpoints inspect` and `export`",
+     "`inspect` lists the globals its pickles name (read without running them, with a note that the file is no "
+     "zip archive); `export` refuses a foreign global (`refusing to load CKPT: it pickles posix.system ...`) or "
+     "a pickle the weights-only loader cannot read, in one line (before: a `ValueError: Expected input to be a "
+     "checkpoint returned by torch.save` traceback)",
+     ("test_checkpoints.py::test_raw_pickles_are_inspected_without_running_them",
+      "test_checkpoints.py::test_inspect_of_a_raw_or_legacy_pickle_is_no_traceback")),
     ("a truncated or foreign `checkpoint_last.pt` in `--save-dir` when resuming",
      "one line naming the file; the save dir is left exactly as it was",
      ("test_bad_input_cli.py::test_bad_checkpoint_last_in_save_dir_is_refused_and_left_alone",)),
