@@ -9,8 +9,9 @@ times and logs a traceback. ``install()`` changes five things:
   destination is always the old file or the new one (``_atomic_copy``);
 * leftovers of killed runs (``*.partial-<pid>`` of a process that is gone, fairseq's
   ``*.pt.tmp``) are removed at the next copy and when training starts;
-* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy) resumes
-  from the newest complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
+* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy), or older
+  than a complete ``checkpoint_N_M.pt`` (killed before the copy), resumes from the newest
+  complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
 * no space left on the device while saving is one line naming the last good checkpoint (no
   retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
 * a ``--save-dir`` that cannot be written is one line before the first update
@@ -29,6 +30,7 @@ from typing import Optional
 from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
+_SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last)(-[\w-]+)?\.pt$")  # (-suffix: sharded saves)
 
 
 def _process_alive(pid: int) -> bool:
@@ -72,9 +74,10 @@ def is_complete(path: str) -> bool:
 
 
 def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = ()) -> Optional[str]:
-    """The most recently written complete ``checkpoint*.pt`` of ``folder``."""
+    """The most recently written complete checkpoint of ``folder`` that fairseq-train named
+    (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``, ``checkpoint_last.pt``)."""
     found = [p for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt"))
-             if os.path.basename(p) not in exclude]
+             if _SAVED.match(os.path.basename(p)) and os.path.basename(p) not in exclude]
     for path in sorted(found, key=lambda p: (os.path.getmtime(p), p), reverse=True):
         if is_complete(path):
             return path
@@ -166,13 +169,20 @@ def _naming_full_disk(save_fn):
 
 
 def _restore_last(save_dir: str, suffix: str = "") -> None:
-    """If ``checkpoint_last.pt`` is missing but a complete checkpoint is in ``save_dir``, put the
-    newest one in its place (a hard link where possible) and say so."""
+    """If ``checkpoint_last.pt`` is missing, or complete but older than another complete
+    checkpoint (a run killed between writing ``checkpoint_N_M.pt`` and copying it), put the
+    newest complete one in its place (a hard link where possible) and say so."""
     last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
-    if os.path.exists(last) or not os.path.isdir(save_dir):
+    if not os.path.isdir(save_dir):
         return
     found = newest_complete_checkpoint(save_dir, exclude=(os.path.basename(last),))
     if found is None:
+        return
+    if not os.path.exists(last):
+        why = f"{last} is missing (a run killed while writing it?)"
+    elif is_complete(last) and os.path.getmtime(last) < os.path.getmtime(found):
+        why = f"{last} is older than {os.path.basename(found)} (a run killed before copying it?)"
+    else:
         return
     tmp = f"{last}.partial-{os.getpid()}"
     try:
@@ -180,8 +190,7 @@ def _restore_last(save_dir: str, suffix: str = "") -> None:
     except OSError:
         shutil.copyfile(found, tmp)
     os.replace(tmp, last)
-    note(f"{last} is missing (a run killed while writing it?): resuming from {os.path.basename(found)}, "
-         f"the newest complete checkpoint in {save_dir}")
+    note(f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}")
 
 
 def _starting_safely(load_fn):

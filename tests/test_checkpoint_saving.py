@@ -1,7 +1,7 @@
 """Checkpoint saving through real fairseq-train processes: leftovers of killed saves
 (``*.partial-<pid>``, fairseq's ``*.pt.tmp``) are removed at start-up and at the next copy; a
-run whose ``checkpoint_last.pt`` is missing resumes from the newest complete checkpoint and
-says so; a full disk (a small tmpfs that fills up midway through a save; writes to
+run whose ``checkpoint_last.pt`` is missing, or older than a complete checkpoint, resumes from
+the newest complete checkpoint and says so; a full disk (a small tmpfs that fills up midway through a save; writes to
 ``/dev/full``, which fail with the kernel's ENOSPC at once) is one line naming the last good
 checkpoint, with nothing partial left behind; a --save-dir that cannot be written (a read-only
 mount, a folder without write permission) is one line before the first update."""
@@ -58,6 +58,22 @@ def test_lost_checkpoint_last_resumes_from_the_newest_complete_one(tiny_data, tm
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 1 @ 2 updates\)", log)
     assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_1_4.pt", "checkpoint_last.pt"]
     assert _updates(save / "checkpoint_last.pt") == 4 and _updates(complete) == 2
+
+
+def test_older_checkpoint_last_gives_way_to_the_newest_complete_one(tiny_data, tmp_path):
+    """The state a kill between writing checkpoint_1_4.pt and copying it leaves: checkpoint_last.pt
+    is still the copy of checkpoint_1_2.pt (older). fairseq resumed from update 2."""
+    save = tmp_path / "save"
+    run(_save_args(tiny_data, save, 4))
+    newest = (save / "checkpoint_1_4.pt").stat().st_mtime
+    shutil.copyfile(save / "checkpoint_1_2.pt", save / "checkpoint_last.pt")
+    os.utime(save / "checkpoint_last.pt", (newest - 60, newest - 60))
+    resumed = run(_save_args(tiny_data, save, 6))
+    log = resumed.stdout + resumed.stderr
+    assert (f"fairseq_ext: {save / 'checkpoint_last.pt'} is older than checkpoint_1_4.pt (a run killed before copying "
+            f"it?): resuming from checkpoint_1_4.pt, the newest complete checkpoint in {save}") in log
+    assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 1 @ 4 updates\)", log)
+    assert _updates(save / "checkpoint_last.pt") == 6 and _updates(save / "checkpoint_1_4.pt") == 4
 
 
 def test_next_copy_removes_partials_of_ended_processes_only(tmp_path):

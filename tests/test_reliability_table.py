@@ -210,6 +210,10 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "the leftovers are removed and named (fairseq started again from update 0)",
      ("test_checkpoint_saving.py::test_lost_checkpoint_last_resumes_from_the_newest_complete_one",
       "test_checkpoint_saving.py::test_next_copy_removes_partials_of_ended_processes_only")),
+    ("a kill between writing `checkpoint_N_M.pt` and copying it: `checkpoint_last.pt` complete but older than "
+     "it", "`CKPT is older than checkpoint_1_4.pt (a run killed before copying it?): resuming from "
+     "checkpoint_1_4.pt, the newest complete checkpoint` (fairseq resumed from the older one, redoing updates)",
+     ("test_checkpoint_saving.py::test_older_checkpoint_last_gives_way_to_the_newest_complete_one",)),
     ("no space left on the device while saving a checkpoint or copying it: a filesystem that fills up midway "
      "through torch's zip writer (a small tmpfs the test mounts; skipped where it cannot mount one, i.e. not "
      "root), and writes to `/dev/full`",
