@@ -55,6 +55,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "`DATA/dict.en.txt does not exist: give the data directory fairseq-preprocess wrote ...`",
      ("test_traces.py::test_missing_dictionary_is_named",
       "test_traces.py::test_generate_without_a_dictionary_is_one_line")),
+    ("`prophetnet_denoising` on data binarized for a language model (`dict.txt`, no `-s`), with or without "
+     "`--source-lang`",
+     "`DATA was binarized for a language model (dict.txt, no language); ... binarize it again with "
+     "fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same --source-lang` (before: \"has 0 "
+     "dict.*.txt files; name the side with --source-lang\", then \"dict.en.txt does not exist\")",
+     ("test_traces.py::test_language_model_data_for_prophetnet_denoising_names_the_fix",)),
     ("empty split (0 lines), every task", "`the SPLIT split ... is empty (0 lines)` and the fix",
      ("test_traces.py::test_empty_split_is_named",)),
     ("empty or whitespace-only line in a binarized split, every task", "error naming the split, side and line",
