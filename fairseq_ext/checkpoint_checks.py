@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 from typing import Any, Iterable, Optional
 
 import torch
@@ -155,7 +156,9 @@ def _value_problem(key: str, value: Any, current: Any, action: Optional[argparse
     if isinstance(current, int):
         return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
     if isinstance(current, float):
-        return None if isinstance(value, (int, float)) and not isinstance(value, bool) else "must be a number"
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return "must be a number"
+        return None if math.isfinite(value) else "must be a finite number"
     if isinstance(current, str) and not isinstance(value, str):
         return "must be a string"
     if action is not None and callable(action.type) and action.type not in (str,) and value is not None:
@@ -176,7 +179,7 @@ def check_model_overrides(path: str, state: dict, overrides: Optional[dict]) -> 
     actions = None
     for key, value in overrides.items():
         if key not in known:
-            close = difflib.get_close_matches(key, list(known), n=1)
+            close = difflib.get_close_matches(key, [k for k in known if not k.startswith("_")], n=1, cutoff=0.75)
             guess = f" (did you mean {close[0]!r}?)" if close else ""
             raise FairseqExtError(
                 f"--model-overrides: {key!r} is not an option of {path}{guess}; keys are option names with "

@@ -226,6 +226,12 @@ def test_non_finite_scores_stop_decoding(tmp_path, family):
     ("{'hybrid_strategy': 'bogus'}", "--model-overrides: hybrid_strategy must be one of all_mask, all_copied, "
                                      "weighted_sum, fence_replace, got 'bogus'"),
     ("{'decoder_layers': 'two'}", "--model-overrides: decoder_layers must be an integer, got 'two'"),
+    ("{'copy_temperature': 1e999}", "--model-overrides: copy_temperature must be a finite number, got inf"),
+    ("{'ngram': 2}", "--model-overrides: 'ngram' is not an option of {ckpt}; keys are"),  # no far-off guess
+    ("{'copy_temperature': float('nan')}", "--model-overrides \"{{'copy_temperature': float('nan')}}\" is not a "
+                                           "Python literal (ValueError); give a dict of plain values"),
+    ("['copy_temperature', 2]", "--model-overrides must be a dict, e.g. \"{{'iter_decode_max_iter': 4}}\"; got a "
+                                "list"),
 ])
 def test_model_overrides_are_checked_before_decoding(tiny_data, tiny_checkpoint, overrides, message):
     proc = run(generate_args(tiny_data, tiny_checkpoint, "--model-overrides", overrides), check=False)

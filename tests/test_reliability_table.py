@@ -41,6 +41,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "`--model-overrides: 'hybrid_stratgy' is not an option of CKPT (did you mean 'hybrid_strategy'?)`, or the "
      "choices / the type; before any decoding (fairseq ignored the key, or failed mid-decoding)",
      ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
+    ("`--model-overrides` that is no Python literal dict (`{'copy_temperature': float('nan')}`, a list), a "
+     "non-finite number (`1e999`), a key with no close option (`ngram`)",
+     "`--model-overrides \"...\" is not a Python literal (ValueError); give a dict of plain values ...`, `... must "
+     "be a finite number, got inf`, no far-off guess (before: a traceback from `ast.literal_eval`, infinity "
+     "accepted, `did you mean '_name'`)",
+     ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
     ("`--user-dir` naming a missing folder", "fairseq's own `FileNotFoundError` naming the folder (before the "
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
     ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
