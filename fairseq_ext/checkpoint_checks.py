@@ -28,8 +28,9 @@ RECORD_KEY = "dictionaries"
 
 # Tasks that train and decode the same models: a checkpoint of one may be used by another of
 # its group (pre-training -> fine-tuning), never by a task of another group.
+NON_AUTOREGRESSIVE = frozenset({"cmlm_hybrid", "translation_lev"})  # fairseq's `translation` cannot decode them
 TASK_FAMILIES = (
-    frozenset({"cmlm_hybrid", "translation_lev"}),
+    NON_AUTOREGRESSIVE,
     frozenset({"translation_prophetnet", "prophetnet_denoising"}),
     frozenset({"unilm_seq2seq", "permutation_lm"}),
     frozenset({"position_masked_lm", "masked_lm"}),
@@ -195,8 +196,13 @@ def check_task_family(path: str, state: dict, task_name: Optional[str]) -> None:
     """A checkpoint trained by a task of one group of ``TASK_FAMILIES`` is refused by a task of
     another (its model cannot do that task; the dictionaries would be compared in vain). Tasks
     outside the groups (fairseq's ``sentence_prediction`` fine-tuning a position-masked encoder)
-    are left to their own checks."""
+    are left to their own checks, except ``translation`` (fairseq's default task) with a
+    mask-predict checkpoint."""
     trained = _task_name(state)
+    if task_name == "translation" and trained in NON_AUTOREGRESSIVE:
+        raise FairseqExtError(
+            f"{path} was trained with --task {trained} (--arch {_arch(state)}); --task translation (fairseq's "
+            f"default when no --task is given) decodes autoregressively and cannot use it. Give --task {trained}")
     if not any(trained in g for g in TASK_FAMILIES) or not any(task_name in g for g in TASK_FAMILIES):
         return
     if _same_family(trained, task_name):

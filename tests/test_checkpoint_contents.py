@@ -151,6 +151,17 @@ def test_task_family(trained, used, refused):
         check_task_family("ck.pt", state, used)
 
 
+def test_mask_predict_checkpoint_without_task_names_fairseqs_default(tiny_data, tiny_checkpoint):
+    """No --task: fairseq-generate's default, translation, which the user never gave (before: a
+    TypeError traceback from the model's forward)."""
+    args = generate_args(tiny_data, tiny_checkpoint)
+    i = args.index("--task")
+    proc = run(args[:i] + args[i + 2:], check=False)
+    _one_line_error(proc, f"{tiny_checkpoint} was trained with --task cmlm_hybrid (--arch hi_cmlm_transformer_tiny); "
+                          "--task translation (fairseq's default when no --task is given) decodes autoregressively "
+                          "and cannot use it. Give --task cmlm_hybrid")
+
+
 def test_prophetnet_checkpoint_for_cmlm_hybrid_names_the_task(tiny_data, tmp_path):
     """Before: 'dictionary mismatch ... has 401 entries but ... 400' (ProphetNet adds <mask>),
     which sent the user to binarize the data again."""

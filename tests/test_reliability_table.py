@@ -149,8 +149,10 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("a checkpoint of another family (a ProphetNet checkpoint for `cmlm_hybrid`, an autoregressive `transformer` "
      "for mask-predict, RoBERTa for UniLM)",
      "`CKPT was trained with --task translation_prophetnet (--arch ...); --task cmlm_hybrid cannot use it`, or the "
-     "model the task needs",
+     "model the task needs; without `--task`, `--task translation (fairseq's default when no --task is given) ...` "
+     "(before: a `TypeError` traceback)",
      ("test_checkpoint_contents.py::test_task_family",
+      "test_checkpoint_contents.py::test_mask_predict_checkpoint_without_task_names_fairseqs_default",
       "test_checkpoint_contents.py::test_prophetnet_checkpoint_for_cmlm_hybrid_names_the_task",
       "test_bad_input.py::test_model_of_another_family_is_named",
       "test_bad_input_cli.py::test_autoregressive_checkpoint_for_mask_predict_is_named")),
