@@ -30,6 +30,7 @@ from typing import Optional
 from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
+_NUMBERED = re.compile(r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$")  # what fairseq writes before its copies
 _SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last)(-[\w-]+)?\.pt$")  # (-suffix: sharded saves)
 
 
@@ -73,11 +74,13 @@ def is_complete(path: str) -> bool:
         return False
 
 
-def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = ()) -> Optional[str]:
-    """The most recently written complete checkpoint of ``folder`` that fairseq-train named
-    (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``, ``checkpoint_last.pt``)."""
+def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = (), pattern=None) -> Optional[str]:
+    """The most recently written complete checkpoint of ``folder`` with a name that fairseq-train
+    gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``, ``checkpoint_last.pt``;
+    only those ``pattern`` matches, when given)."""
+    pattern = pattern or _SAVED
     found = [p for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt"))
-             if _SAVED.match(os.path.basename(p)) and os.path.basename(p) not in exclude]
+             if pattern.match(os.path.basename(p)) and os.path.basename(p) not in exclude]
     for path in sorted(found, key=lambda p: (os.path.getmtime(p), p), reverse=True):
         if is_complete(path):
             return path
@@ -169,20 +172,22 @@ def _naming_full_disk(save_fn):
 
 
 def _restore_last(save_dir: str, suffix: str = "") -> None:
-    """If ``checkpoint_last.pt`` is missing, or complete but older than another complete
-    checkpoint (a run killed between writing ``checkpoint_N_M.pt`` and copying it), put the
-    newest complete one in its place (a hard link where possible) and say so."""
+    """If ``checkpoint_last.pt`` is missing, or complete but older than a complete
+    ``checkpoint_N_M.pt``/``checkpointN.pt`` (a run killed between writing it and copying it),
+    put the newest complete checkpoint in its place (a hard link where possible) and say so.
+    A newer ``checkpoint_best.pt`` alone does not count: fairseq writes it only by a copy."""
     last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
     if not os.path.isdir(save_dir):
         return
-    found = newest_complete_checkpoint(save_dir, exclude=(os.path.basename(last),))
-    if found is None:
-        return
     if not os.path.exists(last):
+        found = newest_complete_checkpoint(save_dir, exclude=(os.path.basename(last),))
         why = f"{last} is missing (a run killed while writing it?)"
-    elif is_complete(last) and os.path.getmtime(last) < os.path.getmtime(found):
-        why = f"{last} is older than {os.path.basename(found)} (a run killed before copying it?)"
     else:
+        found = newest_complete_checkpoint(save_dir, pattern=_NUMBERED)
+        if found is None or not is_complete(last) or os.path.getmtime(last) >= os.path.getmtime(found):
+            return
+        why = f"{last} is older than {os.path.basename(found)} (a run killed before copying it?)"
+    if found is None:
         return
     tmp = f"{last}.partial-{os.getpid()}"
     try:
