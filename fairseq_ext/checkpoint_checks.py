@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
 from typing import Any, Iterable, Optional
 
 import torch
@@ -27,8 +28,9 @@ RECORD_KEY = "dictionaries"
 
 # Tasks that train and decode the same models: a checkpoint of one may be used by another of
 # its group (pre-training -> fine-tuning), never by a task of another group.
+NON_AUTOREGRESSIVE = frozenset({"cmlm_hybrid", "translation_lev"})  # fairseq's `translation` cannot decode them
 TASK_FAMILIES = (
-    frozenset({"cmlm_hybrid", "translation_lev"}),
+    NON_AUTOREGRESSIVE,
     frozenset({"translation_prophetnet", "prophetnet_denoising"}),
     frozenset({"unilm_seq2seq", "permutation_lm"}),
     frozenset({"position_masked_lm", "masked_lm"}),
@@ -155,7 +157,9 @@ def _value_problem(key: str, value: Any, current: Any, action: Optional[argparse
     if isinstance(current, int):
         return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
     if isinstance(current, float):
-        return None if isinstance(value, (int, float)) and not isinstance(value, bool) else "must be a number"
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            return "must be a number"
+        return None if math.isfinite(value) else "must be a finite number"
     if isinstance(current, str) and not isinstance(value, str):
         return "must be a string"
     if action is not None and callable(action.type) and action.type not in (str,) and value is not None:
@@ -176,7 +180,7 @@ def check_model_overrides(path: str, state: dict, overrides: Optional[dict]) -> 
     actions = None
     for key, value in overrides.items():
         if key not in known:
-            close = difflib.get_close_matches(key, list(known), n=1)
+            close = difflib.get_close_matches(key, [k for k in known if not k.startswith("_")], n=1, cutoff=0.75)
             guess = f" (did you mean {close[0]!r}?)" if close else ""
             raise FairseqExtError(
                 f"--model-overrides: {key!r} is not an option of {path}{guess}; keys are option names with "
@@ -192,8 +196,13 @@ def check_task_family(path: str, state: dict, task_name: Optional[str]) -> None:
     """A checkpoint trained by a task of one group of ``TASK_FAMILIES`` is refused by a task of
     another (its model cannot do that task; the dictionaries would be compared in vain). Tasks
     outside the groups (fairseq's ``sentence_prediction`` fine-tuning a position-masked encoder)
-    are left to their own checks."""
+    are left to their own checks, except ``translation`` (fairseq's default task) with a
+    mask-predict checkpoint."""
     trained = _task_name(state)
+    if task_name == "translation" and trained in NON_AUTOREGRESSIVE:
+        raise FairseqExtError(
+            f"{path} was trained with --task {trained} (--arch {_arch(state)}); --task translation (fairseq's "
+            f"default when no --task is given) decodes autoregressively and cannot use it. Give --task {trained}")
     if not any(trained in g for g in TASK_FAMILIES) or not any(task_name in g for g in TASK_FAMILIES):
         return
     if _same_family(trained, task_name):

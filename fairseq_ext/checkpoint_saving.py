@@ -3,20 +3,22 @@ last complete one.
 
 fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
 over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``install()`` changes four things:
+times and logs a traceback. ``install()`` changes five things:
 
 * the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
   destination is always the old file or the new one (``_atomic_copy``);
 * leftovers of killed runs (``*.partial-<pid>`` of a process that is gone, fairseq's
   ``*.pt.tmp``) are removed at the next copy and when training starts;
-* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy) resumes
-  from the newest complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
+* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy), or older
+  than a complete ``checkpoint_N_M.pt`` (killed before the copy), resumes from the newest
+  complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
 * no space left on the device while saving is one line naming the last good checkpoint (no
-  retries, no logged traceback), and the partial file is removed (``NoSpaceError``).
+  retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
+* a ``--save-dir`` that cannot be written is one line before the first update
+  (``_checking_save_dir``).
 """
 from __future__ import annotations
 
-import errno
 import functools
 import glob
 import os
@@ -25,13 +27,11 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.errors import FairseqExtError, note
+from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
-
-
-class NoSpaceError(FairseqExtError):
-    """The device of ``--save-dir`` is full."""
+_NUMBERED = re.compile(r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$")  # what fairseq writes before its copies
+_SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last)(-[\w-]+)?\.pt$")  # (-suffix: sharded saves)
 
 
 def _process_alive(pid: int) -> bool:
@@ -74,10 +74,13 @@ def is_complete(path: str) -> bool:
         return False
 
 
-def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = ()) -> Optional[str]:
-    """The most recently written complete ``checkpoint*.pt`` of ``folder``."""
+def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = (), pattern=None) -> Optional[str]:
+    """The most recently written complete checkpoint of ``folder`` with a name that fairseq-train
+    gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``, ``checkpoint_last.pt``;
+    only those ``pattern`` matches, when given)."""
+    pattern = pattern or _SAVED
     found = [p for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt"))
-             if os.path.basename(p) not in exclude]
+             if pattern.match(os.path.basename(p)) and os.path.basename(p) not in exclude]
     for path in sorted(found, key=lambda p: (os.path.getmtime(p), p), reverse=True):
         if is_complete(path):
             return path
@@ -90,18 +93,6 @@ def _last_good(folder: str, writing: str) -> str:
         return last
     found = newest_complete_checkpoint(folder, exclude=(os.path.basename(writing),))
     return found or "none yet (nothing complete has been saved in this folder)"
-
-
-def _no_space(exc: BaseException | None) -> bool:
-    """Whether ``exc`` or an exception it was raised from is a full disk (torch raises a
-    RuntimeError while closing its archive after the OSError)."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, NoSpaceError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
-            return True
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return False
 
 
 def no_space_error(final: str) -> NoSpaceError:
@@ -128,7 +119,7 @@ def _atomic_copy(copy_fn):
             shutil.copyfile(src_path, tmp)
             os.replace(tmp, dst_path)
         except OSError as exc:
-            if _no_space(exc):
+            if full_disk(exc):
                 raise no_space_error(dst_path) from None
             raise
         finally:
@@ -153,7 +144,7 @@ def _without_retries(save_fn):
         try:
             return torch.save(obj, f)
         except (OSError, RuntimeError) as exc:
-            if _no_space(exc):
+            if full_disk(exc):
                 raise NoSpaceError(str(exc)) from None
         return save_fn(obj, f)  # another failure: fairseq's retries
 
@@ -169,8 +160,8 @@ def _naming_full_disk(save_fn):
     def torch_persistent_save(obj, filename, async_write: bool = False):
         try:
             return save_fn(obj, filename, async_write=async_write)
-        except (OSError, RuntimeError) as exc:
-            if not isinstance(filename, str) or not _no_space(exc):
+        except Exception as exc:  # OSError, torch's RuntimeError, or NoSpaceError from ``_without_retries``
+            if not isinstance(filename, str) or not full_disk(exc):
                 raise
             if os.path.lexists(filename + ".tmp"):
                 os.remove(filename + ".tmp")
@@ -181,12 +172,21 @@ def _naming_full_disk(save_fn):
 
 
 def _restore_last(save_dir: str, suffix: str = "") -> None:
-    """If ``checkpoint_last.pt`` is missing but a complete checkpoint is in ``save_dir``, put the
-    newest one in its place (a hard link where possible) and say so."""
+    """If ``checkpoint_last.pt`` is missing, or complete but older than a complete
+    ``checkpoint_N_M.pt``/``checkpointN.pt`` (a run killed between writing it and copying it),
+    put the newest complete checkpoint in its place (a hard link where possible) and say so.
+    A newer ``checkpoint_best.pt`` alone does not count: fairseq writes it only by a copy."""
     last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
-    if os.path.exists(last) or not os.path.isdir(save_dir):
+    if not os.path.isdir(save_dir):
         return
-    found = newest_complete_checkpoint(save_dir, exclude=(os.path.basename(last),))
+    if not os.path.exists(last):
+        found = newest_complete_checkpoint(save_dir, exclude=(os.path.basename(last),))
+        why = f"{last} is missing (a run killed while writing it?)"
+    else:
+        found = newest_complete_checkpoint(save_dir, pattern=_NUMBERED)
+        if found is None or not is_complete(last) or os.path.getmtime(last) >= os.path.getmtime(found):
+            return
+        why = f"{last} is older than {os.path.basename(found)} (a run killed before copying it?)"
     if found is None:
         return
     tmp = f"{last}.partial-{os.getpid()}"
@@ -195,8 +195,7 @@ def _restore_last(save_dir: str, suffix: str = "") -> None:
     except OSError:
         shutil.copyfile(found, tmp)
     os.replace(tmp, last)
-    note(f"{last} is missing (a run killed while writing it?): resuming from {os.path.basename(found)}, "
-         f"the newest complete checkpoint in {save_dir}")
+    note(f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}")
 
 
 def _starting_safely(load_fn):
@@ -217,8 +216,32 @@ def _starting_safely(load_fn):
     return load_checkpoint
 
 
+def _checking_save_dir(verify_fn):
+    """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update: a folder
+    that cannot be written (read-only filesystem, no permission) is one line, not a warning
+    and a traceback."""
+
+    @functools.wraps(verify_fn)
+    def verify_checkpoint_directory(save_dir: str) -> None:
+        probe = os.path.join(save_dir, f"write-test.partial-{os.getpid()}")
+        try:
+            os.makedirs(save_dir, exist_ok=True)
+            with open(probe, "w"):
+                pass
+        except OSError as exc:
+            raise FairseqExtError(
+                f"cannot write checkpoints to --save-dir {save_dir}: {exc.strerror}. Give a --save-dir on a "
+                "writable filesystem that you may create files in (or make this one writable), and run again"
+            ) from None
+        os.remove(probe)
+        return verify_fn(save_dir)
+
+    verify_checkpoint_directory.fairseq_ext_checked = True
+    return verify_checkpoint_directory
+
+
 def install() -> None:
-    """Apply the four changes of the module docstring to fairseq (idempotent)."""
+    """Apply the five changes of the module docstring to fairseq (idempotent)."""
     from fairseq import checkpoint_utils
     from fairseq.file_io import PathManager
 
@@ -228,5 +251,7 @@ def install() -> None:
         checkpoint_utils._torch_persistent_save = _without_retries(checkpoint_utils._torch_persistent_save)
     if not getattr(checkpoint_utils.torch_persistent_save, "fairseq_ext_full_disk", False):
         checkpoint_utils.torch_persistent_save = _naming_full_disk(checkpoint_utils.torch_persistent_save)
+    if not getattr(checkpoint_utils.verify_checkpoint_directory, "fairseq_ext_checked", False):
+        checkpoint_utils.verify_checkpoint_directory = _checking_save_dir(checkpoint_utils.verify_checkpoint_directory)
     if not getattr(checkpoint_utils.load_checkpoint, "fairseq_ext_restores", False):
         checkpoint_utils.load_checkpoint = _starting_safely(checkpoint_utils.load_checkpoint)

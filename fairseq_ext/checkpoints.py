@@ -12,8 +12,9 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
   saved metrics.
 
 ``install()`` allow-lists exactly ``SAFE_CHECKPOINT_GLOBALS`` and makes the loader answer a
-foreign, corrupt or truncated checkpoint, a file that is no fairseq checkpoint and one with
-non-finite weights with one clear message; every load stays weights-only. A load for a task
+foreign, corrupt or truncated checkpoint (corrupt told apart from malicious), a file that is no
+fairseq checkpoint and one with non-finite weights with one clear message; every load stays
+weights-only. A load for a task
 (``fairseq-generate``/``-interactive``, resuming, ``--finetune-from-model``) also checks
 ``--model-overrides``, the task family and the dictionaries (``checkpoint_checks``); a saved
 checkpoint records its task's dictionaries. ``install()`` also makes fairseq's checkpoint
@@ -22,7 +23,7 @@ saving safe (``checkpoint_saving``: atomic copies, leftovers removed, a lost
 importing this module changes nothing.
 
 Command line:
-    python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint pickles
+    python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint (or a raw pickle) pickles
     python -m fairseq_ext.checkpoints export CKPT OUT [--fp16]   # weights-only copy
 """
 from __future__ import annotations
@@ -32,12 +33,14 @@ import contextvars
 import functools
 import os
 import pickle
+import pickletools
 import re
 import zipfile
 from typing import Any, Optional
 
 import numpy as np
 import torch
+from torch import _weights_only_unpickler
 
 from fairseq_ext import quiet
 
@@ -45,8 +48,8 @@ if __name__ == "__main__":  # before the imports below import fairseq
     quiet.hush_command()
 
 from fairseq_ext import checkpoint_checks, checkpoint_saving  # noqa: E402
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.output_files import exclusive_output
+from fairseq_ext.errors import FairseqExtError, note  # noqa: E402
+from fairseq_ext.output_files import exclusive_output  # noqa: E402
 
 
 def _numpy_reconstruct():
@@ -74,9 +77,41 @@ class CorruptCheckpointError(FairseqExtError):
     """The checkpoint file is truncated or not a torch checkpoint."""
 
 
+def _static_pickle_globals(path: str) -> Optional[set[str]]:
+    """The globals named by the pickles at the start of a file that is no zip archive (a raw
+    pickle; torch's legacy format: five pickles, then raw storage bytes), read with
+    ``pickletools`` (nothing is run); None when the file does not start with a pickle."""
+    found: set[str] = set()
+    complete = 0
+    with open(path, "rb") as f:
+        for _ in range(5):
+            names, strings = set(), []
+            try:
+                for op, arg, _pos in pickletools.genops(f):
+                    if op.name == "GLOBAL":
+                        names.add(arg.replace(" ", "."))
+                    elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                        names.add(f"{strings[-2]}.{strings[-1]}")
+                    elif isinstance(arg, str):
+                        strings.append(arg)
+            except Exception:  # not (or no longer) a pickle
+                break
+            found |= names
+            complete += 1
+    return found if complete else None
+
+
 def pickled_globals(path: str) -> list[str]:
     """Every global pickled in ``path`` beyond torch's built-in safe set (the allow-list
-    is ignored for this listing)."""
+    is ignored for this listing); also for raw pickles and torch's legacy format."""
+    _require_file(path)
+    if not zipfile.is_zipfile(path):
+        found = _static_pickle_globals(path)
+        if found is None:
+            raise CorruptCheckpointError(
+                f"cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a pickle. "
+                "The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train")
+        return sorted(found - set(_weights_only_unpickler._get_allowed_globals()))
     registered = torch.serialization.get_safe_globals()
     torch.serialization.clear_safe_globals()
     try:
@@ -91,38 +126,63 @@ def unsafe_globals(path: str) -> list[str]:
     return [g for g in pickled_globals(path) if g not in allowed]
 
 
+def _require_file(path: str) -> None:
+    if os.path.isdir(path):
+        raise FairseqExtError(f"checkpoint {path} is a folder, not a file; give a checkpoint file in it, e.g. "
+                              f"{os.path.join(path, 'checkpoint_best.pt')}")
+    if not os.path.exists(path):
+        raise FairseqExtError(f"checkpoint {path} does not exist; check the --path/--restore-file argument")
+
+
 def _explain_failure(path: str, exc: BaseException) -> FairseqExtError:
-    if isinstance(exc, pickle.UnpicklingError):
-        try:
-            names = ", ".join(unsafe_globals(path))
-        except Exception:  # no listing for torch's legacy (non-zip) format
-            names = ""
-        # torch's message names the global; its advice to switch the safe loading off is not repeated
-        named = re.findall(r"GLOBAL ([\w.]+)", str(exc))
-        names = names or ", ".join(dict.fromkeys(named)) or "a global outside the allow-list"
+    """Unsafe when the file pickles a global outside the allow-list, corrupt otherwise."""
+    try:
+        names = unsafe_globals(path)
+    except FairseqExtError:  # neither a zip archive nor a pickle
+        names = []
+    # torch's message names the global; its advice to switch the safe loading off is not repeated
+    names = names or list(dict.fromkeys(re.findall(r"GLOBAL ([\w.]+)", str(exc))))
+    if names:
         return UnsafeCheckpointError(
-            f"refusing to load {path}: it pickles {names}, which fairseq_ext does not allow "
+            f"refusing to load {path}: it pickles {', '.join(names)}, which fairseq_ext does not allow "
             "(a pickled global can run code when loaded). Use a checkpoint written by "
             "fairseq-train, or re-save a trusted one as plain tensors with "
             "'python -m fairseq_ext.checkpoints export'."
         )
     return CorruptCheckpointError(
-        f"cannot read checkpoint {path}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}. "
-        "The file is truncated or corrupt (an interrupted copy or save?); use another "
+        f"cannot read checkpoint {path}: it is {_kind_of_unreadable(path)} ({type(exc).__name__}: {_reason(exc)}). "
+        "Not malicious: it pickles no foreign global, and nothing in it was run. Use another "
         "checkpoint, e.g. checkpoint_best.pt or an earlier checkpoint_N_M.pt."
     )
 
 
+def _kind_of_unreadable(path: str) -> str:
+    with open(path, "rb") as f:
+        zip_header = f.read(4) == b"PK\x03\x04"
+    if zip_header:
+        return "a torch checkpoint (a zip archive) that is truncated or corrupt (an interrupted copy or save?)"
+    if _static_pickle_globals(path) is not None:
+        return ("a pickle that the weights-only loader cannot read (a raw pickle, or torch's legacy format), "
+                "not a checkpoint fairseq-train writes")
+    return "neither a torch checkpoint (a zip archive) nor a pickle: corrupt, or not a checkpoint"
+
+
+def _reason(exc: BaseException) -> str:
+    """torch's reason in a few words, without its advice to load with ``weights_only=False``."""
+    text = str(exc).strip()
+    detail = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", text)
+    return detail.group(1).strip() if detail else text.split(". ")[0].splitlines()[0].rstrip(".") if text else ""
+
+
 def safe_load(path: str) -> dict[str, Any]:
     """``torch.load(path, weights_only=True)`` on CPU, with the allow-list and clear errors."""
-    if not os.path.exists(path):
-        raise FairseqExtError(f"checkpoint {path} does not exist; check the --path/--restore-file argument")
+    _require_file(path)
     # add_safe_globals, not the safe_globals context manager: the latter removes its entries on
     # exit, which would undo install() for every later load in the same process.
     torch.serialization.add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, zipfile.BadZipFile, ValueError) as exc:
+    except Exception as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
         raise _explain_failure(path, exc) from None
 
 
@@ -162,13 +222,10 @@ def _guard_loader(load_fn):
     def load_checkpoint_to_cpu(path, arg_overrides=None, load_on_all_ranks=False):
         try:
             state = load_fn(path, None, load_on_all_ranks)
-        except (pickle.UnpicklingError, RuntimeError, EOFError, OSError, zipfile.BadZipFile) as exc:
-            if isinstance(exc, FileNotFoundError):
-                raise FairseqExtError(f"checkpoint {path} does not exist; check --path/--restore-file") from None
-            if isinstance(exc, RuntimeError) and not _is_read_error(exc):
+        except Exception as exc:
+            if isinstance(exc, FairseqExtError) or "://" in str(path):
                 raise
-            raise _explain_failure(path, exc) from None
-        except (KeyError, TypeError, AttributeError):  # fairseq's upgrade of something else
+            # an unreadable file, or fairseq's upgrade of something that is no checkpoint: say which
             checkpoint_checks.refuse_non_checkpoint(path, safe_load(path))
             raise
         checkpoint_checks.refuse_non_checkpoint(path, state)
@@ -226,12 +283,6 @@ def _recording_dictionaries(state_dict_fn):
 
     state_dict.fairseq_ext_records = True
     return state_dict
-
-
-def _is_read_error(exc: RuntimeError) -> bool:
-    text = str(exc)
-    return any(s in text for s in ("PytorchStreamReader", "zip archive", "Weights only load failed",
-                                   "unexpected EOF", "invalid load key"))
 
 
 def install() -> None:
@@ -295,6 +346,9 @@ def main(argv: list[str] | None = None) -> None:
     args = p.parse_args(argv)
     if args.cmd == "inspect":
         found = pickled_globals(args.checkpoint)
+        if not zipfile.is_zipfile(args.checkpoint):
+            note(f"{args.checkpoint} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
+                 "format): these are the globals its pickles name, read without running them")
         bad = unsafe_globals(args.checkpoint)
         for g in found:
             print(f"{g}\t{'REFUSED' if g in bad else 'allowed'}")

@@ -1,6 +1,7 @@
 """User-facing errors: one message that names the problem and the fix, no deep stack trace."""
 from __future__ import annotations
 
+import errno
 import sys
 from types import TracebackType
 
@@ -8,6 +9,22 @@ from types import TracebackType
 class FairseqExtError(ValueError):
     """A problem with the user's input (options, data, checkpoint). The message says what is
     wrong and how to fix it; command-line tools print it without a traceback."""
+
+
+class NoSpaceError(FairseqExtError):
+    """The device being written is full."""
+
+
+def full_disk(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or an exception it was raised from is a full disk (torch raises a
+    RuntimeError, ``unexpected pos``, while closing its archive after the OSError)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, NoSpaceError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def require(condition: bool, message: str) -> None:

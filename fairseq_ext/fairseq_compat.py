@@ -14,16 +14,18 @@
    moved into place complete;
 4. ``fairseq-interactive`` (``fairseq_ext.data.interactive_input``): its input is read as
    bytes and decoded line by line, so text that is not UTF-8 is named by file and line;
-5. ``sys.excepthook`` prints the plugin's own input errors (``FairseqExtError``) as one line;
+5. ``fairseq-generate``/``-interactive`` ``--model-overrides`` (``fairseq_ext.model_overrides``):
+   text that is no Python literal dict is one line, not a traceback from ``ast.literal_eval``;
+6. ``sys.excepthook`` prints the plugin's own input errors (``FairseqExtError``) as one line;
    every other exception keeps Python's report;
-6. ``--help`` (``fairseq_ext.cli_help``): printed after the options of ``--task``, ``--arch``
+7. ``--help`` (``fairseq_ext.cli_help``): printed after the options of ``--task``, ``--arch``
    and ``--criterion`` are added, so it lists them.
 
 Loading the plugin (``--user-dir fairseq_ext`` or ``fairseq_ext.plugin.load()``) calls it once,
 where the tasks register."""
 from __future__ import annotations
 
-from fairseq_ext import checkpoints, cli_help, errors, output_files
+from fairseq_ext import checkpoints, cli_help, errors, model_overrides, output_files
 from fairseq_ext.data import interactive_input
 
 
@@ -32,5 +34,6 @@ def install() -> None:
     checkpoints.install()
     output_files.install()
     interactive_input.install()
+    model_overrides.install()
     errors.install_cli_excepthook()
     cli_help.install()

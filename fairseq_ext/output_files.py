@@ -9,7 +9,8 @@ of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under t
   writer of the same path stops at once with one line naming the running process;
 * the text goes to ``PATH.partial-<pid>`` and is moved into place (``os.replace``) only when
   the writer ends without an error, so ``PATH`` is always a complete file (or absent);
-* leftovers of killed writers are removed by the next writer of the path.
+* leftovers of killed writers are removed by the next writer of the path;
+* a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
 
 ``install()`` makes ``fairseq-generate`` write its results file this way.
 """
@@ -22,7 +23,7 @@ import os
 import sys
 from typing import IO
 
-from fairseq_ext.errors import FairseqExtError, note
+from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
 
 
 class OutputInUseError(FairseqExtError):
@@ -51,7 +52,14 @@ class exclusive_output:  # noqa: N801  (used like open())
         self.path = os.fspath(path)
         self.lock_path = self.path + ".lock"
         self.partial = f"{self.path}.partial-{os.getpid()}"
-        self._lock_fd = self._acquire(option)
+        self.option = option
+        try:
+            self._lock_fd = self._acquire(option)
+        except OSError as exc:
+            if full_disk(exc):
+                self._remove(self.lock_path)
+                raise self._no_space() from None
+            raise
         try:
             for leftover in glob.glob(glob.escape(self.path) + ".partial-*"):
                 os.remove(leftover)  # we hold the lock: whoever wrote it is gone
@@ -80,25 +88,42 @@ class exclusive_output:  # noqa: N801  (used like open())
                 return fd
             os.close(fd)
 
-    def _release(self) -> None:
+    @staticmethod
+    def _remove(path: str) -> None:
         try:
-            os.remove(self.lock_path)
+            os.remove(path)
         except FileNotFoundError:
             pass
+
+    def _release(self) -> None:
+        self._remove(self.lock_path)
         os.close(self._lock_fd)
+
+    def _no_space(self) -> NoSpaceError:
+        kept = f"the earlier complete {self.path} is kept" if os.path.exists(self.path) else "nothing was kept"
+        return NoSpaceError(f"no space left on the device while writing {self.path}; {kept}. Free space there "
+                            f"(or give another {self.option}) and run the same command again")
 
     def __enter__(self) -> IO:
         return self.file
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            self.file.close()
-            if exc_type is None:
+            failure = exc
+            try:
+                self.file.close()
+            except OSError as error:  # the last buffered write
+                failure = failure or error
+            if failure is None:
                 if os.path.exists(self.path):
                     note(f"replaced the earlier {self.path}")
                 os.replace(self.partial, self.path)
-            elif os.path.exists(self.partial):
-                os.remove(self.partial)
+                return
+            self._remove(self.partial)
+            if full_disk(failure):
+                raise self._no_space() from None
+            if failure is not exc:
+                raise failure
         finally:
             self._release()
 

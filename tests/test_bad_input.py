@@ -228,8 +228,8 @@ def test_generation_beyond_the_model_positions_is_one_error_or_a_chosen_skip(tmp
     task.load_dataset("valid")
     dataset = task.dataset("valid")
     longest = int(max(dataset.src_sizes))
-    with pytest.raises(FairseqExtError, match=r"example #\d+ \(fairseq's 0-based id\) has size .* more than the "
-                                              r"model's positions \(8, 1024\).*--skip-invalid-size-inputs-valid-test"):
+    with pytest.raises(FairseqExtError, match=r"example #\d+ \(fairseq's 0-based id\) has size \(\d+, \d+\), more "
+                                              r"than the model's positions \(8, 1024\).*--skip-invalid-size-inputs-valid-test"):
         task.get_batch_iterator(dataset, max_sentences=4, max_positions=(8, 1024), ignore_invalid_inputs=False)
     skipped = task.get_batch_iterator(dataset, max_sentences=4, max_positions=(8, 1024), ignore_invalid_inputs=True)
     kept = sum(len(b) for b in skipped.next_epoch_itr(shuffle=False))

@@ -151,6 +151,17 @@ def test_task_family(trained, used, refused):
         check_task_family("ck.pt", state, used)
 
 
+def test_mask_predict_checkpoint_without_task_names_fairseqs_default(tiny_data, tiny_checkpoint):
+    """No --task: fairseq-generate's default, translation, which the user never gave (before: a
+    TypeError traceback from the model's forward)."""
+    args = generate_args(tiny_data, tiny_checkpoint)
+    i = args.index("--task")
+    proc = run(args[:i] + args[i + 2:], check=False)
+    _one_line_error(proc, f"{tiny_checkpoint} was trained with --task cmlm_hybrid (--arch hi_cmlm_transformer_tiny); "
+                          "--task translation (fairseq's default when no --task is given) decodes autoregressively "
+                          "and cannot use it. Give --task cmlm_hybrid")
+
+
 def test_prophetnet_checkpoint_for_cmlm_hybrid_names_the_task(tiny_data, tmp_path):
     """Before: 'dictionary mismatch ... has 401 entries but ... 400' (ProphetNet adds <mask>),
     which sent the user to binarize the data again."""
@@ -226,6 +237,12 @@ def test_non_finite_scores_stop_decoding(tmp_path, family):
     ("{'hybrid_strategy': 'bogus'}", "--model-overrides: hybrid_strategy must be one of all_mask, all_copied, "
                                      "weighted_sum, fence_replace, got 'bogus'"),
     ("{'decoder_layers': 'two'}", "--model-overrides: decoder_layers must be an integer, got 'two'"),
+    ("{'copy_temperature': 1e999}", "--model-overrides: copy_temperature must be a finite number, got inf"),
+    ("{'ngram': 2}", "--model-overrides: 'ngram' is not an option of {ckpt}; keys are"),  # no far-off guess
+    ("{'copy_temperature': float('nan')}", "--model-overrides \"{{'copy_temperature': float('nan')}}\" is not a "
+                                           "Python literal (ValueError); give a dict of plain values"),
+    ("['copy_temperature', 2]", "--model-overrides must be a dict, e.g. \"{{'iter_decode_max_iter': 4}}\"; got a "
+                                "list"),
 ])
 def test_model_overrides_are_checked_before_decoding(tiny_data, tiny_checkpoint, overrides, message):
     proc = run(generate_args(tiny_data, tiny_checkpoint, "--model-overrides", overrides), check=False)

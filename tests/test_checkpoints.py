@@ -1,8 +1,12 @@
 """Safe checkpoint loading: the exact allow-list, refusal of foreign globals (without running
-them), clear errors for truncated files, and the weights-only export."""
+them, in zip checkpoints, raw pickles and torch's legacy format), clear errors for truncated
+files, random bytes and folders (corrupt, not malicious), and the weights-only export."""
 import argparse
 import os
 import pickle
+import random
+import re
+import sys
 
 import pytest
 import torch
@@ -16,6 +20,7 @@ from fairseq_ext.checkpoints import (
     safe_load,
     unsafe_globals,
 )
+from fairseq_ext.checkpoints import main as checkpoints_main
 from tests.conftest import generate_args, run, train_args
 
 NAMESPACE = "argparse.Namespace"
@@ -136,3 +141,82 @@ def test_export_writes_small_loadable_checkpoint(tiny_data, tiny_checkpoint, tmp
     assert proc.stdout.count("\nH-") + proc.stdout.startswith("H-") == 21
     inspect = run([sys.executable, "-m", "fairseq_ext.checkpoints", "inspect", out])
     assert "argparse.Namespace\tallowed" in inspect.stdout
+
+
+SYSTEM = f"{os.system.__module__}.system"
+INSPECT = [sys.executable, "-m", "fairseq_ext.checkpoints", "inspect"]
+
+
+def _error_line(proc):
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    return proc.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("protocol", [0, 2, 5])
+def test_raw_pickles_are_inspected_without_running_them(tmp_path, protocol, capsys):
+    """A raw pickle (no zip archive): inspect lists its globals; export refuses a foreign one as
+    unsafe and a plain one as unreadable, in one line; nothing is run."""
+    marker = tmp_path / "code-was-executed"
+    evil, plain = tmp_path / "evil.pkl", tmp_path / "plain.pkl"
+    evil.write_bytes(pickle.dumps({"model": _RunsCommand(marker)}, protocol=protocol))
+    plain.write_bytes(pickle.dumps({"model": {"w": [1.0, 2.0]}, "cfg": None}, protocol=protocol))
+    assert pickled_globals(str(evil)) == [SYSTEM] and pickled_globals(str(plain)) == []
+    checkpoints_main(["inspect", str(evil)])
+    out = capsys.readouterr()
+    assert out.out == f"{SYSTEM}\tREFUSED\n"
+    assert out.err == (f"fairseq_ext: {evil} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
+                       "format): these are the globals its pickles name, read without running them\n")
+    with pytest.raises(UnsafeCheckpointError, match=f"refusing to load {evil}: it pickles {SYSTEM}, which"):
+        checkpoints_main(["export", str(evil), str(tmp_path / "out.pt")])
+    with pytest.raises(CorruptCheckpointError, match=f"cannot read checkpoint {plain}: it is a pickle that the "
+                                                     r"weights-only loader cannot read \(a raw pickle"):
+        checkpoints_main(["export", str(plain), str(tmp_path / "out.pt")])
+    assert sorted(os.listdir(tmp_path)) == ["evil.pkl", "plain.pkl"]  # nothing run, nothing written
+
+
+def test_inspect_of_a_raw_or_legacy_pickle_is_no_traceback(tmp_path):
+    """The command line: torch's legacy format is listed like a raw pickle."""
+    legacy = tmp_path / "legacy.pt"
+    torch.save({"args": argparse.Namespace(arch="x"), "model": {"w": torch.ones(2)}}, legacy,
+               _use_new_zipfile_serialization=False)
+    proc = run([*INSPECT, legacy])
+    assert proc.stdout == f"{NAMESPACE}\tallowed\n" and "Traceback" not in proc.stderr
+    evil = tmp_path / "evil.pkl"
+    evil.write_bytes(pickle.dumps(_RunsCommand(tmp_path / "code-was-executed"), protocol=0))
+    assert run([*INSPECT, evil]).stdout == f"{SYSTEM}\tREFUSED\n"
+    assert sorted(os.listdir(tmp_path)) == ["evil.pkl", "legacy.pt"]
+
+
+def _random_bytes(tmp_path, seed):
+    path = tmp_path / f"random{seed}.pt"
+    path.write_bytes(random.Random(seed).randbytes(4096))
+    return path
+
+
+RANDOM_BYTES = (r"it is neither a torch checkpoint \(a zip archive\) nor a pickle: corrupt, or not a checkpoint "
+                r"\(\w+: .*\)\. Not malicious: it pickles no foreign global, and nothing in it was run")
+
+
+def test_random_bytes_are_corrupt_not_malicious_in_every_loader(tmp_path):
+    for seed in range(8):
+        path = _random_bytes(tmp_path, seed)
+        for load in (safe_load, checkpoint_utils.load_checkpoint_to_cpu):
+            with pytest.raises(CorruptCheckpointError, match=f"cannot read checkpoint {path}: {RANDOM_BYTES}"):
+                load(str(path))
+        with pytest.raises(CorruptCheckpointError, match="neither a torch checkpoint"):
+            checkpoints_main(["inspect", str(path)])
+        with pytest.raises(CorruptCheckpointError, match=RANDOM_BYTES):
+            checkpoints_main(["export", str(path), str(tmp_path / "out.pt")])
+    assert not (tmp_path / "out.pt").exists()
+
+
+def test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line(tiny_data, tmp_path):
+    path = _random_bytes(tmp_path, 0)
+    assert re.fullmatch(f"fairseq_ext: error: cannot read checkpoint {path}: {RANDOM_BYTES}.*",
+                        _error_line(run(generate_args(tiny_data, path), check=False)))
+    assert _error_line(run([*INSPECT, path], check=False)) == (
+        f"fairseq_ext: error: cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a "
+        "pickle. The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train")
+    assert _error_line(run(generate_args(tiny_data, tmp_path), check=False)) == (
+        f"fairseq_ext: error: checkpoint {tmp_path} is a folder, not a file; give a checkpoint file in it, e.g. "
+        f"{tmp_path / 'checkpoint_best.pt'}")

@@ -434,13 +434,20 @@ def _bad_folders(tmp_path: Path) -> dict:
         with open(f / "pytorch_model.bin", "wb") as out:
             pickle.dump({"weight": Foreign()}, out)
     variant("foreign-pickle", foreign_pickle)
+
+    def random_bytes(f):
+        (f / "model.safetensors").unlink()
+        (f / "pytorch_model.bin").write_bytes(random.Random(0).randbytes(4096))
+    variant("random-bytes", random_bytes)
     return cases
 
 
 @pytest.mark.parametrize("case,message", [
     ("no-config", "has no config.json"), ("no-weights", "has no model.safetensors or pytorch_model.bin"),
     ("no-vocab", "none of vocab.txt, prophetnet.tokenizer, tokenizer.json"), ("short-vocab", "vocabulary mismatch"),
-    ("gpt2", "model_type 'gpt2' is not supported"), ("gpt2-no-vocab", "model_type 'gpt2' is not supported"), ("foreign-pickle", "not a readable torch checkpoint|pickles objects"),
+    ("gpt2", "model_type 'gpt2' is not supported"), ("gpt2-no-vocab", "model_type 'gpt2' is not supported"), ("foreign-pickle", r"pytorch_model\.bin pickles objects other than tensors \(tests\.test_convert\.Foreign; "
+                       "nothing was run\\)"),
+    ("random-bytes", r"pytorch_model\.bin is not a readable torch checkpoint \(.*\); save the model again"),
 ])
 def test_bad_folders_get_one_clear_line(tmp_path, case, message):
     folder = _bad_folders(tmp_path)[case]

@@ -1,7 +1,8 @@
 """``--results-path`` of fairseq-generate with real concurrent processes: a second run given
 the same folder refuses with one line naming the running one, and the first run's file is
 complete; a run killed while writing leaves no half file under the final name (an earlier
-complete file stays), and the next run cleans up after it. ``exclusive_output`` in process:
+complete file stays), and the next run cleans up after it; a full disk (a small tmpfs) is one
+line, the earlier file kept. ``exclusive_output`` in process:
 the same rules, for the files the plugin's tools write."""
 import os
 import signal
@@ -13,6 +14,7 @@ import pytest
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.output_files import exclusive_output
 from tests.conftest import cli_env, generate_args, run
+from tests.helpers.filesystems import tmpfs
 
 DEADLINE_S = 300
 
@@ -89,3 +91,26 @@ def test_exclusive_output_in_process(tmp_path):
             f.write("half")
             raise ValueError("stopped")
     assert path.read_text() == "a\n" and sorted(os.listdir(tmp_path)) == ["out.txt"]
+
+
+def test_full_disk_while_writing_results_keeps_the_earlier_file(tiny_data, tiny_checkpoint, tmp_path):
+    """A real full disk: the results folder on a 1 MiB tmpfs, filled up after a first complete run
+    (8 KiB left: the text fills it midway; then nothing left: the lock cannot be written)."""
+    with tmpfs(tmp_path / "disk", 1024) as disk:
+        results = disk / "results"
+        args = generate_args(tiny_data, tiny_checkpoint, "--results-path", results)
+        run(args)
+        first = (results / "generate-test.txt").read_text()
+        assert len(first.encode()) > 4096  # more than the page left for it
+        for name, leave_kib in (("filler", 8), ("filler2", 0)):  # a page for the lock, one of text; then none
+            free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+            (disk / name).write_bytes(b"\0" * (free - leave_kib * 1024))
+            proc = run(args, check=False)
+            assert proc.returncode != 0
+            assert proc.stderr.splitlines()[-1] == (
+                f"fairseq_ext: error: no space left on the device while writing {results / 'generate-test.txt'}; "
+                f"the earlier complete {results / 'generate-test.txt'} is kept. Free space there (or give another "
+                "--results-path) and run the same command again")
+            assert "Traceback" not in proc.stderr
+            assert os.listdir(results) == ["generate-test.txt"]
+            assert (results / "generate-test.txt").read_text() == first

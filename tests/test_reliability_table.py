@@ -41,6 +41,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "`--model-overrides: 'hybrid_stratgy' is not an option of CKPT (did you mean 'hybrid_strategy'?)`, or the "
      "choices / the type; before any decoding (fairseq ignored the key, or failed mid-decoding)",
      ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
+    ("`--model-overrides` that is no Python literal dict (`{'copy_temperature': float('nan')}`, a list), a "
+     "non-finite number (`1e999`), a key with no close option (`ngram`)",
+     "`--model-overrides \"...\" is not a Python literal (ValueError); give a dict of plain values ...`, `... must "
+     "be a finite number, got inf`, no far-off guess (before: a traceback from `ast.literal_eval`, infinity "
+     "accepted, `did you mean '_name'`)",
+     ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
     ("`--user-dir` naming a missing folder", "fairseq's own `FileNotFoundError` naming the folder (before the "
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
     ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
@@ -55,6 +61,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "`DATA/dict.en.txt does not exist: give the data directory fairseq-preprocess wrote ...`",
      ("test_traces.py::test_missing_dictionary_is_named",
       "test_traces.py::test_generate_without_a_dictionary_is_one_line")),
+    ("`prophetnet_denoising` on data binarized for a language model (`dict.txt`, no `-s`), with or without "
+     "`--source-lang`",
+     "`DATA was binarized for a language model (dict.txt, no language); ... binarize it again with "
+     "fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same --source-lang` (before: \"has 0 "
+     "dict.*.txt files; name the side with --source-lang\", then \"dict.en.txt does not exist\")",
+     ("test_traces.py::test_language_model_data_for_prophetnet_denoising_names_the_fix",)),
     ("empty split (0 lines), every task", "`the SPLIT split ... is empty (0 lines)` and the fix",
      ("test_traces.py::test_empty_split_is_named",)),
     ("empty or whitespace-only line in a binarized split, every task", "error naming the split, side and line",
@@ -137,8 +149,10 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("a checkpoint of another family (a ProphetNet checkpoint for `cmlm_hybrid`, an autoregressive `transformer` "
      "for mask-predict, RoBERTa for UniLM)",
      "`CKPT was trained with --task translation_prophetnet (--arch ...); --task cmlm_hybrid cannot use it`, or the "
-     "model the task needs",
+     "model the task needs; without `--task`, `--task translation (fairseq's default when no --task is given) ...` "
+     "(before: a `TypeError` traceback)",
      ("test_checkpoint_contents.py::test_task_family",
+      "test_checkpoint_contents.py::test_mask_predict_checkpoint_without_task_names_fairseqs_default",
       "test_checkpoint_contents.py::test_prophetnet_checkpoint_for_cmlm_hybrid_names_the_task",
       "test_bad_input.py::test_model_of_another_family_is_named",
       "test_bad_input_cli.py::test_autoregressive_checkpoint_for_mask_predict_is_named")),
@@ -150,6 +164,22 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
       "test_traces.py::test_legacy_format_checkpoint_with_a_foreign_global_is_named_without_torchs_advice")),
     ("a truncated or corrupt checkpoint", "`cannot read checkpoint CKPT ... truncated or corrupt` and which "
      "checkpoint to use instead", ("test_checkpoints.py::test_truncated_checkpoint_gets_clear_error",)),
+    ("a file of random bytes as a checkpoint, through every loader (`safe_load`, fairseq's loader, `inspect`, "
+     "`export`, `fairseq-generate --path`); `--path` naming a folder",
+     "`cannot read checkpoint CKPT: it is neither a torch checkpoint (a zip archive) nor a pickle: corrupt, or not "
+     "a checkpoint (...). Not malicious: it pickles no foreign global, and nothing in it was run ...`; `checkpoint "
+     "DIR is a folder, not a file; give a checkpoint file in it, e.g. DIR/checkpoint_best.pt` (before: random "
+     "bytes were called a foreign global, or a traceback; a folder \"truncated or corrupt\")",
+     ("test_checkpoints.py::test_random_bytes_are_corrupt_not_malicious_in_every_loader",
+      "test_checkpoints.py::test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line")),
+    ("a raw pickle (protocols 0, 2, 5) or a torch file in the legacy format, through `python -m "
+     "fairseq_ext.checkpoints inspect` and `export`",
+     "`inspect` lists the globals its pickles name (read without running them, with a note that the file is no "
+     "zip archive); `export` refuses a foreign global (`refusing to load CKPT: it pickles posix.system ...`) or "
+     "a pickle the weights-only loader cannot read, in one line (before: a `ValueError: Expected input to be a "
+     "checkpoint returned by torch.save` traceback)",
+     ("test_checkpoints.py::test_raw_pickles_are_inspected_without_running_them",
+      "test_checkpoints.py::test_inspect_of_a_raw_or_legacy_pickle_is_no_traceback")),
     ("a truncated or foreign `checkpoint_last.pt` in `--save-dir` when resuming",
      "one line naming the file; the save dir is left exactly as it was",
      ("test_bad_input_cli.py::test_bad_checkpoint_last_in_save_dir_is_refused_and_left_alone",)),
@@ -172,6 +202,18 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("`fairseq-generate` killed while writing its results", "no half file under the final name (an earlier "
      "complete one stays); the next run removes the leftover and says it replaced the earlier file",
      ("test_output_files.py::test_killed_run_leaves_no_half_file_and_the_next_run_cleans_up",)),
+    ("a full disk while `fairseq-generate` writes `--results-path` (a small tmpfs the test mounts and fills: "
+     "midway through the text, and before the lock is written; skipped where it cannot mount one, i.e. not root)",
+     "`no space left on the device while writing PATH; the earlier complete PATH is kept. Free space there (or "
+     "give another --results-path) ...`; no `.partial-PID` or lock left (before: three chained `OSError: [Errno "
+     "28]` and the partial file left)",
+     ("test_output_files.py::test_full_disk_while_writing_results_keeps_the_earlier_file",)),
+    ("a `--save-dir` that cannot be written: a read-only mount (the test mounts one; skipped where it cannot, "
+     "i.e. not root), a folder without write permission (as root: run without root's override)",
+     "`cannot write checkpoints to --save-dir DIR: Read-only file system` (or `Permission denied`) and the fix, "
+     "before the first update (before: fairseq's warning and a traceback)",
+     ("test_checkpoint_saving.py::test_read_only_save_dir_is_one_line_before_training",
+      "test_checkpoint_saving.py::test_save_dir_the_user_cannot_write_is_one_line")),
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
@@ -182,10 +224,18 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "the leftovers are removed and named (fairseq started again from update 0)",
      ("test_checkpoint_saving.py::test_lost_checkpoint_last_resumes_from_the_newest_complete_one",
       "test_checkpoint_saving.py::test_next_copy_removes_partials_of_ended_processes_only")),
-    ("no space left on the device while saving a checkpoint or copying it",
+    ("a kill between writing `checkpoint_N_M.pt` and copying it: `checkpoint_last.pt` complete but older than "
+     "it", "`CKPT is older than checkpoint_1_4.pt (a run killed before copying it?): resuming from "
+     "checkpoint_1_4.pt, the newest complete checkpoint` (fairseq resumed from the older one, redoing updates)",
+     ("test_checkpoint_saving.py::test_older_checkpoint_last_gives_way_to_the_newest_complete_one",)),
+    ("no space left on the device while saving a checkpoint or copying it: a filesystem that fills up midway "
+     "through torch's zip writer (a small tmpfs the test mounts; skipped where it cannot mount one, i.e. not "
+     "root), and writes to `/dev/full`",
      "`no space left on the device while saving CKPT; the last good checkpoint is .../checkpoint_last.pt` and the "
-     "fix; the partial file is removed (fairseq retried, logged a traceback and left it)",
-     ("test_checkpoint_saving.py::test_full_disk_while_saving_names_the_last_good_checkpoint",
+     "fix; the partial file is removed (before: torch's `[enforce fail at inline_container.cc:672] . "
+     "unexpected pos ...`, the `.pt.tmp` left)",
+     ("test_checkpoint_saving.py::test_filesystem_that_fills_up_during_a_save_names_the_last_good_checkpoint",
+      "test_checkpoint_saving.py::test_full_disk_while_saving_names_the_last_good_checkpoint",
       "test_checkpoint_saving.py::test_full_disk_in_process_for_the_save_and_the_copy")),
 ]
 

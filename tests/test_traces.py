@@ -136,3 +136,20 @@ def test_legacy_format_checkpoint_with_a_foreign_global_is_named_without_torchs_
     assert message.startswith(f"refusing to load {path}: it pickles posix.system, which fairseq_ext does not allow")
     assert "weights_only" not in message and "\n" not in message
     assert isinstance(state["cfg"]["model"], argparse.Namespace)  # the plugin's own globals stay allowed
+
+
+def test_language_model_data_for_prophetnet_denoising_names_the_fix(mono_data, tmp_path):
+    """Data binarized without ``-s`` (``dict.txt``): no ``--source-lang`` fits, the line says to
+    binarize with ``-s LANG`` (before: "0 dict.*.txt files; name the side with --source-lang")."""
+    expected = (f"{mono_data} was binarized for a language model (dict.txt, no language); prophetnet_denoising "
+                "reads dict.LANG.txt and no --source-lang fits: binarize it again with fairseq-preprocess "
+                "--only-source -s LANG (e.g. -s en) and give the same --source-lang")
+    with pytest.raises(FairseqExtError) as refused:
+        build(mono_data, "prophetnet_denoising")  # with --source-lang en
+    assert str(refused.value) == expected
+    proc = run(["fairseq-train", mono_data, "--user-dir", USER_DIR, "--task", "prophetnet_denoising", "--arch",
+                "prophetnet_tiny", "--criterion", "ngram_language_loss", "--max-tokens", "1000", "--save-dir",
+                tmp_path / "save"], check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == f"fairseq_ext: error: {expected}"
+    assert list((tmp_path / "save").iterdir()) == []  # fairseq made the folder before the task; nothing in it

@@ -23,6 +23,7 @@ from typing import Dict, List, Optional
 import torch
 from torch import Tensor
 
+from fairseq_ext.checkpoints import unsafe_globals
 from fairseq_ext.errors import FairseqExtError, require
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -48,6 +49,14 @@ class TransformersFolder:
         return self.config.get("model_type", "")
 
 
+def _foreign_globals(file: Path) -> list[str]:
+    """The globals ``file`` pickles beyond the checkpoint allow-list (none for random bytes)."""
+    try:
+        return unsafe_globals(str(file))
+    except FairseqExtError:  # neither a zip archive nor a pickle
+        return []
+
+
 def _load_weights(path: Path) -> Dict[str, Tensor]:
     for name in WEIGHT_FILES:
         file = path / name
@@ -64,11 +73,17 @@ def _load_weights(path: Path) -> Dict[str, Tensor]:
         try:
             state = torch.load(file, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError as exc:
-            raise FairseqExtError(f"{file} pickles objects other than tensors ({str(exc).splitlines()[0]}); "
+            names = ", ".join(_foreign_globals(file))
+            if not names:  # random bytes, a pickle torch cannot read: corrupt, not foreign
+                raise FairseqExtError(f"{file} is not a readable torch checkpoint (truncated or corrupt; nothing in "
+                                      "it was run); save the model again with save_pretrained") from None
+            raise FairseqExtError(f"{file} pickles objects other than tensors ({names}; nothing was run); "
                                   "only weights-only checkpoints are loaded: re-save it with "
                                   "save_pretrained(..., safe_serialization=True)") from None
-        except (RuntimeError, EOFError, OSError) as exc:
-            raise FairseqExtError(f"{file} is not a readable torch checkpoint ({exc})") from None
+        except Exception as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
+            raise FairseqExtError(f"{file} is not a readable torch checkpoint ({type(exc).__name__}: "
+                                  f"{str(exc).splitlines()[0] if str(exc) else ''}); save the model again with "
+                                  "save_pretrained") from None
         require(isinstance(state, dict) and all(isinstance(v, Tensor) for v in state.values()),
                 f"{file} is not a state dict of tensors; save the model with save_pretrained")
         return state

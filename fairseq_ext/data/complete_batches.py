@@ -28,6 +28,14 @@ class CompleteBatchesDataset(BaseWrapperDataset):
         return batches
 
 
+def _plain(size):
+    """A size (a number, or a tuple of them for source and target) with Python ints, which print
+    as ``(1102, 20)``, not ``(np.int32(1102), ...)``."""
+    if isinstance(size, (tuple, list)):
+        return tuple(_plain(s) for s in size)
+    return int(size) if isinstance(size, (int, np.integer)) else size
+
+
 class CompleteBatchesTaskMixin:
     """Mix into a ``FairseqTask`` (before it in the bases) so that no example is dropped: every
     example gets a batch, and an example longer than the model's positions is one clear
@@ -39,10 +47,10 @@ class CompleteBatchesTaskMixin:
             kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
             if len(ignored):
                 raise FairseqExtError(
-                    f"example #{ignored[0]} (fairseq's 0-based id) has size {dataset.size(ignored[0])}, more "
-                    f"than the model's positions {max_positions} ({len(ignored)} such example(s)); split or "
-                    "filter long lines before fairseq-preprocess, pass the position limits the model was "
-                    "trained with, or skip them knowingly with --skip-invalid-size-inputs-valid-test"
+                    f"example #{int(ignored[0])} (fairseq's 0-based id) has size {_plain(dataset.size(ignored[0]))}, "
+                    f"more than the model's positions {_plain(max_positions)} ({len(ignored)} such example(s)); "
+                    "split or filter long lines before fairseq-preprocess, pass the position limits the model "
+                    "was trained with, or skip them knowingly with --skip-invalid-size-inputs-valid-test"
                 )
             return kept
         return super().filter_indices_by_size(indices, dataset, max_positions, ignore_invalid_inputs)

@@ -49,6 +49,12 @@ def _infer_lang(folder: str) -> str:
     return os.path.basename(dicts[0])[len("dict."):-len(".txt")]
 
 
+def _language_model_data(folder: str) -> bool:
+    """``fairseq-preprocess --only-source`` without ``-s``: ``dict.txt`` and no ``dict.LANG.txt``."""
+    return os.path.exists(os.path.join(folder, "dict.txt")) and not glob.glob(
+        os.path.join(glob.escape(folder), "dict.*.txt"))
+
+
 @register_task("prophetnet_denoising", dataclass=ProphetNetDenoisingConfig)
 class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, FairseqTask):
     """Span-masking pre-training of an encoder-decoder on monolingual text."""
@@ -65,6 +71,10 @@ class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, 
         check_config(cfg, ProphetNetDenoisingConfig)
         folder = cfg.data.split(os.pathsep)[0]
         require(os.path.isdir(folder), f"data folder {folder} does not exist")
+        require(not _language_model_data(folder),
+                f"{folder} was binarized for a language model (dict.txt, no language); prophetnet_denoising reads "
+                "dict.LANG.txt and no --source-lang fits: binarize it again with fairseq-preprocess --only-source "
+                "-s LANG (e.g. -s en) and give the same --source-lang")
         if cfg.source_lang is None:
             cfg.source_lang = _infer_lang(folder)
         path = os.path.join(folder, f"dict.{cfg.source_lang}.txt")
