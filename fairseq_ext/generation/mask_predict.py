@@ -72,6 +72,9 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         encoder_out = model.forward_encoder([src_tokens, src_lengths])
         refuse_non_finite(encoder_out["encoder_out"][0], sample, "encoder outputs")
         decoder_out = model.initialize_output_tokens(encoder_out, src_tokens)
+        # the cross-attention keys and values, once per sentence for all its length candidates
+        cache = getattr(model, "cross_attention_cache", None)
+        kv = None if cache is None else cache(encoder_out)
         if beam > 1:
             order = torch.arange(bsz, device=src_tokens.device).repeat_interleave(beam)
             encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
@@ -89,6 +92,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             decoder_out = model.forward_decoder(
                 decoder_out, encoder_out, eos_penalty=self.eos_penalty,
                 max_ratio=self.max_ratio, decoding_format=self.decoding_format,
+                **({} if kv is None else {"cross_attention_cache": kv}),
             )
             tokens, scores = decoder_out.output_tokens, decoder_out.output_scores
             refuse_non_finite(scores, sample, "scores")
@@ -107,16 +111,17 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
 
             if bool(done.all()):
                 break
-            keep = ~done
-            keep_idx = keep.nonzero(as_tuple=False).view(-1)
-            decoder_out = decoder_out._replace(
-                output_tokens=tokens[keep],
-                output_scores=scores[keep],
-                attn=None,
-                history=None if decoder_out.history is None else [h[keep] for h in decoder_out.history],
-            )
-            encoder_out = model.encoder.reorder_encoder_out(encoder_out, keep_idx)
-            alive = alive[keep]
+            if bool(done.any()):  # drop the finished rows (no copy while all decode on)
+                keep = ~done
+                decoder_out = decoder_out._replace(
+                    output_tokens=tokens[keep],
+                    output_scores=scores[keep],
+                    attn=None,
+                    history=None if decoder_out.history is None else [h[keep] for h in decoder_out.history],
+                )
+                encoder_out = model.encoder.reorder_encoder_out(encoder_out, keep.nonzero(as_tuple=False).view(-1))
+                kv = None if cache is None else cache(encoder_out)
+                alive = alive[keep]
             prev_tokens = decoder_out.output_tokens.clone()
 
         if beam > 1:
