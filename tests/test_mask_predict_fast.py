@@ -96,3 +96,23 @@ def test_the_cache_is_shared_by_the_length_candidates(student):
     buffers = [layer.encoder_attn._get_input_buffer(state) for layer in model.decoder.layers]
     heads = model.decoder.layers[0].encoder_attn.num_heads
     assert all(b["prev_key"].shape[:2] == (5, heads) and b["prev_value"].shape[:2] == (5, heads) for b in buffers)
+
+
+@pytest.mark.parametrize("beam,force", [(1, True), (3, True), (3, False)])
+def test_length_sorted_sub_batches_decode_as_the_whole_batch(student, beam, force):
+    """On the CPU a batch of more than ``cpu_chunk`` sentences is decoded as length-sorted
+    sub-batches; the hypotheses are those of the whole batch, in its order."""
+    model, task, sources = student
+    sample = batch(sources, task.src_dict.pad())
+    gen = task.build_generator([model], Namespace(iter_decode_max_iter=9, iter_decode_with_beam=beam,
+                                                  iter_decode_force_max_iter=force))
+    with torch.no_grad():
+        gen.cpu_chunk = 5
+        parts = [h[0] for h in gen.generate([model], sample)]
+        gen.cpu_chunk = len(sources)
+        whole = [h[0] for h in gen.generate([model], sample)]
+    assert sorted(range(len(sources)), key=lambda i: len(sources[i])) != list(range(len(sources)))
+    for p, w in zip(parts, whole, strict=True):
+        assert torch.equal(p["tokens"], w["tokens"])
+        assert p["steps"] == w["steps"]
+        torch.testing.assert_close(p["positional_scores"], w["positional_scores"], rtol=0, atol=1e-5)
