@@ -39,6 +39,10 @@ from fairseq_ext.generation.finite_scores import refuse_non_finite
 class MaskPredictGenerator(IterativeRefinementGenerator):
     """Iterative refinement for one CMLM model, with a device-safe length beam."""
 
+    # On the CPU, a batch of more sentences is decoded as sub-batches of this many sentences of
+    # similar source length (``_length_sorted``), the hypotheses returned in the batch's order.
+    cpu_chunk = 16
+
     def _hypothesis(self, step: int, tokens: torch.Tensor, scores: torch.Tensor | None) -> dict:
         keep = tokens.ne(self.pad)
         positional = None if scores is None else scores[keep]
@@ -63,7 +67,31 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         model = models[0]
         if not self.retain_dropout:
             model.eval()
+        src_tokens = sample["net_input"]["src_tokens"]
+        if src_tokens.device.type != "cpu" or len(src_tokens) <= self.cpu_chunk:
+            return self._decode(model, sample)
+        finalized: list = [None] * len(src_tokens)
+        for rows, part in self._length_sorted(sample):
+            for row, hypos in zip(rows, self._decode(model, part), strict=True):
+                finalized[row] = hypos
+        return finalized
 
+    def _length_sorted(self, sample: dict):
+        """Sub-batches of ``cpu_chunk`` sentences of similar source length, each without the pad
+        columns it does not need, with their rows in ``sample``: on the CPU a pass costs in
+        proportion to the batch's padded size (sources and predicted targets alike)."""
+        net = sample["net_input"]
+        src, lengths = net["src_tokens"], net["src_lengths"]
+        for idx in lengths.argsort(stable=True).split(self.cpu_chunk):
+            tokens = src[idx]
+            part = {**sample, "net_input": {**net, "src_tokens": tokens[:, tokens.ne(self.pad).any(0)],
+                                            "src_lengths": lengths[idx]}}
+            if "id" in sample:
+                part["id"] = sample["id"][idx]
+            yield idx.tolist(), part
+
+    def _decode(self, model, sample: dict) -> list:
+        """Mask-predict on one batch (the module docstring)."""
         src_tokens = sample["net_input"]["src_tokens"]
         src_lengths = sample["net_input"]["src_lengths"]
         bsz = src_tokens.size(0)
@@ -72,6 +100,9 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         encoder_out = model.forward_encoder([src_tokens, src_lengths])
         refuse_non_finite(encoder_out["encoder_out"][0], sample, "encoder outputs")
         decoder_out = model.initialize_output_tokens(encoder_out, src_tokens)
+        # the cross-attention keys and values, once per sentence for all its length candidates
+        cache = getattr(model, "cross_attention_cache", None)
+        kv = None if cache is None else cache(encoder_out)
         if beam > 1:
             order = torch.arange(bsz, device=src_tokens.device).repeat_interleave(beam)
             encoder_out = model.encoder.reorder_encoder_out(encoder_out, order)
@@ -89,6 +120,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             decoder_out = model.forward_decoder(
                 decoder_out, encoder_out, eos_penalty=self.eos_penalty,
                 max_ratio=self.max_ratio, decoding_format=self.decoding_format,
+                **({} if kv is None else {"cross_attention_cache": kv}),
             )
             tokens, scores = decoder_out.output_tokens, decoder_out.output_scores
             refuse_non_finite(scores, sample, "scores")
@@ -107,16 +139,17 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
 
             if bool(done.all()):
                 break
-            keep = ~done
-            keep_idx = keep.nonzero(as_tuple=False).view(-1)
-            decoder_out = decoder_out._replace(
-                output_tokens=tokens[keep],
-                output_scores=scores[keep],
-                attn=None,
-                history=None if decoder_out.history is None else [h[keep] for h in decoder_out.history],
-            )
-            encoder_out = model.encoder.reorder_encoder_out(encoder_out, keep_idx)
-            alive = alive[keep]
+            if bool(done.any()):  # drop the finished rows (no copy while all decode on)
+                keep = ~done
+                decoder_out = decoder_out._replace(
+                    output_tokens=tokens[keep],
+                    output_scores=scores[keep],
+                    attn=None,
+                    history=None if decoder_out.history is None else [h[keep] for h in decoder_out.history],
+                )
+                encoder_out = model.encoder.reorder_encoder_out(encoder_out, keep.nonzero(as_tuple=False).view(-1))
+                kv = None if cache is None else cache(encoder_out)
+                alive = alive[keep]
             prev_tokens = decoder_out.output_tokens.clone()
 
         if beam > 1:
