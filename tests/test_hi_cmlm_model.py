@@ -239,8 +239,9 @@ def test_adaptive_stop_does_not_finalize_masked_slots(tiny_data):
     task, model, sample = _random_model_batch(tiny_data, "fence_replace")
     with torch.no_grad():
         model.decoder.output_projection.weight.zero_()
-    model.decoder.forward_length_prediction = lambda *a, **k: torch.full(
-        (sample["net_input"]["src_tokens"].size(0),), 5, dtype=torch.long)  # <s>, 3 slots, </s>
+    # <s>, 3 slots, </s> for every sentence of whatever (sub-)batch the generator decodes
+    model.decoder.forward_length_prediction = lambda length_out, encoder_out=None, **k: torch.full(
+        (encoder_out["encoder_out"][0].size(1),), 5, dtype=torch.long)
     unk = task.tgt_dict.unk()
     ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9).generate([model], sample)
     ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9)).generate([model], sample)
