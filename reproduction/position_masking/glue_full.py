@@ -95,26 +95,13 @@ class FullBudget(Driver):
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
         data = self.work / "data" / task / "bin"
-        cmd = ["fairseq-train", data, "--user-dir", self.user_dir, "--task", "sentence_prediction", "--num-classes", "2",
-               "--init-token", "0", "--separator-token", "2", "--shorten-method", "truncate",
-               "--arch", "position_masked_roberta", *self.options(),
-               *(["--attention-dropout-straight-through"] if st else []),
-               "--criterion", "sentence_prediction", "--report-mcc",
-               "--restore-file", self.minilm / "converted" / "model.pt", "--reset-optimizer", "--reset-dataloader",
-               "--reset-meters", "--reset-lr-scheduler",
-               "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.1",
-               "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
-               "--warmup-updates", max(1, round(WARMUP_SHARE * u)), "--total-num-update", u, "--max-update", u,
-               "--max-epoch", math.ceil(self.a.epochs[task]),
-               "--batch-size", BATCH, "--validate-interval-updates", max(1, u // self.a.curve_points),
-               "--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state",
-               "--log-format", "simple", "--log-interval", "50", "--num-workers", "0", "--seed", seed,
-               "--save-dir", run]
+        cmd = self.finetune_command(data, self.minilm / "converted" / "model.pt", st, lr, seed, run, updates=u,
+                                    warmup=max(1, round(WARMUP_SHARE * u)), batch=BATCH,
+                                    validations=self.a.curve_points, log_interval=50,
+                                    extra=["--max-epoch", math.ceil(self.a.epochs[task])])
         t0 = time.time()
         self.sh(cmd, run / "train.log")
-        pred = run / "dev.predictions"
-        self.sh([sys.executable, "-m", "reproduction.position_masking.glue_score", "predict",
-                 "--checkpoint", run / "checkpoint_last.pt", "--data", data, "--output", pred], run / "predict.log")
+        pred = self.predict_dev(run, data)
         from reproduction.position_masking.glue_score import METRICS, read_labels, score
 
         predictions = read_labels(pred)

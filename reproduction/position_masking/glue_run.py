@@ -188,6 +188,32 @@ class Driver:
             return self.minilm / "converted" / "model.pt"
         return self.work / "pretrain" / start / "checkpoint_last.pt"
 
+    def finetune_command(self, data: Path, start: Path, st: bool, lr: str, seed: int, run: Path, *, updates: int,
+                         warmup: int, batch, validations: int, log_interval: int, extra: list = ()) -> list:
+        """fairseq-train of ``sentence_prediction`` from ``start``, with straight-through attention
+        dropout when ``st``: the fine-tuning command of every GLUE run (``extra`` after the updates)."""
+        return ["fairseq-train", data, "--user-dir", self.user_dir, "--task", "sentence_prediction", "--num-classes", "2",
+                "--init-token", "0", "--separator-token", "2", "--shorten-method", "truncate",
+                "--arch", "position_masked_roberta", *self.options(),
+                *(["--attention-dropout-straight-through"] if st else []),
+                "--criterion", "sentence_prediction", "--report-mcc",
+                "--restore-file", start, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
+                "--reset-lr-scheduler",
+                "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.1",
+                "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
+                "--warmup-updates", warmup, "--total-num-update", updates, "--max-update", updates, *extra,
+                "--batch-size", batch, "--validate-interval-updates", max(1, updates // validations),
+                "--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state",
+                "--log-format", "simple", "--log-interval", log_interval, "--num-workers", "0", "--seed", seed,
+                "--save-dir", run]
+
+    def predict_dev(self, run: Path, data: Path) -> Path:
+        """The last checkpoint's dev predictions (``glue_score.py predict``), one label a line."""
+        pred = run / "dev.predictions"
+        self.sh([sys.executable, "-m", "reproduction.position_masking.glue_score", "predict",
+                 "--checkpoint", run / "checkpoint_last.pt", "--data", data, "--output", pred], run / "predict.log")
+        return pred
+
     def finetune(self, run: Path, task: str, start: str, st: bool, seed: int, lr: str) -> None:
         a = self.a
         if (run / "result.json").is_file():
@@ -195,25 +221,11 @@ class Driver:
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
         u, data = a.updates, self.work / "data" / task / "bin"
-        cmd = ["fairseq-train", data, "--user-dir", self.user_dir, "--task", "sentence_prediction", "--num-classes", "2",
-               "--init-token", "0", "--separator-token", "2", "--shorten-method", "truncate",
-               "--arch", "position_masked_roberta", *self.options(),
-               *(["--attention-dropout-straight-through"] if st else []),
-               "--criterion", "sentence_prediction", "--report-mcc",
-               "--restore-file", self.start_checkpoint(start), "--reset-optimizer", "--reset-dataloader",
-               "--reset-meters", "--reset-lr-scheduler",
-               "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.1",
-               "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
-               "--warmup-updates", u // 10 + 1, "--total-num-update", u, "--max-update", u,
-               "--batch-size", a.batch, "--validate-interval-updates", max(1, u // a.curve_points),
-               "--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state",
-               "--log-format", "simple", "--log-interval", "25", "--num-workers", "0", "--seed", seed,
-               "--save-dir", run]
+        cmd = self.finetune_command(data, self.start_checkpoint(start), st, lr, seed, run, updates=u,
+                                    warmup=u // 10 + 1, batch=a.batch, validations=a.curve_points, log_interval=25)
         t0 = time.time()
         self.sh(cmd, run / "train.log")
-        pred = run / "dev.predictions"
-        self.sh([sys.executable, "-m", "reproduction.position_masking.glue_score", "predict",
-                 "--checkpoint", run / "checkpoint_last.pt", "--data", data, "--output", pred], run / "predict.log")
+        pred = self.predict_dev(run, data)
         for ckpt in run.glob("checkpoint*.pt"):
             ckpt.unlink()
         from reproduction.position_masking.glue_score import METRICS, read_labels, score
