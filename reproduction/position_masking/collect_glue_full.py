@@ -48,11 +48,13 @@ def summarise(results: Path, gold: dict[str, list[str]]) -> dict:
         runs = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted((results / task).glob("*.json"))}
         if not runs:
             continue
-        grid = {str(r["lr"]): r["dev"] for name, r in runs.items() if name.startswith("lr")}
+        grid = {f"{r['lr']:g}": r["dev"] for name, r in sorted(runs.items(), key=lambda kv: kv[1]["lr"])
+                if name.startswith("lr")}
         arms = {st: {r["seed"]: r["dev"] for name, r in runs.items() if name.startswith(f"st{st}-")} for st in (0, 1)}
         row = {"grid": grid, "updates": sorted({r["updates"] for r in runs.values()}),
                "epochs": sorted({r["epochs"] for r in runs.values()}),
                "lr": sorted({r["lr"] for name, r in runs.items() if name.startswith("st")}),
+               "chosen_lr": max(grid, key=grid.get) if grid else None,
                "ordinary": spread(list(arms[0].values())), "straight_through": spread(list(arms[1].values())),
                "test": paired(arms[0], arms[1]),
                "missing": [f"st{st}-s{s}" for s in SEEDS for st in (0, 1) if s not in arms[st]],
@@ -92,16 +94,20 @@ def markdown(summary: dict) -> str:
                 if t["n"] else "not run yet")
         grid = ", ".join(f"{lr}: {_fmt(v)}" for lr, v in row["grid"].items())
         budget = (f"{'/'.join(f'{e:g}' for e in row['epochs'])} epochs, {'/'.join(map(str, row['updates']))} "
-                  f"updates of 32, lr {'/'.join(f'{lr:g}' for lr in row['lr']) or 'not chosen yet'}")
+                  f"updates of 32, lr {row['chosen_lr'] or 'not chosen yet'} (the grid's best)")
         lines.append(f"| {task} ({metric}) | {budget} | {grid} | {_arm(row['ordinary'])} | "
                      f"{_arm(row['straight_through'])} | {test} | {_fmt(row['majority'])} | {published} |")
     lines.append("")
     for task, row in summary["tasks"].items():
         means = [s["mean"] for s in (row["ordinary"], row["straight_through"]) if s["mean"] is not None]
         above = bool(means) and min(means) > row["majority"]
-        lines.append(f"- {task}: " + ("both arms are above the majority class, so the comparison counts"
-                                      if above else "not every arm is above the majority class yet, so this "
-                                                    "comparison decides nothing")
+        if not means:
+            verdict = "no seed of either arm has finished yet"
+        elif above:
+            verdict = "both arms are above the majority class, so the comparison counts"
+        else:
+            verdict = "not every arm is above the majority class yet, so this comparison decides nothing"
+        lines.append(f"- {task}: " + verdict
                      + (f"; {len(row['missing'])} runs not finished yet: {', '.join(row['missing'])}"
                         if row["missing"] else "")
                      + f" ({row['wall_seconds']} s of runs; {'; '.join(row['hardware'])}).")
