@@ -16,7 +16,7 @@ from fairseq.dataclass.configs import GenerationConfig
 from fairseq_ext.errors import require
 
 
-def option(args, name: str) -> Any:
+def generation_option(args, name: str) -> Any:
     """``args.<name>``, or fairseq's default (``GenerationConfig``) where ``args`` lacks it
     (e.g. the options of ``--eval-bleu-args``)."""
     value = getattr(args, name, None)
@@ -24,7 +24,7 @@ def option(args, name: str) -> Any:
 
 
 def _require_option(args, name: str, in_range: Callable[[Any], bool], requirement: str) -> None:
-    value = option(args, name)
+    value = generation_option(args, name)
     require(in_range(value), f"--{name.replace('_', '-')} {requirement}, got {value}")
 
 
@@ -44,14 +44,14 @@ def check_mask_predict_options(args) -> None:
 def check_beam_search_options(args, vocabulary_size: int) -> None:
     """Options of fairseq's ``SequenceGenerator`` and its subclasses for a target vocabulary
     of ``vocabulary_size`` entries (padding included)."""
-    beam, min_len = option(args, "beam"), option(args, "min_len")
+    beam, min_len = generation_option(args, "beam"), generation_option(args, "min_len")
     _require_option(args, "beam", lambda v: 1 <= v <= vocabulary_size - 1,
                     f"must be in [1, {vocabulary_size - 1}] (the target vocabulary less padding)")
     _require_option(args, "nbest", lambda v: 1 <= v <= beam, f"must be in [1, --beam {beam}]")
     _require_option(args, "min_len", lambda v: v >= 0, "must be >= 0")
     _require_option(args, "max_len_a", lambda v: v >= 0,
                     "must be >= 0 (the longest output is --max-len-a x source length + --max-len-b)")
-    _require_option(args, "max_len_b", lambda v: v >= 0 and (option(args, "max_len_a") > 0 or v >= min_len),
+    _require_option(args, "max_len_b", lambda v: v >= 0 and (generation_option(args, "max_len_a") > 0 or v >= min_len),
                     f"must be >= 0, and >= --min-len {min_len} when --max-len-a is 0 (the longest "
                     "output is --max-len-a x source length + --max-len-b)")
     _require_option(args, "no_repeat_ngram_size", lambda v: v >= 0, "must be >= 0 (0: no n-gram is blocked)")

@@ -21,7 +21,7 @@ from fairseq_ext.data.size_checks import (
 )
 from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
-from fairseq_ext.generation.decoding_options import check_mask_predict_options, option
+from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.checkpoint_start import init_part_from_checkpoint
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
@@ -112,12 +112,12 @@ class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, Transl
         check_mask_predict_options(args)
         return MaskPredictGenerator(
             self.target_dictionary,
-            max_iter=option(args, "iter_decode_max_iter"),
-            beam_size=option(args, "iter_decode_with_beam"),
-            reranking=option(args, "iter_decode_with_external_reranker"),
-            decoding_format=option(args, "decoding_format"),
-            adaptive=not option(args, "iter_decode_force_max_iter"),
-            retain_history=option(args, "retain_iter_history"),
+            max_iter=generation_option(args, "iter_decode_max_iter"),
+            beam_size=generation_option(args, "iter_decode_with_beam"),
+            reranking=generation_option(args, "iter_decode_with_external_reranker"),
+            decoding_format=generation_option(args, "decoding_format"),
+            adaptive=not generation_option(args, "iter_decode_force_max_iter"),
+            retain_history=generation_option(args, "retain_iter_history"),
         )
 
     def valid_step(self, sample, model, criterion):
