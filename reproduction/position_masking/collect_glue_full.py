@@ -90,7 +90,8 @@ def markdown(summary: dict) -> str:
             lines.append(f"| {task} ({metric}) | not run yet | | | | | | {published} |")
             continue
         t = row["test"]
-        test = (f"{_fmt(t['mean_difference'])} points, t-test p = {_fmt(t['t_test_p'], 3)}: {t['verdict']}"
+        p_value = "" if t["t_test_p"] is None else f", t-test p = {_fmt(t['t_test_p'], 3)}"
+        test = (f"{_fmt(t['mean_difference'])} points over {t['n']} seeds{p_value}: {t['verdict']}"
                 if t["n"] else "not run yet")
         grid = ", ".join(f"{lr}: {_fmt(v)}" for lr, v in row["grid"].items())
         budget = (f"{'/'.join(f'{e:g}' for e in row['epochs'])} epochs, {'/'.join(map(str, row['updates']))} "
