@@ -91,7 +91,7 @@ def markdown(summary: dict) -> str:
             continue
         t = row["test"]
         p_value = "" if t["t_test_p"] is None else f", t-test p = {_fmt(t['t_test_p'], 3)}"
-        test = (f"{_fmt(t['mean_difference'])} points over {t['n']} seeds{p_value}: {t['verdict']}"
+        test = (f"{_fmt(t['mean_difference'])} points over {t['n']} paired seed{'s' if t['n'] != 1 else ''}{p_value}: {t['verdict']}"
                 if t["n"] else "not run yet")
         grid = ", ".join(f"{lr}: {_fmt(v)}" for lr, v in row["grid"].items())
         budget = (f"{'/'.join(f'{e:g}' for e in row['epochs'])} epochs, {'/'.join(map(str, row['updates']))} "
