@@ -168,7 +168,7 @@ def _kind_of_unreadable(path: str) -> str:
 
 
 def _reason(exc: BaseException) -> str:
-    """torch's reason in a few words, without its advice to load with ``weights_only=False``."""
+    """torch's reason in a few words, without its advice to turn the weights-only loading off."""
     text = str(exc).strip()
     detail = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", text)
     return detail.group(1).strip() if detail else text.split(". ")[0].splitlines()[0].rstrip(".") if text else ""

@@ -9,7 +9,7 @@ length penalty, the learning rate (and the valid scores of its ``--lr-grid`` pro
 updates, why each run stopped, wall time. Comparisons (``CLAIMS``):
 the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over seeds
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
-and, where both rows have >= 2 common seeds, the seed-paired t-test of test ROUGE-1
+and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
 (``scipy.stats.ttest_rel``); the verdicts under the table are written from them. The curves
 (valid ROUGE-1 by update, every run) go to ``--figure`` when matplotlib is installed.
 """
