@@ -109,7 +109,7 @@ class FullBudget(Driver):
         result = {**asked, "name": name, "start": "minilm", "metric": METRICS[task], "dev": value,
                   "epochs": self.a.epochs[task], "wall_seconds": round(time.time() - t0, 1),
                   "hardware": f"{self.hardware()}",
-                  "command": [self.rel(c) if isinstance(c, Path) else str(c) for c in cmd],
+                  "command": self.command_record(cmd),
                   "validations": validations(run / "train.log"), "predictions": predictions}
         kept.parent.mkdir(parents=True, exist_ok=True)
         tmp = kept.with_suffix(".json.tmp")

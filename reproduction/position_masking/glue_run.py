@@ -93,6 +93,11 @@ class Driver:
         self.minilm = self.work / "minilm"
         self.lock = threading.Lock()
 
+    def command_record(self, cmd: list) -> list[str]:
+        """A command as a results file keeps it: paths (the user dir included) relative to the repository."""
+        return [self.rel(c) if isinstance(c, Path) or (isinstance(c, str) and c.startswith(str(ROOT))) else str(c)
+                for c in cmd]
+
     def rel(self, path: Path | str) -> str:
         path = Path(path).resolve()
         return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
@@ -143,7 +148,7 @@ class Driver:
 
     def finish(self, run: Path, cmd: list, seed: int, t0: float, extra: dict) -> None:
         hardware = f"{cpu_and_cores()}, torch threads {self.env['OMP_NUM_THREADS']}"
-        result = {"command": [self.rel(c) if isinstance(c, Path) else str(c) for c in cmd], "seed": seed,
+        result = {"command": self.command_record(cmd), "seed": seed,
                   "wall_seconds": round(time.time() - t0, 1), "hardware": hardware,
                   "validations": validations(run / "train.log"), **extra}
         (run / "result.json").write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
