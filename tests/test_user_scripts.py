@@ -35,6 +35,16 @@ def words(line: str) -> list[str]:
     return re.sub(r"([.,!?;:'\"()])", r" \1 ", line).split()
 
 
+def lead8_rouge1(articles: Path, titles: Path) -> float:
+    """ROUGE-1 F1 x 100 of each article's first 8 words against its title, by rouge-score directly
+    (the reference for the lead-8 line the Gigaword scripts print)."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
+    pairs = list(zip(articles.read_text().splitlines(), titles.read_text().splitlines()))
+    return 100 * sum(scorer.score(t, " ".join(a.split()[:8]))["rouge1"].fmeasure for a, t in pairs) / len(pairs)
+
+
 @pytest.fixture(scope="module")
 def gigaword(tmp_path_factory) -> Path:
     """Gigaword in the harvardnlp layout (train10k / valid1k): sample sentences as articles, their
@@ -120,6 +130,9 @@ def test_prophetnet_gigaword(gigaword, tmp_path):
     assert len((work / "hyp-2.title").read_text().splitlines()) == 8
     assert result["finetune_updates"] == 2 and result["pretrain_updates"] == 2
     assert (tmp_path / "gigaword-data" / "bin-article" / "dict.article.txt").is_file()
+    lead8 = json.loads((work / "rouge-2.json").read_text())["lead8"]["rouge1"]
+    raw = tmp_path / "gigaword-data" / "raw"
+    assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
 
 
 def test_unilm_gigaword(gigaword, tmp_path):
@@ -129,6 +142,9 @@ def test_unilm_gigaword(gigaword, tmp_path):
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["sentences"] == 8 and result["updates"] == 2 and 0 <= result["rouge1_f1"] <= 100
     assert len((tmp_path / "hyp.txt").read_text().splitlines()) == 8
+    lead8 = json.loads((tmp_path / "rouge.json").read_text())["lead8"]["rouge1"]
+    raw = tmp_path / "data" / "raw"
+    assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
 
 
 def test_unilm_permutation_lm(wikitext, tmp_path):
@@ -197,6 +213,9 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     assert PROGRESS.search(out)
     rouge = json.loads((tmp_path / "rouge.json").read_text())
     assert rouge["sentences"] == 6 and 0 <= rouge["rouge1"] <= 100
+    text = tmp_path / "text"
+    assert rouge["lead8"]["rouge1"] == pytest.approx(lead8_rouge1(text / "valid.article", text / "valid.title"))
+    assert "lead-8 (the first 8 words of each article)" in out
     # the release's <unk> (UNK after data_prep/gigaword.sh) is one [UNK] piece, never "< un ##k >" or "un ##k"
     raw_unk = sum(line.split().count("<unk>") for line in (gigaword / "train10k.article.txt").read_text().splitlines()[:6])
     encoded = (tmp_path / "wordpiece" / "train.article").read_text()

@@ -28,7 +28,8 @@
 # 4. fairseq-train --task unilm_seq2seq --init-from the converted weights (progress printed);
 # 5. fairseq-generate on the validation pairs (progress printed); fairseq's <unk> is written as
 #    UNK, the references' own marker, and data_prep/wordpiece.py decode joins the pieces;
-# 6. ROUGE-1/2/L F1 with the project's scorer (python -m fairseq_ext.analysis.rouge).
+# 6. ROUGE-1/2/L F1 with the project's scorer (python -m fairseq_ext.analysis.rouge), lead-8 (the
+#    articles' first 8 words, the baseline a headline model must beat) beside it.
 # Writes WORK/hyp.txt, WORK/rouge.json and the logs; a finished step is not redone.
 # Cost: about 30 minutes of one CPU core for the defaults (docs/results/unilm.md).
 set -euo pipefail
@@ -112,5 +113,5 @@ REF="$TEXT/valid.title"
   || die "$(wc -l < "$WORK/hyp.txt") hypotheses for $(wc -l < "$REF") validation titles (see $WORK/generate.log)"
 
 echo "== 6/6 ROUGE (python -m fairseq_ext.analysis.rouge) against $REF"
-python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.txt" --ref "$REF" --json "$WORK/rouge.json"
+python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.txt" --ref "$REF" --source "$TEXT/valid.article" --json "$WORK/rouge.json"
 echo "hypotheses: $WORK/hyp.txt; $(grep -c 'UNK' "$WORK/hyp.txt" || true) of them hold UNK"

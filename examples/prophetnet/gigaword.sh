@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ProphetNet on Gigaword headline generation (Qi et al. 2020, section 3): optional span-masking
 # pre-training on the article side, fine-tuning on article -> title, beam search with the
-# paper's settings (beam 4, lenpen 1.0), ROUGE-1/2/L F1 (fairseq_ext.analysis.rouge).
+# paper's settings (beam 4, lenpen 1.0), ROUGE-1/2/L F1 (fairseq_ext.analysis.rouge), with lead-8
+# (the articles' first 8 words) beside it in WORK/rouge-N.json.
 #
 #   examples/prophetnet/gigaword.sh [options]
 #     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
@@ -181,7 +182,8 @@ for n in $EVAL_AT; do
     2>&1 > "$WORK/generate-$n.txt" | fairseq_progress "$WORK/generate-$n.log" || { tail -20 "$WORK/generate-$n.log"; exit 1; }
   grep '^D-' "$WORK/generate-$n.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp-$n.title"
   [ "$(wc -l < "$WORK/hyp-$n.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded at update $n"
-  logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp-$n.title" --ref "$WORK/ref.title" --json "$WORK/rouge-$n.json"
+  logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp-$n.title" --ref "$WORK/ref.title" \
+    --source "$PREP/raw/valid.article" --json "$WORK/rouge-$n.json"
   python "$HERE/gigaword_point.py" --work "$WORK" --update "$n" --decode-seconds $(( $(date +%s) - t0 ))
   rm -f "$ckpt"
 done

@@ -4,7 +4,8 @@
 # with beam search (cached keys/values), scored with the project's ROUGE
 # (fairseq_ext/analysis/rouge.py: rouge-score, ROUGE-1/2/L F1, stemmed) against the
 # normalised validation titles of data_prep/gigaword.sh, the same scorer and references as
-# the ProphetNet example, so both go in one table.
+# the ProphetNet example, so both go in one table; lead-8 (the articles' first 8 words, the
+# baseline a headline model must beat) is scored beside it, in OUT/rouge.json.
 #
 #   examples/unilm/gigaword.sh [--data DIR] [--out DIR] [--arch NAME] [--layers N] [--dim N]
 #       [--ffn N] [--heads N] [--mask prefix|causal] [--updates N] [--max-tokens N] [--lr LR]
@@ -118,7 +119,8 @@ REF="$OUT/data/raw/valid.title"
 [ "$(wc -l < "$OUT/hyp.txt")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded"
 
 echo "== 4/4 ROUGE (fairseq_ext/analysis/rouge.py)"
-log_run python -m fairseq_ext.analysis.rouge --hyp "$OUT/hyp.txt" --ref "$REF" --json "$OUT/rouge.json"
+log_run python -m fairseq_ext.analysis.rouge --hyp "$OUT/hyp.txt" --ref "$REF" --source "$OUT/data/raw/valid.article" \
+  --json "$OUT/rouge.json"
 python - "$ROOT" "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" "$SEED" <<'EOF'
 import json, os, platform, re, sys, time
 root, out, commands, start, train_s, gen_s, arch, mask, updates, beam, seed = sys.argv[1:]
