@@ -16,7 +16,7 @@ output of ``python -m fairseq_ext.convert from-transformers``):
   pairs), in ``data_name_or_path`` (default: the folder itself);
 * its tokenizer: ``spm.model`` or ``sentencepiece.bpe.model`` (sentencepiece), or
   ``tokenizer.json``, ``vocab.txt`` or ``prophetnet.tokenizer`` (WordPiece,
-  ``fairseq_ext.hub.wordpiece_bpe``); ``bpe=...`` overrides it, and without either the input
+  ``fairseq_ext.wordpiece.bpe``); ``bpe=...`` overrides it, and without either the input
   must already be split into the dictionary's tokens.
 """
 from __future__ import annotations
@@ -58,9 +58,9 @@ def tokenizer_options(folder: Path) -> dict:
 
 
 def register_wordpiece() -> None:
-    """Register ``--bpe wordpiece`` (``fairseq_ext.hub.wordpiece_bpe``; loading the plugin does
+    """Register ``--bpe wordpiece`` (``fairseq_ext.wordpiece.bpe``; loading the plugin does
     too); building it needs the ``tokenizers`` library (the ``convert`` extra)."""
-    from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
+    from fairseq_ext.wordpiece import bpe  # noqa: F401  (register_bpe runs on import)
 
 
 def refuse_unknown_overrides(cfg, overrides: dict) -> None:
