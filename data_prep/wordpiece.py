@@ -23,7 +23,7 @@ WordPiece model), else ``vocab.txt`` or ``prophetnet.tokenizer`` (ProphetNet's n
 same file) with BERT's normalisation and pre-tokenization, in lower case unless
 ``tokenizer_config.json`` says ``"do_lower_case": false`` (its ``strip_accents``,
 ``tokenize_chinese_chars`` and ``unk_token`` are honoured too). The tokenizer itself is
-``fairseq_ext.hub.wordpiece`` (the Python API uses the same one); only the ``tokenizers``
+``fairseq_ext.wordpiece.tokenizer`` (the Python API uses the same one); only the ``tokenizers``
 library is needed; nothing is downloaded.
 
 encode: one line of space-separated pieces per input line, without [CLS]/[SEP] (fairseq adds
@@ -48,7 +48,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
-from fairseq_ext.hub.wordpiece import (
+from fairseq_ext.wordpiece.tokenizer import (
     FAIRSEQ_SPECIALS,
     WordpieceError,
     checkpoint_specials,

@@ -14,7 +14,8 @@ from fairseq.data import Dictionary
 from fairseq_ext.analysis.draw_mask import draw
 from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
-from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, mask_picture, masks_of_task, ngram_stream_buckets, order_ranks, predicates, step_mask
+from fairseq_ext.families import FAMILIES, masks_of_task
+from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, mask_picture, ngram_stream_buckets, order_ranks, predicates, step_mask
 from fairseq_ext.masking.attention_variants import AttentionVariant
 from fairseq_ext.masking.derived import dense_mask, mask_at
 from fairseq_ext.masking.ngram_stream import decoding_keys, folded_keys
@@ -308,13 +309,15 @@ def test_the_masks_the_model_runs_are_the_rule(monkeypatch):
 
 
 def test_each_task_accepts_the_masks_the_registry_lists_for_it(monkeypatch):
-    """The tasks take their accepted masks from the registry: a new entry is accepted by the
-    tasks it names, and a mask of the other task is refused with the task that trains it."""
+    """The tasks take their accepted masks from the family registry: a new mask rule, named
+    among a task's masks there, is accepted by that task, and a mask of the other task is
+    refused with the task that trains it."""
     assert masks_of_task("unilm_seq2seq") == ("prefix", "causal")
     assert masks_of_task("permutation_lm") == ("causal", "permutation")
     monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", AttentionVariant(
-        lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone", incremental=False,
-        tasks=("permutation_lm",)))
+        lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone", incremental=False))
+    unilm = next(f for f in FAMILIES if "permutation_lm" in f.tasks)
+    monkeypatch.setitem(unilm.attention_masks, "permutation_lm", ("causal", "permutation", "bidirectional"))
     assert masks_of_task("permutation_lm") == ("causal", "permutation", "bidirectional")
     d = dictionary()
     lm = PermutationLMTask(PermutationLMConfig(), d)
@@ -335,7 +338,7 @@ def test_a_new_mask_is_one_registry_entry_and_decodes_by_recomputation(monkeypat
     runs its rule in the full pass, and beam search decodes it by recomputing the whole
     sequence: with or without fairseq's cache, the same hypotheses."""
     bidirectional = AttentionVariant(lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone",
-                                     incremental=False, tasks=("unilm_seq2seq",))
+                                     incremental=False)
     monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", bidirectional)
     d = dictionary()
     model = build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "bidirectional").double()

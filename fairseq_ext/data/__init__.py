@@ -1,8 +1,8 @@
-"""Dataset-side code shared by the tasks of the plugin: batching that keeps every example,
-the checks of binarized splits (``size_checks``) and of interactive input
+"""Dataset-side code shared by the tasks of the plugin: batching that keeps every example
+(``complete_batches``), the checks of binarized splits (``size_checks``) and of interactive input
 (``interactive_input``), and the position-masking datasets."""
-from fairseq_ext.data.complete_batches import CompleteBatchesDataset, CompleteBatchesTaskMixin
-from fairseq_ext.data.interactive_input import InteractiveInputTaskMixin
+from fairseq_ext.data.complete_batches import CompleteBatchesDataset, complete_batches
+from fairseq_ext.data.interactive_input import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.position_masking_dataset import (
     NO_POSITION_LABEL,
     POSITION_MASK_SOURCES,
@@ -11,11 +11,12 @@ from fairseq_ext.data.position_masking_dataset import (
 )
 
 __all__ = [
+    "complete_batches",
     "CompleteBatchesDataset",
-    "CompleteBatchesTaskMixin",
     "FieldDataset",
-    "InteractiveInputTaskMixin",
+    "InteractiveInputLines",
     "NO_POSITION_LABEL",
     "POSITION_MASK_SOURCES",
     "PositionMaskingDataset",
+    "refuse_beyond_source_positions",
 ]

@@ -1,6 +1,9 @@
 """Batching that gives every example a batch: fairseq 0.12's ``batch_by_size`` drops a final
-batch whose size is no multiple of ``--required-batch-size-multiple``; the plugin's tasks hand
-fairseq a dataset whose ``batch_by_size`` appends that tail as one more batch."""
+batch whose size is no multiple of ``--required-batch-size-multiple``, and its
+``filter_indices_by_size`` stops on an example longer than the model's positions with a bare
+``Exception``. Each task of the plugin hands fairseq ``complete_batches(dataset, options)`` from
+its own ``get_batch_iterator``: that tail is one more batch, and an oversized example is one
+clear error unless the user asked fairseq to skip it (``--skip-invalid-size-inputs-valid-test``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,8 +12,44 @@ from fairseq.data import BaseWrapperDataset, FairseqDataset
 from fairseq_ext.errors import FairseqExtError
 
 
+def _plain(size):
+    """A size (a number, or a tuple of them for source and target) with Python ints, which print
+    as ``(1102, 20)``, not ``(np.int32(1102), ...)``."""
+    if isinstance(size, (tuple, list)):
+        return tuple(_plain(s) for s in size)
+    return int(size) if isinstance(size, (int, np.integer)) else size
+
+
 class CompleteBatchesDataset(BaseWrapperDataset):
-    """Wraps a dataset so that ``batch_by_size`` covers every index it is given."""
+    """Wraps a dataset so that ``batch_by_size`` covers every index it is given, and
+    ``filter_indices_by_size`` refuses an oversized example unless ``skip_oversized``.
+
+    Two wrappers of one dataset with the same ``skip_oversized`` are equal and hash alike, so
+    fairseq's own iterator cache (``FairseqTask.dataset_to_epoch_iter``, keyed by the dataset it
+    batches) finds the iterator it built for an earlier wrapper: a task wraps at every call and
+    keeps no cache of its own."""
+
+    def __init__(self, dataset: FairseqDataset, skip_oversized: bool = False):
+        super().__init__(dataset)
+        self.skip_oversized = skip_oversized
+
+    def __eq__(self, other):
+        return (isinstance(other, CompleteBatchesDataset) and other.dataset is self.dataset
+                and other.skip_oversized == self.skip_oversized)
+
+    def __hash__(self):
+        return hash((self.dataset, self.skip_oversized))
+
+    def filter_indices_by_size(self, indices, max_sizes):
+        kept, ignored = self.dataset.filter_indices_by_size(indices, max_sizes)
+        if len(ignored) and not self.skip_oversized:
+            raise FairseqExtError(
+                f"example #{int(ignored[0])} (fairseq's 0-based id) has size {_plain(self.dataset.size(ignored[0]))}, "
+                f"more than the model's positions {_plain(max_sizes)} ({len(ignored)} such example(s)); "
+                "split or filter long lines before fairseq-preprocess, pass the position limits the model "
+                "was trained with, or skip them knowingly with --skip-invalid-size-inputs-valid-test"
+            )
+        return kept, ignored
 
     def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
         batches = list(
@@ -28,37 +67,8 @@ class CompleteBatchesDataset(BaseWrapperDataset):
         return batches
 
 
-def _plain(size):
-    """A size (a number, or a tuple of them for source and target) with Python ints, which print
-    as ``(1102, 20)``, not ``(np.int32(1102), ...)``."""
-    if isinstance(size, (tuple, list)):
-        return tuple(_plain(s) for s in size)
-    return int(size) if isinstance(size, (int, np.integer)) else size
-
-
-class CompleteBatchesTaskMixin:
-    """Mix into a ``FairseqTask`` (before it in the bases) so that no example is dropped: every
-    example gets a batch, and an example longer than the model's positions is one clear
-    error (fairseq raises a bare ``Exception`` with a traceback there) unless the user asked
-    fairseq to skip such examples (``--skip-invalid-size-inputs-valid-test``)."""
-
-    def filter_indices_by_size(self, indices, dataset, max_positions=None, ignore_invalid_inputs=False):
-        if not ignore_invalid_inputs:
-            kept, ignored = dataset.filter_indices_by_size(indices, max_positions)
-            if len(ignored):
-                raise FairseqExtError(
-                    f"example #{int(ignored[0])} (fairseq's 0-based id) has size {_plain(dataset.size(ignored[0]))}, "
-                    f"more than the model's positions {_plain(max_positions)} ({len(ignored)} such example(s)); "
-                    "split or filter long lines before fairseq-preprocess, pass the position limits the model "
-                    "was trained with, or skip them knowingly with --skip-invalid-size-inputs-valid-test"
-                )
-            return kept
-        return super().filter_indices_by_size(indices, dataset, max_positions, ignore_invalid_inputs)
-
-    def get_batch_iterator(self, dataset: FairseqDataset, *args, **kwargs):
-        wrappers = self.__dict__.setdefault("_complete_batch_wrappers", {})
-        wrapped = wrappers.get(id(dataset))
-        if wrapped is None or wrapped.dataset is not dataset:
-            wrapped = CompleteBatchesDataset(dataset)
-            wrappers[id(dataset)] = wrapped
-        return super().get_batch_iterator(wrapped, *args, **kwargs)
+def complete_batches(dataset: FairseqDataset, options: dict) -> CompleteBatchesDataset:
+    """The dataset a task's ``get_batch_iterator`` hands fairseq for ``dataset``, given the
+    keyword ``options`` it was called with (their ``ignore_invalid_inputs`` skips oversized
+    examples, as fairseq does)."""
+    return CompleteBatchesDataset(dataset, skip_oversized=options.get("ignore_invalid_inputs", False))

@@ -6,7 +6,7 @@ instead of stopping with Python's ``UnicodeDecodeError``."""
 from __future__ import annotations
 
 import sys
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 from fairseq.data import BaseWrapperDataset
@@ -64,21 +64,29 @@ class SkippedRows(BaseWrapperDataset):
         return indices[~np.isin(indices, self.skipped)]
 
 
-class InteractiveInputTaskMixin:
-    """Mix into a ``FairseqTask`` (before it in the bases): ``build_dataset_for_inference``
-    numbers the input lines across buffers, answers and skips empty ones, and refuses the lines
-    that ``check_input_length`` refuses."""
-
-    def check_input_length(self, line: int, length: int) -> None:
-        """Refuse input line ``line`` (1-based) of ``length`` tokens (with ``</s>``) when the
-        model cannot take it; by default, longer than ``--max-source-positions``."""
-        limit = self.cfg.max_source_positions
+def refuse_beyond_source_positions(limit: int) -> Callable[[int, int], None]:
+    """The default rule for an input line: no more tokens than ``--max-source-positions``."""
+    def check(line: int, length: int) -> None:
         require(length <= limit, f"input line {line} has {length} tokens, more than --max-source-positions "
                                  f"{limit}, the model's positions (fixed when it was trained); split or "
                                  "shorten the line")
+    return check
 
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        first = self.__dict__.get("_inference_lines_seen", 0) + 1
+
+class InteractiveInputLines:
+    """The input lines of one task's session (fairseq-interactive, or the Python API), numbered
+    across the buffers fairseq reads them in. A task holds one and calls ``dataset`` from its
+    ``build_dataset_for_inference``: empty lines are answered and skipped, and the others must
+    pass the task's rule for a line."""
+
+    def __init__(self):
+        self.lines_seen = 0
+
+    def dataset(self, build, src_tokens, src_lengths, constraints, check_line: Callable[[int, int], None]):
+        """``build(src_tokens, src_lengths, constraints=constraints)`` (fairseq's
+        ``build_dataset_for_inference``) without the empty lines, once every other line passed
+        ``check_line(line, length)`` (1-based line number, tokens with ``</s>``)."""
+        first = self.lines_seen + 1
         empty = []
         for i, length in enumerate(int(n) for n in src_lengths):
             if length <= 1:  # only </s>
@@ -86,7 +94,7 @@ class InteractiveInputTaskMixin:
                      "(give one source sentence per line)")
                 empty.append(i)
             else:
-                self.check_input_length(first + i, length)
-        self._inference_lines_seen = first - 1 + len(src_lengths)
-        dataset = super().build_dataset_for_inference(src_tokens, src_lengths, constraints=constraints)
+                check_line(first + i, length)
+        self.lines_seen = first - 1 + len(src_lengths)
+        dataset = build(src_tokens, src_lengths, constraints=constraints)
         return SkippedRows(dataset, empty) if empty else dataset

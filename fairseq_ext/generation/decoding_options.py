@@ -57,13 +57,3 @@ def check_beam_search_options(args, vocabulary_size: int) -> None:
     _require_option(args, "no_repeat_ngram_size", lambda v: v >= 0, "must be >= 0 (0: no n-gram is blocked)")
     _require_option(args, "temperature", lambda v: v > 0, "must be > 0")
 
-
-class CheckedBeamSearchTaskMixin:
-    """Mix into a task derived from fairseq's ``TranslationTask`` (before it in the bases): its
-    generator is built only for decoding options in range (``check_beam_search_options``)."""
-
-    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None,
-                        **kwargs):
-        check_beam_search_options(args, len(self.target_dictionary))
-        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls,
-                                       extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)

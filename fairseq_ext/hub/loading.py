@@ -6,7 +6,7 @@ own tokenizer, and calls fairseq's ``hub_utils.from_pretrained`` (the loader beh
 ``TransformerModel.from_pretrained``), which builds the task from the data folder's
 dictionaries and the model from the checkpoint's saved configuration, keyword arguments
 overriding it as ``fairseq-generate --model-overrides`` would. The model comes back behind
-the interface of its task (``INTERFACES``).
+the interface of its family (``fairseq_ext.families``).
 
 What a folder holds (a ``fairseq-train`` save folder, ``examples/quickstart/model``, or an
 output of ``python -m fairseq_ext.convert from-transformers``):
@@ -16,7 +16,7 @@ output of ``python -m fairseq_ext.convert from-transformers``):
   pairs), in ``data_name_or_path`` (default: the folder itself);
 * its tokenizer: ``spm.model`` or ``sentencepiece.bpe.model`` (sentencepiece), or
   ``tokenizer.json``, ``vocab.txt`` or ``prophetnet.tokenizer`` (WordPiece,
-  ``fairseq_ext.hub.wordpiece_bpe``); ``bpe=...`` overrides it, and without either the input
+  ``fairseq_ext.wordpiece.bpe``); ``bpe=...`` overrides it, and without either the input
   must already be split into the dictionary's tokens.
 """
 from __future__ import annotations
@@ -28,6 +28,7 @@ from os import PathLike
 from pathlib import Path
 
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.families import hub_family, hub_offer
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
 SENTENCEPIECE_FILES = ("spm.model", "sentencepiece.bpe.model")
@@ -58,9 +59,9 @@ def tokenizer_options(folder: Path) -> dict:
 
 
 def register_wordpiece() -> None:
-    """Register ``--bpe wordpiece`` (``fairseq_ext.hub.wordpiece_bpe``; loading the plugin does
+    """Register ``--bpe wordpiece`` (``fairseq_ext.wordpiece.bpe``; loading the plugin does
     too); building it needs the ``tokenizers`` library (the ``convert`` extra)."""
-    from fairseq_ext.hub import wordpiece_bpe  # noqa: F401  (register_bpe runs on import)
+    from fairseq_ext.wordpiece import bpe  # noqa: F401  (register_bpe runs on import)
 
 
 def refuse_unknown_overrides(cfg, overrides: dict) -> None:
@@ -91,21 +92,22 @@ def warn_untrained_head(folder: Path, interface) -> None:
 
 
 def _interface(cfg, task, models):
+    """The interface that ``families.hub_family`` names for the checkpoint's task and arch."""
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
     from fairseq_ext.hub.generation import HICMLMHubInterface, Seq2SeqHubInterface
 
     name = cfg.task._name
-    if name == "cmlm_hybrid":
-        return HICMLMHubInterface(cfg, task, models)
-    if name in ("translation_prophetnet", "unilm_seq2seq"):
-        return Seq2SeqHubInterface(cfg, task, models)
     arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", "")
-    if name in ("position_masked_lm", "sentence_prediction") and str(arch).startswith("position_masked_roberta"):
+    family = hub_family(name, str(arch))
+    if family is None:
+        raise FairseqExtError(f"the checkpoint was trained with --task {name} (--arch {arch}), which has no Python "
+                              f"API here; the API serves {hub_offer()}")
+    interface = {c.__name__: c for c in (HICMLMHubInterface, Seq2SeqHubInterface,
+                                          PositionMaskedHubInterface)}[family.hub_interface]
+    if interface is PositionMaskedHubInterface:
         require(len(models) == 1, "the position-masked encoder's API takes one checkpoint, not an ensemble")
-        return PositionMaskedHubInterface(cfg, task, models[0])
-    raise FairseqExtError(f"the checkpoint was trained with --task {name} (--arch {arch}), which has no Python API "
-                          "here; the API serves cmlm_hybrid, translation_prophetnet, unilm_seq2seq, and "
-                          "position_masked_roberta under position_masked_lm or sentence_prediction")
+        return interface(cfg, task, models[0])
+    return interface(cfg, task, models)
 
 
 def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_path: str = ".",

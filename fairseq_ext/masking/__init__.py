@@ -5,7 +5,7 @@ section 3.2) and who may attend to whom (Su 2019; Qi et al. 2020, eq. 3-5); docs
 states the conventions (True = chosen / may attend, one generator per place)."""
 from fairseq_ext.masking import predicates
 from fairseq_ext.masking.attention import check_order, order_ranks, padded_dense_mask, random_order
-from fairseq_ext.masking.attention_variants import ATTENTION_VARIANTS, masks_of_task
+from fairseq_ext.masking.attention_variants import ATTENTION_VARIANTS
 from fairseq_ext.masking.corruption import example_rng, replace_80_10_10, uniform_count_mask
 from fairseq_ext.masking.derived import additive_attention_mask, mask_picture, step_mask
 from fairseq_ext.masking.hybrid import (
@@ -35,7 +35,6 @@ __all__ = [
     "HYBRID_STRATEGIES",
     "mask_picture",
     "MASK_POSITION",
-    "masks_of_task",
     "mix_decoder_input",
     "ngram_stream_buckets",
     "NgramStreamTables",

@@ -3,12 +3,12 @@ Su 2019 ("Transformer is like a play, it all depends on the mask") shows that on
 a different model by the mask alone. An entry names its rule (``masking.predicates``) and what
 the model needs to know about it; the option's choices, help and error message, the model's
 masks (full pass and cached decoding) and ``analysis.draw_mask`` all read this table, so a new
-mask is one entry.
+mask is one entry (and its name among the masks a task trains, ``fairseq_ext.families``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Tuple
+from typing import Callable, Dict
 
 from torch import Tensor
 
@@ -30,36 +30,26 @@ class AttentionVariant:
             values) equals recomputing the whole sequence, because under the rule no source row
             sees the target and no target row sees a later one. Without it the model decodes by
             recomputation.
-        tasks: the fairseq tasks that train it (``unilm_seq2seq``: a source and a target;
-            ``permutation_lm``: one text); a task refuses the others, naming the right task.
-        random_order: the task draws a fresh factorisation order per sequence and update and
-            feeds it as ``ranks``.
+        random_order: the rule reads a fresh factorisation order per sequence and update,
+            which the training code draws (``attention.random_order``) and feeds as ``ranks``.
     """
 
     rule: Callable[[Tensor, Tensor], MaskMod]
     help: str
     incremental: bool
-    tasks: Tuple[str, ...]
     random_order: bool = False
 
 
 ATTENTION_VARIANTS: Dict[str, AttentionVariant] = {
     "prefix": AttentionVariant(
         lambda segment_ids, ranks: predicates.prefix_lm(segment_ids),
-        "UniLM seq2seq (Su 2019, 'Seq2Seq'): bidirectional source, causal target", incremental=True,
-        tasks=("unilm_seq2seq",)),
+        "UniLM seq2seq (Su 2019, 'Seq2Seq'): bidirectional source, causal target", incremental=True),
     "causal": AttentionVariant(
         lambda segment_ids, ranks: predicates.causal,
-        "left to right throughout (Su 2019, 'Unidirectional Language Model')", incremental=True,
-        tasks=("unilm_seq2seq", "permutation_lm")),
+        "left to right throughout (Su 2019, 'Unidirectional Language Model')", incremental=True),
     "permutation": AttentionVariant(
         lambda segment_ids, ranks: predicates.permutation(ranks),
         "XLNet-style random factorisation order (Su 2019, 'Permutation Language Model'): the "
         "tokens are fed in the order, where the rule is causal", incremental=True,
-        tasks=("permutation_lm",), random_order=True),
+        random_order=True),
 }
-
-
-def masks_of_task(task: str) -> Tuple[str, ...]:
-    """The ``--attention-mask`` names that ``task`` trains, in registry order."""
-    return tuple(name for name, variant in ATTENTION_VARIANTS.items() if task in variant.tasks)

@@ -15,7 +15,7 @@ from fairseq.data import Dictionary
 from fairseq_ext.config_fields import option_value
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.masking import ATTENTION_VARIANTS, masks_of_task
+from fairseq_ext.families import masks_of_task, tasks_of_mask
 from fairseq_ext.models.checkpoint_start import copy_weights, load_start_checkpoint
 from fairseq_ext.models.shared_options import LayerNormEpsConfig
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
@@ -131,7 +131,7 @@ def prepare_unilm_model(model, cfg, *, task: str, dictionary: Dictionary,
                         keep_ids: Optional[torch.Tensor] = None, from_checkpoint: bool) -> None:
     """What ``unilm_seq2seq`` and ``permutation_lm`` (``task``) do with the model fairseq built
     for them: it must be a ``unilm_transformer`` running one of the attention masks that
-    ``masking.ATTENTION_VARIANTS`` lists for the task (else the error names the task that trains
+    ``families.masks_of_task`` lists for the task (else the error names the task that trains
     it), and a new model starts from ``--init-from`` (``init_from_pretrained`` with
     ``dictionary`` and ``keep_ids``)."""
     require(isinstance(model, UniLMTransformerModel),
@@ -140,7 +140,7 @@ def prepare_unilm_model(model, cfg, *, task: str, dictionary: Dictionary,
     mask = model.attention_mask
     accepted = masks_of_task(task)
     require(mask in accepted,
-            f"--attention-mask {mask} is for --task {' or '.join(ATTENTION_VARIANTS[mask].tasks)}; "
+            f"--attention-mask {mask} is for --task {' or '.join(tasks_of_mask(mask))}; "
             f"{task} takes {' or '.join(accepted)}")
     init_from = getattr(cfg, "init_from", None)
     if init_from and not from_checkpoint:

@@ -9,7 +9,7 @@ from fairseq_ext import fairseq_compat
 fairseq_compat.install()
 
 from fairseq_ext import criterions  # noqa: E402,F401  (register_criterion runs on import)
-from fairseq_ext.hub import wordpiece_bpe  # noqa: E402,F401  (--bpe wordpiece)
+from fairseq_ext.wordpiece import bpe  # noqa: E402,F401  (--bpe wordpiece)
 from fairseq_ext.tasks import (  # noqa: E402,F401
     cmlm_hybrid,
     permutation_lm,

@@ -12,7 +12,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
-from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
+from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
     refuse_long_lines,
@@ -51,10 +51,14 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
 
 
 @register_task("cmlm_hybrid", dataclass=CMLMHybridConfig)
-class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, TranslationLevenshteinTask):
+class CMLMHybridTask(TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
+
+    def __init__(self, cfg: CMLMHybridConfig, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.input_lines = InteractiveInputLines()
 
     @classmethod
     def load_dictionary(cls, filename):
@@ -82,6 +86,10 @@ class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, Transl
         refuse_long_lines(dataset.src_sizes, split=split, row_name="source line", limit=limit,
                           option="--max-source-positions")
 
+    def get_batch_iterator(self, dataset, **options):
+        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
+        return super().get_batch_iterator(complete_batches(dataset, options), **options)
+
     def inject_noise(self, target_tokens):
         """Decoder input for training: masked target slots become <unk> (the CMLM mask)."""
         d = self.tgt_dict
@@ -102,6 +110,11 @@ class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, Transl
             if self.cfg.init_decoder_from:
                 init_part_from_checkpoint(model, "decoder", self.cfg.init_decoder_from)
         return model
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
+        return self.input_lines.dataset(super().build_dataset_for_inference, src_tokens, src_lengths, constraints,
+                                        refuse_beyond_source_positions(self.cfg.max_source_positions))
 
     def build_generator(self, models, args, **unused):
         for model in models:

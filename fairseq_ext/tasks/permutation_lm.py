@@ -6,6 +6,7 @@ factorisation order (``masking.random_order``), validation in the natural order;
 import logging
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Optional
 
 from fairseq import utils
@@ -15,7 +16,7 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from fairseq_ext.config_fields import Range, check_config, option
-from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data import complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
@@ -23,8 +24,6 @@ from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks.model_positions import ModelPositionsCheckMixin
-from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
 
 logger = logging.getLogger(__name__)
 
@@ -41,16 +40,18 @@ class PermutationLMConfig(FairseqDataclass):
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(ModelPositionsCheckMixin, CompleteBatchesTaskMixin, OneDictionaryTaskMixin, UniLMTask,
-                        FairseqTask):
+class PermutationLMTask(UniLMTask, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
+    # one dictionary reads the input and the target
+    source_dictionary = target_dictionary = property(attrgetter("dictionary"))
 
     def __init__(self, cfg: PermutationLMConfig, dictionary: Dictionary):
         super().__init__(cfg)
         self.dictionary = dictionary
         self.attention_mask = None
+        self.model_positions: Optional[int] = None  # the one positions table, known once the model is built
 
     def default_attention_mask(self) -> str:
         """XLNet's random factorisation order (``UniLMTask``)."""
@@ -92,10 +93,14 @@ class PermutationLMTask(ModelPositionsCheckMixin, CompleteBatchesTaskMixin, OneD
     def max_positions(self):
         return self.cfg.tokens_per_sample
 
-    def get_batch_iterator(self, dataset, *args, max_positions=None, **kwargs):
+    def get_batch_iterator(self, dataset, max_positions=None, **options):
+        """Every sequence fits the model's positions (``check_model_positions``, once the model
+        is built), and every example is in a batch (``data.complete_batches``)."""
         if isinstance(max_positions, tuple):  # the model's (P, P) against our int
             max_positions = min(p for p in max_positions if p is not None)
-        return super().get_batch_iterator(dataset, *args, max_positions=max_positions, **kwargs)
+        if self.model_positions is not None:
+            self.check_model_positions(dataset, self.model_positions)
+        return super().get_batch_iterator(complete_batches(dataset, options), max_positions=max_positions, **options)
 
     def check_model_positions(self, dataset, positions: int) -> None:
         """Every sequence, <s> and </s> included, must fit the model's positions table."""
@@ -111,7 +116,7 @@ class PermutationLMTask(ModelPositionsCheckMixin, CompleteBatchesTaskMixin, OneD
         prepare_unilm_model(model, cfg, task="permutation_lm", dictionary=self.dictionary,
                             from_checkpoint=from_checkpoint)
         self.attention_mask = model.attention_mask
-        self.remember_model_positions(model)
+        self.model_positions = model.encoder.max_positions()
         return model
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):

@@ -16,12 +16,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
 from fairseq_ext.config_fields import Range, check_config, option
-from fairseq_ext.data import (
-    NO_POSITION_LABEL,
-    POSITION_MASK_SOURCES,
-    CompleteBatchesTaskMixin,
-    PositionMaskingDataset,
-)
+from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset, complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
@@ -85,7 +80,7 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
 
 
 @register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
-class PositionMaskedLMTask(CompleteBatchesTaskMixin, PositionMaskingTask, MaskedLMTask):
+class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
     """Masked LM whose examples also carry masked positions and their labels."""
 
     cfg: PositionMaskedLMConfig
@@ -160,3 +155,7 @@ class PositionMaskedLMTask(CompleteBatchesTaskMixin, PositionMaskingTask, Masked
                           fix="the position classifier has one class per position. Use --sample-break-mode none "
                               "(blocks of exactly that size), raise --tokens-per-sample, or split long lines "
                               "before fairseq-preprocess")
+
+    def get_batch_iterator(self, dataset, **options):
+        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
+        return super().get_batch_iterator(complete_batches(dataset, options), **options)

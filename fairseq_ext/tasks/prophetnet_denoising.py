@@ -6,6 +6,7 @@ import glob
 import logging
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Optional
 
 from fairseq.data import Dictionary, data_utils
@@ -14,12 +15,11 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
 from fairseq_ext.config_fields import Range, check_config, option
-from fairseq_ext.data import CompleteBatchesTaskMixin
+from fairseq_ext.data import complete_batches
 from fairseq_ext.data.mask_symbol import MASK_SYMBOL, load_with_mask_symbol
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.tasks.one_dictionary import OneDictionaryTaskMixin
 
 logger = logging.getLogger(__name__)
 
@@ -56,10 +56,12 @@ def _language_model_data(folder: str) -> bool:
 
 
 @register_task("prophetnet_denoising", dataclass=ProphetNetDenoisingConfig)
-class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, FairseqTask):
+class ProphetNetDenoisingTask(FairseqTask):
     """Span-masking pre-training of an encoder-decoder on monolingual text."""
 
     cfg: ProphetNetDenoisingConfig
+    # one dictionary reads the input and the target
+    source_dictionary = target_dictionary = property(attrgetter("dictionary"))
 
     def __init__(self, cfg: ProphetNetDenoisingConfig, dictionary: Dictionary):
         super().__init__(cfg)
@@ -108,3 +110,7 @@ class ProphetNetDenoisingTask(CompleteBatchesTaskMixin, OneDictionaryTaskMixin, 
 
     def max_positions(self):
         return self.cfg.max_source_positions, self.cfg.max_target_positions
+
+    def get_batch_iterator(self, dataset, **options):
+        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
+        return super().get_batch_iterator(complete_batches(dataset, options), **options)

@@ -4,19 +4,23 @@ pre-training dictionary's ``<mask>`` and checks that refuse what the model canno
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
-from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
+from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
-from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
+from fairseq_ext.generation.decoding_options import check_beam_search_options
+
 
 @register_task("translation_prophetnet", dataclass=UnsortedBatchesConfig)
-class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, CompleteBatchesTaskMixin,
-                                TranslationTask):
+class TranslationProphetNetTask(TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: UnsortedBatchesConfig
+
+    def __init__(self, cfg: UnsortedBatchesConfig, src_dict, tgt_dict):
+        super().__init__(cfg, src_dict, tgt_dict)
+        self.input_lines = InteractiveInputLines()
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
@@ -42,3 +46,18 @@ class TranslationProphetNetTask(CheckedBeamSearchTaskMixin, InteractiveInputTask
             if side == "target" or not self.cfg.truncate_source:
                 refuse_long_lines(sizes, split=split, row_name=f"{side} line", limit=limit, option=option)
         self.datasets[split] = in_batch_order(dataset, self.cfg)
+
+    def get_batch_iterator(self, dataset, **options):
+        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
+        return super().get_batch_iterator(complete_batches(dataset, options), **options)
+
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
+        return self.input_lines.dataset(super().build_dataset_for_inference, src_tokens, src_lengths, constraints,
+                                        refuse_beyond_source_positions(self.cfg.max_source_positions))
+
+    def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
+        """fairseq's beam search, for decoding options in range only."""
+        check_beam_search_options(args, len(self.target_dictionary))
+        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls,
+                                       extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)

@@ -11,17 +11,16 @@ from fairseq import utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
-from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
+from fairseq_ext.data import InteractiveInputLines, complete_batches
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_truncated_binaries
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
-from fairseq_ext.generation.decoding_options import CheckedBeamSearchTaskMixin
+from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks.model_positions import ModelPositionsCheckMixin
 
 logger = logging.getLogger(__name__)
 
@@ -46,8 +45,7 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, ModelPositionsCheckMixin,
-                       CompleteBatchesTaskMixin, UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
@@ -58,6 +56,8 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Mo
                 "dictionary for both sides: run fairseq-preprocess with --joined-dictionary")
         self.full_dictionary = src_dict
         self.keep_ids = self.lookup = None
+        self.model_positions: Optional[int] = None  # the one positions table, known once the model is built
+        self.input_lines = InteractiveInputLines()
         if cfg.keep_tokens:
             pruned, self.keep_ids, self.lookup = prune_dictionary(
                 src_dict, read_keep_list(cfg.keep_tokens), f"--keep-tokens {cfg.keep_tokens}")
@@ -106,6 +106,13 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Mo
             if sizes is not None:
                 refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
 
+    def get_batch_iterator(self, dataset, **options):
+        """Every pair fits the model's positions (``check_model_positions``, once the model is
+        built), and every example is in a batch (``data.complete_batches``)."""
+        if self.model_positions is not None:
+            self.check_model_positions(dataset, self.model_positions)
+        return super().get_batch_iterator(complete_batches(dataset, options), **options)
+
     def check_model_positions(self, dataset, P: int) -> None:
         """Every pair must fit the one positions table: 1 (<s>) + source + target - 1."""
         if not hasattr(dataset, "src_sizes"):
@@ -133,9 +140,17 @@ class UniLMSeq2SeqTask(CheckedBeamSearchTaskMixin, InteractiveInputTaskMixin, Mo
         model = super().build_model(cfg, from_checkpoint)
         prepare_unilm_model(model, cfg, task="unilm_seq2seq", dictionary=self.full_dictionary, keep_ids=self.keep_ids,
                             from_checkpoint=from_checkpoint)
-        self.remember_model_positions(model)
+        self.model_positions = model.encoder.max_positions()
         return model
 
+    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
+        """Interactive input: empty lines skipped, lines refused by ``check_input_length``."""
+        return self.input_lines.dataset(super().build_dataset_for_inference, src_tokens, src_lengths, constraints,
+                                        self.check_input_length)
+
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
+        """Beam search within the positions table (``UniLMSequenceGenerator``), for decoding
+        options in range only."""
+        check_beam_search_options(args, len(self.target_dictionary))
         return super().build_generator(models, args, seq_gen_cls=seq_gen_cls or UniLMSequenceGenerator,
                                        extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)

@@ -2,7 +2,7 @@
 
 fairseq's hub interfaces (``GeneratorHubInterface``, ``RobertaHubInterface``) split text with
 ``cfg.bpe``; fairseq's own ``bert`` BPE needs transformers at run time, this one only the
-``tokenizers`` library (``fairseq_ext.hub.wordpiece``; Devlin et al. 2019, section 3). The
+``tokenizers`` library (``fairseq_ext.wordpiece.tokenizer``; Devlin et al. 2019, section 3). The
 folder (``--wordpiece-tokenizer``) is the transformers folder, or a folder converted from one
 by ``python -m fairseq_ext.convert`` (which copies the tokenizer files next to ``model.pt``).
 Registered with the plugin (``--user-dir fairseq_ext``); the ``tokenizers`` library is
@@ -32,7 +32,7 @@ class WordpieceBPE:
 
     def __init__(self, cfg: WordpieceBPEConfig):
         try:
-            from fairseq_ext.hub import wordpiece
+            from fairseq_ext.wordpiece import tokenizer as wordpiece
         except ImportError as exc:
             raise FairseqExtError(f"--bpe wordpiece needs the tokenizers library ({exc}); "
                                   "pip install 'fairseq_ext[convert]'") from None

@@ -13,7 +13,7 @@ normalisation and pre-tokenization, in lower case unless ``tokenizer_config.json
 and special tokens are honoured too).
 
 Used by ``data_prep/wordpiece.py`` (files) and by the Python API's ``wordpiece`` BPE
-(``fairseq_ext.hub.wordpiece_bpe``).
+(``fairseq_ext.wordpiece.bpe``).
 """
 from __future__ import annotations
 
