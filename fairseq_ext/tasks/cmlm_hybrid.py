@@ -12,6 +12,8 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
+from fairseq_ext.checkpoints.dictionaries import with_dictionaries
+from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.data import CompleteBatchesTaskMixin, InteractiveInputTaskMixin
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
@@ -23,7 +25,6 @@ from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.masking import uniform_count_mask
-from fairseq_ext.models.checkpoint_start import init_part_from_checkpoint
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
 
@@ -55,6 +56,11 @@ class CMLMHybridTask(InteractiveInputTaskMixin, CompleteBatchesTaskMixin, Transl
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
+
+    def state_dict(self):
+        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
+        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
+        return with_dictionaries(super().state_dict(), self)
 
     @classmethod
     def load_dictionary(cls, filename):
