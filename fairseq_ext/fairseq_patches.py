@@ -132,7 +132,8 @@ PATCHES: tuple[Patch, ...] = (
           "a plugin `--task`, `--arch` or `--criterion`", cli_help.help_after_first_pass, _help_served),
     Patch("one-line-errors", "sys.excepthook",
           "the plugin's own input errors (`FairseqExtError`) are one line; every other exception goes to Python's "
-          "hook unchanged", "-", EVERY_TASK, errors.one_line_excepthook, scoped=False),
+          "hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
+          EVERY_TASK, errors.one_line_excepthook, scoped=False),
 )
 
 
