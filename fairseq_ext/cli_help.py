@@ -4,7 +4,7 @@ fairseq 0.12's ``options.parse_args_and_arch`` parses twice: the first pass find
 architecture and the other registry choices, then their ``add_args`` add their options and the
 second pass parses them. ``-h`` acts in the first pass, so ``fairseq-train --task cmlm_hybrid
 --arch hi_cmlm_transformer_tiny --help`` listed none of them (fairseq's own models and tasks
-neither). ``install()`` wraps it: with ``-h``/``--help``, the first pass runs without it and the
+neither). ``fairseq_patches`` wraps it (``help_after_first_pass``): with ``-h``/``--help``, the first pass runs without it and the
 help is printed where the second pass would begin, every added option in it with its default
 (a model's: its architecture's, which fairseq applies after parsing)."""
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fairseq import options
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
 HELP = ("-h", "--help")
@@ -42,7 +41,7 @@ def _print_help(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     parser.print_help()
 
 
-def _help_after_first_pass(original):
+def help_after_first_pass(original):
     def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False,
                             modify_parser=None):
         argv = list(sys.argv[1:] if input_args is None else input_args)
@@ -61,11 +60,4 @@ def _help_after_first_pass(original):
         return original(parser, [a for a in argv if a not in HELP], parse_known, False,
                         print_help_before_second_pass)
 
-    parse_args_and_arch.fairseq_ext_help = True
     return parse_args_and_arch
-
-
-def install() -> None:
-    """Wrap ``fairseq.options.parse_args_and_arch`` (once)."""
-    if not getattr(options.parse_args_and_arch, "fairseq_ext_help", False):
-        options.parse_args_and_arch = _help_after_first_pass(options.parse_args_and_arch)

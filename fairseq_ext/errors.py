@@ -51,21 +51,24 @@ def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
     return None
 
 
-def _excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
-    user_error = user_error_in_chain(exc)
-    if user_error is not None:
-        sys.stderr.write(f"fairseq_ext: error: {user_error}\n")
-        return
-    _previous_hook(exc_type, exc, tb)
+def one_line_excepthook(previous):
+    """``sys.excepthook`` that prints a ``FairseqExtError`` (also behind another exception) as one
+    line on stderr (the process still exits with 1) and hands every other exception to
+    ``previous``."""
+    if getattr(previous, "prints_user_errors", False):
+        return previous
 
+    def excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        user_error = user_error_in_chain(exc)
+        if user_error is not None:
+            sys.stderr.write(f"fairseq_ext: error: {user_error}\n")
+            return
+        previous(exc_type, exc, tb)
 
-_previous_hook = sys.excepthook
+    excepthook.prints_user_errors = True
+    return excepthook
 
 
 def install_cli_excepthook() -> None:
-    """Print ``FairseqExtError`` as one line on stderr (the process still exits with 1).
-    Other exceptions keep Python's usual report."""
-    if sys.excepthook is not _excepthook:
-        global _previous_hook
-        _previous_hook = sys.excepthook
-        sys.excepthook = _excepthook
+    """For the plugin's own commands: ``one_line_excepthook`` in place (once)."""
+    sys.excepthook = one_line_excepthook(sys.excepthook)

@@ -1,12 +1,10 @@
 """``--model-overrides`` as fairseq-generate and fairseq-interactive read it: ``ast.literal_eval``
 of the text, with one line for text that is no Python literal (``float('nan')``, a typo) or no
 dict. The keys and values are checked against the checkpoint when it loads
-(``checkpoint_checks.check_model_overrides``)."""
+(``checkpoints.overrides.check_model_overrides``)."""
 from __future__ import annotations
 
 import ast
-import sys
-from types import SimpleNamespace
 
 from fairseq_ext.errors import FairseqExtError
 
@@ -24,14 +22,3 @@ def literal_overrides(text: str) -> dict:
     if not isinstance(value, dict):
         raise FairseqExtError(f"--model-overrides must be a dict, e.g. {EXAMPLE}; got a {type(value).__name__}")
     return value
-
-
-def install() -> None:
-    """Make ``fairseq_cli.generate`` and ``fairseq_cli.interactive`` (also run as ``python -m``)
-    read ``--model-overrides`` with ``literal_overrides`` (idempotent; both use ``ast`` for that
-    one call only)."""
-    for module in (sys.modules.get("fairseq_cli.generate"), sys.modules.get("fairseq_cli.interactive"),
-                   sys.modules.get("__main__")):
-        spec = getattr(module, "__spec__", None)
-        if module is not None and spec is not None and spec.name in ("fairseq_cli.generate", "fairseq_cli.interactive"):
-            module.ast = SimpleNamespace(literal_eval=literal_overrides)

@@ -12,7 +12,8 @@ of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under t
 * leftovers of killed writers are removed by the next writer of the path;
 * a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
 
-``install()`` makes ``fairseq-generate`` write its results file this way.
+``fairseq_patches`` makes ``fairseq-generate`` write its results file this way for the plugin's tasks
+(``results_open``).
 """
 from __future__ import annotations
 
@@ -20,7 +21,6 @@ import builtins
 import fcntl
 import glob
 import os
-import sys
 from typing import IO
 
 from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
@@ -128,19 +128,9 @@ class exclusive_output:  # noqa: N801  (used like open())
             self._release()
 
 
-def _results_open(file, mode="r", *args, **kwargs):
+def results_open(file, mode="r", *args, **kwargs):
     """``open`` as ``fairseq_cli.generate`` sees it: its results file is written with
     ``exclusive_output``; every other use is the builtin ``open``."""
     if isinstance(file, (str, os.PathLike)) and "w" in mode:
         return exclusive_output(file, mode, *args, option="--results-path", **kwargs)
     return builtins.open(file, mode, *args, **kwargs)
-
-
-def install() -> None:
-    """Make ``fairseq-generate`` (``fairseq_cli.generate``, or ``python -m fairseq_cli.generate``)
-    write ``--results-path`` with ``exclusive_output`` (idempotent; a module-level ``open``
-    that shadows the builtin one in that module only)."""
-    for module in (sys.modules.get("fairseq_cli.generate"), sys.modules.get("__main__")):
-        spec = getattr(module, "__spec__", None)
-        if module is not None and spec is not None and spec.name == "fairseq_cli.generate":
-            module.open = _results_open

@@ -10,7 +10,8 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.dataclass.configs import GenerationConfig
 
-from fairseq_ext.checkpoint_checks import RECORD_KEY, check_dictionaries, check_task_family
+from fairseq_ext.checkpoints.checks import check_dictionaries, check_task_family
+from fairseq_ext.checkpoints.dictionaries import RECORD_KEY
 from fairseq_ext.errors import FairseqExtError
 from tests.conftest import TINY_DIMS, USER_DIR, generate_args, run, train_args
 from tests.helpers.families import build, dict_folder
@@ -51,10 +52,13 @@ def _swapped(tiny_data):
 
 
 def test_checkpoint_records_the_dictionaries_in_order(tiny_data, tiny_checkpoint):
+    """The task's ``state_dict()`` records them: fairseq saves it as ``task_state``."""
     state = torch.load(tiny_checkpoint, map_location="cpu", weights_only=True)
+    recorded = state["task_state"][RECORD_KEY]
     symbols = [line.split()[0] for line in (tiny_data / "dict.en.txt").read_text(encoding="utf-8").splitlines()]
-    assert state[RECORD_KEY]["source"] == ["<s>", "<pad>", "</s>", "<unk>", *symbols]
-    assert state[RECORD_KEY]["target"] == state[RECORD_KEY]["source"]  # --joined-dictionary
+    assert recorded["source"] == ["<s>", "<pad>", "</s>", "<unk>", *symbols]
+    assert recorded["target"] == recorded["source"]  # --joined-dictionary
+    assert RECORD_KEY not in state
 
 
 def test_reordered_dictionary_is_refused_at_generate_finetune_and_resume(tiny_data, tiny_checkpoint, reordered_data,
@@ -78,7 +82,7 @@ def test_reordered_dictionary_is_refused_at_generate_finetune_and_resume(tiny_da
 def test_checkpoint_without_the_record_still_loads_and_decodes_the_same(tiny_data, tiny_checkpoint, tmp_path):
     """Checkpoints saved before the record existed keep fairseq's shape check only."""
     state = torch.load(tiny_checkpoint, map_location="cpu", weights_only=True)
-    del state[RECORD_KEY]
+    del state["task_state"][RECORD_KEY]
     old = tmp_path / "old.pt"
     torch.save(state, old)
     with_record = run(generate_args(tiny_data, tiny_checkpoint, "--iter-decode-max-iter", "2"))

@@ -12,15 +12,9 @@ import pytest
 import torch
 
 from fairseq import checkpoint_utils
-from fairseq_ext.checkpoints import (
-    SAFE_CHECKPOINT_GLOBALS,
-    CorruptCheckpointError,
-    UnsafeCheckpointError,
-    pickled_globals,
-    safe_load,
-    unsafe_globals,
-)
-from fairseq_ext.checkpoints import main as checkpoints_main
+from fairseq_ext.checkpoints import SAFE_CHECKPOINT_GLOBALS, pickled_globals, safe_load, unsafe_globals
+from fairseq_ext.checkpoints.__main__ import main as checkpoints_main
+from fairseq_ext.checkpoints.allow_list import CorruptCheckpointError, UnsafeCheckpointError
 from tests.conftest import generate_args, run, train_args
 
 NAMESPACE = "argparse.Namespace"

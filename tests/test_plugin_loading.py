@@ -1,7 +1,7 @@
 """Importing the package changes nothing; registering is importing ``fairseq_ext.tasks`` and
 ``fairseq_ext.models``, as fairseq's ``--user-dir fairseq_ext`` does and as
 ``fairseq_ext.plugin.load()`` does from Python, in any order and any number of times, and it
-applies ``fairseq_compat.install()``. ``import fairseq_ext.masking`` imports torch, not
+applies ``fairseq_patches.install()``. ``import fairseq_ext.masking`` imports torch, not
 fairseq. Each case runs in a fresh interpreter."""
 import subprocess
 import sys
@@ -19,8 +19,8 @@ from fairseq.tasks import TASK_REGISTRY
 def state():  # imports nothing of the plugin: fairseq skips a --user-dir that is imported
     return ["cmlm_hybrid" in TASK_REGISTRY, "prophetnet_tiny" in ARCH_MODEL_REGISTRY,
             "ngram_language_loss" in CRITERION_REGISTRY,
-            getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_ext_guarded", False),
-            getattr(PathManager.copy, "fairseq_ext_atomic", False),
+            getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_ext_patch", None) == "checked-loading",
+            getattr(PathManager.copy, "fairseq_ext_patch", None) == "atomic-copy",
             getattr(sys.excepthook, "__module__", None) == "fairseq_ext.errors"]
 """
 

@@ -232,6 +232,34 @@ def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert
     assert 0 <= accuracy <= 100 and f"word-order validation accuracy: {(tmp_path / 'accuracy.txt').read_text().strip()}%" in out
 
 
+def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):
+    """examples/position_masking/glue.sh end to end on a tiny CoLA-layout folder: the budget it
+    prints is one epoch of ceil(N / 32) updates, the dev score is the scorer's line, the
+    published reference stands beside it, and the hub's ``classify`` on the fine-tuned
+    checkpoint gives the scorer's predictions."""
+    sentences = (gigaword / "train10k.title.txt").read_text().replace("<unk>", "").splitlines()[:40]
+    rows = [f"{s}\t{i % 2}" for i, s in enumerate(sentences)]
+    (tmp_path / "glue" / "CoLA").mkdir(parents=True)
+    write_lines(tmp_path / "glue" / "CoLA" / "train.tsv", rows)
+    write_lines(tmp_path / "glue" / "CoLA" / "dev.tsv", rows[:10])
+    out = bash("position_masking/glue.sh", "--task", "CoLA", "--glue", tmp_path / "glue", "--work", tmp_path / "w",
+               "--model-folder", tiny_bert_folder, "--epochs", 1, "--straight-through")
+    assert "1 epoch(s) of 40 sentences = 2 updates of 32" in out
+    assert "attention_dropout_straight_through=True" in (tmp_path / "w" / "finetune" / "train.log").read_text()
+    assert len((tmp_path / "w" / "finetune" / "dev.predictions").read_text().split()) == 10
+    score = (tmp_path / "w" / "dev.score").read_text().strip()
+    assert re.fullmatch(r"mcc -?\d+\.\d\d", score)
+    assert f"CoLA dev {score} (Matthews correlation x 100) after 2 updates; published MiniLM-L6xH384: 47.5" in out
+    # the hub API classifies the dev sentences as the scorer's predictions say (the same tokens, head and labels)
+    from fairseq_ext import hub
+
+    model = hub.from_pretrained(tmp_path / "w" / "finetune", "checkpoint_last.pt",
+                                data_name_or_path=str(tmp_path / "w" / "data" / "bin"), bpe="wordpiece",
+                                wordpiece_tokenizer=str(tiny_bert_folder))
+    dev = [row.split("\t")[0] for row in rows[:10]]
+    assert model.classify(dev) == (tmp_path / "w" / "finetune" / "dev.predictions").read_text().split()
+
+
 # ---- scaling out -----------------------------------------------------------------------------
 
 def test_scaling_out_cpu_gloo_trains(tiny_data, tmp_path):

@@ -7,7 +7,8 @@
   config of the same sizes, and the correction of transformers' predicting-stream
   relative-position layout;
 * ``vocabulary``: WordPiece vocabularies <-> fairseq dictionaries, row for row;
-* ``transformers_folder`` / ``fairseq_checkpoint``: reading and writing the two formats.
+* ``transformers_folder``: reading and writing transformers folders; ``training_options``: the
+  options a converted model is built with (``fairseq_ext.checkpoints.converted`` writes it).
 
 transformers is imported only where a function needs it (the ProphetNet config).
 """

@@ -38,7 +38,8 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_ext.convert import fairseq_checkpoint
+from fairseq_ext.checkpoints import converted
+from fairseq_ext.convert.training_options import training_args
 from fairseq_ext.convert.transformers_folder import TransformersFolder, copy_tokenizer
 from fairseq_ext.convert.vocabulary import fairseq_rows, write_dict
 from fairseq_ext.errors import FairseqExtError, require
@@ -160,12 +161,12 @@ def convert(folder: TransformersFolder, out: Path) -> dict:
     copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     state, unused = convert_state(folder.state, config, rows)
     options = model_options(config)
-    args = fairseq_checkpoint.training_args(out, [
+    args = training_args(out, [
         "--task", "position_masked_lm", "--criterion", "position_masked_lm", "--arch", "position_masked_roberta",
         "--tokens-per-sample", str(config["max_position_embeddings"]), "--optimizer", "adam", *options])
-    _, model = fairseq_checkpoint.build_model(args)
-    checkpoint = fairseq_checkpoint.fill(model, state, extra=[SEGMENTS])
-    fairseq_checkpoint.save(out / "model.pt", args, checkpoint)
+    _, model = converted.build_model(args)
+    checkpoint = converted.fill(model, state, extra=[SEGMENTS])
+    converted.save(out / "model.pt", args, checkpoint)
     if unused:
         logger.info("not used by either model: %s", ", ".join(unused))
     head = "converted" if any(k.startswith("cls.predictions.") for k in _strip_prefix(folder.state)) else "new"

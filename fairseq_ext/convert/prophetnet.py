@@ -26,12 +26,13 @@ import torch
 from torch import Tensor
 
 from fairseq_ext import plugin
-from fairseq_ext.convert import fairseq_checkpoint
+from fairseq_ext.checkpoints import converted
 from fairseq_ext.convert.prophetnet_transformers import (
     from_transformers_state_dict,
     to_transformers_state_dict,
     transformers_config,
 )
+from fairseq_ext.convert.training_options import training_args
 from fairseq_ext.convert.transformers_folder import (
     TransformersFolder,
     copy_tokenizer,
@@ -119,13 +120,13 @@ def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
         write_dict(out / name, tokens)
     copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     options = options_of(config, shift)
-    args = fairseq_checkpoint.training_args(out, ["--task", "translation_prophetnet", "-s", "src", "-t", "tgt",
+    args = training_args(out, ["--task", "translation_prophetnet", "-s", "src", "-t", "tgt",
                                                   "--criterion", "ngram_language_loss", "--optimizer", "adam",
                                                   *options])
-    _, model = fairseq_checkpoint.build_model(args)
-    state_out = fairseq_checkpoint.fill(model, sd)
+    _, model = converted.build_model(args)
+    state_out = converted.fill(model, sd)
     state_out["decoder.embed_tokens.weight"] = state_out["encoder.embed_tokens.weight"]
-    fairseq_checkpoint.save(out / "model.pt", args, state_out)
+    converted.save(out / "model.pt", args, state_out)
     return {"checkpoint": str(out / "model.pt"), "dictionary": str(out / "dict.txt"), "options": options,
             "vocabulary": len(rows)}
 

@@ -1,7 +1,7 @@
 """``fairseq-interactive`` input checked line by line for the plugin's sequence-to-sequence
 tasks: an empty line is answered with one line on stderr and skipped, a line the model cannot
 take ends the session with one clear error, as fairseq-generate does for a binarized split.
-``install()`` makes fairseq-interactive name a line that is not UTF-8 (file and line number)
+``fairseq_patches`` makes fairseq-interactive (the plugin's tasks) name a line that is not UTF-8 (file and line number)
 instead of stopping with Python's ``UnicodeDecodeError``."""
 from __future__ import annotations
 
@@ -42,14 +42,6 @@ def buffered_read(input: str, buffer_size: int) -> Iterator[list[str]]:
             stream.close()
     if buffer:
         yield buffer
-
-
-def install() -> None:
-    """Make ``fairseq-interactive`` read its input with ``buffered_read`` (idempotent)."""
-    for module in (sys.modules.get("fairseq_cli.interactive"), sys.modules.get("__main__")):
-        spec = getattr(module, "__spec__", None)
-        if module is not None and spec is not None and spec.name == "fairseq_cli.interactive":
-            module.buffered_read = buffered_read
 
 
 class SkippedRows(BaseWrapperDataset):

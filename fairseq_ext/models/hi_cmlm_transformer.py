@@ -15,6 +15,7 @@ from fairseq.models.nat.fairseq_nat_model import ensemble_decoder
 from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
+from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes
 from fairseq_ext.errors import require
 from fairseq_ext.masking import (
@@ -24,7 +25,6 @@ from fairseq_ext.masking import (
     source_copy_weight,
     training_copy_weight,
 )
-from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 from fairseq_ext.modules import apply_straight_through_from_args
 from fairseq_ext.modules.cross_attention_cache import cross_attention_cache, reading_cache

@@ -21,11 +21,11 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor, nn
 
+from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes
 from fairseq_ext.errors import require
 from fairseq_ext.interfaces import PositionMaskingTask
 from fairseq_ext.masking import MASK_POSITION
-from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
 from fairseq_ext.models.position_masked_roberta_config import PositionMaskedRobertaConfig
 from fairseq_ext.modules import apply_straight_through_from_args

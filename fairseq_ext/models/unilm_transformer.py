@@ -11,10 +11,10 @@ from typing import Optional
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
 from torch import Tensor
 
+from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_unset
 from fairseq_ext.errors import require
 from fairseq_ext.interfaces import UniLMTask
-from fairseq_ext.models.compat import CheckpointShapeCheckMixin
 from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
 from fairseq_ext.models.unilm_config import UniLMTransformerConfig
 from fairseq_ext.models.unilm_decoder import UniLMDecoder

@@ -2,11 +2,12 @@
 
 fairseq's ``--user-dir fairseq_ext`` imports this package and ``fairseq_ext.models``
 (``fairseq/utils.py: import_user_module``); ``fairseq_ext.plugin.load()`` does the same from
-Python. Registration applies the plugin's one compatibility step, ``fairseq_compat.install()``.
+Python. Registration also applies the table of ``fairseq_patches`` (``install()``: what the plugin
+changes in fairseq, for whom, and how to turn each change off).
 """
-from fairseq_ext import fairseq_compat
+from fairseq_ext import fairseq_patches
 
-fairseq_compat.install()
+fairseq_patches.install()
 
 from fairseq_ext import criterions  # noqa: E402,F401  (register_criterion runs on import)
 from fairseq_ext.wordpiece import bpe  # noqa: E402,F401  (--bpe wordpiece)

@@ -12,6 +12,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
+from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
@@ -23,7 +24,6 @@ from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.masking import uniform_count_mask
-from fairseq_ext.models.checkpoint_start import init_part_from_checkpoint
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
 
@@ -59,6 +59,11 @@ class CMLMHybridTask(TranslationLevenshteinTask):
     def __init__(self, cfg: CMLMHybridConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self.input_lines = InteractiveInputLines()
+
+    def state_dict(self):
+        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
+        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
+        return with_dictionaries(super().state_dict(), self)
 
     @classmethod
     def load_dictionary(cls, filename):

@@ -15,6 +15,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
+from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset, complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
@@ -84,6 +85,11 @@ class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
     """Masked LM whose examples also carry masked positions and their labels."""
 
     cfg: PositionMaskedLMConfig
+
+    def state_dict(self):
+        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
+        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
+        return with_dictionaries(super().state_dict(), self)
 
     @classmethod
     def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):

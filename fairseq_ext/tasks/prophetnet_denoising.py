@@ -14,6 +14,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
+from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import complete_batches
 from fairseq_ext.data.mask_symbol import MASK_SYMBOL, load_with_mask_symbol
@@ -62,6 +63,11 @@ class ProphetNetDenoisingTask(FairseqTask):
     cfg: ProphetNetDenoisingConfig
     # one dictionary reads the input and the target
     source_dictionary = target_dictionary = property(attrgetter("dictionary"))
+
+    def state_dict(self):
+        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
+        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
+        return with_dictionaries(super().state_dict(), self)
 
     def __init__(self, cfg: ProphetNetDenoisingConfig, dictionary: Dictionary):
         super().__init__(cfg)

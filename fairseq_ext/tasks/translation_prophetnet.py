@@ -4,6 +4,7 @@ pre-training dictionary's ``<mask>`` and checks that refuse what the model canno
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
+from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
@@ -21,6 +22,11 @@ class TranslationProphetNetTask(TranslationTask):
     def __init__(self, cfg: UnsortedBatchesConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self.input_lines = InteractiveInputLines()
+
+    def state_dict(self):
+        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
+        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
+        return with_dictionaries(super().state_dict(), self)
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):

@@ -11,6 +11,7 @@ from fairseq import utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
+from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
@@ -49,6 +50,11 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
+
+    def state_dict(self):
+        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
+        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
+        return with_dictionaries(super().state_dict(), self)
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(src_dict.symbols == tgt_dict.symbols,

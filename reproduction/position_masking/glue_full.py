@@ -15,7 +15,7 @@ all-MiniLM-L6-v2, to re-decide the enhanced dropout gradient of Wagner et al. 20
    chosen rate, for ``--epochs`` epochs of batch 32 (6% warm-up, linear decay to 0), with
    ``--curve-points`` dev validations (the curves that show whether the score stopped
    improving). The final checkpoint's dev predictions are scored by scikit-learn
-   (``glue_score.py``): every arm at the same number of updates.
+   (``python -m fairseq_ext.analysis.glue``): every arm at the same number of updates.
 
 Each finished run is kept as one JSON file in ``RESULTS`` (``<task>/<run>.json``: the command,
 seed, wall time, hardware, the dev curve, the dev score and every dev prediction), which is
@@ -102,7 +102,7 @@ class FullBudget(Driver):
         t0 = time.time()
         self.sh(cmd, run / "train.log")
         pred = self.predict_dev(run, data)
-        from reproduction.position_masking.glue_score import METRICS, read_labels, score
+        from fairseq_ext.analysis.glue import METRICS, read_labels, score
 
         predictions = read_labels(pred)
         value = score(task, read_labels(self.work / "data" / task / "raw" / "valid.label"), predictions)

@@ -30,7 +30,7 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
    and from each pre-training, with and without ``--attention-dropout-straight-through``, for
    each ``--seeds`` value, all for ``--updates`` updates; ``--curve-points`` validations (the
    curves; each costs a pass over dev); the last checkpoint's dev predictions are scored with scikit-learn
-   (``glue_score.py``) and the checkpoint deleted. Order: task by task (``--tasks``), the
+   (``python -m fairseq_ext.analysis.glue``) and the checkpoint deleted. Order: task by task (``--tasks``), the
    pre-trained starts (ordinary dropout, then straight-through) seed by seed, then MiniLM's
    own rows seed by seed, so a partial table has whole seeds of the rows the claims compare
    first.
@@ -213,9 +213,9 @@ class Driver:
                 "--save-dir", run]
 
     def predict_dev(self, run: Path, data: Path) -> Path:
-        """The last checkpoint's dev predictions (``glue_score.py predict``), one label a line."""
+        """The last checkpoint's dev predictions (``python -m fairseq_ext.analysis.glue predict``), one label a line."""
         pred = run / "dev.predictions"
-        self.sh([sys.executable, "-m", "reproduction.position_masking.glue_score", "predict",
+        self.sh([sys.executable, "-m", "fairseq_ext.analysis.glue", "predict",
                  "--checkpoint", run / "checkpoint_last.pt", "--data", data, "--output", pred], run / "predict.log")
         return pred
 
@@ -233,7 +233,7 @@ class Driver:
         pred = self.predict_dev(run, data)
         for ckpt in run.glob("checkpoint*.pt"):
             ckpt.unlink()
-        from reproduction.position_masking.glue_score import METRICS, read_labels, score
+        from fairseq_ext.analysis.glue import METRICS, read_labels, score
         value = score(task, read_labels(self.work / "data" / task / "raw" / "valid.label"), read_labels(pred))
         self.finish(run, cmd, seed, t0, {"task": task, "start": start, "straight_through": st, "lr": float(lr),
                                          "updates": u, "metric": METRICS[task], "dev": value,

@@ -3,19 +3,19 @@ last complete one.
 
 fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
 over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``install()`` changes five things:
+times and logs a traceback. ``fairseq_patches`` changes five things, for the plugin's tasks:
 
 * the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
-  destination is always the old file or the new one (``_atomic_copy``);
+  destination is always the old file or the new one (``atomic_copy``);
 * leftovers of killed runs (``*.partial-<pid>`` of a process that is gone, fairseq's
   ``*.pt.tmp``) are removed at the next copy and when training starts;
 * a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy), or older
   than a complete ``checkpoint_N_M.pt`` (killed before the copy), resumes from the newest
-  complete checkpoint in ``--save-dir`` and says so (``_restore_last``);
+  complete checkpoint in ``--save-dir`` and says so (``restore_last``);
 * no space left on the device while saving is one line naming the last good checkpoint (no
   retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
 * a ``--save-dir`` that cannot be written is one line before the first update
-  (``_checking_save_dir``).
+  (``checking_save_dir``).
 """
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def no_space_error(final: str) -> NoSpaceError:
         "--keep-last-epochs N, --no-epoch-checkpoints) and run the same command again to resume from it")
 
 
-def _atomic_copy(copy_fn):
+def atomic_copy(copy_fn):
     """``PathManager.copy`` for local files: copy to ``DST.partial-<pid>`` and ``os.replace``
     it (atomic on POSIX), after removing the leftovers of killed copies."""
 
@@ -127,13 +127,12 @@ def _atomic_copy(copy_fn):
                 os.remove(tmp)
         return True
 
-    copy.fairseq_ext_atomic = True
-    return staticmethod(copy)
+    return copy
 
 
-def _without_retries(save_fn):
+def without_retries(save_fn):
     """fairseq's ``_torch_persistent_save(obj, f)`` retries a failed write three times and logs a
-    traceback; a full disk stops at once (``_naming_full_disk`` names it)."""
+    traceback; a full disk stops at once (``naming_full_disk`` names it)."""
 
     @functools.wraps(save_fn)
     def save(obj, f):
@@ -148,11 +147,10 @@ def _without_retries(save_fn):
                 raise NoSpaceError(str(exc)) from None
         return save_fn(obj, f)  # another failure: fairseq's retries
 
-    save.fairseq_ext_full_disk = True
     return save
 
 
-def _naming_full_disk(save_fn):
+def naming_full_disk(save_fn):
     """fairseq's ``torch_persistent_save(obj, filename)``: a full disk is one line naming the
     last good checkpoint, and the partial ``filename.tmp`` is removed."""
 
@@ -160,18 +158,17 @@ def _naming_full_disk(save_fn):
     def torch_persistent_save(obj, filename, async_write: bool = False):
         try:
             return save_fn(obj, filename, async_write=async_write)
-        except Exception as exc:  # OSError, torch's RuntimeError, or NoSpaceError from ``_without_retries``
+        except Exception as exc:  # OSError, torch's RuntimeError, or NoSpaceError from ``without_retries``
             if not isinstance(filename, str) or not full_disk(exc):
                 raise
             if os.path.lexists(filename + ".tmp"):
                 os.remove(filename + ".tmp")
             raise no_space_error(filename) from None
 
-    torch_persistent_save.fairseq_ext_full_disk = True
     return torch_persistent_save
 
 
-def _restore_last(save_dir: str, suffix: str = "") -> None:
+def restore_last(save_dir: str, suffix: str = "") -> None:
     """If ``checkpoint_last.pt`` is missing, or complete but older than a complete
     ``checkpoint_N_M.pt``/``checkpointN.pt`` (a run killed between writing it and copying it),
     put the newest complete checkpoint in its place (a hard link where possible) and say so.
@@ -198,7 +195,7 @@ def _restore_last(save_dir: str, suffix: str = "") -> None:
     note(f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}")
 
 
-def _starting_safely(load_fn):
+def starting_safely(load_fn):
     """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: remove leftovers,
     restore a missing ``checkpoint_last.pt``, then load as fairseq does."""
 
@@ -209,14 +206,13 @@ def _starting_safely(load_fn):
                 for path in remove_leftovers(cfg.save_dir, fairseq_tmp=True):
                     note(f"removed {path}, left by a save that was interrupted")
             if cfg.restore_file == "checkpoint_last.pt":
-                _restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
+                restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
         return load_fn(cfg, trainer, **passthrough_args)
 
-    load_checkpoint.fairseq_ext_restores = True
     return load_checkpoint
 
 
-def _checking_save_dir(verify_fn):
+def checking_save_dir(verify_fn):
     """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update: a folder
     that cannot be written (read-only filesystem, no permission) is one line, not a warning
     and a traceback."""
@@ -236,22 +232,4 @@ def _checking_save_dir(verify_fn):
         os.remove(probe)
         return verify_fn(save_dir)
 
-    verify_checkpoint_directory.fairseq_ext_checked = True
     return verify_checkpoint_directory
-
-
-def install() -> None:
-    """Apply the five changes of the module docstring to fairseq (idempotent)."""
-    from fairseq import checkpoint_utils
-    from fairseq.file_io import PathManager
-
-    if not getattr(PathManager.copy, "fairseq_ext_atomic", False):
-        PathManager.copy = _atomic_copy(PathManager.copy)
-    if not getattr(checkpoint_utils._torch_persistent_save, "fairseq_ext_full_disk", False):
-        checkpoint_utils._torch_persistent_save = _without_retries(checkpoint_utils._torch_persistent_save)
-    if not getattr(checkpoint_utils.torch_persistent_save, "fairseq_ext_full_disk", False):
-        checkpoint_utils.torch_persistent_save = _naming_full_disk(checkpoint_utils.torch_persistent_save)
-    if not getattr(checkpoint_utils.verify_checkpoint_directory, "fairseq_ext_checked", False):
-        checkpoint_utils.verify_checkpoint_directory = _checking_save_dir(checkpoint_utils.verify_checkpoint_directory)
-    if not getattr(checkpoint_utils.load_checkpoint, "fairseq_ext_restores", False):
-        checkpoint_utils.load_checkpoint = _starting_safely(checkpoint_utils.load_checkpoint)

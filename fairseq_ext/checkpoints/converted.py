@@ -5,34 +5,22 @@ architecture and sizes from the command-line options the converter derived), so 
 converted parameters must fill exactly the model's own state dict: a missing, extra or
 misshapen parameter is an error here, not at fine-tuning time. The checkpoint holds only
 what fairseq's own checkpoints hold (tensors, plain containers, ``argparse.Namespace``), so
-the plugin's weights-only loader reads it (``fairseq_ext.checkpoints``).
+the plugin's weights-only loader reads it (``loading``). The options come from
+``fairseq_ext.convert.training_options``.
 """
 from __future__ import annotations
 
 import logging
 from argparse import Namespace
 from pathlib import Path
-from typing import Dict, Iterable, List
+from typing import Dict, Iterable
 
 import torch
 from torch import Tensor
 
-from fairseq_ext import plugin
 from fairseq_ext.errors import FairseqExtError
 
 logger = logging.getLogger(__name__)
-
-
-def training_args(data, argv: List[str]) -> Namespace:
-    """fairseq-train's options for ``argv`` (``--task``, ``--arch``, sizes, ...) on ``data``,
-    the plugin's tasks and models registered (``plugin.load``). ``data`` is recorded as an
-    absolute path, so that the saved checkpoint loads on its own from any working folder
-    (``checkpoint_utils.load_model_ensemble_and_task([path])``)."""
-    from fairseq import options
-
-    plugin.load()
-    parser = options.get_training_parser()
-    return options.parse_args_and_arch(parser, [str(Path(data).resolve()), *argv])
 
 
 def build_model(args: Namespace):

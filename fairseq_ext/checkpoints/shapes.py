@@ -3,7 +3,7 @@ dictionary, the sizes or the structure do not match, instead of torch's list of 
 mismatches (which fairseq wraps in "please ensure that the architectures match").
 
 A dictionary mismatch has one message (``dictionary_mismatch``), whether it is found from the
-symbols a checkpoint records (``fairseq_ext/checkpoint_checks.py``) or, for a checkpoint
+symbols a checkpoint records (``checks.check_dictionaries``) or, for a checkpoint
 without them, from the rows of its vocabulary-sized parameters. A shape that differs in
 another dimension names the option behind it (embedding or FFN dimension, positions, n-gram
 streams); other parameter names name the layers and the architecture."""

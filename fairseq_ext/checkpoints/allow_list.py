@@ -1,0 +1,111 @@
+"""The globals a fairseq checkpoint may pickle, and those a file does pickle.
+
+fairseq calls ``torch.load`` without ``weights_only``, which torch >= 2.6 treats as
+``weights_only=True``: any pickled global outside torch's own safe set is refused. The
+checkpoints that fairseq writes for this plugin's models contain exactly these globals
+(measured by ``tests/test_checkpoints.py`` for every checkpoint kind the plugin writes):
+
+* ``argparse.Namespace``: the legacy ``args`` of argparse-configured models, also nested
+  in ``cfg``; every checkpoint has it;
+* numpy's array reconstruction (``ndarray``, ``dtype``, ``_reconstruct`` and the int64
+  dtype class): fairseq's ``--eval-bleu`` keeps its n-gram counts as int64 arrays in the
+  saved metrics.
+
+``fairseq_patches`` registers ``SAFE_CHECKPOINT_GLOBALS`` with torch's allow-list; ``pickled_globals``
+lists what a file pickles without running it.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import pickletools
+import zipfile
+from typing import Optional
+
+import numpy as np
+import torch
+from torch import _weights_only_unpickler
+
+from fairseq_ext.errors import FairseqExtError
+
+
+def _numpy_reconstruct():
+    try:
+        from numpy._core.multiarray import _reconstruct  # numpy >= 2
+    except ImportError:
+        from numpy.core.multiarray import _reconstruct  # numpy 1.x
+    return _reconstruct
+
+
+SAFE_CHECKPOINT_GLOBALS: tuple = (
+    argparse.Namespace,
+    np.ndarray,
+    np.dtype,
+    type(np.dtype(np.int64)),
+    _numpy_reconstruct(),
+)
+
+
+class UnsafeCheckpointError(FairseqExtError):
+    """The checkpoint pickles a global that is not on the allow-list."""
+
+
+class CorruptCheckpointError(FairseqExtError):
+    """The checkpoint file is truncated or not a torch checkpoint."""
+
+
+def static_pickle_globals(path: str) -> Optional[set[str]]:
+    """The globals named by the pickles at the start of a file that is no zip archive (a raw
+    pickle; torch's legacy format: five pickles, then raw storage bytes), read with
+    ``pickletools`` (nothing is run); None when the file does not start with a pickle."""
+    found: set[str] = set()
+    complete = 0
+    with open(path, "rb") as f:
+        for _ in range(5):
+            names, strings = set(), []
+            try:
+                for op, arg, _pos in pickletools.genops(f):
+                    if op.name == "GLOBAL":
+                        names.add(arg.replace(" ", "."))
+                    elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+                        names.add(f"{strings[-2]}.{strings[-1]}")
+                    elif isinstance(arg, str):
+                        strings.append(arg)
+            except Exception:  # not (or no longer) a pickle
+                break
+            found |= names
+            complete += 1
+    return found if complete else None
+
+
+def pickled_globals(path: str) -> list[str]:
+    """Every global pickled in ``path`` beyond torch's built-in safe set (the allow-list
+    is ignored for this listing); also for raw pickles and torch's legacy format."""
+    require_file(path)
+    if not zipfile.is_zipfile(path):
+        found = static_pickle_globals(path)
+        if found is None:
+            raise CorruptCheckpointError(
+                f"cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a pickle. "
+                "The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train")
+        return sorted(found - set(_weights_only_unpickler._get_allowed_globals()))
+    registered = torch.serialization.get_safe_globals()
+    torch.serialization.clear_safe_globals()
+    try:
+        return sorted(torch.serialization.get_unsafe_globals_in_checkpoint(path))
+    finally:
+        torch.serialization.add_safe_globals(registered)
+
+
+def unsafe_globals(path: str) -> list[str]:
+    """Globals pickled in ``path`` that are not on ``SAFE_CHECKPOINT_GLOBALS``."""
+    allowed = {f"{g.__module__}.{g.__qualname__}" for g in SAFE_CHECKPOINT_GLOBALS}
+    return [g for g in pickled_globals(path) if g not in allowed]
+
+
+def require_file(path: str) -> None:
+    if os.path.isdir(path):
+        raise FairseqExtError(f"checkpoint {path} is a folder, not a file; give a checkpoint file in it, e.g. "
+                              f"{os.path.join(path, 'checkpoint_best.pt')}")
+    if not os.path.exists(path):
+        raise FairseqExtError(f"checkpoint {path} does not exist; check the --path/--restore-file argument")

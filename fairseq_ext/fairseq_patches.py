@@ -1,0 +1,208 @@
+"""Every way the plugin changes fairseq (and Python) beyond registering its tasks, models and
+criteria: one table, ``PATCHES``, applied by ``install()``.
+
+fairseq's own extension points come first: a task of the plugin records its dictionaries in
+its ``state_dict()`` (fairseq saves it as the checkpoint's ``task_state``), its models check a
+checkpoint's shapes in ``load_state_dict``, and its tasks build their datasets and generators
+in ``load_dataset`` and ``build_generator``. A row of the table replaces an attribute only where
+fairseq 0.12 has no hook; its ``why`` says which is missing.
+
+Whom a change serves (``patch_scope``): by default the plugin's own tasks only (the task at
+hand, or the command line's ``--task``), so that ``--user-dir fairseq_ext`` changes nothing for
+fairseq's own tasks; ``FAIRSEQ_EXT_PATCH_ALL=1`` offers the changes to every task. Two rows act
+for every task: the allow-list, torch's own extension point, without which fairseq 0.12 cannot
+load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
+own error type. ``FAIRSEQ_EXT_PATCHES=off`` makes none of the changes, ``off:NAME,NAME`` leaves
+out those named. Off, loading is fairseq's and torch's: torch >= 2.6 loads weights-only and
+refuses the ``argparse.Namespace`` that fairseq pickles, with torch's message (nothing unsafe
+is loaded); the plugin's own loading (``fairseq_ext.checkpoints.safe_load``, ``python -m
+fairseq_ext.checkpoints inspect``, the hub) keeps its allow-list and one-line answers.
+
+``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` and
+the README show it (``tests/test_fairseq_patches.py`` checks both).
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib
+import inspect
+import sys
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any, Callable, Optional
+
+from fairseq_ext import cli_help, errors, model_overrides, output_files, patch_scope
+from fairseq_ext.checkpoints import fairseq_loading, saving
+from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS
+from fairseq_ext.data import interactive_input
+
+MARK = "fairseq_ext_patch"  # the attribute naming the row that made a replacement
+PLUGIN_TASKS = "the plugin's tasks"
+EVERY_TASK = "every task"
+CHECKPOINTS = "the plugin's tasks, and checkpoints a plugin task trained"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One change: ``target`` (a dotted name) becomes ``make(original)``; ``FAIRSEQ_EXT_PATCHES=off:NAME``
+    leaves it out. ``serves`` says whom it serves by default. A ``scoped`` replacement runs only
+    where ``served(*args, **kwargs)`` holds (default: ``patch_scope.serves()``), fairseq's
+    original elsewhere; an unscoped one decides itself (``serves`` says how)."""
+
+    name: str
+    target: str
+    why: str
+    since: str
+    serves: str
+    make: Callable[[Any], Any]
+    served: Optional[Callable[..., bool]] = None
+    scoped: bool = True
+
+
+def _trainer_served(cfg, trainer, *args, **kwargs) -> bool:
+    return patch_scope.serves(trainer.task)
+
+
+def _help_served(parser, input_args=None, *args, **kwargs) -> bool:
+    return patch_scope.names_the_plugin(input_args)
+
+
+def _allow_list(add_safe_globals):
+    add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
+    return add_safe_globals
+
+
+def _scoped_literal_eval(ast_module):
+    return SimpleNamespace(literal_eval=_scoped(ast_module.literal_eval, model_overrides.literal_overrides, None))
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("allow-list", "torch.serialization.add_safe_globals",
+          "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's int64 array "
+          "reconstruction, which fairseq's checkpoints pickle; without them torch refuses every fairseq 0.12 "
+          "checkpoint", "torch 2.6 (weights-only loading by default)", EVERY_TASK, _allow_list, scoped=False),
+    Patch("checked-loading", "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
+          "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task checks "
+          "`--model-overrides`, the task family and the dictionaries. No hook: a task's `load_state_dict` gets the "
+          "`task_state` only and is not called on resume. A load for fairseq's own task runs fairseq's loader and "
+          "checks only a checkpoint a plugin task trained", "fairseq 0.12, torch 2.6",
+          CHECKPOINTS, fairseq_loading.guarded_loader, scoped=False),
+    Patch("ensemble-task", "fairseq.checkpoint_utils.load_model_ensemble_and_task",
+          "says which task the load is for (to `checked-loading`); behaviour unchanged", "fairseq 0.12",
+          CHECKPOINTS, lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.ensemble_task,
+                                                                   fairseq_loading.ensemble_paths), scoped=False),
+    Patch("trainer-task", "fairseq.trainer.Trainer.load_checkpoint",
+          "says which task a resumed or fine-tuned checkpoint is for (to `checked-loading`); behaviour unchanged",
+          "fairseq 0.12", CHECKPOINTS,
+          lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.trainer_task, fairseq_loading.trainer_path),
+          scoped=False),
+    Patch("atomic-copy", "fairseq.file_io.PathManager.copy",
+          "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
+          "copies removed: a kill never leaves a half file. No hook: fairseq copies in place",
+          "fairseq 0.12", PLUGIN_TASKS, saving.atomic_copy),
+    Patch("save-no-retries", "fairseq.checkpoint_utils._torch_persistent_save",
+          "a full disk stops at once instead of three retries and a logged traceback", "fairseq 0.12", PLUGIN_TASKS,
+          saving.without_retries),
+    Patch("save-full-disk", "fairseq.checkpoint_utils.torch_persistent_save",
+          "a full disk is one line naming the last good checkpoint; the partial file is removed", "fairseq 0.12",
+          PLUGIN_TASKS, saving.naming_full_disk),
+    Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
+          "a `--save-dir` that cannot be written is one line before the first update, not a warning and a traceback",
+          "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
+    Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
+          "when training starts: leftovers of killed saves removed; a missing or stale `checkpoint_last.pt` gives way "
+          "to the newest complete checkpoint. No hook runs before fairseq reads it", "fairseq 0.12", PLUGIN_TASKS,
+          saving.starting_safely, _trainer_served),
+    Patch("results-file", "fairseq_cli.generate.open",
+          "`--results-path`: one writer per file (a lock), moved into place complete. No hook: fairseq-generate "
+          "opens the file before it sets up the task", "fairseq 0.12", PLUGIN_TASKS,
+          lambda fn: output_files.results_open),
+    Patch("interactive-utf8", "fairseq_cli.interactive.buffered_read",
+          "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the task sees "
+          "tokens only", "fairseq 0.12", PLUGIN_TASKS, lambda fn: interactive_input.buffered_read),
+    Patch("overrides-generate", "fairseq_cli.generate.ast",
+          "`--model-overrides` that is no Python literal dict is one line. No hook: read before the task exists",
+          "fairseq 0.12", PLUGIN_TASKS, _scoped_literal_eval),
+    Patch("overrides-interactive", "fairseq_cli.interactive.ast",
+          "the same for fairseq-interactive", "fairseq 0.12", PLUGIN_TASKS, _scoped_literal_eval),
+    Patch("help-after-options", "fairseq.options.parse_args_and_arch",
+          "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
+          "them. No hook: fairseq prints it in its first pass", "fairseq 0.12",
+          "a plugin `--task`, `--arch` or `--criterion`", cli_help.help_after_first_pass, _help_served),
+    Patch("one-line-errors", "sys.excepthook",
+          "the plugin's own input errors (`FairseqExtError`) are one line; every other exception goes to Python's "
+          "hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
+          EVERY_TASK, errors.one_line_excepthook, scoped=False),
+)
+
+
+def _scoped(original, replacement, served: Optional[Callable[..., bool]]):
+    """``replacement`` where the call serves the plugin, ``original`` elsewhere."""
+
+    @functools.wraps(replacement)
+    def call(*args, **kwargs):
+        serves = served(*args, **kwargs) if served is not None else patch_scope.serves()
+        return (replacement if serves else original)(*args, **kwargs)
+
+    return call
+
+
+def _owners(target: str) -> list[tuple[Any, str]]:
+    """The objects whose attribute ``target`` names, and the attribute: the module or class of a
+    dotted name; for ``fairseq_cli`` modules, only where imported (also as ``__main__``)."""
+    path, attribute = target.rsplit(".", 1)
+    if path == "sys":
+        return [(sys, attribute)]
+    if path.startswith("fairseq_cli."):
+        found = [m for m in (sys.modules.get(path), sys.modules.get("__main__"))
+                 if m is not None and getattr(getattr(m, "__spec__", None), "name", None) == path]
+        return [(m, attribute) for m in dict.fromkeys(found)]
+    try:
+        return [(importlib.import_module(path), attribute)]
+    except ModuleNotFoundError:  # an attribute of a class: fairseq.file_io.PathManager.copy
+        module_path, class_name = path.rsplit(".", 1)
+        return [(getattr(importlib.import_module(module_path), class_name), attribute)]
+
+
+def _apply(patch: Patch) -> None:
+    for owner, attribute in _owners(patch.target):
+        original = getattr(owner, attribute, getattr(builtins, attribute, None))
+        if getattr(original, MARK, None) == patch.name:
+            continue
+        replacement = patch.make(original)
+        if replacement is original:  # a registration, nothing replaced
+            continue
+        if patch.scoped and callable(replacement):
+            replacement = _scoped(original, replacement, patch.served)
+        setattr(replacement, MARK, patch.name)
+        if inspect.isclass(owner) and isinstance(inspect.getattr_static(owner, attribute), staticmethod):
+            replacement = staticmethod(replacement)
+        setattr(owner, attribute, replacement)
+
+
+def install() -> None:
+    """Apply every row of ``PATCHES`` that ``FAIRSEQ_EXT_PATCHES`` does not turn off (a second
+    call changes nothing; a ``fairseq_cli`` module imported later is changed by the next call)."""
+    for patch in PATCHES:
+        if not patch_scope.patch_off(patch.name):
+            _apply(patch)
+
+
+def table() -> str:
+    """``PATCHES`` as a Markdown table (the block of ``docs/fairseq-patches.md``)."""
+    rows = ["| name | what is changed | why | needed since | serves by default | turn off |",
+            "|---|---|---|---|---|---|"]
+    for p in PATCHES:
+        rows.append(f"| `{p.name}` | `{p.target}` | {p.why} | {p.since} | {p.serves} | "
+                    f"`FAIRSEQ_EXT_PATCHES=off:{p.name}` |")
+    return "\n".join(rows) + "\n"
+
+
+def summary() -> str:
+    """One line per row of ``PATCHES`` (the README's block)."""
+    return "".join(f"- `{p.name}`: `{p.target}` ({p.serves})\n" for p in PATCHES)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(table())
