@@ -28,6 +28,9 @@ class Family:
         attention_masks: for a one-stack family, the ``--attention-mask`` names (keys of
             ``masking.ATTENTION_VARIANTS``) that each task trains.
         mask_pictures: the scripts of ``analysis.draw_mask`` that draw its masks.
+        fairseq_tasks: fairseq's own tasks that share its checkpoints (a checkpoint of one task of
+            ``tasks + fairseq_tasks`` may start another, never a task of another family).
+        autoregressive: whether fairseq's ``translation`` can decode its models.
     """
 
     name: str
@@ -38,11 +41,14 @@ class Family:
     mask_pictures: tuple[str, ...]
     hub_model: Optional[str] = None
     attention_masks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    fairseq_tasks: tuple[str, ...] = ()
+    autoregressive: bool = True
 
 
 FAMILIES: tuple[Family, ...] = (
     Family("HI-CMLM", tasks=("cmlm_hybrid",), models=("hi_cmlm_transformer",),
-           hub_interface="HICMLMHubInterface", hub_tasks=("cmlm_hybrid",), mask_pictures=("hicmlm",)),
+           hub_interface="HICMLMHubInterface", hub_tasks=("cmlm_hybrid",), mask_pictures=("hicmlm",),
+           fairseq_tasks=("translation_lev",), autoregressive=False),
     Family("ProphetNet", tasks=("prophetnet_denoising", "translation_prophetnet"), models=("prophetnet",),
            hub_interface="Seq2SeqHubInterface", hub_tasks=("translation_prophetnet",), mask_pictures=("ngram",)),
     Family("UniLM", tasks=("unilm_seq2seq", "permutation_lm"), models=("unilm_transformer",),
@@ -51,7 +57,7 @@ FAMILIES: tuple[Family, ...] = (
            attention_masks={"unilm_seq2seq": ("prefix", "causal"), "permutation_lm": ("causal", "permutation")}),
     Family("position masking", tasks=("position_masked_lm",), models=("position_masked_roberta",),
            hub_interface="PositionMaskedHubInterface", hub_tasks=("position_masked_lm", "sentence_prediction"),
-           hub_model="position_masked_roberta", mask_pictures=("bidirectional",)),
+           hub_model="position_masked_roberta", mask_pictures=("bidirectional",), fairseq_tasks=("masked_lm",)),
 )
 
 

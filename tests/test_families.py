@@ -27,6 +27,21 @@ def test_every_family_names_what_fairseq_registers():
         assert hasattr(generation, family.hub_interface) or hasattr(encoder, family.hub_interface), family.name
         assert set(family.attention_masks) <= set(family.tasks)
         assert all(m in ATTENTION_VARIANTS for masks in family.attention_masks.values() for m in masks)
+        assert all(TASK_REGISTRY[t].__module__.startswith("fairseq.tasks.") for t in family.fairseq_tasks), family.name
+
+
+def test_checkpoint_families_are_the_registrys():
+    """Which tasks share checkpoints comes from the registry alone: each family's tasks and
+    fairseq's own that share them, every task in one family, only HI-CMLM's beyond ``translation``."""
+    from fairseq_ext.checkpoints.families import NON_AUTOREGRESSIVE, TASK_FAMILIES, family_of
+
+    assert TASK_FAMILIES == (frozenset({"cmlm_hybrid", "translation_lev"}),
+                             frozenset({"translation_prophetnet", "prophetnet_denoising"}),
+                             frozenset({"unilm_seq2seq", "permutation_lm"}),
+                             frozenset({"position_masked_lm", "masked_lm"}))
+    assert NON_AUTOREGRESSIVE == family_of("cmlm_hybrid") and family_of("translation") is None
+    names = [t for family in TASK_FAMILIES for t in family]
+    assert len(names) == len(set(names))
 
 
 def test_every_mask_picture_belongs_to_one_family():

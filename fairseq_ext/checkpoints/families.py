@@ -1,19 +1,19 @@
-"""Which tasks may use each other's checkpoints: one function, ``family_of``, over one table.
+"""Which tasks may use each other's checkpoints: one function, ``family_of``, over the plugin's
+family registry (``fairseq_ext.families``).
 
-Tasks that train and decode the same models form a family: a checkpoint of one may be used by
-another of its family (pre-training -> fine-tuning), never by a task of another family.
+Tasks that train and decode the same models form a family (the plugin's tasks of a technique
+and fairseq's own tasks that share its checkpoints): a checkpoint of one may be used by another
+of its family (pre-training -> fine-tuning), never by a task of another family.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-NON_AUTOREGRESSIVE = frozenset({"cmlm_hybrid", "translation_lev"})  # fairseq's `translation` cannot decode them
-TASK_FAMILIES = (
-    NON_AUTOREGRESSIVE,
-    frozenset({"translation_prophetnet", "prophetnet_denoising"}),
-    frozenset({"unilm_seq2seq", "permutation_lm"}),
-    frozenset({"position_masked_lm", "masked_lm"}),
-)
+from fairseq_ext.families import FAMILIES
+
+TASK_FAMILIES = tuple(frozenset(f.tasks + f.fairseq_tasks) for f in FAMILIES)
+# fairseq's `translation` cannot decode them
+NON_AUTOREGRESSIVE = frozenset(t for f in FAMILIES if not f.autoregressive for t in f.tasks + f.fairseq_tasks)
 
 
 def family_of(task_name: Optional[str]) -> Optional[frozenset]:
