@@ -61,6 +61,7 @@ from pathlib import Path
 
 from fairseq_ext.analysis.rouge import lead, rouge_f1
 from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS
+from reproduction.records import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 KEPT = ROOT / "reproduction" / "gigaword_10k" / "runs"
@@ -155,13 +156,6 @@ def read_lines(path: Path) -> list[str]:
     opener = gzip.open if str(path).endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8") as f:
         return [line.rstrip("\n") for line in f]
-
-
-def write_json(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(path)
 
 
 def sha256(path: Path) -> str:

@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from reproduction.position_masking.glue_run import ROOT, TASKS, Driver, validations
+from reproduction.records import write_json
 
 RESULTS = ROOT / "reproduction" / "position_masking" / "results" / "glue_full"
 BATCH = 32
@@ -111,10 +112,7 @@ class FullBudget(Driver):
                   "hardware": f"{self.hardware()}",
                   "command": self.command_record(cmd),
                   "validations": validations(run / "train.log"), "predictions": predictions}
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        tmp = kept.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(kept)
+        write_json(kept, result)
         shutil.rmtree(run)
         print(f"{task} {name}: {METRICS[task]} {value:.2f} ({result['wall_seconds']:.0f} s)", flush=True)
         return result
