@@ -2,7 +2,9 @@
 ``table3-glue-full`` block of docs/results/position-masking.md: per task the learning-rate
 grid, each dropout arm's dev score over its seeds (mean, standard deviation), the
 straight-through arm against ordinary dropout paired by seed (Wagner et al. 2020, section 2.2),
-the majority-class bar, and the published MiniLM-class rows.
+the majority-class bar, and the published MiniLM-class rows; with ``--publish`` also the
+README's ``table3-glue-full-summary`` lines (each arm, the gap to the published MiniLM row, the
+verdict on the enhanced dropout gradient).
 
     python -m reproduction.position_masking.collect_glue_full [--publish]
 """
@@ -21,6 +23,8 @@ from reproduction.results_page import write_between_markers
 PAGE = ROOT / "docs" / "results" / "position-masking.md"
 SUMMARY = ROOT / "reproduction" / "position_masking" / "results" / "glue_full.json"
 START, END = "<!-- table3-glue-full:start -->", "<!-- table3-glue-full:end -->"
+README = ROOT / "README.md"
+README_MARKERS = ("<!-- table3-glue-full-summary:start -->", "<!-- table3-glue-full-summary:end -->")
 SEEDS = (1, 2, 3, 4, 5)
 MINILM_README = "microsoft/unilm, minilm/README.md (dev)"
 PUBLISHED = [  # GLUE dev: CoLA Matthews correlation x 100, SST-2 accuracy
@@ -90,7 +94,7 @@ def markdown(summary: dict) -> str:
             lines.append(f"| {task} ({metric}) | not run yet | | | | | | {published} |")
             continue
         t = row["test"]
-        p_value = "" if t["t_test_p"] is None else f", t-test p = {_fmt(t['t_test_p'], 3)}"
+        p_value = "" if t["t_test_p"] is None or t["n"] < 3 else f", t-test p = {_fmt(t['t_test_p'], 3)}"
         test = (f"{_fmt(t['mean_difference'])} points over {t['n']} paired seed{'s' if t['n'] != 1 else ''}{p_value}: {t['verdict']}"
                 if t["n"] else "not run yet")
         grid = ", ".join(f"{lr}: {_fmt(v)}" for lr, v in row["grid"].items())
@@ -117,6 +121,32 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def readme_summary(summary: dict) -> str:
+    """The README's lines on the full-budget table: each task's two arms, the gap to the
+    published MiniLM row, and what the paired test decides for the enhanced dropout gradient."""
+    minilm = next(p for p in summary["published"] if p["row"].startswith("MiniLM"))
+    lines = ["GLUE dev at the published fine-tuning budget (BERT's recipe, from all-MiniLM-L6-v2, chosen learning "
+             "rate, paired t-test by seed; [the full-budget table](docs/results/position-masking.md)):", ""]
+    for task in TASKS:
+        row = summary["tasks"].get(task)
+        if row is None or not row["ordinary"]["n"]:
+            lines.append(f"- {task}: not run yet.")
+            continue
+        o, st, t = row["ordinary"], row["straight_through"], row["test"]
+        counts = f"{o['n']}" if o["n"] == st["n"] else f"{o['n']} and {st['n']}"
+        above = min(o["mean"], st["mean"] if st["n"] else o["mean"]) > row["majority"]
+        p_value = "" if t["t_test_p"] is None or t["n"] < 3 else f", p = {_fmt(t['t_test_p'], 3)}"
+        lines.append(
+            f"- {task}: ordinary dropout {_fmt(o['mean'])}, straight-through {_fmt(st['mean'])} ({counts} seeds), "
+            f"{'above' if above else 'not above'} the majority class ({_fmt(row['majority'])}) and "
+            f"{_fmt(minilm[task] - max(o['mean'], st['mean'] if st['n'] else o['mean']), 1)} points below the "
+            f"published {minilm['row']} ({minilm[task]}); the enhanced dropout gradient: "
+            f"{_fmt(t['mean_difference'])} points{p_value}, {t['verdict']}"
+            + ("" if above else " (the comparison counts only above the majority class)")
+            + (f"; {len(row['missing'])} runs still to run." if row["missing"] else "."))
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m reproduction.position_masking.collect_glue_full", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -138,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.publish:
         SUMMARY.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         write_between_markers(PAGE, block, START, END)
+        write_between_markers(README, readme_summary(summary), *README_MARKERS)
 
 
 if __name__ == "__main__":
