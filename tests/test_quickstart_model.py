@@ -50,3 +50,22 @@ def test_make_quickstart_continues_the_student_as_it_was_trained():
                      "fence-first": cfg["fence_first"], "hybrid-strategy": cfg["hybrid_strategy"]}
     assert (cfg["train_decoder_input"], cfg["fence_first"]) == ("paper", "mask")
     assert safe_load(str(MODEL / "checkpoint.pt"))["optimizer_history"][-1]["num_updates"] == 4000
+
+
+def test_distilled_targets_are_the_shipped_teachers_beam_search(tmp_path):
+    """examples/quickstart/data/train.distilled.de (examples/quickstart/distill_sample.sh) holds one
+    target per training sentence, and its lines are what the shipped teacher's beam search (beam
+    5, as data_prep/distill.sh decodes) writes for those sentences, recomputed here for a few."""
+    data_dir = ROOT / "examples" / "quickstart" / "data"
+    distilled = (data_dir / "train.distilled.de").read_text(encoding="utf-8").splitlines()
+    sources = (data_dir / "train.en").read_text(encoding="utf-8").splitlines()
+    assert len(distilled) == len(sources) == 3000
+    assert distilled != (data_dir / "train.de").read_text(encoding="utf-8").splitlines()
+    picked = [0, 1, 2, 3, 500, 1500, 2999]
+    src = [sources[i] for i in picked]
+    data = binarize(MODEL / "spm.model", tmp_path, {"train": (src, src)}, srcdict=MODEL / "dict.txt")
+    out = run(["fairseq-generate", data, "--user-dir", USER_DIR, "--task", "translation", "-s", "en", "-t", "de",
+               "--path", MODEL / "teacher.pt", "--gen-subset", "train", "--beam", "5", "--batch-size", "128",
+               "--required-batch-size-multiple", "1", "--post-process", "sentencepiece"])
+    hyps = {int(line.split("\t")[0][2:]): line.split("\t")[2] for line in out.stdout.splitlines() if line.startswith("D-")}
+    assert [hyps[i] for i in range(len(picked))] == [distilled[i] for i in picked]

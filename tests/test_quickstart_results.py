@@ -21,14 +21,15 @@ def test_quickstart_results_file(tmp_path):
                           "bleu_by_length": {"[0,10)": 30.0, "[10,23)": 20.0 + k, "[23,inf)": 10.0}}
     (tmp_path / "analysis").mkdir()
     (tmp_path / "analysis" / "analysis.json").write_text(json.dumps(analysis))
-    (tmp_path / "train.log").write_text("| num_updates 40 | ...\n| num_updates 73 | ...\ndone training in 181.2 seconds\n")
+    (tmp_path / "train.log").write_text("{'optimization': {'max_epoch': 100, 'lr': [0.0001], 'stop_time_hours': 0.05}}\n"
+                                        "| num_updates 40 | ...\n| num_updates 73 | ...\ndone training in 181.2 seconds\n")
     out = tmp_path / "results.json"
     start = int(time.time()) - 300
     subprocess.run([sys.executable, SCRIPT, "--work", tmp_path, "--minutes", "3", "--start", str(start),
                     "--out", out], check=True, capture_output=True, text=True, env=cli_env())
     res = json.loads(out.read_text())
     assert res["command"] == "make quickstart" and res["training_minutes_budget"] == 3
-    assert res["training"] == {"updates": 73, "seconds": 181.2}
+    assert res["training"] == {"updates": 73, "seconds": 181.2, "lr": 0.0001}
     assert res["shipped"]["bleu"] == 20.0 and res["continued"]["bleu"] == 21.0
     assert res["continued"]["bleu_per_pass"] == analysis["continued"]["bleu_per_iteration"]
     assert res["continued"]["bleu_by_length"]["[10,23)"] == 21.0 and res["shipped"]["seconds"] == 40

@@ -28,7 +28,9 @@ def training(log: Path) -> dict:
     text = log.read_text(encoding="utf-8")
     updates = re.findall(r"num_updates (\d+)", text)
     seconds = re.findall(r"done training in ([\d.]+) seconds", text)
-    return {"updates": int(updates[-1]) if updates else 0, "seconds": float(seconds[-1]) if seconds else None}
+    lr = re.search(r"'lr': \[([^\]]+)\]", text)  # the configuration fairseq-train logs first
+    return {"updates": int(updates[-1]) if updates else 0, "seconds": float(seconds[-1]) if seconds else None,
+            "lr": float(lr.group(1)) if lr else None}
 
 
 def decoding(work: Path, name: str, analysis: dict) -> dict:

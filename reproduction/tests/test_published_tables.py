@@ -49,7 +49,8 @@ TABLES = {
     "shipped": ("docs/results/hi-cmlm.md", lambda: collect_shipped.markdown(load(REPRO / "hi_cmlm" / "shipped.json"))),
     "quickstart": ("docs/results/hi-cmlm.md",
                    lambda: collect_quickstart.page_block(load(collect_quickstart.QUICKSTART), load(collect_quickstart.SHIPPED),
-                                                         load(collect_quickstart.BENCH)["benchmarks"]["hicmlm"])),
+                                                         load(collect_quickstart.BENCH)["benchmarks"]["hicmlm"],
+                                                         collect_quickstart.lr_runs())),
     "quickstart-summary": ("README.md", lambda: collect_quickstart.readme_line(load(collect_quickstart.QUICKSTART),
                                                                              load(collect_quickstart.SHIPPED))),
     "table2": ("docs/results/prophetnet.md", lambda: collect_gigaword.markdown(load_rouge_summary(REPRO / "prophetnet" / "results.json"))),
@@ -69,6 +70,8 @@ TABLES = {
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
     "table3-glue-full": ("docs/results/position-masking.md",
                          lambda: collect_glue_full.markdown(load(collect_glue_full.SUMMARY))),
+    "table3-glue-full-summary": ("README.md",
+                                 lambda: collect_glue_full.readme_summary(load(collect_glue_full.SUMMARY))),
     "gigaword-10k": ("docs/results/gigaword-10k.md", lambda: lead_baseline.markdown(load(lead_baseline.RESULTS))),
 }
 
