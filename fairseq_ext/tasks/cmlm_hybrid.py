@@ -13,6 +13,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
+from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
