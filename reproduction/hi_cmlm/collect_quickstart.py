@@ -146,8 +146,12 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
         if len(paired) >= 2:
             diff = [by_lr[low][k] - by_lr[high][k] for k in paired]
             p = stats.ttest_rel([by_lr[low][k] for k in paired], [by_lr[high][k] for k in paired]).pvalue
+            verdict = "significant" if p < 0.05 else "not significant"
             text += (f" lr {_rate(low)} minus lr {_rate(high)}, paired by seed: {statistics.mean(diff):+.2f} BLEU over "
-                     f"{len(paired)} seeds (paired t-test p = {p:.3f}).")
+                     f"{len(paired)} seeds (paired t-test p = {p:.3f}, {verdict} at p < 0.05).")
+    above = "; ".join(f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of {len(by_lr[lr])}"
+                      for lr in sorted(by_lr, reverse=True))
+    text += f" Seeds above the shipped score: {above}."
     return text + (" Training on 3,000 sentences for a few minutes (several passes over them) moves the "
                    "score of a model trained on 29,000 by a few tenths either way; the spread between seeds "
                    "above is the scale of that movement.")
