@@ -27,6 +27,7 @@ import glob
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -144,8 +145,25 @@ def rehearse(wheels: Path, results: Path) -> dict:
     return record
 
 
+def _with_todays_test_paths(command: str) -> tuple[str, bool]:
+    """``command`` with each ``tests/NAME.py`` that has since moved to ``reproduction/tests/``
+    written where it is now, and whether any was."""
+    moved = False
+
+    def today(match: re.Match) -> str:
+        nonlocal moved
+        path = match.group(2)
+        if not (ROOT / path).exists() and (ROOT / "reproduction" / path).exists():
+            moved = True
+            return match.group(1) + "reproduction/" + path
+        return match.group(0)
+
+    return re.sub(r"(^|\s)(tests/[\w/]+\.py)", today, command), moved
+
+
 def render(record: dict) -> str:
-    """The table of docs/gpu.md from ``gpu/rehearsal.json``."""
+    """The table of docs/gpu.md from ``gpu/rehearsal.json``; test paths as they are today (the
+    record keeps those of the day it ran)."""
     v = record.get("versions", {})
     lines = [f"Rehearsed {record['date']} on {record['hardware']}: Python {v.get('python')}, torch {v.get('torch')}, "
              f"numpy {v.get('numpy')}, transformers {v.get('transformers')}, fairseq {v.get('fairseq')} from the "
@@ -154,6 +172,7 @@ def render(record: dict) -> str:
              "| step | command | result | seconds |", "|---|---|---|---|",
              f"| install | gpu-check's offline install of {len(record['wheels'])} wheels, import check | "
              f"{'ok' if record['install'].get('passed') else 'FAILED'} | {record['install'].get('seconds', '')} |"]
+    moved = False
     for name in ("suite", "train", "throughput", "bench"):
         step = record.get(name)
         if step is None:
@@ -163,7 +182,11 @@ def render(record: dict) -> str:
         if "tests" in step:
             result += (f": {step['passed_count']} passed, {step['failures'] + step['errors']} failed, "
                        f"{step['skipped']} skipped")
-        lines.append(f"| {name} | `{step['command']}` | {result} | {step['seconds']} |")
+        command, was_moved = _with_todays_test_paths(step["command"])
+        moved = moved or was_moved
+        lines.append(f"| {name} | `{command}` | {result} | {step['seconds']} |")
+    if moved:
+        lines += ["", "Test files are named where they are today; the record keeps the paths of the day it ran."]
     runs = record.get("train", {}).get("runs", [])
     if runs:
         lines += ["", "| training on the CPU, bf16 | updates | loss, first 3 -> last 3 logged | seconds | verdict |",

@@ -90,3 +90,14 @@ def test_published_table_is_the_one_its_record_renders():
     page = rehearse.PAGE.read_text(encoding="utf-8")
     assert f"{rehearse.START}\n{rehearse.render(record)}{rehearse.END}" in page
     assert str(ROOT) not in rehearse.PUBLISHED.read_text()
+
+
+def test_recorded_commands_name_moved_tests_where_they_are_today():
+    """A test file moved from tests/ to reproduction/tests/ since the rehearsal is named at its
+    new path on the page; paths that exist, and other words, are left as recorded."""
+    from reproduction.gpu.rehearse import _with_todays_test_paths
+
+    assert _with_todays_test_paths("pytest tests --deselect tests/test_gpu_rehearsal.py::t") == (
+        "pytest tests --deselect reproduction/tests/test_gpu_rehearsal.py::t", True)
+    assert _with_todays_test_paths("pytest tests/test_docs.py x/tests/test_gpu_rehearsal.py") == (
+        "pytest tests/test_docs.py x/tests/test_gpu_rehearsal.py", False)
