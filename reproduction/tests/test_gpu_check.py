@@ -174,23 +174,28 @@ DOWN = [12.5, 11.9, 11.0, 10.2, 9.7, 9.1, 8.8, 8.4, 8.0, 7.9]
 def test_a_good_run_passes_with_its_numbers():
     parsed = training.parse_log(_log(DOWN, overflow_after=(0,)))
     assert [s["loss"] for s in parsed["intervals"]] == DOWN and parsed["num_updates"] == 100
-    verdict = training.judge(parsed, 0, updates=100, warmup=50)
+    verdict = training.judge(parsed, 0, updates=100)
     assert verdict["passed"] and verdict["failed_checks"] == []
     assert verdict["loss_first3"] == pytest.approx(sum(DOWN[:3]) / 3)
     assert verdict["loss_last3"] == pytest.approx(sum(DOWN[-3:]) / 3)
-    assert verdict["overflow_skips"] == 1 and verdict["overflow_skips_after_warmup"] == 0
+    assert verdict["overflow_skips"] == 1 and verdict["overflow_skips_last_half"] == 0
     assert verdict["final_loss_scale"] == 128
+
+
+def test_overflow_skips_while_the_scale_settles_pass():
+    verdict = training.judge(training.parse_log(_log(DOWN, overflow_after=(0, 30, 40))), 0, updates=100)
+    assert verdict["passed"] and verdict["overflow_skips"] == 3 and verdict["overflow_skips_last_half"] == 0
 
 
 @pytest.mark.parametrize("log, returncode, failed", [
     (_log(DOWN[:-1] + ["nan"]), 0, ["loss finite", "loss decreasing"]),
     (_log(DOWN[:-1] + ["inf"]), 0, ["loss finite", "loss decreasing"]),
     (_log(list(reversed(DOWN))), 0, ["loss decreasing"]),
-    (_log(DOWN, overflow_after=(60,)), 0, ["no overflow skip after warm-up"]),
+    (_log(DOWN, overflow_after=(50,)), 0, ["no overflow skip in the last half"]),
     (_log(DOWN[:4], done=False), 1, ["exit code 0", "100 updates", "loss decreasing"]),
 ])
 def test_a_bad_run_fails_the_check_it_breaks(log, returncode, failed):
-    verdict = training.judge(training.parse_log(log), returncode, updates=100, warmup=50)
+    verdict = training.judge(training.parse_log(log), returncode, updates=100)
     assert not verdict["passed"] and verdict["failed_checks"] == failed
 
 
@@ -222,7 +227,7 @@ def _throughput_row(name, tokens_per_s):
 def test_summary_shows_every_part():
     run = {"family": "unilm", "arch": "unilm_transformer_base", "precision": "fp16", "returncode": 1,
            "seconds": 40.0, "log": "unilm-fp16.log", "last_line": "FloatingPointError: Minimum loss scale reached",
-           **training.judge(training.parse_log(_log(DOWN[:-1] + ["nan"])), 1, updates=100, warmup=50)}
+           **training.judge(training.parse_log(_log(DOWN[:-1] + ["nan"])), 1, updates=100)}
     summary = {
         "machine": {"device": "NVIDIA H100 80GB HBM3", "capability": "9.0", "torch": "2.11.0", "cuda": "13.0",
                     "python": "3.12.3"},
