@@ -1,0 +1,194 @@
+"""How much work one mask-predict decoding of the shipped student does beside its
+autoregressive teacher's beam search, counted rather than timed (issue 41), so that it holds on
+any machine, loaded or not.
+
+Mask-predict (Ghazvininejad et al. 2019, section 3) runs the whole decoder over every target
+slot in each of its T passes; the teacher runs it over one new slot per step and hypothesis.
+Two counts bound what any implementation of the same computation can gain on a CPU:
+
+* floating-point operations (``torch.utils.flop_counter.FlopCounterMode``: every matrix
+  product, 2 per multiply-add), what a compute-bound decoding (large batches) pays;
+* ATen operators dispatched (a ``TorchDispatchMode`` that counts each call), what a
+  dispatch-bound decoding (batch 1, where each small operator costs about the same fixed
+  overhead) pays.
+
+For each batch size and setting, on the first sentences of the shipped Multi30k test sample,
+both sides decode the same batches: the teacher with fairseq's ``SequenceGenerator`` (beam 1
+and 5), the student with the plugin's mask-predict generator (length beam 1, T = 1, 4, 10
+passes, ``--iter-decode-force-max-iter``, as ``make bench`` decodes). The teacher's count over
+the student's is the speed-up that side would reach if time were proportional to that count;
+a measured speed-up above it means the student's operators run faster per count than the
+teacher's.
+
+    python -m reproduction.benchmarks.maskpredict_work [--out FILE]
+
+writes ``reproduction/benchmarks/results/maskpredict_work.json`` and the ``maskpredict-work``
+block of docs/results/speed.md (``--render`` redraws the block from the file alone).
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from argparse import Namespace
+from pathlib import Path
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+from reproduction.benchmarks import common
+from reproduction.records import write_json
+from reproduction.results_page import write_between_markers
+
+MODEL_DIR = common.ROOT / "examples" / "quickstart" / "model"
+SAMPLE = common.ROOT / "examples" / "quickstart" / "data"
+RESULTS = common.ROOT / "reproduction" / "benchmarks" / "results" / "maskpredict_work.json"
+PAGE = common.ROOT / "docs" / "results" / "speed.md"
+START, END = "<!-- maskpredict-work:start -->", "<!-- maskpredict-work:end -->"
+# batch size -> sentences decoded (whole batches)
+SETTINGS = {1: 20, 64: 128}
+TEACHER_BEAMS = (1, 5)
+PASSES = (1, 4, 10)
+COMMAND = "python -m reproduction.benchmarks.maskpredict_work"
+
+
+class OperatorCount(TorchDispatchMode):
+    """Counts every ATen operator dispatched while it is active."""
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def count_work(fn) -> dict:
+    """FLOPs and ATen operators of one call of ``fn()`` (two calls: the counters do not nest)."""
+    flops = FlopCounterMode(display=False)
+    with flops:
+        fn()
+    ops = OperatorCount()
+    with ops:
+        fn()
+    return {"flops": flops.get_total_flops(), "operators": ops.count}
+
+
+def load_pair():
+    """The shipped student and teacher with their tasks, in float32 on the CPU, in eval mode."""
+    from fairseq import checkpoint_utils
+
+    common.load_plugin()
+    dict_dir = common.dummy_dictionary_dir(4)
+    for lang in ("en", "de"):
+        Path(dict_dir, f"dict.{lang}.txt").write_text((MODEL_DIR / "dict.txt").read_text())
+    overrides = {"data": dict_dir}
+    loaded = []
+    for name in ("checkpoint.pt", "teacher.pt"):
+        (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(MODEL_DIR / name)],
+                                                                          arg_overrides=overrides)
+        loaded.append((model.float().eval(), task))
+    return loaded
+
+
+def source_batches(task, batch_size: int, sentences: int) -> list[dict]:
+    """The first ``sentences`` of the test sample in the quickstart's pieces, left-padded batches."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_file=str(MODEL_DIR / "spm.model"))
+    d = task.src_dict
+    seqs = [torch.tensor([d.bos()] + [d.index(p) for p in sp.encode(line, out_type=str)] + [d.eos()])
+            for line in (SAMPLE / "test.en").read_text().splitlines()[:sentences]]
+    batches = []
+    for i in range(0, sentences, batch_size):
+        chunk = seqs[i:i + batch_size]
+        width = max(len(s) for s in chunk)
+        src = torch.full((len(chunk), width), d.pad())
+        for row, s in enumerate(chunk):
+            src[row, width - len(s):] = s
+        batches.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in chunk])}})
+    return batches
+
+
+def measure() -> dict:
+    (student, student_task), (teacher, teacher_task) = load_pair()
+    rows = []
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for batch_size, sentences in SETTINGS.items():
+            batches = source_batches(student_task, batch_size, sentences)
+            sides = {f"teacher beam {beam}": (teacher_task.build_generator(
+                [teacher], Namespace(beam=beam, max_len_a=1.2, max_len_b=10)), teacher) for beam in TEACHER_BEAMS}
+            sides.update({f"student T={T}": (student_task.build_generator([student], Namespace(
+                iter_decode_max_iter=T - 1, iter_decode_with_beam=1, iter_decode_force_max_iter=True)), student)
+                for T in PASSES})
+            for side, (generator, model) in sides.items():
+                work = count_work(lambda: [generator.generate([model], b) for b in batches])
+                rows.append({"batch": batch_size, "sentences": sentences, "side": side,
+                             "flops_per_sentence": work["flops"] / sentences,
+                             "operators_per_sentence": work["operators"] / sentences})
+    return {"command": COMMAND, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+            "student_sha256": hashlib.sha256((MODEL_DIR / "checkpoint.pt").read_bytes()).hexdigest(),
+            "data": "examples/quickstart/data/test.en, the first sentences", "rows": rows}
+
+
+def bounds(record: dict) -> list[dict]:
+    """Per batch size and pass count: the teacher's (beam 5) count over the student's, for FLOPs
+    and for operators."""
+    rows = {(r["batch"], r["side"]): r for r in record["rows"]}
+    out = []
+    for batch in sorted({r["batch"] for r in record["rows"]}):
+        teacher = rows[(batch, "teacher beam 5")]
+        for T in PASSES:
+            student = rows.get((batch, f"student T={T}"))
+            if student:
+                out.append({"batch": batch, "passes": T,
+                            "flops": teacher["flops_per_sentence"] / student["flops_per_sentence"],
+                            "operators": teacher["operators_per_sentence"] / student["operators_per_sentence"]})
+    return out
+
+
+def render(record: dict, measured: dict | None = None) -> str:
+    """The block of docs/results/speed.md: the counts, and the bounds beside the measured
+    speed-ups of ``measured`` (the bench's ``hicmlm`` metrics) where it has them."""
+    measured = measured or {}
+    lines = [f"Counted with `{record['command']}` ({record['date']}, torch {record['torch']}, student "
+             f"SHA-256 {record['student_sha256'][:12]}...), on {record['data']}.", "",
+             "| batch | side | GFLOP per sentence | ATen operators per sentence |", "|---:|---|---:|---:|"]
+    for r in record["rows"]:
+        lines.append(f"| {r['batch']} | {r['side']} | {r['flops_per_sentence'] / 1e9:.3f} | "
+                     f"{r['operators_per_sentence']:,.0f} |")
+    lines += ["", "| batch | passes | teacher (beam 5) / student, FLOPs | teacher / student, operators "
+                  "| measured speed-up (`make bench`) |", "|---:|---:|---:|---:|---:|"]
+    for b in bounds(record):
+        speedup = measured.get(f"maskpredict_vs_ar_speedup_b{b['batch']}_T{b['passes']}")
+        shown = f"{speedup:.2f}x" if speedup is not None else "not measured"
+        lines.append(f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | {shown} |")
+    return "\n".join(lines) + "\n"
+
+
+def bench_metrics() -> dict:
+    cpu = common.ROOT / "reproduction" / "benchmarks" / "results" / "cpu.json"
+    if not cpu.exists():
+        return {}
+    return json.loads(cpu.read_text()).get("benchmarks", {}).get("hicmlm", {}).get("metrics", {})
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
+    p.add_argument("--render", action="store_true", help="only redraw the page's block from the results file")
+    args = p.parse_args(argv)
+    if not args.render:
+        write_json(args.out, measure())
+    record = json.loads(args.out.read_text(encoding="utf-8"))
+    if args.out.resolve() == RESULTS.resolve():
+        write_between_markers(PAGE, render(record, bench_metrics()), START, END)
+    print(render(record, bench_metrics()), end="")
+
+
+if __name__ == "__main__":
+    main()
