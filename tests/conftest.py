@@ -7,14 +7,17 @@ so the plugin is loaded here, once, the way Python code loads it (``fairseq_ext.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 
 from fairseq_ext import plugin
+from tests.forked_cli import ENTRY_POINTS, Zygote
 
 plugin.load()
 # `make test` runs two pytest workers on the 2 cores (pytest-xdist); one thread each, and one
@@ -35,6 +38,7 @@ TINY_DIMS = [
 ]
 
 
+FORKABLE = {"cwd", "input", "timeout"}  # the options of run() that a forked command honours
 CLI_FIXTURES = {"spm_model", "tiny_data", "mono_data", "tiny_checkpoint"}
 CLI_SIGNS = ("fairseq-train", "fairseq-generate", "fairseq-preprocess", "fairseq-interactive", "subprocess", "bash")
 
@@ -67,13 +71,41 @@ def cli_env() -> dict:
     return env
 
 
+_ZYGOTE: list = []  # this worker's tests.forked_cli.Zygote, started at the first fairseq command
+
+
+def _forked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    if not _ZYGOTE:
+        _ZYGOTE.append(Zygote(cli_env(), ROOT))
+    scratch = Path(tempfile.mkdtemp(prefix="forked-cli-"))
+    try:
+        return _ZYGOTE[0].run(cmd, cli_env(), scratch, **kw)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
-    """Run a command with the venv's CLIs first on PATH; on failure show its output."""
-    proc = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=cli_env(), **kw)
+    """Run a command with the venv's CLIs first on PATH; on failure show its output. fairseq's
+    command lines are forked from a process that imported them once (``tests.forked_cli``),
+    unless ``FAIRSEQ_EXT_TESTS_FORK=0``."""
+    cmd = [str(c) for c in cmd]
+    kw.pop("capture_output", None)
+    kw.pop("text", None)
+    if cmd[0] in ENTRY_POINTS and os.environ.get("FAIRSEQ_EXT_TESTS_FORK", "1") != "0" and set(kw) <= FORKABLE:
+        proc = _forked(cmd, **kw)
+    else:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=cli_env(), **kw)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
     return proc
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_zygote():
+    yield
+    for zygote in _ZYGOTE:
+        zygote.close()
 
 
 def write_lines(path: Path, lines: list[str]) -> None:
