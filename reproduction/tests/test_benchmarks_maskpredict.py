@@ -1,0 +1,57 @@
+"""The mask-predict decoding rows of ``make bench`` (issue 41): every row of the grid with its
+keys, each decoding timed once per round for all the rows that read it, and BLEU as sacreBLEU
+scores the detokenized outputs."""
+import itertools
+
+import pytest
+import sacrebleu
+import torch
+from fairseq.data import Dictionary
+
+from reproduction.benchmarks import common, hicmlm
+
+
+ROW_KEYS = {"batch", "sentences", "passes", "length_beam", "teacher_beam", "student_sentences_per_s",
+            "student_tokens_per_s", "teacher_sentences_per_s", "teacher_tokens_per_s", "speedup", "student_bleu",
+            "teacher_bleu", "load_before", "load_after", "note"}
+TINY = hicmlm.Grid(((1, 2), (2, 4)), (1, 4), (1, 3), (1, 5))
+
+
+def test_decode_rows_cover_the_grid_and_share_each_decoding(monkeypatch):
+    timed = []
+    real = common.interleaved_medians
+
+    def one_round(fns, reps, device, warmup=1):
+        timed.append(sorted(fns))
+        return real(fns, 1, device, 0)
+
+    loads = iter([0.1, 0.2, 4.0, 4.1])  # batch 1 quiet, batch 2 not
+    monkeypatch.setattr(common, "timed", lambda fn, device: (fn(), 1.0)[1])
+    monkeypatch.setattr(common, "interleaved_medians", one_round)
+    monkeypatch.setattr(common, "load_average", lambda: next(loads))
+    monkeypatch.setattr(common, "own_threads", lambda device: 2)
+    monkeypatch.setattr(hicmlm, "QUICK_DECODE", TINY)
+    metrics, rows = hicmlm.decode_speed("cpu", quick=True)
+
+    assert all(set(row) == ROW_KEYS for row in rows)
+    assert [(r["batch"], r["passes"], r["length_beam"], r["teacher_beam"]) for r in rows] == [
+        (b, *c) for b in (1, 2) for c in itertools.product((1, 4), (1, 3), (1, 5))]
+    # per batch size one interleaved timing of 4 student and 2 teacher decodings, for 8 rows
+    assert timed == [sorted([("student", T, lb) for T in (1, 4) for lb in (1, 3)]
+                            + [("teacher", 1), ("teacher", 5)])] * 2
+    assert all(r["speedup"] == 1.0 and r["student_sentences_per_s"] == r["sentences"] for r in rows)
+    assert all(0 <= r["student_bleu"] <= 100 and r["student_tokens_per_s"] > 0 for r in rows)
+    assert {(r["batch"], r["load_before"], r["load_after"], r["note"]) for r in rows} == {
+        (1, 0.1, 0.2, ""), (2, 4.0, 4.1, "not quiet: above the bench's own 2 threads + 0.5")}
+    assert metrics == {"maskpredict_vs_ar_speedup_b1_T4": 1.0, "ar_beam5_sentences_per_s_b1": 2.0}
+
+
+def test_bleu_is_sacrebleu_of_the_outputs_detokenized_by_the_quickstart_model():
+    d = Dictionary.load(str(hicmlm.MODEL_DIR / "dict.txt"))
+    sp = hicmlm._sentencepiece()
+    references = ["Ein Mann fotografiert weiße und gelbe Tulpen.", "Zwei Männer sprechen auf einem Markt."]
+    said = ["Ein Mann fotografiert weiße und gelbe Tulpen.", "Zwei Männer reden auf dem Markt."]
+    outputs = [torch.tensor([d.bos(), *(d.index(p) for p in sp.encode(line, out_type=str)), d.eos()]) for line in said]
+    assert hicmlm.pieces(outputs[0], d) == sp.encode(said[0], out_type=str)  # no <s>, no </s>
+    assert hicmlm.bleu(outputs, references, d, sp) == pytest.approx(sacrebleu.corpus_bleu(said, [references]).score)
+    assert hicmlm.bleu(outputs[:1], references[:1], d, sp) == pytest.approx(100.0)
