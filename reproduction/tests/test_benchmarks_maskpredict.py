@@ -1,14 +1,17 @@
 """The mask-predict decoding rows of ``make bench`` (issue 41): every row of the grid with its
-keys, each decoding timed once per round for all the rows that read it, and BLEU as sacreBLEU
-scores the detokenized outputs."""
+keys, each decoding timed once per round for all the rows that read it, BLEU as sacreBLEU
+scores the detokenized outputs, and the refusal to publish under load and its ``--allow-load``
+override."""
 import itertools
+import json
 
 import pytest
 import sacrebleu
 import torch
 from fairseq.data import Dictionary
 
-from reproduction.benchmarks import common, hicmlm
+from reproduction.benchmarks import common, hicmlm, run
+from fairseq_ext.errors import FairseqExtError
 
 
 ROW_KEYS = {"batch", "sentences", "passes", "length_beam", "teacher_beam", "student_sentences_per_s",
@@ -55,3 +58,54 @@ def test_bleu_is_sacrebleu_of_the_outputs_detokenized_by_the_quickstart_model():
     assert hicmlm.pieces(outputs[0], d) == sp.encode(said[0], out_type=str)  # no <s>, no </s>
     assert hicmlm.bleu(outputs, references, d, sp) == pytest.approx(sacrebleu.corpus_bleu(said, [references]).score)
     assert hicmlm.bleu(outputs[:1], references[:1], d, sp) == pytest.approx(100.0)
+
+
+class FakeBenchmark:
+    """A benchmark module whose ``run`` returns one ratio at once."""
+    calls = 0
+
+    @classmethod
+    def run(cls, device, quick):
+        cls.calls += 1
+        return {"metrics": {"fake_ratio": 1.0}, "details": {}, "hardware": "test CPU"}
+
+
+@pytest.fixture
+def published_into(monkeypatch, tmp_path):
+    """``run.main`` publishing into ``tmp_path`` (as into benchmarks/results), with the fake
+    benchmark, the page's tables captured instead of written."""
+    pages = []
+    FakeBenchmark.calls = 0
+    monkeypatch.setattr(run, "RESULTS", tmp_path)
+    monkeypatch.setattr(run, "benchmark", lambda name: FakeBenchmark)
+    monkeypatch.setattr(run, "update_readme", pages.append)
+    return pages
+
+
+def test_run_refuses_to_publish_under_load(monkeypatch, tmp_path, published_into):
+    monkeypatch.setattr(common.os, "getloadavg", lambda: (1.3, 1.0, 0.9))
+    with pytest.raises(FairseqExtError) as refused:
+        run.main(["--only", "hicmlm"])
+    assert str(refused.value) == (
+        "1-minute load average 1.30 > 0.5 before the bench started: another job shares the cores and every timing "
+        "would carry its load; wait until the machine is quiet, or pass --allow-load to publish anyway (the results "
+        "file and docs/results/speed.md then say so)")
+    assert FakeBenchmark.calls == 0 and not list(tmp_path.iterdir()) and not published_into
+    run.main(["--only", "hicmlm", "--quick", "--out", str(tmp_path / "quick")])  # not published: no refusal
+    assert FakeBenchmark.calls == 1 and not published_into
+
+
+def test_allow_load_publishes_and_the_tables_say_so(monkeypatch, tmp_path, published_into):
+    monkeypatch.setattr(common.os, "getloadavg", lambda: (1.3, 1.0, 0.9))
+    run.main(["--only", "hicmlm", "--allow-load"])
+    result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"]["hicmlm"]
+    assert result["allow_load"] is True and result["load_at_start"] == 1.3
+    (results,) = published_into
+    assert run.render_table(results).splitlines()[-1] == (
+        "cpu `hicmlm` was published with `--allow-load`: 1-minute load average 1.30 at the start, above 0.5 "
+        "(another job shared the cores).")
+    monkeypatch.setattr(common.os, "getloadavg", lambda: (0.2, 1.0, 0.9))
+    run.main(["--only", "hicmlm"])
+    result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"]["hicmlm"]
+    assert "allow_load" not in result and result["load_at_start"] == 0.2
+    assert "--allow-load" not in run.render_table(published_into[-1])
