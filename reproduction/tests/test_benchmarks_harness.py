@@ -130,6 +130,7 @@ def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeyp
     main(["--only", name, "--quick", "--out", str(tmp_path)])
     result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"][name]
     assert (tmp_path / "speed.png").is_file()
+    assert (tmp_path / "maskpredict_speedup.png").is_file() == (name == "hicmlm")
     assert torch.get_num_threads() == threads
     ratios = {k: v for k, v in result["metrics"].items() if RATIO_NAME.search(k)}
     assert ratios and all(v == 1.0 for v in ratios.values()), ratios  # every side timed 1 s by the harness

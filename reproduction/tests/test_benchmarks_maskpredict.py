@@ -1,7 +1,7 @@
 """The mask-predict decoding rows of ``make bench`` (issue 41): every row of the grid with its
 keys, each decoding timed once per round for all the rows that read it, BLEU as sacreBLEU
-scores the detokenized outputs, and the refusal to publish under load and its ``--allow-load``
-override."""
+scores the detokenized outputs, the refusal to publish under load and its ``--allow-load``
+override, the generated block of docs/results/speed.md and the speed-up figure."""
 import itertools
 import json
 
@@ -11,8 +11,8 @@ import torch
 from fairseq.data import Dictionary
 
 from reproduction.benchmarks import common, hicmlm, run
+from reproduction.benchmarks.plot import plot_maskpredict_speedup
 from fairseq_ext.errors import FairseqExtError
-
 
 ROW_KEYS = {"batch", "sentences", "passes", "length_beam", "teacher_beam", "student_sentences_per_s",
             "student_tokens_per_s", "teacher_sentences_per_s", "teacher_tokens_per_s", "speedup", "student_bleu",
@@ -109,3 +109,48 @@ def test_allow_load_publishes_and_the_tables_say_so(monkeypatch, tmp_path, publi
     result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"]["hicmlm"]
     assert "allow_load" not in result and result["load_at_start"] == 0.2
     assert "--allow-load" not in run.render_table(published_into[-1])
+
+
+def _row(batch, passes, length_beam=1, teacher_beam=5, speedup=2.0, note=""):
+    return {"batch": batch, "sentences": 128, "passes": passes, "length_beam": length_beam,
+            "teacher_beam": teacher_beam, "student_sentences_per_s": 50.0, "student_tokens_per_s": 700.0,
+            "teacher_sentences_per_s": 25.0, "teacher_tokens_per_s": 350.0, "speedup": speedup,
+            "student_bleu": 29.1, "teacher_bleu": 31.5, "load_before": 2.1, "load_after": 2.2, "note": note}
+
+
+def _results(rows, **extra):
+    hicmlm_out = {"metrics": {}, "details": {"student_sha256": "ab" * 32, "decode_rows": rows},
+                  "hardware": "test CPU, 2 threads", **extra}
+    return {"cpu": {"hardware": "test CPU, 2 threads", "date": "2026-12-01", "benchmarks": {"hicmlm": hicmlm_out}}}
+
+
+ROWS = [_row(b, T, speedup=s) for T, speeds in ((4, (3.0, 2.5, 2.0, 1.8)), (10, (1.5, 1.2, 0.9, 0.8)))
+        for b, s in zip((1, 8, 64, 256), speeds)] + [_row(64, 10, length_beam=3, teacher_beam=1, note="not quiet")]
+
+
+def test_rows_block_says_how_to_measure_them_until_they_are():
+    line = ("The rows have not been measured yet: `python -m reproduction.benchmarks.run --only hicmlm` on a quiet "
+            "machine measures them.\n")
+    assert run.render_rows({}) == line
+    assert run.render_rows(_results([])) == line
+
+
+def test_rows_block_is_a_table_of_the_rows_with_the_figure():
+    lines = run.render_rows(_results(ROWS, load_at_start=1.3, allow_load=True)).splitlines()
+    assert lines[0] == ("CPU, test CPU, 2 threads, 1-minute load average 1.30 at the start; "
+                        f"student SHA-256 `{'ab' * 32}`.")
+    assert lines[2].startswith("| batch | passes | length beam | teacher beam | speed-up |")
+    table = [line for line in lines if line.startswith("| ")][1:]
+    assert len(table) == len(ROWS)
+    assert table[-1] == "| 64 | 10 | 3 | 1 | 2.00 | 50.0 | 25.0 | 700 | 350 | 29.10 | 31.50 | 2.10 | 2.20 | not quiet |"
+    assert "cpu `hicmlm` was published with `--allow-load`" in lines[-3]
+    assert lines[-1] == ("![Mask-predict speed-up against batch size]"
+                         "(../../reproduction/benchmarks/results/maskpredict_speedup.png)")
+
+
+def test_speedup_figure_is_drawn_from_the_rows(tmp_path):
+    assert plot_maskpredict_speedup(_results(ROWS), tmp_path / "maskpredict_speedup.png")
+    assert (tmp_path / "maskpredict_speedup.png").stat().st_size > 5000
+    assert not plot_maskpredict_speedup(_results([]), tmp_path / "none.png")
+    assert not plot_maskpredict_speedup(_results([_row(8, 4, length_beam=3)]), tmp_path / "none.png")
+    assert not (tmp_path / "none.png").exists()
