@@ -24,6 +24,8 @@ GENERATED = {
     "unilm-pretrained": ("docs/results/unilm.md", "reproduction/unilm/pretrained_gigaword.sh",
                          '--page "$ROOT/docs/results/unilm.md"'),
     "bench": ("docs/results/speed.md", "reproduction/benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
+    "maskpredict-rows": ("docs/results/speed.md", "reproduction/benchmarks/run.py",
+                         'ROOT / "docs" / "results" / "speed.md"'),
     "gpu-rehearsal": ("docs/gpu.md", "reproduction/gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
     "gpu-check": ("docs/gpu.md", "reproduction/gpu/publish.py", 'ROOT / "docs" / "gpu.md"'),
     "table3-glue-full": ("docs/results/position-masking.md", "reproduction/position_masking/collect_glue_full.py",

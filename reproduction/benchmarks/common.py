@@ -13,6 +13,8 @@ settings and memory measurements here, so that every ratio is measured the same 
 * Memory (``train_peak_memory``): peak memory of training each side alone: on CPU the
   VmHWM of a child process per side (``python -m MODULE --train-one SIDE``, answered by
   ``train_one_main``), on CUDA the allocator's peak above what was allocated before.
+* Load (``load_average``, ``load_note``): the 1-minute load average around a measurement, and
+  a note when it says that more than the benchmark's own threads (``own_threads``) ran.
 """
 from __future__ import annotations
 
@@ -115,6 +117,26 @@ def run_on_threads(run_all: Callable[[str, bool], dict], device: str, quick: boo
         result = run_all(device, quick)
         result["hardware"] = hardware(device)
     return result
+
+
+def load_average() -> float:
+    """The machine's 1-minute load average (``os.getloadavg``)."""
+    return os.getloadavg()[0]
+
+
+def own_threads(device: str) -> int:
+    """Threads a benchmark keeps busy itself: torch's CPU threads, or the one host thread that
+    queues the kernels on CUDA."""
+    return torch.get_num_threads() if device == "cpu" else 1
+
+
+def load_note(before: float, after: float, device: str) -> str:
+    """``""`` when the 1-minute load averages before and after a measurement stay within the
+    benchmark's own threads (+ 0.5), else a note that another job shared the cores."""
+    own = own_threads(device)
+    if max(before, after) <= own + 0.5:
+        return ""
+    return f"not quiet: above the bench's own {own} thread{'s' if own != 1 else ''} + 0.5"
 
 
 def dummy_dictionary_dir(size: int, langs: tuple[str, ...] = ("en", "de")) -> str:

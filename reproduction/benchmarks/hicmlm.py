@@ -3,11 +3,22 @@
 * ``hicmlm_train_tokens_per_s_ratio``: target tokens/s of a training step (forward, backward,
   Adam) of ``hi_cmlm_transformer`` (fence_replace) over fairseq's ``cmlm_transformer`` of the
   same size on the same batches (goal >= 0.95).
-* ``maskpredict_vs_ar_speedup_b{1,64}_T{4,10}``: sentences/s of mask-predict (length beam 1,
-  T decoder passes) over fairseq's autoregressive ``transformer`` of the same size with beam
-  5, at batch size 1 and 64, on the shipped Multi30k test sample, with the trained quickstart
-  checkpoints (the HI-CMLM student and its autoregressive teacher) so that both produce
-  real-length outputs.
+* the decoding rows of issue 41 (``details["decode_rows"]``, ``DECODE``): mask-predict of the
+  shipped quickstart student (``--iter-decode-force-max-iter``) against fairseq's beam search
+  of its autoregressive teacher (``TranslationTask``'s ``SequenceGenerator``, unchanged), at
+  batch 1, 8, 64 and 256 (100, 128, 128 and 256 sentences of the shipped Multi30k test sample:
+  whole batches), with 1, 4 and 10 decoder passes, length beam 1 and 3, teacher beam 1 and 5.
+  All decodings of one batch size are timed together, interleaved on the same batches
+  (``common.interleaved_medians``), each decoding once per round however many rows read it
+  (a teacher's beam serves every student setting); ``--quick`` decodes fewer sentences at
+  batch 1 and 64 only (``QUICK_DECODE``). A row holds both sides' sentences/s and tokens/s
+  (sentencepiece pieces of the outputs), the speed-up (teacher seconds / student seconds),
+  the BLEU of the outputs that were timed (sacreBLEU, detokenized with the quickstart's
+  sentencepiece model, against test.de), the 1-minute load average before and after its
+  batch size's timing and a note when that was above the bench's own threads (+ 0.5).
+* ``maskpredict_vs_ar_speedup_b{1,64}_T{4,10}``: the speed-ups of those rows at batch 1 and
+  64, T decoder passes, length beam 1, teacher beam 5; ``ar_beam5_sentences_per_s_b{1,64}``:
+  the teacher's sentences/s there.
 * ``train_peak_rss_mb_{hicmlm,cmlm}`` (CPU) / ``train_peak_cuda_mb_*`` (GPU): peak memory of
   training, each model in its own process on CPU.
 
@@ -17,7 +28,10 @@ distribution of the shipped sample (sentencepiece pieces), grouped to --max-toke
 from __future__ import annotations
 
 import hashlib
+import itertools
 from argparse import Namespace
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -26,8 +40,23 @@ from reproduction.benchmarks import common
 
 MODEL_DIR = common.ROOT / "examples" / "quickstart" / "model"
 SAMPLE = common.ROOT / "examples" / "quickstart" / "data"
-# (batch size, sentences) of the decoding speed-ups, and with --quick
-DECODE, QUICK_DECODE = ((1, 100), (64, 128)), ((1, 40), (64, 128))
+STUDENT, TEACHER = MODEL_DIR / "checkpoint.pt", MODEL_DIR / "teacher.pt"
+
+
+@dataclass(frozen=True)
+class Grid:
+    """The decoding rows: every batch size (on its number of sentences, whole batches) x
+    decoder passes x length beam of the student x beam of the teacher."""
+    sentences: tuple[tuple[int, int], ...]  # (batch size, sentences)
+    passes: tuple[int, ...]
+    length_beams: tuple[int, ...]
+    teacher_beams: tuple[int, ...]
+
+
+DECODE = Grid(((1, 100), (8, 128), (64, 128), (256, 256)), (1, 4, 10), (1, 3), (1, 5))
+QUICK_DECODE = Grid(((1, 8), (64, 64)), (1, 4, 10), (1, 3), (1, 5))
+# the batch sizes and passes whose speed-up (length beam 1, teacher beam 5) is also a metric
+METRIC_BATCHES, METRIC_PASSES = (1, 64), (4, 10)
 SIZES = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "192",
          "--decoder-embed-dim", "192", "--encoder-ffn-embed-dim", "768", "--decoder-ffn-embed-dim", "768",
          "--encoder-attention-heads", "4", "--decoder-attention-heads", "4", "--share-all-embeddings"]
@@ -106,16 +135,20 @@ def train_ratio(device: str, quick: bool) -> dict:
             "hicmlm_train_tokens_per_s_ratio": secs["cmlm"] / secs["hicmlm"]}
 
 
-def _encode_test(task, n: int) -> list[dict]:
-    import sentencepiece as spm
-
-    sp = spm.SentencePieceProcessor(model_file=str(MODEL_DIR / "spm.model"))
+def _encode_test(task, n: int) -> list[torch.Tensor]:
+    sp = _sentencepiece()
     d = task.src_dict
     out = []
     for line in (SAMPLE / "test.en").read_text().splitlines()[:n]:
         ids = [d.bos()] + [d.index(p) for p in sp.encode(line, out_type=str)] + [d.eos()]
         out.append(torch.tensor(ids))
     return out
+
+
+def _sentencepiece():
+    import sentencepiece as spm
+
+    return spm.SentencePieceProcessor(model_file=str(MODEL_DIR / "spm.model"))
 
 
 def _collate(seqs: list[torch.Tensor], pad: int) -> dict:
@@ -126,47 +159,97 @@ def _collate(seqs: list[torch.Tensor], pad: int) -> dict:
     return {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in seqs])}}
 
 
-def decode_speed(device: str, quick: bool) -> dict:
+def pieces(tokens: torch.Tensor, dictionary) -> list[str]:
+    """The sentencepiece pieces of a hypothesis, without its ``<s>`` and ``</s>``."""
+    return dictionary.string(tokens, extra_symbols_to_ignore={dictionary.bos()}).split()
+
+
+def bleu(outputs: list[torch.Tensor], references: list[str], dictionary, sp) -> float:
+    """sacreBLEU (its defaults, as ``sacrebleu REF -i HYP`` in the quickstart) of the
+    hypotheses ``outputs``, detokenized by the sentencepiece model ``sp``, against
+    ``references``, line for line."""
+    import sacrebleu
+
+    hypotheses = [sp.decode_pieces(pieces(t, dictionary)) for t in outputs]
+    return sacrebleu.corpus_bleu(hypotheses, [references]).score
+
+
+def _decoding(generator, model, batches: list[dict], outputs: dict, key) -> Callable[[], None]:
+    """A timed function: ``generator`` on every batch, its best hypotheses kept in ``outputs[key]``."""
+    def decode():
+        outputs[key] = [hypos[0]["tokens"] for b in batches for hypos in generator.generate([model], b)]
+    return decode
+
+
+def _load_models(device: str):
+    """``(student, its task, teacher, its task)``, the shipped quickstart checkpoints on ``device``."""
     from fairseq import checkpoint_utils
 
-    common.load_plugin()
-    student, teacher = MODEL_DIR / "checkpoint.pt", MODEL_DIR / "teacher.pt"
-    if not (student.exists() and teacher.exists()):
-        return {}
     dict_dir = common.dummy_dictionary_dir(4)
     for lang in ("en", "de"):
         Path(dict_dir, f"dict.{lang}.txt").write_text((MODEL_DIR / "dict.txt").read_text())
     overrides = {"data": dict_dir}
-    (nat,), _, nat_task = checkpoint_utils.load_model_ensemble_and_task([str(student)], arg_overrides=overrides)
-    (ar,), _, ar_task = checkpoint_utils.load_model_ensemble_and_task([str(teacher)], arg_overrides=overrides)
+    (nat,), _, nat_task = checkpoint_utils.load_model_ensemble_and_task([str(STUDENT)], arg_overrides=overrides)
+    (ar,), _, ar_task = checkpoint_utils.load_model_ensemble_and_task([str(TEACHER)], arg_overrides=overrides)
     for m in (nat, ar):
         m.to(device).eval()
         if device == "cpu":
             m.float()
-    settings = QUICK_DECODE if quick else DECODE
-    sents = _encode_test(nat_task, max(n for _, n in settings))
-    pad = nat_task.src_dict.pad()
-    metrics = {}
-    ar_gen = ar_task.build_generator([ar], Namespace(beam=5, max_len_a=1.2, max_len_b=10))
-    for bsz, n in settings:
+    return nat, nat_task, ar, ar_task
+
+
+def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict]]:
+    """``(metrics, rows)``: the decoding rows of ``DECODE`` (``QUICK_DECODE`` with ``quick``),
+    and the speed-ups and teacher rates among them that are metrics; nothing without the
+    shipped checkpoints."""
+    common.load_plugin()
+    if not (STUDENT.exists() and TEACHER.exists()):
+        return {}, []
+    nat, nat_task, ar, ar_task = _load_models(device)
+    grid = QUICK_DECODE if quick else DECODE
+    sents = _encode_test(nat_task, max(n for _, n in grid.sentences))
+    references = (SAMPLE / "test.de").read_text().splitlines()
+    sp, d, pad = _sentencepiece(), nat_task.tgt_dict, nat_task.src_dict.pad()
+    students = {(T, lb): nat_task.build_generator([nat], Namespace(iter_decode_max_iter=T - 1, iter_decode_with_beam=lb,
+                                                                   iter_decode_force_max_iter=True))
+                for T in grid.passes for lb in grid.length_beams}
+    teachers = {tb: ar_task.build_generator([ar], Namespace(beam=tb, max_len_a=1.2, max_len_b=10))
+                for tb in grid.teacher_beams}
+    metrics, rows = {}, []
+    for bsz, n in grid.sentences:
         batches = [common.to_device(_collate(sents[i:i + bsz], pad), device) for i in range(0, n, bsz)]
-        fns = {"ar": lambda: [ar_gen.generate([ar], b) for b in batches]}
-        for T in (4, 10):
-            gen = nat_task.build_generator([nat], Namespace(iter_decode_max_iter=T - 1, iter_decode_with_beam=1,
-                                                            iter_decode_force_max_iter=True))
-            fns[f"T{T}"] = (lambda g: (lambda: [g.generate([nat], b) for b in batches]))(gen)
+        outputs: dict = {}
+        fns = {("student", *k): _decoding(g, nat, batches, outputs, ("student", *k)) for k, g in students.items()}
+        fns.update({("teacher", tb): _decoding(g, ar, batches, outputs, ("teacher", tb)) for tb, g in teachers.items()})
+        before = common.load_average()
         with torch.no_grad():
             secs = common.interleaved_medians(fns, reps=1 if quick else 3, device=device)
-        for T in (4, 10):
-            metrics[f"maskpredict_vs_ar_speedup_b{bsz}_T{T}"] = secs["ar"] / secs[f"T{T}"]
-        metrics[f"ar_beam5_sentences_per_s_b{bsz}"] = n / secs["ar"]
-    return metrics
+        after = common.load_average()
+        note = common.load_note(before, after, device)
+        scored = {key: (bleu(out, references[:n], d, sp), sum(len(pieces(t, d)) for t in out))
+                  for key, out in outputs.items()}
+        for (T, lb), tb in itertools.product(students, teachers):
+            s, t = ("student", T, lb), ("teacher", tb)
+            rows.append({"batch": bsz, "sentences": n, "passes": T, "length_beam": lb, "teacher_beam": tb,
+                         "student_sentences_per_s": round(n / secs[s], 2),
+                         "student_tokens_per_s": round(scored[s][1] / secs[s], 1),
+                         "teacher_sentences_per_s": round(n / secs[t], 2),
+                         "teacher_tokens_per_s": round(scored[t][1] / secs[t], 1),
+                         "speedup": round(secs[t] / secs[s], 4),
+                         "student_bleu": round(scored[s][0], 2), "teacher_bleu": round(scored[t][0], 2),
+                         "load_before": round(before, 2), "load_after": round(after, 2), "note": note})
+        if bsz in METRIC_BATCHES and 5 in teachers:
+            for T in METRIC_PASSES:
+                if (T, 1) in students:
+                    metrics[f"maskpredict_vs_ar_speedup_b{bsz}_T{T}"] = secs[("teacher", 5)] / secs[("student", T, 1)]
+            metrics[f"ar_beam5_sentences_per_s_b{bsz}"] = n / secs[("teacher", 5)]
+    return metrics, rows
 
 
 def student_digest() -> str:
     """SHA-256 of the shipped student the decoding speed was measured on (the results page says
     whether that is still the shipped one)."""
-    return hashlib.sha256((MODEL_DIR / "checkpoint.pt").read_bytes()).hexdigest()
+    return hashlib.sha256(STUDENT.read_bytes()).hexdigest()
 
 
 def _train_updates(name: str, device: str) -> None:
@@ -186,13 +269,18 @@ def run(device: str, quick: bool) -> dict:
 
 
 def _run_all(device: str, quick: bool) -> dict:
-    metrics = {**train_ratio(device, quick), **decode_speed(device, quick), **memory(device)}
+    train = train_ratio(device, quick)
+    decode, rows = decode_speed(device, quick)
+    metrics = {**train, **decode, **memory(device)}
+    grid = QUICK_DECODE if quick else DECODE
     details = {"sizes": "3+3 layers x 192 (CPU) / 6+6 x 512 (GPU), shared 6k vocabulary",
-               "decode_data": "500-line shipped Multi30k test sample (first 100 sentences at batch 1)"}
-    if not any(k.startswith("maskpredict") for k in metrics):
+               "decode_data": "500-line shipped Multi30k test sample, the first sentences of test.en: "
+                              + ", ".join(f"{n} at batch {bsz}" for bsz, n in grid.sentences)}
+    if not rows:
         details["decode"] = "skipped: examples/quickstart/model/{checkpoint,teacher}.pt not found"
     else:
         details["student_sha256"] = student_digest()
+        details["decode_rows"] = rows
     return {"metrics": metrics, "details": details,
             "goals": {"hicmlm_train_tokens_per_s_ratio": ">= 0.95"}}
 

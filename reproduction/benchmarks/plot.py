@@ -1,7 +1,12 @@
-"""The speed figure of table 4 (docs/results/speed.md): every ratio of ``benchmarks/results/{cpu,gpu}.json``
-as a horizontal bar, coloured by family, with its goal as a black tick where it has one.
+"""The speed figures of table 4 (docs/results/speed.md), from ``benchmarks/results/{cpu,gpu}.json``:
 
-    python -m reproduction.benchmarks.plot          # redraw benchmarks/results/speed.png from the JSON files
+* ``speed.png``: every ratio as a horizontal bar, coloured by family, with its goal as a black
+  tick where it has one;
+* ``maskpredict_speedup.png``: the mask-predict decoding rows of issue 41 (``hicmlm``'s
+  ``details["decode_rows"]``), speed-up over the teacher against batch size, one line per
+  number of decoder passes, at length beam 1 and teacher beam 5 (drawn once rows are measured).
+
+    python -m reproduction.benchmarks.plot          # redraw both from the JSON files
 
 ``python -m reproduction.benchmarks.run`` draws it after every run.
 """
@@ -65,6 +70,49 @@ def plot_ratios(results: dict, out: Path) -> bool:
     return True
 
 
+def decode_rows(results: dict) -> dict:
+    """``{kind: hicmlm result}`` of the results files whose ``hicmlm`` result has decoding rows."""
+    found = {kind: results[kind]["benchmarks"].get("hicmlm", {}) for kind in ("cpu", "gpu") if kind in results}
+    return {kind: out for kind, out in found.items() if out.get("details", {}).get("decode_rows")}
+
+
+def plot_maskpredict_speedup(results: dict, out: Path, length_beam: int = 1, teacher_beam: int = 5) -> bool:
+    """Draw the speed-up against batch size, one line per number of passes, of the decoding rows
+    at ``length_beam`` and ``teacher_beam`` into ``out`` (a panel per results file that has
+    them); False when there are none."""
+    found = decode_rows(results)
+    measured = {kind: [r for r in out["details"]["decode_rows"]
+                       if r["length_beam"] == length_beam and r["teacher_beam"] == teacher_beam]
+                for kind, out in found.items()}
+    measured = {kind: rows for kind, rows in measured.items() if rows}
+    if not measured:
+        return False
+    import matplotlib
+
+    logging.getLogger("matplotlib").setLevel(logging.WARNING)
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(measured), figsize=(5.5 * len(measured), 4), squeeze=False)
+    for ax, (kind, rows) in zip(axes[0], measured.items()):
+        for passes in sorted({r["passes"] for r in rows}):
+            line = sorted((r["batch"], r["speedup"]) for r in rows if r["passes"] == passes)
+            ax.plot([b for b, _ in line], [v for _, v in line], marker="o", label=f"{passes} pass{'es' if passes != 1 else ''}")
+        batches = sorted({r["batch"] for r in rows})
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(batches, [str(b) for b in batches])
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        hardware = found[kind].get("hardware", results[kind]["hardware"])
+        ax.set(xlabel="batch size (sentences)", ylabel="teacher seconds / student seconds",
+               title=f"Mask-predict (length beam {length_beam}) vs teacher beam {teacher_beam}\n{kind}: {hardware}")
+        ax.title.set_fontsize(9)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def load_results(folder: Path = RESULTS) -> dict:
     """``{"cpu": ..., "gpu": ...}`` for the result files present in ``folder``."""
     return {kind: json.loads((folder / f"{kind}.json").read_text())
@@ -72,10 +120,12 @@ def load_results(folder: Path = RESULTS) -> dict:
 
 
 def main() -> None:
-    out = RESULTS / "speed.png"
-    if not plot_ratios(load_results(), out):
+    results, out = load_results(), RESULTS / "speed.png"
+    if not plot_ratios(results, out):
         raise SystemExit(f"error: no ratio in {RESULTS}/cpu.json or gpu.json (run python -m reproduction.benchmarks.run first)")
     print(f"wrote {out}")
+    if plot_maskpredict_speedup(results, RESULTS / "maskpredict_speedup.png"):
+        print(f"wrote {RESULTS / 'maskpredict_speedup.png'}")
 
 
 if __name__ == "__main__":

@@ -1,16 +1,28 @@
 """Run the benchmarks side by side and publish their ratios.
 
-    python -m reproduction.benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out DIR]
+    python -m reproduction.benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out DIR] [--allow-load]
 
 Each module named in ``BENCHMARKS`` has ``run(device: str, quick: bool) -> dict`` that
 returns ``{"metrics": {name: value}, "details": {...}, "hardware": "..."}``, measured with
 the harness of ``benchmarks/common.py``: every ratio within one process, both sides on the
 same batches, interleaved, so machine load affects both alike. Results go to
 ``benchmarks/results/{cpu,gpu}.json`` (merged with earlier results of modules not re-run),
-to the table between the ``bench:start``/``bench:end`` markers of docs/results/speed.md and
-to the figure ``benchmarks/results/speed.png`` (``benchmarks/plot.py``). ``--quick`` (fewer
-repetitions, noisier: a check that the benchmarks run) writes to ``--out``, a new temporary
-folder unless given; only a run into ``benchmarks/results`` updates the table.
+to the table between the ``bench:start``/``bench:end`` markers of docs/results/speed.md, to
+the table of the mask-predict decoding rows (``hicmlm``) between its
+``maskpredict-rows:start``/``maskpredict-rows:end`` markers, and to the figures
+``benchmarks/results/speed.png`` and ``maskpredict_speedup.png`` (``benchmarks/plot.py``).
+``--quick`` (fewer repetitions, noisier: a check that the benchmarks run) writes to ``--out``,
+a new temporary folder unless given; only a run into ``benchmarks/results`` updates the tables.
+
+A CPU run into ``benchmarks/results`` refuses to start when the 1-minute load average exceeds
+0.5 (``MAX_START_LOAD``): none of the bench's own threads runs yet (its one thread has only
+imported its modules for a few seconds), so a quiet machine reads near 0, and more than 0.5
+means that something else kept half a core busy over the last minute: another job shares
+the cores, and every timing would carry its load (a machine that just finished a job reads
+above it for a minute or two: wait). ``--allow-load`` publishes anyway; each module's
+result then says so (``allow_load``), and so do the tables. Every result records the load
+average at the start (``load_at_start``). A CUDA run (the GPU machine's own modules run back
+to back, each starting under its predecessor's load) records it without refusing.
 """
 from __future__ import annotations
 
@@ -24,14 +36,30 @@ from pathlib import Path
 
 import torch
 
-from reproduction.benchmarks.common import ROOT, hardware
-from reproduction.benchmarks.plot import load_results, plot_ratios
+from reproduction.benchmarks.common import ROOT, hardware, load_average
+from reproduction.benchmarks.plot import decode_rows, load_results, plot_maskpredict_speedup, plot_ratios
 from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 
 RESULTS = ROOT / "reproduction" / "benchmarks" / "results"
 BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+ROWS_START, ROWS_END = "<!-- maskpredict-rows:start -->", "<!-- maskpredict-rows:end -->"
+MAX_START_LOAD = 0.5  # the 1-minute load average above which a CPU run refuses to publish (the docstring)
+# (header, key, format) of the columns of the decoding rows' table
+ROW_COLUMNS = [("batch", "batch", "d"), ("passes", "passes", "d"), ("length beam", "length_beam", "d"),
+               ("teacher beam", "teacher_beam", "d"), ("speed-up", "speedup", ".2f"),
+               ("student sentences/s", "student_sentences_per_s", ".1f"),
+               ("teacher sentences/s", "teacher_sentences_per_s", ".1f"),
+               ("student tokens/s", "student_tokens_per_s", ".0f"), ("teacher tokens/s", "teacher_tokens_per_s", ".0f"),
+               ("student BLEU", "student_bleu", ".2f"), ("teacher BLEU", "teacher_bleu", ".2f"),
+               ("load before", "load_before", ".2f"), ("load after", "load_after", ".2f"), ("note", "note", "")]
+
+
+def allowed_load(kind: str, bench: str, out: dict) -> str:
+    """The line that says a module's result was published with ``--allow-load``."""
+    return (f"{kind} `{bench}` was published with `--allow-load`: 1-minute load average {out['load_at_start']:.2f} "
+            f"at the start, above {MAX_START_LOAD} (another job shared the cores).")
 
 
 def render_table(results: dict) -> str:
@@ -46,14 +74,41 @@ def render_table(results: dict) -> str:
                 shown = f"{value:.3f}" if isinstance(value, float) else str(value)
                 hw = out.get("hardware", res["hardware"])  # a module may run with other settings
                 rows.append(f"| {bench} | `{name}` | {shown} | {goals.get(name, '')} | {hw} |")
-    return "\n".join(rows)
+    notes = [allowed_load(kind, bench, out) for kind in ("cpu", "gpu")
+             for bench, out in results.get(kind, {}).get("benchmarks", {}).items() if out.get("allow_load")]
+    return "\n".join(rows + ([""] + notes if notes else []))
+
+
+def render_rows(results: dict) -> str:
+    """The block of the mask-predict decoding rows: a table per results file that has them
+    (``plot.decode_rows``), with the figure; one line saying how to measure them otherwise."""
+    measured = decode_rows(results)
+    if not measured:
+        return ("The rows have not been measured yet: `python -m reproduction.benchmarks.run --only hicmlm` "
+                "on a quiet machine measures them.\n")
+    parts = []
+    for kind, out in measured.items():
+        start = f", 1-minute load average {out['load_at_start']:.2f} at the start" if "load_at_start" in out else ""
+        head = (f"{kind.upper()}, {out.get('hardware', results[kind]['hardware'])}{start}; "
+                f"student SHA-256 `{out['details']['student_sha256']}`.")
+        lines = [head, "", "| " + " | ".join(name for name, _, _ in ROW_COLUMNS) + " |",
+                 "|" + "---|" * len(ROW_COLUMNS)]
+        for row in out["details"]["decode_rows"]:
+            lines.append("| " + " | ".join(format(row[key], fmt) for _, key, fmt in ROW_COLUMNS) + " |")
+        if out.get("allow_load"):
+            lines += ["", allowed_load(kind, "hicmlm", out)]
+        parts.append("\n".join(lines) + "\n")
+    parts.append("![Mask-predict speed-up against batch size](../../reproduction/benchmarks/results/maskpredict_speedup.png)\n")
+    return "\n".join(parts)
 
 
 def update_readme(results: dict) -> None:
-    try:
-        write_between_markers(ROOT / "docs" / "results" / "speed.md", render_table(results) + "\n", START, END)
-    except FairseqExtError:  # a page without the block keeps its text
-        return
+    """The generated blocks of docs/results/speed.md (a page without one keeps its text there)."""
+    for block, start, end in ((render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END)):
+        try:
+            write_between_markers(ROOT / "docs" / "results" / "speed.md", block, start, end)
+        except FairseqExtError:
+            continue
 
 
 def benchmark(name: str):
@@ -72,12 +127,22 @@ def main(argv: list[str] | None = None) -> None:
                    help="fewer repetitions (a smoke run, noisier), written to --out, not to the published results")
     p.add_argument("--out", type=Path, help="folder of the results (default: benchmarks/results; with --quick, "
                                             "a new temporary folder)")
+    p.add_argument("--allow-load", action="store_true",
+                   help=f"publish into benchmarks/results even when the 1-minute load average at the start is above "
+                        f"{MAX_START_LOAD} (another job shares the cores); the results and the tables say so")
     args = p.parse_args(argv)
     require(args.device != "cuda" or torch.cuda.is_available(),
             "--device cuda, but torch.cuda.is_available() is false (a CPU build of torch, or no GPU visible): "
             "run with --device cpu, or on a machine with a GPU and a CUDA build of torch")
     logging.getLogger().setLevel(logging.WARNING)
     out_dir = args.out or (Path(tempfile.mkdtemp(prefix="fairseq_ext_bench_quick_")) if args.quick else RESULTS)
+    published = out_dir.resolve() == RESULTS.resolve()
+    start_load = load_average()
+    loaded = published and args.device == "cpu" and start_load > MAX_START_LOAD
+    require(not loaded or args.allow_load,
+            f"1-minute load average {start_load:.2f} > {MAX_START_LOAD} before the bench started: another job shares "
+            f"the cores and every timing would carry its load; wait until the machine is quiet, or pass --allow-load "
+            f"to publish anyway (the results file and docs/results/speed.md then say so)")
     kind = "gpu" if args.device == "cuda" else "cpu"
     out_dir.mkdir(parents=True, exist_ok=True)
     out_path = out_dir / f"{kind}.json"
@@ -89,16 +154,21 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.time()
         result = module.run(args.device, args.quick)
         result["seconds"] = round(time.time() - t0, 1)
+        result["load_at_start"] = round(start_load, 2)
+        if loaded:
+            result["allow_load"] = True
         merged["benchmarks"][name] = result
         for metric, value in result["metrics"].items():
             print(f"{name:12s} {metric:45s} {value}")
     out_path.write_text(json.dumps(merged, indent=2) + "\n")
     results = load_results(out_dir)
-    plot_ratios(results, out_dir / "speed.png")
-    published = out_dir.resolve() == RESULTS.resolve()
+    figures = [out_dir / "speed.png"] if plot_ratios(results, out_dir / "speed.png") else []
+    if plot_maskpredict_speedup(results, out_dir / "maskpredict_speedup.png"):
+        figures.append(out_dir / "maskpredict_speedup.png")
     if published:
         update_readme(results)
-    print(f"wrote {out_path}, {out_dir / 'speed.png'}" + (" and the table of docs/results/speed.md" if published else ""))
+    print(f"wrote {', '.join(map(str, [out_path, *figures]))}"
+          + (" and the tables of docs/results/speed.md" if published else ""))
 
 
 if __name__ == "__main__":

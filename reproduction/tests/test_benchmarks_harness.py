@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from reproduction.benchmarks import common
+from reproduction.benchmarks.hicmlm import Grid
 from reproduction.benchmarks.plot import RATIO_NAME
 from reproduction.benchmarks.run import BENCHMARKS, main
 from fairseq_ext.errors import FairseqExtError
@@ -85,7 +86,7 @@ TINY_CONSTANTS = {
     "SIZES": [*TINY, "--decoder-layers", "1", "--decoder-embed-dim", "32", "--decoder-ffn-embed-dim", "64",
               "--decoder-attention-heads", "2", "--share-all-embeddings"],
     "SMALL": TINY, "BASE": TINY, "GIGAWORD": (4, 16, 6), "LONG": (2, 16, 8),
-    "QUICK_DECODE": ((1, 2), (2, 4)),  # (batch size, sentences) of decoding
+    "QUICK_DECODE": Grid(((1, 2), (2, 4)), (1, 4), (1, 3), (1, 5)),  # decoding rows
 }
 
 
@@ -129,6 +130,7 @@ def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeyp
     main(["--only", name, "--quick", "--out", str(tmp_path)])
     result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"][name]
     assert (tmp_path / "speed.png").is_file()
+    assert (tmp_path / "maskpredict_speedup.png").is_file() == (name == "hicmlm")
     assert torch.get_num_threads() == threads
     ratios = {k: v for k, v in result["metrics"].items() if RATIO_NAME.search(k)}
     assert ratios and all(v == 1.0 for v in ratios.values()), ratios  # every side timed 1 s by the harness
