@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from fairseq_ext.checkpoints import safe_load
-from tests.conftest import TINY_DIMS, generate_args, run, train_args
+from tests.conftest import TINY_DIMS, USER_DIR, generate_args, run, train_args
 
 
 def _snapshot(folder):
@@ -127,3 +127,27 @@ def test_incomplete_bin_is_named_at_generation(tiny_data, tiny_checkpoint, tmp_p
     os.truncate(binary, full // 2)
     proc = run(generate_args(data, tiny_checkpoint), check=False)
     _refused(proc, f"{binary} has {full // 2} bytes but {data / 'test.en-de.en.idx'} indexes {full}")
+
+
+@pytest.mark.parametrize("task, arch, criterion", [
+    ("cmlm_hybrid", "hi_cmlm_transformer_tiny", "nat_loss"),
+    ("translation_prophetnet", "prophetnet_tiny", "ngram_language_loss"),
+    ("unilm_seq2seq", "unilm_transformer_tiny", "label_smoothed_cross_entropy"),
+    ("prophetnet_denoising", "prophetnet_tiny", "ngram_language_loss"),
+])
+def test_missing_or_unnamed_data_folder_is_one_line(task, arch, criterion, tmp_path):
+    """A data folder that does not exist, and (translation-style tasks) one with no binarized
+    pair to infer -s/-t from: fairseq stopped with a bare FileNotFoundError or Exception."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    messages = {tmp_path / "missing": f"fairseq_ext: error: data folder {tmp_path / 'missing'} does not exist: give "
+                                      "the folder fairseq-preprocess wrote (its --destdir)"}
+    if task != "prophetnet_denoising":  # which names its own fix for an empty folder
+        messages[empty] = (f"fairseq_ext: error: {empty} holds no binarized pair (train.SRC-TGT.SRC.idx) to infer "
+                           "the languages from: give -s and -t, the languages fairseq-preprocess binarized")
+    for folder, message in messages.items():
+        proc = run(["fairseq-train", folder, "--user-dir", USER_DIR, "--task", task, "--arch", arch, "--criterion",
+                    criterion, "--max-tokens", "100", "--save-dir", tmp_path / "ck"], check=False)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        assert message in proc.stderr.splitlines(), proc.stderr[-2000:]
+        assert not any((tmp_path / "ck").glob("*"))  # fairseq makes the save dir first; nothing is written

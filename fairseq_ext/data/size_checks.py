@@ -11,7 +11,7 @@ from typing import Optional
 
 import numpy as np
 from fairseq import utils
-from fairseq.data import indexed_dataset
+from fairseq.data import data_utils, indexed_dataset
 
 from fairseq_ext.errors import FairseqExtError, require
 
@@ -25,6 +25,26 @@ def refuse_missing_dictionary(path: str) -> None:
     require(os.path.isfile(path), f"{path} does not exist: give the data directory fairseq-preprocess wrote (its "
                                   "--destdir holds dict.*.txt beside the binarized splits), with the languages "
                                   "(-s/-t) it was binarized with")
+
+
+def refuse_missing_data_folder(data: str) -> None:
+    """Every folder of ``--data`` (``:``-separated) exists; fairseq would stop with a bare
+    ``FileNotFoundError`` from deep inside its task set-up."""
+    for folder in utils.split_paths(data):
+        require(os.path.isdir(folder), f"data folder {folder} does not exist: give the folder fairseq-preprocess "
+                                       "wrote (its --destdir)")
+
+
+def refuse_unnamed_language_pair(cfg) -> None:
+    """A translation-style task's data folders exist, and where ``-s``/``-t`` are not given its
+    first folder holds a binarized pair to infer them from (fairseq's ``infer_language_pair``);
+    fairseq would stop with a bare exception."""
+    refuse_missing_data_folder(cfg.data)
+    if cfg.source_lang is None or cfg.target_lang is None:
+        folder = utils.split_paths(cfg.data)[0]
+        require(data_utils.infer_language_pair(folder) != (None, None),
+                f"{folder} holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages from: give -s "
+                "and -t, the languages fairseq-preprocess binarized")
 
 
 def first_bad_row(bad: np.ndarray) -> Optional[int]:

@@ -20,6 +20,7 @@ from fairseq_ext.data.size_checks import (
     refuse_long_lines,
     refuse_missing_dictionary,
     refuse_truncated_binaries,
+    refuse_unnamed_language_pair,
 )
 from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
@@ -65,6 +66,11 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
         which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
         return with_dictionaries(super().state_dict(), self)
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        refuse_unnamed_language_pair(cfg)
+        return super().setup_task(cfg, **kwargs)
 
     @classmethod
     def load_dictionary(cls, filename):

@@ -19,7 +19,8 @@ from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.data import complete_batches
 from fairseq_ext.data.mask_symbol import MASK_SYMBOL, load_with_mask_symbol
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
-from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
+from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines, refuse_missing_data_folder,
+                                          refuse_truncated_binaries)
 from fairseq_ext.errors import FairseqExtError, require
 
 logger = logging.getLogger(__name__)
@@ -77,8 +78,8 @@ class ProphetNetDenoisingTask(FairseqTask):
     @classmethod
     def setup_task(cls, cfg: ProphetNetDenoisingConfig, **kwargs):
         check_config(cfg, ProphetNetDenoisingConfig)
+        refuse_missing_data_folder(cfg.data)
         folder = cfg.data.split(os.pathsep)[0]
-        require(os.path.isdir(folder), f"data folder {folder} does not exist")
         require(not _language_model_data(folder),
                 f"{folder} was binarized for a language model (dict.txt, no language); prophetnet_denoising reads "
                 "dict.LANG.txt and no --source-lang fits: binarize it again with fairseq-preprocess --only-source "

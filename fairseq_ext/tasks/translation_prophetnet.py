@@ -7,7 +7,8 @@ from fairseq.tasks.translation import TranslationTask
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
+from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries,
+                                          refuse_unnamed_language_pair)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
@@ -34,6 +35,7 @@ class TranslationProphetNetTask(TranslationTask):
         # the causal attention never sees it and positions count from the start.
         require(not getattr(cfg, "left_pad_target", False),
                 "translation_prophetnet needs right-padded targets; drop --left-pad-target")
+        refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 
     @classmethod

@@ -15,7 +15,8 @@ from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_truncated_binaries
+from fairseq_ext.data.size_checks import (first_bad_row, refuse_empty_lines, refuse_truncated_binaries,
+                                          refuse_unnamed_language_pair)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
@@ -75,6 +76,11 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     def default_attention_mask(self) -> str:
         """UniLM's seq2seq mask: bidirectional source, causal target (``UniLMTask``)."""
         return "prefix"
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        refuse_unnamed_language_pair(cfg)
+        return super().setup_task(cfg, **kwargs)
 
     @classmethod
     def load_dictionary(cls, filename):
