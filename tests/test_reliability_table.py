@@ -52,6 +52,10 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
      "nothing written", ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
     # data
+    ("a data folder that does not exist, or (translation-style tasks, no `-s`/`-t`) one with no binarized pair to "
+     "infer the languages from", "`data folder DATA does not exist: give the folder fairseq-preprocess wrote ...` / "
+     "`DATA holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages from: give -s and -t ...`",
+     ("test_bad_input_cli.py::test_missing_or_unnamed_data_folder_is_one_line",)),
     ("missing split (`--gen-subset valid2`, no `valid` for training), every task",
      "`Dataset not found: SPLIT (no SPLIT*.idx in DATA); binarize it with fairseq-preprocess --validpref ...`, "
      "with the splits the folder has",
