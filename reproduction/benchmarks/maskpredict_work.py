@@ -28,7 +28,6 @@ block of docs/results/speed.md (``--render`` redraws the block from the file alo
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import time
 from argparse import Namespace
@@ -38,12 +37,10 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from reproduction.benchmarks import common
+from reproduction.benchmarks import common, hicmlm
 from reproduction.records import write_json
 from reproduction.results_page import write_between_markers
 
-MODEL_DIR = common.ROOT / "examples" / "quickstart" / "model"
-SAMPLE = common.ROOT / "examples" / "quickstart" / "data"
 RESULTS = common.ROOT / "reproduction" / "benchmarks" / "results" / "maskpredict_work.json"
 PAGE = common.ROOT / "docs" / "results" / "speed.md"
 START, END = "<!-- maskpredict-work:start -->", "<!-- maskpredict-work:end -->"
@@ -77,49 +74,16 @@ def count_work(fn) -> dict:
     return {"flops": flops.get_total_flops(), "operators": ops.count}
 
 
-def load_pair():
-    """The shipped student and teacher with their tasks, in float32 on the CPU, in eval mode."""
-    from fairseq import checkpoint_utils
-
-    common.load_plugin()
-    dict_dir = common.dummy_dictionary_dir(4)
-    for lang in ("en", "de"):
-        Path(dict_dir, f"dict.{lang}.txt").write_text((MODEL_DIR / "dict.txt").read_text())
-    overrides = {"data": dict_dir}
-    loaded = []
-    for name in ("checkpoint.pt", "teacher.pt"):
-        (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(MODEL_DIR / name)],
-                                                                          arg_overrides=overrides)
-        loaded.append((model.float().eval(), task))
-    return loaded
-
-
-def source_batches(task, batch_size: int, sentences: int) -> list[dict]:
-    """The first ``sentences`` of the test sample in the quickstart's pieces, left-padded batches."""
-    import sentencepiece as spm
-
-    sp = spm.SentencePieceProcessor(model_file=str(MODEL_DIR / "spm.model"))
-    d = task.src_dict
-    seqs = [torch.tensor([d.bos()] + [d.index(p) for p in sp.encode(line, out_type=str)] + [d.eos()])
-            for line in (SAMPLE / "test.en").read_text().splitlines()[:sentences]]
-    batches = []
-    for i in range(0, sentences, batch_size):
-        chunk = seqs[i:i + batch_size]
-        width = max(len(s) for s in chunk)
-        src = torch.full((len(chunk), width), d.pad())
-        for row, s in enumerate(chunk):
-            src[row, width - len(s):] = s
-        batches.append({"net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in chunk])}})
-    return batches
-
-
 def measure() -> dict:
-    (student, student_task), (teacher, teacher_task) = load_pair()
+    common.load_plugin()
+    student, student_task, teacher, teacher_task = hicmlm._load_models("cpu")
     rows = []
     torch.manual_seed(0)
     with torch.no_grad():
         for batch_size, sentences in SETTINGS.items():
-            batches = source_batches(student_task, batch_size, sentences)
+            sources = hicmlm._encode_test(student_task, sentences)
+            batches = [hicmlm._collate(sources[i:i + batch_size], student_task.src_dict.pad())
+                       for i in range(0, sentences, batch_size)]
             sides = {f"teacher beam {beam}": (teacher_task.build_generator(
                 [teacher], Namespace(beam=beam, max_len_a=1.2, max_len_b=10)), teacher) for beam in TEACHER_BEAMS}
             sides.update({f"student T={T}": (student_task.build_generator([student], Namespace(
@@ -131,7 +95,7 @@ def measure() -> dict:
                              "flops_per_sentence": work["flops"] / sentences,
                              "operators_per_sentence": work["operators"] / sentences})
     return {"command": COMMAND, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "student_sha256": hashlib.sha256((MODEL_DIR / "checkpoint.pt").read_bytes()).hexdigest(),
+            "student_sha256": hicmlm.student_digest(),
             "data": "examples/quickstart/data/test.en, the first sentences", "rows": rows}
 
 
