@@ -16,7 +16,7 @@ import statistics
 from pathlib import Path
 
 from reproduction.position_masking.collect_glue import paired
-from reproduction.position_masking.glue_full import RESULTS
+from reproduction.position_masking.glue_full import LRS, RESULTS
 from reproduction.position_masking.glue_run import ROOT, TASKS
 from reproduction.results_page import write_between_markers
 
@@ -58,7 +58,7 @@ def summarise(results: Path, gold: dict[str, list[str]]) -> dict:
         row = {"grid": grid, "updates": sorted({r["updates"] for r in runs.values()}),
                "epochs": sorted({r["epochs"] for r in runs.values()}),
                "lr": sorted({r["lr"] for name, r in runs.items() if name.startswith("st")}),
-               "chosen_lr": max(grid, key=grid.get) if grid else None,
+               "chosen_lr": max(grid, key=grid.get) if len(grid) == len(LRS) else None,
                "ordinary": spread(list(arms[0].values())), "straight_through": spread(list(arms[1].values())),
                "test": paired(arms[0], arms[1]),
                "missing": [f"st{st}-s{s}" for s in SEEDS for st in (0, 1) if s not in arms[st]],
@@ -98,8 +98,11 @@ def markdown(summary: dict) -> str:
         test = (f"{_fmt(t['mean_difference'])} points over {t['n']} paired seed{'s' if t['n'] != 1 else ''}{p_value}: {t['verdict']}"
                 if t["n"] else "not run yet")
         grid = ", ".join(f"{lr}: {_fmt(v)}" for lr, v in row["grid"].items())
-        budget = (f"{'/'.join(f'{e:g}' for e in row['epochs'])} epochs, {'/'.join(map(str, row['updates']))} "
-                  f"updates of 32, lr {row['chosen_lr'] or 'not chosen yet'} (the grid's best)")
+        epochs = "/".join(f"{e:g}" for e in row["epochs"])
+        chosen = (f"lr {row['chosen_lr']} (the grid's best)" if row["chosen_lr"]
+                  else f"lr not chosen yet ({len(row['grid'])} of the grid's {len(LRS)} runs done)")
+        budget = (f"{epochs} epoch{'' if epochs == '1' else 's'}, {'/'.join(map(str, row['updates']))} "
+                  f"updates of 32, {chosen}")
         lines.append(f"| {task} ({metric}) | {budget} | {grid} | {_arm(row['ordinary'])} | "
                      f"{_arm(row['straight_through'])} | {test} | {_fmt(row['majority'])} | {published} |")
     lines.append("")
@@ -129,8 +132,15 @@ def readme_summary(summary: dict) -> str:
              "rate, paired t-test by seed; [the full-budget table](docs/results/position-masking.md)):", ""]
     for task in TASKS:
         row = summary["tasks"].get(task)
-        if row is None or not row["ordinary"]["n"]:
+        if row is None or not (row["ordinary"]["n"] or row["grid"]):
             lines.append(f"- {task}: not run yet.")
+            continue
+        if not row["ordinary"]["n"]:
+            best = max(row["grid"].values())
+            lines.append(f"- {task}: learning-rate grid {len(row['grid'])} of {len(LRS)} runs ("
+                         + ", ".join(f"lr {lr}: {_fmt(v)}" for lr, v in row["grid"].items())
+                         + f"; {_fmt(minilm[task] - best, 1)} points below the published {minilm['row']} "
+                         f"({minilm[task]})); the two arms' {len(row['missing'])} runs still to run.")
             continue
         o, st, t = row["ordinary"], row["straight_through"], row["test"]
         counts = f"{o['n']}" if o["n"] == st["n"] else f"{o['n']} and {st['n']}"

@@ -37,6 +37,7 @@ from reproduction.position_masking.glue_run import ROOT, TASKS, Driver, validati
 from reproduction.records import write_json
 
 RESULTS = ROOT / "reproduction" / "position_masking" / "results" / "glue_full"
+LRS = ("2e-5", "5e-5", "1e-4")  # the learning-rate grid (--lrs), BERT's recipe
 BATCH = 32
 WARMUP_SHARE = 0.06
 DEFAULT_EPOCHS = {"CoLA": 3, "SST-2": 1}
@@ -151,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tasks", nargs="+", default=list(TASKS), choices=TASKS)
     p.add_argument("--epochs", nargs="+", type=epochs_option, default=list(DEFAULT_EPOCHS.items()),
                    help="TASK=EPOCHS (default CoLA=3 SST-2=1: SST-2's 67,349 sentences take 2,105 updates an epoch)")
-    p.add_argument("--lrs", nargs="+", default=["2e-5", "5e-5", "1e-4"], help="the grid, chosen per task on dev")
+    p.add_argument("--lrs", nargs="+", default=list(LRS), help="the grid, chosen per task on dev")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])
     p.add_argument("--curve-points", type=int, default=6, help="dev validations per run")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time, one torch thread each")
