@@ -240,7 +240,8 @@ def main(argv: list[str] | None = None) -> None:
     results.mkdir(parents=True, exist_ok=True)
     steps = Steps(results, deadline)
     summary = {"machine": machine, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "part": name,
-               "results": str(results), "install": install(wheels, steps)}
+               "results": str(results.resolve().relative_to(ROOT)) if results.resolve().is_relative_to(ROOT)
+               else str(results), "install": install(wheels, steps)}
     if summary["install"]["passed"]:
         for part in args.part:
             print(f"gpu-check: {part} ...", flush=True)

@@ -36,6 +36,13 @@ def without_passed_tails(node):
     return node
 
 
+def repository_path(path: str) -> str:
+    """A results folder as a path inside the repository: the GPU machine records where its own
+    clone lay (``/somewhere/reproduction/gpu/results/RUN``), which names no folder here."""
+    parts = Path(path).parts
+    return str(Path(*parts[parts.index("reproduction"):])) if "reproduction" in parts else path
+
+
 def kept_name(summary: dict) -> str:
     """``YYYY-MM-DD-HHMM-<part>.json`` from the run's UTC start and its parts."""
     day, clock, _ = summary["date"].split()
@@ -76,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
         if not (run_dir / "summary.json").is_file():
             p.error(f"{run_dir} has no summary.json: give the --copy-to folder of make gpu-check")
         summary = without_passed_tails(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
+        summary["results"] = repository_path(summary["results"])
         (PUBLISHED / kept_name(summary)).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         if (run_dir / "gpu.json").is_file():
             publish_bench(run_dir)

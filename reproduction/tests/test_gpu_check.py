@@ -281,3 +281,12 @@ def test_publishing_drops_the_log_tails_of_passed_steps_only():
     assert kept["tests"]["tail"] == "FAILED x"
     assert kept["bench"]["modules"]["hicmlm"] == {"returncode": 0}
     assert kept_name(summary) == "2026-11-26-0646-tests-bench.json"
+
+
+def test_published_results_folder_is_a_path_inside_the_repository():
+    from reproduction.gpu.publish import repository_path
+
+    assert repository_path("/srv/clone/reproduction/gpu/results/20261126-1321-train") == \
+        "reproduction/gpu/results/20261126-1321-train"
+    assert repository_path("reproduction/gpu/results/h-check") == "reproduction/gpu/results/h-check"
+    assert repository_path("/elsewhere/run") == "/elsewhere/run"
