@@ -8,6 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+# fairseq's `transformer` at ProphetNet's base size (6+6 x 768, 12 heads, FFN 3072): the
+# reference beside prophetnet_base in gpu.throughput and gpu.training
+SIZE_768 = ("--encoder-layers", "6", "--decoder-layers", "6", "--encoder-embed-dim", "768",
+            "--decoder-embed-dim", "768", "--encoder-ffn-embed-dim", "3072", "--decoder-ffn-embed-dim", "3072",
+            "--encoder-attention-heads", "12", "--decoder-attention-heads", "12")
 PREPROCESS = [sys.executable, "-m", "fairseq_cli.preprocess", "--workers", "4"]
 
 

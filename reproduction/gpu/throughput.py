@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 
 from reproduction.gpu.cli import results_parser, write_json
-from reproduction.gpu.data import binarize_mono, binarize_pairs
+from reproduction.gpu.data import SIZE_768, binarize_mono, binarize_pairs
 from reproduction.gpu.flops import bf16_peak, count_flops, matmul_tflops, mfu
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,9 +57,6 @@ class Model:
 
 PAIRS = ("-s", "en", "-t", "de", "--batch-size", "128")
 MLM = ("--tokens-per-sample", "128", "--sample-break-mode", "none", "--batch-size", "64")
-SIZE_768 = ("--encoder-layers", "6", "--decoder-layers", "6", "--encoder-embed-dim", "768",
-            "--decoder-embed-dim", "768", "--encoder-ffn-embed-dim", "3072", "--decoder-ffn-embed-dim", "3072",
-            "--encoder-attention-heads", "12", "--decoder-attention-heads", "12")
 MODELS = {m.name: m for m in [
     Model("hi_cmlm_transformer_wmt_en_de", "pairs",
           ("--task", "cmlm_hybrid", *PAIRS, "--arch", "hi_cmlm_transformer_wmt_en_de", "--hybrid-strategy",

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reproduction.gpu.cli import results_parser, write_json
-from reproduction.gpu.data import binarize_mono, binarize_pairs
+from reproduction.gpu.data import SIZE_768, binarize_mono, binarize_pairs
 
 ROOT = Path(__file__).resolve().parents[2]
 USER_DIR = str(ROOT / "fairseq_ext")
@@ -68,16 +68,12 @@ FAMILIES = {
                      "--label-smoothing", "0.1")),
 }
 # fairseq's own Transformer at ProphetNet's size (as in gpu.throughput), trained the same way: the
-# reference for how often fp16 loss scaling skips a step on this data without the plugin. Not a
-# family of the plugin, so not in the default ``--only``.
+# reference for how often fp16 loss scaling skips a step on this data without the plugin (part
+# ``train`` runs it beside the families).
 REFERENCES = {
     "transformer_768": Family("transformer", "pairs",
-                              ("--task", "translation", *PAIRS, "--encoder-layers", "6", "--decoder-layers", "6",
-                               "--encoder-embed-dim", "768", "--decoder-embed-dim", "768",
-                               "--encoder-ffn-embed-dim", "3072", "--decoder-ffn-embed-dim", "3072",
-                               "--encoder-attention-heads", "12", "--decoder-attention-heads", "12",
-                               "--activation-fn", "gelu", "--share-all-embeddings",
-                               "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1")),
+                              ("--task", "translation", *PAIRS, *SIZE_768, "--activation-fn", "gelu",
+                               "--share-all-embeddings", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1")),
 }
 OPTIMIZATION = ("--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "3e-4", "--lr-scheduler",
                 "inverse_sqrt", "--warmup-updates", str(WARMUP), "--warmup-init-lr", "1e-7", "--clip-norm", "1.0",
