@@ -325,3 +325,24 @@ def test_task_iterator_yields_every_validation_example(tiny_data):
     itr = task.get_batch_iterator(ds, max_sentences=16, required_batch_size_multiple=8).next_epoch_itr(shuffle=False)
     ids = sorted(int(i) for batch in itr for i in batch["id"])
     assert ids == list(range(len(ds))) and len(ds) == 37
+
+
+def test_deep_shallow_architecture_has_six_encoder_layers_under_one_decoder_layer(tiny_data):
+    """Kasai et al. 2021's layout at the tiny width, and mask-predict still equals fairseq's
+    generator on it."""
+    parser = options.get_training_parser()
+    args = options.parse_args_and_arch(
+        parser, [str(tiny_data), "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
+                 "--arch", "hi_cmlm_transformer_tiny_deep_shallow", "--criterion", "nat_loss"])
+    assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.decoder_embed_dim,
+            args.encoder_ffn_embed_dim, args.encoder_attention_heads) == (6, 1, 192, 192, 768, 4)
+    task = tasks.setup_task(args)
+    torch.manual_seed(0)
+    model = task.build_model(args).eval()
+    assert (len(model.encoder.layers), len(model.decoder.layers)) == (6, 1)
+    sample = a_batch(task)
+    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=3, iter_decode_with_beam=2,
+                                                            iter_decode_force_max_iter=True))
+    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=3, beam_size=2, adaptive=False)
+    for ha, hb in zip(ours.generate([model], sample), ref.generate([model], sample)):
+        assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])

@@ -216,3 +216,12 @@ def hi_cmlm_tiny_architecture(args):
     """3+3 layers x 192 dims, 4 heads, FFN 768: for tests and the CPU quickstart."""
     set_sizes(args, layers=3, embed_dim=192, ffn_embed_dim=768, attention_heads=4)
     hi_cmlm_base_architecture(args)
+
+
+@register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny_deep_shallow")
+def hi_cmlm_tiny_deep_shallow_architecture(args):
+    """6 encoder layers under 1 decoder layer, 192 dims (Kasai et al. 2021, "Deep Encoder,
+    Shallow Decoder", section 3): every mask-predict pass runs one decoder layer."""
+    set_sizes(args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("encoder",))
+    set_sizes(args, layers=1, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("decoder",))
+    hi_cmlm_base_architecture(args)
