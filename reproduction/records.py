@@ -11,3 +11,13 @@ def write_json(path: Path, data: dict) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def repository_path(path: Path | str) -> str:
+    """``path`` relative to the repository when it lies inside it (results files name no
+    machine's folders), else as given."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)

@@ -181,15 +181,16 @@ def _decoding(generator, model, batches: list[dict], outputs: dict, key) -> Call
     return decode
 
 
-def _load_models(device: str):
-    """``(student, its task, teacher, its task)``, the shipped quickstart checkpoints on ``device``."""
+def _load_models(device: str, student: Path = STUDENT):
+    """``(student, its task, teacher, its task)``, the shipped quickstart checkpoints on ``device``
+    (``student``: another student checkpoint of the same dictionary)."""
     from fairseq import checkpoint_utils
 
     dict_dir = common.dummy_dictionary_dir(4)
     for lang in ("en", "de"):
         Path(dict_dir, f"dict.{lang}.txt").write_text((MODEL_DIR / "dict.txt").read_text())
     overrides = {"data": dict_dir}
-    (nat,), _, nat_task = checkpoint_utils.load_model_ensemble_and_task([str(STUDENT)], arg_overrides=overrides)
+    (nat,), _, nat_task = checkpoint_utils.load_model_ensemble_and_task([str(student)], arg_overrides=overrides)
     (ar,), _, ar_task = checkpoint_utils.load_model_ensemble_and_task([str(TEACHER)], arg_overrides=overrides)
     for m in (nat, ar):
         m.to(device).eval()
@@ -246,10 +247,15 @@ def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict]]:
     return metrics, rows
 
 
-def student_digest() -> str:
-    """SHA-256 of the shipped student the decoding speed was measured on (the results page says
+def student_digest(student: Path = STUDENT) -> str:
+    """SHA-256 of the student the decoding speed was measured on (the results page says
     whether that is still the shipped one)."""
-    return hashlib.sha256(STUDENT.read_bytes()).hexdigest()
+    return hashlib.sha256(student.read_bytes()).hexdigest()
+
+
+def student_layout(model) -> str:
+    """The student's shape as the pages write it: encoder + decoder layers x width."""
+    return f"{len(model.encoder.layers)}+{len(model.decoder.layers)} x {model.encoder.embed_tokens.embedding_dim}"
 
 
 def _train_updates(name: str, device: str) -> None:

@@ -20,10 +20,13 @@ the student's is the speed-up that side would reach if time were proportional to
 a measured speed-up above it means the student's operators run faster per count than the
 teacher's.
 
-    python -m reproduction.benchmarks.maskpredict_work [--out FILE]
+    python -m reproduction.benchmarks.maskpredict_work [--student CKPT] [--out FILE]
 
-writes ``reproduction/benchmarks/results/maskpredict_work.json`` and the ``maskpredict-work``
-block of docs/results/speed.md (``--render`` redraws the block from the file alone).
+counts the shipped student (or ``--student``, another student of the quickstart's dictionary,
+e.g. one shipped before) and keeps its counts in
+``reproduction/benchmarks/results/maskpredict_work.json`` beside those of the other students
+counted (one entry per student, by SHA-256), then writes the ``maskpredict-work`` block of
+docs/results/speed.md (``--render`` redraws the block from the file alone).
 """
 from __future__ import annotations
 
@@ -38,7 +41,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 from reproduction.benchmarks import common, hicmlm
-from reproduction.records import write_json
+from reproduction.records import repository_path, write_json
 from reproduction.results_page import write_between_markers
 
 RESULTS = common.ROOT / "reproduction" / "benchmarks" / "results" / "maskpredict_work.json"
@@ -74,9 +77,9 @@ def count_work(fn) -> dict:
     return {"flops": flops.get_total_flops(), "operators": ops.count}
 
 
-def measure() -> dict:
+def measure(student_path: Path = hicmlm.STUDENT) -> dict:
     common.load_plugin()
-    student, student_task, teacher, teacher_task = hicmlm._load_models("cpu")
+    student, student_task, teacher, teacher_task = hicmlm._load_models("cpu", student_path)
     rows = []
     torch.manual_seed(0)
     with torch.no_grad():
@@ -94,8 +97,9 @@ def measure() -> dict:
                 rows.append({"batch": batch_size, "sentences": sentences, "side": side,
                              "flops_per_sentence": work["flops"] / sentences,
                              "operators_per_sentence": work["operators"] / sentences})
-    return {"command": COMMAND, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "student_sha256": hicmlm.student_digest(),
+    command = COMMAND if student_path == hicmlm.STUDENT else f"{COMMAND} --student {repository_path(student_path)}"
+    return {"command": command, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+            "student_sha256": hicmlm.student_digest(student_path), "student_layout": hicmlm.student_layout(student),
             "data": "examples/quickstart/data/test.en, the first sentences", "rows": rows}
 
 
@@ -115,47 +119,62 @@ def bounds(record: dict) -> list[dict]:
     return out
 
 
-def render(record: dict, measured: dict | None = None) -> str:
-    """The block of docs/results/speed.md: the counts, and the bounds beside the measured
-    speed-ups of ``measured`` (``{(batch, passes): speed-up}``, ``bench_speedups``) where it has them."""
-    measured = measured or {}
-    lines = [f"Counted with `{record['command']}` ({record['date']}, torch {record['torch']}, student "
-             f"SHA-256 {record['student_sha256'][:12]}...), on {record['data']}.", "",
-             "| batch | side | GFLOP per sentence | ATen operators per sentence |", "|---:|---|---:|---:|"]
-    for r in record["rows"]:
-        lines.append(f"| {r['batch']} | {r['side']} | {r['flops_per_sentence'] / 1e9:.3f} | "
-                     f"{r['operators_per_sentence']:,.0f} |")
-    lines += ["", "| batch | passes | teacher (beam 5) / student, FLOPs | teacher / student, operators "
-                  "| measured speed-up (`make bench`) |", "|---:|---:|---:|---:|---:|"]
-    for b in bounds(record):
-        speedup = measured.get((b["batch"], b["passes"]))
-        shown = f"{speedup:.2f}x" if speedup is not None else "not measured"
-        lines.append(f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | {shown} |")
-    return "\n".join(lines) + "\n"
+def render(runs: list[dict], measured: dict | None = None, measured_sha256: str | None = None) -> str:
+    """The block of docs/results/speed.md: each counted student's counts and bounds, beside the
+    measured speed-ups of ``measured`` (``{(batch, passes): speed-up}``, ``bench_speedups``) for
+    the student the bench timed (``measured_sha256``)."""
+    lines = []
+    for record in runs:
+        timed = measured if measured_sha256 == record["student_sha256"] else {}
+        lines += [f"Student {record['student_layout']} (SHA-256 {record['student_sha256'][:12]}...), counted with "
+                  f"`{record['command']}` ({record['date']}, torch {record['torch']}), on {record['data']}.", "",
+                  "| batch | side | GFLOP per sentence | ATen operators per sentence |", "|---:|---|---:|---:|"]
+        for r in record["rows"]:
+            lines.append(f"| {r['batch']} | {r['side']} | {r['flops_per_sentence'] / 1e9:.3f} | "
+                         f"{r['operators_per_sentence']:,.0f} |")
+        lines += ["", "| batch | passes | teacher (beam 5) / student, FLOPs | teacher / student, operators "
+                      "| measured speed-up (`make bench`) |", "|---:|---:|---:|---:|---:|"]
+        for b in bounds(record):
+            speedup = (timed or {}).get((b["batch"], b["passes"]))
+            shown = f"{speedup:.2f}x" if speedup is not None else "not measured"
+            lines.append(f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | {shown} |")
+        lines.append("")
+    return "\n".join(lines)
 
 
-def bench_speedups() -> dict:
-    """``{(batch, passes): speed-up}`` of the published CPU bench's decoding rows with length
-    beam 1 against the teacher's beam 5 (``make bench``, ``reproduction/benchmarks/hicmlm.py``)."""
+def bench_speedups() -> tuple[dict, str | None]:
+    """``({(batch, passes): speed-up}, the student's SHA-256)`` of the published CPU bench's
+    decoding rows with length beam 1 against the teacher's beam 5 (``make bench``,
+    ``reproduction/benchmarks/hicmlm.py``)."""
     cpu = common.ROOT / "reproduction" / "benchmarks" / "results" / "cpu.json"
     if not cpu.exists():
-        return {}
-    hicmlm = json.loads(cpu.read_text()).get("benchmarks", {}).get("hicmlm", {})
-    return {(r["batch"], r["passes"]): r["speedup"] for r in hicmlm.get("details", {}).get("decode_rows", [])
-            if r["length_beam"] == 1 and r["teacher_beam"] == 5}
+        return {}, None
+    details = json.loads(cpu.read_text()).get("benchmarks", {}).get("hicmlm", {}).get("details", {})
+    return ({(r["batch"], r["passes"]): r["speedup"] for r in details.get("decode_rows", [])
+             if r["length_beam"] == 1 and r["teacher_beam"] == 5}, details.get("student_sha256"))
+
+
+def keep(runs: list[dict], record: dict) -> list[dict]:
+    """``runs`` with ``record`` in place of an earlier count of the same student."""
+    return [r for r in runs if r["student_sha256"] != record["student_sha256"]] + [record]
 
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--student", type=Path, default=hicmlm.STUDENT, help="student checkpoint (default: the shipped one)")
     p.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
     p.add_argument("--render", action="store_true", help="only redraw the page's block from the results file")
     args = p.parse_args(argv)
+    if not args.student.is_file():
+        p.error(f"--student {args.student}: no such checkpoint")
+    runs = json.loads(args.out.read_text(encoding="utf-8"))["runs"] if args.out.exists() else []
     if not args.render:
-        write_json(args.out, measure())
-    record = json.loads(args.out.read_text(encoding="utf-8"))
+        runs = keep(runs, measure(args.student))
+        write_json(args.out, {"runs": runs})
+    block = render(runs, *bench_speedups())
     if args.out.resolve() == RESULTS.resolve():
-        write_between_markers(PAGE, render(record, bench_speedups()), START, END)
-    print(render(record, bench_speedups()), end="")
+        write_between_markers(PAGE, block, START, END)
+    print(block, end="")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ def test_flop_count_of_a_matrix_product_is_two_per_multiply_add():
 
 def _record(measured_rows):
     return {"command": work.COMMAND, "date": "2026-11-26", "torch": "2.x", "student_sha256": "ab" * 32,
-            "data": "somewhere", "rows": measured_rows}
+            "student_layout": "3+3 x 192", "data": "somewhere", "rows": measured_rows}
 
 
 def test_bounds_are_the_teachers_count_over_the_students():
@@ -36,16 +36,24 @@ def test_bounds_are_the_teachers_count_over_the_students():
     assert work.bounds(_record(rows)) == [
         {"batch": 64, "passes": 4, "flops": pytest.approx(2.0), "operators": pytest.approx(9.0)},
         {"batch": 64, "passes": 10, "flops": pytest.approx(0.75), "operators": pytest.approx(2.0)}]
-    block = work.render(_record(rows), {(64, 10): 1.046})
+    block = work.render([_record(rows)], {(64, 10): 1.046}, "ab" * 32)
     assert "| 64 | 10 | 0.75x | 2.00x | 1.05x |" in block
     assert "| 64 | 4 | 2.00x | 9.00x | not measured |" in block
     assert "| 64 | student T=10 | 0.800 | 450 |" in block
+    other = work.render([_record(rows)], {(64, 10): 1.046}, "cd" * 32)  # the bench timed another student
+    assert "| 64 | 10 | 0.75x | 2.00x | not measured |" in other
+
+
+def test_a_recount_replaces_the_same_students_entry_only():
+    old, other = {"student_sha256": "a", "n": 1}, {"student_sha256": "b"}
+    assert work.keep([old, other], {"student_sha256": "a", "n": 2}) == [other, {"student_sha256": "a", "n": 2}]
 
 
 def test_published_block_is_rendered_from_its_results_file():
-    record = json.loads(work.RESULTS.read_text(encoding="utf-8"))
+    runs = json.loads(work.RESULTS.read_text(encoding="utf-8"))["runs"]
     page = work.PAGE.read_text(encoding="utf-8")
     block = page.split(work.START + "\n", 1)[1].split(work.END, 1)[0]
-    assert block == work.render(record, work.bench_speedups())
-    assert {r["side"] for r in record["rows"]} == {
-        *(f"teacher beam {b}" for b in work.TEACHER_BEAMS), *(f"student T={t}" for t in work.PASSES)}
+    assert block == work.render(runs, *work.bench_speedups())
+    for record in runs:
+        assert {r["side"] for r in record["rows"]} == {
+            *(f"teacher beam {b}" for b in work.TEACHER_BEAMS), *(f"student T={t}" for t in work.PASSES)}
