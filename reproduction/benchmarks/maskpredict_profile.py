@@ -1,24 +1,32 @@
 """Where one mask-predict decoding of the shipped student spends its time (issue 41), with
 fairseq's CMLM pass and with the plugin's (``HiCMLMTransformerModel.forward_decoder``).
 
-``python -m reproduction.benchmarks.maskpredict_profile [--passes 10] [--threads 1] [--reps 3]``
-decodes the first sentences of the shipped Multi30k test sample (batch 1: 20 sentences one by
+``python -m reproduction.benchmarks.maskpredict_profile [--student CKPT] [--passes 10] [--threads 1]
+[--reps 3]`` decodes the first sentences of the shipped Multi30k test sample (batch 1: 20 sentences one by
 one; batch 64: 64 at once), length beam 1, ``force_max_iter`` (every sentence runs all passes,
-as the bench decodes), under ``torch.profiler`` on the CPU, and prints a markdown table of each
-part's milliseconds per pass and share of the decoding's CPU time (median of ``--reps``
-profiles taken alternately). Parts are labelled with ``record_function`` (forward hooks on
+as the bench decodes), under ``torch.profiler`` on the CPU, and records each part's
+milliseconds per pass and share of the decoding's CPU time (median of ``--reps`` profiles taken
+alternately). Parts are labelled with ``record_function`` (forward hooks on
 modules, wrappers of methods), so they nest: self-/cross-attention and feed-forward lie inside
 "decoder layers", inside "decoder features", inside "mask-predict pass". The profiler's own
 cost inflates small ops, so the shares (not the milliseconds) are what to compare.
 
 ``--speedups`` times instead, interleaved in one process (``common.interleaved_medians``),
 fairseq's pass over each variant (``VARIANTS``) at batch 1 and 64 with 4 and 10 passes.
+
+Each run is kept in ``reproduction/benchmarks/results/maskpredict_profile.json`` (one entry per
+student, by SHA-256, and kind: profile or speed-ups; with the command, date, machine, threads
+and the load average before and after), and the ``maskpredict-profile`` block of
+docs/results/speed.md is drawn from it (``--render``: from the file alone). ``--student``
+profiles another student of the quickstart's dictionary, e.g. one shipped before.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import statistics
+import time
 from argparse import Namespace
 from contextlib import ExitStack, contextmanager
 from functools import partial
@@ -28,6 +36,13 @@ import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
 from reproduction.benchmarks import common, hicmlm
+from reproduction.records import repository_path, write_json
+from reproduction.results_page import write_between_markers
+
+RESULTS = common.ROOT / "reproduction" / "benchmarks" / "results" / "maskpredict_profile.json"
+PAGE = common.ROOT / "docs" / "results" / "speed.md"
+START, END = "<!-- maskpredict-profile:start -->", "<!-- maskpredict-profile:end -->"
+COMMAND = "python -m reproduction.benchmarks.maskpredict_profile"
 
 # label -> the model's modules (attribute paths) whose forward calls it covers
 MODULES = {
@@ -112,8 +127,8 @@ def _label_attr(stack: ExitStack, owner, attr: str, name: str) -> None:
     stack.callback(lambda: setattr(owner, attr, before) if before is not None else delattr(owner, attr))
 
 
-def load():
-    """The shipped student, its task and the encoded test sentences (as the bench loads them)."""
+def load(student: Path = hicmlm.STUDENT):
+    """The student, its task and the encoded test sentences (as the bench loads them)."""
     from fairseq import checkpoint_utils
 
     common.load_plugin()
@@ -121,7 +136,7 @@ def load():
     for lang in ("en", "de"):
         (Path(d) / f"dict.{lang}.txt").write_text((hicmlm.MODEL_DIR / "dict.txt").read_text())
     (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [str(hicmlm.MODEL_DIR / "checkpoint.pt")], arg_overrides={"data": d})
+        [str(student)], arg_overrides={"data": d})
     model.eval().float()
     return model, task, hicmlm._encode_test(task, 128)
 
@@ -165,9 +180,9 @@ def shares(model, task, sents, bsz: int, passes: int, name: str) -> dict[str, fl
 
 
 def speedups(model, task, sents, reps: int, sizes=((1, 40), (64, 128))) -> dict[str, float]:
-    """Time of fairseq's pass over each variant's (printed as measured), interleaved in this process
+    """Time of fairseq's pass over each variant's, interleaved in this process
     (``common.interleaved_medians``): batch 1 on 40 sentences, batch 64 on 128 (``sizes``), 10 and
-    4 passes."""
+    4 passes; keys ``"b{batch} T{passes} {variant}"``."""
     out = {}
     for bsz, n in sizes:
         batches = _batches(task, sents, bsz, n)
@@ -182,44 +197,99 @@ def speedups(model, task, sents, reps: int, sizes=((1, 40), (64, 128))) -> dict[
                 secs = common.interleaved_medians({v: partial(run, v) for v in VARIANTS}, reps=reps, device="cpu")
             for v in VARIANTS[1:]:
                 out[f"b{bsz} T{passes} {v}"] = secs["fairseq"] / secs[v]
-                print(f"| batch {bsz}, {passes} passes | {v} | {out[f'b{bsz} T{passes} {v}']:.3f}x |", flush=True)
     return out
 
 
-def profile_table(model, task, sents, bsz: int, passes: int, reps: int) -> str:
-    """Markdown table of ms per pass and share of each part, fairseq's pass beside the plugin's
-    ("masked+kv": the same batch, not split), each the median over ``reps`` profiles taken
-    alternately."""
+def profiles(model, task, sents, bsz: int, passes: int, reps: int) -> dict[str, dict[str, float]]:
+    """Milliseconds per pass of each part, fairseq's pass ("fairseq") beside the plugin's
+    ("plugin": "masked+kv", the same batch, not split), each the median over ``reps`` profiles
+    taken alternately."""
     runs: dict = {"fairseq": [], "masked+kv": []}
     for r in range(reps):
         for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
             runs[name].append(shares(model, task, sents, bsz, passes, name))
     med = {name: {k: statistics.median(x[k] for x in rs) for k in rs[0]} for name, rs in runs.items()}
+    return {"fairseq": med["fairseq"], "plugin": med["masked+kv"]}
+
+
+def profile_table(parts: dict[str, dict[str, float]], bsz: str, passes: int) -> list[str]:
     lines = [f"| batch {bsz}, {passes} passes: part | fairseq's pass, ms/pass | share "
              "| plugin's pass, ms/pass | share |", "|---|---|---|---|---|"]
-    for k in med["fairseq"]:
-        cells = [f"{m[k]:.2f} | {100 * m[k] / m['total']:.1f}%" for m in med.values()]
+    for k in parts["fairseq"]:
+        cells = [f"{m[k]:.2f} | {100 * m[k] / m['total']:.1f}%" for m in parts.values()]
         lines.append(f"| {k} | {' | '.join(cells)} |")
+    return lines
+
+
+def _setting(run: dict) -> str:
+    return (f"student {run['student_layout']} (SHA-256 {run['student_sha256'][:12]}...), `{run['command']}`, "
+            f"{run['date']}, {run['hardware']}, {run['reps']} rounds; 1-minute load "
+            f"average {run['load_before']:.2f} before, {run['load_after']:.2f} after")
+
+
+def render(runs: list[dict]) -> str:
+    """The ``maskpredict-profile`` block: every profile, then every table of speed-ups."""
+    lines = []
+    for run in (r for r in runs if r["kind"] == "profile"):
+        lines += [f"Profile: {_setting(run)}.", ""]
+        for bsz, parts in run["profiles"].items():
+            lines += profile_table(parts, bsz, run["passes"]) + [""]
+    for run in (r for r in runs if r["kind"] == "speedups"):
+        lines += [f"Speed-ups: {_setting(run)}.", "", "| setting | variant | fairseq's time / variant's |",
+                  "|---|---|---|"]
+        for key, value in run["speedups"].items():
+            setting, variant_name = key.rsplit(" ", 1)
+            bsz, passes = setting.split()
+            lines.append(f"| batch {bsz[1:]}, {passes[1:]} passes | {variant_name} | {value:.3f}x |")
+        lines.append("")
     return "\n".join(lines)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def keep(runs: list[dict], record: dict) -> list[dict]:
+    """``runs`` with ``record`` in place of an earlier run of the same student and kind."""
+    same = (record["student_sha256"], record["kind"])
+    return [r for r in runs if (r["student_sha256"], r["kind"]) != same] + [record]
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
+    ap.add_argument("--student", type=Path, default=hicmlm.STUDENT, help="student checkpoint (default: the shipped one)")
     ap.add_argument("--passes", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3, help="profiles (or timing rounds) per variant")
     ap.add_argument("--speedups", action="store_true",
                     help="instead of profiling, time every variant against fairseq's pass")
     ap.add_argument("--quick", action="store_true", help="--speedups on 16 sentences at batch 1, 64 at batch 64")
-    a = ap.parse_args()
-    torch.set_num_threads(a.threads)
-    model, task, sents = load()
-    if a.speedups:
-        print("| setting | variant | fairseq's time / variant's |\n|---|---|---|", flush=True)
-        speedups(model, task, sents, a.reps, ((1, 16), (64, 64)) if a.quick else ((1, 40), (64, 128)))
-        return
-    for bsz in (1, 64):
-        print(profile_table(model, task, sents, bsz, a.passes, a.reps) + "\n")
+    ap.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
+    ap.add_argument("--render", action="store_true", help="only redraw the page's block from the results file")
+    a = ap.parse_args(argv)
+    if not a.student.is_file():
+        ap.error(f"--student {a.student}: no such checkpoint")
+    runs = json.loads(a.out.read_text(encoding="utf-8"))["runs"] if a.out.exists() else []
+    if not a.render:
+        torch.set_num_threads(a.threads)
+        model, task, sents = load(a.student)
+        command = " ".join([COMMAND, *(["--student", repository_path(a.student)] if a.student != hicmlm.STUDENT else []),
+                            *(["--speedups"] if a.speedups else []), *(["--quick"] if a.quick else []),
+                            f"--passes {a.passes} --threads {a.threads} --reps {a.reps}"])
+        record = {"kind": "speedups" if a.speedups else "profile", "student_sha256": hicmlm.student_digest(a.student),
+                  "student_layout": hicmlm.student_layout(model), "command": command,
+                  "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
+                  "hardware": common.hardware("cpu"), "threads": a.threads, "reps": a.reps, "passes": a.passes,
+                  "load_before": common.load_average()}
+        t0 = time.time()
+        if a.speedups:
+            record["speedups"] = speedups(model, task, sents, a.reps,
+                                          ((1, 16), (64, 64)) if a.quick else ((1, 40), (64, 128)))
+        else:
+            record["profiles"] = {str(bsz): profiles(model, task, sents, bsz, a.passes, a.reps) for bsz in (1, 64)}
+        record.update(load_after=common.load_average(), wall_seconds=round(time.time() - t0, 1))
+        runs = keep(runs, record)
+        write_json(a.out, {"runs": runs})
+    block = render(runs)
+    if a.out.resolve() == RESULTS.resolve():
+        write_between_markers(PAGE, block, START, END)
+    print(block, end="")
 
 
 if __name__ == "__main__":
