@@ -102,7 +102,7 @@ class FullBudget(Driver):
                                     validations=self.a.curve_points, log_interval=50,
                                     extra=["--max-epoch", math.ceil(self.a.epochs[task])])
         t0 = time.time()
-        self.sh(cmd, run / "train.log")
+        cpu_seconds = self.sh(cmd, run / "train.log")
         pred = self.predict_dev(run, data)
         from fairseq_ext.analysis.glue import METRICS, read_labels, score
 
@@ -110,6 +110,7 @@ class FullBudget(Driver):
         value = score(task, read_labels(self.work / "data" / task / "raw" / "valid.label"), predictions)
         result = {**asked, "name": name, "start": "minilm", "metric": METRICS[task], "dev": value,
                   "epochs": self.a.epochs[task], "wall_seconds": round(time.time() - t0, 1),
+                  "train_cpu_seconds": cpu_seconds,
                   "hardware": f"{self.hardware()}",
                   "command": self.command_record(cmd),
                   "validations": validations(run / "train.log"), "predictions": predictions}

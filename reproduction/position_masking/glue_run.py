@@ -102,19 +102,24 @@ class Driver:
         path = Path(path).resolve()
         return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
-    def sh(self, cmd: list, log: Path | None = None) -> None:
+    def sh(self, cmd: list, log: Path | None = None) -> float:
+        """Runs ``cmd`` (output into ``log``); returns the CPU seconds it used, which a run's
+        record keeps beside its wall time (a paused or crowded run's wall time says little)."""
         cmd = [str(c) for c in cmd]
         with self.lock, open(self.work / "commands.txt", "a", encoding="utf-8") as f:
             f.write(" ".join(cmd) + "\n")
         out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
         try:
-            proc = subprocess.run(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT if log else None, cwd=ROOT)
+            proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT if log else None, cwd=ROOT)
+            _, status, usage = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
         finally:
             if log:
                 out.close()
         if proc.returncode != 0:
             tail = log.read_text(errors="replace")[-2000:] if log else ""
             raise RuntimeError(f"{' '.join(cmd[:3])} ... failed ({proc.returncode})\n{tail}")
+        return round(usage.ru_utime + usage.ru_stime, 1)
 
     # 1. data
     def prepare(self) -> None:

@@ -77,3 +77,19 @@ def test_collector_pairs_the_arms_by_seed_and_checks_the_majority_class(tmp_path
     text = markdown(summarise(tmp_path, gold))
     assert "| CoLA (MCC x 100) | not run yet |" in text and "both arms are above the majority class" in text
     assert "4 runs not finished yet" in text
+
+
+def test_a_command_reports_the_cpu_seconds_its_process_used(tmp_path):
+    """What a run's record keeps beside its wall time: the child's own CPU time, not a sleep's."""
+    import os
+    import sys
+    import threading
+
+    d = driver(tmp_path)
+    d.work.mkdir(parents=True)
+    d.lock, d.env = threading.Lock(), dict(os.environ)
+    busy = d.sh([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"])
+    idle = d.sh([sys.executable, "-c", "import time; time.sleep(0.5)"])
+    assert busy >= 0.45 and idle < 0.3
+    with pytest.raises(RuntimeError, match="failed"):
+        d.sh([sys.executable, "-c", "raise SystemExit(3)"])
