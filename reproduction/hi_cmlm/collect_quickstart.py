@@ -67,6 +67,12 @@ def _measured_on(bench: dict) -> str:
             "change the speed only through the predicted lengths; `make bench` measures the shipped one)")
 
 
+def _encoder_start(student: dict) -> str:
+    # records made before the field existed: examples/quickstart/pretrain.sh then always started
+    # the student's encoder from the teacher's
+    return "encoder from the teacher" if student.get("encoder_from_teacher", True) else "encoder from scratch"
+
+
 def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> str:
     teacher, student = shipped["teacher"], shipped["student"]
     saved = shipped["models"]["new"]["training"]
@@ -82,7 +88,7 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
         f"{teacher['updates']} updates) | distils the 29k training targets (beam 5); its BLEU is the "
         f"autoregressive row of table 1 |",
         f"| student `{saved['arch']}` ({saved['hybrid_strategy']}), trained with {describe(saved)} (its saved "
-        f"configuration) on the distilled targets, encoder from the teacher | "
+        f"configuration) on the distilled targets, {_encoder_start(student)} | "
         f"`{student['command']}` ({student['updates']} updates, lr {saved['lr'][0]:g}, {saved['max_tokens']} tokens "
         f"per batch; "
         f"{_minutes(student['train_seconds'])} of training on {student['hardware']}) | "

@@ -339,7 +339,7 @@ def findings(summary: dict) -> str:
         finals = {k: summary[k]["bleu_after_pass"]["10"]["mean"] for k in STRATEGY_ROWS if k in summary}
         if len(finals) > 1:
             best = max(finals, key=finals.get)
-            out.append(f"- **Decoding strategies of the same models** after 10 passes: "
+            out.append("- **Decoding strategies of the same models** after 10 passes: "
                        + ", ".join(f"{summary[k]['label'][len('HI-CMLM + '):]} {v:.2f}"
                                    for k, v in sorted(finals.items(), key=lambda kv: -kv[1]))
                        + f" (a range of {max(finals.values()) - min(finals.values()):.2f} BLEU; best: "

@@ -55,15 +55,20 @@ def teacher_training(checkpoint: Path) -> dict:
             "updates": state["optimizer_history"][-1]["num_updates"]}
 
 
-def student_training(log: Path, command: str, threads: int, settings: dict) -> dict:
-    """Updates and training seconds of a fairseq-train log (a resumed run adds its segments)."""
+def training_log(log: Path) -> dict:
+    """Updates and training seconds of a student's fairseq-train log (a resumed run adds its
+    segments), and whether its encoder started from the teacher's (``--init-encoder-from``)."""
     text = log.read_text(encoding="utf-8")
     updates = re.findall(r"num_updates (\d+)", text)
     seconds = [float(x) for x in re.findall(r"done training in ([\d.]+) seconds", text)]
     if not updates or not seconds:
         sys.exit(f"error: {log} has no finished training")
-    return {"command": command, "updates": int(updates[-1]), "train_seconds": round(sum(seconds), 1),
-            "segments": len(seconds), "train_copy_share": settings["train_copy_share"],
+    return {"updates": int(updates[-1]), "train_seconds": round(sum(seconds), 1), "segments": len(seconds),
+            "encoder_from_teacher": "initialised the encoder from" in text}
+
+
+def student_training(log: Path, command: str, threads: int, settings: dict) -> dict:
+    return {"command": command, **training_log(log), "train_copy_share": settings["train_copy_share"],
             "hardware": f"{cpu_and_cores()}, {threads} torch thread{'s' if threads > 1 else ''}"}
 
 

@@ -1,0 +1,172 @@
+"""Which layout the shipped quickstart student takes (issue 41): students of other encoder and
+decoder depths, trained as the shipped one (examples/quickstart/pretrain.sh --student-arch /
+--student-layers), decoded on Multi30k val beside it, with the work each does per sentence.
+
+Mask-predict runs its whole decoder in each of its passes, so a decoding's cost is mostly the
+decoder's depth times the passes; Kasai et al. 2021 ("Deep Encoder, Shallow Decoder", section 3)
+move the layers into the encoder, which runs once. Each candidate (an exported checkpoint) is
+decoded with fence_replace, 10 passes, length beam 3 (the quickstart's setting) on Multi30k val
+and scored with sacreBLEU; sacreBLEU's paired bootstrap tests it against ``--baseline``; its
+FLOPs and ATen operators per sentence are counted beside the teacher's
+(``reproduction.benchmarks.maskpredict_work``). The student chosen is the candidate other than
+the baseline with the highest val BLEU after 10 passes.
+
+    python -m reproduction.hi_cmlm.student_layouts --data BIN --ref VAL_DE --work DIR
+        --candidate NAME=CKPT[,LOG] ... --baseline NAME [--command TEXT] [--publish]
+
+BIN: the binarized Multi30k with the shipped dictionary (pretrain.sh --stage data), whose valid
+split is Multi30k val; LOG: the candidate's fairseq-train log (updates and training time).
+``--publish`` writes ``reproduction/hi_cmlm/student_layouts.json`` (hypotheses beside it) and the
+``student-layouts`` block of docs/results/hi-cmlm.md; a decoding already in DIR is not redone.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from reproduction.hi_cmlm.collect_results import BOOTSTRAP_RESAMPLES, decoding_results, paired_bootstrap
+from reproduction.hi_cmlm.collect_shipped import training_log, training_settings
+from reproduction.records import ROOT, repository_path, write_json
+from reproduction.results_page import write_between_markers
+
+RESULTS = ROOT / "reproduction" / "hi_cmlm" / "student_layouts.json"
+PAGE = ROOT / "docs" / "results" / "hi-cmlm.md"
+START, END = "<!-- student-layouts:start -->", "<!-- student-layouts:end -->"
+DECODE = ["--hybrid-strategy", "fence_replace"]  # named in the block; the rest as the quickstart decodes
+SHOWN_PASSES = (1, 4, 10)
+
+
+def candidate(text: str) -> tuple[str, Path, Path | None]:
+    name, _, rest = text.partition("=")
+    checkpoint, _, log = rest.partition(",")
+    if not name or not checkpoint:
+        raise argparse.ArgumentTypeError(f"{text!r}: write NAME=CHECKPOINT[,TRAIN_LOG]")
+    return name, Path(checkpoint), Path(log) if log else None
+
+
+def decode(data: Path, checkpoint: Path, ref: Path, out: Path) -> None:
+    """fence_replace, 10 passes, length beam 3, every pass kept: ``out``/{generate.txt,hyp.txt,bleu.json}."""
+    if (out / "bleu.json").is_file() and (out / "bleu.json").stat().st_mtime > checkpoint.stat().st_mtime:
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = ["fairseq-generate", str(data), "--user-dir", str(ROOT / "fairseq_ext"), "--task", "cmlm_hybrid",
+           "-s", "en", "-t", "de", "--path", str(checkpoint), "--gen-subset", "valid",
+           "--model-overrides", "{'hybrid_strategy': 'fence_replace'}", "--iter-decode-max-iter", "9",
+           "--iter-decode-with-beam", "3", "--iter-decode-force-max-iter", "--retain-iter-history",
+           "--batch-size", "64", "--post-process", "sentencepiece"]
+    with open(out / "generate.txt", "w") as stdout, open(out / "generate.log", "w") as stderr:
+        if subprocess.run(cmd, stdout=stdout, stderr=stderr).returncode != 0:
+            sys.exit(f"error: fairseq-generate failed on {checkpoint}; see {out / 'generate.log'}")
+    hyps = sorted((line.split("\t") for line in (out / "generate.txt").read_text(encoding="utf-8").splitlines()
+                   if line.startswith("D-")), key=lambda f: int(f[0][2:]))
+    (out / "hyp.txt").write_text("".join(f[2] + "\n" for f in hyps), encoding="utf-8")
+    with open(out / "bleu.json", "w") as stdout:
+        subprocess.run(["sacrebleu", str(ref), "-i", str(out / "hyp.txt"), "-m", "bleu"], stdout=stdout, check=True)
+
+
+def training_run(log: Path | None) -> dict | None:
+    return None if log is None else {"log": repository_path(log), **training_log(log)}
+
+
+def trained_updates(checkpoint: Path) -> int:
+    from fairseq_ext.checkpoints import safe_load
+
+    return safe_load(str(checkpoint))["optimizer_history"][-1]["num_updates"]
+
+
+def collect(args) -> dict:
+    from reproduction.benchmarks import maskpredict_work
+
+    refs = args.ref.read_text(encoding="utf-8").splitlines()
+    rows = {}
+    for name, checkpoint, log in args.candidate:
+        out = args.work / name
+        decode(args.data, checkpoint, args.ref, out)
+        work = maskpredict_work.measure(checkpoint)
+        settings = {**training_settings(checkpoint), "updates": trained_updates(checkpoint)}
+        rows[name] = {"checkpoint": repository_path(checkpoint), "layout": work["student_layout"],
+                      "student_sha256": work["student_sha256"], "training": settings,
+                      "training_run": training_run(log),
+                      **{k: v for k, v in decoding_results(out, out, refs, ROOT).items()
+                         if k in ("bleu", "signature", "bleu_per_pass")},
+                      "bounds": maskpredict_work.bounds(work), "hypotheses_folder": repository_path(out)}
+    base = rows[args.baseline]
+    for name in rows:
+        if name != args.baseline:
+            (p,) = paired_bootstrap(args.ref, args.work / args.baseline / "hyp.txt", [args.work / name / "hyp.txt"])
+            rows[name]["against_baseline"] = {"delta": rows[name]["bleu"] - base["bleu"], "p_value": p}
+    chosen = max((n for n in rows if n != args.baseline), key=lambda n: rows[n]["bleu"])
+    return {"command": args.command, "reference": repository_path(args.ref), "sentences": len(refs),
+            "decoding": "fence_replace, 10 passes, length beam 3, --iter-decode-force-max-iter, batch 64",
+            "bootstrap_resamples": BOOTSTRAP_RESAMPLES, "baseline": args.baseline, "chosen": chosen,
+            "candidates": rows}
+
+
+def _yes_no(flag: bool | None) -> str:
+    return "" if flag is None else "yes" if flag else "no"
+
+
+def _bound(row: dict, batch: int, passes: int, kind: str) -> str:
+    (b,) = [b for b in row["bounds"] if (b["batch"], b["passes"]) == (batch, passes)]
+    return f"{b[kind]:.2f}x"
+
+
+def markdown(results: dict) -> str:
+    lines = [f"Multi30k val ({results['sentences']} sentences), {results['decoding']}; p: sacreBLEU's paired "
+             f"bootstrap ({results['bootstrap_resamples']} resamples) against {results['baseline']}. Work: the "
+             "teacher's (beam 5) count over the student's per sentence, FLOPs at batch 64 and ATen operators at "
+             "batch 1 (`python -m reproduction.benchmarks.maskpredict_work`).", "",
+             "| student | layout | architecture | encoder from the teacher | updates | training | "
+             + " | ".join(f"BLEU pass {t}" for t in SHOWN_PASSES)
+             + " | − baseline | p | FLOPs b64 T10 | operators b1 T10 | operators b1 T4 |",
+             "|---|---|---|---|---:|---:|" + "---:|" * (len(SHOWN_PASSES) + 5)]
+    for name, row in results["candidates"].items():
+        run = row["training_run"] or {}
+        trained = f"{run['train_seconds'] / 60:.0f} min" if run.get("train_seconds") else ""
+        test = row.get("against_baseline")
+        lines.append(
+            f"| {name}{' (chosen)' if name == results['chosen'] else ''} | {row['layout']} | "
+            f"`{row['training']['arch']}` | {_yes_no(run.get('encoder_from_teacher'))} | "
+            f"{row['training']['updates']} | {trained} | "
+            + " | ".join(f"{row['bleu_per_pass'][t - 1]:.2f}" for t in SHOWN_PASSES) + " | "
+            + (f"{test['delta']:+.2f} | {test['p_value']:.3f}" if test else " | ") + " | "
+            + " | ".join(_bound(row, b, t, k) for b, t, k in ((64, 10, "flops"), (1, 10, "operators"),
+                                                              (1, 4, "operators"))) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", type=Path, required=True)
+    p.add_argument("--ref", type=Path, required=True)
+    p.add_argument("--work", type=Path, required=True)
+    p.add_argument("--candidate", type=candidate, action="append", required=True)
+    p.add_argument("--baseline", required=True)
+    p.add_argument("--command", default="")
+    p.add_argument("--publish", action="store_true")
+    args = p.parse_args(argv)
+    names = [c[0] for c in args.candidate]
+    if args.baseline not in names or len(names) < 2:
+        p.error(f"--baseline {args.baseline}: name one of at least two --candidate entries ({', '.join(names)})")
+    for name, checkpoint, log in args.candidate:
+        if not checkpoint.is_file() or (log is not None and not log.is_file()):
+            p.error(f"--candidate {name}: {checkpoint if not checkpoint.is_file() else log} does not exist")
+    os.environ.setdefault("PYTHONWARNINGS", "ignore")
+    results = collect(args)
+    if args.publish:
+        hypotheses = RESULTS.parent / "hypotheses"
+        for name, row in results["candidates"].items():
+            dest = hypotheses / f"student-layouts-{name.replace('+', 'p')}.txt"
+            shutil.copy(args.work / name / "hyp.txt", dest)
+            row["hypotheses"] = repository_path(dest)
+        write_json(RESULTS, results)
+        write_between_markers(PAGE, markdown(results), START, END)
+    print(markdown(results), end="")
+
+
+if __name__ == "__main__":
+    main()
