@@ -45,6 +45,16 @@ RESULTS = ROOT / "reproduction" / "benchmarks" / "results"
 BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 ROWS_START, ROWS_END = "<!-- maskpredict-rows:start -->", "<!-- maskpredict-rows:end -->"
+SUMMARY_START, SUMMARY_END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
+# (family, benchmark, our training-rate metric, the reference's, unit, our memory name, the reference's)
+SUMMARY = [("HI-CMLM vs fairseq `cmlm_transformer`", "hicmlm", "hicmlm_train_tokens_per_s", "cmlm_train_tokens_per_s",
+            "tokens/s", "hicmlm", "cmlm"),
+           ("position-masked RoBERTa vs fairseq `roberta`", "posmask", "posmask_train_tokens_per_s",
+            "roberta_train_tokens_per_s", "tokens/s", "position_masked_roberta", "roberta"),
+           ("ProphetNet n=2 vs fairseq `transformer`", "prophetnet", "prophetnet_train_target_tokens_per_s",
+            "transformer_train_target_tokens_per_s", "target tokens/s", "prophetnet", "transformer"),
+           ("UniLM vs fairseq `transformer`", "unilm", "unilm_train_target_tokens_per_s",
+            "transformer_train_target_tokens_per_s", "target tokens/s", "unilm", "transformer")]
 MAX_START_LOAD = 0.5  # the 1-minute load average above which a CPU run refuses to publish (the docstring)
 # (header, key, format) of the columns of the decoding rows' table
 ROW_COLUMNS = [("batch", "batch", "d"), ("passes", "passes", "d"), ("length beam", "length_beam", "d"),
@@ -79,6 +89,25 @@ def render_table(results: dict) -> str:
     return "\n".join(rows + ([""] + notes if notes else []))
 
 
+def render_summary(results: dict) -> str:
+    """One row per family and results file: training rate and peak training memory, ours beside
+    the fairseq reference's (the metrics of the full table below)."""
+    rows = ["| family | hardware | training rate, ours vs reference | ratio | peak training memory (MB), ours vs reference |",
+            "|---|---|---|---:|---|"]
+    for kind in ("cpu", "gpu"):
+        for family, bench, ours, theirs, unit, our_mem, their_mem in SUMMARY:
+            out = results.get(kind, {}).get("benchmarks", {}).get(bench)
+            if not out or ours not in out["metrics"]:
+                continue
+            m = out["metrics"]
+            memory = "rss" if kind == "cpu" else "cuda"
+            mem = (f"{m[f'train_peak_{memory}_mb_{our_mem}']:,.0f} vs {m[f'train_peak_{memory}_mb_{their_mem}']:,.0f}"
+                   if f"train_peak_{memory}_mb_{our_mem}" in m else "")
+            rows.append(f"| {family} | {out.get('hardware', results[kind]['hardware'])} | {m[ours]:,.0f} vs "
+                        f"{m[theirs]:,.0f} {unit} | {m[ours] / m[theirs]:.3f} | {mem} |")
+    return "\n".join(rows) + "\n"
+
+
 def render_rows(results: dict) -> str:
     """The block of the mask-predict decoding rows: a table per results file that has them
     (``plot.decode_rows``), with the figure; one line saying how to measure them otherwise."""
@@ -104,7 +133,8 @@ def render_rows(results: dict) -> str:
 
 def update_readme(results: dict) -> None:
     """The generated blocks of docs/results/speed.md (a page without one keeps its text there)."""
-    for block, start, end in ((render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END)):
+    for block, start, end in ((render_summary(results), SUMMARY_START, SUMMARY_END),
+                              (render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END)):
         try:
             write_between_markers(ROOT / "docs" / "results" / "speed.md", block, start, end)
         except FairseqExtError:

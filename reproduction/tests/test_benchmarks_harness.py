@@ -168,3 +168,16 @@ def test_run_cli_says_the_cuda_refusal_in_one_line():
     assert proc.stderr.strip().splitlines() == [
         "fairseq_ext: error: --device cuda, but torch.cuda.is_available() is false (a CPU build of torch, or "
         "no GPU visible): run with --device cpu, or on a machine with a GPU and a CUDA build of torch"]
+
+
+def test_summary_rows_are_each_familys_rate_and_memory_beside_the_reference():
+    from reproduction.benchmarks.run import render_summary
+
+    metrics = {"hicmlm_train_tokens_per_s": 2000.0, "cmlm_train_tokens_per_s": 2500.0,
+               "train_peak_rss_mb_hicmlm": 1100.0, "train_peak_rss_mb_cmlm": 1000.0}
+    gpu = {"unilm_train_target_tokens_per_s": 300.0, "transformer_train_target_tokens_per_s": 200.0}
+    text = render_summary({"cpu": {"hardware": "CPU, 2 threads", "benchmarks": {"hicmlm": {"metrics": metrics}}},
+                           "gpu": {"hardware": "GPU", "benchmarks": {"unilm": {"metrics": gpu, "hardware": "H200"}}}})
+    assert "| HI-CMLM vs fairseq `cmlm_transformer` | CPU, 2 threads | 2,000 vs 2,500 tokens/s | 0.800 | 1,100 vs 1,000 |" in text
+    assert "| UniLM vs fairseq `transformer` | H200 | 300 vs 200 target tokens/s | 1.500 |  |" in text
+    assert "position-masked" not in text  # a family without a row in the file has none here
