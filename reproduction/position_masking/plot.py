@@ -136,6 +136,9 @@ def summarise(runs: dict[str, dict], finetuned: dict[str, dict] | None = None) -
     return rows
 
 
+SWEEP_MARKERS = ("<!-- table3-sweep:start -->", "<!-- table3-sweep:end -->")
+
+
 def markdown(rows: list[dict]) -> str:
     def show(v):
         return "n/a" if v is None else f"{v:g}"
@@ -160,6 +163,8 @@ def markdown(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--page", type=Path, help="a page whose table3-sweep block gets the table "
+                                             "(docs/results/position-masking.md)")
     p.add_argument("runs", nargs="+", help="PROB=RUN_DIR or PROB=LOG")
     p.add_argument("--finetune", action="append", default=[], metavar="PROB=FT_RUN",
                    help="a fine-tuning run of the PROB checkpoint (none=FT_RUN: from a random initialisation)")
@@ -177,6 +182,10 @@ def main(argv: list[str] | None = None) -> None:
     rows = summarise(runs, finetuned)
     (args.out / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
     (args.out / "results.md").write_text(markdown(rows))
+    if args.page:  # sweep.sh puts the repository on PYTHONPATH
+        from reproduction.results_page import write_between_markers
+
+        write_between_markers(args.page, markdown(rows), *SWEEP_MARKERS)
     sys.stdout.write(markdown(rows))
     print("wrote " + ", ".join(written + [str(args.out / "results.json"), str(args.out / "results.md")]))
 

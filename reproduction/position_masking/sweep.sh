@@ -60,7 +60,9 @@ if [ "$FT_UPDATES" -gt 0 ]; then
     FINETUNED+=(--finetune "$p=$WORK/finetune/$p")
   done
 fi
-python "$HERE/plot.py" --out "$OUT" "${RUNS[@]}" "${FINETUNED[@]}"
+PAGE=()  # the published folder's table goes into the results page
+[ "$(realpath -m "$OUT")" = "$(realpath -m "$HERE/results")" ] && PAGE=(--page "$ROOT/docs/results/position-masking.md")
+python "$HERE/plot.py" --out "$OUT" "${PAGE[@]}" "${RUNS[@]}" "${FINETUNED[@]}"
 python - "$OUT" "$UPDATES" "$FT_UPDATES" "$(( $(date +%s) - START ))" "$ARGV" <<'PY'
 import json, os, sys
 import torch

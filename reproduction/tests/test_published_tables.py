@@ -17,7 +17,7 @@ from reproduction.benchmarks.run import render_rows, render_summary, render_tabl
 from reproduction.gigaword_10k import lead_baseline  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
 from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped  # noqa: E402
-from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm  # noqa: E402
+from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm, plot as sweep_plot  # noqa: E402
 
 import batch_stats  # noqa: E402
 import collect_gigaword  # noqa: E402
@@ -57,6 +57,8 @@ TABLES = {
     "bisection": ("docs/results/prophetnet.md",
                   lambda: collect_gigaword.bisection_markdown(load(REPRO / "prophetnet" / "bisection.json"))),
     "batches": ("docs/results/prophetnet.md", lambda: batch_stats.markdown(load(REPRO / "prophetnet" / "batch_stats.json"))),
+    "table3-sweep": ("docs/results/position-masking.md",
+                     lambda: sweep_plot.markdown(load(REPRO / "position_masking" / "results" / "results.json"))),
     "table3-minilm": ("docs/results/position-masking.md",
                       lambda: collect_minilm.markdown(load(REPRO / "position_masking" / "results" / "minilm.json"))),
     "table3-glue": ("docs/results/position-masking.md",
