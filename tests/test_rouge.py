@@ -3,7 +3,7 @@ import pytest
 
 import json
 
-from fairseq_ext.analysis.rouge import lead, main, rouge_f1
+from fairseq_ext.analysis.rouge import f1_sums, lead, main, rouge_f1
 
 
 def test_rouge_matches_hand_computation():
@@ -54,3 +54,14 @@ def test_bad_scorer_input_is_one_line(tmp_path, monkeypatch, capsys, extra, mess
     assert caught.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert message in err[-1]
+
+
+def test_f1_sums_of_parts_add_up_to_the_score_of_all():
+    """What --eval-rouge logs per validation batch (tasks.rouge_validation): sums that, added over
+    batches and divided by the sentence count, are rouge_f1 of all sentences."""
+    hyps = ["the cat sat", "police arrest two men", "a b c d", "nothing"]
+    refs = ["the cat sat down", "police arrest men", "a c b d", "something else"]
+    parts = [f1_sums(hyps[:1], refs[:1]), f1_sums(hyps[1:], refs[1:])]
+    whole = rouge_f1(hyps, refs)
+    for t in ("rouge1", "rouge2", "rougeL"):
+        assert 100 * sum(p[t] for p in parts) / len(refs) == pytest.approx(whole[t], abs=1e-12)

@@ -26,18 +26,26 @@ from rouge_score import rouge_scorer
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 
-def rouge_f1(hypotheses: list[str], references: list[str]) -> dict[str, float]:
-    """Mean sentence-level F1 x 100 for ROUGE-1, ROUGE-2 and ROUGE-L."""
+def f1_sums(hypotheses: list[str], references: list[str]) -> dict[str, float]:
+    """The sum over sentences of the F1 (0-1) of ROUGE-1, ROUGE-2 and ROUGE-L: what a part of
+    the sentences contributes, so that parts scored apart (validation batches, workers) add up
+    to the score of all (``rouge_f1``)."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
-    if not references:
-        raise ValueError("no sentences to score")
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
     totals = dict.fromkeys(ROUGE_TYPES, 0.0)
     for hyp, ref in zip(hypotheses, references):
         scores = scorer.score(ref, hyp)
         for t in ROUGE_TYPES:
             totals[t] += scores[t].fmeasure
+    return totals
+
+
+def rouge_f1(hypotheses: list[str], references: list[str]) -> dict[str, float]:
+    """Mean sentence-level F1 x 100 for ROUGE-1, ROUGE-2 and ROUGE-L."""
+    totals = f1_sums(hypotheses, references)
+    if not references:
+        raise ValueError("no sentences to score")
     return {t: 100.0 * v / len(references) for t, v in totals.items()}
 
 

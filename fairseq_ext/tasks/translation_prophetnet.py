@@ -1,6 +1,10 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """Task ``translation_prophetnet``: fine-tuning and beam-search generation of ProphetNet on
 source/target pairs (Qi et al. 2020, section 3.2), on fairseq's ``translation`` with the
-pre-training dictionary's ``<mask>`` and checks that refuse what the model cannot honour."""
+pre-training dictionary's ``<mask>``, checks that refuse what the model cannot honour, and
+validation ROUGE (``--eval-rouge``, ``tasks.rouge_validation``)."""
+from dataclasses import dataclass
+
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
@@ -12,15 +16,21 @@ from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines,
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
+from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
 
-@register_task("translation_prophetnet", dataclass=UnsortedBatchesConfig)
-class TranslationProphetNetTask(TranslationTask):
+@dataclass
+class TranslationProphetNetConfig(RougeValidationConfig, UnsortedBatchesConfig):
+    """fairseq's ``translation`` options with ``--unsorted-batches`` and ``--eval-rouge``."""
+
+
+@register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
+class TranslationProphetNetTask(RougeValidation, TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
-    cfg: UnsortedBatchesConfig
+    cfg: TranslationProphetNetConfig
 
-    def __init__(self, cfg: UnsortedBatchesConfig, src_dict, tgt_dict):
+    def __init__(self, cfg: TranslationProphetNetConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self.input_lines = InteractiveInputLines()
 

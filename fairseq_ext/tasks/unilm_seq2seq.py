@@ -1,8 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (Su 2019, section
 "Seq2Seq"): a pair becomes ``<s> source </s> target </s>`` with segment ids under the prefix
-mask, on fairseq's ``translation`` data with RoBERTa's ``<mask>``, ``--keep-tokens`` and beam search
-that stays within the positions table."""
+mask, on fairseq's ``translation`` data with RoBERTa's ``<mask>``, ``--keep-tokens``, beam search
+that stays within the positions table and validation ROUGE (``--eval-rouge``, ``tasks.rouge_validation``)."""
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
@@ -23,12 +23,13 @@ from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass
-class UniLMSeq2SeqConfig(UnsortedBatchesConfig):
+class UniLMSeq2SeqConfig(RougeValidationConfig, UnsortedBatchesConfig):
     keep_tokens: Optional[str] = field(
         default=None,
         metadata={"help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
@@ -47,7 +48,7 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(RougeValidation, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig

@@ -1,0 +1,220 @@
+# No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
+"""``--eval-rouge``: ROUGE-1/2/L of beam-search headlines on the validation split at every
+validation, for the headline tasks (``unilm_seq2seq``, ``translation_prophetnet``), as fairseq's
+``translation`` task does ``--eval-bleu``.
+
+``valid_step`` decodes each validation batch with the task's own generator (built with the
+model, from ``--eval-rouge-args``), turns the hypothesis and the target into text as the user
+scripts of ``examples/`` do before scoring, scores each pair with the project's scorer
+(``fairseq_ext.analysis.rouge``) and logs the sums of the per-sentence F1 and the sentence count,
+which fairseq sums over batches and workers; ``reduce_metrics`` derives ``rouge1``, ``rouge2`` and
+``rougeL`` (mean sentence F1 x 100). So ``--best-checkpoint-metric rouge1
+--maximize-best-checkpoint-metric --patience N`` keeps the best checkpoint by validation ROUGE-1
+and stops training when it has not improved for N validations.
+
+The references are the validation targets decoded the same way (fairseq's ``<unk>`` written as
+``UNK``, the Gigaword references' marker), not the raw reference file a script scores against;
+docs/unilm.md says by how much the two differ."""
+import json
+import logging
+import os
+from argparse import Namespace
+from dataclasses import dataclass, fields
+from typing import Optional
+
+from fairseq import utils
+from fairseq.data import encoders
+from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from fairseq.dataclass.configs import GenerationConfig
+from fairseq.logging import metrics
+
+from fairseq_ext.analysis.rouge import ROUGE_TYPES, f1_sums
+from fairseq_ext.config_fields import check_config, option, option_value
+from fairseq_ext.errors import FairseqExtError, require
+
+logger = logging.getLogger(__name__)
+
+# The Gigaword decoding of examples/pretrained/minilm_gigaword.sh and examples/prophetnet/gigaword.sh.
+GIGAWORD_DECODING = '{"beam": 4, "lenpen": 1.0, "no_repeat_ngram_size": 3, "max_len_a": 0, "max_len_b": 40}'
+# fairseq-generate's options that its beam search (FairseqTask.build_generator) reads
+DECODING_OPTIONS = ("beam", "lenpen", "unkpen", "max_len_a", "max_len_b", "min_len", "no_repeat_ngram_size",
+                    "unnormalized", "temperature", "match_source_len", "sampling", "sampling_topk", "sampling_topp",
+                    "diverse_beam_groups", "diverse_beam_strength", "diversity_rate")
+ROUGE_DETOK = ChoiceEnum(["sentencepiece", "wordpiece", "none"])
+UNK = "UNK"  # the OOV marker of the Gigaword references (data_prep/gigaword.sh)
+BERT_UNK = "[UNK]"  # examples/pretrained/minilm_gigaword.sh writes fairseq's <unk> as this before joining pieces
+SENTENCEPIECE_MARK = "\u2581"
+
+
+@dataclass
+class RougeValidationConfig(FairseqDataclass):
+    eval_rouge: bool = option(
+        False, "at every validation, decode the validation split with beam search and log ROUGE-1/2/L F1 x 100 "
+               "(rouge1, rouge2, rougeL; fairseq_ext.analysis.rouge) against its targets; with "
+               "--best-checkpoint-metric rouge1 --maximize-best-checkpoint-metric [--patience N] the best "
+               "checkpoint and early stopping follow validation ROUGE-1")
+    eval_rouge_args: str = option(
+        GIGAWORD_DECODING, "decoding options of --eval-rouge as a JSON object, fairseq-generate's names with "
+                           "underscores; default: the Gigaword decoding of the examples (beam 4, length penalty "
+                           "1.0, no repeated trigram, at most 40 tokens)")
+    eval_rouge_detok: ROUGE_DETOK = option(
+        "sentencepiece", "how --eval-rouge turns pieces into text before scoring, as the scripts do: sentencepiece "
+                         "(fairseq-generate --post-process sentencepiece; data_prep/gigaword.sh), wordpiece (BERT's "
+                         "## pieces joined by the tokenizer of --eval-rouge-wordpiece-tokenizer, as "
+                         "data_prep/wordpiece.py decode), none (the pieces are words)")
+    eval_rouge_wordpiece_tokenizer: Optional[str] = option(
+        None, "with --eval-rouge-detok wordpiece: the transformers folder (tokenizer.json or vocab.txt) whose "
+              "WordPiece tokenizer encoded the data")
+    eval_rouge_print_samples: bool = option(
+        False, "log the first hypothesis and reference of every validation batch that --eval-rouge decodes")
+
+
+
+def _decoding_option_kind(name: str) -> type:
+    return next(f.type for f in fields(GenerationConfig) if f.name == name)
+
+
+def decoding_args(text: str) -> Namespace:
+    """The options of ``--eval-rouge-args`` (a JSON object of ``DECODING_OPTIONS``) as fairseq's
+    ``build_generator`` reads them; bad input is one clear error."""
+    example = f"e.g. '{GIGAWORD_DECODING}'"
+    try:
+        args = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FairseqExtError(f"--eval-rouge-args {text!r} is not JSON ({exc.msg}, character {exc.pos + 1}); "
+                              f"give a JSON object of decoding options, {example}") from None
+    require(isinstance(args, dict), f"--eval-rouge-args {text!r} is not a JSON object; give one of decoding "
+                                    f"options, {example}")
+    for name, value in args.items():
+        require(name in DECODING_OPTIONS, f"--eval-rouge-args: {name!r} is not a decoding option of beam search; "
+                                          f"the options are {', '.join(DECODING_OPTIONS)}")
+        kind = _decoding_option_kind(name)
+        if kind is bool:
+            fits, what = isinstance(value, bool), "true or false"
+        elif kind is int:
+            fits, what = isinstance(value, int) and not isinstance(value, bool), "a whole number"
+        else:
+            fits, what = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        require(fits, f"--eval-rouge-args: {name} must be {what}, got {json.dumps(value)}")
+    return Namespace(**args)
+
+
+def check_rouge_config(cfg) -> None:
+    """The ``--eval-rouge*`` options of ``cfg``, checked before any data is read."""
+    if not cfg.eval_rouge:
+        return
+    check_config(cfg, RougeValidationConfig)
+    decoding_args(cfg.eval_rouge_args)
+    detok = option_value(cfg, "eval_rouge_detok")
+    require(detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
+            f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop one of them")
+    require(detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
+            "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
+            "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded the data)")
+
+
+class PiecesToText:
+    """Token ids of ``dictionary`` -> the text a user script scores: fairseq-generate's line
+    (``--post-process sentencepiece`` or the pieces as they are), or for WordPiece data the pieces
+    joined by the checkpoint's tokenizer (the registered ``--bpe wordpiece``) as
+    ``data_prep/wordpiece.py decode`` does; fairseq's ``<unk>`` is the word ``UNK``."""
+
+    def __init__(self, dictionary, detok: str, wordpiece_tokenizer: Optional[str]):
+        self.dictionary, self.detok = dictionary, detok
+        self.wordpiece = None
+        if detok == "sentencepiece":
+            require(any(SENTENCEPIECE_MARK in s for s in dictionary.symbols),
+                    "--eval-rouge-detok sentencepiece: no symbol of the target dictionary holds sentencepiece's "
+                    f"word mark {SENTENCEPIECE_MARK!r}, so the data are not sentencepiece pieces; use "
+                    "--eval-rouge-detok wordpiece (BERT WordPiece, with --eval-rouge-wordpiece-tokenizer DIR) or "
+                    "none (words)")
+        elif detok == "wordpiece":
+            require(os.path.isdir(wordpiece_tokenizer),
+                    f"--eval-rouge-wordpiece-tokenizer {wordpiece_tokenizer} is not a folder; give the transformers "
+                    "folder (tokenizer.json or vocab.txt) whose tokenizer encoded the data")
+            require(any(s.startswith("##") for s in dictionary.symbols),
+                    "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## continuation piece, "
+                    "so the data are not BERT WordPiece pieces; use --eval-rouge-detok sentencepiece or none")
+            self.wordpiece = encoders.build_bpe(Namespace(bpe="wordpiece", wordpiece_tokenizer=wordpiece_tokenizer))
+
+    def __call__(self, tokens, ignore) -> str:
+        d = self.dictionary
+        if self.wordpiece is not None:
+            pieces = d.string(tokens, None, extra_symbols_to_ignore=ignore, unk_string=BERT_UNK)
+            return self.wordpiece.decode(pieces).replace(BERT_UNK, UNK)
+        text = d.string(tokens, "sentencepiece" if self.detok == "sentencepiece" else None,
+                        extra_symbols_to_ignore=ignore)
+        # a word of its own, as the marker of the references is: sentencepiece glues <unk> to its neighbours
+        return " ".join(text.replace(d.unk_word, f" {UNK} ").split())
+
+
+class RougeValidation:
+    """Task mixin of ``--eval-rouge`` (``RougeValidationConfig``), listed before fairseq's task
+    class: ``setup_task`` checks the options, ``build_model`` builds the generator of a model to be
+    trained, ``valid_step`` logs the F1 sums of each batch, ``reduce_metrics`` derives ``rouge1``,
+    ``rouge2`` and ``rougeL``."""
+
+    rouge_generator = None
+    rouge_text: Optional[PiecesToText] = None
+
+    @classmethod
+    def setup_task(cls, cfg, **kwargs):
+        check_rouge_config(cfg)
+        return super().setup_task(cfg, **kwargs)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        model = super().build_model(cfg, from_checkpoint)
+        if self.cfg.eval_rouge and not from_checkpoint:  # a model loaded to decode is never validated
+            self.start_rouge_validation(model)
+        return model
+
+    def start_rouge_validation(self, model) -> None:
+        """The generator and the text of ``--eval-rouge`` for ``model``."""
+        self.rouge_text = PiecesToText(self.target_dictionary, option_value(self.cfg, "eval_rouge_detok"),
+                                       self.cfg.eval_rouge_wordpiece_tokenizer)
+        try:
+            self.rouge_generator = self.build_generator([model], decoding_args(self.cfg.eval_rouge_args))
+        except FairseqExtError as exc:
+            raise FairseqExtError(f"--eval-rouge-args: {exc}") from None
+
+    def rouge_texts(self, sample, model) -> tuple[list[str], list[str]]:
+        """The best hypothesis of each sentence of ``sample`` and its target, as text."""
+        if self.rouge_generator is None:  # fairseq-validate on a checkpoint trained with --eval-rouge
+            self.start_rouge_validation(model)
+        generator = self.rouge_generator
+        ignore = getattr(generator, "symbols_to_strip_from_output", {generator.eos})
+        outputs = self.inference_step(generator, [model], sample, prefix_tokens=None)
+        pad = self.target_dictionary.pad()
+        hyps = [self.rouge_text(out[0]["tokens"].int().cpu(), ignore) for out in outputs]
+        refs = [self.rouge_text(utils.strip_pad(t, pad).int().cpu(), ignore) for t in sample["target"]]
+        if self.cfg.eval_rouge_print_samples:
+            logger.info("example hypothesis: %s", hyps[0])
+            logger.info("example reference: %s", refs[0])
+        return hyps, refs
+
+    def valid_step(self, sample, model, criterion):
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        if self.cfg.eval_rouge:
+            hyps, refs = self.rouge_texts(sample, model)
+            for name, total in f1_sums(hyps, refs).items():
+                logging_output[f"_{name}_f1_sum"] = total
+            logging_output["_rouge_sentences"] = len(refs)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        super().reduce_metrics(logging_outputs, criterion)
+        if not self.cfg.eval_rouge:
+            return
+
+        def total(key):
+            value = sum(log.get(key, 0) for log in logging_outputs)
+            return value.cpu().item() if hasattr(value, "cpu") else value
+
+        sentences = total("_rouge_sentences")
+        if sentences <= 0:  # training batches, or none was scored
+            return
+        metrics.log_scalar("_rouge_sentences", sentences)
+        for name in ROUGE_TYPES:
+            metrics.log_scalar(f"_{name}_f1_sum", total(f"_{name}_f1_sum"))
+            metrics.log_derived(name, lambda meters, name=name: (
+                100.0 * meters[f"_{name}_f1_sum"].sum / meters["_rouge_sentences"].sum))
