@@ -1,7 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """``--eval-rouge``: ROUGE-1/2/L of beam-search headlines on the validation split at every
 validation, for the headline tasks (``unilm_seq2seq``, ``translation_prophetnet``), as fairseq's
-``translation`` task does ``--eval-bleu``.
+``translation`` task does ``--eval-bleu``. A task takes the options with ``RougeValidationConfig``
+and holds a ``RougeValidation``, which its own hooks call.
 
 ``valid_step`` decodes each validation batch with the task's own generator (built with the
 model, from ``--eval-rouge-args``), turns the hypothesis and the target into text as the user
@@ -149,60 +150,56 @@ class PiecesToText:
 
 
 class RougeValidation:
-    """Task mixin of ``--eval-rouge`` (``RougeValidationConfig``), listed before fairseq's task
-    class: ``setup_task`` checks the options, ``build_model`` builds the generator of a model to be
-    trained, ``valid_step`` logs the F1 sums of each batch, ``reduce_metrics`` derives ``rouge1``,
-    ``rouge2`` and ``rougeL``."""
+    """``--eval-rouge`` of one task (``RougeValidationConfig``), which holds it and calls it from
+    its own hooks: ``prepare`` from ``build_model`` (the generator of a model to be trained),
+    ``score`` from ``valid_step`` (the F1 sums of a batch), ``reduce`` from ``reduce_metrics``
+    (``rouge1``, ``rouge2``, ``rougeL``). Off (``--eval-rouge`` not given), each does nothing."""
 
-    rouge_generator = None
-    rouge_text: Optional[PiecesToText] = None
-
-    @classmethod
-    def setup_task(cls, cfg, **kwargs):
+    def __init__(self, cfg):
         check_rouge_config(cfg)
-        return super().setup_task(cfg, **kwargs)
+        self.cfg = cfg
+        self.generator = None
+        self.text: Optional[PiecesToText] = None
 
-    def build_model(self, cfg, from_checkpoint=False):
-        model = super().build_model(cfg, from_checkpoint)
-        if self.cfg.eval_rouge and not from_checkpoint:  # a model loaded to decode is never validated
-            self.start_rouge_validation(model)
-        return model
+    def prepare(self, task, model, from_checkpoint: bool) -> None:
+        """The generator and the text of ``model``; a model loaded to decode is not validated."""
+        if self.cfg.eval_rouge and not from_checkpoint:
+            self._start(task, model)
 
-    def start_rouge_validation(self, model) -> None:
-        """The generator and the text of ``--eval-rouge`` for ``model``."""
-        self.rouge_text = PiecesToText(self.target_dictionary, option_value(self.cfg, "eval_rouge_detok"),
-                                       self.cfg.eval_rouge_wordpiece_tokenizer)
+    def _start(self, task, model) -> None:
+        self.text = PiecesToText(task.target_dictionary, option_value(self.cfg, "eval_rouge_detok"),
+                                 self.cfg.eval_rouge_wordpiece_tokenizer)
         try:
-            self.rouge_generator = self.build_generator([model], decoding_args(self.cfg.eval_rouge_args))
+            self.generator = task.build_generator([model], decoding_args(self.cfg.eval_rouge_args))
         except FairseqExtError as exc:
             raise FairseqExtError(f"--eval-rouge-args: {exc}") from None
 
-    def rouge_texts(self, sample, model) -> tuple[list[str], list[str]]:
+    def texts(self, task, sample, model) -> tuple[list[str], list[str]]:
         """The best hypothesis of each sentence of ``sample`` and its target, as text."""
-        if self.rouge_generator is None:  # fairseq-validate on a checkpoint trained with --eval-rouge
-            self.start_rouge_validation(model)
-        generator = self.rouge_generator
+        if self.generator is None:  # fairseq-validate on a checkpoint trained with --eval-rouge
+            self._start(task, model)
+        generator = self.generator
         ignore = getattr(generator, "symbols_to_strip_from_output", {generator.eos})
-        outputs = self.inference_step(generator, [model], sample, prefix_tokens=None)
-        pad = self.target_dictionary.pad()
-        hyps = [self.rouge_text(out[0]["tokens"].int().cpu(), ignore) for out in outputs]
-        refs = [self.rouge_text(utils.strip_pad(t, pad).int().cpu(), ignore) for t in sample["target"]]
+        outputs = task.inference_step(generator, [model], sample, prefix_tokens=None)
+        pad = task.target_dictionary.pad()
+        hyps = [self.text(out[0]["tokens"].int().cpu(), ignore) for out in outputs]
+        refs = [self.text(utils.strip_pad(t, pad).int().cpu(), ignore) for t in sample["target"]]
         if self.cfg.eval_rouge_print_samples:
             logger.info("example hypothesis: %s", hyps[0])
             logger.info("example reference: %s", refs[0])
         return hyps, refs
 
-    def valid_step(self, sample, model, criterion):
-        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
-        if self.cfg.eval_rouge:
-            hyps, refs = self.rouge_texts(sample, model)
-            for name, total in f1_sums(hyps, refs).items():
-                logging_output[f"_{name}_f1_sum"] = total
-            logging_output["_rouge_sentences"] = len(refs)
-        return loss, sample_size, logging_output
+    def score(self, task, sample, model, logging_output: dict) -> None:
+        """Adds the batch's per-sentence F1 sums and sentence count to ``logging_output``."""
+        if not self.cfg.eval_rouge:
+            return
+        hyps, refs = self.texts(task, sample, model)
+        for name, total in f1_sums(hyps, refs).items():
+            logging_output[f"_{name}_f1_sum"] = total
+        logging_output["_rouge_sentences"] = len(refs)
 
-    def reduce_metrics(self, logging_outputs, criterion):
-        super().reduce_metrics(logging_outputs, criterion)
+    def reduce(self, logging_outputs) -> None:
+        """``rouge1``, ``rouge2``, ``rougeL``: the summed F1 over the summed sentence count, x 100."""
         if not self.cfg.eval_rouge:
             return
 

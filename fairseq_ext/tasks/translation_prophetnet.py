@@ -25,7 +25,7 @@ class TranslationProphetNetConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 
 @register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
-class TranslationProphetNetTask(RougeValidation, TranslationTask):
+class TranslationProphetNetTask(TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
@@ -33,6 +33,7 @@ class TranslationProphetNetTask(RougeValidation, TranslationTask):
     def __init__(self, cfg: TranslationProphetNetConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
         self.input_lines = InteractiveInputLines()
+        self.rouge = RougeValidation(cfg)
 
     def state_dict(self):
         """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
@@ -64,6 +65,23 @@ class TranslationProphetNetTask(RougeValidation, TranslationTask):
             if side == "target" or not self.cfg.truncate_source:
                 refuse_long_lines(sizes, split=split, row_name=f"{side} line", limit=limit, option=option)
         self.datasets[split] = in_batch_order(dataset, self.cfg)
+
+    def build_model(self, cfg, from_checkpoint=False):
+        """With ``--eval-rouge``, the generator that validation decodes with (``RougeValidation``)."""
+        model = super().build_model(cfg, from_checkpoint)
+        self.rouge.prepare(self, model, from_checkpoint)
+        return model
+
+    def valid_step(self, sample, model, criterion):
+        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        self.rouge.score(self, sample, model, logging_output)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
+        super().reduce_metrics(logging_outputs, criterion)
+        self.rouge.reduce(logging_outputs)
 
     def get_batch_iterator(self, dataset, **options):
         """Every example in a batch, an oversized one refused (``data.complete_batches``)."""

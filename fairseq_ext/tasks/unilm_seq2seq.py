@@ -48,7 +48,7 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(RougeValidation, UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
@@ -73,6 +73,7 @@ class UniLMSeq2SeqTask(RougeValidation, UniLMTask, TranslationTask):
                         len(pruned), len(src_dict))
             src_dict = pruned
         super().__init__(cfg, src_dict, src_dict)
+        self.rouge = RougeValidation(cfg)
 
     def default_attention_mask(self) -> str:
         """UniLM's seq2seq mask: bidirectional source, causal target (``UniLMTask``)."""
@@ -154,7 +155,19 @@ class UniLMSeq2SeqTask(RougeValidation, UniLMTask, TranslationTask):
         prepare_unilm_model(model, cfg, task="unilm_seq2seq", dictionary=self.full_dictionary, keep_ids=self.keep_ids,
                             from_checkpoint=from_checkpoint)
         self.model_positions = model.encoder.max_positions()
+        self.rouge.prepare(self, model, from_checkpoint)
         return model
+
+    def valid_step(self, sample, model, criterion):
+        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        self.rouge.score(self, sample, model, logging_output)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
+        super().reduce_metrics(logging_outputs, criterion)
+        self.rouge.reduce(logging_outputs)
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive input: empty lines skipped, lines refused by ``check_input_length``."""
