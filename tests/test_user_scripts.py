@@ -208,11 +208,24 @@ def tiny_bert_folder(gigaword, tmp_path_factory) -> Path:
 
 
 def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):
+    """With --patience: validation ROUGE (--eval-rouge, WordPiece joined by the tiny BERT's tokenizer)
+    every 2 updates, early stopping, and checkpoint_best.pt decoded and scored."""
     out = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
-               tiny_bert_folder, "--updates", 2, "--max-tokens", 1000, "--max-examples", 6, "--log-interval", 1)
+               tiny_bert_folder, "--updates", 8, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 6,
+               "--log-interval", 1, "--patience", 1, "--validate-every", 2)
     assert PROGRESS.search(out)
     rouge = json.loads((tmp_path / "rouge.json").read_text())
     assert rouge["sentences"] == 6 and 0 <= rouge["rouge1"] <= 100
+    log = (tmp_path / "train.log").read_text()
+    valid = {int(u): float(r) for r, u in re.findall(r"valid on 'valid' subset .*\| rouge1 ([\d.]+) .*\| num_updates (\d+)", log)}
+    assert sorted(valid) == list(range(2, rouge["trained_updates"] + 1, 2))
+    assert rouge["trained_updates"] == 8 or "early stop since valid performance hasn't improved for last 1 runs" in log
+    best = max(valid, key=lambda u: (valid[u], u))  # of equal scores fairseq keeps the later checkpoint
+    assert (rouge["checkpoint"], rouge["update"], rouge["patience"]) == ("checkpoint_best.pt", best, 1)
+    assert f"scored checkpoint_best.pt: update {best} of the {rouge['trained_updates']} trained" in out
+    # here the decoded validation targets are the titles as rouge-score reads them, so the script's ROUGE-1
+    # (fairseq-generate, raw titles) is the one fairseq-train logged
+    assert rouge["rouge1"] == pytest.approx(valid[best], abs=1e-3) and valid[best] > 0
     text = tmp_path / "text"
     assert rouge["lead8"]["rouge1"] == pytest.approx(lead8_rouge1(text / "valid.article", text / "valid.title"))
     assert "lead-8 (the first 8 words of each article)" in out

