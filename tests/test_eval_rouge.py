@@ -2,7 +2,8 @@
 for ``unilm_seq2seq`` and ``translation_prophetnet`` equals ``python -m fairseq_ext.analysis.rouge``
 on what fairseq-generate writes for the same checkpoint, split and decoding settings; fairseq's
 early stopping on it stops a run whose ROUGE-1 cannot improve and keeps the best checkpoint;
-bad ``--eval-rouge*`` input is one clear line."""
+bad ``--eval-rouge*`` input is one clear line; pieces become the text the scripts' own commands
+make of them."""
 import json
 import re
 import subprocess
@@ -11,6 +12,7 @@ import sys
 import pytest
 
 from fairseq_ext.checkpoints import safe_load
+from fairseq_ext.errors import FairseqExtError
 from fairseq_ext.tasks.rouge_validation import GIGAWORD_DECODING
 from tests.conftest import ROOT, TINY_DIMS, USER_DIR, binarize, cli_env, read_sample, run
 
@@ -194,3 +196,5 @@ def test_pieces_become_the_text_the_scripts_score(tmp_path):
     assert generate == "police arrest<unk>ed UNK two"
     assert PiecesToText(s, "sentencepiece", None)(line, {s.eos()}) == "police arrest UNK ed UNK two"
     assert PiecesToText(s, "none", None)(line, {s.eos()}) == "\u2581police \u2581arrest UNK ed \u2581UNK \u2581two"
+    with pytest.raises(FairseqExtError, match="no symbol of the target dictionary holds sentencepiece's word mark"):
+        PiecesToText(d, "sentencepiece", None)  # WordPiece data

@@ -70,7 +70,6 @@ class RougeValidationConfig(FairseqDataclass):
         False, "log the first hypothesis and reference of every validation batch that --eval-rouge decodes")
 
 
-
 def _decoding_option_kind(name: str) -> type:
     return next(f.type for f in fields(GenerationConfig) if f.name == name)
 
@@ -101,7 +100,7 @@ def decoding_args(text: str) -> Namespace:
 
 
 def check_rouge_config(cfg) -> None:
-    """The ``--eval-rouge*`` options of ``cfg``, checked before any data is read."""
+    """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is loaded."""
     if not cfg.eval_rouge:
         return
     check_config(cfg, RougeValidationConfig)
