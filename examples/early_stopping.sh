@@ -11,7 +11,7 @@
 # checkpoint_best.pt by the highest validation ROUGE-1, and --patience PATIENCE: training stops
 # when ROUGE-1 has not improved for PATIENCE validations. SCORED=checkpoint_best.pt.
 #
-#   checkpoint_update CKPT     prints the update count a fairseq checkpoint was saved at
+#   checkpoint_update CKPT...  prints the update counts the fairseq checkpoints were saved at, on one line
 rouge_early_stopping() {
   local patience="$1" every="$2" beam="$3" no_repeat="$4"
   shift 4
@@ -31,5 +31,5 @@ rouge_early_stopping() {
 
 checkpoint_update() {
   python -c "import sys; from fairseq_ext.checkpoints import safe_load
-print(safe_load(sys.argv[1])['optimizer_history'][-1]['num_updates'])" "$1"
+print(*(safe_load(path)['optimizer_history'][-1]['num_updates'] for path in sys.argv[1:]))" "$@"
 }

@@ -115,8 +115,8 @@ else
     2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log" >&2; die "fairseq-train failed (log above)"; }
   echo "$STOP" > "$WORK/checkpoints/stopping.txt"
 fi
-SCORED_UPDATE=$(checkpoint_update "$CKPT")
-LAST_UPDATE=$(checkpoint_update "$WORK/checkpoints/checkpoint_last.pt")
+UPDATES_OF=$(checkpoint_update "$CKPT" "$WORK/checkpoints/checkpoint_last.pt")  # the update of the checkpoint scored, and the last
+read -r SCORED_UPDATE LAST_UPDATE <<< "$UPDATES_OF"
 
 echo "== 5/6 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM, lenpen 1.0, no repeated trigram, at most 40 tokens"
 fairseq-generate "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \

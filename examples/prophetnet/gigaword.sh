@@ -193,8 +193,9 @@ cp "$REF" "$WORK/ref.title"
 for n in $POINTS; do
   [ -s "$WORK/points/$n.json" ] && continue
   if [ "$n" = best ]; then
-    ckpt="$WORK/finetune/$SCORED" update=$(checkpoint_update "$WORK/finetune/$SCORED")
-    echo "$SCORED: update $update of the $(checkpoint_update "$WORK/finetune/checkpoint_last.pt") trained"
+    ckpt="$WORK/finetune/$SCORED" updates_of=$(checkpoint_update "$WORK/finetune/$SCORED" "$WORK/finetune/checkpoint_last.pt")
+    read -r update last <<< "$updates_of"
+    echo "$SCORED: update $update of the $last trained"
   else
     ckpt=$(ls "$WORK"/finetune/checkpoint_*_"$n".pt 2>/dev/null | head -1) update="$n"
     [ -n "$ckpt" ] || die "no checkpoint of update $n in $WORK/finetune (was the run trained past $n without --eval-at $n?)"

@@ -116,8 +116,8 @@ log_run fairseq-train "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unil
   --seed "$SEED" 2>&1 | fairseq_progress "$OUT/train.log" || { tail -20 "$OUT/train.log"; exit 1; }
 TRAIN_SECONDS=$(( $(date +%s) - TRAIN_START ))
 grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
-SCORED_UPDATE=$(checkpoint_update "$OUT/checkpoints/$SCORED")
-LAST_UPDATE=$(checkpoint_update "$OUT/checkpoints/checkpoint_last.pt")
+UPDATES_OF=$(checkpoint_update "$OUT/checkpoints/$SCORED" "$OUT/checkpoints/checkpoint_last.pt")  # the update of the checkpoint scored, and the last
+read -r SCORED_UPDATE LAST_UPDATE <<< "$UPDATES_OF"
 
 echo "== 3/4 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM on the validation split"
 GEN_START=$(date +%s)
