@@ -101,7 +101,7 @@ def decoding_args(text: str) -> Namespace:
 
 def check_rouge_config(cfg) -> None:
     """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is loaded."""
-    if not cfg.eval_rouge:
+    if not getattr(cfg, "eval_rouge", False):  # a configuration from before the option: off
         return
     check_config(cfg, RougeValidationConfig)
     decoding_args(cfg.eval_rouge_args)
@@ -157,12 +157,13 @@ class RougeValidation:
     def __init__(self, cfg):
         check_rouge_config(cfg)
         self.cfg = cfg
+        self.on = bool(getattr(cfg, "eval_rouge", False))  # saved configurations from before the option lack it
         self.generator = None
         self.text: Optional[PiecesToText] = None
 
     def prepare(self, task, model, from_checkpoint: bool) -> None:
         """The generator and the text of ``model``; a model loaded to decode is not validated."""
-        if self.cfg.eval_rouge and not from_checkpoint:
+        if self.on and not from_checkpoint:
             self._start(task, model)
 
     def _start(self, task, model) -> None:
@@ -190,7 +191,7 @@ class RougeValidation:
 
     def score(self, task, sample, model, logging_output: dict) -> None:
         """Adds the batch's per-sentence F1 sums and sentence count to ``logging_output``."""
-        if not self.cfg.eval_rouge:
+        if not self.on:
             return
         hyps, refs = self.texts(task, sample, model)
         for name, total in f1_sums(hyps, refs).items():
@@ -199,7 +200,7 @@ class RougeValidation:
 
     def reduce(self, logging_outputs) -> None:
         """``rouge1``, ``rouge2``, ``rougeL``: the summed F1 over the summed sentence count, x 100."""
-        if not self.cfg.eval_rouge:
+        if not self.on:
             return
 
         def total(key):
