@@ -229,6 +229,8 @@ def _setting(run: dict) -> str:
 
 def render(runs: list[dict]) -> str:
     """The ``maskpredict-profile`` block: every profile, then every table of speed-ups."""
+    if not runs:
+        return "No profile is recorded in the results file yet.\n"
     lines = []
     for run in (r for r in runs if r["kind"] == "profile"):
         lines += [f"Profile: {_setting(run)}.", ""]

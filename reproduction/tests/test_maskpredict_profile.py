@@ -2,8 +2,6 @@
 replacing only its own entry, and the published block against its results file."""
 import json
 
-import pytest
-
 from reproduction.benchmarks import maskpredict_profile as prof
 
 
@@ -38,8 +36,6 @@ def test_a_rerun_replaces_its_own_student_and_kind_only():
 
 
 def test_published_block_is_rendered_from_its_results_file():
-    if not prof.RESULTS.exists():
-        pytest.skip("no profile published yet")
-    runs = json.loads(prof.RESULTS.read_text(encoding="utf-8"))["runs"]
+    runs = json.loads(prof.RESULTS.read_text(encoding="utf-8"))["runs"] if prof.RESULTS.exists() else []
     page = prof.PAGE.read_text(encoding="utf-8")
     assert page.split(prof.START + "\n", 1)[1].split(prof.END, 1)[0] == prof.render(runs)
