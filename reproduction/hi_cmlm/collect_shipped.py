@@ -56,14 +56,28 @@ def teacher_training(checkpoint: Path) -> dict:
 
 
 def training_log(log: Path) -> dict:
-    """Updates and training seconds of a student's fairseq-train log (a resumed run adds its
-    segments), and whether its encoder started from the teacher's (``--init-encoder-from``)."""
+    """Updates and training seconds of a student's fairseq-train log, and whether its encoder started
+    from the teacher's (``--init-encoder-from``). A resumed run appends segments: a segment ends at its
+    "done training" line, or, when it was interrupted, where fairseq's wall clock starts again from
+    zero; it counts its "done training" seconds, or else the last wall time it logged."""
     text = log.read_text(encoding="utf-8")
-    updates = re.findall(r"num_updates (\d+)", text)
-    seconds = [float(x) for x in re.findall(r"done training in ([\d.]+) seconds", text)]
-    if not updates or not seconds:
+    updates = re.findall(r"num_updates[ =](\d+)", text)
+    segments, last_wall, done = [], None, False
+    for line in text.splitlines():
+        finished = re.search(r"done training in ([\d.]+) seconds", line)
+        wall = re.search(r"(?:\| |, )wall[ =]([\d.]+)", line)
+        if finished:
+            segments.append(float(finished.group(1)))
+            last_wall, done = None, True
+        elif wall:
+            if last_wall is not None and float(wall.group(1)) < last_wall:
+                segments.append(last_wall)
+            last_wall, done = float(wall.group(1)), False
+    if last_wall is not None:
+        segments.append(last_wall)
+    if not updates or not done:
         sys.exit(f"error: {log} has no finished training")
-    return {"updates": int(updates[-1]), "train_seconds": round(sum(seconds), 1), "segments": len(seconds),
+    return {"updates": int(updates[-1]), "train_seconds": round(sum(segments), 1), "segments": len(segments),
             "encoder_from_teacher": "initialised the encoder from" in text}
 
 

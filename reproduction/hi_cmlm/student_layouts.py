@@ -93,7 +93,7 @@ def collect(args) -> dict:
                       "training_run": training_run(log),
                       **{k: v for k, v in decoding_results(out, out, refs, ROOT).items()
                          if k in ("bleu", "signature", "bleu_per_pass")},
-                      "bounds": maskpredict_work.bounds(work), "hypotheses_folder": repository_path(out)}
+                      "bounds": maskpredict_work.bounds(work)}
     base = rows[args.baseline]
     for name in rows:
         if name != args.baseline:
@@ -136,6 +136,13 @@ def markdown(results: dict) -> str:
             + (f"{test['delta']:+.2f} | {test['p_value']:.3f}" if test else " | ") + " | "
             + " | ".join(_bound(row, b, t, k) for b, t, k in ((64, 10, "flops"), (1, 10, "operators"),
                                                               (1, 4, "operators"))) + " |")
+    chosen = results["candidates"][results["chosen"]]
+    test = chosen["against_baseline"]
+    lines += ["", f"In plain words: the rule chooses {results['chosen']} (the highest val BLEU after 10 passes "
+              f"besides {results['baseline']}); it scores {abs(test['delta']):.2f} BLEU "
+              f"{'below' if test['delta'] < 0 else 'above'} {results['baseline']}, "
+              f"{'significant' if test['p_value'] < 0.05 else 'not significant'} at p < 0.05 (p = {test['p_value']:.3f}); "
+              "one training seed per layout, so the difference between layouts mixes layout and training noise."]
     return "\n".join(lines) + "\n"
 
 

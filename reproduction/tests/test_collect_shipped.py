@@ -58,3 +58,19 @@ def test_collect_shipped_compares_the_two_students(tmp_path):
     assert f"the new model scores higher than the old one with {better} of 4 strategies" in text
     assert saved["layers"] == "3+3" and "(3+3 layers, the paper's input" in text
     assert text.startswith("a\n<!-- shipped:start -->\n") and "\nold\n" not in text
+
+
+def test_an_interrupted_segment_counts_its_last_logged_wall_time(tmp_path):
+    from reproduction.hi_cmlm.collect_shipped import training_log
+
+    log = tmp_path / "student.log"
+    log.write_text("| train | num_updates 100 | train_wall 50 | wall 60\n"
+                   "| train_inner | num_updates=150, train_wall=80, wall=95\n"  # killed here
+                   "| train | num_updates 100 | train_wall 40 | wall 45\n"      # resumed from update 100
+                   "| train | num_updates 200 | train_wall 90 | wall 101\n"
+                   "done training in 100.5 seconds\n")
+    run = training_log(log)
+    assert run == {"updates": 200, "train_seconds": 95 + 100.5, "segments": 2, "encoder_from_teacher": False}
+    log.write_text("| train | num_updates 100 | train_wall 50 | wall 60\n")
+    with pytest.raises(SystemExit, match="no finished training"):
+        training_log(log)

@@ -16,7 +16,7 @@ from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_rows, render_summary, render_table  # noqa: E402
 from reproduction.gigaword_10k import lead_baseline  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
-from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped  # noqa: E402
+from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped, student_layouts  # noqa: E402
 from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm, plot as sweep_plot  # noqa: E402
 
 import batch_stats  # noqa: E402
@@ -47,6 +47,8 @@ TABLES = {
     "table1-findings": ("docs/results/hi-cmlm.md",
                         lambda: collect_results.findings(load(REPRO / "hi_cmlm" / "results.json")["summary"])),
     "shipped": ("docs/results/hi-cmlm.md", lambda: collect_shipped.markdown(load(REPRO / "hi_cmlm" / "shipped.json"))),
+    "student-layouts": ("docs/results/hi-cmlm.md",
+                        lambda: student_layouts.markdown(load(REPRO / "hi_cmlm" / "student_layouts.json"))),
     "quickstart": ("docs/results/hi-cmlm.md",
                    lambda: collect_quickstart.page_block(load(collect_quickstart.QUICKSTART), load(collect_quickstart.SHIPPED),
                                                          load(collect_quickstart.BENCH)["benchmarks"]["hicmlm"],
