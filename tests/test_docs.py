@@ -108,3 +108,19 @@ def test_nothing_a_clone_holds_points_outside_it():
             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
             if "../shared" in line or re.search(r"\bthe seeds?(?![\w-])", line, re.IGNORECASE)]
     assert not hits, "paths outside the clone or 'the seed' (cite the paper instead): " + ", ".join(hits)
+
+
+def test_every_script_a_user_runs_is_executable():
+    """A shell script is run as the docs write it (``reproduction/hi_cmlm/shipped_models.sh``),
+    so git must record it executable; only the helpers other scripts ``source`` may be plain."""
+    import subprocess
+
+    staged = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-s", "*.sh"], capture_output=True, text=True,
+                            check=True).stdout.splitlines()
+    if not staged:
+        pytest.skip("not a git checkout")
+    scripts = {line.split("\t")[1]: line.split()[0] for line in staged}
+    sourced = {name for path in scripts for name in re.findall(r"^\s*(?:source|\.) \S*?([\w.-]+\.sh)\"?\s*$",
+                                                             (ROOT / path).read_text(encoding="utf-8"), re.M)}
+    plain = [path for path, mode in scripts.items() if mode != "100755" and Path(path).name not in sourced]
+    assert not plain, "not executable in git (chmod +x, then git add): " + ", ".join(plain)
