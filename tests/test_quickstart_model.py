@@ -40,13 +40,16 @@ def test_shipped_student_translates_held_out_sentences(tmp_path):
 
 
 def test_make_quickstart_continues_the_student_as_it_was_trained():
-    """examples/quickstart/run.sh continues the shipped student with the training input its saved
+    """examples/quickstart/run.sh continues the shipped student with the layout and training input its saved
     configuration records (HI-CMLM section 3.3 or a decoding rule, copy share, fence start), and
     that configuration is the paper's (Wang et al. 2021, section 3.3: first target word [MASK])."""
     cfg = vars(safe_load(str(MODEL / "checkpoint.pt"))["cfg"]["model"])  # an argparse Namespace (add_args)
     script = (ROOT / "examples" / "quickstart" / "run.sh").read_text()
-    flags = dict(re.findall(r"--(train-decoder-input|train-copy-share|fence-first|hybrid-strategy) (\S+)", script))
-    assert flags == {"train-decoder-input": cfg["train_decoder_input"], "train-copy-share": str(cfg["train_copy_share"]),
+    flags = dict(re.findall(r"--(arch|encoder-layers|decoder-layers|train-decoder-input|train-copy-share|fence-first|"
+                            r"hybrid-strategy) (\S+)", script))
+    assert flags == {"arch": cfg["arch"], "encoder-layers": str(cfg["encoder_layers"]),
+                     "decoder-layers": str(cfg["decoder_layers"]),
+                     "train-decoder-input": cfg["train_decoder_input"], "train-copy-share": str(cfg["train_copy_share"]),
                      "fence-first": cfg["fence_first"], "hybrid-strategy": cfg["hybrid_strategy"]}
     assert (cfg["train_decoder_input"], cfg["fence_first"]) == ("paper", "mask")
     assert safe_load(str(MODEL / "checkpoint.pt"))["optimizer_history"][-1]["num_updates"] == 4000

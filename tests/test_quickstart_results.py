@@ -37,4 +37,7 @@ def test_quickstart_results_file(tmp_path):
     data = ROOT / "examples" / "quickstart" / "data"
     assert res["data"]["train_pairs"] == len((data / "train.en").read_text(encoding="utf-8").splitlines())
     assert res["hardware"]["cores"] >= 1 and res["hardware"]["cpu"]
+    shipped = ROOT / "examples" / "quickstart" / "model" / "checkpoint.pt"
+    assert res["student_sha256"] == subprocess.run(["sha256sum", str(shipped)], capture_output=True, text=True,
+                                                   check=True).stdout.split()[0]
     assert len(res["hardware"]["load_average_1_5_15_min"]) == 3

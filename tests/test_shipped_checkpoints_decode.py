@@ -13,14 +13,14 @@ N = 8
 # fairseq-generate's H- lines (sentencepiece pieces) for test sentences 0-7
 EXPECTED = {
     "checkpoint.pt": [
-        "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weiß weißen ▁T .",
-        "▁Zwei ▁Männer ▁in ▁Kostümen ▁auf ▁eine m ▁Markt ▁im ▁Freien .",
-        "▁Ein ▁Mann ▁und ▁ein ▁Junge ▁spielen ▁mit ▁Sonnenuntergang ▁a m ▁Strand .",
-        "▁Ein ▁heiße r ▁Ballon ▁berührt ▁einen ▁Mann ▁mit ▁eine m ▁Mann ▁im ▁Hintergrund .",
+        "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weiß - ▁T au .",
+        "▁Zwei ▁Männer ▁in ▁eine m ▁sich ▁auf m ▁Markt ▁Markt ▁im ▁Freien .",
+        "▁Ein ▁Mann ▁und ▁ein ▁Junge ▁spielen ▁mit ▁a m ▁Strand .",
+        "▁Ein ▁Heißluftballon ▁berührt ▁berührt ▁mit ▁eine m ▁Mann ▁die ▁Luft ▁hinunter .",
         "▁Diese r ▁Mann ▁trägt ▁eine ▁weiße ▁Mütze ▁ oder .",
-        "▁Eine ▁Frau ▁bekommt ▁eine ▁Tätowierung ▁und ▁Reihe ▁von ▁Tätowierung en .",
-        "▁Ein ▁Kleinkind ▁mit ▁Jeans ▁spielt ▁in ▁eine m ▁Reifen .",
-        "▁Eine ▁Menschenmenge ▁steht ▁vor ▁einer ▁Straße ▁vor ▁mehrere n ▁Zelt en .",
+        "▁Eine ▁Frau ▁bekommt ▁eine ▁Tätowierung en ▁und ▁schwarzen ▁von ▁schwarzer n .",
+        "▁Ein ▁Kleinkind ▁mit ▁einer ▁Jeans ▁spielt ▁in ▁eine ▁Reifen .",
+        "▁Eine ▁Menschenmenge ▁steht ▁in ▁Straße ▁vor ▁eine m n ▁Zelt en .",
     ],
     "teacher.pt": [
         "▁Ein ▁Mann ▁macht ▁Fotos ▁von ▁weißen ▁und ▁gelben ▁T au n .",

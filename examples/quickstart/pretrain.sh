@@ -13,7 +13,9 @@
 #             trains (section 3.3: a random half of the masked slots gets the copied source),
 #             decoding with fence_replace; encoder initialised from the teacher; --student-updates.
 #             --student-arch (default hi_cmlm_transformer_tiny), --student-layers E D (encoder
-#             and decoder layers, default the architecture's); --student-from-scratch: no
+#             and decoder layers; default the architecture's, and 3 1 for the default
+#             architecture: the shipped student's deep encoder under a shallow decoder, Kasai et
+#             al. 2021, chosen on Multi30k val); --student-from-scratch: no
 #             encoder from the teacher (needed for an encoder deeper than the teacher's 3 layers,
 #             e.g. hi_cmlm_transformer_tiny_deep_shallow, Kasai et al. 2021).
 # 4. export:  writes examples/quickstart/model/{checkpoint.pt,teacher.pt,spm.model,dict.txt}
@@ -41,6 +43,8 @@ while [ $# -gt 0 ]; do
     *) echo "error: unknown option $1 (see the header of $0)" >&2; exit 2 ;;
   esac
 done
+[ "$STUDENT_ARCH" = hi_cmlm_transformer_tiny ] && [ ${#STUDENT_LAYERS[@]} = 0 ] \
+  && STUDENT_LAYERS=(--encoder-layers 3 --decoder-layers 1)
 # an absolute teacher path, so that the export stage knows the shipped teacher however it is named
 [ -z "$TEACHER" ] || TEACHER="$(realpath -m "$TEACHER")"
 LOCAL_ARGS=()

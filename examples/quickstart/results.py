@@ -1,7 +1,8 @@
 """Write the results file of `make quickstart` (examples/quickstart/run.sh): sacreBLEU of the
 shipped checkpoint and of the continued one on the held-out sentences, BLEU after each
 mask-predict pass and by reference length (HI-CMLM, Wang et al. 2021, Table 2 and Figure 2, as
-``python -m fairseq_ext.analysis`` measures them), the updates the training reached, wall times
+``python -m fairseq_ext.analysis`` measures them), the shipped student's SHA-256, the updates the
+training reached, wall times
 and the machine (with its load average when the run ends: other work on the cores slows the
 training, which then reaches fewer updates in its minutes).
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -50,10 +52,12 @@ def main(argv: list[str] | None = None) -> None:
     analysis = json.loads((args.work / "analysis" / "analysis.json").read_text(encoding="utf-8"))
     lines = lambda path: sum(1 for _ in open(path, encoding="utf-8"))  # noqa: E731
     data = Path(__file__).resolve().parent / "data"
+    shipped = Path(__file__).resolve().parent / "model" / "checkpoint.pt"
     results = {
         "command": "make quickstart" + (f" (QUICKSTART_MINUTES={args.minutes:g})" if args.minutes != 3 else ""),
         "date": datetime.date.today().isoformat(),
         "data": {"train_pairs": lines(data / "train.en"), "test_sentences": lines(data / "test.en")},
+        "student_sha256": hashlib.sha256(shipped.read_bytes()).hexdigest(),
         "decoding": "mask-predict, 10 passes (--iter-decode-max-iter 9), length beam 3",
         "training_minutes_budget": args.minutes,
         "training": training(args.work / "train.log"),

@@ -30,6 +30,7 @@ import argparse
 import importlib
 import json
 import logging
+import re
 import tempfile
 import time
 from pathlib import Path
@@ -108,6 +109,19 @@ def render_summary(results: dict) -> str:
     return "\n".join(rows) + "\n"
 
 
+def speedup_goals(out: dict) -> str:
+    """One sentence: each mask-predict speed-up that has a goal, met or not (none: a run from before
+    the goals were recorded)."""
+    parts = []
+    for name, goal in out.get("goals", {}).items():
+        found = re.fullmatch(r"maskpredict_vs_ar_speedup_b(\d+)_T(\d+)", name)
+        if found and name in out["metrics"]:
+            value, bound = out["metrics"][name], float(goal.split()[-1])
+            parts.append(f"batch {found[1]} with {found[2]} passes {value:.2f}x (goal {goal}: "
+                         f"{'met' if value >= bound else 'not met'})")
+    return "Goals (length beam 1 over the teacher's beam 5): " + "; ".join(parts) + "." if parts else ""
+
+
 def render_rows(results: dict) -> str:
     """The block of the mask-predict decoding rows: a table per results file that has them
     (``plot.decode_rows``), with the figure; one line saying how to measure them otherwise."""
@@ -118,12 +132,15 @@ def render_rows(results: dict) -> str:
     parts = []
     for kind, out in measured.items():
         start = f", 1-minute load average {out['load_at_start']:.2f} at the start" if "load_at_start" in out else ""
+        layout = f"{out['details']['student_layout']}, " if "student_layout" in out["details"] else ""
         head = (f"{kind.upper()}, {out.get('hardware', results[kind]['hardware'])}{start}; "
-                f"student SHA-256 `{out['details']['student_sha256']}`.")
+                f"student {layout}SHA-256 `{out['details']['student_sha256']}`.")
         lines = [head, "", "| " + " | ".join(name for name, _, _ in ROW_COLUMNS) + " |",
                  "|" + "---|" * len(ROW_COLUMNS)]
         for row in out["details"]["decode_rows"]:
             lines.append("| " + " | ".join(format(row[key], fmt) for _, key, fmt in ROW_COLUMNS) + " |")
+        if speedup_goals(out):
+            lines += ["", speedup_goals(out)]
         if out.get("allow_load"):
             lines += ["", allowed_load(kind, "hicmlm", out)]
         parts.append("\n".join(lines) + "\n")

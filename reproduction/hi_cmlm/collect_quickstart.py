@@ -21,6 +21,7 @@ import statistics
 from pathlib import Path
 
 from reproduction.benchmarks.hicmlm import student_digest
+from reproduction.benchmarks.run import speedup_goals
 from reproduction.hi_cmlm.collect_shipped import describe
 from reproduction.results_page import write_between_markers
 
@@ -57,6 +58,11 @@ def _bin_names(decoding: dict) -> str:
     return " / ".join(decoding["bleu_by_length"])
 
 
+def _layout(bench: dict) -> str:
+    layout = bench["details"].get("student_layout")
+    return f" ({layout})" if layout else ""
+
+
 def _measured_on(bench: dict) -> str:
     """Which student the decoding speed was measured on: the shipped one, or one shipped before
     (bench results older than the digest record none)."""
@@ -65,6 +71,14 @@ def _measured_on(bench: dict) -> str:
         return "measured on the shipped student"
     return ("measured on a student shipped before this one (at a fixed number of passes the weights "
             "change the speed only through the predicted lengths; `make bench` measures the shipped one)")
+
+
+def _of_another_student(digest: str | None) -> str:
+    """Nothing for results of the shipped student; else which one they were measured on."""
+    if digest == student_digest():
+        return ""
+    return (f" (measured on a student shipped before this one, SHA-256 {digest[:12]}...)" if digest
+            else " (measured on a student shipped before this one)")
 
 
 def _encoder_start(student: dict) -> str:
@@ -94,10 +108,11 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
         f"{_minutes(student['train_seconds'])} of training on {student['hardware']}) | "
         f"**{new['bleu']:.1f}** sacreBLEU on Multi30k `val` ({shipped['sentences']} sentences; fence_replace, "
         f"10 passes, length beam 3); the student it replaced: {old['bleu']:.1f} (p = {test['p_value']:.3f}, "
-        f"[all strategies](#the-shipped-student-before-and-after-retraining)) |",
+        f"[all strategies](#the-shipped-student-against-the-one-it-replaced)) |",
         f"| shipped `examples/quickstart/model/checkpoint.pt` (fp16 weights) on the "
         f"{quick['data']['test_sentences']} held-out quickstart sentences | `make quickstart`, step 2 | "
-        f"**{s['bleu']:.1f}**; after pass 1/2/4/10: {_passes(s)}; by reference length {_bin_names(s)}: {_bins(s)} |",
+        f"**{s['bleu']:.1f}**; after pass 1/2/4/10: {_passes(s)}; by reference length {_bin_names(s)}: {_bins(s)}"
+        f"{_of_another_student(quick.get('student_sha256'))} |",
         f"| `make quickstart` ({quick['training_minutes_budget']:g} more minutes of training on the "
         f"{quick['data']['train_pairs']:,} sample pairs' distilled targets, constant lr {_rate(quick['training']['lr'])}, "
         f"then decoding) | `{quick['command']}` | "
@@ -107,16 +122,16 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
         f"{quick['hardware']['load_average_1_5_15_min'][1]:.1f} over the last 5 minutes), {quick['date']} |",
     ]
     speed = (
-        f"HI-CMLM speed (`python -m reproduction.benchmarks.run --only hicmlm`, {bench['hardware']}, quickstart "
-        f"sizes 3+3 x 192, side by side in one process; [Table 4](speed.md)): training tokens/s of "
-        f"`hi_cmlm_transformer` (fence_replace) over fairseq's `cmlm_transformer` "
+        f"HI-CMLM speed (`python -m reproduction.benchmarks.run --only hicmlm`, {bench['hardware']}, side by side "
+        f"in one process; [Table 4](speed.md)): training tokens/s of `hi_cmlm_transformer` (fence_replace) over "
+        f"fairseq's `cmlm_transformer`, both 3+3 x 192, "
         f"**{m['hicmlm_train_tokens_per_s_ratio']:.3f}** (goal {bench['goals']['hicmlm_train_tokens_per_s_ratio']}); "
         f"peak RSS {m['train_peak_rss_mb_hicmlm']:.0f} vs {m['train_peak_rss_mb_cmlm']:.0f} MB. Mask-predict "
         f"(length beam 1) over the autoregressive teacher with beam 5, sentences/s on the quickstart test "
         f"sentences: **{m['maskpredict_vs_ar_speedup_b1_T4']:.1f}x** at batch 1 with T = 4, "
-        f"{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x with T = 10; at batch 64 "
+        f"**{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x** with T = 10; at batch 64 "
         f"{m['maskpredict_vs_ar_speedup_b64_T4']:.1f}x (T = 4) and **{m['maskpredict_vs_ar_speedup_b64_T10']:.2f}x** "
-        f"(T = 10), {_measured_on(bench)}.")
+        f"(T = 10), {_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}")
     return "\n".join(rows) + "\n\n" + learning_rates(lr_runs, s["bleu"]) + "\n\n" + speed + "\n"
 
 
@@ -141,11 +156,14 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
         spread = (f"seeds {seeds_used}; mean {statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
                   if len(values) > 1 else f"seed {seeds_used}")
         parts.append(f"lr {_rate(lr)}: {' / '.join(f'{v:.1f}' for v in values)} ({spread})")
+    digests = {r.get("student_sha256") for r in runs}
+    other = (_of_another_student(digests.pop()) if len(digests) == 1
+             else " (the runs continued different students: rerun the script for the shipped one)")
     text = (f"Why `make quickstart` continues at a constant 1e-4 (`python -m reproduction.hi_cmlm.quickstart_lr`, "
             f"`reproduction/hi_cmlm/quickstart_lr/`): the student ships without its optimizer state, and a fresh "
             f"Adam's first steps move every weight by about the learning rate. Continued for {'/'.join(map(str, sorted(updates)))} "
-            f"updates on the distilled sample and decoded as above (shipped: {shipped_bleu:.1f}), sacreBLEU by seed: "
-            + "; ".join(parts) + ".")
+            f"updates on the distilled sample and decoded as above"
+            + (other if other else f" (shipped: {shipped_bleu:.1f})") + ", sacreBLEU by seed: " + "; ".join(parts) + ".")
     if len(by_lr) == 2:
         high, low = sorted(by_lr, reverse=True)
         paired = sorted(set(by_lr[high]) & set(by_lr[low]))
@@ -155,9 +173,10 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
             verdict = "significant" if p < 0.05 else "not significant"
             text += (f" lr {_rate(low)} minus lr {_rate(high)}, paired by seed: {statistics.mean(diff):+.2f} BLEU over "
                      f"{len(paired)} seeds (paired t-test p = {p:.3f}, {verdict} at p < 0.05).")
-    above = "; ".join(f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of {len(by_lr[lr])}"
-                      for lr in sorted(by_lr, reverse=True))
-    text += f" Seeds above the shipped score: {above}."
+    if not other:
+        text += " Seeds above the shipped score: " + "; ".join(
+            f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of {len(by_lr[lr])}"
+            for lr in sorted(by_lr, reverse=True)) + "."
     return text + (" Training on 3,000 sentences for a few minutes (several passes over them) moves the "
                    "score of a model trained on 29,000 by a few tenths either way; the spread between seeds "
                    "above is the scale of that movement.")

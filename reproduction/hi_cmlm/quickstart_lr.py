@@ -12,12 +12,13 @@ restarting at the final rate is not continuing the run; this measures what each 
 training is examples/quickstart/run.sh's step 3 with ``--max-update`` instead of a time budget
 (every run the same number of updates), the decoding its step 4 (10 passes, length beam 3) on
 the 500 held-out quickstart sentences. One JSON per run in ``reproduction/hi_cmlm/quickstart_lr/``
-(commands, seed, BLEU, training and decoding seconds, hardware, the hypotheses); a run whose file exists is not run
-again. ``collect_quickstart`` renders them.
+(commands, seed, the continued student's SHA-256, BLEU, training and decoding seconds, hardware,
+the hypotheses); a run whose file exists for the shipped student is not run again. ``collect_quickstart`` renders them.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -71,7 +72,8 @@ def prepare(work: Path, env: dict) -> Path:
 def train_command(data: Path, lr: str, seed: int, updates: int, save: Path) -> list:
     """examples/quickstart/run.sh's fairseq-train, with --max-update instead of --stop-time-hours."""
     return ["fairseq-train", data, "--user-dir", ROOT / "fairseq_ext", "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-            "--arch", "hi_cmlm_transformer_tiny", "--hybrid-strategy", "fence_replace",
+            "--arch", "hi_cmlm_transformer_tiny", "--encoder-layers", "3", "--decoder-layers", "1",
+            "--hybrid-strategy", "fence_replace",
             "--train-decoder-input", "paper", "--train-copy-share", "0.5", "--fence-first", "mask",
             "--finetune-from-model", QUICKSTART / "model" / "checkpoint.pt",
             "--criterion", "nat_loss", "--label-smoothing", "0.1", "--optimizer", "adam", "--adam-betas", "(0.9,0.98)",
@@ -97,7 +99,8 @@ def hypotheses(generate_output: str) -> list[str]:
 
 def run_one(work: Path, data: Path, lr: str, seed: int, updates: int, env: dict) -> dict:
     kept = KEPT / f"lr{lr}-s{seed}.json"
-    if kept.is_file():
+    student = hashlib.sha256((QUICKSTART / "model" / "checkpoint.pt").read_bytes()).hexdigest()
+    if kept.is_file() and json.loads(kept.read_text()).get("student_sha256") == student:
         return json.loads(kept.read_text())
     run = work / f"lr{lr}-s{seed}"
     train = train_command(data, lr, seed, updates, run / "ckpt")
@@ -117,7 +120,7 @@ def run_one(work: Path, data: Path, lr: str, seed: int, updates: int, env: dict)
         raise SystemExit(f"{len(hyps)} hypotheses for {len(refs)} references")
     metric = sacrebleu.BLEU()
     bleu = metric.corpus_score(hyps, [refs])
-    result = {"lr": float(lr), "seed": seed, "updates": updates, "bleu": round(bleu.score, 2),
+    result = {"lr": float(lr), "seed": seed, "updates": updates, "student_sha256": student, "bleu": round(bleu.score, 2),
               "signature": str(metric.get_signature()),
               "train_command": " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
               "decode_command": " ".join(rel(c) if isinstance(c, Path) else str(c) for c in decode),

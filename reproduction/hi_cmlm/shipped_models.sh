@@ -1,15 +1,12 @@
 #!/usr/bin/env bash
-# The shipped quickstart model before and after it was retrained as the paper trains (HI-CMLM
-# section 3.3: a random half of the masked slots gets the copied source; under fence_replace the
-# first target word gets [MASK]), on Multi30k val (1014 sentences).
+# The shipped quickstart student against the one it replaced, on Multi30k val (1014 sentences).
 #   reproduction/hi_cmlm/shipped_models.sh [--old-commit REV] [--work DIR] [--no-publish]
 #                                  [--student-command TEXT] [--student-threads N]
 # --old-commit REV  the commit whose examples/quickstart/model/checkpoint.pt is the old model
-#                   (default 50a2300, the last one before the retraining: trained with
-#                   fence_replace's own decoding input, first target word copied)
-# --work DIR        the Table 1 driver's folder (reproduction/hi_cmlm/multi30k.sh or
-#                   examples/quickstart/pretrain.sh --stage data made DIR/data); default
-#                   work/hi_cmlm_multi30k
+#                   (default 7abf52b, the last one before the 3+1 student: the 3+3 student
+#                   trained as the HI-CMLM paper trains, section 3.3)
+# --work DIR        the folder the new student was trained in (examples/quickstart/pretrain.sh
+#                   --work DIR: DIR/data and DIR/student.log); default work/quickstart-pretrain
 # --student-command, --student-threads  how the new student was trained (recorded with the log
 #                   DIR/student.log; default: examples/quickstart/pretrain.sh --work DIR --teacher
 #                   examples/quickstart/model/teacher.pt, with OMP_NUM_THREADS threads)
@@ -22,7 +19,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
-OLD_COMMIT=50a2300 WORK="$ROOT/work/hi_cmlm_multi30k" PUBLISH=1 STUDENT_COMMAND="" STUDENT_THREADS="${OMP_NUM_THREADS:-2}"
+OLD_COMMIT=7abf52b WORK="$ROOT/work/quickstart-pretrain" PUBLISH=1 STUDENT_COMMAND="" STUDENT_THREADS="${OMP_NUM_THREADS:-2}"
 GIVEN=("reproduction/hi_cmlm/shipped_models.sh" "$@")
 while [ $# -gt 0 ]; do
   case "$1" in

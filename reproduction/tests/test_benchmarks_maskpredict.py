@@ -154,3 +154,19 @@ def test_speedup_figure_is_drawn_from_the_rows(tmp_path):
     assert not plot_maskpredict_speedup(_results([]), tmp_path / "none.png")
     assert not plot_maskpredict_speedup(_results([_row(8, 4, length_beam=3)]), tmp_path / "none.png")
     assert not (tmp_path / "none.png").exists()
+
+
+def test_rows_block_says_which_speedup_goals_the_run_met():
+    from reproduction.benchmarks.hicmlm import GOALS
+
+    metrics = {"maskpredict_vs_ar_speedup_b1_T4": 3.2, "maskpredict_vs_ar_speedup_b1_T10": 1.99,
+               "maskpredict_vs_ar_speedup_b64_T10": 1.5, "hicmlm_train_tokens_per_s_ratio": 0.9}
+    results = _results(ROWS, goals=GOALS)
+    results["cpu"]["benchmarks"]["hicmlm"]["metrics"] = metrics
+    results["cpu"]["benchmarks"]["hicmlm"]["details"]["student_layout"] = "3+1 x 192"
+    lines = run.render_rows(results).splitlines()
+    assert lines[0].endswith(f"; student 3+1 x 192, SHA-256 `{'ab' * 32}`.")
+    assert lines[-3] == ("Goals (length beam 1 over the teacher's beam 5): batch 1 with 4 passes 3.20x (goal >= 3: met); "
+                         "batch 1 with 10 passes 1.99x (goal >= 2: not met); batch 64 with 10 passes 1.50x "
+                         "(goal >= 1.5: met).")
+    assert not any(line.startswith("Goals") for line in run.render_rows(_results(ROWS)).splitlines())

@@ -41,7 +41,8 @@ def test_bounds_are_the_teachers_count_over_the_students():
     assert "| 64 | 4 | 2.00x | 9.00x | not measured |" in block
     assert "| 64 | student T=10 | 0.800 | 450 |" in block
     other = work.render([_record(rows)], {(64, 10): 1.046}, "cd" * 32)  # the bench timed another student
-    assert "| 64 | 10 | 0.75x | 2.00x | not measured |" in other
+    assert "| 64 | 10 | 0.75x | 2.00x | the bench timed another student |" in other
+    assert "| 64 | 10 | 0.75x | 2.00x | not measured |" in work.render([_record(rows)], {}, None)
 
 
 def test_a_recount_replaces_the_same_students_entry_only():
