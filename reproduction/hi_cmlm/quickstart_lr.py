@@ -31,17 +31,12 @@ from pathlib import Path
 import sacrebleu
 
 from fairseq_ext.analysis.hardware import cpu_and_cores
-from reproduction.records import write_json
+from reproduction.records import repository_path, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "examples" / "quickstart"
 KEPT = ROOT / "reproduction" / "hi_cmlm" / "quickstart_lr"
 BIN = Path(sys.executable).parent
-
-
-def rel(path) -> str:
-    path = Path(path)
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def sh(cmd: list, log: Path, env: dict) -> None:
@@ -122,8 +117,8 @@ def run_one(work: Path, data: Path, lr: str, seed: int, updates: int, env: dict)
     bleu = metric.corpus_score(hyps, [refs])
     result = {"lr": float(lr), "seed": seed, "updates": updates, "student_sha256": student, "bleu": round(bleu.score, 2),
               "signature": str(metric.get_signature()),
-              "train_command": " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
-              "decode_command": " ".join(rel(c) if isinstance(c, Path) else str(c) for c in decode),
+              "train_command": " ".join(repository_path(c) if isinstance(c, Path) else str(c) for c in train),
+              "decode_command": " ".join(repository_path(c) if isinstance(c, Path) else str(c) for c in decode),
               "train_seconds": float(re.findall(r"done training in ([\d.]+) seconds", (run / "train.log").read_text())[-1]),
               "decode_seconds": round(time.time() - t_decode, 1),
               "hardware": f"{cpu_and_cores()}, torch threads 1",

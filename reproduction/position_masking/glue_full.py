@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from reproduction.position_masking.glue_run import ROOT, TASKS, Driver, validations
-from reproduction.records import write_json
+from reproduction.records import repository_path, write_json
 
 RESULTS = ROOT / "reproduction" / "position_masking" / "results" / "glue_full"
 LRS = ("2e-5", "5e-5", "1e-4")  # the learning-rate grid (--lrs), BERT's recipe
@@ -90,7 +90,7 @@ class FullBudget(Driver):
         if kept.is_file():
             done = json.loads(kept.read_text(encoding="utf-8"))
             if any(done.get(k) != v for k, v in asked.items()):
-                raise SystemExit(f"{self.rel(kept)} was made with other settings than asked now ({asked}); "
+                raise SystemExit(f"{repository_path(kept)} was made with other settings than asked now ({asked}); "
                                  "remove it or ask for its settings")
             return done
         run = self.work / "finetune" / task / name

@@ -54,6 +54,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fairseq_ext.analysis.hardware import cpu_and_cores
+from reproduction.records import repository_path
 
 ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("CoLA", "SST-2")
@@ -95,12 +96,8 @@ class Driver:
 
     def command_record(self, cmd: list) -> list[str]:
         """A command as a results file keeps it: paths (the user dir included) relative to the repository."""
-        return [self.rel(c) if isinstance(c, Path) or (isinstance(c, str) and c.startswith(str(ROOT))) else str(c)
+        return [repository_path(c) if isinstance(c, Path) or (isinstance(c, str) and c.startswith(str(ROOT))) else str(c)
                 for c in cmd]
-
-    def rel(self, path: Path | str) -> str:
-        path = Path(path).resolve()
-        return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
     def sh(self, cmd: list, log: Path | None = None) -> float:
         """Runs ``cmd`` (output into ``log``); returns the CPU seconds it used, which a run's
@@ -242,7 +239,7 @@ class Driver:
         value = score(task, read_labels(self.work / "data" / task / "raw" / "valid.label"), read_labels(pred))
         self.finish(run, cmd, seed, t0, {"task": task, "start": start, "straight_through": st, "lr": float(lr),
                                          "updates": u, "metric": METRICS[task], "dev": value,
-                                         "predictions": self.rel(pred)})
+                                         "predictions": repository_path(pred)})
         print(f"{task} {start} st={int(st)} seed {seed}: {METRICS[task]} {value:.2f}", flush=True)
 
     def chosen_lr(self) -> str:
