@@ -36,6 +36,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import sacrebleu
+
 from fairseq_ext.analysis.generate_output import read_generate_output
 from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
@@ -97,7 +99,9 @@ def decoding_results(run_dir: Path, dec_dir: Path, refs: list[str], root: Path) 
         d.reference = r
     bleu = json.loads((dec_dir / "bleu.json").read_text())
     by_length = [None if math.isnan(b) else b for b in bleu_by_length(sentences)]
-    out = {"bleu": bleu["score"], "signature": bleu["signature"],
+    # the CLI's JSON rounds its score to one decimal; differences between systems need them all
+    hyps = (dec_dir / "hyp.txt").read_text(encoding="utf-8").splitlines()
+    out = {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "signature": bleu["signature"],
            "hypotheses": relative(dec_dir / "hyp.txt", root),
            "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], by_length))}
     log = run_dir / "train.log"

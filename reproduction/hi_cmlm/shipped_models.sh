@@ -10,7 +10,7 @@
 # --student-command, --student-threads  how the new student was trained (recorded with the log
 #                   DIR/student.log; default: examples/quickstart/pretrain.sh --work DIR --teacher
 #                   examples/quickstart/model/teacher.pt, with OMP_NUM_THREADS threads)
-# Both models are decoded with each of the four strategies (--model-overrides hybrid_strategy;
+# Both models are decoded with each of the four strategies (python -m reproduction.hi_cmlm.val_decode:
 # each keeps the fence it was trained with), 10 passes, length beam 3 (the quickstart's setting),
 # every pass kept. collect_shipped.py then writes reproduction/hi_cmlm/shipped.json: BLEU after
 # passes 1/2/4/10, by reference length, and sacreBLEU's paired bootstrap new vs old per strategy.
@@ -45,19 +45,9 @@ fi
 cp -p "$ROOT/examples/quickstart/model/checkpoint.pt" "$OUT/new/checkpoint.pt"
 for model in old new; do
   for S in all_mask all_copied weighted_sum fence_replace; do
-    d="$OUT/$model/decode-$S"
-    [ -s "$d/bleu.json" ] && [ "$d/bleu.json" -nt "$OUT/$model/checkpoint.pt" ] && continue
-    mkdir -p "$d"
-    T0=$(date +%s)
-    fairseq-generate "$DATA" --user-dir "$ROOT/fairseq_ext" --task cmlm_hybrid -s en -t de \
-      --path "$OUT/$model/checkpoint.pt" --model-overrides "{'hybrid_strategy': '$S'}" --gen-subset valid \
-      --iter-decode-max-iter 9 --iter-decode-with-beam 3 --iter-decode-force-max-iter --retain-iter-history \
-      --batch-size 64 --post-process sentencepiece > "$d/generate.txt" 2> "$d/generate.log" \
-      || { tail -5 "$d/generate.log" >&2; exit 1; }
-    echo $(( $(date +%s) - T0 )) > "$d/seconds"
-    grep '^D-' "$d/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$d/hyp.txt"
-    sacrebleu "$WORK/data/raw/val.de" -i "$d/hyp.txt" -m bleu > "$d/bleu.json"
-    echo "$model $S: BLEU $(python -c "import json,sys; print(json.load(open(sys.argv[1]))['score'])" "$d/bleu.json")"
+    score=$(python -m reproduction.hi_cmlm.val_decode --data "$DATA" --checkpoint "$OUT/$model/checkpoint.pt" \
+      --ref "$WORK/data/raw/val.de" --out "$OUT/$model/decode-$S" --strategy "$S")
+    echo "$model $S: $score"
   done
 done
 PUB=()

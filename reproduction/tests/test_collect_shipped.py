@@ -56,7 +56,7 @@ def test_collect_shipped_compares_the_two_students(tmp_path):
     text = page.read_text()
     better = sum(bleu[("new", s)] > bleu[("old", s)] for s in STRATEGIES)
     assert f"the new model scores higher than the old one with {better} of 4 strategies" in text
-    assert saved["layers"] == "3+3" and "(3+3 layers, the paper's input" in text
+    assert saved["layers"] == "3+1" and "(3+1 layers, the paper's input" in text  # the shipped student
     assert text.startswith("a\n<!-- shipped:start -->\n") and "\nold\n" not in text
 
 

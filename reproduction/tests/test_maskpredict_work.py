@@ -58,3 +58,17 @@ def test_published_block_is_rendered_from_its_results_file():
     for record in runs:
         assert {r["side"] for r in record["rows"]} == {
             *(f"teacher beam {b}" for b in work.TEACHER_BEAMS), *(f"student T={t}" for t in work.PASSES)}
+
+
+def test_a_kept_count_of_the_same_student_and_torch_is_reused(tmp_path, monkeypatch):
+    student = tmp_path / "student.pt"
+    student.write_bytes(b"weights")
+    digest = work.hicmlm.student_digest(student)
+    kept = {"student_sha256": digest, "torch": torch.__version__, "rows": ["kept"]}
+    results = tmp_path / "work.json"
+    results.write_text(json.dumps({"runs": [{"student_sha256": "other", "torch": torch.__version__}, kept]}))
+    monkeypatch.setattr(work, "measure", lambda path: {"rows": ["counted now"], "path": path})
+    assert work.counted(student, results) == kept
+    results.write_text(json.dumps({"runs": [{**kept, "torch": "1.0"}]}))  # another torch dispatches differently
+    assert work.counted(student, results) == {"rows": ["counted now"], "path": student}
+    assert work.counted(student, tmp_path / "none.json")["rows"] == ["counted now"]
