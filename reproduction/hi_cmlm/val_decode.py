@@ -2,7 +2,7 @@
 shipped students decode (``shipped_models.sh``, ``student_layouts``): mask-predict with the given
 HI-CMLM strategy (Wang et al. 2021, section 3.2; each checkpoint keeps the fence it was trained
 with), 10 passes (``--iter-decode-force-max-iter``), length beam 3, every pass kept, scored with
-sacreBLEU against the raw references.
+sacreBLEU against the raw references (``decode`` takes other pass counts and length beams).
 
     python -m reproduction.hi_cmlm.val_decode --data BIN --checkpoint CKPT --ref VAL_DE --out DIR
         [--strategy fence_replace]
@@ -23,14 +23,15 @@ from fairseq_ext.masking.hybrid import HYBRID_STRATEGIES
 from reproduction.records import ROOT
 
 
-def decode(data: Path, checkpoint: Path, ref: Path, out: Path, strategy: str = "fence_replace") -> None:
+def decode(data: Path, checkpoint: Path, ref: Path, out: Path, strategy: str = "fence_replace", passes: int = 10,
+           length_beam: int = 3) -> None:
     if (out / "bleu.json").is_file() and (out / "bleu.json").stat().st_mtime > checkpoint.stat().st_mtime:
         return
     out.mkdir(parents=True, exist_ok=True)
     cmd = ["fairseq-generate", str(data), "--user-dir", str(ROOT / "fairseq_ext"), "--task", "cmlm_hybrid",
            "-s", "en", "-t", "de", "--path", str(checkpoint), "--gen-subset", "valid",
-           "--model-overrides", f"{{'hybrid_strategy': '{strategy}'}}", "--iter-decode-max-iter", "9",
-           "--iter-decode-with-beam", "3", "--iter-decode-force-max-iter", "--retain-iter-history",
+           "--model-overrides", f"{{'hybrid_strategy': '{strategy}'}}", "--iter-decode-max-iter", str(passes - 1),
+           "--iter-decode-with-beam", str(length_beam), "--iter-decode-force-max-iter", "--retain-iter-history",
            "--batch-size", "64", "--post-process", "sentencepiece"]
     start = time.time()
     with open(out / "generate.txt", "w") as stdout, open(out / "generate.log", "w") as stderr:
