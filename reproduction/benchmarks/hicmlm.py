@@ -203,13 +203,13 @@ def _load_models(device: str, student: Path = STUDENT):
     return nat, nat_task, ar, ar_task
 
 
-def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict]]:
-    """``(metrics, rows)``: the decoding rows of ``DECODE`` (``QUICK_DECODE`` with ``quick``),
-    and the speed-ups and teacher rates among them that are metrics; nothing without the
-    shipped checkpoints."""
+def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict], str | None]:
+    """``(metrics, rows, layout)``: the decoding rows of ``DECODE`` (``QUICK_DECODE`` with ``quick``),
+    the speed-ups and teacher rates among them that are metrics, and the student's layout;
+    nothing without the shipped checkpoints."""
     common.load_plugin()
     if not (STUDENT.exists() and TEACHER.exists()):
-        return {}, []
+        return {}, [], None
     nat, nat_task, ar, ar_task = _load_models(device)
     grid = QUICK_DECODE if quick else DECODE
     sents = _encode_test(nat_task, max(n for _, n in grid.sentences))
@@ -248,7 +248,7 @@ def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict]]:
                 if (T, 1) in students:
                     metrics[f"maskpredict_vs_ar_speedup_b{bsz}_T{T}"] = secs[("teacher", 5)] / secs[("student", T, 1)]
             metrics[f"ar_beam5_sentences_per_s_b{bsz}"] = n / secs[("teacher", 5)]
-    return metrics, rows
+    return metrics, rows, student_layout(nat)
 
 
 def student_digest(student: Path = STUDENT) -> str:
@@ -280,7 +280,7 @@ def run(device: str, quick: bool) -> dict:
 
 def _run_all(device: str, quick: bool) -> dict:
     train = train_ratio(device, quick)
-    decode, rows = decode_speed(device, quick)
+    decode, rows, layout = decode_speed(device, quick)
     metrics = {**train, **decode, **memory(device)}
     grid = QUICK_DECODE if quick else DECODE
     details = {"sizes": "3+3 layers x 192 (CPU) / 6+6 x 512 (GPU), shared 6k vocabulary",
@@ -290,7 +290,7 @@ def _run_all(device: str, quick: bool) -> dict:
         details["decode"] = "skipped: examples/quickstart/model/{checkpoint,teacher}.pt not found"
     else:
         details["student_sha256"] = student_digest()
-        details["student_layout"] = student_layout(_load_models(device)[0])
+        details["student_layout"] = layout
         details["decode_rows"] = rows
     return {"metrics": metrics, "details": details, "goals": GOALS}
 

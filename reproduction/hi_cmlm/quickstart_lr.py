@@ -18,7 +18,6 @@ the hypotheses); a run whose file exists for the shipped student is not run agai
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
@@ -31,6 +30,7 @@ from pathlib import Path
 import sacrebleu
 
 from fairseq_ext.analysis.hardware import cpu_and_cores
+from reproduction.benchmarks.hicmlm import student_digest
 from reproduction.records import repository_path, write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def hypotheses(generate_output: str) -> list[str]:
 
 def run_one(work: Path, data: Path, lr: str, seed: int, updates: int, env: dict) -> dict:
     kept = KEPT / f"lr{lr}-s{seed}.json"
-    student = hashlib.sha256((QUICKSTART / "model" / "checkpoint.pt").read_bytes()).hexdigest()
+    student = student_digest(QUICKSTART / "model" / "checkpoint.pt")
     if kept.is_file() and json.loads(kept.read_text()).get("student_sha256") == student:
         return json.loads(kept.read_text())
     run = work / f"lr{lr}-s{seed}"

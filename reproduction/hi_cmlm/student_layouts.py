@@ -104,18 +104,20 @@ def _yes_no(flag: bool | None) -> str:
     return "" if flag is None else "yes" if flag else "no"
 
 
-def _bound(row: dict, batch: int, passes: int, kind: str) -> str:
+def _bound_value(row: dict, batch: int, passes: int, kind: str) -> float:
     (b,) = [b for b in row["bounds"] if (b["batch"], b["passes"]) == (batch, passes)]
-    return f"{b[kind]:.2f}x"
+    return b[kind]
+
+
+def _bound(row: dict, batch: int, passes: int, kind: str) -> str:
+    return f"{_bound_value(row, batch, passes, kind):.2f}x"
 
 
 def _frontier_verdict(chosen: dict, base: dict, test: dict, few: int, many: int) -> str:
     """Whether the chosen student with more passes is a better speed-quality point than the
     baseline with fewer: less work by both bounds, and no significant BLEU loss."""
-    def work(row, passes):
-        return [next(b[k] for b in row["bounds"] if (b["batch"], b["passes"]) == (batch, passes))
-                for batch, k in ((64, "flops"), (1, "operators"))]
-    less = [c > b for c, b in zip(work(chosen, many), work(base, few))]
+    less = [_bound_value(chosen, batch, many, kind) > _bound_value(base, batch, few, kind)
+            for batch, kind in ((64, "flops"), (1, "operators"))]
     significant = test["p_value"] < 0.05
     if all(less) and not (significant and test["delta"] < 0):
         return f"with {many} passes it does less work and loses no significant BLEU, a better point than the baseline's {few}"

@@ -34,7 +34,7 @@ def test_decode_rows_cover_the_grid_and_share_each_decoding(monkeypatch):
     monkeypatch.setattr(common, "load_average", lambda: next(loads))
     monkeypatch.setattr(common, "own_threads", lambda device: 2)
     monkeypatch.setattr(hicmlm, "QUICK_DECODE", TINY)
-    metrics, rows = hicmlm.decode_speed("cpu", quick=True)
+    metrics, rows, _ = hicmlm.decode_speed("cpu", quick=True)
 
     assert all(set(row) == ROW_KEYS for row in rows)
     assert [(r["batch"], r["passes"], r["length_beam"], r["teacher_beam"]) for r in rows] == [
