@@ -117,6 +117,23 @@ def read_sample(split: str, lang: str, n: int | None = None) -> list[str]:
     return lines[:n] if n else lines
 
 
+def save_tiny_bert(folder: Path, text: str) -> Path:
+    """A random BertModel (1 layer of 32) saved as save_pretrained writes it into ``folder``, with
+    a vocab.txt of ``text``'s words, every character and its ## piece (so that no word becomes [UNK])."""
+    import transformers
+
+    vocab_words = sorted(set(text.split()))
+    chars = sorted(set("".join(vocab_words)) | set("<>[]"))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + [f"##{c}" for c in chars] + \
+        [w for w in vocab_words if w not in chars]
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                                  intermediate_size=64, max_position_embeddings=128)
+    transformers.BertModel(cfg).save_pretrained(folder)
+    write_lines(folder / "vocab.txt", vocab)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def spm_model(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("spm")

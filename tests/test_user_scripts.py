@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, TINY_DIMS, cli_env, read_sample, write_lines
+from tests.conftest import ROOT, TINY_DIMS, cli_env, read_sample, save_tiny_bert, write_lines
 
 EXAMPLES = ROOT / "examples"
 TINY = " ".join(TINY_DIMS)
@@ -188,23 +188,10 @@ def test_position_masking_pretrain_and_finetune(wikitext_bin, tmp_path):
 
 @pytest.fixture(scope="module")
 def tiny_bert_folder(gigaword, tmp_path_factory) -> Path:
-    """A random BertModel folder as save_pretrained writes it, whose vocab.txt holds the tiny
-    Gigaword's words, every character and its ## piece (so that no word becomes [UNK])."""
-    transformers = pytest.importorskip("transformers")
-    import torch
-
+    """A random tiny BertModel folder whose vocab.txt holds the tiny Gigaword's words."""
+    pytest.importorskip("transformers")
     text = " ".join(p.read_text() for p in gigaword.glob("*.txt")).replace("<unk>", " ")
-    vocab_words = sorted(set(text.split()))
-    chars = sorted(set("".join(vocab_words)) | set("<>[]"))
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + chars + [f"##{c}" for c in chars] + \
-        [w for w in vocab_words if w not in chars]
-    folder = tmp_path_factory.mktemp("tiny_bert")
-    torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=64, max_position_embeddings=128)
-    transformers.BertModel(cfg).save_pretrained(folder)
-    write_lines(folder / "vocab.txt", vocab)
-    return folder
+    return save_tiny_bert(tmp_path_factory.mktemp("tiny_bert"), text)
 
 
 def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):

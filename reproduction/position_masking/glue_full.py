@@ -21,15 +21,21 @@ Each finished run is kept as one JSON file in ``RESULTS`` (``<task>/<run>.json``
 seed, wall time, hardware, the dev curve, the dev score and every dev prediction), which is
 committed; a run whose file exists is not run again, so the table grows over several sessions.
 A run's file is refused for resumption when it was made with other settings than asked now.
+A run stopped part-way (its process killed) continues from its last complete checkpoint, one
+at every dev validation with the optimizer's state (the last two kept in ``--work``), and ends
+with the weights of an uninterrupted run; its record lists the segments (the update each
+started from, wall time with the work redone after the kill, CPU time where its process ended).
 """
 from __future__ import annotations
 
 import argparse
 import json
 import math
+import re
 import shutil
 import sys
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -41,6 +47,43 @@ LRS = ("2e-5", "5e-5", "1e-4")  # the learning-rate grid (--lrs), BERT's recipe
 BATCH = 32
 WARMUP_SHARE = 0.06
 DEFAULT_EPOCHS = {"CoLA": 3, "SST-2": 1}
+PROGRESS = "progress.json"  # a running run's settings and segments, in its work folder
+CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt")
+
+
+def latest_checkpoint(run: Path) -> Path | None:
+    """The newest complete ``checkpoint_EPOCH_UPDATES.pt`` in ``run``: a file cut short by a kill
+    lacks the zip directory that torch.save writes last, and is passed over."""
+    kept = [p for p in run.glob("checkpoint_*_*.pt") if CHECKPOINT.fullmatch(p.name) and zipfile.is_zipfile(p)]
+    return max(kept, key=checkpoint_update, default=None)
+
+
+def checkpoint_update(path: Path) -> int:
+    return int(CHECKPOINT.fullmatch(path.name).group(1))
+
+
+def interrupted_segments(run: Path, asked: dict) -> list[dict]:
+    """The segments an interrupted run of these settings has trained (its ``PROGRESS`` file), the
+    last one closed at its log's last write: [] where there is nothing of these settings to continue."""
+    try:
+        progress = json.loads((run / PROGRESS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    if progress.get("asked") != asked:
+        return []
+    segments = progress["segments"]
+    last = segments[-1]
+    if "started" in last:  # its process was killed: wall time up to its last log line, CPU time unknown
+        ended = (run / "train.log").stat().st_mtime if (run / "train.log").is_file() else last["started"]
+        segments[-1] = {"from_update": last["from_update"], "cpu_seconds": None,
+                        "wall_seconds": round(max(0.0, ended - last["started"]), 1)}
+    return segments
+
+
+def last_per_update(rows: list[dict]) -> list[dict]:
+    """One validation per update count, the last logged: a run continued from a checkpoint repeats
+    the validations its killed process had logged after that checkpoint."""
+    return list({row.get("num_updates"): row for row in rows}.values())
 
 
 def epochs_option(text: str) -> tuple[str, float]:
@@ -83,7 +126,8 @@ class FullBudget(Driver):
         return self.results / task / f"{name}.json"
 
     def finetune_run(self, task: str, name: str, st: bool, seed: int, lr: str) -> dict:
-        """One fine-tuning of MiniLM, or its kept record when it exists with these settings."""
+        """One fine-tuning of MiniLM, or its kept record when it exists with these settings; a run
+        stopped part-way (its process killed) continues from its last complete checkpoint."""
         u = self.updates(task)
         asked = {"task": task, "straight_through": st, "seed": seed, "lr": float(lr), "updates": u, "batch": BATCH}
         kept = self.record(task, name)
@@ -94,26 +138,40 @@ class FullBudget(Driver):
                                  "remove it or ask for its settings")
             return done
         run = self.work / "finetune" / task / name
-        shutil.rmtree(run, ignore_errors=True)
-        run.mkdir(parents=True)
+        segments = interrupted_segments(run, asked)
+        resume = latest_checkpoint(run) if segments else None
+        if resume is None:
+            shutil.rmtree(run, ignore_errors=True)
+            run.mkdir(parents=True)
+            segments = []
+        else:
+            print(f"{task} {name}: continuing from {resume.name}", flush=True)
         data = self.work / "data" / task / "bin"
-        cmd = self.finetune_command(data, self.minilm / "converted" / "model.pt", st, lr, seed, run, updates=u,
-                                    warmup=max(1, round(WARMUP_SHARE * u)), batch=BATCH,
-                                    validations=self.a.curve_points, log_interval=50,
-                                    extra=["--max-epoch", math.ceil(self.a.epochs[task])])
+        options = dict(updates=u, warmup=max(1, round(WARMUP_SHARE * u)), batch=BATCH,
+                       validations=self.a.curve_points, log_interval=50,
+                       extra=["--max-epoch", math.ceil(self.a.epochs[task])], resumable=True)
+        start = self.minilm / "converted" / "model.pt"
+        cmd = self.finetune_command(data, start, st, lr, seed, run, **options, resume_from=resume)
+        segment = {"started": time.time(), "from_update": checkpoint_update(resume) if resume else 0}
+        write_json(run / PROGRESS, {"asked": asked, "segments": segments + [segment]})
+        segment["cpu_seconds"] = self.sh(cmd, run / "train.log", append=resume is not None)
+        segment["wall_seconds"] = round(time.time() - segment.pop("started"), 1)
         t0 = time.time()
-        cpu_seconds = self.sh(cmd, run / "train.log")
         pred = self.predict_dev(run, data)
         from fairseq_ext.analysis.glue import METRICS, read_labels, score
 
         predictions = read_labels(pred)
         value = score(task, read_labels(self.work / "data" / task / "raw" / "valid.label"), predictions)
+        segments.append(segment)
+        cpu = [s["cpu_seconds"] for s in segments]
         result = {**asked, "name": name, "start": "minilm", "metric": METRICS[task], "dev": value,
-                  "epochs": self.a.epochs[task], "wall_seconds": round(time.time() - t0, 1),
-                  "train_cpu_seconds": cpu_seconds,
+                  "epochs": self.a.epochs[task],
+                  "wall_seconds": round(sum(s["wall_seconds"] for s in segments) + time.time() - t0, 1),
+                  "train_cpu_seconds": None if None in cpu else round(sum(cpu), 1),
                   "hardware": f"{self.hardware()}",
-                  "command": self.command_record(cmd),
-                  "validations": validations(run / "train.log"), "predictions": predictions}
+                  "command": self.command_record(self.finetune_command(data, start, st, lr, seed, run, **options)),
+                  "segments": segments,
+                  "validations": last_per_update(validations(run / "train.log")), "predictions": predictions}
         write_json(kept, result)
         shutil.rmtree(run)
         print(f"{task} {name}: {METRICS[task]} {value:.2f} ({result['wall_seconds']:.0f} s)", flush=True)

@@ -99,13 +99,14 @@ class Driver:
         return [repository_path(c) if isinstance(c, Path) or (isinstance(c, str) and c.startswith(str(ROOT))) else str(c)
                 for c in cmd]
 
-    def sh(self, cmd: list, log: Path | None = None) -> float:
-        """Runs ``cmd`` (output into ``log``); returns the CPU seconds it used, which a run's
-        record keeps beside its wall time (a paused or crowded run's wall time says little)."""
+    def sh(self, cmd: list, log: Path | None = None, append: bool = False) -> float:
+        """Runs ``cmd`` (output into ``log``, after what it holds when ``append``); returns the CPU
+        seconds it used, which a run's record keeps beside its wall time (a paused or crowded
+        run's wall time says little)."""
         cmd = [str(c) for c in cmd]
         with self.lock, open(self.work / "commands.txt", "a", encoding="utf-8") as f:
             f.write(" ".join(cmd) + "\n")
-        out = open(log, "w", encoding="utf-8") if log else subprocess.DEVNULL
+        out = open(log, "a" if append else "w", encoding="utf-8") if log else subprocess.DEVNULL
         try:
             proc = subprocess.Popen(cmd, env=self.env, stdout=out, stderr=subprocess.STDOUT if log else None, cwd=ROOT)
             _, status, usage = os.wait4(proc.pid, 0)
@@ -196,21 +197,29 @@ class Driver:
         return self.work / "pretrain" / start / "checkpoint_last.pt"
 
     def finetune_command(self, data: Path, start: Path, st: bool, lr: str, seed: int, run: Path, *, updates: int,
-                         warmup: int, batch, validations: int, log_interval: int, extra: list = ()) -> list:
+                         warmup: int, batch, validations: int, log_interval: int, extra: list = (),
+                         resumable: bool = False, resume_from: Path | None = None) -> list:
         """fairseq-train of ``sentence_prediction`` from ``start``, with straight-through attention
-        dropout when ``st``: the fine-tuning command of every GLUE run (``extra`` after the updates)."""
+        dropout when ``st``: the fine-tuning command of every GLUE run (``extra`` after the updates).
+        ``resumable``: a checkpoint with the optimizer's state at every validation (the last two
+        kept); ``resume_from``, one of them, continues that run where it was saved."""
+        every = max(1, updates // validations)
+        restore = (["--restore-file", resume_from] if resume_from else
+                   ["--restore-file", start, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
+                    "--reset-lr-scheduler"])
+        saving = (["--save-interval-updates", every, "--keep-interval-updates", "2", "--no-epoch-checkpoints"]
+                  if resumable else
+                  ["--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state"])
         return ["fairseq-train", data, "--user-dir", self.user_dir, "--task", "sentence_prediction", "--num-classes", "2",
                 "--init-token", "0", "--separator-token", "2", "--shorten-method", "truncate",
                 "--arch", "position_masked_roberta", *self.options(),
                 *(["--attention-dropout-straight-through"] if st else []),
                 "--criterion", "sentence_prediction", "--report-mcc",
-                "--restore-file", start, "--reset-optimizer", "--reset-dataloader", "--reset-meters",
-                "--reset-lr-scheduler",
+                *restore,
                 "--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--adam-eps", "1e-6", "--weight-decay", "0.1",
                 "--clip-norm", "0.0", "--lr", lr, "--lr-scheduler", "polynomial_decay",
                 "--warmup-updates", warmup, "--total-num-update", updates, "--max-update", updates, *extra,
-                "--batch-size", batch, "--validate-interval-updates", max(1, updates // validations),
-                "--save-interval-updates", "1000000000", "--no-epoch-checkpoints", "--no-save-optimizer-state",
+                "--batch-size", batch, "--validate-interval-updates", every, *saving,
                 "--log-format", "simple", "--log-interval", log_interval, "--num-workers", "0", "--seed", seed,
                 "--save-dir", run]
 

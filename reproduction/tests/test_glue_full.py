@@ -3,6 +3,9 @@ the TASK=EPOCHS option, the learning-rate choice and the resumption from the kep
 import argparse
 import json
 import math
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +96,79 @@ def test_a_command_reports_the_cpu_seconds_its_process_used(tmp_path):
     assert busy >= 0.45 and idle < 0.3
     with pytest.raises(RuntimeError, match="failed"):
         d.sh([sys.executable, "-c", "raise SystemExit(3)"])
+
+
+def test_the_newest_complete_interval_checkpoint_is_the_one_to_continue_from(tmp_path):
+    import torch
+
+    from reproduction.position_masking.glue_full import latest_checkpoint
+
+    assert latest_checkpoint(tmp_path) is None
+    for name in ("checkpoint_1_350.pt", "checkpoint_1_700.pt", "checkpoint_last.pt"):
+        torch.save({"step": name}, tmp_path / name)
+    assert latest_checkpoint(tmp_path).name == "checkpoint_1_700.pt"
+    whole = (tmp_path / "checkpoint_1_700.pt").read_bytes()
+    (tmp_path / "checkpoint_1_1050.pt").write_bytes(whole[: len(whole) // 2])  # a write cut short by a kill
+    assert latest_checkpoint(tmp_path).name == "checkpoint_1_700.pt"
+
+
+class DiesOnce(FullBudget):
+    """A driver whose fine-tuning of run ``cut`` dies once: its process stops after the checkpoint
+    of update 6 (``--max-update 6`` appended) and leaves a cut-short checkpoint of update 8 behind,
+    as a process killed while writing it does."""
+
+    died = False
+
+    def sh(self, cmd, log=None, append=False):
+        if cmd[0] == "fairseq-train" and Path(cmd[cmd.index("--save-dir") + 1]).name == "cut" and not self.died:
+            self.died = True
+            super().sh([*cmd, "--max-update", 6], log, append)
+            save_dir = Path(cmd[cmd.index("--save-dir") + 1])
+            (save_dir / "checkpoint_2_8.pt").write_bytes((save_dir / "checkpoint_2_6.pt").read_bytes()[:5000])
+            raise RuntimeError("killed")
+        return super().sh(cmd, log, append)
+
+    def predict_dev(self, run, data):
+        """Also keeps the final weights and the log, which go with the run's folder once its record is written."""
+        shutil.copy(run / "checkpoint_last.pt", self.work / f"{run.name}-final.pt")
+        shutil.copy(run / "train.log", self.work / f"{run.name}-train.log")
+        return super().predict_dev(run, data)
+
+
+def test_a_killed_run_continues_from_its_checkpoint_to_the_uninterrupted_result(tmp_path):
+    """A tiny BERT fine-tuned for 10 updates (2 epochs of 5), once straight through and once
+    killed after update 6 and run again: the second ends with the same weights, curve and dev
+    predictions, and its record names both segments."""
+    pytest.importorskip("transformers")
+    import torch
+
+    from tests.conftest import read_sample, run, save_tiny_bert, write_lines
+
+    sentences = [line.lower() for line in read_sample("train", "en", 160)]
+    bert = save_tiny_bert(tmp_path / "work" / "minilm" / "all-MiniLM-L6-v2", " ".join(sentences))  # where prepare looks
+    run([sys.executable, "-m", "fairseq_ext.convert", "from-transformers", bert, tmp_path / "work" / "minilm" / "converted"])
+    rows = [f"{s}\t{i % 2}" for i, s in enumerate(sentences)]
+    (tmp_path / "glue" / "CoLA").mkdir(parents=True)
+    write_lines(tmp_path / "glue" / "CoLA" / "train.tsv", rows)
+    write_lines(tmp_path / "glue" / "CoLA" / "dev.tsv", rows[:24])
+    d = DiesOnce(argparse.Namespace(work=tmp_path / "work", results=tmp_path / "results", glue=str(tmp_path / "glue"),
+                                    plugin_root=None, tasks=["CoLA"], epochs={"CoLA": 2}, curve_points=5))
+    d.prepare()
+    assert d.updates("CoLA") == 10
+    whole = d.finetune_run("CoLA", "whole", True, 3, "1e-3")
+    with pytest.raises(RuntimeError, match="killed"):
+        d.finetune_run("CoLA", "cut", True, 3, "1e-3")
+    cut = d.finetune_run("CoLA", "cut", True, 3, "1e-3")
+
+    assert [s["from_update"] for s in cut["segments"]] == [0, 6] and [s["from_update"] for s in whole["segments"]] == [0]
+    assert "checkpoint_2_6.pt (epoch 2 @ 6 updates)" in (d.work / "cut-train.log").read_text()  # not from the start
+    assert cut["segments"][0]["cpu_seconds"] is None and cut["train_cpu_seconds"] is None  # a killed process's is unknown
+    assert cut["command"][:-1] == whole["command"][:-1] and "--keep-interval-updates" in cut["command"]  # but --save-dir
+    assert cut["predictions"] == whole["predictions"] and cut["dev"] == whole["dev"]
+    fields = ("num_updates", "loss", "accuracy", "mcc")
+    curve = [[v.get(f) for f in fields] for v in cut["validations"]]
+    assert curve == [[v.get(f) for f in fields] for v in whole["validations"]]
+    assert [row[0] for row in curve] == [2, 4, 5, 6, 8, 10]
+    weights = [torch.load(d.work / f"{name}-final.pt", weights_only=False)["model"] for name in ("whole", "cut")]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
