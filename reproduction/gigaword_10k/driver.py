@@ -222,9 +222,9 @@ def fairseq_generate(argv: list, out: Path) -> list[str]:
 
 
 def checkpoint_updates(path: Path) -> int:
-    import torch
+    from fairseq_ext.checkpoints.loading import safe_load
 
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = safe_load(str(path))
     return int(state["optimizer_history"][-1]["num_updates"])
 
 

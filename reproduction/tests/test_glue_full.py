@@ -142,6 +142,7 @@ def test_a_killed_run_continues_from_its_checkpoint_to_the_uninterrupted_result(
     pytest.importorskip("transformers")
     import torch
 
+    from fairseq_ext.checkpoints.loading import safe_load
     from tests.conftest import read_sample, run, save_tiny_bert, write_lines
 
     sentences = [line.lower() for line in read_sample("train", "en", 160)]
@@ -169,6 +170,6 @@ def test_a_killed_run_continues_from_its_checkpoint_to_the_uninterrupted_result(
     curve = [[v.get(f) for f in fields] for v in cut["validations"]]
     assert curve == [[v.get(f) for f in fields] for v in whole["validations"]]
     assert [row[0] for row in curve] == [2, 4, 5, 6, 8, 10]
-    weights = [torch.load(d.work / f"{name}-final.pt", weights_only=False)["model"] for name in ("whole", "cut")]
+    weights = [safe_load(d.work / f"{name}-final.pt")["model"] for name in ("whole", "cut")]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
