@@ -19,9 +19,9 @@ Protocol (every row, every seed):
    MiniLM's WordPiece (``data_prep/wordpiece.py``, ``UNK`` as ``[UNK]``) and the converted MiniLM
    dictionary for the UniLM rows (as ``reproduction/unilm/pretrained_gigaword.sh``);
    ``--valid-lines N`` keeps the first N pairs of valid1k (default all 1000).
-2. Span pre-training (rows ``p1-pt``, ``p2-pt``), once per n: ``prophetnet_denoising`` with that
-   n on the English corpus, ``--pretrain-updates`` updates, resumable (checkpoint every
-   ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``.
+2. Span pre-training (rows ``p1-pt``, ``p2-pt``), once per n (both at once with ``--jobs 2``):
+   ``prophetnet_denoising`` with that n on the English corpus, ``--pretrain-updates`` updates,
+   resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``.
 3. Fine-tuning in chunks of ``--chunk`` updates (fairseq-train resumed from its
    ``checkpoint_last.pt``, so the schedule and batches are those of one long run); after each
    chunk the checkpoint decodes the validation pairs (beam ``--beam``, length penalty 1.0, no
@@ -615,12 +615,16 @@ class Driver:
         a = self.a
         self.work.mkdir(parents=True, exist_ok=True)
         self.prepare(a.rows)
-        for n in sorted({ROWS[r]["ngram"] for r in a.rows if ROWS[r].get("pretrain")}):
-            if not all((self.kept / f"{r}-s{s}.json").is_file() for r in a.rows if ROWS[r].get("pretrain")
-                       and ROWS[r]["ngram"] == n for s in a.seeds):
-                t0 = time.time()
-                self.worker("pretrain", f"pretrain-p{n}", self.work / f"pretrain-p{n}" / "worker.log")
-                print(f"pre-training n = {n}: done ({time.time() - t0:.0f} s in this call)", flush=True)
+        def pretrain(n: int) -> None:
+            t0 = time.time()
+            self.worker("pretrain", f"pretrain-p{n}", self.work / f"pretrain-p{n}" / "worker.log")
+            print(f"pre-training n = {n}: done ({time.time() - t0:.0f} s in this call)", flush=True)
+
+        needed = [n for n in sorted({ROWS[r]["ngram"] for r in a.rows if ROWS[r].get("pretrain")})
+                  if not all((self.kept / f"{r}-s{s}.json").is_file() for r in a.rows if ROWS[r].get("pretrain")
+                             and ROWS[r]["ngram"] == n for s in a.seeds)]
+        with ThreadPoolExecutor(a.jobs) as pool:  # the pre-trainings side by side, before the runs that start from them
+            list(pool.map(pretrain, needed))
         probes = [(r, lr) for r in a.rows for lr in a.lr_grid.get(r, [])
                   if not (self.kept / "lr-grid" / f"{r}-lr{lr}-s0.json").is_file()]
         with ThreadPoolExecutor(a.jobs) as pool:  # the learning-rate probes before the runs that use their choice

@@ -172,3 +172,25 @@ def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
         with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:
             text = f.read()
         assert not re.search(r"##[a-z]", text) and "[UNK]" not in text  # WordPiece joined back into words
+
+
+def test_the_two_span_pretrainings_run_side_by_side_with_two_jobs(tiny, monkeypatch):
+    """With --jobs 2, n = 1 and n = 2 pre-train at the same time (each waits here for the other
+    to start), before any fine-tuning that starts from them."""
+    import threading
+
+    started, order = threading.Barrier(2, timeout=20), []
+
+    def worker(self, kind, name, log, lr=None):
+        if kind == "pretrain":
+            started.wait()  # breaks (and fails the test) if the pre-trainings ran one after the other
+        order.append(kind)
+
+    monkeypatch.setattr(driver.Driver, "prepare", lambda self, rows: None)
+    monkeypatch.setattr(driver.Driver, "worker", worker)
+    monkeypatch.setattr(driver.Driver, "kept_run", lambda self, name: {"test": {"rouge1": 0.0}, "chosen_update": 2,
+                                                                       "chosen_lenpen": 1.0})
+    argv = args(tiny, "p1-pt", "p2-pt", kept=tiny["work"] / "kept-none")
+    argv[argv.index("--in-process")] = "--jobs=2"
+    driver.main(argv)
+    assert order == ["pretrain", "pretrain", "finetune", "finetune"]
