@@ -99,9 +99,14 @@ def decoding_args(text: str) -> Namespace:
     return Namespace(**args)
 
 
+def rouge_requested(cfg) -> bool:
+    """``--eval-rouge`` of ``cfg``; off in a configuration saved before the option existed."""
+    return bool(getattr(cfg, "eval_rouge", False))
+
+
 def check_rouge_config(cfg) -> None:
     """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is loaded."""
-    if not getattr(cfg, "eval_rouge", False):  # a configuration from before the option: off
+    if not rouge_requested(cfg):
         return
     check_config(cfg, RougeValidationConfig)
     decoding_args(cfg.eval_rouge_args)
@@ -157,7 +162,7 @@ class RougeValidation:
     def __init__(self, cfg):
         check_rouge_config(cfg)
         self.cfg = cfg
-        self.on = bool(getattr(cfg, "eval_rouge", False))  # saved configurations from before the option lack it
+        self.on = rouge_requested(cfg)
         self.generator = None
         self.text: Optional[PiecesToText] = None
 
