@@ -15,7 +15,7 @@ import json
 import statistics
 from pathlib import Path
 
-from reproduction.position_masking.collect_glue import paired
+from reproduction.position_masking.collect_glue import curve_mean, paired
 from reproduction.position_masking.glue_full import LRS, RESULTS
 from reproduction.position_masking.glue_run import ROOT, TASKS
 from reproduction.results_page import write_between_markers
@@ -119,9 +119,26 @@ def markdown(summary: dict) -> str:
                      + (f"; {len(row['missing'])} runs not finished yet: {', '.join(row['missing'])}"
                         if row["missing"] else "")
                      + f" ({row['wall_seconds']} s of runs; {'; '.join(row['hardware'])}).")
+    for task, row in summary["tasks"].items():
+        if (curve := seed_curve(row["curves"], task)) is not None:
+            lines.append(curve)
     lines.append(f"- Published rows: {MINILM_README}. all-MiniLM-L6-v2 is sentence-transformers' sentence-embedding "
                  "model, trained contrastively from MiniLM-L6-H384, not the published MiniLM checkpoint.")
     return "\n".join(lines) + "\n"
+
+
+def seed_curve(curves: dict, task: str) -> str | None:
+    """Whether the budget ended on a plateau, as numbers: the dev curve of the seed runs (both
+    arms, mean at each validation) and how far each run's last validation is from its best."""
+    runs = {name: [v for _, v in c if v is not None] for name, c in curves.items() if name.startswith("st")}
+    runs = {name: values for name, values in runs.items() if values}
+    if not runs:
+        return None
+    xs, ys = curve_mean({name: curves[name] for name in runs})
+    below = [max(values) - values[-1] for values in runs.values()]
+    return (f"- {task} dev curve, mean of the {len(runs)} seed runs of both arms at each validation (update: score): "
+            + ", ".join(f"{x:.0f}: {y:.1f}" for x, y in zip(xs, ys))
+            + f"; each run's last validation is {statistics.fmean(below):.2f} points below its best on average.")
 
 
 def readme_summary(summary: dict) -> str:
@@ -147,7 +164,8 @@ def readme_summary(summary: dict) -> str:
         above = min(o["mean"], st["mean"] if st["n"] else o["mean"]) > row["majority"]
         p_value = "" if t["t_test_p"] is None or t["n"] < 3 else f", p = {_fmt(t['t_test_p'], 3)}"
         lines.append(
-            f"- {task}: ordinary dropout {_fmt(o['mean'])}, straight-through {_fmt(st['mean'])} ({counts} seeds), "
+            f"- {task}: ordinary dropout {_fmt(o['mean'])}, straight-through {_fmt(st['mean'])} "
+            f"({counts} seed{'' if counts == '1' else 's'}), "
             f"{'above' if above else 'not above'} the majority class ({_fmt(row['majority'])}) and "
             f"{_fmt(minilm[task] - max(o['mean'], st['mean'] if st['n'] else o['mean']), 1)} points below the "
             f"published {minilm['row']} ({minilm[task]}); the enhanced dropout gradient: "

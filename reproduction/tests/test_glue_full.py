@@ -80,6 +80,19 @@ def test_collector_pairs_the_arms_by_seed_and_checks_the_majority_class(tmp_path
     text = markdown(summarise(tmp_path, gold))
     assert "| CoLA (MCC x 100) | not run yet |" in text and "both arms are above the majority class" in text
     assert "4 runs not finished yet" in text
+    assert ("SST-2 dev curve, mean of the 6 seed runs of both arms at each validation (update: score): 2105: 88.3; "
+            "each run's last validation is 0.00 points below its best on average.") in text
+
+
+def test_the_curve_line_averages_seed_runs_per_validation_and_measures_the_last_against_the_best():
+    from reproduction.position_masking.collect_glue_full import seed_curve
+
+    curves = {"lr1e-4-s0": [[100, 50.0], [200, 99.0]],  # a grid run: not a seed run
+              "st0-s1": [[100, 80.0], [200, 86.0], [300, 85.0]], "st1-s1": [[100, 82.0], [200, None], [300, 84.0]]}
+    assert seed_curve(curves, "SST-2") == (
+        "- SST-2 dev curve, mean of the 2 seed runs of both arms at each validation (update: score): "
+        "100: 81.0, 200: 86.0, 300: 84.5; each run's last validation is 0.50 points below its best on average.")
+    assert seed_curve({"lr1e-4-s0": [[100, 50.0]]}, "CoLA") is None
 
 
 def test_a_command_reports_the_cpu_seconds_its_process_used(tmp_path):
