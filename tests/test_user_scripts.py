@@ -260,6 +260,40 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
     assert model.classify(dev) == (tmp_path / "w" / "finetune" / "dev.predictions").read_text().split()
 
 
+def test_position_masking_glue_recipe_continues_a_stopped_fine_tuning(gigaword, tiny_bert_folder, tmp_path):
+    """glue.sh run again after its fine-tuning stopped at update 18 of 20 (checkpoint_last.pt as the
+    checkpoint of that validation left it, no finished mark) continues from there to the weights and
+    dev score of the run that was not stopped; other settings in the same --work are refused in one line."""
+    import torch
+
+    from fairseq_ext.checkpoints.loading import safe_load
+
+    sentences = (gigaword / "train10k.title.txt").read_text().replace("<unk>", "").splitlines()
+    rows = [f"{s}\t{i % 2}" for i, s in enumerate(sentences)]
+    (tmp_path / "glue" / "SST-2").mkdir(parents=True)
+    write_lines(tmp_path / "glue" / "SST-2" / "train.tsv", ["sentence\tlabel"] + rows)
+    write_lines(tmp_path / "glue" / "SST-2" / "dev.tsv", ["sentence\tlabel"] + rows[:16])
+    command = ["position_masking/glue.sh", "--task", "SST-2", "--glue", tmp_path / "glue", "--work", tmp_path / "w",
+               "--model-folder", tiny_bert_folder, "--epochs", 4, "--lr", "1e-3"]
+    bash(*command)
+    ft = tmp_path / "w" / "finetune"
+    whole, score = safe_load(str(ft / "checkpoint_last.pt"))["model"], (tmp_path / "w" / "dev.score").read_text()
+    assert sorted(p.name for p in ft.glob("checkpoint_*_*.pt")) == ["checkpoint_4_18.pt"]  # 15 and 20 end epochs
+    (ft / "checkpoint_4_18.pt").replace(ft / "checkpoint_last.pt")
+    (ft / "finished").unlink()
+    out = bash(*command)
+    assert f"continuing from {ft / 'checkpoint_last.pt'}" in out
+    assert "(epoch 4 @ 18 updates)" in (ft / "train.log").read_text()
+    resumed = safe_load(str(ft / "checkpoint_last.pt"))["model"]
+    assert resumed.keys() == whole.keys() and all(torch.equal(resumed[k], whole[k]) for k in whole)
+    assert (tmp_path / "w" / "dev.score").read_text() == score
+    proc = subprocess.run(["bash", str(EXAMPLES / command[0]), *map(str, command[1:-1]), "2e-3"], capture_output=True,
+                          text=True, env=cli_env())
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"error: {ft} holds a fine-tuning with other settings (task=SST-2 updates=20 lr=1e-3 seed=1 straight_through=0 "
+        f"model={tmp_path / 'w' / 'converted' / 'model.pt'}); give another --work or remove {ft}"]
+
+
 # ---- scaling out -----------------------------------------------------------------------------
 
 def test_scaling_out_cpu_gloo_trains(tiny_data, tmp_path):

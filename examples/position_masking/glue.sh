@@ -21,7 +21,9 @@
 # --train-limit N  N training sentences instead of all (a quick look; not the published budget)
 #
 # Writes WORK/finetune/{train.log,checkpoint_last.pt,dev.predictions} and WORK/dev.score (the
-# metric line of python -m fairseq_ext.analysis.glue score). A finished step is not redone.
+# metric line of python -m fairseq_ext.analysis.glue score). A finished step is not redone; a
+# fine-tuning stopped part-way continues from its last checkpoint (one at every dev validation,
+# with the optimizer's state) when the same command is run again.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -68,22 +70,30 @@ read -r UPDATES WARMUP < <(python -c "import math, sys; n, e = int(sys.argv[1]),
 u = math.ceil(e * math.ceil(n / 32)); print(u, max(1, round(0.06 * u)))" "$SENTENCES" "$EPOCHS")
 
 echo "== 3/4 fairseq-train: $EPOCHS epoch(s) of $SENTENCES sentences = $UPDATES updates of 32, lr $LR, seed $SEED"
+EVERY=$(( UPDATES / 6 > 0 ? UPDATES / 6 : 1 ))  # six dev validations, each with a checkpoint
 ST_ARGS=()
 [ "$ST" = 1 ] && ST_ARGS=(--attention-dropout-straight-through)
 FT="$WORK/finetune"
-if [ ! -s "$FT/checkpoint_last.pt" ]; then
-  mkdir -p "$FT"
+SETTINGS="task=$TASK updates=$UPDATES lr=$LR seed=$SEED straight_through=$ST model=$CONVERTED/model.pt"
+mkdir -p "$FT"
+if [ -s "$FT/settings" ] && [ "$(cat "$FT/settings")" != "$SETTINGS" ]; then
+  die "$FT holds a fine-tuning with other settings ($(cat "$FT/settings")); give another --work or remove $FT"
+fi
+echo "$SETTINGS" > "$FT/settings"
+if [ ! -e "$FT/finished" ]; then
+  [ -s "$FT/checkpoint_last.pt" ] && echo "continuing from $FT/checkpoint_last.pt"
   fairseq-train "$WORK/data/bin" --user-dir "$ROOT/fairseq_ext" --task sentence_prediction --num-classes 2 \
     --init-token 0 --separator-token 2 --shorten-method truncate --arch position_masked_roberta "${OPTIONS[@]}" \
     "${ST_ARGS[@]}" --criterion sentence_prediction --report-mcc \
-    --restore-file "$CONVERTED/model.pt" --reset-optimizer --reset-dataloader --reset-meters --reset-lr-scheduler \
+    --finetune-from-model "$CONVERTED/model.pt" \
     --optimizer adam --adam-betas '(0.9,0.98)' --adam-eps 1e-6 --weight-decay 0.1 --clip-norm 0.0 \
     --lr "$LR" --lr-scheduler polynomial_decay --warmup-updates "$WARMUP" --total-num-update "$UPDATES" \
     --max-update "$UPDATES" --max-epoch "$(python -c "import math, sys; print(math.ceil(float(sys.argv[1])))" "$EPOCHS")" \
-    --batch-size 32 --validate-interval-updates "$(( UPDATES / 6 > 0 ? UPDATES / 6 : 1 ))" \
-    --save-interval-updates 1000000000 --no-epoch-checkpoints --no-save-optimizer-state \
+    --batch-size 32 --validate-interval-updates "$EVERY" \
+    --save-interval-updates "$EVERY" --keep-interval-updates 1 --no-epoch-checkpoints \
     --log-format simple --log-interval 50 --num-workers 0 --seed "$SEED" --save-dir "$FT" \
-    2>&1 | fairseq_progress "$FT/train.log" || { tail -20 "$FT/train.log" >&2; exit 1; }
+    2>&1 | fairseq_progress -a "$FT/train.log" || { tail -20 "$FT/train.log" >&2; exit 1; }
+  touch "$FT/finished"
 fi
 
 echo "== 4/4 dev score: python -m fairseq_ext.analysis.glue"

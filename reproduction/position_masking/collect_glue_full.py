@@ -128,8 +128,8 @@ def markdown(summary: dict) -> str:
 
 
 def seed_curve(curves: dict, task: str) -> str | None:
-    """Whether the budget ended on a plateau, as numbers: the dev curve of the seed runs (both
-    arms, mean at each validation) and how far each run's last validation is from its best."""
+    """Whether the budget ended on a plateau, as numbers: the dev curve of both arms' runs (every
+    seed, mean at each validation) and how far each run's last validation is from its best."""
     runs = {name: [v for _, v in c if v is not None] for name, c in curves.items() if name.startswith("st")}
     runs = {name: values for name, values in runs.items() if values}
     if not runs:
