@@ -3,7 +3,7 @@ each trained until its validation ROUGE-1 stops improving: one resumable driver 
 
     python -m reproduction.gigaword_10k.driver --data GIGAWORD --english ENGLISH
         [--rows transformer p1 p2 p1-pt p2-pt unilm-random unilm-minilm] [--seeds 1 2 3]
-        [--chunk 500] [--patience 3] [--max-updates 20000] [--lenpens 0.6 0.8 1.0 1.2 1.5]
+        [--chunk 500] [--checkpoint-every 100] [--patience 3] [--max-updates 20000] [--lenpens 0.6 0.8 1.0 1.2 1.5]
         [--beam 4] [--valid-lines 0] [--pretrain-updates 10000] [--lr-grid ROW=LR,LR ...] [--jobs 2]
         [--work work/gigaword_10k]
 
@@ -23,7 +23,8 @@ Protocol (every row, every seed):
    ``prophetnet_denoising`` with that n on the English corpus, ``--pretrain-updates`` updates,
    resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``.
 3. Fine-tuning in chunks of ``--chunk`` updates (fairseq-train resumed from its
-   ``checkpoint_last.pt``, so the schedule and batches are those of one long run); after each
+   ``checkpoint_last.pt``, so the schedule and batches are those of one long run; a checkpoint
+   every ``--checkpoint-every`` updates, from which a run killed mid-chunk continues); after each
    chunk the checkpoint decodes the validation pairs (beam ``--beam``, length penalty 1.0, no
    repeated trigram, at most 40 tokens) and ROUGE-1 is scored; the best checkpoint so far is
    kept, the others dropped. Training stops when ROUGE-1 has not improved for ``--patience``
@@ -60,6 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fairseq_ext.analysis.rouge import lead, rouge_f1
+from reproduction.checkpoints import mend_last_checkpoint
 from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS
 from reproduction.records import write_json
 
@@ -415,7 +417,7 @@ class Driver:
             start = ["--finetune-from-model", self.work / f"pretrain-p{ROWS[row]['ngram']}" / "checkpoint_last.pt"]
         return [self.bin(row), "--user-dir", self.user_dir, *self.model_args(row), "--label-smoothing", "0.1",
                 *self.optimiser({**RECIPE[family(row)], "lr": lr}), *start, "--disable-validation", "--no-epoch-checkpoints",
-                "--save-interval-updates", "0", "--log-format", "simple", "--log-interval", "50", "--seed", seed,
+                "--save-interval-updates", self.a.checkpoint_every, "--keep-interval-updates", "1", "--log-format", "simple", "--log-interval", "50", "--seed", seed,
                 "--num-workers", "0", "--save-dir", save_dir]
 
     def generate_command(self, row: str, ckpt: Path, subset: str, lenpen: str) -> list:
@@ -511,6 +513,7 @@ class Driver:
             c0, last = time.time(), save_dir / "checkpoint_last.pt"
             # fairseq-train restored at --max-update would take one more step: a chunk trained
             # before an interruption (its checkpoint saved, its decode not) is not trained again
+            mend_last_checkpoint(save_dir)
             if not (last.is_file() and checkpoint_updates(last) == target):
                 fairseq_train(train + ["--max-update", target])
             reached = checkpoint_updates(last)
@@ -670,6 +673,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="", help="model size options replacing the rows' own (tests)")
     p.add_argument("--pretrain-updates", type=int, default=10000, help="span pre-training updates per n (about 7 passes over the 2.5M tokens of the English corpus at 2048 tokens a batch)")
     p.add_argument("--pretrain-chunk", type=int, default=1000, help="pre-training checkpoint interval (resumption)")
+    p.add_argument("--checkpoint-every", type=int, default=100,
+                   help="fine-tuning checkpoint interval within a chunk: a run killed mid-chunk loses at most this many updates")
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side")
     p.add_argument("--lr-grid", nargs="+", default=[], metavar="ROW=LR,LR",
@@ -702,8 +707,9 @@ def main(argv: list[str] | None = None) -> None:
         p.error("the pre-trained rows need --english DIR (the folder of ENGLISH_SOURCES)")
     if a.in_process and a.jobs > 1:
         p.error("--in-process runs one run at a time: leave --jobs at 1")
-    if a.patience < 2 or a.chunk < 1 or a.max_updates < a.chunk or a.jobs < 1 or a.threads < 1:
-        p.error("--patience must be >= 2, --chunk >= 1, --max-updates >= --chunk, --jobs and --threads >= 1")
+    if a.patience < 2 or a.chunk < 1 or a.max_updates < a.chunk or min(a.jobs, a.threads, a.checkpoint_every) < 1:
+        p.error("--patience must be >= 2, --chunk >= 1, --max-updates >= --chunk, --jobs, --threads and "
+                "--checkpoint-every >= 1")
     a.data, a.english = a.data.resolve(), a.english.resolve() if a.english else None
     d = Driver(a)
     d.argv = [*argv_absolute(a)]
@@ -727,6 +733,7 @@ def argv_absolute(a: argparse.Namespace) -> list[str]:
            "--max-updates", str(a.max_updates), "--lenpens", *map(str, a.lenpens), "--beam", str(a.beam),
            "--valid-lines", str(a.valid_lines), "--vocab", str(a.vocab), "--max-tokens", str(a.max_tokens),
            f"--sizes={a.sizes}", "--pretrain-updates", str(a.pretrain_updates), "--pretrain-chunk", str(a.pretrain_chunk),
+           "--checkpoint-every", str(a.checkpoint_every),
            "--threads", str(a.threads), "--jobs", str(a.jobs),
            *(["--lr-grid", *(f"{r}={','.join(v)}" for r, v in a.lr_grid.items())] if a.lr_grid else [])]
     if a.english:

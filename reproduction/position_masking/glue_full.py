@@ -31,14 +31,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import shutil
 import sys
 import time
-import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from reproduction.checkpoints import interval_update, latest_interval_checkpoint
 from reproduction.position_masking.glue_run import ROOT, TASKS, Driver, validations
 from reproduction.records import repository_path, write_json
 
@@ -48,18 +47,6 @@ BATCH = 32
 WARMUP_SHARE = 0.06
 DEFAULT_EPOCHS = {"CoLA": 3, "SST-2": 1}
 PROGRESS = "progress.json"  # a running run's settings and segments, in its work folder
-CHECKPOINT = re.compile(r"checkpoint_\d+_(\d+)\.pt")
-
-
-def latest_checkpoint(run: Path) -> Path | None:
-    """The newest complete ``checkpoint_EPOCH_UPDATES.pt`` in ``run``: a file cut short by a kill
-    lacks the zip directory that torch.save writes last, and is passed over."""
-    kept = [p for p in run.glob("checkpoint_*_*.pt") if CHECKPOINT.fullmatch(p.name) and zipfile.is_zipfile(p)]
-    return max(kept, key=checkpoint_update, default=None)
-
-
-def checkpoint_update(path: Path) -> int:
-    return int(CHECKPOINT.fullmatch(path.name).group(1))
 
 
 def interrupted_segments(run: Path, asked: dict) -> list[dict]:
@@ -139,7 +126,7 @@ class FullBudget(Driver):
             return done
         run = self.work / "finetune" / task / name
         segments = interrupted_segments(run, asked)
-        resume = latest_checkpoint(run) if segments else None
+        resume = latest_interval_checkpoint(run) if segments else None
         if resume is None:
             shutil.rmtree(run, ignore_errors=True)
             run.mkdir(parents=True)
@@ -152,7 +139,7 @@ class FullBudget(Driver):
                        extra=["--max-epoch", math.ceil(self.a.epochs[task])], resumable=True)
         start = self.minilm / "converted" / "model.pt"
         cmd = self.finetune_command(data, start, st, lr, seed, run, **options, resume_from=resume)
-        segment = {"started": time.time(), "from_update": checkpoint_update(resume) if resume else 0}
+        segment = {"started": time.time(), "from_update": interval_update(resume) if resume else 0}
         write_json(run / PROGRESS, {"asked": asked, "segments": segments + [segment]})
         segment["cpu_seconds"] = self.sh(cmd, run / "train.log", append=resume is not None)
         segment["wall_seconds"] = round(time.time() - segment.pop("started"), 1)

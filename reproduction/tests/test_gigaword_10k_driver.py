@@ -142,6 +142,29 @@ def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, 
     assert [p["update"] for p in record["curve"]][:2] == [2, 4] and record["sessions"] == 2
 
 
+def test_a_run_killed_mid_chunk_continues_from_its_checkpoint_within_the_chunk(tiny, monkeypatch, tmp_path):
+    """With --checkpoint-every 1, a process killed after update 1 of the first chunk (of 2) leaves a
+    checkpoint there, and the next call trains on from it, not from 0."""
+    train, started = driver.fairseq_train, []
+    save_dir = tiny["work"] / "runs" / "p2-s1" / "checkpoints"
+
+    def killed_after_update_1(argv):
+        train([*argv, "--max-update", "1"])
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(driver, "fairseq_train", killed_after_update_1)
+    argv = [*args(tiny, "p2", kept=tmp_path / "kept"), "--checkpoint-every", "1"]
+    with pytest.raises(KeyboardInterrupt):
+        driver.main(argv)
+    assert {p.name for p in save_dir.glob("checkpoint*.pt")} == {"checkpoint_1_1.pt", "checkpoint_last.pt"}
+    monkeypatch.setattr(driver, "fairseq_train",
+                        lambda argv: started.append(driver.checkpoint_updates(save_dir / "checkpoint_last.pt")) or train(argv))
+    driver.main(argv)
+    record = json.loads((tmp_path / "kept" / "p2-s1.json").read_text())
+    assert started[0] == 1 and record["curve"][0]["update"] == 2
+    assert "--save-interval-updates 1 --keep-interval-updates 1" in record["commands"]["fairseq-train"]
+
+
 def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, monkeypatch, tmp_path):
     decoded = []
     generate = driver.fairseq_generate

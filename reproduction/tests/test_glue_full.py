@@ -111,20 +111,6 @@ def test_a_command_reports_the_cpu_seconds_its_process_used(tmp_path):
         d.sh([sys.executable, "-c", "raise SystemExit(3)"])
 
 
-def test_the_newest_complete_interval_checkpoint_is_the_one_to_continue_from(tmp_path):
-    import torch
-
-    from reproduction.position_masking.glue_full import latest_checkpoint
-
-    assert latest_checkpoint(tmp_path) is None
-    for name in ("checkpoint_1_350.pt", "checkpoint_1_700.pt", "checkpoint_last.pt"):
-        torch.save({"step": name}, tmp_path / name)
-    assert latest_checkpoint(tmp_path).name == "checkpoint_1_700.pt"
-    whole = (tmp_path / "checkpoint_1_700.pt").read_bytes()
-    (tmp_path / "checkpoint_1_1050.pt").write_bytes(whole[: len(whole) // 2])  # a write cut short by a kill
-    assert latest_checkpoint(tmp_path).name == "checkpoint_1_700.pt"
-
-
 class DiesOnce(FullBudget):
     """A driver whose fine-tuning of run ``cut`` dies once: its process stops after the checkpoint
     of update 6 (``--max-update 6`` appended) and leaves a cut-short checkpoint of update 8 behind,
