@@ -234,50 +234,40 @@ def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert
 
 def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):
     """examples/position_masking/glue.sh end to end on a tiny CoLA-layout folder: the budget it
-    prints is one epoch of ceil(N / 32) updates, the dev score is the scorer's line, the
-    published reference stands beside it, and the hub's ``classify`` on the fine-tuned
-    checkpoint gives the scorer's predictions."""
-    sentences = (gigaword / "train10k.title.txt").read_text().replace("<unk>", "").splitlines()[:40]
-    rows = [f"{s}\t{i % 2}" for i, s in enumerate(sentences)]
-    (tmp_path / "glue" / "CoLA").mkdir(parents=True)
-    write_lines(tmp_path / "glue" / "CoLA" / "train.tsv", rows)
-    write_lines(tmp_path / "glue" / "CoLA" / "dev.tsv", rows[:10])
-    out = bash("position_masking/glue.sh", "--task", "CoLA", "--glue", tmp_path / "glue", "--work", tmp_path / "w",
-               "--model-folder", tiny_bert_folder, "--epochs", 1, "--straight-through")
-    assert "1 epoch(s) of 40 sentences = 2 updates of 32" in out
-    assert "attention_dropout_straight_through=True" in (tmp_path / "w" / "finetune" / "train.log").read_text()
-    assert len((tmp_path / "w" / "finetune" / "dev.predictions").read_text().split()) == 10
-    score = (tmp_path / "w" / "dev.score").read_text().strip()
-    assert re.fullmatch(r"mcc -?\d+\.\d\d", score)
-    assert f"CoLA dev {score} (Matthews correlation x 100) after 2 updates; published MiniLM-L6xH384: 47.5" in out
-    # the hub API classifies the dev sentences as the scorer's predictions say (the same tokens, head and labels)
-    from fairseq_ext import hub
-
-    model = hub.from_pretrained(tmp_path / "w" / "finetune", "checkpoint_last.pt",
-                                data_name_or_path=str(tmp_path / "w" / "data" / "bin"), bpe="wordpiece",
-                                wordpiece_tokenizer=str(tiny_bert_folder))
-    dev = [row.split("\t")[0] for row in rows[:10]]
-    assert model.classify(dev) == (tmp_path / "w" / "finetune" / "dev.predictions").read_text().split()
-
-
-def test_position_masking_glue_recipe_continues_a_stopped_fine_tuning(gigaword, tiny_bert_folder, tmp_path):
-    """glue.sh run again after its fine-tuning stopped at update 18 of 20 (checkpoint_last.pt as the
-    checkpoint of that validation left it, no finished mark) continues from there to the weights and
-    dev score of the run that was not stopped; other settings in the same --work are refused in one line."""
+    prints is epochs of ceil(N / 32) updates, the dev score is the scorer's line, the published
+    reference stands beside it, and the hub's ``classify`` on the fine-tuned checkpoint gives the
+    scorer's predictions. Run again after its fine-tuning stopped at update 18 of 20
+    (checkpoint_last.pt as that validation's checkpoint left it, no finished mark), it continues
+    from there to the same weights and dev score; other settings in the same --work are refused
+    in one line."""
     import torch
 
     from fairseq_ext.checkpoints.loading import safe_load
 
     sentences = (gigaword / "train10k.title.txt").read_text().replace("<unk>", "").splitlines()
     rows = [f"{s}\t{i % 2}" for i, s in enumerate(sentences)]
-    (tmp_path / "glue" / "SST-2").mkdir(parents=True)
-    write_lines(tmp_path / "glue" / "SST-2" / "train.tsv", ["sentence\tlabel"] + rows)
-    write_lines(tmp_path / "glue" / "SST-2" / "dev.tsv", ["sentence\tlabel"] + rows[:16])
-    command = ["position_masking/glue.sh", "--task", "SST-2", "--glue", tmp_path / "glue", "--work", tmp_path / "w",
-               "--model-folder", tiny_bert_folder, "--epochs", 4, "--lr", "1e-3"]
-    bash(*command)
+    (tmp_path / "glue" / "CoLA").mkdir(parents=True)
+    write_lines(tmp_path / "glue" / "CoLA" / "train.tsv", rows)
+    write_lines(tmp_path / "glue" / "CoLA" / "dev.tsv", rows[:10])
+    command = ["position_masking/glue.sh", "--task", "CoLA", "--glue", tmp_path / "glue", "--work", tmp_path / "w",
+               "--model-folder", tiny_bert_folder, "--epochs", 4, "--straight-through", "--lr", "1e-3"]
+    out = bash(*command)
     ft = tmp_path / "w" / "finetune"
-    whole, score = safe_load(str(ft / "checkpoint_last.pt"))["model"], (tmp_path / "w" / "dev.score").read_text()
+    assert "4 epoch(s) of 160 sentences = 20 updates of 32" in out
+    assert "attention_dropout_straight_through=True" in (ft / "train.log").read_text()
+    assert len((ft / "dev.predictions").read_text().split()) == 10
+    score = (tmp_path / "w" / "dev.score").read_text().strip()
+    assert re.fullmatch(r"mcc -?\d+\.\d\d", score)
+    assert f"CoLA dev {score} (Matthews correlation x 100) after 20 updates; published MiniLM-L6xH384: 47.5" in out
+    # the hub API classifies the dev sentences as the scorer's predictions say (the same tokens, head and labels)
+    from fairseq_ext import hub
+
+    model = hub.from_pretrained(ft, "checkpoint_last.pt", data_name_or_path=str(tmp_path / "w" / "data" / "bin"),
+                                bpe="wordpiece", wordpiece_tokenizer=str(tiny_bert_folder))
+    dev = [row.split("\t")[0] for row in rows[:10]]
+    assert model.classify(dev) == (ft / "dev.predictions").read_text().split()
+    # stopped at update 18 and run again: it continues from there
+    whole = safe_load(str(ft / "checkpoint_last.pt"))["model"]
     assert sorted(p.name for p in ft.glob("checkpoint_*_*.pt")) == ["checkpoint_4_18.pt"]  # 15 and 20 end epochs
     (ft / "checkpoint_4_18.pt").replace(ft / "checkpoint_last.pt")
     (ft / "finished").unlink()
@@ -286,11 +276,11 @@ def test_position_masking_glue_recipe_continues_a_stopped_fine_tuning(gigaword, 
     assert "(epoch 4 @ 18 updates)" in (ft / "train.log").read_text()
     resumed = safe_load(str(ft / "checkpoint_last.pt"))["model"]
     assert resumed.keys() == whole.keys() and all(torch.equal(resumed[k], whole[k]) for k in whole)
-    assert (tmp_path / "w" / "dev.score").read_text() == score
+    assert (tmp_path / "w" / "dev.score").read_text().strip() == score
     proc = subprocess.run(["bash", str(EXAMPLES / command[0]), *map(str, command[1:-1]), "2e-3"], capture_output=True,
                           text=True, env=cli_env())
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-        f"error: {ft} holds a fine-tuning with other settings (task=SST-2 updates=20 lr=1e-3 seed=1 straight_through=0 "
+        f"error: {ft} holds a fine-tuning with other settings (task=CoLA updates=20 lr=1e-3 seed=1 straight_through=1 "
         f"model={tmp_path / 'w' / 'converted' / 'model.pt'}); give another --work or remove {ft}"]
 
 
