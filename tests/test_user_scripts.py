@@ -236,7 +236,8 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
     """examples/position_masking/glue.sh end to end on a tiny CoLA-layout folder: the budget it
     prints is epochs of ceil(N / 32) updates, the dev score is the scorer's line, the published
     reference stands beside it, and the hub's ``classify`` on the fine-tuned checkpoint gives the
-    scorer's predictions. Run again after its fine-tuning stopped at update 18 of 20
+    scorer's predictions; every sentence is used (163 = 5 x 32 + 3: 6 batches an epoch, where
+    fairseq's default batch multiple of 8 would make 5). Run again after its fine-tuning stopped at update 20 of 24
     (checkpoint_last.pt as that validation's checkpoint left it, no finished mark), it continues
     from there to the same weights and dev score; other settings in the same --work are refused
     in one line."""
@@ -244,7 +245,8 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
 
     from fairseq_ext.checkpoints.loading import safe_load
 
-    sentences = (gigaword / "train10k.title.txt").read_text().replace("<unk>", "").splitlines()
+    sentences = [line.replace("<unk>", "") for name in ("train10k", "valid1k")
+                 for line in (gigaword / f"{name}.title.txt").read_text().splitlines()][:163]
     rows = [f"{s}\t{i % 2}" for i, s in enumerate(sentences)]
     (tmp_path / "glue" / "CoLA").mkdir(parents=True)
     write_lines(tmp_path / "glue" / "CoLA" / "train.tsv", rows)
@@ -253,12 +255,13 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
                "--model-folder", tiny_bert_folder, "--epochs", 4, "--straight-through", "--lr", "1e-3"]
     out = bash(*command)
     ft = tmp_path / "w" / "finetune"
-    assert "4 epoch(s) of 160 sentences = 20 updates of 32" in out
+    assert "4 epoch(s) of 163 sentences = 24 updates of 32" in out
+    assert re.search(r"\| valid on 'valid' subset \|.*\| num_updates 24 \|", (ft / "train.log").read_text())
     assert "attention_dropout_straight_through=True" in (ft / "train.log").read_text()
     assert len((ft / "dev.predictions").read_text().split()) == 10
     score = (tmp_path / "w" / "dev.score").read_text().strip()
     assert re.fullmatch(r"mcc -?\d+\.\d\d", score)
-    assert f"CoLA dev {score} (Matthews correlation x 100) after 20 updates; published MiniLM-L6xH384: 47.5" in out
+    assert f"CoLA dev {score} (Matthews correlation x 100) after 24 updates; published MiniLM-L6xH384: 47.5" in out
     # the hub API classifies the dev sentences as the scorer's predictions say (the same tokens, head and labels)
     from fairseq_ext import hub
 
@@ -266,21 +269,21 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
                                 bpe="wordpiece", wordpiece_tokenizer=str(tiny_bert_folder))
     dev = [row.split("\t")[0] for row in rows[:10]]
     assert model.classify(dev) == (ft / "dev.predictions").read_text().split()
-    # stopped at update 18 and run again: it continues from there
+    # stopped at update 20 and run again: it continues from there
     whole = safe_load(str(ft / "checkpoint_last.pt"))["model"]
-    assert sorted(p.name for p in ft.glob("checkpoint_*_*.pt")) == ["checkpoint_4_18.pt"]  # 15 and 20 end epochs
-    (ft / "checkpoint_4_18.pt").replace(ft / "checkpoint_last.pt")
+    assert sorted(p.name for p in ft.glob("checkpoint_*_*.pt")) == ["checkpoint_4_20.pt"]  # 24 ends epoch 4
+    (ft / "checkpoint_4_20.pt").replace(ft / "checkpoint_last.pt")
     (ft / "finished").unlink()
     out = bash(*command)
     assert f"continuing from {ft / 'checkpoint_last.pt'}" in out
-    assert "(epoch 4 @ 18 updates)" in (ft / "train.log").read_text()
+    assert "(epoch 4 @ 20 updates)" in (ft / "train.log").read_text()
     resumed = safe_load(str(ft / "checkpoint_last.pt"))["model"]
     assert resumed.keys() == whole.keys() and all(torch.equal(resumed[k], whole[k]) for k in whole)
     assert (tmp_path / "w" / "dev.score").read_text().strip() == score
     proc = subprocess.run(["bash", str(EXAMPLES / command[0]), *map(str, command[1:-1]), "2e-3"], capture_output=True,
                           text=True, env=cli_env())
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-        f"error: {ft} holds a fine-tuning with other settings (task=CoLA updates=20 lr=1e-3 seed=1 straight_through=1 "
+        f"error: {ft} holds a fine-tuning with other settings (task=CoLA updates=24 lr=1e-3 seed=1 straight_through=1 "
         f"model={tmp_path / 'w' / 'converted' / 'model.pt'}); give another --work or remove {ft}"]
 
 

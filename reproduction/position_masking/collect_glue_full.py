@@ -56,6 +56,7 @@ def summarise(results: Path, gold: dict[str, list[str]]) -> dict:
                 if name.startswith("lr")}
         arms = {st: {r["seed"]: r["dev"] for name, r in runs.items() if name.startswith(f"st{st}-")} for st in (0, 1)}
         row = {"grid": grid, "updates": sorted({r["updates"] for r in runs.values()}),
+               "trained_updates": sorted({int(r["validations"][-1]["num_updates"]) for r in runs.values()}),
                "epochs": sorted({r["epochs"] for r in runs.values()}),
                "lr": sorted({r["lr"] for name, r in runs.items() if name.startswith("st")}),
                "chosen_lr": max(grid, key=grid.get) if len(grid) == len(LRS) else None,
@@ -101,8 +102,9 @@ def markdown(summary: dict) -> str:
         epochs = "/".join(f"{e:g}" for e in row["epochs"])
         chosen = (f"lr {row['chosen_lr']} (the grid's best)" if row["chosen_lr"]
                   else f"lr not chosen yet ({len(row['grid'])} of the grid's {len(LRS)} runs done)")
-        budget = (f"{epochs} epoch{'' if epochs == '1' else 's'}, {'/'.join(map(str, row['updates']))} "
-                  f"updates of 32, {chosen}")
+        trained, scheduled = "/".join(map(str, row["trained_updates"])), "/".join(map(str, row["updates"]))
+        budget = (f"{epochs} epoch{'' if epochs == '1' else 's'}, {trained} updates of 32"
+                  + ("" if trained == scheduled else f" ({scheduled} scheduled)") + f", {chosen}")
         lines.append(f"| {task} ({metric}) | {budget} | {grid} | {_arm(row['ordinary'])} | "
                      f"{_arm(row['straight_through'])} | {test} | {_fmt(row['majority'])} | {published} |")
     lines.append("")

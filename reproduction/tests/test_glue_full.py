@@ -172,3 +172,20 @@ def test_a_killed_run_continues_from_its_checkpoint_to_the_uninterrupted_result(
     weights = [safe_load(d.work / f"{name}-final.pt")["model"] for name in ("whole", "cut")]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+
+
+def test_fairseq_batching_leaves_out_what_the_page_says():
+    """docs/results/position-masking.md: with fairseq's default batch multiple of 8, 267 batches
+    of CoLA's 8,551 sentences (7 left out) and 2,105 of SST-2's 67,349 (the last of 16, 5 left out)."""
+    from fairseq.data import data_utils
+
+    from reproduction.position_masking.glue_run import ROOT
+
+    for n, batches, used in ((8551, 267, 8544), (67349, 2105, 67344)):
+        b = data_utils.batch_by_size(list(range(n)), lambda i: 20, max_sentences=32, required_batch_size_multiple=8)
+        assert (len(b), sum(map(len, b))) == (batches, used)
+        every = data_utils.batch_by_size(list(range(n)), lambda i: 20, max_sentences=32, required_batch_size_multiple=1)
+        assert sum(map(len, every)) == n
+    page = " ".join((ROOT / "docs" / "results" / "position-masking.md").read_text().split())
+    assert ("makes 267 batches of 32 of CoLA's 8,551 sentences and leaves the other 7 of each shuffled epoch out" in page
+            and "SST-2's last batch with 16 of the 21 remaining sentences (5 left out)" in page)
