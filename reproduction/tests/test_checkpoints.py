@@ -1,5 +1,7 @@
 """reproduction/checkpoints.py: which checkpoint a run stopped part-way continues from, on files
 written by torch.save and cut short as a killed process leaves them."""
+import os
+
 import torch
 
 from reproduction.checkpoints import latest_interval_checkpoint, mend_last_checkpoint
@@ -20,16 +22,27 @@ def test_the_newest_complete_interval_checkpoint_is_the_one_to_continue_from(tmp
     assert latest_interval_checkpoint(tmp_path).name == "checkpoint_1_700.pt"
 
 
-def test_a_last_checkpoint_cut_short_is_replaced_by_the_newest_complete_one_or_removed(tmp_path):
-    whole = save(tmp_path / "checkpoint_last.pt", 700)
-    mend_last_checkpoint(tmp_path)  # complete: left as it is
-    assert (tmp_path / "checkpoint_last.pt").read_bytes() == whole
+def test_the_last_checkpoint_becomes_the_newest_complete_one(tmp_path):
+    last = tmp_path / "checkpoint_last.pt"
+    whole = save(last, 700)
+    mend_last_checkpoint(tmp_path)  # complete, and no interval checkpoint: left as it is
+    assert last.read_bytes() == whole
     interval = save(tmp_path / "checkpoint_1_700.pt", 700)
-    (tmp_path / "checkpoint_last.pt").write_bytes(whole[:100])
+    os.utime(last, ns=(1, 1))  # older than the interval checkpoint: killed before the copy
     mend_last_checkpoint(tmp_path)
-    assert (tmp_path / "checkpoint_last.pt").read_bytes() == interval
+    assert last.read_bytes() == interval and last.stat().st_mtime_ns == (tmp_path / "checkpoint_1_700.pt").stat().st_mtime_ns
+    newer = save(last, 800)  # the copy of a later one: newer than the interval checkpoint, left alone
+    mend_last_checkpoint(tmp_path)
+    assert last.read_bytes() == newer
+    last.write_bytes(whole[:100])  # cut short
+    mend_last_checkpoint(tmp_path)
+    assert last.read_bytes() == interval
+    last.unlink()  # missing
+    mend_last_checkpoint(tmp_path)
+    assert last.read_bytes() == interval
     (tmp_path / "checkpoint_1_700.pt").unlink()
-    (tmp_path / "checkpoint_last.pt").write_bytes(whole[:100])
+    last.write_bytes(whole[:100])  # cut short, nothing to take its place
     mend_last_checkpoint(tmp_path)
-    assert not (tmp_path / "checkpoint_last.pt").exists()
+    assert not last.exists()
     mend_last_checkpoint(tmp_path)  # nothing there: nothing to do
+    assert list(tmp_path.iterdir()) == []
