@@ -417,7 +417,8 @@ class Driver:
             start = ["--finetune-from-model", self.work / f"pretrain-p{ROWS[row]['ngram']}" / "checkpoint_last.pt"]
         return [self.bin(row), "--user-dir", self.user_dir, *self.model_args(row), "--label-smoothing", "0.1",
                 *self.optimiser({**RECIPE[family(row)], "lr": lr}), *start, "--disable-validation", "--no-epoch-checkpoints",
-                "--save-interval-updates", self.a.checkpoint_every, "--keep-interval-updates", "1", "--log-format", "simple", "--log-interval", "50", "--seed", seed,
+                "--save-interval-updates", self.a.checkpoint_every, "--keep-interval-updates", "1",
+                "--log-format", "simple", "--log-interval", "50", "--seed", seed,
                 "--num-workers", "0", "--save-dir", save_dir]
 
     def generate_command(self, row: str, ckpt: Path, subset: str, lenpen: str) -> list:
