@@ -61,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fairseq_ext.analysis.rouge import lead, rouge_f1
-from reproduction.checkpoints import mend_last_checkpoint
+from fairseq_ext.checkpoints.saving import restore_last
 from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS
 from reproduction.records import write_json
 
@@ -514,7 +514,7 @@ class Driver:
             c0, last = time.time(), save_dir / "checkpoint_last.pt"
             # fairseq-train restored at --max-update would take one more step: a chunk trained
             # before an interruption (its checkpoint saved, its decode not) is not trained again
-            mend_last_checkpoint(save_dir)
+            restore_last(str(save_dir))  # the plugin's rule, before fairseq-train reads where the run stands
             if not (last.is_file() and checkpoint_updates(last) == target):
                 fairseq_train(train + ["--max-update", target])
             reached = checkpoint_updates(last)

@@ -31,13 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from reproduction.checkpoints import interval_update, latest_interval_checkpoint
+from fairseq_ext.checkpoints.saving import newest_complete_checkpoint
 from reproduction.position_masking.glue_run import ROOT, TASKS, Driver, validations
 from reproduction.records import repository_path, write_json
 
@@ -47,6 +48,7 @@ BATCH = 32
 WARMUP_SHARE = 0.06
 DEFAULT_EPOCHS = {"CoLA": 3, "SST-2": 1}
 PROGRESS = "progress.json"  # a running run's settings and segments, in its work folder
+INTERVAL = re.compile(r"checkpoint_\d+_(\d+)\.pt$")  # fairseq's checkpoint at a validation
 
 
 def interrupted_segments(run: Path, asked: dict) -> list[dict]:
@@ -126,7 +128,8 @@ class FullBudget(Driver):
             return done
         run = self.work / "finetune" / task / name
         segments = interrupted_segments(run, asked)
-        resume = latest_interval_checkpoint(run) if segments else None
+        found = newest_complete_checkpoint(str(run), pattern=INTERVAL) if segments else None
+        resume = Path(found) if found else None
         if resume is None:
             shutil.rmtree(run, ignore_errors=True)
             run.mkdir(parents=True)
@@ -139,7 +142,8 @@ class FullBudget(Driver):
                        extra=["--max-epoch", math.ceil(self.a.epochs[task])], resumable=True)
         start = self.minilm / "converted" / "model.pt"
         cmd = self.finetune_command(data, start, st, lr, seed, run, **options, resume_from=resume)
-        segment = {"started": time.time(), "from_update": interval_update(resume) if resume else 0}
+        from_update = int(INTERVAL.match(resume.name).group(1)) if resume else 0
+        segment = {"started": time.time(), "from_update": from_update}
         write_json(run / PROGRESS, {"asked": asked, "segments": segments + [segment]})
         segment["cpu_seconds"] = self.sh(cmd, run / "train.log", append=resume is not None)
         segment["wall_seconds"] = round(time.time() - segment.pop("started"), 1)
