@@ -74,27 +74,40 @@ def cli_env() -> dict:
 _ZYGOTE: list = []  # this worker's tests.forked_cli.Zygote, started at the first fairseq command
 
 
-def _forked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+def forking_server() -> Zygote:
     if not _ZYGOTE:
         _ZYGOTE.append(Zygote(cli_env(), ROOT))
+    return _ZYGOTE[0]
+
+
+def _forked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     scratch = Path(tempfile.mkdtemp(prefix="forked-cli-"))
     try:
-        return _ZYGOTE[0].run(cmd, cli_env(), scratch, **kw)
+        return forking_server().run(cmd, cli_env(), scratch, **kw)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def script_env() -> dict:
+    """``cli_env()`` for a script that calls fairseq's commands by name: they are forked too
+    (``tests.forked_cli.Zygote.script_env``), unless ``FAIRSEQ_EXT_TESTS_FORK=0``."""
+    if os.environ.get("FAIRSEQ_EXT_TESTS_FORK", "1") == "0":
+        return cli_env()
+    return forking_server().script_env(cli_env())
 
 
 def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
     """Run a command with the venv's CLIs first on PATH; on failure show its output. fairseq's
     command lines are forked from a process that imported them once (``tests.forked_cli``),
-    unless ``FAIRSEQ_EXT_TESTS_FORK=0``."""
+    those a script or program calls by name too (``script_env``), unless ``FAIRSEQ_EXT_TESTS_FORK=0``."""
     cmd = [str(c) for c in cmd]
     kw.pop("capture_output", None)
     kw.pop("text", None)
     if cmd[0] in ENTRY_POINTS and os.environ.get("FAIRSEQ_EXT_TESTS_FORK", "1") != "0" and set(kw) <= FORKABLE:
         proc = _forked(cmd, **kw)
     else:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=cli_env(), **kw)
+        env = cli_env() if cmd[0] in ENTRY_POINTS else script_env()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"
                              f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")

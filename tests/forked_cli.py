@@ -19,15 +19,29 @@ the same); and ``OMP_NUM_THREADS``, read when torch loads, is the server's (the 
 thread) unless the request asks for another, which the child then sets with
 ``torch.set_num_threads``. ``tests/test_forked_cli.py`` holds the rest to fresh processes.
 
-    python -m tests.forked_cli   (the server; ``Zygote`` starts it)
+Scripts that call the commands by name (the recipes of ``examples/``) reach the same server
+through ``Zygote.script_env``: a folder of stand-ins named like the console scripts, first on
+``PATH``, each a stdlib-only Python that hands the server its arguments, environment, working
+folder and its own standard input, output and error (their file descriptors, over a Unix
+socket), forwards the signals it receives to the forked command and leaves with its exit
+status. One command at a time is forked; a stand-in that finds the server busy (the ranks of a
+distributed run started side by side, or a command started by a forked one), or that runs with
+other privileges than the server (``setpriv``), runs the real console script instead.
+
+    python -m tests.forked_cli FOLDER   (the server; ``Zygote`` starts it)
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import select
+import shutil
+import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -52,17 +66,19 @@ def _entry(command: str):
     return getattr(__import__(module, fromlist=[function]), function)
 
 
-def _child(request: dict) -> None:
-    """In the forked child: become the command, then leave with its exit status."""
+def _child(request: dict, streams: list[int] | None = None) -> None:
+    """In the forked child: become the command, then leave with its exit status. Its standard
+    streams are ``streams`` (a stand-in's descriptors) or the request's files."""
     code = 1
     try:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
-        for fd, (path, mode) in enumerate([(request["stdin"], os.O_RDONLY),
-                                           (request["stdout"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT),
-                                           (request["stderr"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT)]):
-            opened = os.open(path, mode, 0o644)
+        if streams is None:
+            streams = [os.open(request["stdin"], os.O_RDONLY),
+                       os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644),
+                       os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)]
+        for fd, opened in enumerate(streams):
             os.dup2(opened, fd)
             os.close(opened)
         sys.stdin = open(0, closefd=False)
@@ -91,8 +107,43 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
-def serve(requests, answers) -> None:
-    """Import ``PRELOAD``, then fork one child per request line; answer its pid, then its status."""
+def _serve_stand_in(listener: socket.socket) -> None:
+    """Fork the command a stand-in sent (one JSON line and its three descriptors); answer its pid,
+    then its status. A stand-in that goes away first (killed) takes its command with it."""
+    conn, _ = listener.accept()
+    with conn:
+        data, streams = b"", []
+        while not data.endswith(b"\n"):
+            chunk, fds, _, _ = socket.recv_fds(conn, 1 << 20, 3)
+            data, streams = data + chunk, streams + list(fds)
+            if not chunk:
+                break
+        if len(streams) != 3 or not data.endswith(b"\n"):
+            for fd in streams:
+                os.close(fd)
+            return
+        pid = os.fork()
+        if pid == 0:
+            listener.close()
+            conn.close()
+            _child(json.loads(data), streams)
+        for fd in streams:
+            os.close(fd)
+        conn.sendall(f"{pid}\n".encode())
+        done = os.pidfd_open(pid)
+        if done not in select.select([done, conn], [], [])[0] and not conn.recv(1):
+            os.kill(pid, signal.SIGKILL)
+        os.close(done)
+        _, status = os.waitpid(pid, 0)
+        try:
+            conn.sendall(f"{os.waitstatus_to_exitcode(status)}\n".encode())
+        except OSError:
+            pass
+
+
+def serve(requests, answers, folder: Path) -> None:
+    """Import ``PRELOAD``, then fork one child per request, from the pipe (the test worker: one
+    line, answered with the pid, then the status) or from a stand-in (``stand_in``)."""
     import importlib
     import logging
 
@@ -101,14 +152,24 @@ def serve(requests, answers) -> None:
     root = logging.getLogger()
     if root.handlers or root.level != logging.WARNING:
         raise RuntimeError(f"a preloaded library configured logging: {root.handlers}, level {root.level}")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(folder / "socket"))
+    listener.listen(1)
     answers.write("ready\n")
     answers.flush()
-    for line in requests:
+    while True:
+        if listener in select.select([requests, listener], [], [])[0]:
+            _serve_stand_in(listener)
+            continue
+        line = requests.readline()
+        if not line:
+            return
         request = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
+            listener.close()
             _child(request)
         answers.write(f"{pid}\n")
         answers.flush()
@@ -117,16 +178,65 @@ def serve(requests, answers) -> None:
         answers.flush()
 
 
+def identity() -> str:
+    """This process's users, groups and capabilities (``/proc/self/status``)."""
+    keys = ("Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:")
+    return "".join(line for line in open("/proc/self/status") if line.startswith(keys))
+
+
+def stand_in(command: str, folder: str, real: str) -> None:
+    """A console script's stand-in (``Zygote.script_env``): the command forked by the server in
+    ``folder``, or ``real`` itself when the server is serving another command or has other
+    privileges."""
+    lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if identity() != open(os.path.join(folder, "identity")).read():
+            raise PermissionError
+    except (BlockingIOError, PermissionError):
+        os.execv(real, [real, *sys.argv[1:]])
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.connect(os.path.join(folder, "socket"))
+    request = {"command": command, "argv0": real, "args": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}
+    socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], [0, 1, 2])
+    answers = conn.makefile("r")
+    pid = int(answers.readline())
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, lambda number, frame: os.kill(pid, number))
+    status = answers.readline().strip()
+    if not status:
+        sys.exit(f"{command}: tests.forked_cli stopped")
+    if int(status) < 0:  # killed by a signal: so is the stand-in
+        signal.signal(-int(status), signal.SIG_DFL)
+        os.kill(os.getpid(), -int(status))
+    sys.exit(int(status))
+
+
 class Zygote:
     """A server (``python -m tests.forked_cli``) that forks fairseq's commands; one per test worker."""
 
     def __init__(self, env: dict, root: Path):
         self.root = root
-        self.server = subprocess.Popen([sys.executable, "-m", "tests.forked_cli"], cwd=root, env=env,
+        self.folder = Path(tempfile.mkdtemp(prefix="forked-cli-"))  # the socket, the lock, the stand-ins
+        self.server = subprocess.Popen([sys.executable, "-m", "tests.forked_cli", str(self.folder)], cwd=root, env=env,
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
         ready = self._line(None)
         if ready != "ready":
             raise RuntimeError(f"tests.forked_cli did not start: {ready!r}")
+        self.lock = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        (self.folder / "identity").write_text(identity())  # the server's, which it inherited
+        (self.folder / "bin").mkdir()
+        real = Path(sys.executable).parent  # the console scripts
+        for command in ENTRY_POINTS:
+            path = self.folder / "bin" / command
+            path.write_text(f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
+                            f"from tests.forked_cli import stand_in\n"
+                            f"stand_in({command!r}, {str(self.folder)!r}, {str(real / command)!r})\n")
+            path.chmod(0o755)
+
+    def script_env(self, env: dict) -> dict:
+        """``env`` with the stand-ins first on ``PATH``: a script's fairseq commands are forked here."""
+        return {**env, "PATH": str(self.folder / "bin") + os.pathsep + env["PATH"]}
 
     def run(self, cmd: list[str], env: dict, scratch: Path, cwd=None, input: str | None = None,
             timeout: float | None = None) -> subprocess.CompletedProcess:
@@ -136,14 +246,18 @@ class Zygote:
         command = os.path.basename(cmd[0])
         request = {"command": command, "argv0": cmd[0], "args": [str(c) for c in cmd[1:]], "env": env,
                    "cwd": str(cwd or os.getcwd()), **{k: str(v) for k, v in files.items()}}
-        self.server.stdin.write((json.dumps(request) + "\n").encode())
-        pid = int(self._line(None))
+        fcntl.flock(self.lock, fcntl.LOCK_EX)  # a stand-in started meanwhile runs its real command
         try:
-            status = int(self._line(timeout))
-        except subprocess.TimeoutExpired:
-            os.kill(pid, 9)
-            self._line(None)
-            raise subprocess.TimeoutExpired(cmd, timeout)
+            self.server.stdin.write((json.dumps(request) + "\n").encode())
+            pid = int(self._line(None))
+            try:
+                status = int(self._line(timeout))
+            except subprocess.TimeoutExpired:
+                os.kill(pid, 9)
+                self._line(None)
+                raise subprocess.TimeoutExpired(cmd, timeout)
+        finally:
+            fcntl.flock(self.lock, fcntl.LOCK_UN)
         read = {k: files[k].read_text(encoding="utf-8", errors="replace") for k in ("stdout", "stderr")}
         return subprocess.CompletedProcess(cmd, status, read["stdout"], read["stderr"])
 
@@ -163,6 +277,8 @@ class Zygote:
     def close(self) -> None:
         self.server.stdin.close()
         self.server.wait(timeout=30)
+        os.close(self.lock)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 if __name__ == "__main__":
@@ -172,4 +288,4 @@ if __name__ == "__main__":
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
-    serve(requests, answers)
+    serve(requests, answers, Path(sys.argv[1]))

@@ -1,10 +1,16 @@
 """tests.forked_cli against fresh processes: a forked fairseq command gives the same exit
 status, standard output and error lines as the same command started from its console script."""
+import fcntl
+import os
+import shutil
+import signal
 import subprocess
+import time
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import USER_DIR, cli_env, run
+from tests.conftest import USER_DIR, cli_env, forking_server, run, script_env
 
 
 def _fresh(cmd, **kw):
@@ -39,3 +45,57 @@ def test_forked_command_reads_standard_input(tmp_path):
     fresh = _fresh(cmd, input="hello\n", timeout=120)
     assert forked.returncode == fresh.returncode != 0
     assert _meaningful(forked.stderr) == _meaningful(fresh.stderr)
+
+
+# ---- a script's commands (tests.forked_cli.Zygote.script_env) ---------------------------------
+
+FAILING_PREPROCESS = "fairseq-preprocess --only-source --trainpref /nonexistent/train --destdir unused"
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def test_a_scripts_command_is_forked_unless_the_server_is_busy(tmp_path):
+    """Called by name from bash, with the same exit status and lines as a fresh process; its
+    traceback starts at tests/forked_cli.py, which shows it was forked. With the server busy
+    (its lock held), or with fewer privileges than the server, the same call runs the real
+    console script."""
+    script = ["bash", "-c", f"{FAILING_PREPROCESS}; echo status $?"]
+    fresh = _fresh(script, cwd=tmp_path)
+    forked = subprocess.run(script, capture_output=True, text=True, env=script_env(), cwd=tmp_path)
+    assert forked.stdout == fresh.stdout and fresh.stdout.startswith("status ") and fresh.stdout != "status 0\n"
+    assert _meaningful(forked.stderr) == _meaningful(fresh.stderr) and "Traceback" in fresh.stderr
+    assert "forked_cli.py" in forked.stderr and "forked_cli.py" not in fresh.stderr
+    lock = os.open(forking_server().folder / "lock", os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        busy = subprocess.run(script, capture_output=True, text=True, env=script_env(), cwd=tmp_path)
+    finally:
+        os.close(lock)
+    assert busy.stdout == fresh.stdout and "forked_cli.py" not in busy.stderr
+    if shutil.which("setpriv"):  # with fewer privileges than the server: the real command too
+        dropped = subprocess.run(["setpriv", "--inh-caps=-dac_override", "--bounding-set=-dac_override", *script],
+                                 capture_output=True, text=True, env=script_env(), cwd=tmp_path)
+        assert dropped.stdout == fresh.stdout and "forked_cli.py" not in dropped.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_stand_in_takes_its_forked_command_with_it(tmp_path, sig):
+    """A forked fairseq-preprocess waits on a FIFO; killing its stand-in (SIGTERM, forwarded, or
+    SIGKILL, seen by the server as a closed socket) ends the command too."""
+    os.mkfifo(tmp_path / "train")
+    server = forking_server().server.pid
+    stand_in = subprocess.Popen(["fairseq-preprocess", "--only-source", "--trainpref", str(tmp_path / "train"),
+                                 "--destdir", str(tmp_path / "out")], env=script_env(), cwd=tmp_path,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not _children(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    [command] = _children(server)
+    time.sleep(1)  # let it reach the FIFO
+    stand_in.send_signal(sig)
+    assert stand_in.wait(timeout=60) == -sig
+    while _children(server) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _children(server) and not Path(f"/proc/{command}").exists()

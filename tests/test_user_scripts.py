@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, TINY_DIMS, cli_env, read_sample, save_tiny_bert, write_lines
+from tests.conftest import ROOT, TINY_DIMS, cli_env, read_sample, save_tiny_bert, script_env, write_lines
 
 EXAMPLES = ROOT / "examples"
 TINY = " ".join(TINY_DIMS)
@@ -24,7 +24,7 @@ PROGRESS = re.compile(r"^  (train_inner|train|valid) \|", re.M)  # examples/prog
 def bash(script: str, *args, env: dict | None = None) -> str:
     """Run examples/SCRIPT with ARGS; its stdout and stderr, or the failure with both."""
     proc = subprocess.run(["bash", str(EXAMPLES / script), *map(str, args)], capture_output=True, text=True,
-                          env=cli_env() | (env or {}))
+                          env=script_env() | (env or {}))
     assert proc.returncode == 0, f"{script} failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     return proc.stdout + proc.stderr
 
@@ -162,7 +162,7 @@ def test_unilm_permutation_lm(wikitext, tmp_path):
 def wikitext_bin(wikitext, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wikitext2")
     proc = subprocess.run(["bash", str(ROOT / "data_prep" / "wikitext2.sh"), "--local", str(wikitext), "--out", str(out),
-                           "--vocab", "200"], capture_output=True, text=True, env=cli_env())
+                           "--vocab", "200"], capture_output=True, text=True, env=script_env())
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -175,7 +175,7 @@ def test_position_masking_pretrain_and_finetune(wikitext_bin, tmp_path):
     proc = subprocess.run(["python", str(ROOT / "data_prep" / "word_order.py"), "--raw", str(wikitext_bin / "raw"),
                            "--spm", str(wikitext_bin / "spm.model"), "--dict", str(wikitext_bin / "bin" / "dict.txt"),
                            "--out", str(tmp_path / "word_order"), "--max-pieces", "62"],
-                          capture_output=True, text=True, env=cli_env())
+                          capture_output=True, text=True, env=script_env())
     assert proc.returncode == 0, proc.stderr
     out = bash("position_masking/finetune.sh", tmp_path / "pt" / "checkpoint_last.pt", tmp_path / "word_order" / "bin",
                tmp_path / "ft", env={"UPDATES": "2", "BATCH": "8", "MAX_POSITIONS": "64"})
