@@ -184,12 +184,13 @@ def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
     pytest.importorskip("all_minilm_l6_v2")
     kept = tmp_path / "kept"
     base = [x for x in args(tiny, "unilm-minilm", kept=kept) if not x.startswith("--sizes")]
-    driver.main(base)  # MiniLM's own sizes: its weights are loaded
+    base[base.index("--max-updates") + 1] = "4"  # two validations at MiniLM's own sizes: its weights are loaded
+    driver.main(base)
     small = "--encoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
     driver.main([*args(tiny, "unilm-random", kept=kept)[:-1], f"--sizes={small}", "--in-process"])
     for row in ("unilm-minilm", "unilm-random"):
         r = json.loads((kept / f"{row}-s1.json").read_text())
-        assert r["test_sentences"] == 6 and len(r["curve"]) >= 3
+        assert r["test_sentences"] == 6 and len(r["curve"]) >= (2 if row == "unilm-minilm" else 3)
         assert ("--init-from" in r["commands"]["fairseq-train"]) == (row == "unilm-minilm")
         assert "unilm_seq2seq" in r["commands"]["fairseq-generate"] and r["recipe"] == driver.RECIPE[row]
         with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:

@@ -142,7 +142,7 @@ def test_a_killed_run_continues_from_its_checkpoint_to_the_uninterrupted_result(
     import torch
 
     from fairseq_ext.checkpoints.loading import safe_load
-    from tests.conftest import read_sample, run, save_tiny_bert, write_lines
+    from tests.conftest import read_sample, run, save_tiny_bert, script_env, write_lines
 
     sentences = [line.lower() for line in read_sample("train", "en", 160)]
     bert = save_tiny_bert(tmp_path / "work" / "minilm" / "all-MiniLM-L6-v2", " ".join(sentences))  # where prepare looks
@@ -153,6 +153,7 @@ def test_a_killed_run_continues_from_its_checkpoint_to_the_uninterrupted_result(
     write_lines(tmp_path / "glue" / "CoLA" / "dev.tsv", rows[:24])
     d = DiesOnce(argparse.Namespace(work=tmp_path / "work", results=tmp_path / "results", glue=str(tmp_path / "glue"),
                                     plugin_root=None, tasks=["CoLA"], epochs={"CoLA": 2}, curve_points=5))
+    d.env["PATH"] = script_env()["PATH"]  # its fairseq commands forked (tests.forked_cli)
     d.prepare()
     assert d.updates("CoLA") == 10
     whole = d.finetune_run("CoLA", "whole", True, 3, "1e-3")
