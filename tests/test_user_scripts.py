@@ -3,7 +3,9 @@ the data_prep step it calls, a few updates of a tiny architecture, decoding (or 
 the score it writes. The scores of such runs mean nothing; what is checked is that each script
 runs as documented, writes the files its header names, prints fairseq's progress, and that
 the pretrained worked example writes no Gigaword OOV junk. One tiny data set per family is
-shared by its scripts (module-scoped fixtures)."""
+shared by its scripts (module-scoped fixtures). The fairseq commands a script calls by name are
+forked from the tests' server (``tests.forked_cli``), which tests/test_forked_cli.py holds to
+fresh processes."""
 from __future__ import annotations
 
 import json
