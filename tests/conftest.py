@@ -88,12 +88,14 @@ def _forked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def _forking() -> bool:
+    return os.environ.get("FAIRSEQ_EXT_TESTS_FORK", "1") != "0"
+
+
 def script_env() -> dict:
     """``cli_env()`` for a script that calls fairseq's commands by name: they are forked too
     (``tests.forked_cli.Zygote.script_env``), unless ``FAIRSEQ_EXT_TESTS_FORK=0``."""
-    if os.environ.get("FAIRSEQ_EXT_TESTS_FORK", "1") == "0":
-        return cli_env()
-    return forking_server().script_env(cli_env())
+    return forking_server().script_env(cli_env()) if _forking() else cli_env()
 
 
 def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
@@ -103,7 +105,7 @@ def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess
     cmd = [str(c) for c in cmd]
     kw.pop("capture_output", None)
     kw.pop("text", None)
-    if cmd[0] in ENTRY_POINTS and os.environ.get("FAIRSEQ_EXT_TESTS_FORK", "1") != "0" and set(kw) <= FORKABLE:
+    if cmd[0] in ENTRY_POINTS and _forking() and set(kw) <= FORKABLE:
         proc = _forked(cmd, **kw)
     else:
         env = cli_env() if cmd[0] in ENTRY_POINTS else script_env()

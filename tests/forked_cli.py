@@ -188,13 +188,14 @@ def stand_in(command: str, folder: str, real: str) -> None:
     """A console script's stand-in (``Zygote.script_env``): the command forked by the server in
     ``folder``, or ``real`` itself when the server is serving another command or has other
     privileges."""
-    lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)  # held until the stand-in exits
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        if identity() != open(os.path.join(folder, "identity")).read():
-            raise PermissionError
-    except (BlockingIOError, PermissionError):
+    except BlockingIOError:
         os.execv(real, [real, *sys.argv[1:]])
+    with open(os.path.join(folder, "identity")) as server:
+        if identity() != server.read():
+            os.execv(real, [real, *sys.argv[1:]])
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.path.join(folder, "socket"))
     request = {"command": command, "argv0": real, "args": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}
