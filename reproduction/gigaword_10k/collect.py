@@ -1,8 +1,8 @@
 """The model rows of docs/results/gigaword-10k.md from the runs the driver kept: merges
 ``reproduction/gigaword_10k/runs/*.json`` into ``results.json`` (its lead-N and published parts
-stay as ``lead_baseline.py`` wrote them) and rewrites the page block.
+stay as ``lead_baseline.py`` wrote them) and rewrites the page block and the README's summary lines.
 
-    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--figure FILE]
+    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--readme FILE] [--figure FILE]
 
 Per row: test ROUGE-1/2/L (mean ± sd over seeds), valid ROUGE-1 at the chosen checkpoint and
 length penalty, the learning rate (and the valid scores of its ``--lr-grid`` probes), the chosen
@@ -63,6 +63,7 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "valid_set": records[0]["valid_set"], "chosen_update": [r["chosen_update"] for r in records],
             "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
             "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
+            "max_updates": records[0]["settings"]["max_updates"],
             "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
             "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1), "hardware": records[0]["hardware"],
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
@@ -155,13 +156,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--kept", type=Path, default=KEPT, help="the driver's kept runs")
     p.add_argument("--results", type=Path, default=lead_baseline.RESULTS, help="the results file (lead part kept)")
     p.add_argument("--page", type=Path, default=lead_baseline.PAGE)
+    p.add_argument("--readme", type=Path, default=lead_baseline.README, help="the file with the summary lines")
     p.add_argument("--figure", type=Path, default=FIGURE, help="the curves figure (needs matplotlib)")
     a = p.parse_args(argv)
     results = collect(a.kept, json.loads(a.results.read_text(encoding="utf-8")), a.figure)
     a.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     write_between_markers(a.page, lead_baseline.markdown(results), lead_baseline.START, lead_baseline.END)
+    write_between_markers(a.readme, lead_baseline.readme_summary(results), *lead_baseline.README_MARKERS)
     print(f"{len(results['models'])} model rows ({sum(len(m['seeds']) for m in results['models'].values())} runs); "
-          f"wrote {a.results} and the block of {a.page}", file=sys.stderr)
+          f"wrote {a.results}, the block of {a.page} and the summary of {a.readme}", file=sys.stderr)
 
 
 if __name__ == "__main__":

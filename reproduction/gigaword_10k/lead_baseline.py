@@ -10,7 +10,7 @@ al. 2015, section 7) is scored for N = 1 .. ``--max-n`` on both validation sets;
 ROUGE-1 on valid4k (the larger), and the test set is scored once, for lead-8 and the chosen
 N. Scorer: ``fairseq_ext.analysis.rouge`` (rouge-score, stemmed, mean sentence F1; ``UNK`` of
 the test set and ``<unk>`` of train/valid are the same word to it). Writes
-``reproduction/gigaword_10k/results.json`` and the block of the page.
+``reproduction/gigaword_10k/results.json``, the block of the page and the README's summary lines.
 """
 from __future__ import annotations
 
@@ -29,6 +29,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reproduction" / "gigaword_10k" / "results.json"
 PAGE = ROOT / "docs" / "results" / "gigaword-10k.md"
 START, END = "<!-- gigaword-10k:start -->", "<!-- gigaword-10k:end -->"
+README = ROOT / "README.md"
+README_MARKERS = ("<!-- gigaword-10k-summary:start -->", "<!-- gigaword-10k-summary:end -->")
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
@@ -98,11 +100,25 @@ def _pm(pair: list) -> str:
     return f"{pair[0]:.2f} ± {pair[1]:.2f}"
 
 
+def stopped_by(m: dict) -> str:
+    """Why the runs of a row stopped: early stopping, or the update cap (then not converged)."""
+    why = {"patience": f"stopped by early stopping (patience {m['patience']})",
+           "max-updates (not converged)": f"stopped at the cap of {m['max_updates']} updates, not converged"}
+    return "; ".join(why[s] for s in sorted(set(m["stopped"])))
+
+
+def published_gaps(results: dict, m: dict) -> str:
+    """How far a trained row stands from lead-8 and from each published row (test ROUGE-1, mean over seeds)."""
+    ours = m["test"]["rouge1"][0]
+    gaps = [f"{ours - results['lead']['test']['lead-8']['rouge1']:+.2f} to lead-8"]
+    gaps += [f"{ours - p['rouge1']:+.2f} to the published {p['row'].split(' (')[0]}" for p in results["published"]]
+    return ", ".join(gaps)
+
+
 def model_row(name: str, m: dict) -> str:
     """A trained row (``reproduction/gigaword_10k/collect.py``): mean ± sd over seeds."""
-    stopped = "; ".join(sorted(set(m["stopped"])))
     how = (f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; lr {'/'.join(m['lr'])}; best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, "
-           f"lenpen {'/'.join(m['chosen_lenpen'])}; stopped by {stopped}")
+           f"lenpen {'/'.join(m['chosen_lenpen'])}; {stopped_by(m)}")
     return (f"| {name} | {_pm(m['test']['rouge1'])} | {_pm(m['test']['rouge2'])} | {_pm(m['test']['rougeL'])} | "
             f"{_pm(m['valid_rouge1'])} (valid1k) | this repository ({how}) |")
 
@@ -120,14 +136,38 @@ def model_notes(results: dict) -> list[str]:
         t = f", t-test p = {c['t_test_p']:.3f}" if "t_test_p" in c else ""
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
                      f"ROUGE-1, bootstrap p = {c['bootstrap_p']:.3f}{t}; seeds {c['seeds'][0]} and {c['seeds'][1]}).")
+    lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
+              "with ROUGE-1.5.5):", ""]
+    lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
     m = next(iter(results["models"].values()))
     lines += ["", f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
-              f"trigram), stopped after {m['patience']} validations without a better one; the length penalty chosen on "
+              f"trigram), stopped after {m['patience']} validations without a better one or at the cap of "
+              f"{m['max_updates']} updates (then marked not converged); the length penalty chosen on "
               f"valid; test decoded once. Wall time of all runs: "
               f"{sum(x['wall_seconds'] for x in results['models'].values()) / 3600:.1f} h ({m['hardware']})."]
     if results.get("figure"):
         lines += ["", f"![valid ROUGE-1 of every run until it stopped]({results['figure']})"]
     return [*lines, ""]
+
+
+def readme_summary(results: dict) -> str:
+    """The README's lines on this table: lead-8 and the published rows, each trained row with its
+    gaps to them, and what the table decides for the papers' claims (``collect.CLAIMS``)."""
+    lead8 = results["lead"]["test"]["lead-8"]["rouge1"]
+    published = "; ".join(f"{p['row'].split(' (')[0]}, published: {p['rouge1']:.2f}" for p in results["published"])
+    lines = [f"Gigaword, 10k training pairs, test1951 ROUGE-1 ([the low-resource table](docs/results/gigaword-10k.md)): "
+             f"lead-8 {lead8:.2f}; {published}.", ""]
+    models = results.get("models") or {}
+    for m in models.values():
+        lines.append(f"- {m['label']}: {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; "
+                     f"{stopped_by(m)}): {published_gaps(results, m)}.")
+    missing = [name for name in MODEL_ROWS if name not in {m["label"] for m in models.values()}]
+    if missing:
+        lines.append(f"- Not run yet: {'; '.join(missing)}.")
+    for c in results.get("comparisons", []):
+        detail = (f" ({c['delta_rouge1']:+.2f} ROUGE-1, bootstrap p = {c['bootstrap_p']:.3f})" if "delta_rouge1" in c else "")
+        lines.append(f"- {c['claim']}: {c['verdict']}{detail}.")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -148,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
                "published": PUBLISHED, "lead": lead_part, "models": {}}
     RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     write_between_markers(PAGE, markdown(results), START, END)
+    write_between_markers(README, readme_summary(results), *README_MARKERS)
     print(f"lead-8 on test: {lead_part['test']['lead-8']}; N chosen on valid4k: {lead_part['chosen_n']}; "
           f"wrote {RESULTS.relative_to(ROOT)} and the block of {PAGE.relative_to(ROOT)}", file=sys.stderr)
 

@@ -110,11 +110,23 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     assert "| UniLM from MiniLM | not run yet |" in text
     assert "- UniLM from MiniLM is above lead-8 on test (the issue's bar): not decided: unilm-minilm not run yet." in text
     assert any(c["row"] == "p1" and c["baseline"] == "transformer" for c in results["comparisons"])
-    page = tmp_path / "page.md"
+    gap = row["test"]["rouge1"][0] - results["lead"]["test"]["lead-8"]["rouge1"]
+    assert f"- ProphetNet n = 1, span pre-training: {gap:+.2f} to lead-8, " in text
+    summary = lead_baseline.readme_summary(results)
+    why = ("stopped at the cap of 10 updates, not converged" if row["stopped"] == ["max-updates (not converged)"]
+           else "stopped by early stopping (patience 2)")
+    assert f"- ProphetNet n = 1, span pre-training: {row['test']['rouge1'][0]:.2f} ± 0.00 (1 seed; {why}): " in summary
+    assert "- Not run yet: ProphetNet n = 1, no pre-training; " in summary
+    assert "- a MiniLM start beats a random start (UniLM, Dong et al. 2019; Su 2019): not decided: " in summary
+    page, readme = tmp_path / "page.md", tmp_path / "README.md"
     page.write_text(f"x\n{lead_baseline.START}\nold\n{lead_baseline.END}\ny\n")
-    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page), "--figure",
-                  str(tmp_path / "f.png")] if (tmp_path / "r.json").write_text(lead_baseline.RESULTS.read_text()) else [])
-    assert lead_baseline.markdown(json.loads((tmp_path / "r.json").read_text())) in page.read_text()
+    readme.write_text(f"x\n{lead_baseline.README_MARKERS[0]}\nold\n{lead_baseline.README_MARKERS[1]}\ny\n")
+    (tmp_path / "r.json").write_text(lead_baseline.RESULTS.read_text())
+    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page), "--readme", str(readme),
+                  "--figure", str(tmp_path / "f.png")])
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert lead_baseline.markdown(written) in page.read_text()
+    assert lead_baseline.readme_summary(written) in readme.read_text()
 
 
 def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, tmp_path):
