@@ -205,6 +205,7 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     assert PROGRESS.search(out)
     rouge = json.loads((tmp_path / "rouge.json").read_text())
     assert rouge["sentences"] == 6 and 0 <= rouge["rouge1"] <= 100
+    assert rouge["lenpen"] == 1.0 and "beam 4, lenpen 1.0," in out
     log = (tmp_path / "train.log").read_text()
     valid = {int(u): float(r) for r, u in re.findall(r"valid on 'valid' subset .*\| rouge1 ([\d.]+) .*\| num_updates (\d+)", log)}
     assert sorted(valid) == list(range(2, rouge["trained_updates"] + 1, 2))
@@ -224,6 +225,19 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     assert raw_unk > 0 and encoded.split().count("[UNK]") == raw_unk and "un ##k" not in encoded
     hyps = (tmp_path / "hyp.txt").read_text().splitlines()
     assert len(hyps) == 6 and not any(re.search(r"unk >|<unk>|\[UNK\]", h) for h in hyps)
+    # another length penalty decodes the same trained checkpoint again with it
+    again = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
+                 tiny_bert_folder, "--updates", 8, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 6,
+                 "--log-interval", 1, "--patience", 1, "--validate-every", 2, "--lenpen", 0.5)
+    assert "already trained" in again and "beam 4, lenpen 0.5," in again
+    assert json.loads((tmp_path / "rouge.json").read_text())["lenpen"] == 0.5
+    assert "'lenpen': 0.5" in (tmp_path / "generate.log").read_text()
+
+
+def test_pretrained_minilm_gigaword_refuses_a_length_penalty_that_is_no_number(tmp_path):
+    proc = subprocess.run(["bash", str(EXAMPLES / "pretrained" / "minilm_gigaword.sh"), "--work", str(tmp_path), "--lenpen", "long"],
+                          capture_output=True, text=True, env=script_env())
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", "error: --lenpen takes a number such as 1.0, got 'long'\n")
 
 
 def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert_folder, tmp_path):

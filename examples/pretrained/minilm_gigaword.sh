@@ -9,7 +9,7 @@
 #
 #   examples/pretrained/minilm_gigaword.sh [--data DIR] [--work DIR] [--model-folder DIR]
 #       [--updates N] [--max-tokens N] [--lr X] [--warmup N] [--seed N] [--beam N]
-#       [--max-examples N] [--log-interval N] [--patience N] [--validate-every N]
+#       [--max-examples N] [--log-interval N] [--patience N] [--validate-every N] [--lenpen X]
 #
 # --data DIR        a local Gigaword in the harvardnlp layout (train10k/valid1k or the full
 #                   release's train/valid.filter .article.txt/.title.txt); without it
@@ -24,6 +24,8 @@
 #                   --eval-rouge (the decoding of step 5, pieces joined by the checkpoint's
 #                   tokenizer), stop when validation ROUGE-1 has not improved for N validations
 #                   (fairseq's --patience; --updates stays the cap) and score checkpoint_best.pt
+# --lenpen X        fairseq-generate's length penalty of step 5 (default 1.0; validation during
+#                   training always decodes with 1.0)
 #
 # Steps: 1. data_prep/gigaword.sh --raw-only: cleaned pairs, both releases' OOV markers as UNK;
 # 2. python -m fairseq_ext.convert from-transformers: WORK/converted/{model.pt,dict.txt,options.txt};
@@ -46,7 +48,7 @@ source "$ROOT/examples/progress.sh"
 source "$HERE/checkpoint.sh"
 source "$ROOT/examples/early_stopping.sh"
 DATA="" WORK="$ROOT/work/pretrained-minilm-gigaword" FOLDER="" UPDATES=1000 MAX_TOKENS=1024 LR=1e-4
-WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25 PATIENCE=0 EVERY=100
+WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25 PATIENCE=0 EVERY=100 LENPEN=1.0
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "option $1 needs a value (see the header of $0)"
@@ -54,7 +56,7 @@ while [ $# -gt 0 ]; do
     --data) DATA="$2" ;; --work) WORK="$2" ;; --model-folder) FOLDER="$2" ;; --updates) UPDATES="$2" ;;
     --max-tokens) MAX_TOKENS="$2" ;; --lr) LR="$2" ;; --warmup) WARMUP="$2" ;; --seed) SEED="$2" ;;
     --beam) BEAM="$2" ;; --max-examples) MAX_EXAMPLES="$2" ;; --log-interval) LOG_INTERVAL="$2" ;;
-    --patience) PATIENCE="$2" ;; --validate-every) EVERY="$2" ;;
+    --patience) PATIENCE="$2" ;; --validate-every) EVERY="$2" ;; --lenpen) LENPEN="$2" ;;
     *) die "unknown option $1 (see the header of $0)" ;;
   esac
   shift 2
@@ -62,6 +64,7 @@ done
 for n in "$UPDATES" "$MAX_TOKENS" "$WARMUP" "$SEED" "$BEAM" "$MAX_EXAMPLES" "$LOG_INTERVAL" "$PATIENCE" "$EVERY"; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"
 done
+[[ "$LENPEN" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lenpen takes a number such as 1.0, got '$LENPEN'"
 [ "$UPDATES" -ge 1 ] || die "--updates must be >= 1"
 [ -z "$DATA" ] || [ -d "$DATA" ] || die "--data $DATA is not a folder (a local Gigaword, harvardnlp layout)"
 mkdir -p "$WORK"
@@ -118,9 +121,9 @@ fi
 UPDATES_OF=$(checkpoint_update "$CKPT" "$WORK/checkpoints/checkpoint_last.pt")  # the update of the checkpoint scored, and the last
 read -r SCORED_UPDATE LAST_UPDATE <<< "$UPDATES_OF"
 
-echo "== 5/6 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM, lenpen 1.0, no repeated trigram, at most 40 tokens"
+echo "== 5/6 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM, lenpen $LENPEN, no repeated trigram, at most 40 tokens"
 fairseq-generate "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
-  --path "$CKPT" --gen-subset valid --batch-size 64 --beam "$BEAM" --lenpen 1.0 --no-repeat-ngram-size 3 \
+  --path "$CKPT" --gen-subset valid --batch-size 64 --beam "$BEAM" --lenpen "$LENPEN" --no-repeat-ngram-size 3 \
   --max-len-a 0 --max-len-b 40 --log-format simple --log-interval 1 2>&1 > "$WORK/generate.txt" \
   | fairseq_progress "$WORK/generate.log" || { tail -20 "$WORK/generate.log" >&2; die "fairseq-generate failed (log above)"; }
 grep '^D-' "$WORK/generate.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 | sed -E 's/<unk>/[UNK]/g' \
@@ -131,12 +134,12 @@ REF="$TEXT/valid.title"
 
 echo "== 6/6 ROUGE (python -m fairseq_ext.analysis.rouge) against $REF"
 python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp.txt" --ref "$REF" --source "$TEXT/valid.article" --json "$WORK/rouge.json"
-python - "$WORK/rouge.json" "$SCORED" "$SCORED_UPDATE" "$LAST_UPDATE" "$UPDATES" "$PATIENCE" "$EVERY" <<'EOF'
+python - "$WORK/rouge.json" "$SCORED" "$LENPEN" "$SCORED_UPDATE" "$LAST_UPDATE" "$UPDATES" "$PATIENCE" "$EVERY" <<'EOF'
 import json, sys
-path, checkpoint, update, last, cap, patience, every = sys.argv[1], sys.argv[2], *map(int, sys.argv[3:])
+path, checkpoint, lenpen, (update, last, cap, patience, every) = *sys.argv[1:4], map(int, sys.argv[4:])
 scores = json.load(open(path))
 scores.update(checkpoint=checkpoint, update=update, trained_updates=last, patience=patience,
-              validate_every=every if patience else None)
+              validate_every=every if patience else None, lenpen=float(lenpen))
 json.dump(scores, open(path, "w"), indent=2)
 why = f"the best validation ROUGE-1, validated every {every} updates" if patience else "the last"
 stop = f"; stopped early: validation ROUGE-1 did not improve for {patience} validation{'s' if patience > 1 else ''}" if patience and last < cap else ""
