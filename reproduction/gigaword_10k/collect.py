@@ -55,6 +55,14 @@ def mean_sd(values: list) -> list:
     return [round(statistics.fmean(values), 2), round(statistics.stdev(values), 2) if len(values) > 1 else 0.0]
 
 
+def seconds_per_update(records: list) -> float:
+    """Training seconds an update, the median over the chunks of every run (a chunk trained partly
+    before an interruption counts only its last part's seconds; the median sets such chunks aside)."""
+    rates = [(p["train_seconds"] / (p["update"] - prev)) for r in records
+             for prev, p in zip([0] + [q["update"] for q in r["curve"]], r["curve"])]
+    return round(statistics.median(rates), 2)
+
+
 def summarise_row(row: str, seeds: dict) -> dict:
     records = [seeds[s] for s in sorted(seeds)]
     return {"label": ROWS[row]["label"], "seeds": sorted(seeds),
@@ -64,6 +72,8 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
             "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
             "max_updates": records[0]["settings"]["max_updates"],
+            "seconds_per_update": seconds_per_update(records),
+            "seconds_per_validation": round(statistics.median(p["decode_seconds"] for r in records for p in r["curve"]), 1),
             "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
             "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1), "hardware": records[0]["hardware"],
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}

@@ -40,6 +40,14 @@ def test_next_chunk_continues_from_the_curve_and_respects_the_cap():
     assert driver.next_chunk(curve(5, 1, 1), 10, 100, 2) is None  # patience
 
 
+def test_seconds_per_update_is_the_median_over_chunks_of_every_run():
+    """A chunk's rate is its seconds over the updates since the previous validation; a first chunk
+    resumed near its end (100 s for 500 updates) is set aside by the median."""
+    runs = [{"curve": [{"update": 500, "train_seconds": 100}, {"update": 1000, "train_seconds": 1000}]},
+            {"curve": [{"update": 500, "train_seconds": 1100}, {"update": 1000, "train_seconds": 1050}]}]
+    assert collect.seconds_per_update(runs) == 2.05  # rates 0.2, 2.0, 2.2, 2.1
+
+
 def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
     grid = {"0.6": {"rouge1": 30.0}, "1.0": {"rouge1": 31.0}, "1.5": {"rouge1": 31.0}}
     assert driver.choose_lenpen(grid) == "1.0"
