@@ -127,7 +127,7 @@ def plot(models: dict, out: Path) -> bool:
         for j, (seed, curve) in enumerate(sorted(model["curves"].items())):
             ax.plot(*zip(*curve), marker="o", ms=3, color=f"C{i}", label=model["label"] if j == 0 else None)
     ax.set(xlabel="fine-tuning updates", ylabel="valid ROUGE-1 F1 x 100 (beam 4, lenpen 1.0)",
-           title="Gigaword 10k: every run until early stopping")
+           title="Gigaword 10k: every run until early stopping or its update cap")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()

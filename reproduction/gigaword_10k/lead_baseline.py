@@ -96,6 +96,11 @@ def markdown(results: dict) -> str:
         f"({results['wall_seconds']} s, {results['hardware']}).", "", *model_notes(results)])
 
 
+def p_value(p: float, resamples: int) -> str:
+    """A bootstrap p-value as text: 0 of ``resamples`` resamples is p < 1/resamples, not p = 0."""
+    return f"p < {1 / resamples:g}" if p == 0 else f"p = {p:.3f}"
+
+
 def _pm(pair: list) -> str:
     return f"{pair[0]:.2f} ± {pair[1]:.2f}"
 
@@ -108,9 +113,9 @@ def stopped_by(m: dict) -> str:
 
 
 def published_gaps(results: dict, m: dict) -> str:
-    """How far a trained row stands from lead-8 and from each published row (test ROUGE-1, mean over seeds)."""
+    """How far a trained row stands from lead-8, the lead-N chosen on valid and each published row (test ROUGE-1, mean over seeds)."""
     ours = m["test"]["rouge1"][0]
-    gaps = [f"{ours - results['lead']['test']['lead-8']['rouge1']:+.2f} to lead-8"]
+    gaps = [f"{ours - scores['rouge1']:+.2f} to {name}" for name, scores in results["lead"]["test"].items()]
     gaps += [f"{ours - p['rouge1']:+.2f} to the published {p['row'].split(' (')[0]}" for p in results["published"]]
     return ", ".join(gaps)
 
@@ -135,7 +140,7 @@ def model_notes(results: dict) -> list[str]:
             continue
         t = f", t-test p = {c['t_test_p']:.3f}" if "t_test_p" in c else ""
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
-                     f"ROUGE-1, bootstrap p = {c['bootstrap_p']:.3f}{t}; seeds {c['seeds'][0]} and {c['seeds'][1]}).")
+                     f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; seeds {c['seeds'][0]} and {c['seeds'][1]}).")
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
@@ -158,7 +163,7 @@ def readme_summary(results: dict) -> str:
     lead8 = results["lead"]["test"]["lead-8"]["rouge1"]
     published = "; ".join(f"{p['row'].split(' (')[0]}, published: {p['rouge1']:.2f}" for p in results["published"])
     lines = [f"Gigaword, 10k training pairs, test1951 ROUGE-1 ([the low-resource table](docs/results/gigaword-10k.md)): "
-             f"lead-8 {lead8:.2f}; {published}.", ""]
+             f"lead-8 {lead8:.2f}; {published}."]
     models = results.get("models") or {}
     for m in models.values():
         lines.append(f"- {m['label']}: {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; "
@@ -166,9 +171,12 @@ def readme_summary(results: dict) -> str:
     missing = [name for name in MODEL_ROWS if name not in {m["label"] for m in models.values()}]
     if missing:
         lines.append(f"- Not run yet: {'; '.join(missing)}.")
-    for c in results.get("comparisons", []):
-        detail = (f" ({c['delta_rouge1']:+.2f} ROUGE-1, bootstrap p = {c['bootstrap_p']:.3f})" if "delta_rouge1" in c else "")
-        lines.append(f"- {c['claim']}: {c['verdict']}{detail}.")
+    decided = [c for c in results.get("comparisons", []) if "delta_rouge1" in c]
+    lines += [f"- {c['claim']}: {c['verdict']} ({c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
+              f"{p_value(c['bootstrap_p'], c['resamples'])})." for c in decided]
+    undecided = [c["claim"] for c in results.get("comparisons", []) if "delta_rouge1" not in c]
+    if undecided:
+        lines.append(f"- Not decided until their rows run: {'; '.join(undecided)}.")
     return "\n".join(lines) + "\n"
 
 
