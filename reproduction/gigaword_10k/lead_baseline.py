@@ -113,7 +113,8 @@ def stopped_by(m: dict) -> str:
 
 
 def published_gaps(results: dict, m: dict) -> str:
-    """How far a trained row stands from lead-8, the lead-N chosen on valid and each published row (test ROUGE-1, mean over seeds)."""
+    """How far a trained row stands from lead-8, the lead-N chosen on valid and each published row
+    (test ROUGE-1, mean over seeds)."""
     ours = m["test"]["rouge1"][0]
     gaps = [f"{ours - scores['rouge1']:+.2f} to {name}" for name, scores in results["lead"]["test"].items()]
     gaps += [f"{ours - p['rouge1']:+.2f} to the published {p['row'].split(' (')[0]}" for p in results["published"]]
@@ -144,8 +145,9 @@ def model_notes(results: dict) -> list[str]:
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
-    lines += ["", "Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks): " + "; ".join(f"{m['label']}: {m['seconds_per_update']:.2f} s an update, {m['seconds_per_validation']:.0f} s "
-                                      f"a validation" for m in results["models"].values()) + "."]
+    costs = "; ".join(f"{m['label']}: {m['seconds_per_update']:.2f} s an update, {m['seconds_per_validation']:.0f} s a validation"
+                      for m in results["models"].values())
+    lines += ["", f"Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks): {costs}."]
     m = next(iter(results["models"].values()))
     lines += ["", f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
               f"trigram), stopped after {m['patience']} validations without a better one or at the cap of "
