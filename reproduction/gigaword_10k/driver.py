@@ -40,7 +40,7 @@ chosen update and length penalty, valid and test ROUGE, per-sentence test ROUGE-
 hardware) beside ``runs/ROW-sSEED.test.txt.gz`` (the test hypotheses); both are committed, and
 a kept run is not run again (a kept run made with other settings than asked is refused). A run
 interrupted mid-way resumes from ``WORK/runs/ROW-sSEED`` (its ``state.json``, the best and last
-checkpoints). Every run works in its own process with ``--threads`` torch threads (default 1);
+checkpoints); its wall time counts the killed call's training up to its last checkpoint. Every run works in its own process with ``--threads`` torch threads (default 1);
 ``--jobs`` runs side by side. ``python -m reproduction.gigaword_10k.collect`` merges the kept
 runs into ``results.json`` and the page.
 """
@@ -137,6 +137,14 @@ def next_chunk(curve: list[dict], chunk: int, max_updates: int, patience: int) -
         return None
     target = (curve[-1]["update"] if curve else 0) + chunk
     return target if target <= max_updates else None
+
+
+def seconds_after_state(state_file: Path, last: Path) -> float:
+    """The training seconds of a call killed between two validations: from its last saved state
+    to its last checkpoint, when that checkpoint is the newer file (0 otherwise)."""
+    if not (state_file.is_file() and last.is_file()):
+        return 0.0
+    return round(max(0.0, last.stat().st_mtime - state_file.stat().st_mtime), 1)
 
 
 def choose_lenpen(grid: dict) -> str:
@@ -498,14 +506,15 @@ class Driver:
         if state["settings"] != asked:
             raise SystemExit(f"{rel(w)} was started with other settings ({state['settings']}) than asked now ({asked}); "
                              "remove it or ask for its settings")
+        save_dir = w / "checkpoints"
         state["sessions"] += 1
-        t0, spent = time.time(), state["seconds"]
+        t0, spent = time.time(), state["seconds"] + seconds_after_state(state_file, save_dir / "checkpoint_last.pt")
 
         def save_state():
             state["seconds"] = round(spent + time.time() - t0, 1)
             write_json(state_file, state)
 
-        save_dir = w / "checkpoints"
+        save_state()  # its time stamp: where this call's unsaved training starts (seconds_after_state)
         train = self.train_command(row, seed, save_dir, asked["lr"])
         valid_refs = read_lines(self.data / "spm" / "raw" / "valid.title")
         test_refs = read_lines(self.data / "spm" / "raw" / "test.title")

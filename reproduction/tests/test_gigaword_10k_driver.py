@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import re
 
 import pytest
@@ -46,6 +47,18 @@ def test_seconds_per_update_is_the_median_over_chunks_of_every_run():
     runs = [{"curve": [{"update": 500, "train_seconds": 100}, {"update": 1000, "train_seconds": 1000}]},
             {"curve": [{"update": 500, "train_seconds": 1100}, {"update": 1000, "train_seconds": 1050}]}]
     assert collect.seconds_per_update(runs) == 2.05  # rates 0.2, 2.0, 2.2, 2.1
+
+
+def test_a_killed_call_is_credited_its_training_up_to_its_last_checkpoint(tmp_path):
+    """The state is saved at a call's start and at each validation; a checkpoint written after it
+    holds training that no saved state counts."""
+    state, last = tmp_path / "state.json", tmp_path / "checkpoint_last.pt"
+    assert driver.seconds_after_state(state, last) == 0.0  # neither file: nothing was trained
+    state.write_text("{}"), last.write_bytes(b"")
+    os.utime(state, (1000, 1000)), os.utime(last, (1612.34, 1612.34))
+    assert driver.seconds_after_state(state, last) == 612.3
+    os.utime(last, (900, 900))  # the checkpoint of the last validation, older than the state saved after it
+    assert driver.seconds_after_state(state, last) == 0.0
 
 
 def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
@@ -178,6 +191,9 @@ def test_a_run_killed_mid_chunk_continues_from_its_checkpoint_within_the_chunk(t
     with pytest.raises(KeyboardInterrupt):
         driver.main(argv)
     assert {p.name for p in save_dir.glob("checkpoint*.pt")} == {"checkpoint_1_1.pt", "checkpoint_last.pt"}
+    state_file = save_dir.parent / "state.json"  # saved at the call's start: the killed training is credited from it
+    assert json.loads(state_file.read_text())["sessions"] == 1
+    assert driver.seconds_after_state(state_file, save_dir / "checkpoint_last.pt") > 0
     monkeypatch.setattr(driver, "fairseq_train",
                         lambda argv: started.append(driver.checkpoint_updates(save_dir / "checkpoint_last.pt")) or train(argv))
     driver.main(argv)
