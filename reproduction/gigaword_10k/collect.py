@@ -10,7 +10,9 @@ updates, why each run stopped, wall time. Comparisons (``CLAIMS``):
 the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over seeds
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
 and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
-(``scipy.stats.ttest_rel``); the verdicts under the table are written from them. The curves
+(``scipy.stats.ttest_rel``); the verdicts under the table are written from them, once every
+trained row of a claim has ``SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so far are shown,
+the claim not decided). The curves
 (valid ROUGE-1 by update, every run) go to ``--figure`` when matplotlib is installed.
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ CLAIMS = [
     ("p1", "transformer", "ProphetNet n = 1 against fairseq's transformer of the same size"),
 ]
 METRICS = ("rouge1", "rouge2", "rougeL")
+SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each trained row it compares has this many seeds
 
 
 def load_runs(kept: Path) -> dict:
@@ -109,7 +112,10 @@ def compare(runs: dict, lead8: list | None) -> list:
         common = sorted(set(a[1]) & set(b[1]))
         if len(common) >= 2:
             entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] for s in common]).pvalue), 4)
-        entry["verdict"] = ("no significant difference" if p >= 0.05 else ("yes" if delta > 0 else "no, the opposite"))
+        short = [f"{x} has {len(runs[x])} of {SEEDS_FOR_A_VERDICT} seeds" for x in (row, base)
+                 if x in runs and len(runs[x]) < SEEDS_FOR_A_VERDICT]
+        entry["verdict"] = ("not decided: " + " and ".join(short) if short else "no significant difference" if p >= 0.05
+                            else "yes" if delta > 0 else "no, the opposite")
         out.append(entry)
     return out
 

@@ -129,6 +129,11 @@ def model_row(name: str, m: dict) -> str:
             f"{_pm(m['valid_rouge1'])} (valid1k) | this repository ({how}) |")
 
 
+def so_far(comparison: dict) -> str:
+    """'so far: ' before the numbers of a claim that waits for seeds (``collect.SEEDS_FOR_A_VERDICT``)."""
+    return "so far: " if comparison["verdict"].startswith("not decided") else ""
+
+
 def model_notes(results: dict) -> list[str]:
     """The verdicts under the table, written from the comparisons of the collector (none before a row ran)."""
     if not results.get("models"):
@@ -140,8 +145,8 @@ def model_notes(results: dict) -> list[str]:
             lines.append(f"- {c['claim']}: {c['verdict']}.")
             continue
         t = f", t-test p = {c['t_test_p']:.3f}" if "t_test_p" in c else ""
-        lines.append(f"- {c['claim']}: **{c['verdict']}** ({c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
-                     f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; seeds {c['seeds'][0]} and {c['seeds'][1]}).")
+        lines.append(f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
+                     f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} seeds).")
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
@@ -174,7 +179,7 @@ def readme_summary(results: dict) -> str:
     if missing:
         lines.append(f"- Not run yet: {'; '.join(missing)}.")
     decided = [c for c in results.get("comparisons", []) if "delta_rouge1" in c]
-    lines += [f"- {c['claim']}: {c['verdict']} ({c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
+    lines += [f"- {c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
               f"{p_value(c['bootstrap_p'], c['resamples'])})." for c in decided]
     undecided = [c["claim"] for c in results.get("comparisons", []) if "delta_rouge1" not in c]
     if undecided:
