@@ -55,7 +55,8 @@ def load_runs(kept: Path) -> dict:
 
 
 def mean_sd(values: list) -> list:
-    return [round(statistics.fmean(values), 2), round(statistics.stdev(values), 2) if len(values) > 1 else 0.0]
+    """[mean, sample sd]; the sd of one seed is None (no spread is measured)."""
+    return [round(statistics.fmean(values), 2), round(statistics.stdev(values), 2) if len(values) > 1 else None]
 
 
 def seconds_per_update(records: list) -> float:

@@ -102,7 +102,7 @@ def p_value(p: float, resamples: int) -> str:
 
 
 def _pm(pair: list) -> str:
-    return f"{pair[0]:.2f} ± {pair[1]:.2f}"
+    return f"{pair[0]:.2f}" if pair[1] is None else f"{pair[0]:.2f} ± {pair[1]:.2f}"
 
 
 def stopped_by(m: dict) -> str:
@@ -175,15 +175,14 @@ def readme_summary(results: dict) -> str:
     for m in models.values():
         lines.append(f"- {m['label']}: {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; "
                      f"{stopped_by(m)}): {published_gaps(results, m)}.")
+    measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
+                f"{p_value(c['bootstrap_p'], c['resamples'])})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
+    if measured:
+        lines.append(f"- Claims: {'; '.join(measured)}.")
     missing = [name for name in MODEL_ROWS if name not in {m["label"] for m in models.values()}]
-    if missing:
-        lines.append(f"- Not run yet: {'; '.join(missing)}.")
-    decided = [c for c in results.get("comparisons", []) if "delta_rouge1" in c]
-    lines += [f"- {c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
-              f"{p_value(c['bootstrap_p'], c['resamples'])})." for c in decided]
     undecided = [c["claim"] for c in results.get("comparisons", []) if "delta_rouge1" not in c]
-    if undecided:
-        lines.append(f"- Not decided until their rows run: {'; '.join(undecided)}.")
+    if missing:
+        lines.append(f"- Not run yet: {'; '.join(missing)}; so not decided: {'; '.join(undecided)}.")
     return "\n".join(lines) + "\n"
 
 
