@@ -11,9 +11,9 @@ the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over s
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
 and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
 (``scipy.stats.ttest_rel``); the verdicts under the table are written from them, once every
-trained row of a claim has ``SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so far are shown,
-the claim not decided). The curves
-(valid ROUGE-1 by update, every run) go to ``--figure`` when matplotlib is installed.
+trained row of a claim has ``lead_baseline.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so far are shown,
+the claim not decided). The curves (valid ROUGE-1 by update, every run) go to ``--figure`` when
+matplotlib is installed.
 """
 from __future__ import annotations
 
@@ -41,7 +41,6 @@ CLAIMS = [
     ("p1", "transformer", "ProphetNet n = 1 against fairseq's transformer of the same size"),
 ]
 METRICS = ("rouge1", "rouge2", "rougeL")
-SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each trained row it compares has this many seeds
 
 
 def load_runs(kept: Path) -> dict:
@@ -113,8 +112,8 @@ def compare(runs: dict, lead8: list | None) -> list:
         common = sorted(set(a[1]) & set(b[1]))
         if len(common) >= 2:
             entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] for s in common]).pvalue), 4)
-        short = [f"{x} has {len(runs[x])} of {SEEDS_FOR_A_VERDICT} seeds" for x in (row, base)
-                 if x in runs and len(runs[x]) < SEEDS_FOR_A_VERDICT]
+        need = lead_baseline.SEEDS_FOR_A_VERDICT
+        short = [f"{x} has {len(runs[x])} of {need} seeds" for x in (row, base) if x in runs and len(runs[x]) < need]
         entry["verdict"] = ("not decided: " + " and ".join(short) if short else "no significant difference" if p >= 0.05
                             else "yes" if delta > 0 else "no, the opposite")
         out.append(entry)

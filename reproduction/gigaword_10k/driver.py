@@ -42,8 +42,8 @@ a kept run is not run again (a kept run made with other settings than asked is r
 interrupted mid-way resumes from ``WORK/runs/ROW-sSEED`` (its ``state.json``, the best and last
 checkpoints); its wall time counts the killed call's training up to its last checkpoint. Every
 run works in its own process with ``--threads`` torch threads (default 1); ``--jobs`` runs side
-by side. ``python -m reproduction.gigaword_10k.collect`` merges the kept
-runs into ``results.json`` and the page.
+by side. ``python -m reproduction.gigaword_10k.collect`` merges the kept runs into
+``results.json`` and the page.
 """
 from __future__ import annotations
 

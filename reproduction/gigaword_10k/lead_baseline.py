@@ -34,6 +34,7 @@ README_MARKERS = ("<!-- gigaword-10k-summary:start -->", "<!-- gigaword-10k-summ
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
+SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each trained row it compares has this many seeds
 UNILM_README = "microsoft/unilm, unilm-v1/README.md, Gigaword (10K)"
 # ROUGE-1/2/L F1 on test1951, as published (ROUGE-1.5.5, the Perl scorer)
 PUBLISHED = [
@@ -130,7 +131,7 @@ def model_row(name: str, m: dict) -> str:
 
 
 def so_far(comparison: dict) -> str:
-    """'so far: ' before the numbers of a claim that waits for seeds (``collect.SEEDS_FOR_A_VERDICT``)."""
+    """'so far: ' before the numbers of a claim that waits for seeds (``SEEDS_FOR_A_VERDICT``)."""
     return "so far: " if comparison["verdict"].startswith("not decided") else ""
 
 
@@ -139,7 +140,8 @@ def model_notes(results: dict) -> list[str]:
     if not results.get("models"):
         return []
     lines = ["Verdicts (test1951; paired bootstrap over sentences of ROUGE-1 averaged over seeds, p < 0.05; "
-             "seed-paired t-test where both rows have two seeds or more):", ""]
+             "seed-paired t-test where both rows have two seeds or more; a claim is decided once each trained row "
+             f"it compares has {SEEDS_FOR_A_VERDICT} seeds):", ""]
     for c in results["comparisons"]:
         if "delta_rouge1" not in c:
             lines.append(f"- {c['claim']}: {c['verdict']}.")

@@ -62,7 +62,7 @@ def test_a_killed_call_is_credited_its_training_up_to_its_last_checkpoint(tmp_pa
 
 
 def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
-    """Below collect.SEEDS_FOR_A_VERDICT seeds of a trained row the numbers so far are kept and the
+    """Below lead_baseline.SEEDS_FOR_A_VERDICT seeds of a trained row the numbers so far are kept and the
     claim stays open; lead-8 has no seeds and never holds a claim back."""
     def run(seed, scores):
         return {"test_sentence_rouge1": scores, "test": {"rouge1": sum(scores) / len(scores)}, "seed": seed}
