@@ -11,9 +11,9 @@ the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over s
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
 and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
 (``scipy.stats.ttest_rel``); the verdicts under the table are written from them, once every
-trained row of a claim has ``lead_baseline.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so far are shown,
-the claim not decided). The curves (valid ROUGE-1 by update, every run) go to ``--figure`` when
-matplotlib is installed.
+trained row of a claim has ``lead_baseline.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so
+far are shown, the claim not decided). The curves (valid ROUGE-1 by update, every run) go to
+``--figure`` when matplotlib is installed.
 """
 from __future__ import annotations
 
@@ -102,7 +102,8 @@ def compare(runs: dict, lead8: list | None) -> list:
         a, b = sentence_scores(runs, row, lead8), sentence_scores(runs, base, lead8)
         entry = {"row": row, "baseline": base, "claim": claim}
         if a is None or b is None:
-            entry["verdict"] = "not decided: " + " and ".join(x for x, y in ((row, a), (base, b)) if y is None) + " not run yet"
+            entry.update(decided=False, verdict="not decided: " + " and ".join(x for x, y in ((row, a), (base, b)) if y is None)
+                         + " not run yet")
             out.append(entry)
             continue
         delta = float(a[0].mean() - b[0].mean())
@@ -114,6 +115,7 @@ def compare(runs: dict, lead8: list | None) -> list:
             entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] for s in common]).pvalue), 4)
         need = lead_baseline.SEEDS_FOR_A_VERDICT
         short = [f"{x} has {len(runs[x])} of {need} seeds" for x in (row, base) if x in runs and len(runs[x]) < need]
+        entry["decided"] = not short
         entry["verdict"] = ("not decided: " + " and ".join(short) if short else "no significant difference" if p >= 0.05
                             else "yes" if delta > 0 else "no, the opposite")
         out.append(entry)

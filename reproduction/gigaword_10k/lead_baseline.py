@@ -132,7 +132,7 @@ def model_row(name: str, m: dict) -> str:
 
 def so_far(comparison: dict) -> str:
     """'so far: ' before the numbers of a claim that waits for seeds (``SEEDS_FOR_A_VERDICT``)."""
-    return "so far: " if comparison["verdict"].startswith("not decided") else ""
+    return "" if comparison["decided"] else "so far: "
 
 
 def model_notes(results: dict) -> list[str]:
