@@ -36,6 +36,8 @@ def _holder(lock_path: str) -> str:
             pid = f.read().strip()
     except OSError:
         return "another process"
+    if not pid.isdigit():  # the holder has the lock but has not written its pid yet
+        return "another process"
     try:
         with builtins.open(f"/proc/{pid}/cmdline", "rb") as f:
             command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.output_files import exclusive_output
+from fairseq_ext.output_files import _holder, exclusive_output
 from tests.conftest import cli_env, generate_args, run
 from tests.helpers.filesystems import tmpfs
 
@@ -25,9 +25,9 @@ def _start(args):
 
 
 def _wait_for(path, proc):
-    """Until ``path`` exists (the run holds the lock): bounded in time."""
+    """Until ``path`` holds the run's pid (the run holds the lock and has said so): bounded in time."""
     deadline = time.time() + DEADLINE_S
-    while not path.exists():
+    while not (path.exists() and path.read_text().strip() == str(proc.pid)):
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         assert time.time() < deadline, "the run never opened its results file"
         time.sleep(0.05)
@@ -114,3 +114,13 @@ def test_full_disk_while_writing_results_keeps_the_earlier_file(tiny_data, tiny_
             assert "Traceback" not in proc.stderr
             assert os.listdir(results) == ["generate-test.txt"]
             assert (results / "generate-test.txt").read_text() == first
+
+
+def test_a_lock_without_a_pid_yet_names_another_process(tmp_path):
+    """Between taking the lock and writing its pid the holder's lock file is empty: the message
+    says 'another process' (an empty pid would read /proc//cmdline, the kernel's command line)."""
+    lock = tmp_path / "out.txt.lock"
+    lock.write_text("")
+    assert _holder(str(lock)) == "another process"
+    lock.write_text(str(os.getpid()))
+    assert _holder(str(lock)).startswith(f"process {os.getpid()} (") and "python" in _holder(str(lock))
