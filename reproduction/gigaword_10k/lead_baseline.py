@@ -110,7 +110,7 @@ def stopped_by(m: dict) -> str:
     """Why the runs of a row stopped: early stopping, or the update cap (then not converged)."""
     why = {"patience": f"stopped by early stopping (patience {m['patience']})",
            "max-updates (not converged)": f"stopped at the cap of {m['max_updates']} updates, not converged"}
-    return "; ".join(why[s] for s in sorted(set(m["stopped"])))
+    return " or ".join(why[s] for s in sorted(set(m["stopped"])))
 
 
 def published_gaps(results: dict, m: dict) -> str:
@@ -174,9 +174,10 @@ def readme_summary(results: dict) -> str:
     lines = [f"Gigaword, 10k training pairs, test1951 ROUGE-1 ([the low-resource table](docs/results/gigaword-10k.md)): "
              f"lead-8 {lead8:.2f}; {published}."]
     models = results.get("models") or {}
-    for m in models.values():
-        lines.append(f"- {m['label']}: {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; "
-                     f"{stopped_by(m)}): {published_gaps(results, m)}.")
+    if models:  # one line for all rows, so that the README does not grow as rows land
+        rows = [f"{m['label']} {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}, "
+                f"{stopped_by(m)}: {published_gaps(results, m)})" for m in models.values()]
+        lines.append(f"- Trained rows: {'; '.join(rows)}.")
     measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
                 f"{p_value(c['bootstrap_p'], c['resamples'])})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
     if measured:
