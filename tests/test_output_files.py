@@ -68,10 +68,14 @@ def test_killed_run_leaves_no_half_file_and_the_next_run_cleans_up(tiny_data, ti
     earlier = (results / "generate-test.txt").read_bytes()
     killed = _start(args)
     _wait_for(results / "generate-test.txt.lock", killed)
+    partial = results / f"generate-test.txt.partial-{killed.pid}"
+    while not partial.exists():  # the lock is taken before the partial file is opened: kill it while it writes
+        assert killed.poll() is None, killed.communicate()[1][-2000:]
+        time.sleep(0.01)
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=DEADLINE_S)
     assert (results / "generate-test.txt").read_bytes() == earlier  # the complete earlier file, untouched
-    assert f"generate-test.txt.partial-{killed.pid}" in os.listdir(results)
+    assert partial.exists()
     again = run(args, timeout=DEADLINE_S)
     assert f"fairseq_ext: replaced the earlier {results / 'generate-test.txt'}" in again.stderr
     assert sorted(os.listdir(results)) == ["generate-test.txt"]
