@@ -3,7 +3,7 @@ product's scorer, N chosen on valid4k, the test set scored for lead-8 and that N
 import pytest
 
 from fairseq_ext.analysis.rouge import rouge_f1
-from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS, PUBLISHED, markdown, measure
+from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS, PUBLISHED, markdown, measure, split_statistics
 
 
 def write(folder, prefix, articles, titles):
@@ -24,3 +24,12 @@ def test_lead_n_is_chosen_on_valid4k_and_test_scored_for_8_and_that_n(tmp_path):
     text = markdown({"lead": out, "published": PUBLISHED, "command": "cmd", "wall_seconds": 1, "hardware": "cpu"})
     assert "| lead-3 | " in text and "| Transformer, no pre-training (published) | 10.97 |" in text
     assert all(f"| {row} | not run yet |" in text for row in MODEL_ROWS)
+    assert "titles holding one: valid1k 0.0%, valid4k 0.0%, test1951 50.0%;" in text
+
+
+def test_split_statistics_count_oov_title_words_and_title_words_found_in_the_article():
+    # pair 1: 4 title words, 'UNK' found as the article's '<unk>', 'Rises' as 'rises': 3 of 4 found;
+    # pair 2: 2 title words, one '<unk>' not in the article: 1 of 2 found
+    stats = split_statistics(["stocks <unk> rises today", "a b c"], ["UNK stocks Rises sharply", "a <unk>"])
+    assert stats == {"title_words_oov": round(100 * 2 / 6, 2), "titles_with_oov": 100.0,
+                     "title_words_in_article": round(100 * (3 / 4 + 1 / 2) / 2, 1)}
