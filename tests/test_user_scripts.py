@@ -199,7 +199,8 @@ def tiny_bert_folder(gigaword, tmp_path_factory) -> Path:
 def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):
     """With --patience: validation ROUGE (--eval-rouge, WordPiece joined by the tiny BERT's tokenizer)
     every 2 updates, early stopping, and checkpoint_best.pt decoded and scored (at the validation's
-    length penalty 1.0, then at the default 1.2); batches in a random order."""
+    length penalty 1.0, then at the default 1.2, data and training not redone); batches in a random
+    order; other --max-examples encode and train again, the earlier checkpoints moved aside."""
     out = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
                tiny_bert_folder, "--updates", 8, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 6,
                "--log-interval", 1, "--patience", 1, "--validate-every", 2, "--lenpen", "1.0")
@@ -230,9 +231,15 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     again = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
                  tiny_bert_folder, "--updates", 8, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 6,
                  "--log-interval", 1, "--patience", 1, "--validate-every", 2)
-    assert "already trained" in again and "beam 4, lenpen 1.2," in again
+    assert "already done" in again and "already trained" in again and "beam 4, lenpen 1.2," in again
     assert json.loads((tmp_path / "rouge.json").read_text())["lenpen"] == 1.2
     assert "'lenpen': 1.2" in (tmp_path / "generate.log").read_text()
+    # other data (--max-examples 5): step 3 again, and the checkpoints of the 6 pairs are not decoded for them
+    other = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
+                 tiny_bert_folder, "--updates", 2, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 5)
+    assert "was trained on other data" in other and "already trained" not in other
+    assert (tmp_path / "checkpoints.other-data" / "checkpoint_best.pt").is_file()
+    assert json.loads((tmp_path / "rouge.json").read_text())["sentences"] == 5
 
 
 def test_pretrained_minilm_gigaword_refuses_a_length_penalty_that_is_no_number(tmp_path):

@@ -42,7 +42,8 @@
 # 6. ROUGE-1/2/L F1 with the project's scorer (python -m fairseq_ext.analysis.rouge), lead-8 (the
 #    articles' first 8 words, the baseline a headline model must beat) beside it.
 # Writes WORK/hyp.txt, WORK/rouge.json (with the checkpoint scored and its update) and the logs; a
-# finished step is not redone.
+# finished step is not redone (step 3 is, when --max-examples or the model folder changes; the
+# checkpoints trained on the other data are then moved to WORK/checkpoints.other-data).
 # Cost: about 2 hours of one CPU core for the defaults at the cap (docs/results/gigaword-10k.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -86,20 +87,31 @@ convert_checkpoint "$WORK" "$FOLDER"
 
 echo "== 3/6 UNK -> [UNK], WordPiece with the checkpoint's tokenizer, fairseq-preprocess with its dict.txt"
 TEXT="$WORK/text" WP="$WORK/wordpiece" BIN="$WORK/bin"
-mkdir -p "$TEXT" "$WP"
-for split in train valid; do
-  for side in article title; do
-    if [ "$MAX_EXAMPLES" -gt 0 ]; then head -n "$MAX_EXAMPLES" "$WORK/gigaword/raw/$split.$side"
-    else cat "$WORK/gigaword/raw/$split.$side"; fi > "$TEXT/$split.$side"
-    sed -E ':a; s/(^| )UNK( |$)/\1[UNK]\2/; ta' "$TEXT/$split.$side" \
-      | python "$ROOT/data_prep/wordpiece.py" encode --tokenizer "$FOLDER" --max-tokens 200 --output "$WP/$split.$side"
+MADE_WITH="--max-examples $MAX_EXAMPLES, tokenizer $FOLDER"  # the step is redone when either changes
+if [ "$(cat "$BIN/made-with.txt" 2>/dev/null)" = "$MADE_WITH" ]; then
+  echo "  already done ($BIN, $MADE_WITH)"
+else
+  if [ -d "$WORK/checkpoints" ]; then  # trained on other data: never decoded as if trained on these
+    rm -rf "$WORK/checkpoints.other-data"
+    mv "$WORK/checkpoints" "$WORK/checkpoints.other-data"
+    echo "  $WORK/checkpoints was trained on other data (not $MADE_WITH): moved to $WORK/checkpoints.other-data; training again"
+  fi
+  mkdir -p "$TEXT" "$WP"
+  for split in train valid; do
+    for side in article title; do
+      if [ "$MAX_EXAMPLES" -gt 0 ]; then head -n "$MAX_EXAMPLES" "$WORK/gigaword/raw/$split.$side"
+      else cat "$WORK/gigaword/raw/$split.$side"; fi > "$TEXT/$split.$side"
+      sed -E ':a; s/(^| )UNK( |$)/\1[UNK]\2/; ta' "$TEXT/$split.$side" \
+        | python "$ROOT/data_prep/wordpiece.py" encode --tokenizer "$FOLDER" --max-tokens 200 --output "$WP/$split.$side"
+    done
   done
-done
-rm -rf "$BIN"
-fairseq-preprocess -s article -t title --srcdict "$CONVERTED/dict.txt" --joined-dictionary \
-  --trainpref "$WP/train" --validpref "$WP/valid" --destdir "$BIN" --workers 2 > "$WORK/preprocess.log" 2>&1 \
-  || { tail -5 "$WORK/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
-grep -E "\[article\].*replaced by|\[title\].*replaced by" "$WORK/preprocess.log" | sed 's/^.*| INFO | [^|]* | /  /' || true
+  rm -rf "$BIN"
+  fairseq-preprocess -s article -t title --srcdict "$CONVERTED/dict.txt" --joined-dictionary \
+    --trainpref "$WP/train" --validpref "$WP/valid" --destdir "$BIN" --workers 2 > "$WORK/preprocess.log" 2>&1 \
+    || { tail -5 "$WORK/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
+  grep -E "\[article\].*replaced by|\[title\].*replaced by" "$WORK/preprocess.log" | sed 's/^.*| INFO | [^|]* | /  /' || true
+  echo "$MADE_WITH" > "$BIN/made-with.txt"
+fi
 
 rouge_early_stopping "$PATIENCE" "$EVERY" "$BEAM" 3 --eval-rouge-detok wordpiece --eval-rouge-wordpiece-tokenizer "$FOLDER"
 STOP="$UPDATES updates"  # how the finished training of an earlier call must have stopped to be kept
