@@ -197,6 +197,15 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "`decoding the batch of sentence ids ... gave non-finite ...`; nothing more is decoded (mask-predict printed "
      "empty hypotheses scored 0.0, beam search stopped on an assert)",
      ("test_checkpoint_contents.py::test_non_finite_scores_stop_decoding",)),
+    ("a user script run again in the same `--work` with other training settings (the HI-CMLM, ProphetNet, MiniLM "
+     "and GLUE scripts of `examples/`), or ProphetNet's `--prep` folder with another `--vocab`",
+     "`DIR holds a training with other settings (...); give another --work or remove DIR`, before anything runs "
+     "(before: the earlier checkpoint was resumed, or reported as 'already trained' and scored, under the new "
+     "settings); a decoding with other settings (HI-CMLM's `--iter`, ...) is redone, not reported as this one",
+     ("test_user_scripts.py::test_hi_cmlm_paper_recipe", "test_user_scripts.py::test_prophetnet_gigaword",
+      "test_user_scripts.py::test_pretrained_minilm_gigaword_with_a_tiny_bert",
+      "test_user_scripts.py::test_pretrained_minilm_position_masking_with_a_tiny_bert",
+      "test_user_scripts.py::test_position_masking_glue_recipe_with_a_tiny_bert")),
     # faults
     ("two `fairseq-generate` runs given the same `--results-path` at the same time",
      "the second stops with `PATH is being written by process PID (COMMAND)` (`by another process` in the "

@@ -31,6 +31,16 @@ def bash(script: str, *args, env: dict | None = None) -> str:
     return proc.stdout + proc.stderr
 
 
+def refused(script: str, *args) -> str:
+    """Run examples/SCRIPT with ARGS, which must stop with exit code 2 and nothing but one line on
+    stderr: that line."""
+    proc = subprocess.run(["bash", str(EXAMPLES / script), *map(str, args)], capture_output=True, text=True,
+                          env=script_env())
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, f"{script} ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+    return lines[0]
+
+
 def words(line: str) -> list[str]:
     """A sample sentence as Gigaword / WikiText text: lowercased, punctuation split off, digits '#'."""
     line = re.sub(r"[0-9]", "#", line.lower())
@@ -104,7 +114,9 @@ def wmt(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("script,local,tgt,strategies", [("wmt14_en_de.sh", "wmt14", "de", ["fence_replace", "all_mask"]),
                                                          ("wmt16_en_ro.sh", "wmt16", "ro", ["weighted_sum"])])
 def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
-    """data_prep/DATASET.sh --local, then run.sh (train once, decode with each strategy, sacreBLEU)."""
+    """data_prep/DATASET.sh --local, then run.sh (train once, decode with each strategy, sacreBLEU); with two
+    strategies, run again: the decoding recorded with other settings is redone, and another training
+    setting in the same --work is refused."""
     out = bash(f"hi_cmlm/{script}", "--local", wmt / local, "--work", tmp_path, "--vocab", 200,
                "--arch", "hi_cmlm_transformer_tiny", "--dims", TINY, "--updates", 2, "--update-freq", 1,
                "--warmup", 1, "--max-tokens", 1000, "--strategies", " ".join(strategies))
@@ -117,6 +129,24 @@ def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
         assert f"decode-{strategy}: BLEU" in out
     log = (tmp_path / "hi_cmlm" / "train.log").read_text()
     assert "num_updates 2" in log and "encoder_embed_dim=32" in log and "arch='hi_cmlm_transformer_tiny'" in log
+    if len(strategies) == 1:
+        return
+    # a decoding recorded with other settings is redone (the others are kept); a training with other settings
+    # in the same --work is refused before anything runs
+    first, second = (tmp_path / "hi_cmlm" / f"decode-{s}" for s in strategies)
+    (first / "settings").write_text("--gen-subset valid --ref '' --iter 4 --length-beam 5\n")
+    kept = (second / "bleu.json").stat().st_mtime_ns
+    again = bash(f"hi_cmlm/{script}", "--local", wmt / local, "--work", tmp_path, "--vocab", 200,
+                 "--arch", "hi_cmlm_transformer_tiny", "--dims", TINY, "--updates", 2, "--update-freq", 1,
+                 "--warmup", 1, "--max-tokens", 1000, "--strategies", " ".join(strategies))
+    assert f"{first} was decoded with other settings (--gen-subset valid --ref '' --iter 4 --length-beam 5): decoding again" in again
+    assert f"{second} was decoded" not in again and (second / "bleu.json").stat().st_mtime_ns == kept
+    assert "--iter 10" in (first / "settings").read_text() and (first / "bleu.json").is_file()
+    checkpoint = (tmp_path / "hi_cmlm" / "checkpoints" / "checkpoint_last.pt").read_bytes()
+    line = refused("hi_cmlm/run.sh", "--data", tmp_path / "data" / "bin", "--work", tmp_path / "hi_cmlm", "--seed", 2)
+    assert line.startswith(f"error: {tmp_path / 'hi_cmlm' / 'checkpoints'} holds a training with other settings (data ")
+    assert line.endswith(f"); give another --work or remove {tmp_path / 'hi_cmlm' / 'checkpoints'}") and "--seed 1 " in line
+    assert (tmp_path / "hi_cmlm" / "checkpoints" / "checkpoint_last.pt").read_bytes() == checkpoint
 
 
 # ---- ProphetNet and UniLM --------------------------------------------------------------------
@@ -135,6 +165,14 @@ def test_prophetnet_gigaword(gigaword, tmp_path):
     lead8 = json.loads((work / "rouge-2.json").read_text())["lead8"]["rouge1"]
     raw = tmp_path / "gigaword-data" / "raw"
     assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
+    # the same --work with another n, the same data folder with another vocabulary: refused before anything runs
+    line = refused("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200, "--ngram", 1,
+                   "--pretrain-updates", 2, "--finetune-updates", 2, "--max-tokens", 1000)
+    assert line.startswith(f"error: {work} holds a run with other settings (--prep {tmp_path / 'gigaword-data'} ")
+    assert " --ngram 2 " in line and line.endswith(f"give another --work or remove {work}")
+    assert refused("prophetnet/gigaword.sh", "--data", gigaword, "--work", tmp_path / "other", "--vocab", 300) == (
+        f"error: {tmp_path / 'gigaword-data'} holds binarized data with other settings (--vocab 200); give another "
+        f"--prep or remove {tmp_path / 'gigaword-data'}")
 
 
 def test_unilm_gigaword(gigaword, tmp_path):
@@ -200,7 +238,7 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     """With --patience: validation ROUGE (--eval-rouge, WordPiece joined by the tiny BERT's tokenizer)
     every 2 updates, early stopping, and checkpoint_best.pt decoded and scored (at the validation's
     length penalty 1.0, then at the default 1.2, data and training not redone); batches in a random
-    order; other --max-examples encode and train again, the earlier checkpoints moved aside."""
+    order; another --max-examples in the same --work is refused in one line, the data untouched."""
     out = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
                tiny_bert_folder, "--updates", 8, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 6,
                "--log-interval", 1, "--patience", 1, "--validate-every", 2, "--lenpen", "1.0")
@@ -234,12 +272,16 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     assert "already done" in again and "already trained" in again and "beam 4, lenpen 1.2," in again
     assert json.loads((tmp_path / "rouge.json").read_text())["lenpen"] == 1.2
     assert "'lenpen': 1.2" in (tmp_path / "generate.log").read_text()
-    # other data (--max-examples 5): step 3 again, and the checkpoints of the 6 pairs are not decoded for them
-    other = bash("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
-                 tiny_bert_folder, "--updates", 2, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000, "--max-examples", 5)
-    assert "was trained on other data" in other and "already trained" not in other
-    assert (tmp_path / "checkpoints.other-data" / "checkpoint_best.pt").is_file()
-    assert json.loads((tmp_path / "rouge.json").read_text())["sentences"] == 5
+    # other data (--max-examples 5) in the same --work: refused before anything is redone
+    binary = sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "bin").iterdir())
+    other = refused("pretrained/minilm_gigaword.sh", "--data", gigaword, "--work", tmp_path, "--model-folder",
+                    tiny_bert_folder, "--updates", 8, "--lr", 2e-2, "--warmup", 1, "--max-tokens", 1000,
+                    "--max-examples", 5, "--log-interval", 1, "--patience", 1, "--validate-every", 2)
+    assert other == (f"error: {tmp_path / 'checkpoints'} holds a training with other settings (at most 8 updates, early "
+                     f"stopping on validation ROUGE-1 (--patience 1, validated every 2 updates); lr 0.02, warm-up 1, "
+                     f"--max-tokens 1000, seed 1; --max-examples 6, tokenizer {tiny_bert_folder}); give another --work "
+                     f"or remove {tmp_path / 'checkpoints'}")
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "bin").iterdir()) == binary
 
 
 def test_pretrained_minilm_gigaword_refuses_a_length_penalty_that_is_no_number(tmp_path):
@@ -254,6 +296,16 @@ def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert
     assert PROGRESS.search(out) and "position_mask_prob=0.1" in (tmp_path / "pretrain" / "train.log").read_text()
     accuracy = float((tmp_path / "accuracy.txt").read_text())
     assert 0 <= accuracy <= 100 and f"word-order validation accuracy: {(tmp_path / 'accuracy.txt').read_text().strip()}%" in out
+    # the same settings again: nothing retrained; another --prob in the same --work: refused in one line
+    again = bash("pretrained/minilm_position_masking.sh", "--wikitext", wikitext, "--work", tmp_path, "--model-folder",
+                 tiny_bert_folder, "--updates", 2, "--finetune-updates", 2, "--tokens-per-sample", 64, "--log-interval", 1)
+    assert "already trained" in again and "already fine-tuned" in again
+    other = refused("pretrained/minilm_position_masking.sh", "--wikitext", wikitext, "--work", tmp_path, "--model-folder",
+                    tiny_bert_folder, "--updates", 2, "--finetune-updates", 2, "--tokens-per-sample", 64,
+                    "--log-interval", 1, "--prob", 0)
+    pre = tmp_path / "pretrain"
+    assert other == (f"error: {pre} holds a training with other settings (--prob 0.10, --updates 2, --tokens-per-sample "
+                     f"64, from {tmp_path / 'converted' / 'model.pt'}); give another --work or remove {pre}")
 
 
 def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):

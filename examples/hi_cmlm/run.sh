@@ -22,10 +22,13 @@
 # Writes DIR/checkpoints, DIR/train.log and, per decoding, DIR/decode-S/ (S = the strategy; "cmlm"
 # or "ar" for those models) with generate.txt (with --retain-iter-history), hyp.txt and bleu.json
 # (sacreBLEU score and signature). A finished training or decoding is not redone, so a driver
-# that was stopped resumes where it was.
+# that was stopped resumes where it was; a WORK trained with other settings (the budget included)
+# is refused in one line, and a decoding with other --gen-subset, --ref, --iter or --length-beam
+# is redone.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
+source "$ROOT/examples/same_settings.sh"
 DATA="" WORK="" MODEL=hi_cmlm STRATEGY=fence_replace ARCH="" DIMS="" UPDATES=300000 HOURS=""
 LR=5e-4 WARMUP=10000 MAX_TOKENS=8192 UPDATE_FREQ=1 DROPOUT=0.3 SEED=1 LS=0.1 INIT="" GEN=test REF=""
 ITER=10 LBEAM=5 SRC=en TGT=de TRAIN_INPUT=paper COPY_SHARE=0.5 FENCE_FIRST=mask DECODE=""
@@ -51,6 +54,11 @@ done
 mkdir -p "$WORK"
 BUDGET=(--max-update "$UPDATES")
 [ -n "$HOURS" ] && BUDGET=(--stop-time-hours "$HOURS" --max-update 100000000)
+# what the checkpoints of WORK were trained with: another call continues or decodes them only with the same
+same_settings "$WORK/checkpoints" "a training" "data $DATA, $SRC-$TGT, --model $MODEL --strategy $STRATEGY \
+--train-input $TRAIN_INPUT --copy-share $COPY_SHARE --fence-first $FENCE_FIRST --arch ${ARCH:-default} --dims '$DIMS' \
+${BUDGET[*]} --lr $LR --warmup $WARMUP --max-tokens $MAX_TOKENS --update-freq $UPDATE_FREQ --dropout $DROPOUT \
+--seed $SEED --label-smoothing $LS --init-encoder-from '$INIT'"
 COMMON=(--user-dir "$ROOT/fairseq_ext" -s "$SRC" -t "$TGT")
 OPT=(--optimizer adam --adam-betas '(0.9,0.98)' --lr "$LR" --lr-scheduler inverse_sqrt
      --warmup-updates "$WARMUP" --warmup-init-lr 1e-7 --clip-norm 1.0 --dropout "$DROPOUT"
@@ -89,8 +97,13 @@ grep -E "\| (train|valid) \|" "$WORK/train.log" | tail -2 | cut -c1-200
 
 for S in $DECODE; do
   OUTD="$WORK/decode-$S"
-  [ -s "$OUTD/bleu.json" ] && continue
-  mkdir -p "$OUTD"
+  DECODED_WITH="--gen-subset $GEN --ref '$REF' --iter $ITER --length-beam $LBEAM"
+  if [ -s "$OUTD/bleu.json" ]; then  # a decoding with other settings is redone, not reported as this one
+    [ "$(cat "$OUTD/settings" 2>/dev/null)" = "$DECODED_WITH" ] && continue
+    echo "$OUTD was decoded with other settings ($(cat "$OUTD/settings" 2>/dev/null || echo unknown)): decoding again"
+  fi
+  rm -rf "$OUTD"; mkdir -p "$OUTD"
+  echo "$DECODED_WITH" > "$OUTD/settings"
   T0=$(date +%s)
   OVERRIDE=()
   [ "$MODEL" = hi_cmlm ] && OVERRIDE=(--model-overrides "{'hybrid_strategy': '$S'}")

@@ -30,6 +30,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
 source "$ROOT/examples/pretrained/checkpoint.sh"
+source "$ROOT/examples/same_settings.sh"
 TASK="" GLUE="" WORK="" FOLDER_ARG="" LR=1e-4 EPOCHS="" SEED=1 ST=0 LIMIT=""
 die() { echo "error: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -76,11 +77,7 @@ ST_ARGS=()
 [ "$ST" = 1 ] && ST_ARGS=(--attention-dropout-straight-through)
 FT="$WORK/finetune"
 SETTINGS="task=$TASK updates=$UPDATES lr=$LR seed=$SEED straight_through=$ST model=$CONVERTED/model.pt"
-mkdir -p "$FT"
-if [ -s "$FT/settings" ] && [ "$(cat "$FT/settings")" != "$SETTINGS" ]; then
-  die "$FT holds a fine-tuning with other settings ($(cat "$FT/settings")); give another --work or remove $FT"
-fi
-echo "$SETTINGS" > "$FT/settings"
+same_settings "$FT" "a fine-tuning" "$SETTINGS"
 if [ ! -e "$FT/finished" ]; then
   [ -s "$FT/checkpoint_last.pt" ] && echo "continuing from $FT/checkpoint_last.pt"
   fairseq-train "$WORK/data/bin" --user-dir "$ROOT/fairseq_ext" --task sentence_prediction --num-classes 2 \

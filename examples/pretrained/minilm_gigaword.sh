@@ -42,8 +42,7 @@
 # 6. ROUGE-1/2/L F1 with the project's scorer (python -m fairseq_ext.analysis.rouge), lead-8 (the
 #    articles' first 8 words, the baseline a headline model must beat) beside it.
 # Writes WORK/hyp.txt, WORK/rouge.json (with the checkpoint scored and its update) and the logs; a
-# finished step is not redone (step 3 is, when --max-examples or the model folder changes; the
-# checkpoints trained on the other data are then moved to WORK/checkpoints.other-data).
+# finished step is not redone; a --work whose training had other settings is refused in one line.
 # Cost: about 2 hours of one CPU core for the defaults at the cap (docs/results/gigaword-10k.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -51,6 +50,7 @@ ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
 source "$HERE/checkpoint.sh"
 source "$ROOT/examples/early_stopping.sh"
+source "$ROOT/examples/same_settings.sh"
 DATA="" WORK="$ROOT/work/pretrained-minilm-gigaword" FOLDER="" UPDATES=3500 MAX_TOKENS=1024 LR=1e-4
 WARMUP=100 SEED=1 BEAM=4 MAX_EXAMPLES=0 LOG_INTERVAL=25 PATIENCE=3 EVERY=500 LENPEN=1.2
 die() { echo "error: $*" >&2; exit 2; }
@@ -85,17 +85,17 @@ fi
 echo "== 2/6 checkpoint: python -m fairseq_ext.convert from-transformers -> $WORK/converted"
 convert_checkpoint "$WORK" "$FOLDER"
 
+MADE_WITH="--max-examples $MAX_EXAMPLES, tokenizer $FOLDER"  # step 3 is redone when either changes
+STOP="$UPDATES updates"  # how the finished training of an earlier call must have stopped to be kept
+[ "$PATIENCE" -gt 0 ] && STOP="at most $UPDATES updates, early stopping on validation ROUGE-1 (--patience $PATIENCE, validated every $EVERY updates)"
+TRAINED_WITH="$STOP; lr $LR, warm-up $WARMUP, --max-tokens $MAX_TOKENS, seed $SEED; $MADE_WITH"
+same_settings "$WORK/checkpoints" "a training" "$TRAINED_WITH"
+
 echo "== 3/6 UNK -> [UNK], WordPiece with the checkpoint's tokenizer, fairseq-preprocess with its dict.txt"
 TEXT="$WORK/text" WP="$WORK/wordpiece" BIN="$WORK/bin"
-MADE_WITH="--max-examples $MAX_EXAMPLES, tokenizer $FOLDER"  # the step is redone when either changes
 if [ "$(cat "$BIN/made-with.txt" 2>/dev/null)" = "$MADE_WITH" ]; then
   echo "  already done ($BIN, $MADE_WITH)"
 else
-  if [ -d "$WORK/checkpoints" ]; then  # trained on other data: never decoded as if trained on these
-    rm -rf "$WORK/checkpoints.other-data"
-    mv "$WORK/checkpoints" "$WORK/checkpoints.other-data"
-    echo "  $WORK/checkpoints was trained on other data (not $MADE_WITH): moved to $WORK/checkpoints.other-data; training again"
-  fi
   mkdir -p "$TEXT" "$WP"
   for split in train valid; do
     for side in article title; do
@@ -114,16 +114,14 @@ else
 fi
 
 rouge_early_stopping "$PATIENCE" "$EVERY" "$BEAM" 3 --eval-rouge-detok wordpiece --eval-rouge-wordpiece-tokenizer "$FOLDER"
-STOP="$UPDATES updates"  # how the finished training of an earlier call must have stopped to be kept
-[ "$PATIENCE" -gt 0 ] && STOP="at most $UPDATES updates, early stopping on validation ROUGE-1 (--patience $PATIENCE, validated every $EVERY updates)"
 echo "== 4/6 fairseq-train: unilm_seq2seq, prefix mask, from $CONVERTED/model.pt, $STOP (log: $WORK/train.log)"
 CKPT="$WORK/checkpoints/$SCORED"
-KEPT="$(cat "$WORK/checkpoints/stopping.txt" 2>/dev/null || echo "$UPDATES updates")"  # none: before --patience
-if [ -s "$CKPT" ] && grep -q "done training" "$WORK/train.log" 2>/dev/null && [ "$KEPT" = "$STOP" ] \
+if [ -s "$CKPT" ] && grep -q "done training" "$WORK/train.log" 2>/dev/null \
   && { [ "$PATIENCE" -gt 0 ] || grep -q "num_updates $UPDATES\b" "$WORK/train.log"; }; then
   echo "already trained: $CKPT"
 else
   rm -rf "$WORK/checkpoints"
+  same_settings "$WORK/checkpoints" "a training" "$TRAINED_WITH"  # an interrupted run is guarded too
   fairseq-train "$BIN" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
     --arch unilm_transformer "${OPTIONS[@]}" --attention-mask prefix --unsorted-batches --init-from "$CONVERTED/model.pt" "${STOPPING[@]}" \
     --criterion label_smoothed_cross_entropy --label-smoothing 0.1 --report-accuracy \
@@ -131,7 +129,6 @@ else
     --clip-norm 1.0 --max-tokens "$MAX_TOKENS" --max-update "$UPDATES" --seed "$SEED" --num-workers 0 \
     --save-dir "$WORK/checkpoints" --no-epoch-checkpoints --log-format simple --log-interval "$LOG_INTERVAL" \
     2>&1 | fairseq_progress "$WORK/train.log" || { tail -20 "$WORK/train.log" >&2; die "fairseq-train failed (log above)"; }
-  echo "$STOP" > "$WORK/checkpoints/stopping.txt"
 fi
 UPDATES_OF=$(checkpoint_update "$CKPT" "$WORK/checkpoints/checkpoint_last.pt")  # the update of the checkpoint scored, and the last
 read -r SCORED_UPDATE LAST_UPDATE <<< "$UPDATES_OF"

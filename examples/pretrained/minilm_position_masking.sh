@@ -29,12 +29,14 @@
 # MLM head and the position head start fresh when the checkpoint has none; the log names them);
 # 5. examples/position_masking/finetune.sh from the result. Prints fairseq's progress while it
 # trains; writes WORK/pretrain/{train.log,checkpoint_last.pt}, WORK/finetune/train.log and
-# WORK/accuracy.txt (the word-order validation accuracy). A finished step is not redone.
+# WORK/accuracy.txt (the word-order validation accuracy). A finished step is not redone; a --work
+# whose pre-training or fine-tuning had other settings is refused in one line.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
 source "$HERE/checkpoint.sh"
+source "$ROOT/examples/same_settings.sh"
 WIKI="" WORK="$ROOT/work/pretrained-minilm-position-masking" FOLDER="" PROB=0.10 UPDATES=300 FT_UPDATES=300
 SEED=1 TOKENS=128 BATCH=16 LR=5e-5 FT_LR=2e-5 LOG_INTERVAL=25
 die() { echo "error: $*" >&2; exit 2; }
@@ -69,6 +71,12 @@ convert_checkpoint "$WORK" "$FOLDER"
 MAX_POSITIONS=$(printf '%s\n' "${OPTIONS[@]}" | grep -A1 -x -- --max-positions | tail -1)
 [ "$TOKENS" -le "$MAX_POSITIONS" ] || die "--tokens-per-sample $TOKENS exceeds the checkpoint's $MAX_POSITIONS positions"
 
+PRE="$WORK/pretrain"
+PRE_WITH="--prob $PROB, --updates $UPDATES, --tokens-per-sample $TOKENS, from $CONVERTED/model.pt"
+FT_WITH="--finetune-updates $FT_UPDATES, --seed $SEED, from $PRE_WITH"
+same_settings "$PRE" "a training" "$PRE_WITH"
+same_settings "$WORK/finetune" "a fine-tuning" "$FT_WITH"
+
 echo "== 3/5 WordPiece with the checkpoint's tokenizer, fairseq-preprocess with its dict.txt, the word-order task"
 if [ ! -s "$WORK/bin/dict.txt" ] || [ ! -s "$WORK/word_order/bin/label/dict.txt" ] || [ "$CONVERTED/model.pt" -nt "$WORK/bin/dict.txt" ]; then
   mkdir -p "$WORK/wordpiece"
@@ -87,11 +95,12 @@ fi
 tail -1 "$WORK/word_order.log"
 
 echo "== 4/5 fairseq-train: position_masked_lm, --position-mask-prob $PROB, $UPDATES updates from $CONVERTED/model.pt"
-PRE="$WORK/pretrain"
 if [ -s "$PRE/checkpoint_last.pt" ] && grep -q "done training" "$PRE/train.log" 2>/dev/null; then
   echo "already trained: $PRE/checkpoint_last.pt"
 else
-  rm -rf "$PRE" "$WORK/finetune"; mkdir -p "$PRE"
+  rm -rf "$PRE" "$WORK/finetune"
+  same_settings "$PRE" "a training" "$PRE_WITH"  # an interrupted run is guarded too
+  same_settings "$WORK/finetune" "a fine-tuning" "$FT_WITH"
   fairseq-train "$WORK/bin" --user-dir "$ROOT/fairseq_ext" --task position_masked_lm --criterion position_masked_lm \
     --arch position_masked_roberta "${OPTIONS[@]}" --position-mask-prob "$PROB" --tokens-per-sample "$TOKENS" \
     --sample-break-mode none --finetune-from-model "$CONVERTED/model.pt" --optimizer adam --adam-betas '(0.9,0.98)' \
@@ -103,8 +112,11 @@ else
 fi
 
 echo "== 5/5 fine-tuning on the word-order task: examples/position_masking/finetune.sh, $FT_UPDATES updates, seed $SEED"
-if ! grep -q "| valid |" "$WORK/finetune/train.log" 2>/dev/null; then
+if grep -q "| valid |" "$WORK/finetune/train.log" 2>/dev/null; then
+  echo "already fine-tuned: $WORK/finetune"
+else
   rm -rf "$WORK/finetune"
+  same_settings "$WORK/finetune" "a fine-tuning" "$FT_WITH"
   ARCH=position_masked_roberta MAX_POSITIONS="$MAX_POSITIONS" UPDATES="$FT_UPDATES" BATCH="$BATCH" LR="$FT_LR" SEED="$SEED" \
     bash "$ROOT/examples/position_masking/finetune.sh" "$PRE/checkpoint_last.pt" "$WORK/word_order/bin" "$WORK/finetune" \
     "${OPTIONS[@]}" --log-interval "$LOG_INTERVAL"

@@ -8,7 +8,8 @@
 #     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
 #     --data DIR              local Gigaword in the harvardnlp format (data_prep/gigaword.sh
 #                             --local); without it data_prep/gigaword.sh downloads it
-#     --prep DIR              binarized data (default DIR_OF_WORK/gigaword-data; reused when present)
+#     --prep DIR              binarized data (default DIR_OF_WORK/gigaword-data; reused when present,
+#                             refused when this script made it with another --vocab)
 #     --vocab N               sentencepiece vocabulary when --prep is made (default 10000)
 #     --model prophetnet|transformer   transformer: fairseq's plain Transformer with the same
 #                             sizes and embedding choices (learned positions, embedding layer
@@ -47,7 +48,8 @@
 #
 # Defaults: prophetnet_tiny, 200 pre-training + 600 fine-tuning updates on the 10k training
 # pairs (train10k), ROUGE on the 1000 validation pairs (valid1k; the test split is withheld).
-# WORK/results.json and the last line printed name the checkpoint scored and its update.
+# WORK/results.json and the last line printed name the checkpoint scored and its update. A rerun in
+# the same --work with other settings than --finetune-updates and --eval-at is refused in one line.
 # Wall time: about 2.5 CPU-seconds per update (prophetnet_tiny, 4096 tokens), so 30-40 minutes on
 # 2 idle CPU cores; on a busy shared machine 2 hours and more (docs/prophetnet.md).
 set -euo pipefail
@@ -55,6 +57,7 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
 source "$ROOT/examples/progress.sh"
 source "$ROOT/examples/early_stopping.sh"
+source "$ROOT/examples/same_settings.sh"
 export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
@@ -119,13 +122,20 @@ fi
 mkdir -p "$WORK"
 WORK="$(cd "$WORK" && pwd)"
 PREP="${PREP:-$(dirname "$WORK")/gigaword-data}"
+# what WORK's checkpoints and points were trained with (--finetune-updates and --eval-at may grow: a run extends)
+same_settings "$WORK" "a run" "--prep $PREP --model $MODEL --arch $ARCH --ngram $NGRAM --ngram-gamma $GAMMA \
+--seed $SEED ${UNSORTED[*]} ${MULTIPLE[*]} --patience $PATIENCE --validate-every $VALIDATE_EVERY \
+--pretrain-updates $PRETRAIN --max-tokens $MAX_TOKENS --lr $LR --paper $PAPER --init '$INIT'"
 COMMANDS="$WORK/commands.txt"  # appended to by every call (a rerun resumes)
 echo "# $(date -u +%FT%TZ)" >> "$COMMANDS"
 logged() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
 T0=$(date +%s)
 
 echo "== 1/4 data: $PREP"
-if [ ! -s "$PREP/bin/dict.article.txt" ] || [ ! -s "$PREP/bin-article/dict.article.txt" ]; then
+if [ -s "$PREP/bin/dict.article.txt" ] && [ -s "$PREP/bin-article/dict.article.txt" ]; then
+  [ ! -s "$PREP/settings" ] || same_settings "$PREP" "binarized data" "--vocab $VOCAB" --prep  # made here: the same vocabulary
+else
+  same_settings "$PREP" "binarized data" "--vocab $VOCAB" --prep
   if [ -n "$DATA" ]; then logged bash "$ROOT/data_prep/gigaword.sh" --local "$DATA" --out "$PREP" --vocab "$VOCAB"
   else logged bash "$ROOT/data_prep/gigaword.sh" --out "$PREP" --vocab "$VOCAB"; fi
 fi
