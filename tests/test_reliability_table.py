@@ -199,7 +199,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      ("test_checkpoint_contents.py::test_non_finite_scores_stop_decoding",)),
     ("a user script run again in the same `--work` with other training settings (the HI-CMLM, ProphetNet, MiniLM "
      "and GLUE scripts of `examples/`), or ProphetNet's `--prep` folder with another `--vocab`",
-     "`DIR holds a training with other settings (...); give another --work or remove DIR`, before anything runs "
+     "`DIR holds a training with other settings (...); give another --work or remove DIR` (a fine-tuning, a run; "
+     "`--prep` for the data folder), before anything runs "
      "(before: the earlier checkpoint was resumed, or reported as 'already trained' and scored, under the new "
      "settings); a decoding with other settings (HI-CMLM's `--iter`, ...) is redone, not reported as this one",
      ("test_user_scripts.py::test_hi_cmlm_paper_recipe", "test_user_scripts.py::test_prophetnet_gigaword",
