@@ -125,13 +125,14 @@ def splits_note(results: dict) -> str:
         return ", ".join(f"{name} {v[key]:.{digits}f}%" for name, v in splits.items())
     rows = [("lead-8", CHOOSE_ON, results["lead"]["valid"][CHOOSE_ON]["8"]["rouge1"], results["lead"]["test"]["lead-8"]["rouge1"])]
     rows += [(m["label"], "valid1k", m["valid_rouge1"][0], m["test"]["rouge1"][0]) for m in (results.get("models") or {}).values()]
-    lower = "every row scores lower on test than on valid" if all(t < v for *_, v, t in rows) else "ROUGE-1 on valid and test"
+    scores = "; ".join(f"{name} {v:.2f} on {split}, {t:.2f} on test" for name, split, v, t in rows)
+    copies = splits[TEST]["title_words_in_article"] < min(splits[v]["title_words_in_article"] for v in VALID)
     return (f"Valid and test are not alike: words of the title that are `UNK` / `<unk>`: "
             f"{each('title_words_oov', 2)}; titles holding one: {each('titles_with_oov', 1)}; title words that "
-            f"occur in the article: {each('title_words_in_article', 1)} (mean over pairs). Test titles copy less "
-            f"from their articles, and {lower}: "
-            f"{'; '.join(f'{name} {v:.2f} on {split}, {t:.2f} on test' for name, split, v, t in rows)}. Compare rows "
-            f"with each other on one split, and with the published rows on test only.")
+            f"occur in the article: {each('title_words_in_article', 1)} (mean over pairs). "
+            f"{'Test titles copy less from their articles. ' if copies else ''}"
+            f"{'Every row scores lower on test than on valid' if all(t < v for *_, v, t in rows) else 'ROUGE-1 on valid and on test'}: "
+            f"{scores}. Compare rows with each other on one split, and with the published rows on test only.")
 
 
 def p_value(p: float, resamples: int) -> str:

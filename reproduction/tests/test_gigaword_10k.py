@@ -26,7 +26,7 @@ def test_lead_n_is_chosen_on_valid4k_and_test_scored_for_8_and_that_n(tmp_path):
     assert all(f"| {row} | not run yet |" in text for row in MODEL_ROWS)
     assert "titles holding one: valid1k 0.0%, valid4k 0.0%, test1951 50.0%;" in text
     v, t = out["valid"]["valid4k"]["8"]["rouge1"], out["test"]["lead-8"]["rouge1"]
-    assert f"{'every row scores lower on test than on valid' if t < v else 'ROUGE-1 on valid and test'}: " \
+    assert f"{'Every row scores lower on test than on valid' if t < v else 'ROUGE-1 on valid and on test'}: " \
         f"lead-8 {v:.2f} on valid4k, {t:.2f} on test." in text
 
 
