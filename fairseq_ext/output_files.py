@@ -35,8 +35,8 @@ def _holder(lock_path: str) -> str:
         with builtins.open(lock_path, encoding="utf-8") as f:
             pid = f.read().strip()
     except OSError:
-        return "another process"
-    if not pid.isdigit():  # the holder has the lock but has not written its pid yet
+        pid = ""
+    if not pid.isdigit():  # gone, or the holder has the lock but has not written its pid yet
         return "another process"
     try:
         with builtins.open(f"/proc/{pid}/cmdline", "rb") as f:

@@ -24,10 +24,11 @@ def _start(args):
                             text=True)
 
 
-def _wait_for(path, proc):
-    """Until ``path`` holds the run's pid (the run holds the lock and has said so): bounded in time."""
+def _wait_for(path, proc, holds_pid=True):
+    """Until ``path`` exists and, with ``holds_pid``, holds the run's pid (the run holds the lock and
+    has said so): bounded in time."""
     deadline = time.time() + DEADLINE_S
-    while not (path.exists() and path.read_text().strip() == str(proc.pid)):
+    while not (path.exists() and (not holds_pid or path.read_text().strip() == str(proc.pid))):
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         assert time.time() < deadline, "the run never opened its results file"
         time.sleep(0.05)
@@ -67,11 +68,8 @@ def test_killed_run_leaves_no_half_file_and_the_next_run_cleans_up(tiny_data, ti
     run(args, timeout=DEADLINE_S)
     earlier = (results / "generate-test.txt").read_bytes()
     killed = _start(args)
-    _wait_for(results / "generate-test.txt.lock", killed)
     partial = results / f"generate-test.txt.partial-{killed.pid}"
-    while not partial.exists():  # the lock is taken before the partial file is opened: kill it while it writes
-        assert killed.poll() is None, killed.communicate()[1][-2000:]
-        time.sleep(0.01)
+    _wait_for(partial, killed, holds_pid=False)  # opened after the lock is taken: kill the run while it writes
     killed.send_signal(signal.SIGKILL)
     killed.wait(timeout=DEADLINE_S)
     assert (results / "generate-test.txt").read_bytes() == earlier  # the complete earlier file, untouched
