@@ -468,12 +468,19 @@ class Driver:
             done = json.loads(kept.read_text(encoding="utf-8"))
             if done["pretrain_updates"] == self.a.pretrain_updates and done["sizes"] == self.a.sizes:
                 return done  # else fairseq-train continues from checkpoint_last.pt to the updates asked
-        t0 = time.time()
         save.mkdir(parents=True, exist_ok=True)
+        state_file = save / "state.json"  # the seconds of earlier calls, as a fine-tuning run keeps them
+        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {"seconds": 0.0, "sessions": 0}
+        state["sessions"] += 1
+        t0, spent = time.time(), state["seconds"] + seconds_after_state(state_file, save / "checkpoint_last.pt")
+        state["seconds"] = round(spent, 1)
+        write_json(state_file, state)  # its time stamp: where this call's unsaved training starts
         log = save / "worker.log"  # this process's output (Driver.worker)
         with open(self.work / "commands.txt", "a", encoding="utf-8") as f:
             f.write("fairseq-train " + " ".join(map(str, self.pretrain_command(n, save))) + "\n")
         fairseq_train(self.pretrain_command(n, save))
+        state["seconds"] = round(spent + time.time() - t0, 1)
+        write_json(state_file, state)
         from reproduction.gpu.training import parse_log
 
         curve = [{"update": int(x["num_updates"]), "loss": x["loss"]} for x in
@@ -485,7 +492,7 @@ class Driver:
                   "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c)
                                                          for c in self.pretrain_command(n, save)),
                   "corpus": corpus, "train_loss_curve": curve, "seed": 1,
-                  "wall_seconds": round(time.time() - t0, 1), "hardware": self.hardware()}
+                  "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": self.hardware()}
         write_json(kept, record)
         return record
 

@@ -279,3 +279,39 @@ def test_the_two_span_pretrainings_run_side_by_side_with_two_jobs(tiny, monkeypa
     argv[argv.index("--in-process")] = "--jobs=2"
     driver.main(argv)
     assert order == ["pretrain", "pretrain", "finetune", "finetune"]
+
+
+def test_a_pretraining_spread_over_two_calls_counts_the_seconds_of_both(tiny, monkeypatch, tmp_path):
+    """A pre-training killed after its first checkpoint (update 2 of 4) is credited, in the next
+    call's record, with the seconds from its start to that checkpoint, as a fine-tuning run is."""
+    train = driver.fairseq_train
+    save = tmp_path / "work" / "pretrain-p2"
+
+    class FineTuning(Exception):
+        pass
+
+    def killed_after_update_2(argv):
+        train([*argv, "--max-update", "2"])
+        raise KeyboardInterrupt("killed")
+
+    def finetune(self, row, seed, probe_lr=None):
+        raise FineTuning(row)
+
+    monkeypatch.setattr(driver.Driver, "finetune", finetune)
+    monkeypatch.setattr(driver, "fairseq_train", killed_after_update_2)
+    argv = args(tiny, "p2-pt", kept=tmp_path / "kept")
+    argv[argv.index("--work") + 1] = str(tmp_path / "work")
+    with pytest.raises(KeyboardInterrupt):
+        driver.main(argv)
+    assert driver.checkpoint_updates(save / "checkpoint_last.pt") == 2
+    state_file = save / "state.json"
+    assert json.loads(state_file.read_text()) == {"seconds": 0.0, "sessions": 1}
+    last = (save / "checkpoint_last.pt").stat().st_mtime
+    os.utime(state_file, (last - 600, last - 600))  # as if the first call had trained for 600 s
+    monkeypatch.setattr(driver, "fairseq_train", train)
+    with pytest.raises(FineTuning):
+        driver.main(argv)
+    record = json.loads((tmp_path / "kept" / "pretrain-p2.json").read_text())
+    assert record["updates"] == 4 and record["sessions"] == 2
+    assert 600 <= record["wall_seconds"] < 600 + 300
+    assert json.loads(state_file.read_text())["seconds"] == record["wall_seconds"]
