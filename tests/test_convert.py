@@ -530,6 +530,21 @@ def test_minilm_converted_equals_transformers_on_real_text(minilm):
         assert (features - ref).abs().max() < 1e-5
 
 
+def test_unilm_transformer_small_has_the_sizes_of_all_minilm_l6_v2(minilm):
+    """The named architecture of the Gigaword 10k table's UniLM rows is MiniLM's stack: the sizes the
+    conversion reads from the checkpoint's config.json."""
+    import argparse
+
+    from fairseq_ext.models.unilm_transformer import unilm_transformer_small
+
+    options = minilm[2]["options"]
+    converted = {options[i][2:].replace("-", "_"): options[i + 1] for i in range(0, len(options), 2)}
+    args = argparse.Namespace()
+    unilm_transformer_small(args)
+    sizes = ("encoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads", "max_positions")
+    assert {k: str(getattr(args, k)) for k in sizes} == {k: converted[k] for k in sizes}
+
+
 def test_word_order_task_with_the_checkpoints_tokenizer(minilm, tmp_path):
     """data_prep/word_order.py --wordpiece: the word-order task encoded with MiniLM's own
     tokenizer and binarized with the converted dictionary, no piece unknown."""

@@ -84,6 +84,14 @@ def unilm_transformer_base(args):
     """``UniLMTransformerConfig``'s BERT-base / RoBERTa-base sizes (UniLM's setting)."""
 
 
+@register_model_architecture("unilm_transformer", "unilm_transformer_small")
+def unilm_transformer_small(args):
+    """6 layers x 384, 12 heads, FFN 1536, 512 positions: all-MiniLM-L6-v2's sizes, those of the
+    UniLM rows of the Gigaword 10k table (docs/results/gigaword-10k.md)."""
+    set_unset(args, encoder_layers=6, encoder_embed_dim=384, encoder_ffn_embed_dim=1536, encoder_attention_heads=12,
+              max_positions=512)
+
+
 @register_model_architecture("unilm_transformer", "unilm_transformer_tiny")
 def unilm_transformer_tiny(args):
     """2 layers x 128, 4 heads, FFN 512, 256 positions: for tests and CPU smoke runs."""
