@@ -153,7 +153,10 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     pretraining = {}
     for path in sorted(kept.glob("pretrain-p*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        pretraining[path.stem] = {k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds", "hardware")}
+        curve = record["train_loss_curve"]
+        pretraining[path.stem] = {**{k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds",
+                                                           "sessions", "hardware")},
+                                  **({"loss_first": curve[0], "loss_last": curve[-1]} if curve else {})}
     lr_grid: dict = {}
     for path in sorted((kept / "lr-grid").glob("*.json")):
         probe = json.loads(path.read_text(encoding="utf-8"))

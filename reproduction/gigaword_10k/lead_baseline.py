@@ -114,7 +114,24 @@ def markdown(results: dict) -> str:
         f"(Perl); ours: rouge-score (stemmed, mean sentence F1), whose values differ slightly. Lead-N on valid4k, "
         f"ROUGE-1 by N: {curve}; the best is N = {n}. Written by `{results['command']}` "
         f"({results['wall_seconds']} s, {results['hardware']}).", "", splits_note(results), "",
-        *model_notes(results)])
+        *model_notes(results), *pretraining_note(results)])
+
+
+def pretraining_note(results: dict) -> list[str]:
+    """What the span pre-training of the pre-trained ProphetNet rows did (``runs/pretrain-pN.json``)."""
+    kept = results.get("pretraining") or {}
+    if not kept:
+        return []
+    def loss(r: dict) -> str:  # none logged by a run shorter than fairseq's --log-interval or run in-process
+        return (f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} and "
+                f"{r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, ") if "loss_first" in r else ""
+    each = "; ".join(f"n = {r['ngram']}: {r['updates']} updates, {loss(r)}{r['wall_seconds'] / 3600:.1f} h in "
+                     f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}" for r in kept.values())
+    corpus = next(iter(kept.values()))["corpus"]
+    return [f"Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, "
+            f"one seed, kept with its command in `runs/pretrain-pN.json`): {each}. Its corpus: {corpus['lines']:,} "
+            f"lines, {corpus['words']:,} words from {len(corpus['sources'])} files (each listed with its SHA-256 in "
+            f"that record); no valid or test pair of Gigaword.", ""]
 
 
 def splits_note(results: dict) -> str:

@@ -3,7 +3,14 @@ product's scorer, N chosen on valid4k, the test set scored for lead-8 and that N
 import pytest
 
 from fairseq_ext.analysis.rouge import rouge_f1
-from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS, PUBLISHED, markdown, measure, split_statistics
+from reproduction.gigaword_10k.lead_baseline import (
+    MODEL_ROWS,
+    PUBLISHED,
+    markdown,
+    measure,
+    pretraining_note,
+    split_statistics,
+)
 
 
 def write(folder, prefix, articles, titles):
@@ -36,3 +43,17 @@ def test_split_statistics_count_oov_title_words_and_title_words_found_in_the_art
     stats = split_statistics(["stocks <unk> rises today", "a b c"], ["UNK stocks Rises sharply", "a <unk>"])
     assert stats == {"title_words_oov": round(100 * 2 / 6, 2), "titles_with_oov": 100.0,
                      "title_words_in_article": round(100 * (3 / 4 + 1 / 2) / 2, 1)}
+
+
+def test_the_pretraining_note_gives_each_n_its_loss_time_and_calls():
+    corpus = {"lines": 79886, "words": 1651645, "sources": [{"file": "a"}, {"file": "b"}]}
+    kept = {f"pretrain-p{n}": {"ngram": n, "updates": 4000, "corpus": corpus, "wall_seconds": 3600 * n, "sessions": n,
+                               "loss_first": {"update": 50, "loss": 10.5}, "loss_last": {"update": 4000, "loss": 4.25 + n}}
+            for n in (1, 2)}
+    assert pretraining_note({"pretraining": kept})[0] == (
+        "Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, one "
+        "seed, kept with its command in `runs/pretrain-pN.json`): n = 1: 4000 updates, training loss 10.50 at update "
+        "50 and 5.25 at update 4000, 1.0 h in 1 call; n = 2: 4000 updates, training loss 10.50 at update 50 and 6.25 "
+        "at update 4000, 2.0 h in 2 calls. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
+        "its SHA-256 in that record); no valid or test pair of Gigaword.")
+    assert pretraining_note({"pretraining": {}}) == []
