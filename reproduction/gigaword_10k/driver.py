@@ -39,6 +39,9 @@ Each finished run is kept as ``runs/ROW-sSEED.json`` (commands, seed, settings, 
 chosen update and length penalty, valid and test ROUGE, per-sentence test ROUGE-1, wall time,
 hardware) beside ``runs/ROW-sSEED.test.txt.gz`` (the test hypotheses); both are committed, and
 a kept run is not run again (a kept run made with other settings than asked is refused). A run
+stopped at the cap keeps its work folder: asked again with a higher ``--max-updates`` and
+otherwise the same settings, it trains on from its last checkpoint until early stopping or the
+new cap, and steps 4-5 are done again for its new best checkpoint. A run
 interrupted mid-way resumes from ``WORK/runs/ROW-sSEED`` (its ``state.json``, the best and last
 checkpoints); its wall time counts the killed call's training up to its last checkpoint. Every
 run works in its own process with ``--threads`` torch threads (default 1); ``--jobs`` runs side
@@ -503,12 +506,20 @@ class Driver:
         a = self.a
         name = f"{row}-lr{probe_lr}-s{seed}" if probe_lr else f"{row}-s{seed}"
         kept = self.kept / "lr-grid" / f"{name}.json" if probe_lr else self.kept / f"{name}.json"
-        if kept.is_file():
-            return json.loads(kept.read_text(encoding="utf-8")) if probe_lr else self.kept_run(name)
         w = self.work / "runs" / name
-        w.mkdir(parents=True, exist_ok=True)
         state_file = w / "state.json"
         asked = self.settings(row, probe_lr)
+        if kept.is_file():
+            if probe_lr:
+                return json.loads(kept.read_text(encoding="utf-8"))
+            if not self.extends(name):
+                return self.kept_run(name)
+            state = json.loads(state_file.read_text(encoding="utf-8"))
+            if state["settings"] != asked:  # the first call of the extension: the kept run's steps 4-5 are redone
+                state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
+                                                                         state["settings"]["max_updates"]])
+                write_json(state_file, state)
+        w.mkdir(parents=True, exist_ok=True)
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else \
             {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
         if state["settings"] != asked:
@@ -551,7 +562,8 @@ class Driver:
         curve = state["curve"]
         chosen = curve[best_index(curve)]
         converged = should_stop(curve, a.patience)
-        shutil.rmtree(save_dir, ignore_errors=True)
+        if converged or probe_lr:  # a run stopped at the cap keeps its checkpoints: a higher cap extends it
+            shutil.rmtree(save_dir, ignore_errors=True)
         if probe_lr:
             record = {"row": row, "seed": seed, "lr": probe_lr, "settings": asked, "curve": curve,
                       "stopped": "patience" if converged else "max-updates (not converged)",
@@ -571,7 +583,8 @@ class Driver:
                 state["lenpen"][lp] = {k: round(v, 2) for k, v in rouge_f1(hyps, valid_refs).items()}
             save_state()
         lenpen = choose_lenpen(state["lenpen"])
-        hyps = self.decode(row, best, "test", lenpen, w)  # the one test decode of this run
+        hyps = self.decode(row, best, "test", lenpen, w)  # the one test decode of this run (of each cap it stopped at)
+        save_state()  # the seconds an extension of this run starts from
         test = {k: round(v, 2) for k, v in rouge_f1(hyps, test_refs).items()}
         hyp_file = self.kept / f"{name}.test.txt.gz"
         hyp_file.parent.mkdir(parents=True, exist_ok=True)
@@ -591,13 +604,24 @@ class Driver:
             "valid": state["lenpen"][lenpen], "test": test, "test_sentences": len(hyps),
             "test_distinct": len(set(hyps)), "test_hypotheses": rel(hyp_file),
             "test_sentence_rouge1": sentence_rouge1(hyps, read_lines(self.a.data / "test1951.title.txt")),
-            "wall_seconds": round(spent + time.time() - t0, 1), "sessions": state["sessions"], "hardware": self.hardware(),
+            "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": self.hardware(),
+            **({"extended_from_caps": state["extended_from"]} if state.get("extended_from") else {}),
         }
         write_json(kept, record)
-        shutil.rmtree(w)
+        if converged:
+            shutil.rmtree(w)
         print(f"{name}: stopped ({record['stopped']}) at update {curve[-1]['update']}, best {chosen['update']}, "
               f"lenpen {lenpen}; test ROUGE-1 {test['rouge1']:.2f}", flush=True)
         return record
+
+    def extends(self, name: str) -> bool:
+        """Whether this call trains the kept run ``name`` on: it stopped at a lower cap, its work
+        folder is still here, and every other setting is the same as asked now."""
+        done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
+        asked = self.settings(done["row"])
+        return (done["stopped"] != "patience" and (self.work / "runs" / name / "state.json").is_file()
+                and asked["max_updates"] > done["settings"]["max_updates"]
+                and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
     def kept_run(self, name: str) -> dict:
         """A finished run's record; refused when it was made with other settings than asked now."""
@@ -657,7 +681,7 @@ class Driver:
                 print(f"{r}: learning rate {self.lr_for(r)} chosen on valid from {', '.join(a.lr_grid[r])}", flush=True)
         todo = [f"{r}-s{s}" for s in a.seeds for r in a.rows]  # seed by seed: a partial table has whole seeds
         def one(name):
-            if (self.kept / f"{name}.json").is_file():
+            if (self.kept / f"{name}.json").is_file() and not self.extends(name):
                 self.kept_run(name)
                 print(f"kept: {name}", flush=True)
                 return

@@ -9,6 +9,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 
 import pytest
 
@@ -104,6 +105,14 @@ def tiny(tmp_path_factory):
             "work": root / "work", "kept": root / "kept"}
 
 
+def own_work(argv: list, tiny, tmp_path) -> list:
+    """ARGV with a work folder of its own, holding a copy of the prepared data: no run folder left
+    by another test (a run stopped at the cap keeps its folder) meets this test's settings."""
+    shutil.copytree(tiny["work"] / "data", tmp_path / "work" / "data")
+    argv[argv.index("--work") + 1] = str(tmp_path / "work")
+    return argv
+
+
 def args(tiny, *rows, patience=2, kept=None):
     return ["--data", str(tiny["data"]), "--english", str(tiny["english"]), "--work", str(tiny["work"]),
             "--kept", str(kept or tiny["kept"]), "--rows", *rows, "--seeds", "1", "--chunk", "2",
@@ -135,7 +144,8 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
         assert "fairseq-train" in r["commands"]["fairseq-train"] and r["seed"] == 1
         with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:
             assert len(f.read().splitlines()) == 6
-        assert not (tiny["work"] / "runs" / f"{row}-s1").exists()  # the work folder goes once kept
+        # the work folder goes once kept, unless the run stopped at the cap (a higher cap extends it)
+        assert (tiny["work"] / "runs" / f"{row}-s1").exists() == (r["stopped"] != "patience")
     assert json.loads((kept / "p1-pt-s1.json").read_text())["pretraining"] == "pretrain-p1.json"
     # a second call finds the kept runs and trains nothing; other settings are refused
     monkeypatch.setattr(driver, "fairseq_train", lambda argv: pytest.fail("a kept run was trained again"))
@@ -235,7 +245,7 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     monkeypatch.setattr(driver, "fairseq_generate",
                         lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
     kept = tmp_path / "kept"
-    driver.main([*args(tiny, "transformer", kept=kept), "--lr-grid", "transformer=1e-3,1e-5"])
+    driver.main([*own_work(args(tiny, "transformer", kept=kept), tiny, tmp_path), "--lr-grid", "transformer=1e-3,1e-5"])
     probes = {lr: json.loads((kept / "lr-grid" / f"transformer-lr{lr}-s0.json").read_text()) for lr in ("1e-3", "1e-5")}
     assert all(p["seed"] == 0 and "test" not in p and "--lr " + p["lr"] in p["command"] for p in probes.values())
     chosen = max(("1e-3", "1e-5"), key=lambda lr: (probes[lr]["valid"]["rouge1"], lr == "1e-3"))
@@ -318,3 +328,40 @@ def test_a_pretraining_spread_over_two_calls_counts_the_seconds_of_both(tiny, mo
     assert record["updates"] == 4 and record["sessions"] == 2
     assert 600 <= record["wall_seconds"] < 600 + 300
     assert json.loads(state_file.read_text())["seconds"] == record["wall_seconds"]
+
+
+def test_a_run_stopped_at_the_cap_trains_on_when_the_cap_is_raised(tiny, monkeypatch, tmp_path):
+    """A run capped at 4 updates keeps its work folder; asked again with --max-updates 8 it trains
+    on from update 4 (not from 0), chooses the length penalty and decodes test again; a run asked
+    with a lower cap, or with another setting, is still refused."""
+    trained, decoded = [], []
+    train, generate = driver.fairseq_train, driver.fairseq_generate
+    monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
+    monkeypatch.setattr(driver, "fairseq_generate",
+                        lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
+    kept = tmp_path / "kept"
+    argv = own_work(args(tiny, "p1", kept=kept, patience=3), tiny, tmp_path)
+
+    def cap(n):
+        out = list(argv)
+        out[out.index("--max-updates") + 1] = str(n)
+        return out
+    driver.main(cap(4))
+    first = json.loads((kept / "p1-s1.json").read_text())
+    assert first["stopped"] == "max-updates (not converged)" and [p["update"] for p in first["curve"]] == [2, 4]
+    work = tmp_path / "work" / "runs" / "p1-s1"
+    assert (work / "checkpoints" / "checkpoint_last.pt").is_file() and (work / "best.pt").is_file()
+    assert trained == [2, 4] and decoded.count("test") == 1
+    driver.main(cap(4))  # the same cap: kept, nothing trained
+    assert trained == [2, 4]
+    driver.main(cap(8))
+    record = json.loads((kept / "p1-s1.json").read_text())
+    assert trained[2] == 6 and [p["update"] for p in record["curve"]][:3] == [2, 4, 6]
+    assert record["settings"]["max_updates"] == 8 and record["extended_from_caps"] == [4] and record["sessions"] == 2
+    assert decoded.count("test") == 2 and set(record["lenpen_grid"]) == {"1.0", "1.5"}
+    assert record["wall_seconds"] >= first["wall_seconds"]
+    assert work.exists() == (record["stopped"] != "patience")  # a run that converged leaves no work folder
+    with pytest.raises(SystemExit, match="other settings"):
+        driver.main(cap(6))
+    with pytest.raises(SystemExit, match="other settings"):
+        driver.main([*cap(10), "--beam", "2"])
