@@ -129,7 +129,9 @@ def pretraining_note(results: dict) -> list[str]:
                      f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}" for r in kept.values())
     corpus = next(iter(kept.values()))["corpus"]
     return [f"Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, "
-            f"one seed, kept with its command in `runs/pretrain-pN.json`): {each}. Its corpus: {corpus['lines']:,} "
+            f"one seed, kept with its command in `runs/pretrain-pN.json`): {each}. The training loss is the "
+            f"criterion's (bits a target token, the streams' losses weighted and summed), so n = 2's is not "
+            f"comparable with n = 1's. Its corpus: {corpus['lines']:,} "
             f"lines, {corpus['words']:,} words from {len(corpus['sources'])} files (each listed with its SHA-256 in "
             f"that record); no valid or test pair of Gigaword.", ""]
 

@@ -54,6 +54,7 @@ def test_the_pretraining_note_gives_each_n_its_loss_time_and_calls():
         "Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, one "
         "seed, kept with its command in `runs/pretrain-pN.json`): n = 1: 4000 updates, training loss 10.50 at update "
         "50 and 5.25 at update 4000, 1.0 h in 1 call; n = 2: 4000 updates, training loss 10.50 at update 50 and 6.25 "
-        "at update 4000, 2.0 h in 2 calls. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
+        "at update 4000, 2.0 h in 2 calls. The training loss is the criterion's (bits a target token, the streams' losses "
+        "weighted and summed), so n = 2's is not comparable with n = 1's. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
         "its SHA-256 in that record); no valid or test pair of Gigaword.")
     assert pretraining_note({"pretraining": {}}) == []
