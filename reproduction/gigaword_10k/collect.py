@@ -73,6 +73,7 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "valid_rouge1": mean_sd([r["valid"]["rouge1"] for r in records]),
             "valid_set": records[0]["valid_set"], "chosen_update": [r["chosen_update"] for r in records],
             "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
+            "test_distinct": [r["test_distinct"] for r in records], "test_sentences": records[0]["test_sentences"],
             "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
             "max_updates": records[0]["settings"]["max_updates"],
             "seconds_per_update": seconds_per_update(records),

@@ -182,7 +182,8 @@ def published_gaps(results: dict, m: dict) -> str:
 def model_row(name: str, m: dict) -> str:
     """A trained row (``reproduction/gigaword_10k/collect.py``): mean ± sd over seeds."""
     how = (f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; lr {'/'.join(m['lr'])}; best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, "
-           f"lenpen {'/'.join(m['chosen_lenpen'])}; {stopped_by(m)}")
+           f"lenpen {'/'.join(m['chosen_lenpen'])}; distinct test headlines {'/'.join(map(str, m['test_distinct']))} "
+           f"of {m['test_sentences']}; {stopped_by(m)}")
     return (f"| {name} | {_pm(m['test']['rouge1'])} | {_pm(m['test']['rouge2'])} | {_pm(m['test']['rougeL'])} | "
             f"{_pm(m['valid_rouge1'])} (valid1k) | this repository ({how}) |")
 

@@ -160,6 +160,8 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     text = lead_baseline.markdown(results)
     row = results["models"]["p1-pt"]
     assert f"| ProphetNet n = 1, span pre-training | {row['test']['rouge1'][0]:.2f} |" in text  # one seed: no spread
+    distinct = json.loads((kept / "p1-pt-s1.json").read_text())["test_distinct"]
+    assert f"; distinct test headlines {distinct} of 6; " in text  # a model that writes one headline for all shows it
     assert "| UniLM from MiniLM | not run yet |" in text
     assert "- UniLM from MiniLM is above lead-8 on test (the issue's bar): not decided: unilm-minilm not run yet." in text
     assert any(c["row"] == "p1" and c["baseline"] == "transformer" for c in results["comparisons"])
