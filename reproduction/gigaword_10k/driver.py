@@ -514,14 +514,12 @@ class Driver:
                 return json.loads(kept.read_text(encoding="utf-8"))
             if not self.extends(name):
                 return self.kept_run(name)
-            state = json.loads(state_file.read_text(encoding="utf-8"))
-            if state["settings"] != asked:  # the first call of the extension: the kept run's steps 4-5 are redone
-                state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
-                                                                         state["settings"]["max_updates"]])
-                write_json(state_file, state)
         w.mkdir(parents=True, exist_ok=True)
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else \
             {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
+        if kept.is_file() and state["settings"] != asked:  # the first call of an extension: steps 4-5 are redone
+            state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
+                                                                     state["settings"]["max_updates"]])
         if state["settings"] != asked:
             raise SystemExit(f"{rel(w)} was started with other settings ({state['settings']}) than asked now ({asked}); "
                              "remove it or ask for its settings")
