@@ -151,6 +151,25 @@ def seconds_after_state(state_file: Path, last: Path) -> float:
     return round(max(0.0, last.stat().st_mtime - state_file.stat().st_mtime), 1)
 
 
+class RunClock:
+    """A run's wall seconds over all its calls, kept in its ``state.json`` (with ``sessions``, the
+    number of calls): the seconds saved by earlier calls, a killed call's training up to its last
+    checkpoint (``seconds_after_state``), and this call's seconds at each ``save``."""
+
+    def __init__(self, state_file: Path, last: Path, state: dict):
+        self.state_file, self.state = state_file, state
+        state["sessions"] += 1
+        self.t0, self.spent = time.time(), state["seconds"] + seconds_after_state(state_file, last)
+
+    def seconds(self) -> float:
+        return round(self.spent + time.time() - self.t0, 1)
+
+    def save(self) -> None:
+        """Writes the state with the seconds so far; its time stamp is where unsaved training starts."""
+        self.state["seconds"] = self.seconds()
+        write_json(self.state_file, self.state)
+
+
 def choose_lenpen(grid: dict) -> str:
     """The length penalty of the best valid ROUGE-1 (ties: the one nearest 1.0, then the smaller)."""
     return max(grid, key=lambda lp: (grid[lp]["rouge1"], -abs(float(lp) - 1.0), -float(lp)))
@@ -474,16 +493,13 @@ class Driver:
         save.mkdir(parents=True, exist_ok=True)
         state_file = save / "state.json"  # the seconds of earlier calls, as a fine-tuning run keeps them
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {"seconds": 0.0, "sessions": 0}
-        state["sessions"] += 1
-        t0, spent = time.time(), state["seconds"] + seconds_after_state(state_file, save / "checkpoint_last.pt")
-        state["seconds"] = round(spent, 1)
-        write_json(state_file, state)  # its time stamp: where this call's unsaved training starts
+        clock = RunClock(state_file, save / "checkpoint_last.pt", state)
+        clock.save()
         log = save / "worker.log"  # this process's output (Driver.worker)
         with open(self.work / "commands.txt", "a", encoding="utf-8") as f:
             f.write("fairseq-train " + " ".join(map(str, self.pretrain_command(n, save))) + "\n")
         fairseq_train(self.pretrain_command(n, save))
-        state["seconds"] = round(spent + time.time() - t0, 1)
-        write_json(state_file, state)
+        clock.save()
         from reproduction.gpu.training import parse_log
 
         curve = [{"update": int(x["num_updates"]), "loss": x["loss"]} for x in
@@ -524,14 +540,8 @@ class Driver:
             raise SystemExit(f"{rel(w)} was started with other settings ({state['settings']}) than asked now ({asked}); "
                              "remove it or ask for its settings")
         save_dir = w / "checkpoints"
-        state["sessions"] += 1
-        t0, spent = time.time(), state["seconds"] + seconds_after_state(state_file, save_dir / "checkpoint_last.pt")
-
-        def save_state():
-            state["seconds"] = round(spent + time.time() - t0, 1)
-            write_json(state_file, state)
-
-        save_state()  # its time stamp: where this call's unsaved training starts (seconds_after_state)
+        clock = RunClock(state_file, save_dir / "checkpoint_last.pt", state)
+        clock.save()
         train = self.train_command(row, seed, save_dir, asked["lr"])
         valid_refs = read_lines(self.data / "spm" / "raw" / "valid.title")
         test_refs = read_lines(self.data / "spm" / "raw" / "test.title")
@@ -555,7 +565,7 @@ class Driver:
                 tmp.replace(best)
             state["curve"].append({"update": target, **scores, "distinct": len(set(hyps)),
                                    "train_seconds": round(c1 - c0, 1), "decode_seconds": round(time.time() - c1, 1)})
-            save_state()
+            clock.save()
             print(f"{name}: update {target}, valid ROUGE-1 {scores['rouge1']:.2f}", flush=True)
         curve = state["curve"]
         chosen = curve[best_index(curve)]
@@ -567,7 +577,7 @@ class Driver:
                       "stopped": "patience" if converged else "max-updates (not converged)",
                       "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
                       "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
-                      "wall_seconds": round(spent + time.time() - t0, 1), "hardware": self.hardware()}
+                      "wall_seconds": clock.seconds(), "hardware": self.hardware()}
             write_json(kept, record)
             shutil.rmtree(w)
             return record
@@ -579,10 +589,10 @@ class Driver:
             else:
                 hyps = self.decode(row, best, "valid", lp, w)
                 state["lenpen"][lp] = {k: round(v, 2) for k, v in rouge_f1(hyps, valid_refs).items()}
-            save_state()
+            clock.save()
         lenpen = choose_lenpen(state["lenpen"])
         hyps = self.decode(row, best, "test", lenpen, w)  # the one test decode of this run (of each cap it stopped at)
-        save_state()  # the seconds an extension of this run starts from
+        clock.save()  # the seconds an extension of this run starts from
         test = {k: round(v, 2) for k, v in rouge_f1(hyps, test_refs).items()}
         hyp_file = self.kept / f"{name}.test.txt.gz"
         hyp_file.parent.mkdir(parents=True, exist_ok=True)
