@@ -41,7 +41,9 @@ hardware) beside ``runs/ROW-sSEED.test.txt.gz`` (the test hypotheses); both are 
 a kept run is not run again (a kept run made with other settings than asked is refused). A run
 stopped at the cap keeps its work folder: asked again with a higher ``--max-updates`` and
 otherwise the same settings, it trains on from its last checkpoint until early stopping or the
-new cap, and steps 4-5 are done again for its new best checkpoint. A run
+new cap, and steps 4-5 are done again for its new best checkpoint; when its work folder is gone,
+it is trained again from update 0 to the new cap, and its record says whether its validations up
+to the old cap repeated the kept ones (``repeats_kept_curve``). A run
 interrupted mid-way resumes from ``WORK/runs/ROW-sSEED`` (its ``state.json``, the best and last
 checkpoints); its wall time counts the killed call's training up to its last checkpoint. Every
 run works in its own process with ``--threads`` torch threads (default 1); ``--jobs`` runs side
@@ -168,6 +170,14 @@ class RunClock:
         """Writes the state with the seconds so far; its time stamp is where unsaved training starts."""
         self.state["seconds"] = self.seconds()
         write_json(self.state_file, self.state)
+
+
+def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
+    """Whether a run trained again from update 0 repeated each validation of the kept run it
+    replaces (update, ROUGE and distinct headlines; not the seconds)."""
+    keys = ("update", "rouge1", "rouge2", "rougeL", "distinct")
+    return len(curve) >= len(kept) and all({k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
+                                           for a, b in zip(curve, kept))
 
 
 def choose_lenpen(grid: dict) -> str:
@@ -533,6 +543,10 @@ class Driver:
         w.mkdir(parents=True, exist_ok=True)
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else \
             {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
+        if kept.is_file() and not state_file.is_file():  # an extension whose work folder is gone: from update 0
+            done = json.loads(kept.read_text(encoding="utf-8"))
+            state["retrained"] = {"cap": done["settings"]["max_updates"], "curve": done["curve"]}
+            print(f"{name}: its work folder is gone; trained again from update 0 up to the cap of {a.max_updates}", flush=True)
         if kept.is_file() and state["settings"] != asked:  # the first call of an extension: steps 4-5 are redone
             state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
                                                                      state["settings"]["max_updates"]])
@@ -614,6 +628,8 @@ class Driver:
             "test_sentence_rouge1": sentence_rouge1(hyps, read_lines(self.a.data / "test1951.title.txt")),
             "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": self.hardware(),
             **({"extended_from_caps": state["extended_from"]} if state.get("extended_from") else {}),
+            **({"retrained_past_cap": state["retrained"]["cap"],
+                "repeats_kept_curve": repeats_curve(curve, state["retrained"]["curve"])} if state.get("retrained") else {}),
         }
         write_json(kept, record)
         if converged:
@@ -623,12 +639,12 @@ class Driver:
         return record
 
     def extends(self, name: str) -> bool:
-        """Whether this call trains the kept run ``name`` on: it stopped at a lower cap, its work
-        folder is still here, and every other setting is the same as asked now."""
+        """Whether this call trains the kept run ``name`` further: it stopped at a lower cap and every
+        other setting is the same as asked now. With its work folder it trains on from its last
+        checkpoint; without (a machine that did not keep it) it is trained again from update 0."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
         asked = self.settings(done["row"])
-        return (done["stopped"] != "patience" and (self.work / "runs" / name / "state.json").is_file()
-                and asked["max_updates"] > done["settings"]["max_updates"]
+        return (done["stopped"] != "patience" and asked["max_updates"] > done["settings"]["max_updates"]
                 and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
     def kept_run(self, name: str) -> dict:

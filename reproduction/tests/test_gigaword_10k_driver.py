@@ -368,3 +368,27 @@ def test_a_run_stopped_at_the_cap_trains_on_when_the_cap_is_raised(tiny, monkeyp
         driver.main(cap(6))
     with pytest.raises(SystemExit, match="other settings"):
         driver.main([*cap(10), "--beam", "2"])
+
+
+def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(tiny, monkeypatch, tmp_path):
+    """A run capped at 4 updates whose work folder was not kept (another machine, a lost disk),
+    asked again with --max-updates 6, is trained from update 0; with the same seed and data its
+    validations up to update 4 repeat the kept ones exactly, and its record says so."""
+    trained = []
+    train = driver.fairseq_train
+    monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
+    kept = tmp_path / "kept"
+    argv = own_work(args(tiny, "p1", kept=kept, patience=3), tiny, tmp_path)
+    driver.main(argv[:argv.index("--max-updates") + 1] + ["4"] + argv[argv.index("--max-updates") + 2:])
+    first = json.loads((kept / "p1-s1.json").read_text())
+    shutil.rmtree(tmp_path / "work" / "runs" / "p1-s1")
+    argv[argv.index("--max-updates") + 1] = "6"
+    driver.main(argv)
+    record = json.loads((kept / "p1-s1.json").read_text())
+    assert trained == [2, 4, 2, 4, 6] and [p["update"] for p in record["curve"]] == [2, 4, 6]
+    assert record["retrained_past_cap"] == 4 and record["repeats_kept_curve"] is True
+    assert "extended_from_caps" not in record and record["sessions"] == 1
+    assert driver.repeats_curve(record["curve"], first["curve"])
+    assert not driver.repeats_curve(record["curve"], [{**first["curve"][0], "rouge1": first["curve"][0]["rouge1"] + 0.01}])
+    assert driver.repeats_curve(record["curve"], [{**first["curve"][0], "train_seconds": 1e6}])  # seconds may differ
+    assert not driver.repeats_curve(record["curve"][:1], first["curve"])  # stopped before the kept run's last validation
