@@ -161,8 +161,11 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     lr_grid: dict = {}
     for path in sorted((kept / "lr-grid").glob("*.json")):
         probe = json.loads(path.read_text(encoding="utf-8"))
-        lr_grid.setdefault(probe["row"], {})[probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"],
-                                                             "chosen_update": probe["chosen_update"], "stopped": probe["stopped"]}
+        best = next(c for c in probe["curve"] if c["update"] == probe["chosen_update"])
+        grid = lr_grid.setdefault(probe["row"], {"label": ROWS[probe["row"]]["label"], "rates": {}})
+        grid["rates"][probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"], "chosen_update": probe["chosen_update"],
+                                      "distinct": best["distinct"], "stopped": probe["stopped"],
+                                      **{k: probe["settings"][k] for k in ("patience", "max_updates")}}
     results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("figure", None)

@@ -193,6 +193,21 @@ def so_far(comparison: dict) -> str:
     return "" if comparison["decided"] else "so far: "
 
 
+def lr_grid_notes(results: dict) -> list[str]:
+    """The learning-rate probes of the rows whose rate was chosen on valid (``--lr-grid``)."""
+    if not results.get("lr_grid"):
+        return []
+    rows = []
+    for row, grid in results["lr_grid"].items():
+        probes = ", ".join(f"lr {lr}: {p['valid_rouge1']:.2f} at update {p['chosen_update']} ({p['distinct']} distinct "
+                           f"headlines; {stopped_by({**p, 'stopped': [p['stopped']]})})" for lr, p in grid["rates"].items())
+        runs = results["models"].get(row)
+        rows.append(f"{grid['label']}: {probes}; " + (f"its runs use lr {'/'.join(runs['lr'])}" if runs else "its runs: not run yet"))
+    return ["", "Learning rates chosen on valid1k (`--lr-grid`: one probe per rate with seed 0, no evaluation seed, "
+            "trained until it stops as the runs are, never decoded on test; the best valid ROUGE-1 chooses): "
+            + "; ".join(rows) + "."]
+
+
 def model_notes(results: dict) -> list[str]:
     """The verdicts under the table, written from the comparisons of the collector (none before a row ran)."""
     if not results.get("models"):
@@ -207,6 +222,7 @@ def model_notes(results: dict) -> list[str]:
         t = f", t-test p = {c['t_test_p']:.3f}" if "t_test_p" in c else ""
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
                      f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} seeds).")
+    lines += lr_grid_notes(results)
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]

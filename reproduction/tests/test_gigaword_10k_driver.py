@@ -255,6 +255,11 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     record = json.loads((kept / "transformer-s1.json").read_text())
     assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
     assert decoded.count("test") == 1  # the probes never see the test set
+    text = lead_baseline.markdown(collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None))
+    p = probes["1e-5"]
+    distinct = next(c["distinct"] for c in p["curve"] if c["update"] == p["chosen_update"])
+    assert (f"lr 1e-5: {p['valid']['rouge1']:.2f} at update {p['chosen_update']} ({distinct} distinct headlines; stopped "
+            in text) and f"; its runs use lr {chosen}." in text
 
 
 def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
