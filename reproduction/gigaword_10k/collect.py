@@ -75,7 +75,7 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
             "test_distinct": [r["test_distinct"] for r in records], "test_sentences": records[0]["test_sentences"],
             "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
-            "max_updates": records[0]["settings"]["max_updates"],
+            "caps": [r["settings"]["max_updates"] for r in records],
             "seconds_per_update": seconds_per_update(records),
             "seconds_per_validation": round(statistics.median(p["decode_seconds"] for r in records for p in r["curve"]), 1),
             "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
@@ -165,7 +165,7 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
         grid = lr_grid.setdefault(probe["row"], {"label": ROWS[probe["row"]]["label"], "rates": {}})
         grid["rates"][probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"], "chosen_update": probe["chosen_update"],
                                       "distinct": best["distinct"], "stopped": probe["stopped"],
-                                      **{k: probe["settings"][k] for k in ("patience", "max_updates")}}
+                                      "patience": probe["settings"]["patience"], "cap": probe["settings"]["max_updates"]}
     results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("figure", None)

@@ -38,7 +38,8 @@ Protocol (every row, every seed):
 Each finished run is kept as ``runs/ROW-sSEED.json`` (commands, seed, settings, the curve,
 chosen update and length penalty, valid and test ROUGE, per-sentence test ROUGE-1, wall time,
 hardware) beside ``runs/ROW-sSEED.test.txt.gz`` (the test hypotheses); both are committed, and
-a kept run is not run again (a kept run made with other settings than asked is refused). A run
+a kept run is not run again (a kept run made with other settings than asked is refused; a run
+that early stopping ended is kept under any cap it did not reach). A run
 stopped at the cap keeps its work folder: asked again with a higher ``--max-updates`` and
 otherwise the same settings, it trains on from its last checkpoint until early stopping or the
 new cap, and steps 4-5 are done again for its new best checkpoint; when its work folder is gone,
@@ -170,6 +171,16 @@ class RunClock:
         """Writes the state with the seconds so far; its time stamp is where unsaved training starts."""
         self.state["seconds"] = self.seconds()
         write_json(self.state_file, self.state)
+
+
+def same_run(done: dict, asked: dict) -> bool:
+    """Whether the kept run ``done`` is the run the settings ``asked`` describe: the same settings,
+    or, for a run that early stopping ended at update U, the same settings with any cap >= U
+    (a higher cap would have changed nothing)."""
+    if done["settings"] == asked:
+        return True
+    return (done["stopped"] == "patience" and asked["max_updates"] >= done["curve"][-1]["update"]
+            and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
 
 def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
@@ -648,9 +659,9 @@ class Driver:
                 and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
     def kept_run(self, name: str) -> dict:
-        """A finished run's record; refused when it was made with other settings than asked now."""
+        """A finished run's record; refused when it is not the run asked now (``same_run``)."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
-        if done["settings"] != self.settings(done["row"]):
+        if not same_run(done, self.settings(done["row"])):
             raise SystemExit(f"{rel(self.kept / name)}.json was made with other settings ({done['settings']}) than asked "
                              f"now ({self.settings(done['row'])}); remove it, give another --kept folder or ask for its settings")
         return done

@@ -164,10 +164,10 @@ def _pm(pair: list) -> str:
 
 
 def stopped_by(m: dict) -> str:
-    """Why the runs of a row stopped: early stopping, or the update cap (then not converged)."""
-    why = {"patience": f"stopped by early stopping (patience {m['patience']})",
-           "max-updates (not converged)": f"stopped at the cap of {m['max_updates']} updates, not converged"}
-    return " or ".join(why[s] for s in sorted(set(m["stopped"])))
+    """Why the runs of a row stopped: the update cap of each capped run (then not converged), or early stopping."""
+    caps = sorted({cap for cap, why in zip(m["caps"], m["stopped"]) if why != "patience"})
+    why = [f"stopped at the cap of {'/'.join(map(str, caps))} updates, not converged"] if caps else []
+    return " or ".join(why + [f"stopped by early stopping (patience {m['patience']})"] * ("patience" in m["stopped"]))
 
 
 def published_gaps(results: dict, m: dict) -> str:
@@ -200,7 +200,7 @@ def lr_grid_notes(results: dict) -> list[str]:
     rows = []
     for row, grid in results["lr_grid"].items():
         probes = ", ".join(f"lr {lr}: {p['valid_rouge1']:.2f} at update {p['chosen_update']} ({p['distinct']} distinct "
-                           f"headlines; {stopped_by({**p, 'stopped': [p['stopped']]})})" for lr, p in grid["rates"].items())
+                           f"headlines; {stopped_by({**p, 'stopped': [p['stopped']], 'caps': [p['cap']]})})" for lr, p in grid["rates"].items())
         runs = results["models"].get(row)
         rows.append(f"{grid['label']}: {probes}; " + (f"its runs use lr {'/'.join(runs['lr'])}" if runs else "its runs: not run yet"))
     return ["", "Learning rates chosen on valid1k (`--lr-grid`: one probe per rate with seed 0, no evaluation seed, "
@@ -231,8 +231,8 @@ def model_notes(results: dict) -> list[str]:
     lines += ["", f"Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks): {costs}."]
     m = next(iter(results["models"].values()))
     lines += ["", f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
-              f"trigram), stopped after {m['patience']} validations without a better one or at the cap of "
-              f"{m['max_updates']} updates (then marked not converged); the length penalty chosen on "
+              f"trigram), stopped after {m['patience']} validations without a better one or at an update cap "
+              f"(given in the row; then marked not converged); the length penalty chosen on "
               f"valid; test decoded once. Wall time of all runs: "
               f"{sum(x['wall_seconds'] for x in results['models'].values()) / 3600:.1f} h ({m['hardware']})."]
     if results.get("figure"):

@@ -84,6 +84,25 @@ def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
     assert summary == "so far: "
 
 
+def test_a_run_ended_by_early_stopping_is_kept_under_any_cap_it_did_not_reach():
+    settings = {"lr": "7e-4", "max_updates": 3500}
+    stopped = {"settings": settings, "stopped": "patience", "curve": curve(1, 3, 2, 2, 2)}  # last validation: update 50
+    capped = {**stopped, "stopped": "max-updates (not converged)"}
+    assert driver.same_run(stopped, settings) and driver.same_run(stopped, {**settings, "max_updates": 10000})
+    assert driver.same_run(stopped, {**settings, "max_updates": 50})
+    assert not driver.same_run(stopped, {**settings, "max_updates": 40})  # it would have stopped at the cap
+    assert not driver.same_run(stopped, {"lr": "2e-4", "max_updates": 10000})
+    assert driver.same_run(capped, settings) and not driver.same_run(capped, {**settings, "max_updates": 10000})
+
+
+def test_a_row_whose_runs_stopped_at_different_caps_names_each_cap():
+    row = {"caps": [3500, 10000, 10000], "stopped": ["max-updates (not converged)", "patience", "max-updates (not converged)"],
+           "patience": 3}
+    assert lead_baseline.stopped_by(row) == ("stopped at the cap of 3500/10000 updates, not converged or "
+                                             "stopped by early stopping (patience 3)")
+    assert lead_baseline.stopped_by({**row, "stopped": ["patience"] * 3}) == "stopped by early stopping (patience 3)"
+
+
 def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
     grid = {"0.6": {"rouge1": 30.0}, "1.0": {"rouge1": 31.0}, "1.5": {"rouge1": 31.0}}
     assert driver.choose_lenpen(grid) == "1.0"
