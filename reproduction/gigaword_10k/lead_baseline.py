@@ -202,10 +202,11 @@ def lr_grid_notes(results: dict) -> list[str]:
         probes = ", ".join(f"lr {lr}: {p['valid_rouge1']:.2f} at update {p['chosen_update']} ({p['distinct']} distinct "
                            f"headlines; {stopped_by({**p, 'stopped': [p['stopped']], 'caps': [p['cap']]})})" for lr, p in grid["rates"].items())
         runs = results["models"].get(row)
-        rows.append(f"{grid['label']}: {probes}; " + (f"its runs use lr {'/'.join(runs['lr'])}" if runs else "its runs: not run yet"))
-    return ["", "Learning rates chosen on valid1k (`--lr-grid`: one probe per rate with seed 0, no evaluation seed, "
-            "trained until it stops as the runs are, never decoded on test; the best valid ROUGE-1 chooses): "
-            + "; ".join(rows) + "."]
+        rows.append(f"{grid['label']}: {probes}; " + (f"the row's runs so far use lr {'/'.join(runs['lr'])}" if runs
+                                                      else "the row's runs: not run yet"))
+    return ["", "Learning-rate probes on valid1k (`--lr-grid`: one probe per rate with seed 0, no evaluation seed, "
+            "trained until it stops as the runs are, never decoded on test; once every rate of the grid has its probe, "
+            "the best valid ROUGE-1 chooses the rate of the row's runs): " + "; ".join(rows) + "."]
 
 
 def model_notes(results: dict) -> list[str]:

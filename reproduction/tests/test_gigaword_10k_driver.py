@@ -278,7 +278,7 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     p = probes["1e-5"]
     distinct = next(c["distinct"] for c in p["curve"] if c["update"] == p["chosen_update"])
     assert (f"lr 1e-5: {p['valid']['rouge1']:.2f} at update {p['chosen_update']} ({distinct} distinct headlines; stopped "
-            in text) and f"; its runs use lr {chosen}." in text
+            in text) and f"; the row's runs so far use lr {chosen}." in text
 
 
 def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
