@@ -168,6 +168,9 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
                                       "patience": probe["settings"]["patience"], "cap": probe["settings"]["max_updates"]}
     results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
                "comparisons": compare(runs, lead8) if models else []}
+    results.pop("source_reliance", None)
+    if (kept / "source-reliance.json").is_file():  # reproduction/gigaword_10k/source_reliance.py
+        results["source_reliance"] = json.loads((kept / "source-reliance.json").read_text(encoding="utf-8"))
     results.pop("figure", None)
     if models and figure is not None and plot(models, figure):
         results["figure"] = str(figure.relative_to(lead_baseline.PAGE.parent)) \

@@ -133,7 +133,23 @@ def pretraining_note(results: dict) -> list[str]:
             f"criterion's (bits a target token, the streams' losses weighted and summed), so n = 2's is not "
             f"comparable with n = 1's. Its corpus: {corpus['lines']:,} "
             f"lines, {corpus['words']:,} words from {len(corpus['sources'])} files (each listed with its SHA-256 in "
-            f"that record); no valid or test pair of Gigaword.", ""]
+            f"that record); no valid or test pair of Gigaword.", "", *reliance_note(results)]
+
+
+def reliance_note(results: dict) -> list[str]:
+    """How much each pre-trained decoder reads its encoder (``source_reliance.py``)."""
+    measured = results.get("source_reliance")
+    if not measured:
+        return []
+    each = "; ".join(f"n = {results['pretraining'][name]['ngram']}: {r['bits_own_source']:.2f} and "
+                     f"{r['bits_rolled_source']:.2f} (the source saves {r['bits_the_source_saves']:.2f})"
+                     for name, r in measured["checkpoints"].items() if name in results["pretraining"])
+    lines = next(iter(measured["checkpoints"].values()))["lines"]
+    return [f"Does the pre-trained decoder read its encoder? The next-token stream's loss on {lines:,} lines of the "
+            f"pre-training corpus (its first batches, lines it was trained on; dropout off), in bits a token, with each "
+            f"line's own masked source and with another line's: {each}. Written by `{measured['command']}` "
+            f"({measured['wall_seconds']:.0f} s); one pre-training per n, so this describes these two checkpoints, "
+            "not n in general.", ""]
 
 
 def splits_note(results: dict) -> str:

@@ -416,3 +416,42 @@ def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(t
     assert not driver.repeats_curve(record["curve"], [{**first["curve"][0], "rouge1": first["curve"][0]["rouge1"] + 0.01}])
     assert driver.repeats_curve(record["curve"], [{**first["curve"][0], "train_seconds": 1e6}])  # seconds may differ
     assert not driver.repeats_curve(record["curve"][:1], first["curve"])  # stopped before the kept run's last validation
+
+
+def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_lines_source(tiny, tmp_path):
+    """The diagnostic's loss with each line's own source is the criterion's next-token-stream loss
+    (fairseq's label-smoothed NLL with epsilon 0, an independent path), a one-line batch has no
+    other line to borrow a source from (rolled = own), and the JSON lists each pre-training."""
+    import math
+
+    import torch
+    from fairseq import checkpoint_utils
+
+    from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss
+    from reproduction.gigaword_10k import source_reliance
+
+    ckpt = tiny["work"] / "pretrain-p1" / "checkpoint_last.pt"  # the end-to-end test's span pre-training
+    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(ckpt)], arg_overrides={"data": str(tiny["work"] / "data" / "english" / "bin")})
+    model.eval()
+    task.load_dataset("train")
+    data = task.dataset("train")
+    batch = data.collater([data[i] for i in range(4)])
+    criterion = NgramLanguageLoss(task, label_smoothing=0.0)
+    with torch.no_grad():
+        _, _, logged = criterion(model, batch)
+        own, tokens = source_reliance.stream1_bits(model, batch, roll=False)
+        rolled, _ = source_reliance.stream1_bits(model, batch, roll=True)
+        one = data.collater([data[0]])
+        alone = [source_reliance.stream1_bits(model, one, roll=r)[0] for r in (False, True)]
+    assert tokens == logged["s1_count"] and math.isclose(own, float(logged["s1_loss"]), rel_tol=1e-5)
+    assert rolled != own and alone[0] == alone[1]
+    out = tmp_path / "reliance.json"
+    source_reliance.main(["--work", str(tiny["work"]), "--batches", "2", "--max-tokens", "256", "--output", str(out)])
+    written = json.loads(out.read_text())
+    assert set(written["checkpoints"]) == {"pretrain-p1"}  # the one span pre-training in that work folder
+    r = written["checkpoints"]["pretrain-p1"]
+    assert r["lines"] > 0 and math.isclose(r["bits_the_source_saves"], r["bits_rolled_source"] - r["bits_own_source"], abs_tol=2e-3)
+    note = lead_baseline.reliance_note({"pretraining": {"pretrain-p1": {"ngram": 1}}, "source_reliance": written})[0]
+    assert (f"n = 1: {r['bits_own_source']:.2f} and {r['bits_rolled_source']:.2f} (the source saves "
+            f"{r['bits_the_source_saves']:.2f})." in note) and f"on {r['lines']:,} lines" in note

@@ -1,0 +1,105 @@
+"""Does a span pre-trained ProphetNet read its encoder? A diagnostic of the pre-trained rows of
+docs/results/gigaword-10k.md.
+
+    python -m reproduction.gigaword_10k.source_reliance [--work work/gigaword_10k] [--batches 20]
+        [--output reproduction/gigaword_10k/runs/source-reliance.json]
+
+For each span pre-training the driver kept (``WORK/pretrain-pN/checkpoint_last.pt``), the loss of
+the next-token stream (bits a target token, teacher forced, no label smoothing, dropout off) on
+the first ``--batches`` batches of its own denoising task (``prophetnet_denoising``, the driver's
+seed and batch size, so lines it was trained on): once with each line's own masked source, and
+once with the source of the next line of the batch (the batch's sources rolled by one). MASS-style
+span prediction (Song et al. 2019, section 2) is meant to make the decoder read the encoder for
+the masked span; a decoder that learnt to predict the span from its own inputs alone (the token
+before each position and its place in the line) scores alike on both. Qi et al. (2020, section 1)
+motivate future n-gram prediction by the opposite risk: a next-token decoder that leans on local
+correlations instead of the source.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+from reproduction.gigaword_10k.driver import ROOT, rel
+
+OUTPUT = ROOT / "reproduction" / "gigaword_10k" / "runs" / "source-reliance.json"
+
+
+def stream1_bits(model, sample: dict, roll: bool) -> tuple[float, int]:
+    """Summed next-token-stream loss (nats) and target tokens of one batch; with ``roll`` each line
+    is given the source of the next line of the batch."""
+    import torch
+    import torch.nn.functional as F
+
+    net_input = dict(sample["net_input"])
+    if roll:
+        net_input["src_tokens"] = torch.roll(net_input["src_tokens"], 1, dims=0)
+        net_input["src_lengths"] = torch.roll(net_input["src_lengths"], 1, dims=0)
+    logits = model(**net_input)[1]["stream_logits"][0]
+    target = sample["target"]
+    pad = model.decoder.dictionary.pad()
+    loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=pad, reduction="sum")
+    return float(loss), int(target.ne(pad).sum())
+
+
+def measure(checkpoint: Path, data: Path, batches: int, max_tokens: int) -> dict:
+    import torch
+    from fairseq import checkpoint_utils
+
+    from fairseq_ext import plugin
+
+    plugin.load()
+    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={"data": str(data)})
+    model.eval()
+    task.load_dataset("train")
+    iterator = task.get_batch_iterator(task.dataset("train"), max_tokens=max_tokens, seed=1, epoch=1,
+                                       max_positions=task.max_positions()).next_epoch_itr(shuffle=True)
+    sums = {"own": 0.0, "rolled": 0.0}
+    tokens = lines = 0
+    with torch.no_grad():
+        for _, sample in zip(range(batches), iterator):
+            for key in sums:
+                loss, n = stream1_bits(model, sample, roll=key == "rolled")
+                sums[key] += loss
+            tokens += n
+            lines += sample["nsentences"]
+    own, rolled = (sums[k] / tokens / math.log(2) for k in ("own", "rolled"))
+    return {"checkpoint": rel(checkpoint), "lines": lines, "target_tokens": tokens, "bits_own_source": round(own, 3),
+            "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.source_reliance", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--work", type=Path, default=ROOT / "work" / "gigaword_10k", help="the driver's work folder")
+    p.add_argument("--batches", type=int, default=20, help="denoising batches per checkpoint")
+    p.add_argument("--max-tokens", type=int, default=2048, help="tokens per batch (the pre-training's)")
+    p.add_argument("--output", type=Path, default=OUTPUT)
+    a = p.parse_args(argv)
+    checkpoints = sorted(a.work.glob("pretrain-p*/checkpoint_last.pt"))
+    if not checkpoints:
+        p.error(f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span pre-training first "
+                "(python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt ...)")
+    from fairseq_ext.analysis.hardware import cpu_and_cores
+    import torch
+
+    torch.set_num_threads(1)
+    t0 = time.time()
+    results = {ckpt.parent.name: measure(ckpt, a.work / "data" / "english" / "bin", a.batches, a.max_tokens)
+               for ckpt in checkpoints}
+    a.output.parent.mkdir(parents=True, exist_ok=True)
+    a.output.write_text(json.dumps({
+        "command": f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens {a.max_tokens}",
+        "checkpoints": results, "wall_seconds": round(time.time() - t0, 1),
+        "hardware": f"{cpu_and_cores()}, torch threads 1"}, indent=1) + "\n", encoding="utf-8")
+    for name, r in results.items():
+        print(f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, {r['bits_rolled_source']:.3f} with "
+              f"another line's ({r['bits_the_source_saves']:+.3f})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
