@@ -3,12 +3,16 @@ that an interrupted driver never leaves half a record that a later call would ta
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
 
 def write_json(path: Path, data: dict) -> None:
+    """Writes ``data`` to ``path`` whole; each process and thread has its own temporary file, so two
+    drivers sharing a work folder never rename each other's."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}-{threading.get_ident()}.tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     tmp.replace(path)
 
