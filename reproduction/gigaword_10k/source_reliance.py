@@ -29,7 +29,7 @@ from reproduction.gigaword_10k.driver import ROOT, rel
 OUTPUT = ROOT / "reproduction" / "gigaword_10k" / "runs" / "source-reliance.json"
 
 
-def stream1_bits(model, sample: dict, roll: bool) -> tuple[float, int]:
+def stream1_nats(model, sample: dict, roll: bool) -> tuple[float, int]:
     """Summed next-token-stream loss (nats) and target tokens of one batch; with ``roll`` each line
     is given the source of the next line of the batch."""
     import torch
@@ -63,7 +63,7 @@ def measure(checkpoint: Path, data: Path, batches: int, max_tokens: int) -> dict
     with torch.no_grad():
         for _, sample in zip(range(batches), iterator):
             for key in sums:
-                loss, n = stream1_bits(model, sample, roll=key == "rolled")
+                loss, n = stream1_nats(model, sample, roll=key == "rolled")
                 sums[key] += loss
             tokens += n
             lines += sample["nsentences"]
@@ -80,7 +80,11 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-tokens", type=int, default=2048, help="tokens per batch (the pre-training's)")
     p.add_argument("--output", type=Path, default=OUTPUT)
     a = p.parse_args(argv)
+    if a.batches < 1 or a.max_tokens < 1:
+        p.error("--batches and --max-tokens must be >= 1")
     checkpoints = sorted(a.work.glob("pretrain-p*/checkpoint_last.pt"))
+    if not (a.work / "data" / "english" / "bin").is_dir():
+        p.error(f"{a.work} has no data/english/bin (the pre-training corpus the driver binarizes): give the driver's --work")
     if not checkpoints:
         p.error(f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span pre-training first "
                 "(python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt ...)")

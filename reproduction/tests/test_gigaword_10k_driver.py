@@ -418,7 +418,7 @@ def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(t
     assert not driver.repeats_curve(record["curve"][:1], first["curve"])  # stopped before the kept run's last validation
 
 
-def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_lines_source(tiny, tmp_path):
+def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_lines_source(tiny, tmp_path, capsys):
     """The diagnostic's loss with each line's own source is the criterion's next-token-stream loss
     (fairseq's label-smoothed NLL with epsilon 0, an independent path), a one-line batch has no
     other line to borrow a source from (rolled = own), and the JSON lists each pre-training."""
@@ -440,13 +440,17 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     criterion = NgramLanguageLoss(task, label_smoothing=0.0)
     with torch.no_grad():
         _, _, logged = criterion(model, batch)
-        own, tokens = source_reliance.stream1_bits(model, batch, roll=False)
-        rolled, _ = source_reliance.stream1_bits(model, batch, roll=True)
+        own, tokens = source_reliance.stream1_nats(model, batch, roll=False)
+        rolled, _ = source_reliance.stream1_nats(model, batch, roll=True)
         one = data.collater([data[0]])
-        alone = [source_reliance.stream1_bits(model, one, roll=r)[0] for r in (False, True)]
+        alone = [source_reliance.stream1_nats(model, one, roll=r)[0] for r in (False, True)]
     assert tokens == logged["s1_count"] and math.isclose(own, float(logged["s1_loss"]), rel_tol=1e-5)
     assert rolled != own and alone[0] == alone[1]
     out = tmp_path / "reliance.json"
+    for bad, says in ((["--batches", "0"], "--batches and --max-tokens must be >= 1"), (["--work", str(tmp_path)], "no data/english/bin")):
+        with pytest.raises(SystemExit):
+            source_reliance.main([*bad, "--output", str(out)])
+        assert says in capsys.readouterr().err and not out.exists()
     source_reliance.main(["--work", str(tiny["work"]), "--batches", "2", "--max-tokens", "256", "--output", str(out)])
     written = json.loads(out.read_text())
     assert set(written["checkpoints"]) == {"pretrain-p1"}  # the one span pre-training in that work folder
