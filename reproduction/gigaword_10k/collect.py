@@ -164,8 +164,9 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
         best = next(c for c in probe["curve"] if c["update"] == probe["chosen_update"])
         grid = lr_grid.setdefault(probe["row"], {"label": ROWS[probe["row"]]["label"], "rates": {}})
         grid["rates"][probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"], "chosen_update": probe["chosen_update"],
-                                      "distinct": best["distinct"], "stopped": probe["stopped"],
-                                      "patience": probe["settings"]["patience"], "cap": probe["settings"]["max_updates"]}
+                                      "distinct": best["distinct"], "stopped": [probe["stopped"]],
+                                      "patience": probe["settings"]["patience"],
+                                      "caps": [probe["settings"]["max_updates"]]}
     results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("source_reliance", None)

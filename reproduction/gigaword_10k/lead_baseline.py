@@ -216,7 +216,7 @@ def lr_grid_notes(results: dict) -> list[str]:
     rows = []
     for row, grid in results["lr_grid"].items():
         probes = ", ".join(f"lr {lr}: {p['valid_rouge1']:.2f} at update {p['chosen_update']} ({p['distinct']} distinct "
-                           f"headlines; {stopped_by({**p, 'stopped': [p['stopped']], 'caps': [p['cap']]})})" for lr, p in grid["rates"].items())
+                           f"headlines; {stopped_by(p)})" for lr, p in grid["rates"].items())
         runs = results["models"].get(row)
         rows.append(f"{grid['label']}: {probes}; " + (f"the row's runs so far use lr {'/'.join(runs['lr'])}" if runs
                                                       else "the row's runs: not run yet"))
