@@ -145,11 +145,16 @@ def reliance_note(results: dict) -> list[str]:
                      f"{r['bits_rolled_source']:.2f} (the source saves {r['bits_the_source_saves']:.2f})"
                      for name, r in measured["checkpoints"].items() if name in results["pretraining"])
     lines = next(iter(measured["checkpoints"].values()))["lines"]
+    during = "; ".join(f"n = {results['pretraining'][name]['ngram']}: "
+                       + ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
+                       + f" at updates {', '.join(str(c['update']) for c in r['by_update'])}"
+                       for name, r in measured["checkpoints"].items() if name in results["pretraining"] and r.get("by_update"))
     return [f"Does the pre-trained decoder read its encoder? The next-token stream's loss on {lines:,} lines of the "
             f"pre-training corpus (its first batches, lines it was trained on; dropout off), in bits a token, with each "
-            f"line's own masked source and with another line's: {each}. Written by `{measured['command']}` "
-            f"({measured['wall_seconds']:.0f} s); one pre-training per n, so this describes these two checkpoints, "
-            "not n in general.", ""]
+            f"line's own masked source and with another line's: {each}."
+            + (f" What the source saves at the pre-training's interval checkpoints: {during}." if during else "")
+            + f" Written by `{measured['command']}` ({measured['wall_seconds']:.0f} s); one pre-training per n, so "
+            "this describes these two pre-trainings, not n in general.", ""]
 
 
 def splits_note(results: dict) -> str:

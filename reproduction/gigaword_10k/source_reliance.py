@@ -4,7 +4,9 @@ docs/results/gigaword-10k.md.
     python -m reproduction.gigaword_10k.source_reliance [--work work/gigaword_10k] [--batches 20]
         [--output reproduction/gigaword_10k/runs/source-reliance.json]
 
-For each span pre-training the driver kept (``WORK/pretrain-pN/checkpoint_last.pt``), the loss of
+For each span pre-training the driver kept (``WORK/pretrain-pN/checkpoint_last.pt``, and under
+``by_update`` each of its interval checkpoints ``checkpoint_E_U.pt``: when it learns to read its
+source, or stops), the loss of
 the next-token stream (bits a target token, teacher forced, no label smoothing, dropout off) on
 the first ``--batches`` batches of its own denoising task (``prophetnet_denoising``, the driver's
 seed and batch size, so lines it was trained on): once with each line's own masked source, and
@@ -72,6 +74,16 @@ def measure(checkpoint: Path, data: Path, batches: int, max_tokens: int) -> dict
             "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3)}
 
 
+def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:
+    """fairseq's ``checkpoint_EPOCH_UPDATE.pt`` files of a folder, by update."""
+    found = []
+    for path in folder.glob("checkpoint_*_*.pt"):
+        epoch, update = path.stem.split("_")[1:]
+        if epoch.isdigit() and update.isdigit():
+            found.append((int(update), path))
+    return sorted(found)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.source_reliance", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -93,7 +105,10 @@ def main(argv: list[str] | None = None) -> None:
 
     torch.set_num_threads(1)
     t0 = time.time()
-    results = {ckpt.parent.name: measure(ckpt, a.work / "data" / "english" / "bin", a.batches, a.max_tokens)
+    corpus = a.work / "data" / "english" / "bin"
+    results = {ckpt.parent.name: {**measure(ckpt, corpus, a.batches, a.max_tokens),
+                                  "by_update": [{"update": update, **measure(path, corpus, a.batches, a.max_tokens)}
+                                                for update, path in interval_checkpoints(ckpt.parent)]}
                for ckpt in checkpoints}
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps({

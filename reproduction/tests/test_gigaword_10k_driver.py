@@ -456,6 +456,11 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert set(written["checkpoints"]) == {"pretrain-p1"}  # the one span pre-training in that work folder
     r = written["checkpoints"]["pretrain-p1"]
     assert r["lines"] > 0 and math.isclose(r["bits_the_source_saves"], r["bits_rolled_source"] - r["bits_own_source"], abs_tol=2e-3)
+    # each interval checkpoint of the pre-training (2 and 4 updates), the last one being checkpoint_last.pt
+    assert [c["update"] for c in r["by_update"]] == [2, 4]
+    assert all(r["by_update"][-1][k] == r[k] for k in ("bits_own_source", "bits_rolled_source", "lines"))
     note = lead_baseline.reliance_note({"pretraining": {"pretrain-p1": {"ngram": 1}}, "source_reliance": written})[0]
     assert (f"n = 1: {r['bits_own_source']:.2f} and {r['bits_rolled_source']:.2f} (the source saves "
             f"{r['bits_the_source_saves']:.2f})." in note) and f"on {r['lines']:,} lines" in note
+    saves = ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
+    assert f"interval checkpoints: n = 1: {saves} at updates 2, 4." in note
