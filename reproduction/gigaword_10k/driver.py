@@ -38,8 +38,9 @@ Protocol (every row, every seed):
 Each finished run is kept as ``runs/ROW-sSEED.json`` (commands, seed, settings, the curve,
 chosen update and length penalty, valid and test ROUGE, per-sentence test ROUGE-1, wall time,
 hardware) beside ``runs/ROW-sSEED.test.txt.gz`` (the test hypotheses); both are committed, and
-a kept run is not run again (a kept run made with other settings than asked is refused; a run
-that early stopping ended is kept under any cap it did not reach). A run
+a kept run is not run again (a kept run or a started work folder made with other settings than
+asked is refused, every run checked before any starts; a run that early stopping ended is kept
+under any cap it did not reach). A run
 stopped at the cap keeps its work folder: asked again with a higher ``--max-updates`` and
 otherwise the same settings, it trains on from its last checkpoint until early stopping or the
 new cap, and steps 4-5 are done again for its new best checkpoint; when its work folder is gone,
@@ -181,6 +182,18 @@ def same_run(done: dict, asked: dict) -> bool:
         return True
     return (done["stopped"] == "patience" and asked["max_updates"] >= done["curve"][-1]["update"]
             and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
+
+
+def made_otherwise(record: Path, made: dict, asked: dict) -> str:
+    """The one line that refuses a kept run made with other settings than asked now."""
+    return (f"{rel(record)} was made with other settings ({made}) than asked now ({asked}); remove it, give another "
+            "--kept folder or ask for its settings")
+
+
+def started_otherwise(folder: Path, started: dict, asked: dict) -> str:
+    """The one line that refuses a work folder started with other settings than asked now."""
+    return (f"{rel(folder)} was started with other settings ({started}) than asked now ({asked}); "
+            "remove it or ask for its settings")
 
 
 def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
@@ -562,8 +575,7 @@ class Driver:
             state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
                                                                      state["settings"]["max_updates"]])
         if state["settings"] != asked:
-            raise SystemExit(f"{rel(w)} was started with other settings ({state['settings']}) than asked now ({asked}); "
-                             "remove it or ask for its settings")
+            raise SystemExit(started_otherwise(w, state["settings"], asked))
         save_dir = w / "checkpoints"
         clock = RunClock(state_file, save_dir / "checkpoint_last.pt", state)
         clock.save()
@@ -662,9 +674,23 @@ class Driver:
         """A finished run's record; refused when it is not the run asked now (``same_run``)."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
         if not same_run(done, self.settings(done["row"])):
-            raise SystemExit(f"{rel(self.kept / name)}.json was made with other settings ({done['settings']}) than asked "
-                             f"now ({self.settings(done['row'])}); remove it, give another --kept folder or ask for its settings")
+            raise SystemExit(made_otherwise(self.kept / f"{name}.json", done["settings"], self.settings(done["row"])))
         return done
+
+    def refusal(self, row: str, seed: int) -> str | None:
+        """Why the run of ``row`` and ``seed`` cannot be kept or run as asked now (a kept record or a
+        started work folder with other settings), or None; every run is checked before any starts."""
+        name, asked = f"{row}-s{seed}", self.settings(row)
+        kept = self.kept / f"{name}.json"
+        if kept.is_file():
+            done = json.loads(kept.read_text(encoding="utf-8"))
+            return None if same_run(done, asked) or self.extends(name) else made_otherwise(kept, done["settings"], asked)
+        state_file = self.work / "runs" / name / "state.json"
+        if state_file.is_file():
+            started = json.loads(state_file.read_text(encoding="utf-8"))["settings"]
+            if started != asked:
+                return started_otherwise(state_file.parent, started, asked)
+        return None
 
     def decode(self, row: str, ckpt: Path, subset: str, lenpen: str, w: Path) -> list[str]:
         hyps = fairseq_generate(self.generate_command(row, ckpt, subset, lenpen), w / "generate")
@@ -715,6 +741,9 @@ class Driver:
             if r in a.lr_grid:
                 print(f"{r}: learning rate {self.lr_for(r)} chosen on valid from {', '.join(a.lr_grid[r])}", flush=True)
         todo = [f"{r}-s{s}" for s in a.seeds for r in a.rows]  # seed by seed: a partial table has whole seeds
+        refused = [why for s in a.seeds for r in a.rows if (why := self.refusal(r, s))]
+        if refused:  # before any run starts, not hours later when the pool reaches the refused one
+            raise SystemExit("\n".join(refused))
         def one(name):
             if (self.kept / f"{name}.json").is_file() and not self.extends(name):
                 self.kept_run(name)

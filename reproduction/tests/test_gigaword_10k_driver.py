@@ -392,6 +392,17 @@ def test_a_run_stopped_at_the_cap_trains_on_when_the_cap_is_raised(tiny, monkeyp
         driver.main(cap(6))
     with pytest.raises(SystemExit, match="other settings"):
         driver.main([*cap(10), "--beam", "2"])
+    # a refused run stops the call before any run starts, not once the runs before it have trained
+    before = list(trained)
+    with pytest.raises(SystemExit, match="p1-s1.json was made with other settings"):
+        driver.main([*cap(10), "--beam", "2", "--seeds", "2", "1"])
+    assert trained == before and not (tmp_path / "work" / "runs" / "p1-s2").exists()
+    started = tmp_path / "work" / "runs" / "p1-s3"  # a work folder begun at another learning rate
+    driver.write_json(started / "state.json", {"settings": {**record["settings"], "max_updates": 10, "lr": "1e-5"},
+                                                    "curve": []})
+    with pytest.raises(SystemExit, match="p1-s3 was started with other settings"):
+        driver.main([*cap(10), "--seeds", "2", "3"])
+    assert trained == before and not (tmp_path / "work" / "runs" / "p1-s2").exists()
 
 
 def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(tiny, monkeypatch, tmp_path):
