@@ -6,7 +6,8 @@ stay as ``lead_baseline.py`` wrote them) and rewrites the page block and the REA
 
 Per row: test ROUGE-1/2/L (mean ± sd over seeds), valid ROUGE-1 at the chosen checkpoint and
 length penalty, the learning rate (and the valid scores of its ``--lr-grid`` probes), the chosen
-updates, why each run stopped, wall time. Comparisons (``CLAIMS``):
+updates, why each run stopped, wall time. Runs moved to ``runs/superseded/`` (made at a rate the
+grid then did not choose) are named under the table, out of it. Comparisons (``CLAIMS``):
 the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over seeds
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
 and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
@@ -26,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from reproduction.gigaword_10k import lead_baseline
-from reproduction.gigaword_10k.driver import KEPT, ROWS
+from reproduction.gigaword_10k.driver import KEPT, ROWS, rel
 from reproduction.results_page import write_between_markers
 
 FIGURE = lead_baseline.ROOT / "docs" / "results" / "figures" / "gigaword-10k-curves.png"
@@ -167,7 +168,13 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
                                       "distinct": best["distinct"], "stopped": [probe["stopped"]],
                                       "patience": probe["settings"]["patience"],
                                       "caps": [probe["settings"]["max_updates"]]}
-    results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid,
+    superseded = []  # runs made before the grid chose another rate for their row: out of the table
+    for path in sorted((kept / "superseded").glob("*-s*.json")):
+        r = json.loads(path.read_text(encoding="utf-8"))
+        superseded.append({"record": rel(path), "label": ROWS[r["row"]]["label"], "seed": r["seed"],
+                           "lr": r["settings"]["lr"], "valid_rouge1": r["valid"]["rouge1"],
+                           "test_rouge1": r["test"]["rouge1"], "test_distinct": r["test_distinct"]})
+    results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid, "superseded": superseded,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("source_reliance", None)
     if (kept / "source-reliance.json").is_file():  # reproduction/gigaword_10k/source_reliance.py

@@ -225,9 +225,14 @@ def lr_grid_notes(results: dict) -> list[str]:
         runs = results["models"].get(row)
         rows.append(f"{grid['label']}: {probes}; " + (f"the row's runs so far use lr {'/'.join(runs['lr'])}" if runs
                                                       else "the row's runs: not run yet"))
+    set_aside = [f"{r['label']}, seed {r['seed']}, lr {r['lr']}: valid1k ROUGE-1 {r['valid_rouge1']:.2f}, test "
+                 f"{r['test_rouge1']:.2f} ({r['test_distinct']} distinct headlines; `{r['record']}`)"
+                 for r in results.get("superseded", [])]
     return ["", "Learning-rate probes on valid1k (`--lr-grid`: one probe per rate with seed 0, no evaluation seed, "
             "trained until it stops as the runs are, never decoded on test; once every rate of the grid has its probe, "
-            "the best valid ROUGE-1 chooses the rate of the row's runs): " + "; ".join(rows) + "."]
+            "the best valid ROUGE-1 chooses the rate of the row's runs): " + "; ".join(rows) + "."] + \
+        (["", "Set aside, out of the table: runs made at the recipe's rate before the grid chose another for their row "
+          "(their test set was decoded once, before the choice): " + "; ".join(set_aside) + "."] if set_aside else [])
 
 
 def model_notes(results: dict) -> list[str]:

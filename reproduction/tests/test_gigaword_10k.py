@@ -6,6 +6,7 @@ from fairseq_ext.analysis.rouge import rouge_f1
 from reproduction.gigaword_10k.lead_baseline import (
     MODEL_ROWS,
     PUBLISHED,
+    lr_grid_notes,
     markdown,
     measure,
     pretraining_note,
@@ -58,3 +59,17 @@ def test_the_pretraining_note_gives_each_n_its_loss_time_and_calls():
         "weighted and summed), so n = 2's is not comparable with n = 1's. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
         "its SHA-256 in that record); no valid or test pair of Gigaword.")
     assert pretraining_note({"pretraining": {}}) == []
+
+
+def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
+    probe = {"valid_rouge1": 3.13, "chosen_update": 3500, "distinct": 23, "stopped": ["max-updates (not converged)"],
+             "patience": 3, "caps": [3500]}
+    results = {"lr_grid": {"p1-pt": {"label": "ProphetNet n = 1, span pre-training", "rates": {"2e-4": probe}}},
+               "models": {}}
+    assert len(lr_grid_notes(results)) == 2  # no run set aside: the probes alone
+    results["superseded"] = [{"record": "runs/superseded/p1-pt-s1.json", "label": "ProphetNet n = 1, span pre-training",
+                              "seed": 1, "lr": "7e-4", "valid_rouge1": 6.61, "test_rouge1": 5.75, "test_distinct": 42}]
+    notes = lr_grid_notes(results)
+    assert "lr 2e-4: 3.13 at update 3500 (23 distinct headlines; stopped at the cap of 3500 updates, not converged)" in notes[1]
+    assert notes[3].endswith("ProphetNet n = 1, span pre-training, seed 1, lr 7e-4: valid1k ROUGE-1 6.61, test 5.75 "
+                             "(42 distinct headlines; `runs/superseded/p1-pt-s1.json`).")
