@@ -152,27 +152,42 @@ def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
 # ---- ProphetNet and UniLM --------------------------------------------------------------------
 
 def test_prophetnet_gigaword(gigaword, tmp_path):
+    """The defaults' early stopping (patience 3) on batches in a random order, validated after each
+    of the 2 updates; checkpoint_best.pt is decoded and scored, lead-8 beside it."""
     work = tmp_path / "run"
     out = bash("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200,
-               "--pretrain-updates", 2, "--finetune-updates", 2, "--max-tokens", 1000)
+               "--pretrain-updates", 2, "--finetune-updates", 2, "--validate-every", 1, "--max-tokens", 1000)
     assert PROGRESS.search(out)
     result = json.loads((work / "results.json").read_text())
-    point = json.loads((work / "points" / "2.json").read_text())
+    point = json.loads((work / "points" / "best.json").read_text())
     assert point["sentences"] == 8 and 0 <= point["rouge1_f1"] <= 100 and result["points"] == [point]
-    assert len((work / "hyp-2.title").read_text().splitlines()) == 8
-    assert result["finetune_updates"] == 2 and result["pretrain_updates"] == 2
+    assert result["checkpoint"] == "checkpoint_best.pt" and result["patience"] == 3 and result["validate_every"] == 1
+    assert result["finetune_updates"] == 2 and result["pretrain_updates"] == 2 and result["scored_update"] in (1, 2)
+    train = next(c for c in result["commands"] if "translation_prophetnet" in c and c.startswith("fairseq-train"))
+    assert "--unsorted-batches" in train and "--patience 3" in train and "--lr 7e-4" in train
+    assert len((work / "hyp-best.title").read_text().splitlines()) == 8
     assert (tmp_path / "gigaword-data" / "bin-article" / "dict.article.txt").is_file()
-    lead8 = json.loads((work / "rouge-2.json").read_text())["lead8"]["rouge1"]
+    lead8 = json.loads((work / "rouge-best.json").read_text())["lead8"]["rouge1"]
     raw = tmp_path / "gigaword-data" / "raw"
     assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
     # the same --work with another n, the same data folder with another vocabulary: refused before anything runs
     line = refused("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200, "--ngram", 1,
-                   "--pretrain-updates", 2, "--finetune-updates", 2, "--max-tokens", 1000)
+                   "--pretrain-updates", 2, "--finetune-updates", 2, "--validate-every", 1, "--max-tokens", 1000)
     assert line.startswith(f"error: {work} holds a run with other settings (--prep {tmp_path / 'gigaword-data'} ")
-    assert " --ngram 2 " in line and line.endswith(f"give another --work or remove {work}")
-    assert refused("prophetnet/gigaword.sh", "--data", gigaword, "--work", tmp_path / "other", "--vocab", 300) == (
+    assert " --ngram 2 " in line and " --patience 3 " in line and line.endswith(f"give another --work or remove {work}")
+    assert refused("prophetnet/gigaword.sh", "--data", gigaword, "--work", tmp_path / "other", "--vocab", 300,
+                   "--eval-at", 2, "--finetune-updates", 2) == (
         f"error: {tmp_path / 'gigaword-data'} holds binarized data with other settings (--vocab 200); give another "
-        f"--prep or remove {tmp_path / 'gigaword-data'}")
+        f"--prep or remove {tmp_path / 'gigaword-data'}")  # --eval-at alone: fixed updates, no early stopping
+
+
+def test_prophetnet_gigaword_refuses_a_validation_interval_past_the_cap_and_two_ways_to_choose(tmp_path):
+    assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--finetune-updates", 100) == (
+        "error: --validate-every 500 is more than --finetune-updates 100: no validation would choose the checkpoint; "
+        "give --validate-every at most 100 or --patience 0")
+    assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--eval-at", 50, "--patience", 3) == (
+        "error: --eval-at and --patience both choose the checkpoints to score; give one")
+    assert not (tmp_path / "commands.txt").exists()  # refused before anything ran
 
 
 def test_unilm_gigaword(gigaword, tmp_path):

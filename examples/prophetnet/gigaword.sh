@@ -4,6 +4,14 @@
 # paper's settings (beam 4, lenpen 1.0), ROUGE-1/2/L F1 (fairseq_ext.analysis.rouge), with lead-8
 # (the articles' first 8 words) beside it in WORK/rouge-N.json.
 #
+# The fine-tuning defaults are those of the "ProphetNet n = 2, span pre-training" row of
+# docs/results/gigaword-10k.md (reproduction/gigaword_10k/driver.py): prophetnet_tiny, n = 2,
+# batches of at most 2048 tokens cut in a random order, lr 7e-4 (chosen on valid over 2e-4),
+# validation ROUGE-1 every 500 updates, early stopping after 3 validations without a better
+# one, at most 3500 updates. The one difference: that row's span pre-training ran 4000 updates
+# on about 80,000 lines of English text (WikiText-2, the English sides of WMT and Multi30k, the
+# training articles); this script pre-trains on the training articles alone (--pretrain-updates).
+#
 #   examples/prophetnet/gigaword.sh [options]
 #     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
 #     --data DIR              local Gigaword in the harvardnlp format (data_prep/gigaword.sh
@@ -19,26 +27,29 @@
 #     --ngram-gamma X         stream weights alpha_j proportional to X^j (default 1.0, equal weights;
 #                             the paper's attenuation, e.g. 0.5, weighs the next-token stream more)
 #     --seed N                seed of initialisation, batches and dropout (default 1)
-#     --unsorted-batches      fine-tune on batches cut from the pairs in a random order instead of
-#                             fairseq's order by length (translation_prophetnet --unsorted-batches)
+#     --batching unsorted|sorted  fine-tuning batches cut from the pairs in a random order
+#                             (default; translation_prophetnet --unsorted-batches) or in fairseq's
+#                             order by length
 #     --batch-multiple N      fine-tuning batches hold a multiple of N pairs (fairseq-train
 #                             --required-batch-size-multiple; default fairseq's 8, which rounds a
 #                             batch down to 8, 16, 24, ... pairs below --max-tokens)
-#     --eval-at "N1 N2 ..."   fine-tuning updates to decode and score at (default: the last one);
-#                             each point's checkpoint is decoded, scored and then deleted, and a
-#                             rerun resumes (finished points are kept, training continues from
-#                             checkpoint_last.pt, so a larger --finetune-updates extends a run)
-#     --patience N            0 (default): fine-tune --finetune-updates updates, score the --eval-at
-#                             points. N >= 1: validate every --validate-every updates (default 100)
-#                             with fairseq-train --eval-rouge (the decoding of step 4), stop when
+#     --patience N            N >= 1 (default 3): validate every --validate-every updates (default
+#                             500) with fairseq-train --eval-rouge (the decoding of step 4), stop when
 #                             validation ROUGE-1 has not improved for N validations (fairseq's
 #                             --patience; --finetune-updates stays the cap) and decode and score
-#                             checkpoint_best.pt (WORK/points/best.json; not with --eval-at)
+#                             checkpoint_best.pt (WORK/points/best.json). 0: fine-tune
+#                             --finetune-updates updates and score the --eval-at points
+#     --eval-at "N1 N2 ..."   fine-tuning updates to decode and score at (implies --patience 0;
+#                             default: the last one); each point's checkpoint is decoded, scored
+#                             and then deleted, and a rerun resumes (finished points are kept,
+#                             training continues from checkpoint_last.pt, so a larger
+#                             --finetune-updates extends a run)
 #     --pretrain-updates N    span-masking pre-training updates on the articles (default 200, about
 #                             2 epochs of the 10k shared articles; 0: none; default 0 with
 #                             --model transformer or --init)
-#     --finetune-updates N    fine-tuning updates (default 600, about 6 epochs of the 10k pairs)
-#     --max-tokens N          tokens per batch (default 4096)
+#     --finetune-updates N    fine-tuning updates: the cap under --patience (default 3500, about
+#                             17 epochs of the 10k pairs), the number trained with --patience 0
+#     --max-tokens N          tokens per batch (default 2048)
 #     --lr X                  peak learning rate (default 7e-4; inverse square root after 200 warm-up updates)
 #     --paper                 the paper's fine-tuning recipe (ProphetNet's README): prophetnet_large,
 #                             lr 1e-5, warm-up 1000 from 1e-7, clip-norm 0.1, weight decay 0.01,
@@ -46,12 +57,13 @@
 #                             pre-trained checkpoint (--init CKPT).
 #     --init CKPT             fine-tune from this checkpoint instead of pre-training here
 #
-# Defaults: prophetnet_tiny, 200 pre-training + 600 fine-tuning updates on the 10k training
-# pairs (train10k), ROUGE on the 1000 validation pairs (valid1k; the test split is withheld).
-# WORK/results.json and the last line printed name the checkpoint scored and its update. A rerun in
-# the same --work with other settings than --finetune-updates and --eval-at is refused in one line.
-# Wall time: about 2.5 CPU-seconds per update (prophetnet_tiny, 4096 tokens), so 30-40 minutes on
-# 2 idle CPU cores; on a busy shared machine 2 hours and more (docs/prophetnet.md).
+# Defaults: prophetnet_tiny, 200 pre-training updates, then fine-tuning with early stopping (at
+# most 3500 updates) on the 10k training pairs (train10k), ROUGE on the 1000 validation pairs
+# (valid1k; the test split is withheld). WORK/results.json and the last line printed name the
+# checkpoint scored and its update. A rerun in the same --work with other settings than
+# --finetune-updates and --eval-at is refused in one line.
+# Wall time: about 1.4 seconds of one CPU core per fine-tuning update at 2048 tokens and 30 s a
+# validation (docs/results/gigaword-10k.md), so about 1.5 hours at the cap.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -62,8 +74,8 @@ export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
-PRETRAIN="" FINETUNE=600 MAX_TOKENS=4096 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" UNSORTED=() MULTIPLE=()
-PATIENCE=0 VALIDATE_EVERY=100
+PRETRAIN="" FINETUNE=3500 MAX_TOKENS=2048 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" MULTIPLE=()
+PATIENCE="" VALIDATE_EVERY=500 BATCHING=unsorted
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -75,7 +87,7 @@ while [ $# -gt 0 ]; do
     --ngram) NGRAM="$2"; shift 2 ;;
     --ngram-gamma) GAMMA="$2"; shift 2 ;;
     --seed) SEED="$2"; shift 2 ;;
-    --unsorted-batches) UNSORTED=(--unsorted-batches); shift ;;
+    --batching) BATCHING="$2"; shift 2 ;;
     --batch-multiple) MULTIPLE=(--required-batch-size-multiple "$2"); shift 2 ;;
     --eval-at) EVAL_AT="$2"; shift 2 ;;
     --patience) PATIENCE="$2"; shift 2 ;;
@@ -91,6 +103,12 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$MODEL" in prophetnet|transformer) ;; *) die "--model must be prophetnet or transformer, got $MODEL" ;; esac
+case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
+  *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
+if [ -z "$PATIENCE" ]; then  # default: early stopping, unless --eval-at names the points to score
+  PATIENCE=3
+  [ -z "$EVAL_AT" ] || PATIENCE=0
+fi
 if [ -z "$PRETRAIN" ]; then  # default: 200, none for the transformer or a given starting checkpoint
   PRETRAIN=200
   if [ "$MODEL" = transformer ] || [ -n "$INIT" ]; then PRETRAIN=0; fi
@@ -102,6 +120,8 @@ fi
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be an integer >= 0, got $SEED"
 rouge_early_stopping "$PATIENCE" "$VALIDATE_EVERY" 4 3  # sets STOPPING and SCORED
 [ "$PATIENCE" -gt 0 ] && [ -n "$EVAL_AT" ] && die "--eval-at and --patience both choose the checkpoints to score; give one"
+[ "$PATIENCE" -gt 0 ] && [ "$VALIDATE_EVERY" -gt "$FINETUNE" ] \
+  && die "--validate-every $VALIDATE_EVERY is more than --finetune-updates $FINETUNE: no validation would choose the checkpoint; give --validate-every at most $FINETUNE or --patience 0"
 EVAL_AT="${EVAL_AT:-$FINETUNE}"
 for n in $EVAL_AT; do
   [[ "$n" =~ ^[1-9][0-9]*$ && "$n" -le "$FINETUNE" ]] || die "--eval-at takes update counts within 1 .. --finetune-updates ($FINETUNE), got $n"

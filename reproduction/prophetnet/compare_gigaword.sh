@@ -57,8 +57,7 @@ while [ $# -gt 0 ]; do
 done
 for n in $UPDATES $TOK $PT $JOBS $SEEDS $EVAL_AT ${THREADS}; do [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"; done
 [ "$JOBS" -ge 1 ] || die "--jobs must be >= 1"
-case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
-  *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
+case "$BATCHING" in unsorted|sorted) ;; *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
 for n in $EVAL_AT; do [ "$n" -ge 1 ] && [ "$n" -le "$UPDATES" ] || die "--eval-at points must lie within 1 .. --updates ($UPDATES)"; done
 for name in $ONLY; do
   case "$name" in transformer|p1|p2|p2-g0.5|p3|ref-p1|ref-p2|p2-m1|p1-pt|p2-pt|p3-pt|unilm) ;; *) die "unknown run $name (see --help)" ;; esac
@@ -81,7 +80,7 @@ JOBLIST="$WORK/jobs.txt"
 : > "$JOBLIST"
 first_seed="${SEEDS%% *}"
 GIGA=(bash "$ROOT/examples/prophetnet/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
-      --eval-at "$EVAL_AT")
+      --eval-at "$EVAL_AT" --patience 0 --batching "$BATCHING")
 add() {  # add NAME POINTS CMD...: one line of JOBLIST, unless the kept results of NAME hold every point it scores
   if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$2"; then echo "== kept  $1"; return; fi
   local out="$WORK/runs/$1"; shift 2; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }
@@ -90,16 +89,15 @@ for seed in $SEEDS; do
     case "$name" in p1-pt|p2-pt|p3-pt) [ "$seed" = "$first_seed" ] || continue ;; esac
     out="$WORK/runs/$name-s$seed"
     case "$name" in
-      transformer) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" \
-                     "${UNSORTED[@]}" ;;
+      transformer) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --model transformer --seed "$seed" ;;
       p1|p2|p3) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram "${name#p}" --pretrain-updates 0 \
-                  --seed "$seed" "${UNSORTED[@]}" ;;
+                  --seed "$seed" ;;
       p2-m1) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram 2 --batch-multiple 1 --pretrain-updates 0 \
-               --seed "$seed" "${UNSORTED[@]}" ;;
+               --seed "$seed" ;;
       p2-g0.5) add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram 2 --ngram-gamma 0.5 --pretrain-updates 0 \
-                 --seed "$seed" "${UNSORTED[@]}" ;;
+                 --seed "$seed" ;;
       p[123]-pt) n="${name#p}"; add "$name-s$seed" "$EVAL_AT" "${GIGA[@]}" --work "$out" --ngram "${n%-pt}" \
-                   --pretrain-updates "$PT" --seed "$seed" "${UNSORTED[@]}" ;;
+                   --pretrain-updates "$PT" --seed "$seed" ;;
       ref-p1|ref-p2) add "$name-s$seed" "$EVAL_AT" python "$HERE/reference_transformers.py" "$PREP/bin" \
                    --refs "$PREP/raw/valid.title" \
                    --out "$out" --ngram "${name#ref-p}" --seed "$seed" --updates "$UPDATES" --eval-at $EVAL_AT \
