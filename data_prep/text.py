@@ -8,10 +8,17 @@
         (U+0219, U+021B), typographic quotes -> ASCII; then, unless --keep-diacritics, remove the
         diacritics (a-breve, a-circumflex, i-circumflex, s/t-comma) as the standard WMT16 En-Ro
         NAT setups do (Gu et al. 2018; Ghazvininejad et al. 2019).
+    python data_prep/text.py gigaword-style [--wikitext] [FILE ...]
+        English text in the style of Gigaword's articles, for span pre-training beside them
+        (examples/prophetnet/gigaword.sh --pretrain-text): Moses escapes undone, lowercased,
+        digits as '#', paragraphs cut into lines of at most 100 words, lines under 3 words
+        dropped; --wikitext also drops WikiText's headings and blank lines and joins its
+        @-@ @,@ @.@ separators. Reads the FILEs (.gz too) or stdin.
 """
 from __future__ import annotations
 
 import argparse
+import gzip
 import html
 import re
 import sys
@@ -32,6 +39,29 @@ def remove_diacritics(line: str) -> str:
     return unicodedata.normalize("NFC", "".join(c for c in decomposed if unicodedata.category(c) != "Mn"))
 
 
+LINE_WORDS = 100  # longer paragraphs (WikiText) are cut into lines of at most this many words
+
+
+def gigaword_style(line: str, wikitext: bool) -> list[str]:
+    """One line of English text as lines in Gigaword's style (lowercase, digits as '#', Moses
+    escapes undone), cut into lines of at most ``LINE_WORDS`` words, none under 3 words; with
+    ``wikitext`` its headings and blank lines dropped and its @-@ separators joined."""
+    line = line.strip()
+    if wikitext:
+        if not line or (line.startswith("=") and line.endswith("=")):
+            return []
+        line = line.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".")
+    words = re.sub(r"[0-9]", "#", html.unescape(line).lower()).split()
+    return [" ".join(words[i:i + LINE_WORDS]) for i in range(0, len(words), LINE_WORDS) if len(words[i:i + LINE_WORDS]) >= 3]
+
+
+def read_text(path: str):
+    """The lines of a text file, gzipped or not."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        yield from f
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -39,7 +69,21 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("sgm")
     ro = sub.add_parser("romanian")
     ro.add_argument("--keep-diacritics", action="store_true")
+    style = sub.add_parser("gigaword-style")
+    style.add_argument("--wikitext", action="store_true")
+    style.add_argument("files", nargs="*")
     args = p.parse_args(argv)
+    if args.cmd == "gigaword-style":
+        for path in args.files:
+            try:
+                open(path, "rb").close()
+            except OSError as e:
+                p.error(f"cannot read {path}: {e.strerror}")
+        lines = (x for path in args.files for x in read_text(path)) if args.files else sys.stdin
+        for line in lines:
+            for out in gigaword_style(line, args.wikitext):
+                sys.stdout.write(out + "\n")
+        return
     for line in sys.stdin:
         line = line.rstrip("\n")
         if args.cmd == "unescape":

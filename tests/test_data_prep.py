@@ -1,7 +1,10 @@
-"""data_prep helpers: Romanian normalisation, Moses unescaping, SGM extraction, pair cleaning."""
+"""data_prep helpers: Romanian normalisation, Moses unescaping, SGM extraction, Gigaword-style
+English, pair cleaning."""
+import gzip
 import subprocess
 import sys
 
+from data_prep.text import gigaword_style
 from tests.conftest import ROOT, cli_env, write_lines
 
 TEXT = [sys.executable, str(ROOT / "data_prep" / "text.py")]
@@ -24,6 +27,27 @@ def test_unescape_and_sgm():
     assert filt(["unescape"], ["it &apos;s &quot;ok&quot; &amp; fine &#124;"]) == ["it 's \"ok\" & fine |"]
     sgm = ['<srcset setid="x">', '<doc docid="1">', '<seg id="1"> A &amp; B </seg>', "</doc>", '<seg id="2">C</seg>']
     assert filt(["sgm"], sgm) == ["A & B", "C"]
+
+
+def test_english_lines_follow_gigaword_style_and_drop_wikitext_headings():
+    assert gigaword_style(" = Heading = ", True) == []
+    assert gigaword_style("Born 1990 @-@ 91 in Paris", True) == ["born ####-## in paris"]
+    assert gigaword_style("It &apos;s 3 pm", False) == ["it 's # pm"]
+    assert gigaword_style("a b", False) == []
+    assert [len(x.split()) for x in gigaword_style(" ".join(["w"] * 250), False)] == [100, 100, 50]
+
+
+def test_gigaword_style_reads_plain_and_gzipped_files_and_refuses_a_missing_one(tmp_path):
+    write_lines(tmp_path / "a.txt", [" = Title = ", "", "The 2 cats sat @-@ down"])
+    with gzip.open(tmp_path / "b.txt.gz", "wt", encoding="utf-8") as f:
+        f.write("Rome &amp; Paris in 1990\n")
+    out = subprocess.run(TEXT + ["gigaword-style", "--wikitext", str(tmp_path / "a.txt"), str(tmp_path / "b.txt.gz")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["the # cats sat-down", "rome & paris in ####"]
+    assert filt(["gigaword-style"], ["= kept without --wikitext ="]) == ["= kept without --wikitext ="]
+    bad = subprocess.run(TEXT + ["gigaword-style", str(tmp_path / "none.txt")], capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].endswith(
+        f"cannot read {tmp_path / 'none.txt'}: No such file or directory")
 
 
 def test_clean_pair_drops_empty_and_long_pairs(tmp_path):

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from data_prep.text import gigaword_style
 from tests.conftest import ROOT, TINY_DIMS, cli_env, read_sample, save_tiny_bert, script_env, write_lines
 
 EXAMPLES = ROOT / "examples"
@@ -151,13 +152,18 @@ def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
 
 # ---- ProphetNet and UniLM --------------------------------------------------------------------
 
-def test_prophetnet_gigaword(gigaword, tmp_path):
+def test_prophetnet_gigaword(gigaword, wikitext, tmp_path):
     """The defaults' early stopping (patience 3) on batches in a random order, validated after each
-    of the 2 updates; checkpoint_best.pt is decoded and scored, lead-8 beside it."""
+    of the 2 updates; checkpoint_best.pt is decoded and scored, lead-8 beside it. The span
+    pre-training reads a WikiText file beside the training articles (--pretrain-text)."""
     work = tmp_path / "run"
-    out = bash("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200,
+    out = bash("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200, "--pretrain-text", wikitext,
                "--pretrain-updates", 2, "--finetune-updates", 2, "--validate-every", 1, "--max-tokens", 1000)
     assert PROGRESS.search(out)
+    articles = (tmp_path / "gigaword-data" / "raw" / "train.article").read_text().splitlines()
+    corpus = [x for line in [*wikitext.read_text().splitlines(), *articles] for x in gigaword_style(line, True)]
+    assert (work / "pretrain-data" / "train.txt").read_text().splitlines() == corpus
+    assert len(corpus) > len(articles) and f"pre-training corpus: {len(corpus)} lines" in out
     result = json.loads((work / "results.json").read_text())
     point = json.loads((work / "points" / "best.json").read_text())
     assert point["sentences"] == 8 and 0 <= point["rouge1_f1"] <= 100 and result["points"] == [point]
@@ -165,6 +171,8 @@ def test_prophetnet_gigaword(gigaword, tmp_path):
     assert result["finetune_updates"] == 2 and result["pretrain_updates"] == 2 and result["scored_update"] in (1, 2)
     train = next(c for c in result["commands"] if "translation_prophetnet" in c and c.startswith("fairseq-train"))
     assert "--unsorted-batches" in train and "--patience 3" in train and "--lr 7e-4" in train
+    pretrain = next(c for c in result["commands"] if "prophetnet_denoising" in c)
+    assert pretrain.startswith(f"fairseq-train {work / 'pretrain-data' / 'bin'} ")
     assert len((work / "hyp-best.title").read_text().splitlines()) == 8
     assert (tmp_path / "gigaword-data" / "bin-article" / "dict.article.txt").is_file()
     lead8 = json.loads((work / "rouge-best.json").read_text())["lead8"]["rouge1"]
@@ -187,6 +195,10 @@ def test_prophetnet_gigaword_refuses_a_validation_interval_past_the_cap_and_two_
         "give --validate-every at most 100 or --patience 0")
     assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--eval-at", 50, "--patience", 3) == (
         "error: --eval-at and --patience both choose the checkpoints to score; give one")
+    assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--pretrain-text", tmp_path / "none.txt") == (
+        f"error: --pretrain-text: cannot read {tmp_path / 'none.txt'}")
+    assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--pretrain-text", __file__, "--pretrain-updates", 0) == (
+        "error: --pretrain-text is pre-trained on with --pretrain-updates N >= 1 (--model prophetnet, no --init)")
     assert not (tmp_path / "commands.txt").exists()  # refused before anything ran
 
 

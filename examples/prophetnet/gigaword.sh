@@ -9,8 +9,9 @@
 # batches of at most 2048 tokens cut in a random order, lr 7e-4 (chosen on valid over 2e-4),
 # validation ROUGE-1 every 500 updates, early stopping after 3 validations without a better
 # one, at most 3500 updates. The one difference: that row's span pre-training ran 4000 updates
-# on about 80,000 lines of English text (WikiText-2, the English sides of WMT and Multi30k, the
-# training articles); this script pre-trains on the training articles alone (--pretrain-updates).
+# on about 80,000 lines of English text (WikiText-2, the English sides of the WMT and Multi30k
+# files, the training articles); by default this script pre-trains 200 updates on the training
+# articles alone. --pretrain-text FILES --pretrain-updates 4000 pre-trains as the row did.
 #
 #   examples/prophetnet/gigaword.sh [options]
 #     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
@@ -47,6 +48,12 @@
 #     --pretrain-updates N    span-masking pre-training updates on the articles (default 200, about
 #                             2 epochs of the 10k shared articles; 0: none; default 0 with
 #                             --model transformer or --init)
+#     --pretrain-text "F1 F2 ..."  English text files (.gz too, one paragraph a line) pre-trained on
+#                             beside the training articles: put in Gigaword's style with them
+#                             (python data_prep/text.py gigaword-style --wikitext: lowercased, digits
+#                             as '#', lines of 3 to 100 words, WikiText's headings dropped), encoded
+#                             with the data's sentencepiece, binarized with its dictionary into
+#                             WORK/pretrain-data; the validation articles stay its validation set
 #     --finetune-updates N    fine-tuning updates: the cap under --patience (default 3500, about
 #                             17 epochs of the 10k pairs), the number trained with --patience 0
 #     --max-tokens N          tokens per batch (default 2048)
@@ -75,7 +82,7 @@ die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
 PRETRAIN="" FINETUNE=3500 MAX_TOKENS=2048 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" MULTIPLE=()
-PATIENCE="" VALIDATE_EVERY=500 BATCHING=unsorted
+PATIENCE="" VALIDATE_EVERY=500 BATCHING=unsorted PRETRAIN_TEXT=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -93,6 +100,7 @@ while [ $# -gt 0 ]; do
     --patience) PATIENCE="$2"; shift 2 ;;
     --validate-every) VALIDATE_EVERY="$2"; shift 2 ;;
     --pretrain-updates) PRETRAIN="$2"; shift 2 ;;
+    --pretrain-text) read -r -a PRETRAIN_TEXT <<< "$2"; shift 2 ;;
     --finetune-updates) FINETUNE="$2"; shift 2 ;;
     --max-tokens) MAX_TOKENS="$2"; shift 2 ;;
     --lr) LR="$2"; shift 2 ;;
@@ -116,6 +124,8 @@ fi
 [[ "$PRETRAIN" =~ ^[0-9]+$ && "$FINETUNE" =~ ^[1-9][0-9]*$ ]] || die "--pretrain-updates must be >= 0 and --finetune-updates >= 1"
 [ "$MODEL" = transformer ] && [ "$PRETRAIN" -gt 0 ] && die "span-masking pre-training is for --model prophetnet; use --pretrain-updates 0 with the transformer"
 [ -n "$INIT" ] && [ "$PRETRAIN" -gt 0 ] && die "--init and --pretrain-updates both give the starting point; choose one"
+[ ${#PRETRAIN_TEXT[@]} -gt 0 ] && [ "$PRETRAIN" = 0 ] && die "--pretrain-text is pre-trained on with --pretrain-updates N >= 1 (--model prophetnet, no --init)"
+for f in "${PRETRAIN_TEXT[@]}"; do [ -r "$f" ] && [ -f "$f" ] || die "--pretrain-text: cannot read $f"; done
 [ -z "$INIT" ] || [ -s "$INIT" ] || die "--init $INIT does not exist"
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be an integer >= 0, got $SEED"
 rouge_early_stopping "$PATIENCE" "$VALIDATE_EVERY" 4 3  # sets STOPPING and SCORED
@@ -145,7 +155,7 @@ PREP="${PREP:-$(dirname "$WORK")/gigaword-data}"
 # what WORK's checkpoints and points were trained with (--finetune-updates and --eval-at may grow: a run extends)
 same_settings "$WORK" "a run" "--prep $PREP --model $MODEL --arch $ARCH --ngram $NGRAM --ngram-gamma $GAMMA \
 --seed $SEED ${UNSORTED[*]} ${MULTIPLE[*]} --patience $PATIENCE --validate-every $VALIDATE_EVERY \
---pretrain-updates $PRETRAIN --max-tokens $MAX_TOKENS --lr $LR --paper $PAPER --init '$INIT'"
+--pretrain-updates $PRETRAIN --pretrain-text '${PRETRAIN_TEXT[*]}' --max-tokens $MAX_TOKENS --lr $LR --paper $PAPER --init '$INIT'"
 COMMANDS="$WORK/commands.txt"  # appended to by every call (a rerun resumes)
 echo "# $(date -u +%FT%TZ)" >> "$COMMANDS"
 logged() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
@@ -187,8 +197,23 @@ TRAIN_ARGS=(--user-dir "$ROOT/fairseq_ext" "${MODEL_ARGS[@]}" "${OPTIM[@]}" --lr
 
 START=()
 if [ "$PRETRAIN" -gt 0 ]; then
-  echo "== 2/4 span-masking pre-training on the articles: $PRETRAIN updates"
-  [ -s "$WORK/finetune/checkpoint_last.pt" ] || logged fairseq-train "$PREP/bin-article" --task prophetnet_denoising "${TRAIN_ARGS[@]}" \
+  PRETRAIN_BIN="$PREP/bin-article" CORPUS="the articles"
+  if [ ${#PRETRAIN_TEXT[@]} -gt 0 ]; then  # the text files and the articles, in Gigaword's style
+    PRETRAIN_BIN="$WORK/pretrain-data/bin" CORPUS="the articles and ${PRETRAIN_TEXT[*]}"
+    if [ ! -s "$PRETRAIN_BIN/dict.article.txt" ]; then
+      mkdir -p "$WORK/pretrain-data"
+      logged python "$ROOT/data_prep/text.py" gigaword-style --wikitext "${PRETRAIN_TEXT[@]}" "$PREP/raw/train.article" \
+        > "$WORK/pretrain-data/train.txt"
+      logged python "$ROOT/data_prep/spm.py" encode --model "$PREP/spm.model" < "$WORK/pretrain-data/train.txt" \
+        > "$WORK/pretrain-data/train.article"
+      logged fairseq-preprocess --only-source --source-lang article --trainpref "$WORK/pretrain-data/train" \
+        --validpref "$PREP/spm/valid" --srcdict "$PREP/bin/dict.article.txt" --destdir "$PRETRAIN_BIN" --workers 2 \
+        > "$WORK/pretrain-data/preprocess.log" 2>&1 || { tail -20 "$WORK/pretrain-data/preprocess.log"; exit 1; }
+    fi
+    echo "pre-training corpus: $(wc -l < "$WORK/pretrain-data/train.txt") lines in Gigaword's style ($WORK/pretrain-data)"
+  fi
+  echo "== 2/4 span-masking pre-training on $CORPUS: $PRETRAIN updates"
+  [ -s "$WORK/finetune/checkpoint_last.pt" ] || logged fairseq-train "$PRETRAIN_BIN" --task prophetnet_denoising "${TRAIN_ARGS[@]}" \
     --max-update "$PRETRAIN" --validate-interval 1000 --save-dir "$WORK/pretrain" \
     2>&1 | fairseq_progress "$WORK/pretrain.log" || { tail -20 "$WORK/pretrain.log"; exit 1; }
   grep -E "\| valid on" "$WORK/pretrain.log" | tail -1 | cut -c1-200 || true

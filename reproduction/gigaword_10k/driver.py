@@ -57,7 +57,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import html
 import json
 import os
 import re
@@ -68,6 +67,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from data_prep.text import gigaword_style
 from fairseq_ext.analysis.rouge import lead, rouge_f1
 from fairseq_ext.checkpoints.saving import restore_last
 from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS
@@ -90,7 +90,6 @@ ENGLISH_SOURCES = [
 ENGLISH_NORMALISATION = ("lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings and "
                          "blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 words dropped; "
                          "sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized with their dictionary")
-LINE_WORDS = 100  # longer paragraphs (WikiText) are cut into lines of at most this many words
 
 # Every row: its label in the table, its data, its starting point and the recipe of the script
 # it comes from (compare_gigaword.sh / examples/prophetnet/gigaword.sh for the sentencepiece rows,
@@ -227,19 +226,6 @@ def read_lines(path: Path) -> list[str]:
 
 def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def english_line(line: str, wikitext: bool) -> list[str]:
-    """One source line as corpus lines: Gigaword's style (lowercase, digits as '#'), WikiText's
-    headings and blank lines dropped and its @-@ separators joined, Moses escapes undone, long
-    paragraphs cut into lines of at most ``LINE_WORDS`` words."""
-    line = line.strip()
-    if wikitext:
-        if not line or (line.startswith("=") and line.endswith("=")):
-            return []
-        line = line.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".")
-    words = re.sub(r"[0-9]", "#", html.unescape(line).lower()).split()
-    return [" ".join(words[i:i + LINE_WORDS]) for i in range(0, len(words), LINE_WORDS) if len(words[i:i + LINE_WORDS]) >= 3]
 
 
 def sentence_rouge1(hyps: list[str], refs: list[str]) -> list[float]:
@@ -394,11 +380,11 @@ class Driver:
             path = self.a.english / name
             if not path.is_file():
                 continue
-            got = [x for line in read_lines(path) for x in english_line(line, "wikitext" in name)]
+            got = [x for line in read_lines(path) for x in gigaword_style(line, "wikitext" in name)]
             sources.append({"file": name, "sha256": sha256(path), "lines": len(got)})
             lines += got
         giga = self.a.data / f"{GIGAWORD_FILES['train']}.article.txt"
-        got = [x for line in read_lines(giga) for x in english_line(line.replace("<unk>", "UNK"), False)]
+        got = [x for line in read_lines(giga) for x in gigaword_style(line.replace("<unk>", "UNK"), False)]
         sources.append({"file": f"GIGAWORD/{giga.name}", "sha256": sha256(giga), "lines": len(got)})
         lines += got
         (out / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")

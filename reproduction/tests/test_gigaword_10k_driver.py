@@ -109,14 +109,6 @@ def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
     assert driver.choose_lenpen({**grid, "1.2": {"rouge1": 31.5}}) == "1.2"
 
 
-def test_english_lines_follow_gigaword_style_and_drop_wikitext_headings():
-    assert driver.english_line(" = Heading = ", True) == []
-    assert driver.english_line("Born 1990 @-@ 91 in Paris", True) == ["born ####-## in paris"]
-    assert driver.english_line("It &apos;s 3 pm", False) == ["it 's # pm"]
-    assert driver.english_line("a b", False) == []
-    assert [len(x.split()) for x in driver.english_line(" ".join(["w"] * 250), False)] == [100, 100, 50]
-
-
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("giga10k")
