@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import sys
 import time
 from pathlib import Path
@@ -48,39 +49,72 @@ def stream1_nats(model, sample: dict, roll: bool) -> tuple[float, int]:
     return float(loss), int(target.ne(pad).sum())
 
 
-def measure(checkpoint: Path, data: Path, batches: int, max_tokens: int) -> dict:
-    import torch
-    from fairseq import checkpoint_utils
+class Probe:
+    """The first ``batches`` batches of a pre-training's own denoising task (seed 1), loaded once, on
+    which each of its checkpoints is scored."""
 
-    from fairseq_ext import plugin
+    def __init__(self, checkpoint: Path, data: Path, batches: int, max_tokens: int):
+        from fairseq import checkpoint_utils
 
-    plugin.load()
-    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={"data": str(data)})
-    model.eval()
-    task.load_dataset("train")
-    iterator = task.get_batch_iterator(task.dataset("train"), max_tokens=max_tokens, seed=1, epoch=1,
-                                       max_positions=task.max_positions()).next_epoch_itr(shuffle=True)
-    sums = {"own": 0.0, "rolled": 0.0}
-    tokens = lines = 0
-    with torch.no_grad():
-        for _, sample in zip(range(batches), iterator):
-            for key in sums:
-                loss, n = stream1_nats(model, sample, roll=key == "rolled")
-                sums[key] += loss
-            tokens += n
-            lines += sample["nsentences"]
-    own, rolled = (sums[k] / tokens / math.log(2) for k in ("own", "rolled"))
-    return {"checkpoint": rel(checkpoint), "lines": lines, "target_tokens": tokens, "bits_own_source": round(own, 3),
-            "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3)}
+        from fairseq_ext import plugin
+
+        plugin.load()
+        self.data = data
+        state = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint), arg_overrides={"data": str(data)})
+        self.update = state["optimizer_history"][-1]["num_updates"]
+        (self.model,), _, self.task = checkpoint_utils.load_model_ensemble_and_task(
+            [str(checkpoint)], arg_overrides={"data": str(data)}, state=state)
+        self.task.load_dataset("train")
+        iterator = self.task.get_batch_iterator(self.task.dataset("train"), max_tokens=max_tokens, seed=1, epoch=1,
+                                                max_positions=self.task.max_positions()).next_epoch_itr(shuffle=True)
+        self.samples = [sample for _, sample in zip(range(batches), iterator)]
+
+    def score(self, checkpoint: Path, model=None) -> dict:
+        """Bits a target token with each line's own source and with the next line's, for ``model`` or
+        else the weights of ``checkpoint``."""
+        import torch
+        from fairseq import checkpoint_utils
+
+        if model is None:
+            (model,), _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides={"data": str(self.data)},
+                                                              task=self.task)
+        model.eval()
+        sums = {"own": 0.0, "rolled": 0.0}
+        tokens = lines = 0
+        with torch.no_grad():
+            for sample in self.samples:
+                for key in sums:
+                    loss, n = stream1_nats(model, sample, roll=key == "rolled")
+                    sums[key] += loss
+                tokens += n
+                lines += sample["nsentences"]
+        own, rolled = (sums[k] / tokens / math.log(2) for k in ("own", "rolled"))
+        return {"checkpoint": rel(checkpoint), "lines": lines, "target_tokens": tokens, "bits_own_source": round(own, 3),
+                "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3)}
+
+
+def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
+    """A pre-training's ``checkpoint_last.pt`` and, under ``by_update``, each interval checkpoint; the
+    last interval checkpoint holds the same weights as ``checkpoint_last.pt`` when it is of the same
+    update, and is then scored once."""
+    last = folder / "checkpoint_last.pt"
+    probe = Probe(last, data, batches, max_tokens)
+    by_update = [{"update": update, **probe.score(path)} for update, path in interval_checkpoints(folder)]
+    if by_update and by_update[-1]["update"] == probe.update:
+        final = {**by_update[-1], "checkpoint": rel(last)}
+        del final["update"]
+    else:
+        final = probe.score(last, probe.model)
+    return {**final, "by_update": by_update}
 
 
 def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:
     """fairseq's ``checkpoint_EPOCH_UPDATE.pt`` files of a folder, by update."""
     found = []
     for path in folder.glob("checkpoint_*_*.pt"):
-        epoch, update = path.stem.split("_")[1:]
-        if epoch.isdigit() and update.isdigit():
-            found.append((int(update), path))
+        match = re.fullmatch(r"checkpoint_(\d+)_(\d+)\.pt", path.name)
+        if match:
+            found.append((int(match.group(2)), path))
     return sorted(found)
 
 
@@ -106,10 +140,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     t0 = time.time()
     corpus = a.work / "data" / "english" / "bin"
-    results = {ckpt.parent.name: {**measure(ckpt, corpus, a.batches, a.max_tokens),
-                                  "by_update": [{"update": update, **measure(path, corpus, a.batches, a.max_tokens)}
-                                                for update, path in interval_checkpoints(ckpt.parent)]}
-               for ckpt in checkpoints}
+    results = {ckpt.parent.name: measure(ckpt.parent, corpus, a.batches, a.max_tokens) for ckpt in checkpoints}
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps({
         "command": f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens {a.max_tokens}",

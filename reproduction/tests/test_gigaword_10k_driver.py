@@ -462,6 +462,13 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     # each interval checkpoint of the pre-training (2 and 4 updates), the last one being checkpoint_last.pt
     assert [c["update"] for c in r["by_update"]] == [2, 4]
     assert all(r["by_update"][-1][k] == r[k] for k in ("bits_own_source", "bits_rolled_source", "lines"))
+    # that last one is scored once: checkpoint_last.pt scored on its own agrees
+    probe = source_reliance.Probe(ckpt, tiny["work"] / "data" / "english" / "bin", 2, 256)
+    alone = probe.score(ckpt, probe.model)
+    assert probe.update == 4 and {k: alone[k] for k in r if k != "by_update"} == {k: r[k] for k in r if k != "by_update"}
+    for name in ("checkpoint_1_2.pt", "checkpoint_3_10.pt", "checkpoint_1_2_3.pt", "checkpoint_a_2.pt", "checkpoint_best.pt"):
+        (tmp_path / name).touch()
+    assert source_reliance.interval_checkpoints(tmp_path) == [(2, tmp_path / "checkpoint_1_2.pt"), (10, tmp_path / "checkpoint_3_10.pt")]
     note = lead_baseline.reliance_note({"pretraining": {"pretrain-p1": {"ngram": 1}}, "source_reliance": written})[0]
     assert (f"n = 1: {r['bits_own_source']:.2f} and {r['bits_rolled_source']:.2f} (the source saves "
             f"{r['bits_the_source_saves']:.2f})." in note) and f"on {r['lines']:,} lines" in note
