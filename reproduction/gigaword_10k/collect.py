@@ -165,7 +165,7 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
         best = next(c for c in probe["curve"] if c["update"] == probe["chosen_update"])
         grid = lr_grid.setdefault(probe["row"], {"label": ROWS[probe["row"]]["label"], "rates": {}})
         grid["rates"][probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"], "chosen_update": probe["chosen_update"],
-                                      "distinct": best["distinct"], "stopped": [probe["stopped"]],
+                                      "distinct": best["distinct"], "seeds": [probe["seed"]], "stopped": [probe["stopped"]],
                                       "patience": probe["settings"]["patience"],
                                       "caps": [probe["settings"]["max_updates"]]}
     superseded = []  # runs made before the grid chose another rate for their row: out of the table

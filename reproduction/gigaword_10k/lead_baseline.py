@@ -185,10 +185,19 @@ def _pm(pair: list) -> str:
 
 
 def stopped_by(m: dict) -> str:
-    """Why the runs of a row stopped: the update cap of each capped run (then not converged), or early stopping."""
-    caps = sorted({cap for cap, why in zip(m["caps"], m["stopped"]) if why != "patience"})
-    why = [f"stopped at the cap of {'/'.join(map(str, caps))} updates, not converged"] if caps else []
-    return " or ".join(why + [f"stopped by early stopping (patience {m['patience']})"] * ("patience" in m["stopped"]))
+    """Why the runs of a row stopped: the update cap (then not converged) or early stopping, with the
+    seeds of each reason where the row's runs stopped for more than one."""
+    seeds_by: dict = {}
+    for seed, cap, why in zip(m["seeds"], m["caps"], m["stopped"]):
+        seeds_by.setdefault(("patience", 0) if why == "patience" else ("cap", cap), []).append(seed)
+    why = {key: f"at the cap of {key[1]} updates, not converged" if key[0] == "cap"
+           else f"by early stopping (patience {m['patience']}" + (")" if len(seeds_by) == 1 else "")
+           for key in sorted(seeds_by)}
+    if len(why) == 1:
+        return f"stopped {next(iter(why.values()))}"
+    named = [f"{text}{'; ' if key[0] == 'patience' else ' ('}seed{'s' * (len(seeds_by[key]) > 1)} "
+             f"{', '.join(map(str, seeds_by[key]))})" for key, text in why.items()]
+    return f"stopped {', '.join(named[:-1])} and {named[-1]}"
 
 
 def published_gaps(results: dict, m: dict) -> str:

@@ -62,7 +62,7 @@ def test_the_pretraining_note_gives_each_n_its_loss_time_and_calls():
 
 
 def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
-    probe = {"valid_rouge1": 3.13, "chosen_update": 3500, "distinct": 23, "stopped": ["max-updates (not converged)"],
+    probe = {"valid_rouge1": 3.13, "chosen_update": 3500, "distinct": 23, "seeds": [0], "stopped": ["max-updates (not converged)"],
              "patience": 3, "caps": [3500]}
     results = {"lr_grid": {"p1-pt": {"label": "ProphetNet n = 1, span pre-training", "rates": {"2e-4": probe}}},
                "models": {}}

@@ -95,12 +95,16 @@ def test_a_run_ended_by_early_stopping_is_kept_under_any_cap_it_did_not_reach():
     assert driver.same_run(capped, settings) and not driver.same_run(capped, {**settings, "max_updates": 10000})
 
 
-def test_a_row_whose_runs_stopped_at_different_caps_names_each_cap():
-    row = {"caps": [3500, 10000, 10000], "stopped": ["max-updates (not converged)", "patience", "max-updates (not converged)"],
-           "patience": 3}
-    assert lead_baseline.stopped_by(row) == ("stopped at the cap of 3500/10000 updates, not converged or "
-                                             "stopped by early stopping (patience 3)")
+def test_a_row_whose_runs_stopped_for_different_reasons_names_the_seeds_of_each():
+    row = {"seeds": [1, 2, 3], "caps": [3500, 10000, 10000],
+           "stopped": ["max-updates (not converged)", "patience", "max-updates (not converged)"], "patience": 3}
+    assert lead_baseline.stopped_by(row) == ("stopped at the cap of 3500 updates, not converged (seed 1), at the cap of "
+                                             "10000 updates, not converged (seed 3) and by early stopping (patience 3; seed 2)")
     assert lead_baseline.stopped_by({**row, "stopped": ["patience"] * 3}) == "stopped by early stopping (patience 3)"
+    capped = ["max-updates (not converged)"] * 3
+    assert lead_baseline.stopped_by({**row, "caps": [3500] * 3, "stopped": capped}) == "stopped at the cap of 3500 updates, not converged"
+    assert lead_baseline.stopped_by({**row, "caps": [3500] * 3, "stopped": capped[:1] + ["patience"] * 2}) == (
+        "stopped at the cap of 3500 updates, not converged (seed 1) and by early stopping (patience 3; seeds 2, 3)")
 
 
 def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
