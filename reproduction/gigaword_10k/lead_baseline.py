@@ -187,16 +187,20 @@ def _pm(pair: list) -> str:
 def stopped_by(m: dict) -> str:
     """Why the runs of a row stopped: the update cap (then not converged) or early stopping, with the
     seeds of each reason where the row's runs stopped for more than one."""
-    seeds_by: dict = {}
+    groups: dict = {}
     for seed, cap, why in zip(m["seeds"], m["caps"], m["stopped"]):
-        seeds_by.setdefault(("patience", 0) if why == "patience" else ("cap", cap), []).append(seed)
-    why = {key: f"at the cap of {key[1]} updates, not converged" if key[0] == "cap"
-           else f"by early stopping (patience {m['patience']}" + (")" if len(seeds_by) == 1 else "")
-           for key in sorted(seeds_by)}
-    if len(why) == 1:
-        return f"stopped {next(iter(why.values()))}"
-    named = [f"{text}{'; ' if key[0] == 'patience' else ' ('}seed{'s' * (len(seeds_by[key]) > 1)} "
-             f"{', '.join(map(str, seeds_by[key]))})" for key, text in why.items()]
+        groups.setdefault(("patience", 0) if why == "patience" else ("cap", cap), []).append(seed)
+
+    def reason(key: tuple, seeds: list | None = None) -> str:
+        names = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}" if seeds else ""
+        if key[0] == "cap":
+            return f"at the cap of {key[1]} updates, not converged" + (f" ({names})" if names else "")
+        return f"by early stopping (patience {m['patience']}" + (f"; {names}" if names else "") + ")"
+
+    keys = sorted(groups)
+    if len(keys) == 1:
+        return f"stopped {reason(keys[0])}"
+    named = [reason(key, groups[key]) for key in keys]
     return f"stopped {', '.join(named[:-1])} and {named[-1]}"
 
 
