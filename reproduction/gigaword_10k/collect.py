@@ -13,8 +13,8 @@ the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over s
 and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
 (``scipy.stats.ttest_rel``); the verdicts under the table are written from them, once every
 trained row of a claim has ``lead_baseline.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so
-far are shown, the claim not decided). The curves (valid ROUGE-1 by update, every run) go to
-``--figure`` when matplotlib is installed.
+far are shown, the claim not decided). The curves (valid ROUGE-1 by update: every run, the
+probes, lead-8 on the same pairs) go to ``--figure`` when matplotlib is installed.
 """
 from __future__ import annotations
 
@@ -124,7 +124,9 @@ def compare(runs: dict, lead8: list | None) -> list:
     return out
 
 
-def plot(models: dict, out: Path) -> bool:
+def plot(models: dict, lr_grid: dict, lead8_valid: float | None, out: Path) -> bool:
+    """Valid ROUGE-1 by update: every kept run (solid, a colour per row), the ``--lr-grid`` probes
+    of the row's rates (dashed, the row's colour) and lead-8 on the same pairs (dotted)."""
     try:
         import matplotlib
     except ImportError:
@@ -132,14 +134,23 @@ def plot(models: dict, out: Path) -> bool:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    for i, model in enumerate(models.values()):
+    colour = {row: f"C{i}" for i, row in enumerate(ROWS)}
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    for row, model in models.items():
         for j, (seed, curve) in enumerate(sorted(model["curves"].items())):
-            ax.plot(*zip(*curve), marker="o", ms=3, color=f"C{i}", label=model["label"] if j == 0 else None)
+            ax.plot(*zip(*curve), marker="o", ms=3, color=colour[row], label=model["label"] if j == 0 else None)
+    for row, grid in lr_grid.items():
+        for j, (lr, probe) in enumerate(sorted(grid["rates"].items())):
+            ax.plot(*zip(*probe["curve"]), ls="--", lw=1, color=colour[row],
+                    label=f"{grid['label']}: lr-grid probes (seed 0)" if j == 0 else None)
+            ax.annotate(f"lr {lr}", probe["curve"][-1], xytext=(3, 0), textcoords="offset points", fontsize=6,
+                        color=colour[row], va="center")
+    if lead8_valid is not None:
+        ax.axhline(lead8_valid, ls=":", color="black", label="lead-8 (no model)")
     ax.set(xlabel="fine-tuning updates", ylabel="valid ROUGE-1 F1 x 100 (beam 4, lenpen 1.0)",
            title="Gigaword 10k: every run until early stopping or its update cap")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=120)
@@ -167,7 +178,8 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
         grid["rates"][probe["lr"]] = {"valid_rouge1": probe["valid"]["rouge1"], "chosen_update": probe["chosen_update"],
                                       "distinct": best["distinct"], "seeds": [probe["seed"]], "stopped": [probe["stopped"]],
                                       "patience": probe["settings"]["patience"],
-                                      "caps": [probe["settings"]["max_updates"]]}
+                                      "caps": [probe["settings"]["max_updates"]],
+                                      "curve": [[c["update"], c["rouge1"]] for c in probe["curve"]]}
     superseded = []  # runs made before the grid chose another rate for their row: out of the table
     for path in sorted((kept / "superseded").glob("*-s*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
@@ -180,7 +192,9 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     if (kept / "source-reliance.json").is_file():  # reproduction/gigaword_10k/source_reliance.py
         results["source_reliance"] = json.loads((kept / "source-reliance.json").read_text(encoding="utf-8"))
     results.pop("figure", None)
-    if models and figure is not None and plot(models, figure):
+    whole_valid1k = all(m["valid_set"] == "valid1k (1000 pairs)" for m in models.values())  # lead-8's pairs
+    lead8_valid = results.get("lead", {}).get("valid", {}).get("valid1k", {}).get("8", {}).get("rouge1") if whole_valid1k else None
+    if models and figure is not None and plot(models, lr_grid, lead8_valid, figure):
         results["figure"] = str(figure.relative_to(lead_baseline.PAGE.parent)) \
             if figure.is_relative_to(lead_baseline.PAGE.parent) else str(figure)
     return results

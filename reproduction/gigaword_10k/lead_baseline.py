@@ -276,7 +276,7 @@ def model_notes(results: dict) -> list[str]:
               f"valid; test decoded once. Wall time of all runs: "
               f"{sum(x['wall_seconds'] for x in results['models'].values()) / 3600:.1f} h ({m['hardware']})."]
     if results.get("figure"):
-        lines += ["", f"![valid ROUGE-1 of every run until it stopped]({results['figure']})"]
+        lines += ["", f"![valid ROUGE-1 of every run and learning-rate probe until it stopped, lead-8 on the same pairs dotted]({results['figure']})"]
     return [*lines, ""]
 
 

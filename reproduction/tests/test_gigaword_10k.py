@@ -73,3 +73,25 @@ def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
     assert "lr 2e-4: 3.13 at update 3500 (23 distinct headlines; stopped at the cap of 3500 updates, not converged)" in notes[1]
     assert notes[3].endswith("ProphetNet n = 1, span pre-training, seed 1, lr 7e-4: valid1k ROUGE-1 6.61, test 5.75 "
                              "(42 distinct headlines; `runs/superseded/p1-pt-s1.json`).")
+
+
+def test_the_figure_draws_each_run_solid_each_probe_dashed_and_lead8_dotted(tmp_path, monkeypatch):
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from reproduction.gigaword_10k import collect
+
+    axes = []
+    subplots = plt.subplots
+    monkeypatch.setattr(plt, "subplots", lambda *a, **k: (lambda fa: axes.append(fa[1]) or fa)(subplots(*a, **k)))
+    models = {"p2-pt": {"label": "n2", "curves": {"1": [[500, 10.0], [1000, 15.0]], "2": [[500, 9.0], [1000, 14.0]]}}}
+    grid = {"p2-pt": {"label": "n2", "rates": {"2e-4": {"curve": [[500, 6.0], [1000, 7.5]]},
+                                               "7e-4": {"curve": [[500, 9.5]]}}}}
+    assert collect.plot(models, grid, 28.95, tmp_path / "f.png") and (tmp_path / "f.png").stat().st_size > 0
+    lines = {(tuple(x.get_xdata()), tuple(x.get_ydata())): x.get_linestyle() for x in axes[0].lines}
+    assert lines[((500, 1000), (10.0, 15.0))] == lines[((500, 1000), (9.0, 14.0))] == "-"
+    assert lines[((500, 1000), (6.0, 7.5))] == lines[((500,), (9.5,))] == "--"
+    assert lines[((0, 1), (28.95, 28.95))] == ":" and len(lines) == 5
+    assert [t.get_text() for t in axes[0].texts] == ["lr 2e-4", "lr 7e-4"]
+    collect.plot(models, {}, None, tmp_path / "g.png")  # valid not the whole valid1k: no lead-8 line
+    assert len(axes[1].lines) == 2
