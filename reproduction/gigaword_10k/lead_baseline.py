@@ -180,6 +180,19 @@ def p_value(p: float, resamples: int) -> str:
     return f"p < {1 / resamples:g}" if p == 0 else f"p = {p:.3f}"
 
 
+def t_test(p: float) -> str:
+    """A t-test p-value as text (kept to 4 decimals, so one under 0.001 reads as such, not as 0.000)."""
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
+
+
+def capped(comparison: dict) -> str:
+    """What a claim's numbers stand on when a row it compares stopped at an update cap, not by early stopping."""
+    runs = dict(zip((comparison["row"], comparison["baseline"]), comparison["seeds"]))
+    rows = [row if len(seeds) == runs[row] else f"{row} (seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))})"
+            for row, seeds in (comparison.get("at_a_cap") or {}).items()]
+    return f"; {' and '.join(rows)} stopped at an update cap, not converged" if rows else ""
+
+
 def _pm(pair: list) -> str:
     return f"{pair[0]:.2f}" if pair[1] is None else f"{pair[0]:.2f} ± {pair[1]:.2f}"
 
@@ -259,9 +272,10 @@ def model_notes(results: dict) -> list[str]:
         if "delta_rouge1" not in c:
             lines.append(f"- {c['claim']}: {c['verdict']}.")
             continue
-        t = f", t-test p = {c['t_test_p']:.3f}" if "t_test_p" in c else ""
+        t = f", t-test {t_test(c['t_test_p'])}" if "t_test_p" in c else ""
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
-                     f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} seeds).")
+                     f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} "
+                     f"seeds{capped(c)}).")
     lines += lr_grid_notes(results)
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
@@ -293,7 +307,7 @@ def readme_summary(results: dict) -> str:
                 f"{stopped_by(m)}: {published_gaps(results, m)})" for m in models.values()]
         lines.append(f"- Trained rows: {'; '.join(rows)}.")
     measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
-                f"{p_value(c['bootstrap_p'], c['resamples'])})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
+                f"{p_value(c['bootstrap_p'], c['resamples'])}{capped(c)})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
     if measured:
         lines.append(f"- Claims: {'; '.join(measured)}.")
     missing = [name for name in MODEL_ROWS if name not in {m["label"] for m in models.values()}]

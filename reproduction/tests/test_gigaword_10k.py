@@ -95,3 +95,14 @@ def test_the_figure_draws_each_run_solid_each_probe_dashed_and_lead8_dotted(tmp_
     assert [t.get_text() for t in axes[0].texts] == ["lr 2e-4", "lr 7e-4"]
     collect.plot(models, {}, None, tmp_path / "g.png")  # valid not the whole valid1k: no lead-8 line
     assert len(axes[1].lines) == 2
+
+
+def test_a_verdict_names_the_rows_and_seeds_that_stopped_at_a_cap_and_p_values_under_0_001():
+    from reproduction.gigaword_10k.lead_baseline import capped, t_test
+
+    assert (t_test(0.0003), t_test(0.0), t_test(0.001), t_test(0.0456)) == ("p < 0.001", "p < 0.001", "p = 0.001", "p = 0.046")
+    claim = {"row": "p2-pt", "baseline": "p1-pt", "seeds": [3, 3], "at_a_cap": {"p2-pt": [1, 2, 3], "p1-pt": [1]}}
+    assert capped(claim) == "; p2-pt and p1-pt (seed 1) stopped at an update cap, not converged"
+    claim["at_a_cap"] = {"p1-pt": [1, 3]}
+    assert capped(claim) == "; p1-pt (seeds 1, 3) stopped at an update cap, not converged"
+    assert capped({**claim, "at_a_cap": {}}) == "" and capped({"row": "a", "baseline": "b", "seeds": [1, 1]}) == ""
