@@ -54,7 +54,7 @@ class Probe:
     which each of its checkpoints is scored."""
 
     def __init__(self, checkpoint: Path, data: Path, batches: int, max_tokens: int):
-        from fairseq import checkpoint_utils
+        from fairseq import checkpoint_utils, tasks
 
         from fairseq_ext import plugin
 
@@ -62,22 +62,20 @@ class Probe:
         self.data = data
         state = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint), arg_overrides={"data": str(data)})
         self.update = state["optimizer_history"][-1]["num_updates"]
-        (self.model,), _, self.task = checkpoint_utils.load_model_ensemble_and_task(
-            [str(checkpoint)], arg_overrides={"data": str(data)}, state=state)
+        self.task = tasks.setup_task(state["cfg"].task)  # the task of the checkpoint's config; no model is built
         self.task.load_dataset("train")
         iterator = self.task.get_batch_iterator(self.task.dataset("train"), max_tokens=max_tokens, seed=1, epoch=1,
                                                 max_positions=self.task.max_positions()).next_epoch_itr(shuffle=True)
         self.samples = [sample for _, sample in zip(range(batches), iterator)]
 
-    def score(self, checkpoint: Path, model=None) -> dict:
-        """Bits a target token with each line's own source and with the next line's, for ``model`` or
-        else the weights of ``checkpoint``."""
+    def score(self, checkpoint: Path) -> dict:
+        """Bits a target token with each line's own source and with the next line's, for the weights of
+        ``checkpoint``."""
         import torch
         from fairseq import checkpoint_utils
 
-        if model is None:
-            (model,), _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides={"data": str(self.data)},
-                                                              task=self.task)
+        (model,), _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides={"data": str(self.data)},
+                                                          task=self.task)
         model.eval()
         sums = {"own": 0.0, "rolled": 0.0}
         tokens = lines = 0
@@ -104,7 +102,7 @@ def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
         final = {**by_update[-1], "checkpoint": rel(last)}
         del final["update"]
     else:
-        final = probe.score(last, probe.model)
+        final = probe.score(last)
     return {**final, "by_update": by_update}
 
 

@@ -468,7 +468,7 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert all(r["by_update"][-1][k] == r[k] for k in ("bits_own_source", "bits_rolled_source", "lines"))
     # that last one is scored once: checkpoint_last.pt scored on its own agrees
     probe = source_reliance.Probe(ckpt, tiny["work"] / "data" / "english" / "bin", 2, 256)
-    alone = probe.score(ckpt, probe.model)
+    alone = probe.score(ckpt)
     assert probe.update == 4 and {k: alone[k] for k in r if k != "by_update"} == {k: r[k] for k in r if k != "by_update"}
     for name in ("checkpoint_1_2.pt", "checkpoint_3_10.pt", "checkpoint_1_2_3.pt", "checkpoint_a_2.pt", "checkpoint_best.pt"):
         (tmp_path / name).touch()
