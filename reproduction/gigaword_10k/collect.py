@@ -112,8 +112,8 @@ def compare(runs: dict, lead8: list | None) -> list:
         p = paired_bootstrap(a[0], b[0])
         entry.update({"delta_rouge1": round(delta, 2), "bootstrap_p": round(p, 4), "resamples": RESAMPLES,
                       "seeds": [len(runs[row]), len(runs[base]) if base in runs else 0]})
-        entry["at_a_cap"] = {x: sorted(s for s, r in runs[x].items() if r["stopped"] != "patience")
-                             for x in (row, base) if x in runs and any(r["stopped"] != "patience" for r in runs[x].values())}
+        entry["at_a_cap"] = {x: seeds for x in (row, base) if x in runs
+                             and (seeds := sorted(s for s, r in runs[x].items() if r["stopped"] != "patience"))}
         common = sorted(set(a[1]) & set(b[1]))
         if len(common) >= 2:
             entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] for s in common]).pvalue), 4)

@@ -187,8 +187,8 @@ def t_test(p: float) -> str:
 
 def capped(comparison: dict) -> str:
     """What a claim's numbers stand on when a row it compares stopped at an update cap, not by early stopping."""
-    runs = dict(zip((comparison["row"], comparison["baseline"]), comparison["seeds"]))
-    rows = [row if len(seeds) == runs[row] else f"{row} (seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))})"
+    seed_counts = dict(zip((comparison["row"], comparison["baseline"]), comparison["seeds"]))
+    rows = [row if len(seeds) == seed_counts[row] else f"{row} (seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))})"
             for row, seeds in (comparison.get("at_a_cap") or {}).items()]
     return f"; {' and '.join(rows)} stopped at an update cap, not converged" if rows else ""
 
