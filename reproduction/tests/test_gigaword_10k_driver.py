@@ -65,8 +65,9 @@ def test_a_killed_call_is_credited_its_training_up_to_its_last_checkpoint(tmp_pa
 def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
     """Below lead_baseline.SEEDS_FOR_A_VERDICT seeds of a trained row the numbers so far are kept and the
     claim stays open; lead-8 has no seeds and never holds a claim back."""
-    def run(seed, scores):
-        return {"test_sentence_rouge1": scores, "test": {"rouge1": sum(scores) / len(scores)}, "seed": seed}
+    def run(seed, scores, stopped="patience"):
+        return {"test_sentence_rouge1": scores, "test": {"rouge1": sum(scores) / len(scores)}, "seed": seed,
+                "stopped": stopped}
 
     lead8 = [10.0] * 40
     runs = {"unilm-minilm": {s: run(s, [30.0 + s] * 40) for s in (1, 2)},
@@ -76,10 +77,11 @@ def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
     assert above_lead["verdict"] == "not decided: unilm-minilm has 2 of 3 seeds" and above_lead["delta_rouge1"] == 21.5
     assert start["verdict"] == "not decided: unilm-minilm has 2 of 3 seeds and unilm-random has 1 of 3 seeds"
     assert verdicts[("p2-pt", "p1-pt")]["verdict"] == "not decided: p2-pt and p1-pt not run yet"
-    runs["unilm-minilm"][3] = run(3, [33.0] * 40)
+    runs["unilm-minilm"][3] = run(3, [33.0] * 40, stopped="max-updates (not converged)")
     runs["unilm-random"].update({s: run(s, [20.0] * 40) for s in (2, 3)})
     verdicts = {(c["row"], c["baseline"]): c for c in collect.compare(runs, lead8)}
     assert verdicts[("unilm-minilm", "lead-8")]["verdict"] == verdicts[("unilm-minilm", "unilm-random")]["verdict"] == "yes"
+    assert above_lead["at_a_cap"] == {} and verdicts[("unilm-minilm", "unilm-random")]["at_a_cap"] == {"unilm-minilm": [3]}
     summary = lead_baseline.so_far(above_lead) + lead_baseline.so_far(verdicts[("unilm-minilm", "lead-8")])
     assert summary == "so far: "
 
