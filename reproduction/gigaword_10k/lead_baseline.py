@@ -180,6 +180,11 @@ def p_value(p: float, resamples: int) -> str:
     return f"p < {1 / resamples:g}" if p == 0 else f"p = {p:.3f}"
 
 
+def seed_names(seeds: list) -> str:
+    """'seed 1' or 'seeds 2, 3'."""
+    return f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
+
+
 def t_test(p: float) -> str:
     """A t-test p-value as text (kept to 4 decimals, so one under 0.001 reads as such, not as 0.000)."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
@@ -188,7 +193,7 @@ def t_test(p: float) -> str:
 def capped(comparison: dict) -> str:
     """What a claim's numbers stand on when a row it compares stopped at an update cap, not by early stopping."""
     seed_counts = dict(zip((comparison["row"], comparison["baseline"]), comparison["seeds"]))
-    rows = [row if len(seeds) == seed_counts[row] else f"{row} (seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))})"
+    rows = [row if len(seeds) == seed_counts[row] else f"{row} ({seed_names(seeds)})"
             for row, seeds in (comparison.get("at_a_cap") or {}).items()]
     return f"; {' and '.join(rows)} stopped at an update cap, not converged" if rows else ""
 
@@ -205,7 +210,7 @@ def stopped_by(m: dict) -> str:
         groups.setdefault(("patience", 0) if why == "patience" else ("cap", cap), []).append(seed)
 
     def reason(key: tuple, seeds: list | None = None) -> str:
-        names = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}" if seeds else ""
+        names = seed_names(seeds) if seeds else ""
         if key[0] == "cap":
             return f"at the cap of {key[1]} updates, not converged" + (f" ({names})" if names else "")
         return f"by early stopping (patience {m['patience']}" + (f"; {names}" if names else "") + ")"
