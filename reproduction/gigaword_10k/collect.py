@@ -67,6 +67,18 @@ def seconds_per_update(records: list) -> float:
     return round(statistics.median(rates), 2)
 
 
+def cost_by_machine(records: list) -> dict:
+    """Each machine's cost (a record's ``hardware``): its seeds, its median seconds an update and a
+    validation, its wall seconds. Runs on different machines are not pooled: their speeds differ."""
+    machines: dict = {}
+    for r in records:
+        machines.setdefault(r["hardware"], []).append(r)
+    return {hw: {"seeds": [r["seed"] for r in rs], "seconds_per_update": seconds_per_update(rs),
+                 "seconds_per_validation": round(statistics.median(p["decode_seconds"] for r in rs for p in r["curve"]), 1),
+                 "wall_seconds": round(sum(r["wall_seconds"] for r in rs), 1)}
+            for hw, rs in sorted(machines.items())}
+
+
 def summarise_row(row: str, seeds: dict) -> dict:
     records = [seeds[s] for s in sorted(seeds)]
     return {"label": ROWS[row]["label"], "seeds": sorted(seeds),
@@ -77,10 +89,9 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "test_distinct": [r["test_distinct"] for r in records], "test_sentences": records[0]["test_sentences"],
             "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
             "caps": [r["settings"]["max_updates"] for r in records],
-            "seconds_per_update": seconds_per_update(records),
-            "seconds_per_validation": round(statistics.median(p["decode_seconds"] for r in records for p in r["curve"]), 1),
+            "cost": cost_by_machine(records),
             "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
-            "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1), "hardware": records[0]["hardware"],
+            "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1),
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
 
 

@@ -156,12 +156,16 @@ def seconds_after_state(state_file: Path, last: Path) -> float:
 
 class RunClock:
     """A run's wall seconds over all its calls, kept in its ``state.json`` (with ``sessions``, the
-    number of calls): the seconds saved by earlier calls, a killed call's training up to its last
-    checkpoint (``seconds_after_state``), and this call's seconds at each ``save``."""
+    number of calls, and ``machines``, the machines they ran on): the seconds saved by earlier calls,
+    a killed call's training up to its last checkpoint (``seconds_after_state``), and this call's
+    seconds at each ``save``."""
 
-    def __init__(self, state_file: Path, last: Path, state: dict):
+    def __init__(self, state_file: Path, last: Path, state: dict, machine: str):
         self.state_file, self.state = state_file, state
         state["sessions"] += 1
+        machines = state.setdefault("machines", [])
+        if machine not in machines:
+            machines.append(machine)
         self.t0, self.spent = time.time(), state["seconds"] + seconds_after_state(state_file, last)
 
     def seconds(self) -> float:
@@ -171,6 +175,10 @@ class RunClock:
         """Writes the state with the seconds so far; its time stamp is where unsaved training starts."""
         self.state["seconds"] = self.seconds()
         write_json(self.state_file, self.state)
+
+    def machines(self) -> str:
+        """The machine of every call, in order: a run resumed on another machine names both."""
+        return " then ".join(self.state["machines"])
 
 
 def same_run(done: dict, asked: dict) -> bool:
@@ -513,7 +521,7 @@ class Driver:
         save.mkdir(parents=True, exist_ok=True)
         state_file = save / "state.json"  # the seconds of earlier calls, as a fine-tuning run keeps them
         state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {"seconds": 0.0, "sessions": 0}
-        clock = RunClock(state_file, save / "checkpoint_last.pt", state)
+        clock = RunClock(state_file, save / "checkpoint_last.pt", state, self.hardware())
         clock.save()
         log = save / "worker.log"  # this process's output (Driver.worker)
         with open(self.work / "commands.txt", "a", encoding="utf-8") as f:
@@ -531,7 +539,7 @@ class Driver:
                   "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c)
                                                          for c in self.pretrain_command(n, save)),
                   "corpus": corpus, "train_loss_curve": curve, "seed": 1,
-                  "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": self.hardware()}
+                  "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines()}
         write_json(kept, record)
         return record
 
@@ -563,7 +571,7 @@ class Driver:
         if state["settings"] != asked:
             raise SystemExit(started_otherwise(w, state["settings"], asked))
         save_dir = w / "checkpoints"
-        clock = RunClock(state_file, save_dir / "checkpoint_last.pt", state)
+        clock = RunClock(state_file, save_dir / "checkpoint_last.pt", state, self.hardware())
         clock.save()
         train = self.train_command(row, seed, save_dir, asked["lr"])
         valid_refs = read_lines(self.data / "spm" / "raw" / "valid.title")
@@ -600,7 +608,7 @@ class Driver:
                       "stopped": "patience" if converged else "max-updates (not converged)",
                       "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
                       "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
-                      "wall_seconds": clock.seconds(), "hardware": self.hardware()}
+                      "wall_seconds": clock.seconds(), "hardware": clock.machines()}
             write_json(kept, record)
             shutil.rmtree(w)
             return record
@@ -635,7 +643,7 @@ class Driver:
             "valid": state["lenpen"][lenpen], "test": test, "test_sentences": len(hyps),
             "test_distinct": len(set(hyps)), "test_hypotheses": rel(hyp_file),
             "test_sentence_rouge1": sentence_rouge1(hyps, read_lines(self.a.data / "test1951.title.txt")),
-            "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": self.hardware(),
+            "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines(),
             **({"extended_from_caps": state["extended_from"]} if state.get("extended_from") else {}),
             **({"retrained_past_cap": state["retrained"]["cap"],
                 "repeats_kept_curve": repeats_curve(curve, state["retrained"]["curve"])} if state.get("retrained") else {}),

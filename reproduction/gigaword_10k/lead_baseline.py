@@ -185,6 +185,24 @@ def seed_names(seeds: list) -> str:
     return f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
 
 
+def cost_by_machine(models: dict) -> tuple[str, str]:
+    """The rows' cost and the wall time of all runs, machine by machine (``collect.cost_by_machine``):
+    speeds measured on different machines are never pooled; a row's seeds are named where only some
+    of them ran on a machine."""
+    machines: dict = {}
+    for m in models.values():
+        for hw, c in m["cost"].items():
+            seeds = "" if len(c["seeds"]) == len(m["seeds"]) else f" ({seed_names(c['seeds'])})"
+            machines.setdefault(hw, []).append((f"{m['label']}{seeds}: {c['seconds_per_update']:.2f} s an update, "
+                                                f"{c['seconds_per_validation']:.0f} s a validation", c["wall_seconds"]))
+    costs = "; ".join(f"on {hw}: " + "; ".join(text for text, _ in rows) for hw, rows in sorted(machines.items()))
+    hours = {hw: sum(seconds for _, seconds in rows) / 3600 for hw, rows in sorted(machines.items())}
+    total = f"{sum(hours.values()):.1f} h"
+    if len(hours) == 1:
+        return costs, f"{total} ({next(iter(hours))})"
+    return costs, f"{total} (" + "; ".join(f"{hw}: {h:.1f} h" for hw, h in hours.items()) + ")"
+
+
 def t_test(p: float) -> str:
     """A t-test p-value as text (kept to 4 decimals, so one under 0.001 reads as such, not as 0.000)."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
@@ -285,15 +303,13 @@ def model_notes(results: dict) -> list[str]:
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
-    costs = "; ".join(f"{m['label']}: {m['seconds_per_update']:.2f} s an update, {m['seconds_per_validation']:.0f} s a validation"
-                      for m in results["models"].values())
-    lines += ["", f"Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks): {costs}."]
+    costs, hours = cost_by_machine(results["models"])
+    lines += ["", f"Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks), {costs}."]
     m = next(iter(results["models"].values()))
     lines += ["", f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
               f"trigram), stopped after {m['patience']} validations without a better one or at an update cap "
               f"(given in the row; then marked not converged); the length penalty chosen on "
-              f"valid; test decoded once. Wall time of all runs: "
-              f"{sum(x['wall_seconds'] for x in results['models'].values()) / 3600:.1f} h ({m['hardware']})."]
+              f"valid; test decoded once. Wall time of all runs: {hours}."]
     if results.get("figure"):
         lines += ["", f"![valid ROUGE-1 of every run and learning-rate probe until it stopped, lead-8 on the same pairs dotted]({results['figure']})"]
     return [*lines, ""]

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
@@ -48,6 +49,36 @@ def test_seconds_per_update_is_the_median_over_chunks_of_every_run():
     runs = [{"curve": [{"update": 500, "train_seconds": 100}, {"update": 1000, "train_seconds": 1000}]},
             {"curve": [{"update": 500, "train_seconds": 1100}, {"update": 1000, "train_seconds": 1050}]}]
     assert collect.seconds_per_update(runs) == 2.05  # rates 0.2, 2.0, 2.2, 2.1
+
+
+def test_cost_is_given_machine_by_machine_and_never_pooled():
+    """Seeds 1 and 2 ran on machine A, seed 3 on machine B: each machine's medians come from its own
+    runs only, a row's seeds are named where only some ran on a machine, and the wall time of all
+    runs is split by machine (one machine: named once)."""
+    def run(seed, machine, chunk_seconds, decode_seconds):
+        return {"seed": seed, "hardware": machine, "wall_seconds": 3600.0,
+                "curve": [{"update": u, "train_seconds": chunk_seconds, "decode_seconds": decode_seconds} for u in (500, 1000)]}
+
+    cost = collect.cost_by_machine([run(1, "A", 1000, 80), run(2, "A", 900, 90), run(3, "B", 500, 30)])
+    assert cost == {"A": {"seeds": [1, 2], "seconds_per_update": 1.9, "seconds_per_validation": 85.0, "wall_seconds": 7200.0},
+                    "B": {"seeds": [3], "seconds_per_update": 1.0, "seconds_per_validation": 30.0, "wall_seconds": 3600.0}}
+    alone = collect.cost_by_machine([run(1, "A", 600, 20)])
+    models = {"u": {"label": "U", "seeds": [1, 2, 3], "cost": cost}, "p": {"label": "P", "seeds": [1], "cost": alone}}
+    costs, hours = lead_baseline.cost_by_machine(models)
+    assert costs == ("on A: U (seeds 1, 2): 1.90 s an update, 85 s a validation; P: 1.20 s an update, 20 s a validation; "
+                     "on B: U (seed 3): 1.00 s an update, 30 s a validation")
+    assert hours == "4.0 h (A: 3.0 h; B: 1.0 h)"
+    assert lead_baseline.cost_by_machine({"p": models["p"]}) == ("on A: P: 1.20 s an update, 20 s a validation", "1.0 h (A)")
+
+
+def test_a_run_resumed_on_another_machine_names_both(tmp_path):
+    """Each call adds its machine to the run's state once; the record names them in order."""
+    state_file, last = tmp_path / "state.json", tmp_path / "checkpoint_last.pt"
+    state = {"seconds": 0.0, "sessions": 0}
+    driver.RunClock(state_file, last, state, "A").save()
+    driver.RunClock(state_file, last, state, "A")
+    assert driver.RunClock(state_file, last, state, "B").machines() == "A then B"
+    assert state["sessions"] == 3 and json.loads(state_file.read_text())["machines"] == ["A"]
 
 
 def test_a_killed_call_is_credited_its_training_up_to_its_last_checkpoint(tmp_path):
@@ -343,14 +374,15 @@ def test_a_pretraining_spread_over_two_calls_counts_the_seconds_of_both(tiny, mo
         driver.main(argv)
     assert driver.checkpoint_updates(save / "checkpoint_last.pt") == 2
     state_file = save / "state.json"
-    assert json.loads(state_file.read_text()) == {"seconds": 0.0, "sessions": 1}
+    machine = driver.Driver.hardware(SimpleNamespace(a=SimpleNamespace(threads=1)))  # the tests run one thread
+    assert json.loads(state_file.read_text()) == {"seconds": 0.0, "sessions": 1, "machines": [machine]}
     last = (save / "checkpoint_last.pt").stat().st_mtime
     os.utime(state_file, (last - 600, last - 600))  # as if the first call had trained for 600 s
     monkeypatch.setattr(driver, "fairseq_train", train)
     with pytest.raises(FineTuning):
         driver.main(argv)
     record = json.loads((tmp_path / "kept" / "pretrain-p2.json").read_text())
-    assert record["updates"] == 4 and record["sessions"] == 2
+    assert record["updates"] == 4 and record["sessions"] == 2 and record["hardware"] == machine  # one machine, named once
     assert 600 <= record["wall_seconds"] < 600 + 300
     assert json.loads(state_file.read_text())["seconds"] == record["wall_seconds"]
 
