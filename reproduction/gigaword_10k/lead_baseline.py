@@ -185,22 +185,22 @@ def seed_names(seeds: list) -> str:
     return f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
 
 
-def cost_by_machine(models: dict) -> tuple[str, str]:
-    """The rows' cost and the wall time of all runs, machine by machine (``collect.cost_by_machine``):
-    speeds measured on different machines are never pooled; a row's seeds are named where only some
-    of them ran on a machine."""
+def cost_notes(models: dict) -> tuple[list[str], str]:
+    """The rows' cost, one line a machine (``collect.cost_by_machine``: speeds measured on different
+    machines are never pooled; a row's seeds are named where only some of them ran there), and the
+    wall time of all runs, split by machine when there are several."""
     machines: dict = {}
     for m in models.values():
         for hw, c in m["cost"].items():
             seeds = "" if len(c["seeds"]) == len(m["seeds"]) else f" ({seed_names(c['seeds'])})"
             machines.setdefault(hw, []).append((f"{m['label']}{seeds}: {c['seconds_per_update']:.2f} s an update, "
                                                 f"{c['seconds_per_validation']:.0f} s a validation", c["wall_seconds"]))
-    costs = "; ".join(f"on {hw}: " + "; ".join(text for text, _ in rows) for hw, rows in sorted(machines.items()))
+    lines = [f"- on {hw}: " + "; ".join(text for text, _ in rows) + "." for hw, rows in sorted(machines.items())]
     hours = {hw: sum(seconds for _, seconds in rows) / 3600 for hw, rows in sorted(machines.items())}
     total = f"{sum(hours.values()):.1f} h"
     if len(hours) == 1:
-        return costs, f"{total} ({next(iter(hours))})"
-    return costs, f"{total} (" + "; ".join(f"{hw}: {h:.1f} h" for hw, h in hours.items()) + ")"
+        return lines, f"{total} ({next(iter(hours))})"
+    return lines, f"{total} (" + "; ".join(f"{hw}: {h:.1f} h" for hw, h in hours.items()) + ")"
 
 
 def t_test(p: float) -> str:
@@ -303,8 +303,8 @@ def model_notes(results: dict) -> list[str]:
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
-    costs, hours = cost_by_machine(results["models"])
-    lines += ["", f"Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks), {costs}."]
+    costs, hours = cost_notes(results["models"])
+    lines += ["", "Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks):", "", *costs]
     m = next(iter(results["models"].values()))
     lines += ["", f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
               f"trigram), stopped after {m['patience']} validations without a better one or at an update cap "

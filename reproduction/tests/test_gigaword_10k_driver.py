@@ -64,11 +64,11 @@ def test_cost_is_given_machine_by_machine_and_never_pooled():
                     "B": {"seeds": [3], "seconds_per_update": 1.0, "seconds_per_validation": 30.0, "wall_seconds": 3600.0}}
     alone = collect.cost_by_machine([run(1, "A", 600, 20)])
     models = {"u": {"label": "U", "seeds": [1, 2, 3], "cost": cost}, "p": {"label": "P", "seeds": [1], "cost": alone}}
-    costs, hours = lead_baseline.cost_by_machine(models)
-    assert costs == ("on A: U (seeds 1, 2): 1.90 s an update, 85 s a validation; P: 1.20 s an update, 20 s a validation; "
-                     "on B: U (seed 3): 1.00 s an update, 30 s a validation")
+    costs, hours = lead_baseline.cost_notes(models)
+    assert costs == ["- on A: U (seeds 1, 2): 1.90 s an update, 85 s a validation; P: 1.20 s an update, 20 s a validation.",
+                     "- on B: U (seed 3): 1.00 s an update, 30 s a validation."]
     assert hours == "4.0 h (A: 3.0 h; B: 1.0 h)"
-    assert lead_baseline.cost_by_machine({"p": models["p"]}) == ("on A: P: 1.20 s an update, 20 s a validation", "1.0 h (A)")
+    assert lead_baseline.cost_notes({"p": models["p"]}) == (["- on A: P: 1.20 s an update, 20 s a validation."], "1.0 h (A)")
 
 
 def test_a_run_resumed_on_another_machine_names_both(tmp_path):
