@@ -203,6 +203,11 @@ def cost_notes(models: dict) -> tuple[list[str], str]:
     return lines, f"{total} (" + "; ".join(f"{hw}: {h:.1f} h" for hw, h in hours.items()) + ")"
 
 
+def against(comparison: dict) -> str:
+    """What the p-values of a claim with a margin test: the difference against the margin, not against 0."""
+    return f" against a margin of {comparison['margin']:g}" if comparison.get("margin") else ""
+
+
 def t_test(p: float) -> str:
     """A t-test p-value as text (kept to 4 decimals, so one under 0.001 reads as such, not as 0.000)."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
@@ -297,7 +302,7 @@ def model_notes(results: dict) -> list[str]:
             continue
         t = f", t-test {t_test(c['t_test_p'])}" if "t_test_p" in c else ""
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
-                     f"ROUGE-1, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} "
+                     f"ROUGE-1{against(c)}, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} "
                      f"seeds{capped(c)}).")
     lines += lr_grid_notes(results)
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
@@ -327,7 +332,7 @@ def readme_summary(results: dict) -> str:
         rows = [f"{m['label']} {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}, "
                 f"{stopped_by(m)}: {published_gaps(results, m)})" for m in models.values()]
         lines.append(f"- Trained rows: {'; '.join(rows)}.")
-    measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1, bootstrap "
+    measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1{against(c)}, bootstrap "
                 f"{p_value(c['bootstrap_p'], c['resamples'])}{capped(c)})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
     if measured:
         lines.append(f"- Claims: {'; '.join(measured)}.")
