@@ -120,7 +120,7 @@ def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
 def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypatch):
     """"At least 3 points above lead-8": +4 with little spread is shown, +2 with little spread is
     shown to fall short, +3 with a wide spread is not shown either way; a seeded baseline's t-test
-    is of the seed differences less the margin (scipy's one-sample t-test as the reference)."""
+    is of the per-seed differences less the margin (scipy's one-sample t-test as the reference)."""
     from scipy import stats
 
     def run(seed, scores):
