@@ -12,7 +12,8 @@ the paired bootstrap over the test sentences of sentence ROUGE-1 averaged over s
 (``reproduction/prophetnet/collect_gigaword.paired_bootstrap``, the test of the other tables),
 and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROUGE-1
 (``scipy.stats.ttest_rel``); a claim with a margin ("at least 3 points above") tests the
-difference less the margin. The verdicts under the table are written from them, once every
+difference less the margin. A verdict needs p < 0.05 in both tests (in the bootstrap alone where
+a row has no seeds, as lead-8). The verdicts under the table are written from them, once every
 trained row of a claim has ``lead_baseline.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so
 far are shown, the claim not decided). The curves (valid ROUGE-1 by update: every run, the
 probes, lead-8 on the same pairs) go to ``--figure`` when matplotlib is installed.
@@ -109,11 +110,15 @@ def sentence_scores(runs: dict, row: str, lead8: list | None) -> tuple[np.ndarra
         {s: seeds[s]["test"]["rouge1"] for s in seeds}
 
 
-def verdict(delta: float, p: float, margin: float) -> str:
-    """A decided claim's verdict from the mean difference and the bootstrap p of "the difference is
-    other than ``margin``" (0: the two rows differ)."""
+def verdict(delta: float, p: float, margin: float, t_p: float | None = None) -> str:
+    """A decided claim's verdict from the mean difference, the bootstrap p of "the difference is
+    other than ``margin``" (0: the two rows differ) and, where both rows have seeds, the t-test p
+    paired by seed: a difference is established only when both tests find it (p < 0.05), as in
+    the other tables; the sentences alone do not show what a new seed would do."""
     if p >= 0.05:
         return "no significant difference" if not margin else f"not shown: not significantly more than {margin:g} points"
+    if t_p is not None and t_p >= 0.05:
+        return "not shown: significant over the test sentences, not across seeds"
     if delta > margin:
         return "yes"
     return "no, the opposite" if not margin else f"no: significantly less than {margin:g} points"
@@ -145,7 +150,7 @@ def compare(runs: dict, lead8: list | None) -> list:
         need = lead_baseline.SEEDS_FOR_A_VERDICT
         short = [f"{x} has {len(runs[x])} of {need} seeds" for x in (row, base) if x in runs and len(runs[x]) < need]
         entry["decided"] = not short
-        entry["verdict"] = ("not decided: " + " and ".join(short) if short else verdict(delta, p, margin))
+        entry["verdict"] = ("not decided: " + " and ".join(short) if short else verdict(delta, p, margin, entry.get("t_test_p")))
         out.append(entry)
     return out
 

@@ -293,9 +293,9 @@ def model_notes(results: dict) -> list[str]:
     """The verdicts under the table, written from the comparisons of the collector (none before a row ran)."""
     if not results.get("models"):
         return []
-    lines = ["Verdicts (test1951; paired bootstrap over sentences of ROUGE-1 averaged over seeds, p < 0.05; "
-             "seed-paired t-test where both rows have two seeds or more; a claim is decided once each trained row "
-             f"it compares has {SEEDS_FOR_A_VERDICT} seeds):", ""]
+    lines = ["Verdicts (test1951; a difference is established when the paired bootstrap over sentences of ROUGE-1 "
+             "averaged over seeds and, where both rows have two seeds or more, the seed-paired t-test both give "
+             f"p < 0.05; a claim is decided once each trained row it compares has {SEEDS_FOR_A_VERDICT} seeds):", ""]
     for c in results["comparisons"]:
         if "delta_rouge1" not in c:
             lines.append(f"- {c['claim']}: {c['verdict']}.")

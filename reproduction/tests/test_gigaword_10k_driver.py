@@ -143,6 +143,25 @@ def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypat
     [c] = collect.compare({"p1": p1, "p2": p2}, lead8)
     differences = [p2[s]["test"]["rouge1"] - p1[s]["test"]["rouge1"] - 1.0 for s in (1, 2, 3)]
     assert c["t_test_p"] == round(float(stats.ttest_1samp(differences, 0.0).pvalue), 4)
+    assert c["t_test_p"] < 0.05 and c["verdict"] == "yes"
+
+
+def test_a_difference_the_sentences_show_and_the_seeds_do_not_is_not_established(monkeypatch):
+    """Every test sentence is 0.6 higher on average over seeds (bootstrap p ~ 0), but the per-seed
+    differences are +2.0, -0.5, +0.3: the seed-paired t-test (p ~ 0.5) does not show it, so
+    neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone."""
+    def run(seed, score):
+        return {"test_sentence_rouge1": [score] * 40, "test": {"rouge1": score}, "seed": seed, "stopped": "patience"}
+
+    monkeypatch.setattr(collect, "CLAIMS", [("p2", "p1", "n = 2 beats n = 1", 0.0), ("p2", "lead-8", "above lead-8", 0.0)])
+    p1 = {s: run(s, 20.0 + s) for s in (1, 2, 3)}
+    p2 = {1: run(1, 23.0), 2: run(2, 21.5), 3: run(3, 23.3)}
+    against_p1, against_lead = collect.compare({"p1": p1, "p2": p2}, [20.0] * 40)
+    assert against_p1["delta_rouge1"] == 0.6 and against_p1["bootstrap_p"] < 0.05 and against_p1["t_test_p"] > 0.05
+    assert against_p1["verdict"] == "not shown: significant over the test sentences, not across seeds"
+    assert "t_test_p" not in against_lead and against_lead["verdict"] == "yes"
+    assert collect.verdict(-1.0, 0.01, 0.0, 0.01) == "no, the opposite"
+    assert collect.verdict(-1.0, 0.01, 0.0, 0.2) == collect.verdict(1.0, 0.01, 0.0, 0.2) != "yes"
 
 
 def test_a_run_ended_by_early_stopping_is_kept_under_any_cap_it_did_not_reach():
