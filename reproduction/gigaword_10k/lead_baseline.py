@@ -294,7 +294,7 @@ def model_notes(results: dict) -> list[str]:
     if not results.get("models"):
         return []
     lines = ["Verdicts (test1951; a difference is established when the paired bootstrap over sentences of ROUGE-1 "
-             "averaged over seeds and, where both rows have two seeds or more, the seed-paired t-test both give "
+             "averaged over seeds and, where both rows have two seeds or more, a t-test paired by seed both give "
              f"p < 0.05; a claim is decided once each trained row it compares has {SEEDS_FOR_A_VERDICT} seeds):", ""]
     for c in results["comparisons"]:
         if "delta_rouge1" not in c:

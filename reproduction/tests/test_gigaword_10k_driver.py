@@ -148,7 +148,7 @@ def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypat
 
 def test_a_difference_the_sentences_show_and_the_seeds_do_not_is_not_established(monkeypatch):
     """Every test sentence is 0.6 higher on average over seeds (bootstrap p ~ 0), but the per-seed
-    differences are +2.0, -0.5, +0.3: the seed-paired t-test (p ~ 0.5) does not show it, so
+    differences are +2.0, -0.5, +0.3: a t-test paired by seed (p ~ 0.5) does not show it, so
     neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone."""
     def run(seed, score):
         return {"test_sentence_rouge1": [score] * 40, "test": {"rouge1": score}, "seed": seed, "stopped": "patience"}
