@@ -84,13 +84,26 @@ def cost_by_machine(records: list) -> dict:
             for hw, rs in sorted(machines.items())}
 
 
+def lenpen_of_converged(records: list) -> dict | None:
+    """Valid ROUGE-1 of each length penalty of the grid, averaged over the runs that stopped by early
+    stopping (at their best checkpoint), and the best of them: the length penalty the row's user
+    script defaults to. None while no seed of the row has converged."""
+    converged = [r for r in records if r["stopped"] == "patience"]
+    if not converged:
+        return None
+    means = {lenpen: round(statistics.fmean(r["lenpen_grid"][lenpen]["rouge1"] for r in converged), 2)
+             for lenpen in converged[0]["lenpen_grid"]}
+    return {"seeds": [r["seed"] for r in converged], "mean_rouge1": means, "best": max(means, key=means.get)}
+
+
 def summarise_row(row: str, seeds: dict) -> dict:
     records = [seeds[s] for s in sorted(seeds)]
     return {"label": ROWS[row]["label"], "seeds": sorted(seeds),
             "test": {m: mean_sd([r["test"][m] for r in records]) for m in METRICS},
             "valid_rouge1": mean_sd([r["valid"]["rouge1"] for r in records]),
             "valid_set": records[0]["valid_set"], "chosen_update": [r["chosen_update"] for r in records],
-            "chosen_lenpen": [r["chosen_lenpen"] for r in records], "stopped": [r["stopped"] for r in records],
+            "chosen_lenpen": [r["chosen_lenpen"] for r in records], "lenpen_of_converged": lenpen_of_converged(records),
+            "stopped": [r["stopped"] for r in records],
             "test_distinct": [r["test_distinct"] for r in records], "test_sentences": records[0]["test_sentences"],
             "lr": sorted({r["recipe"]["lr"] for r in records}), "patience": records[0]["settings"]["patience"], "chunk": records[0]["settings"]["chunk"],
             "caps": [r["settings"]["max_updates"] for r in records],

@@ -44,6 +44,7 @@ PUBLISHED = [
      "source": f"{UNILM_README}: 30 epochs, batch 128, lr 1e-5, label smoothing 0.1, beam 5, no repeated n-grams"},
 ]
 # the model rows of the table, run by later drivers (docs/results/gigaword-10k.md says which)
+USER_SCRIPTS = {"unilm-minilm": "examples/pretrained/minilm_gigaword.sh"}  # defaults follow the row once converged
 MODEL_ROWS = ["fairseq transformer (tiny, no pre-training)", "ProphetNet n = 1, no pre-training",
               "ProphetNet n = 2, no pre-training", "ProphetNet n = 1, span pre-training",
               "ProphetNet n = 2, span pre-training", "UniLM at random", "UniLM from MiniLM"]
@@ -289,6 +290,17 @@ def lr_grid_notes(results: dict) -> list[str]:
           "(their test set was decoded once, before the choice): " + "; ".join(set_aside) + "."] if set_aside else [])
 
 
+def lenpen_notes(models: dict) -> list[str]:
+    """The length penalty of each row that a user script follows (``USER_SCRIPTS``), averaged over the
+    row's converged seeds (``collect.lenpen_of_converged``): the best is that script's default."""
+    rows = [f"{models[row]['label']}, `{script}` (from {seed_names(c['seeds'])}): "
+            + ", ".join(f"{lp} {r:.2f}" for lp, r in c["mean_rouge1"].items()) + f"; best {c['best']}"
+            for row, script in USER_SCRIPTS.items() if row in models and (c := models[row].get("lenpen_of_converged"))]
+    return ["", "Length penalty of the user scripts: valid1k ROUGE-1 of each length penalty at the best checkpoint, "
+            "averaged over the row's seeds that stopped by early stopping; the best is the script's default: "
+            + "; ".join(rows) + "."] if rows else []
+
+
 def model_notes(results: dict) -> list[str]:
     """The verdicts under the table, written from the comparisons of the collector (none before a row ran)."""
     if not results.get("models"):
@@ -305,6 +317,7 @@ def model_notes(results: dict) -> list[str]:
                      f"ROUGE-1{against(c)}, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} "
                      f"seeds{capped(c)}).")
     lines += lr_grid_notes(results)
+    lines += lenpen_notes(results["models"])
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
               "with ROUGE-1.5.5):", ""]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]

@@ -106,3 +106,39 @@ def test_a_verdict_names_the_rows_and_seeds_that_stopped_at_a_cap_and_p_values_u
     claim["at_a_cap"] = {"p1-pt": [1, 3]}
     assert capped(claim) == "; p1-pt (seeds 1, 3) stopped at an update cap, not converged"
     assert capped({**claim, "at_a_cap": {}}) == "" and capped({"row": "a", "baseline": "b", "seeds": [1, 1]}) == ""
+
+
+def test_the_user_scripts_length_penalty_is_the_best_mean_over_converged_seeds_only():
+    from reproduction.gigaword_10k.collect import lenpen_of_converged
+    from reproduction.gigaword_10k.lead_baseline import lenpen_notes
+
+    def run(seed, stopped, scores):
+        return {"seed": seed, "stopped": stopped, "lenpen_grid": {lp: {"rouge1": r} for lp, r in zip(("0.8", "1.2"), scores)}}
+
+    records = [run(1, "patience", [38.5, 38.4]), run(2, "patience", [37.5, 37.8]),
+               run(3, "max-updates (not converged)", [40.0, 10.0])]  # a capped seed has no say
+    chosen = lenpen_of_converged(records)
+    assert chosen == {"seeds": [1, 2], "mean_rouge1": {"0.8": 38.0, "1.2": 38.1}, "best": "1.2"}
+    assert lenpen_of_converged(records[2:]) is None
+    models = {"unilm-minilm": {"label": "Row", "lenpen_of_converged": chosen}, "p1-pt": {"label": "Q", "lenpen_of_converged": chosen}}
+    note = lenpen_notes(models)
+    assert note[1].endswith("Row, `examples/pretrained/minilm_gigaword.sh` (from seeds 1, 2): 0.8 38.00, 1.2 38.10; best 1.2.")
+    assert "Q" not in note[1]  # a row no user script follows
+    assert lenpen_notes({"unilm-minilm": {"label": "Row", "lenpen_of_converged": None}}) == []
+
+
+def test_minilm_gigaword_sh_defaults_to_the_cap_and_length_penalty_of_the_converged_unilm_from_minilm_seeds():
+    import json
+    import re
+
+    from reproduction.gigaword_10k.lead_baseline import RESULTS, ROOT, USER_SCRIPTS
+
+    row = json.loads(RESULTS.read_text(encoding="utf-8"))["models"]["unilm-minilm"]
+    chosen = row["lenpen_of_converged"]
+    script = (ROOT / USER_SCRIPTS["unilm-minilm"]).read_text(encoding="utf-8")
+    defaults: dict = {}
+    for name, value in re.findall(r"\b(UPDATES|LENPEN|PATIENCE|EVERY)=(\S+)", script):
+        defaults.setdefault(name, value)  # the first assignment: the default, not the option parsing's
+    caps = {cap for seed, cap in zip(row["seeds"], row["caps"]) if seed in chosen["seeds"]}
+    assert defaults == {"UPDATES": str(caps.pop()), "LENPEN": chosen["best"], "PATIENCE": str(row["patience"]),
+                        "EVERY": str(row["chunk"])} and not caps
