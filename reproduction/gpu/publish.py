@@ -53,9 +53,18 @@ def published() -> list[dict]:
     return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(PUBLISHED.glob("*.json"))]
 
 
+def index(summaries: list[dict]) -> str:
+    """One line a kept run: when, on which GPU, which parts, and whether every step passed."""
+    rows = ["| run (UTC) | GPU | parts | outcome |", "|---|---|---|---|"]
+    rows += [f"| {s['date'].removesuffix(' UTC')} | {s['machine']['device']} | {s['part'].replace('-', ', ')} | "
+             f"{'passed' if s['passed'] else 'FAILED'} |" for s in summaries]
+    return "\n".join(rows) + "\n"
+
+
 def render_block(summaries: list[dict]) -> str:
-    """Every kept run's summary, its headings two levels down (they sit under a section of the page)."""
-    parts = []
+    """An index of the kept runs, then every run's summary, its headings two levels down (they sit
+    under a section of the page)."""
+    parts = [index(summaries)] if summaries else []
     for summary in summaries:
         lines = [f"##{line}" if line.startswith("#") else line for line in render(summary).splitlines()]
         parts.append("\n".join(lines) + "\n")

@@ -181,3 +181,9 @@ def test_summary_rows_are_each_familys_rate_and_memory_beside_the_reference():
     assert "| HI-CMLM vs fairseq `cmlm_transformer` | CPU, 2 threads | 2,000 vs 2,500 tokens/s | 0.800 | 1,100 vs 1,000 |" in text
     assert "| UniLM vs fairseq `transformer` | H200 | 300 vs 200 target tokens/s | 1.500 |  |" in text
     assert "position-masked" not in text  # a family without a row in the file has none here
+    assert text.endswith("\nCPU rows: `make bench` (`python -m reproduction.benchmarks.run`): `reproduction/benchmarks/results/cpu.json`.\n"
+                         "\nGPU rows: `make gpu-check PART=bench` on one GPU, published with `python -m reproduction.gpu.publish`: "
+                         "`reproduction/benchmarks/results/gpu.json`.\n")
+    dated = render_summary({"gpu": {"hardware": "NVIDIA H200", "date": "2026-11-28", "torch": "2.11.0+cu130", "benchmarks": {}}})
+    assert dated.endswith("\nGPU rows: `make gpu-check PART=bench` on one NVIDIA H200, published with `python -m "
+                          "reproduction.gpu.publish`, 2026-11-28, torch 2.11.0+cu130: `reproduction/benchmarks/results/gpu.json`.\n")

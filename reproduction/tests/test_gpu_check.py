@@ -290,3 +290,20 @@ def test_published_results_folder_is_a_path_inside_the_repository():
         "reproduction/gpu/results/20261126-1321-train"
     assert repository_path("reproduction/gpu/results/h-check") == "reproduction/gpu/results/h-check"
     assert repository_path("/elsewhere/run") == "/elsewhere/run"
+
+
+def test_the_published_block_opens_with_one_index_line_per_run_oldest_first():
+    from reproduction.gpu.publish import render_block
+
+    def summary(date, device, part, passed):
+        return {"date": date, "machine": {"device": device, "capability": "9.0", "torch": "t", "cuda": "c", "python": "p"},
+                "part": part, "results": "reproduction/gpu/results/r", "passed": passed,
+                "install": {"returncode": 0, "seconds": 1.0, "log": "install.log"}}
+
+    block = render_block([summary("2026-11-26 06:46 UTC", "NVIDIA H200", "tests-mfu", False),
+                          summary("2026-11-28 17:42 UTC", "NVIDIA H100", "train", True)])
+    assert block.startswith("| run (UTC) | GPU | parts | outcome |\n|---|---|---|---|\n"
+                            "| 2026-11-26 06:46 | NVIDIA H200 | tests, mfu | FAILED |\n"
+                            "| 2026-11-28 17:42 | NVIDIA H100 | train | passed |\n")
+    assert block.index("part tests-mfu: FAILED") < block.index("part train: PASSED")
+    assert render_block([]) == ""
