@@ -90,6 +90,17 @@ def render_table(results: dict) -> str:
     return "\n".join(rows + ([""] + notes if notes else []))
 
 
+PROVENANCE = {"cpu": "`make bench` (`python -m reproduction.benchmarks.run`)",
+              "gpu": "`make gpu-check PART=bench` on one {hardware}, published with `python -m reproduction.gpu.publish`"}
+
+
+def provenance(kind: str, out: dict) -> str:
+    """Where a results file's rows come from: the call, the date and torch (each row names its machine)."""
+    how = PROVENANCE[kind].format(hardware=out.get("hardware", "GPU"))
+    when = ", ".join(part for part in (out.get("date"), f"torch {out['torch']}" if out.get("torch") else None) if part)
+    return f"{kind.upper()} rows: {how}" + (f", {when}" if when else "") + f": `reproduction/benchmarks/results/{kind}.json`."
+
+
 def render_summary(results: dict) -> str:
     """One row per family and results file: training rate and peak training memory, ours beside
     the fairseq reference's (the metrics of the full table below)."""
@@ -107,17 +118,6 @@ def render_summary(results: dict) -> str:
             rows.append(f"| {family} | {out.get('hardware', results[kind]['hardware'])} | {m[ours]:,.0f} vs "
                         f"{m[theirs]:,.0f} {unit} | {m[ours] / m[theirs]:.3f} | {mem} |")
     return "\n".join(rows) + "\n" + "".join(f"\n{provenance(kind, results[kind])}\n" for kind in PROVENANCE if kind in results)
-
-
-PROVENANCE = {"cpu": "`make bench` (`python -m reproduction.benchmarks.run`)",
-              "gpu": "`make gpu-check PART=bench` on one {hardware}, published with `python -m reproduction.gpu.publish`"}
-
-
-def provenance(kind: str, out: dict) -> str:
-    """Where a results file's rows come from: the call, the date and torch (each row names its machine)."""
-    how = PROVENANCE[kind].format(hardware=out.get("hardware", "GPU"))
-    when = ", ".join(part for part in (out.get("date"), f"torch {out['torch']}" if out.get("torch") else None) if part)
-    return f"{kind.upper()} rows: {how}" + (f", {when}" if when else "") + f": `reproduction/benchmarks/results/{kind}.json`."
 
 
 def speedup_goals(out: dict) -> str:
