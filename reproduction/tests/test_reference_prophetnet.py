@@ -1,6 +1,10 @@
 """reproduction/prophetnet/reference_transformers.py, the independent reference of table 2:
 transformers' ProphetNet (predicting-stream layout corrected) trained on fairseq's batches,
-scored at several points, resumable exactly; this plugin's model runs in the same loop."""
+scored at several points, resumable exactly; this plugin's model runs in the same loop. Its
+``main`` runs in this process (one import of transformers and fairseq for the file); one bad
+option runs the script as a command."""
+import contextlib
+import io
 import json
 import subprocess
 import sys
@@ -16,10 +20,14 @@ SIZES = ["--arch", "prophetnet_tiny", "--max-tokens", "600", "--warmup", "2", "-
 
 
 def reference(tiny_data, out, *extra):
-    proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
-                           "--out", out, *SIZES, *map(str, extra)], capture_output=True, text=True, env=cli_env())
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    """The script's main() on the tiny pairs; what it printed."""
+    from reproduction.prophetnet import reference_transformers
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        reference_transformers.main([str(tiny_data), "--refs", str(tiny_data.parent / "raw" / "valid.raw.de"),
+                                     "--out", str(out), *SIZES, *map(str, extra)])
+    return printed.getvalue()
 
 
 def test_reference_scores_every_point_and_resumes_exactly(tiny_data, tmp_path):
@@ -50,12 +58,15 @@ def test_this_plugins_model_runs_in_the_same_loop(tiny_data, tmp_path, batching)
     assert len(point["valid_accuracy_per_stream"]) == 3
 
 
-def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path):
-    for extra, message in ((["--model", "fairseq_ext", "--layout", "as-released"], "choose parts of the transformers"),
-                           (["--eval-at", "9", "--updates", "4"], "--eval-at must lie within")):
-        proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
-                               "--out", tmp_path, *SIZES, *extra], capture_output=True, text=True, env=cli_env())
-        assert proc.returncode == 2 and message in proc.stderr and "Traceback" not in proc.stderr
+def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path, capsys):
+    proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
+                           "--out", tmp_path, *SIZES, "--model", "fairseq_ext", "--layout", "as-released"],
+                          capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 2 and "choose parts of the transformers" in proc.stderr and "Traceback" not in proc.stderr
+    with pytest.raises(SystemExit) as stop:
+        reference(tiny_data, tmp_path, "--eval-at", 9, "--updates", 4)
+    assert stop.value.code == 2 and "--eval-at must lie within" in capsys.readouterr().err
+    assert not (tmp_path / "results.json").exists()
 
 
 def test_batch_stats_count_every_pair_once_per_epoch(tiny_data, tmp_path):
