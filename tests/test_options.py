@@ -229,6 +229,18 @@ DECODING_CASES = [
 ] + [(family, *case) for family in ("prophetnet", "unilm") for case in BEAM_SEARCH_OUT_OF_RANGE]
 
 
+@pytest.fixture(scope="module")
+def built(folder):
+    """Each family's (task, model) built once for the decoding cases, which build only generators."""
+    families: dict[str, tuple] = {}
+
+    def get(family: str) -> tuple:
+        if family not in families:
+            families[family] = build(folder, family)[:2]
+        return families[family]
+    return get
+
+
 def _generation_config(option: str, value) -> GenerationConfig:
     """fairseq's generation options with ``option`` (a GenerationConfig field) set to ``value``."""
     return GenerationConfig(**{option[2:].replace("-", "_"): value})
@@ -236,9 +248,9 @@ def _generation_config(option: str, value) -> GenerationConfig:
 
 @pytest.mark.parametrize("family, option, value, fragment", DECODING_CASES,
                          ids=[f"{f}{o}={v}" for f, o, v, _ in DECODING_CASES])
-def test_out_of_range_decoding_option_is_refused_when_the_generator_is_built(folder, family, option, value,
+def test_out_of_range_decoding_option_is_refused_when_the_generator_is_built(built, family, option, value,
                                                                               fragment):
-    task, model, _ = build(folder, family)
+    task, model = built(family)
     with pytest.raises(FairseqExtError) as caught:
         task.build_generator([model], _generation_config(option, value))
     message = str(caught.value)
@@ -250,10 +262,10 @@ def test_out_of_range_decoding_option_is_refused_when_the_generator_is_built(fol
     ("hi_cmlm", "--iter-decode-with-beam", 1), ("hi_cmlm", "--iter-decode-max-iter", 0),
     ("prophetnet", "--beam", 34), ("prophetnet", "--max-len-b", 0), ("unilm", "--nbest", 5),
 ])
-def test_decoding_options_at_the_edge_of_their_range_build(folder, family, option, value):
+def test_decoding_options_at_the_edge_of_their_range_build(built, family, option, value):
     """The baseline of the cases above: the defaults and the edge values build a generator
     (--max-len-b 0 with --max-len-a 1, the longest output as long as the source)."""
-    task, model, _ = build(folder, family)
+    task, model = built(family)
     assert task.build_generator([model], GenerationConfig()) is not None
     config = _generation_config(option, value)
     if option == "--max-len-b":
