@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from fairseq_ext import plugin
-from tests.forked_cli import ENTRY_POINTS, Zygote
+from tests.forked_cli import ENTRY_POINTS, Zygote, python_program
 
 plugin.load()
 # `make test` runs two pytest workers on the 2 cores (pytest-xdist); one thread each, and one
@@ -80,10 +80,10 @@ def forking_server() -> Zygote:
     return _ZYGOTE[0]
 
 
-def _forked(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+def _forked(cmd: list[str], env: dict, **kw) -> subprocess.CompletedProcess:
     scratch = Path(tempfile.mkdtemp(prefix="forked-cli-"))
     try:
-        return forking_server().run(cmd, cli_env(), scratch, **kw)
+        return forking_server().run(cmd, env, scratch, **kw)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -98,17 +98,19 @@ def script_env() -> dict:
     return forking_server().script_env(cli_env()) if _forking() else cli_env()
 
 
-def run(cmd: list[str], check: bool = True, **kw) -> subprocess.CompletedProcess:
+def run(cmd: list[str], check: bool = True, extra_env: dict | None = None, **kw) -> subprocess.CompletedProcess:
     """Run a command with the venv's CLIs first on PATH; on failure show its output. fairseq's
     command lines are forked from a process that imported them once (``tests.forked_cli``),
-    those a script or program calls by name too (``script_env``), unless ``FAIRSEQ_EXT_TESTS_FORK=0``."""
+    those a script or program calls by name too (``script_env``), and so are Python programs
+    (``python -m fairseq_ext.NAME``, ``python FILE.py``), unless ``FAIRSEQ_EXT_TESTS_FORK=0``.
+    ``extra_env``: variables added to the command's environment."""
     cmd = [str(c) for c in cmd]
     kw.pop("capture_output", None)
     kw.pop("text", None)
-    if cmd[0] in ENTRY_POINTS and _forking() and set(kw) <= FORKABLE:
-        proc = _forked(cmd, **kw)
+    env = (cli_env() if cmd[0] in ENTRY_POINTS else script_env()) | (extra_env or {})
+    if (cmd[0] in ENTRY_POINTS or python_program(cmd)) and _forking() and set(kw) <= FORKABLE:
+        proc = _forked(cmd, env, **kw)
     else:
-        env = cli_env() if cmd[0] in ENTRY_POINTS else script_env()
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n"

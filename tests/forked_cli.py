@@ -19,6 +19,12 @@ the same); and ``OMP_NUM_THREADS``, read when torch loads, is the server's (the 
 thread) unless the request asks for another, which the child then sets with
 ``torch.set_num_threads``. ``tests/test_forked_cli.py`` holds the rest to fresh processes.
 
+Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME`` or ``python FILE.py``
+are forked the same way (``python_program``): the child puts on ``sys.path[0]`` what the interpreter
+would (the working folder, or the file's folder) and runs the module or file as ``__main__`` with
+``runpy``, then collects its objects and runs the ``atexit`` handlers, as the interpreter's exit
+would. What differs from a fresh interpreter: ``sys.modules`` holds the preloads.
+
 Scripts that call the commands by name (the recipes of ``examples/``) reach the same server
 through ``Zygote.script_env``: a folder of stand-ins named like the console scripts, first on
 ``PATH``, each a stdlib-only Python that hands the server its arguments, environment, working
@@ -32,7 +38,9 @@ other privileges than the server (``setpriv``), runs the real console script ins
 """
 from __future__ import annotations
 
+import atexit
 import fcntl
+import gc
 import json
 import os
 import select
@@ -59,6 +67,43 @@ ENTRY_POINTS = {
 # torch._dynamo is what fairseq-train's first torch optimizer imports (about 1 s of CPU)
 PRELOAD = ("torch", "torch.distributed", "torch.utils.data", "torch._dynamo", "numpy", "scipy.stats", "sklearn.metrics",
            "omegaconf", "hydra", "sentencepiece", "sacrebleu", "regex", "bitarray")
+
+
+# A command that a forked program starts finds the server busy and starts afresh: the programs forked
+# are those that start none, the plugin's modules and any file outside data_prep/ (whose binarizing
+# scripts call fairseq-preprocess).
+UNFORKED_FOLDER = Path(__file__).resolve().parents[1] / "data_prep"
+
+
+def python_program(cmd: list[str]) -> list[str] | None:
+    """``["module", NAME]`` for ``python -m fairseq_ext.NAME ...``, ``["path", FILE]`` for
+    ``python FILE.py ...`` (FILE outside ``UNFORKED_FOLDER``), None for any other command (``-c``
+    and other options included)."""
+    if not cmd or cmd[0] != sys.executable:
+        return None
+    if len(cmd) >= 3 and cmd[1] == "-m" and cmd[2].startswith("fairseq_ext."):
+        return ["module", cmd[2]]
+    if len(cmd) >= 2 and cmd[1].endswith(".py") and UNFORKED_FOLDER not in Path(cmd[1]).resolve().parents:
+        return ["path", os.path.abspath(cmd[1])]
+    return None
+
+
+def program_args(cmd: list[str]) -> list[str]:
+    """The arguments of ``cmd`` that its program reads as ``sys.argv[1:]``."""
+    program = python_program(cmd)
+    return cmd[{"module": 3, "path": 2}[program[0]]:] if program else cmd[1:]
+
+
+def _run_program(kind: str, target: str) -> None:
+    """``python -m TARGET`` or ``python TARGET`` in this (forked) process; ``sys.argv[1:]`` is set."""
+    import runpy
+
+    if kind == "module":
+        sys.path[0] = os.getcwd()
+        runpy.run_module(target, run_name="__main__", alter_sys=True)
+    else:
+        sys.path[0] = os.path.dirname(target)
+        runpy.run_path(target, run_name="__main__")
 
 
 def _entry(command: str):
@@ -89,7 +134,10 @@ def _child(request: dict, streams: list[int] | None = None) -> None:
             torch.set_num_threads(int(threads))
         sys.argv = [request["argv0"], *request["args"]]
         try:
-            _entry(request["command"])()
+            if request.get("program"):
+                _run_program(*request["program"])
+            else:
+                _entry(request["command"])()
             code = 0
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
@@ -99,6 +147,12 @@ def _child(request: dict, streams: list[int] | None = None) -> None:
             sys.excepthook(*sys.exc_info())
             code = 1
     finally:
+        if request.get("program"):  # what the interpreter's exit does for a program: its objects, then atexit
+            try:
+                gc.collect()
+                atexit._run_exitfuncs()
+            except BaseException:
+                pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
@@ -214,7 +268,8 @@ def stand_in(command: str, folder: str, real: str) -> None:
 
 
 class Zygote:
-    """A server (``python -m tests.forked_cli``) that forks fairseq's commands; one per test worker."""
+    """A server (``python -m tests.forked_cli``) that forks fairseq's commands and Python programs;
+    one per test worker."""
 
     def __init__(self, env: dict, root: Path):
         self.root = root
@@ -244,9 +299,9 @@ class Zygote:
         scratch.mkdir(parents=True, exist_ok=True)
         files = {name: scratch / name for name in ("stdin", "stdout", "stderr")}
         files["stdin"].write_text(input or "", encoding="utf-8")
-        command = os.path.basename(cmd[0])
-        request = {"command": command, "argv0": cmd[0], "args": [str(c) for c in cmd[1:]], "env": env,
-                   "cwd": str(cwd or os.getcwd()), **{k: str(v) for k, v in files.items()}}
+        request = {"command": os.path.basename(cmd[0]), "program": python_program(cmd), "argv0": cmd[0],
+                   "args": program_args(cmd), "env": env, "cwd": str(cwd or os.getcwd()),
+                   **{k: str(v) for k, v in files.items()}}
         fcntl.flock(self.lock, fcntl.LOCK_EX)  # a stand-in started meanwhile runs its real command
         try:
             self.server.stdin.write((json.dumps(request) + "\n").encode())

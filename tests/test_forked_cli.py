@@ -1,10 +1,11 @@
-"""tests.forked_cli against fresh processes: a forked fairseq command gives the same exit
-status, standard output and error lines as the same command started from its console script."""
+"""tests.forked_cli against fresh processes: a forked fairseq command (or Python program) gives the
+same exit status, standard output and error lines as the same command started afresh."""
 import fcntl
 import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -45,6 +46,34 @@ def test_forked_command_reads_standard_input(tmp_path):
     fresh = _fresh(cmd, input="hello\n", timeout=120)
     assert forked.returncode == fresh.returncode != 0
     assert _meaningful(forked.stderr) == _meaningful(fresh.stderr)
+
+
+PROGRAM = """import os, sys
+KEPT = open("kept.txt", "w")
+KEPT.write("written, never closed")
+print(os.getppid(), sys.path[0], sys.argv[1:], __name__, os.getcwd())
+sys.exit("refused: " + sys.argv[1])
+"""
+
+
+def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_path):
+    """``python FILE.py`` run by the server's child: the same exit status, standard error and
+    ``sys.path[0]``, ``sys.argv``, ``__name__`` and working folder as a fresh interpreter, and a file
+    left open is flushed; its parent is the server.
+    ``python -m fairseq_ext.NAME`` likewise (its one-line refusal of a missing file)."""
+    (tmp_path / "prog.py").write_text(PROGRAM)
+    (tmp_path / "work").mkdir()
+    cmd = [sys.executable, tmp_path / "prog.py", "a b", "--c"]
+    forked, fresh = run(cmd, check=False, cwd=tmp_path / "work"), _fresh(cmd, cwd=tmp_path / "work")
+    assert forked.returncode == fresh.returncode == 1 and forked.stderr == fresh.stderr == "refused: a b\n"
+    parent, rest = forked.stdout.split(" ", 1)
+    assert rest == fresh.stdout.split(" ", 1)[1] == f"{tmp_path} ['a b', '--c'] __main__ {tmp_path / 'work'}\n"
+    assert int(parent) == forking_server().server.pid != int(fresh.stdout.split()[0])
+    assert (tmp_path / "work" / "kept.txt").read_text() == "written, never closed"  # flushed as at an exit
+    module = [sys.executable, "-m", "fairseq_ext.checkpoints", "inspect", tmp_path / "missing.pt"]
+    forked, fresh = run(module, check=False, cwd=tmp_path), _fresh(module, cwd=tmp_path)
+    assert forked.returncode == fresh.returncode != 0 and "missing.pt" in fresh.stderr
+    assert _meaningful(forked.stderr) == _meaningful(fresh.stderr) and forked.stdout == fresh.stdout
 
 
 # ---- a script's commands (tests.forked_cli.Zygote.script_env) ---------------------------------

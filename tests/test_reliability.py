@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from fairseq.file_io import PathManager
-from tests.conftest import TINY_DIMS, USER_DIR, cli_env, run
+from tests.conftest import ROOT, TINY_DIMS, USER_DIR, cli_env, run
 
 
 def hi_cmlm_args(tiny_data):
@@ -58,6 +58,9 @@ COMMON = ["--optimizer", "adam", "--lr", "1e-3", "--batch-size", "8", "--require
           "--num-workers", "0", "--seed", "3", "--cpu", "--log-format", "simple", "--no-progress-bar"]
 
 
+TRAIN_AND_DUMP = ROOT / "tests" / "helpers" / "train_and_dump.py"
+
+
 def family_args(request, family):
     fixture, make = FAMILIES[family]
     return [str(a) for a in make(request.getfixturevalue(fixture))]
@@ -80,21 +83,21 @@ def test_two_gloo_ranks_match_one_process(request, family, tmp_path):
         # the section-3.3 copy subset is drawn from each process's RNG stream, which two ranks
         # and one process with --update-freq 2 consume differently; the plumbing is what is compared
         args += ["--train-copy-share", "0"]
-    driver = [sys.executable, "-m", "tests.helpers.train_and_dump"]
-    port = free_port()
-    procs = []
-    for rank in (0, 1):
-        env = cli_env() | {"DUMP_PARAMS": str(tmp_path / "ddp")}
-        procs.append(subprocess.Popen(
-            driver + args + GLOO + ["--distributed-world-size", "2", "--distributed-init-method",
-                                    f"tcp://127.0.0.1:{port}", "--distributed-rank", str(rank)],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    outs = [p.communicate(timeout=600)[0] for p in procs]
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-3000:]
-    env = cli_env() | {"DUMP_PARAMS": str(tmp_path / "single")}
-    single_proc = subprocess.run(driver + args + ["--update-freq", "2"], env=env, capture_output=True, text=True)
-    assert single_proc.returncode == 0, single_proc.stderr[-3000:]
+    port, ddp = free_port(), {"DUMP_PARAMS": str(tmp_path / "ddp")}
+
+    def rank(r):
+        return [sys.executable, TRAIN_AND_DUMP, *args, *GLOO, "--distributed-world-size", "2",
+                "--distributed-init-method", f"tcp://127.0.0.1:{port}", "--distributed-rank", str(r)]
+    # rank 1 in a process of its own, rank 0 beside it forked by the tests' server (tests.forked_cli)
+    other = subprocess.Popen(rank(1), env=cli_env() | ddp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    first = run(rank(0), check=False, extra_env=ddp, timeout=600)
+    if first.returncode != 0:
+        other.kill()
+    out = other.communicate(timeout=600)[0]
+    assert first.returncode == 0, first.stdout[-1500:] + first.stderr[-1500:]
+    assert other.returncode == 0, out[-3000:]
+    # the one process, forked too
+    run([sys.executable, TRAIN_AND_DUMP, *args, "--update-freq", "2"], extra_env={"DUMP_PARAMS": str(tmp_path / "single")})
 
     r0, r1, single = dumped(tmp_path / "ddp", 0), dumped(tmp_path / "ddp", 1), dumped(tmp_path / "single")
     assert r0["num_updates"] == r1["num_updates"] == single["num_updates"] == 4

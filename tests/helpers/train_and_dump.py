@@ -2,7 +2,7 @@
 each epoch every rank writes its own parameters to ``$DUMP_PARAMS.rank<R>`` (fairseq itself
 saves checkpoints on rank 0 only).
 
-    DUMP_PARAMS=/tmp/params python -m tests.helpers.train_and_dump DATA --user-dir ... (fairseq-train args)
+    DUMP_PARAMS=/tmp/params python tests/helpers/train_and_dump.py DATA --user-dir ... (fairseq-train args)
 """
 import os
 
