@@ -69,9 +69,9 @@ PRELOAD = ("torch", "torch.distributed", "torch.utils.data", "torch._dynamo", "n
            "omegaconf", "hydra", "sentencepiece", "sacrebleu", "regex", "bitarray")
 
 
-# A command that a forked program starts finds the server busy and starts afresh: the programs forked
-# are those that start none, the plugin's modules and any file outside data_prep/ (whose binarizing
-# scripts call fairseq-preprocess).
+# A fairseq command that a forked program starts finds the server busy and starts afresh (the same
+# result, only slower): forked are the plugin's modules, which start none, and files outside
+# data_prep/, whose binarizing scripts call fairseq-preprocess.
 UNFORKED_FOLDER = Path(__file__).resolve().parents[1] / "data_prep"
 
 
