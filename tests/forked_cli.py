@@ -30,7 +30,8 @@ through ``Zygote.script_env``: a folder of stand-ins named like the console scri
 ``PATH``, each a stdlib-only Python that hands the server its arguments, environment, working
 folder and its own standard input, output and error (their file descriptors, over a Unix
 socket), forwards the signals it receives to the forked command and leaves with its exit
-status. One command at a time is forked; a stand-in that finds the server busy (the ranks of a
+status; a ``python`` stand-in does so for the Python programs above and runs the interpreter for
+any other. One command at a time is forked; a stand-in that finds the server busy (the ranks of a
 distributed run started side by side, or a command started by a forked one), or that runs with
 other privileges than the server (``setpriv``), runs the real console script instead.
 
@@ -241,7 +242,11 @@ def identity() -> str:
 def stand_in(command: str, folder: str, real: str) -> None:
     """A console script's stand-in (``Zygote.script_env``): the command forked by the server in
     ``folder``, or ``real`` itself when the server is serving another command or has other
-    privileges."""
+    privileges. The ``python`` stand-in forks the programs ``python_program`` names and runs the
+    interpreter for anything else."""
+    program = python_program([sys.executable, *sys.argv[1:]]) if command == "python" else None
+    if command == "python" and not program:
+        os.execv(real, [real, *sys.argv[1:]])
     lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)  # held until the stand-in exits
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -252,7 +257,9 @@ def stand_in(command: str, folder: str, real: str) -> None:
             os.execv(real, [real, *sys.argv[1:]])
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.path.join(folder, "socket"))
-    request = {"command": command, "argv0": real, "args": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd()}
+    request = {"command": command, "program": program, "argv0": real,
+               "args": program_args([sys.executable, *sys.argv[1:]]) if program else sys.argv[1:],
+               "env": dict(os.environ), "cwd": os.getcwd()}
     socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], [0, 1, 2])
     answers = conn.makefile("r")
     pid = int(answers.readline())
@@ -283,7 +290,7 @@ class Zygote:
         (self.folder / "identity").write_text(identity())  # the server's, which it inherited
         (self.folder / "bin").mkdir()
         real = Path(sys.executable).parent  # the console scripts
-        for command in ENTRY_POINTS:
+        for command in [*ENTRY_POINTS, "python"]:
             path = self.folder / "bin" / command
             path.write_text(f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
                             f"from tests.forked_cli import stand_in\n"

@@ -59,7 +59,7 @@ sys.exit("refused: " + sys.argv[1])
 def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_path):
     """``python FILE.py`` run by the server's child: the same exit status, standard error and
     ``sys.path[0]``, ``sys.argv``, ``__name__`` and working folder as a fresh interpreter, and a file
-    left open is flushed; its parent is the server.
+    left open is flushed; its parent is the server, also when a script calls it by name.
     ``python -m fairseq_ext.NAME`` likewise (its one-line refusal of a missing file)."""
     (tmp_path / "prog.py").write_text(PROGRAM)
     (tmp_path / "work").mkdir()
@@ -70,6 +70,10 @@ def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_
     assert rest == fresh.stdout.split(" ", 1)[1] == f"{tmp_path} ['a b', '--c'] __main__ {tmp_path / 'work'}\n"
     assert int(parent) == forking_server().server.pid != int(fresh.stdout.split()[0])
     assert (tmp_path / "work" / "kept.txt").read_text() == "written, never closed"  # flushed as at an exit
+    # called by name from a script: the python stand-in forks FILE.py and runs the interpreter for -c
+    script = ["bash", "-c", f"python {tmp_path / 'prog.py'} x; python -c 'import os; print(os.getppid())'; echo $$"]
+    lines = subprocess.run(script, capture_output=True, text=True, env=script_env(), cwd=tmp_path / "work").stdout.split("\n")
+    assert int(lines[0].split()[0]) == forking_server().server.pid and lines[1] == lines[2]
     module = [sys.executable, "-m", "fairseq_ext.checkpoints", "inspect", tmp_path / "missing.pt"]
     forked, fresh = run(module, check=False, cwd=tmp_path), _fresh(module, cwd=tmp_path)
     assert forked.returncode == fresh.returncode != 0 and "missing.pt" in fresh.stderr
