@@ -76,23 +76,17 @@ PRELOAD = ("torch", "torch.distributed", "torch.utils.data", "torch._dynamo", "n
 UNFORKED_FOLDER = Path(__file__).resolve().parents[1] / "data_prep"
 
 
-def python_program(cmd: list[str]) -> list[str] | None:
-    """``["module", NAME]`` for ``python -m fairseq_ext.NAME ...``, ``["path", FILE]`` for
-    ``python FILE.py ...`` (FILE outside ``UNFORKED_FOLDER``), None for any other command (``-c``
-    and other options included)."""
+def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
+    """``(["module", NAME], ARGS)`` for ``python -m fairseq_ext.NAME ARGS``, ``(["path", FILE], ARGS)``
+    for ``python FILE.py ARGS`` (FILE outside ``UNFORKED_FOLDER``), None for any other command (``-c``
+    and other options included). ARGS is what the program reads as ``sys.argv[1:]``."""
     if not cmd or cmd[0] != sys.executable:
         return None
     if len(cmd) >= 3 and cmd[1] == "-m" and cmd[2].startswith("fairseq_ext."):
-        return ["module", cmd[2]]
+        return ["module", cmd[2]], cmd[3:]
     if len(cmd) >= 2 and cmd[1].endswith(".py") and UNFORKED_FOLDER not in Path(cmd[1]).resolve().parents:
-        return ["path", os.path.abspath(cmd[1])]
+        return ["path", os.path.abspath(cmd[1])], cmd[2:]
     return None
-
-
-def program_args(cmd: list[str]) -> list[str]:
-    """The arguments of ``cmd`` that its program reads as ``sys.argv[1:]``."""
-    program = python_program(cmd)
-    return cmd[{"module": 3, "path": 2}[program[0]]:] if program else cmd[1:]
 
 
 def _run_program(kind: str, target: str) -> None:
@@ -244,8 +238,9 @@ def stand_in(command: str, folder: str, real: str) -> None:
     ``folder``, or ``real`` itself when the server is serving another command or has other
     privileges. The ``python`` stand-in forks the programs ``python_program`` names and runs the
     interpreter for anything else."""
-    program = python_program([sys.executable, *sys.argv[1:]]) if command == "python" else None
-    if command == "python" and not program:
+    program, args = (python_program([sys.executable, *sys.argv[1:]]) or (None, None)) if command == "python" \
+        else (None, sys.argv[1:])
+    if args is None:
         os.execv(real, [real, *sys.argv[1:]])
     lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)  # held until the stand-in exits
     try:
@@ -257,9 +252,8 @@ def stand_in(command: str, folder: str, real: str) -> None:
             os.execv(real, [real, *sys.argv[1:]])
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.path.join(folder, "socket"))
-    request = {"command": command, "program": program, "argv0": real,
-               "args": program_args([sys.executable, *sys.argv[1:]]) if program else sys.argv[1:],
-               "env": dict(os.environ), "cwd": os.getcwd()}
+    request = {"command": command, "program": program, "argv0": real, "args": args, "env": dict(os.environ),
+               "cwd": os.getcwd()}
     socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], [0, 1, 2])
     answers = conn.makefile("r")
     pid = int(answers.readline())
@@ -306,8 +300,9 @@ class Zygote:
         scratch.mkdir(parents=True, exist_ok=True)
         files = {name: scratch / name for name in ("stdin", "stdout", "stderr")}
         files["stdin"].write_text(input or "", encoding="utf-8")
-        request = {"command": os.path.basename(cmd[0]), "program": python_program(cmd), "argv0": cmd[0],
-                   "args": program_args(cmd), "env": env, "cwd": str(cwd or os.getcwd()),
+        program, args = python_program(cmd) or (None, cmd[1:])
+        request = {"command": os.path.basename(cmd[0]), "program": program, "argv0": cmd[0],
+                   "args": args, "env": env, "cwd": str(cwd or os.getcwd()),
                    **{k: str(v) for k, v in files.items()}}
         fcntl.flock(self.lock, fcntl.LOCK_EX)  # a stand-in started meanwhile runs its real command
         try:
