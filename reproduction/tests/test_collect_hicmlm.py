@@ -14,7 +14,7 @@ import pytest
 import sacrebleu
 
 from fairseq_ext.analysis.iterations import copy_counts
-from tests.conftest import ROOT, cli_env
+from tests.conftest import ROOT, cli_env, run
 
 SCRIPT = ROOT / "reproduction" / "hi_cmlm" / "collect_results.py"
 
@@ -69,10 +69,10 @@ def table(tmp_path):
     bleu = {}
     # CMLM corrupts every 3rd word, HI-CMLM fence every 5th or 6th, all_mask like CMLM
     plan = {("cmlm", "cmlm"): (3, 3), ("hi_cmlm", "fence_replace"): (5, 6), ("hi_cmlm", "all_mask"): (3, 4)}
-    for (run, dec), everies in plan.items():
+    for (name, dec), everies in plan.items():
         for seed, every in zip(("1", "2"), everies):
-            run_dir = work / "runs" / f"{run}-seed{seed}"
-            bleu[(run, dec, seed)] = _write_decoding(run_dir / f"decode-{dec}", refs,
+            run_dir = work / "runs" / f"{name}-seed{seed}"
+            bleu[(name, dec, seed)] = _write_decoding(run_dir / f"decode-{dec}", refs,
                                                      [_corrupt(r, every) for r in refs])
             (run_dir / "train.log").write_text("| num_updates 600 | ...\ndone training in 61.5 seconds\n")
     teacher = work / "runs" / "ar_teacher-seed1" / "decode-ar"
@@ -85,9 +85,8 @@ def test_collect_builds_table_one(table, tmp_path):
     page = tmp_path / "hi-cmlm.md"
     page.write_text("intro\n<!-- table1:start -->\nold table\n<!-- table1:end -->\nafter\n"
                     "<!-- table1-findings:start -->\nold findings\n<!-- table1-findings:end -->\n")
-    subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
-                    "--meta", '{"command": "multi30k.sh"}', "--publish", tmp_path / "pub", "--page", page],
-                   check=True, capture_output=True, text=True, env=cli_env())
+    run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
+         "--meta", '{"command": "multi30k.sh"}', "--publish", tmp_path / "pub", "--page", page])
     res = json.loads((work / "results.json").read_text())
     summary = res["summary"]
     assert list(summary) == ["ar_teacher", "cmlm", "hi_cmlm-all_mask", "hi_cmlm-fence_replace"]
@@ -126,14 +125,12 @@ def test_collect_names_what_is_wrong(table, tmp_path):
     work, ref, _ = table
     short = tmp_path / "short.de"
     short.write_text("".join(line + "\n" for line in ref.read_text().splitlines()[:10]))
-    proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", short], capture_output=True,
-                          text=True, env=cli_env())
+    proc = run([sys.executable, SCRIPT, "--work", work, "--ref", short], check=False)
     assert proc.returncode != 0 and "60 decoded sentences for 10 references" in proc.stderr
     assert "Traceback" not in proc.stderr
     page = tmp_path / "R.md"
     page.write_text("no markers\n")
-    proc = subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--page", page],
-                          capture_output=True, text=True, env=cli_env())
+    proc = run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--page", page], check=False)
     assert proc.returncode != 0 and "<!-- table1:start -->" in proc.stderr
 
 
@@ -150,23 +147,21 @@ def test_a_later_call_adds_rows_and_tests_them_against_the_kept_runs(table, tmp_
     work, ref, bleu = table
     pub = tmp_path / "pub"
     env = cli_env()
-    subprocess.run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
-                    "--meta", '{"command": "first call"}', "--publish", pub], check=True, capture_output=True,
-                   text=True, env=env)
+    run([sys.executable, SCRIPT, "--work", work, "--ref", ref, "--root", tmp_path,
+         "--meta", '{"command": "first call"}', "--publish", pub])
     first = json.loads((pub / "results.json").read_text())
     refs = ref.read_text().splitlines()
     later = tmp_path / "later"
     plan = {"hi_cmlm_decoding_rule": (4, 7), "hi_cmlm_copy0.25": (3, 5)}
-    for run, everies in plan.items():
+    for name, everies in plan.items():
         for seed, every in zip(("1", "2"), everies):
-            run_dir = later / "runs" / f"{run}-seed{seed}"
-            bleu[(run, seed)] = _write_decoding(run_dir / "decode-fence_replace", refs,
+            run_dir = later / "runs" / f"{name}-seed{seed}"
+            bleu[(name, seed)] = _write_decoding(run_dir / "decode-fence_replace", refs,
                                                 [_corrupt(r, every) for r in refs])
             (run_dir / "train.log").write_text("| num_updates 600 | ...\ndone training in 60 seconds\n")
     shutil.rmtree(work)  # the first call's work folder is gone: its runs come from the results file
-    subprocess.run([sys.executable, SCRIPT, "--work", later, "--ref", ref, "--root", tmp_path,
-                    "--meta", '{"command": "second call"}', "--kept", pub / "results.json", "--publish", pub],
-                   check=True, capture_output=True, text=True, env=env)
+    run([sys.executable, SCRIPT, "--work", later, "--ref", ref, "--root", tmp_path,
+         "--meta", '{"command": "second call"}', "--kept", pub / "results.json", "--publish", pub])
     res = json.loads((pub / "results.json").read_text())
     assert [c["command"] for c in res["calls"]] == ["first call", "second call"]
     summary = res["summary"]
@@ -178,9 +173,9 @@ def test_a_later_call_adds_rows_and_tests_them_against_the_kept_runs(table, tmp_
     assert res["runs"]["hi_cmlm_copy0.25-fence_replace"]["2"]["call"] == 1
     # against the paper's training: a t-test paired by seed by hand, the bootstrap with sacreBLEU
     paper = [bleu[("hi_cmlm", "fence_replace", s)] for s in ("1", "2")]
-    for run, key in (("hi_cmlm_decoding_rule", "hi_cmlm_decoding_rule-fence_replace"),
+    for name, key in (("hi_cmlm_decoding_rule", "hi_cmlm_decoding_rule-fence_replace"),
                      ("hi_cmlm_copy0.25", "hi_cmlm_copy0.25-fence_replace")):
-        diffs = [bleu[(run, s)] - p for s, p in zip(("1", "2"), paper)]
+        diffs = [bleu[(name, s)] - p for s, p in zip(("1", "2"), paper)]
         t = summary[key]["paired_t_vs_paper_training"]
         assert t["delta"]["mean"] == pytest.approx(statistics.fmean(diffs))
         assert t["p_value"] == pytest.approx(_t_test_p(diffs))
@@ -201,9 +196,8 @@ def test_a_later_call_adds_rows_and_tests_them_against_the_kept_runs(table, tmp_
     # a hypotheses file that is gone: its p-value is the one the results file recorded
     recorded = summary["hi_cmlm_copy0.25-fence_replace"]["paired_bootstrap_vs_paper_training"]
     (pub / "hypotheses/hi_cmlm-fence_replace-seed1.txt").unlink()
-    subprocess.run([sys.executable, SCRIPT, "--work", later, "--ref", ref, "--root", tmp_path,
-                    "--kept", pub / "results.json", "--publish", pub / "again"],
-                   check=True, capture_output=True, text=True, env=env)
+    run([sys.executable, SCRIPT, "--work", later, "--ref", ref, "--root", tmp_path,
+         "--kept", pub / "results.json", "--publish", pub / "again"])
     again = json.loads((pub / "again" / "results.json").read_text())["summary"]["hi_cmlm_copy0.25-fence_replace"]
     assert again["paired_bootstrap_vs_paper_training"]["per_seed"]["1"] == recorded["per_seed"]["1"]
     assert again["paired_bootstrap_vs_paper_training"]["pooled"] == recorded["pooled"]
