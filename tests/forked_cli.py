@@ -19,11 +19,13 @@ the same); and ``OMP_NUM_THREADS``, read when torch loads, is the server's (the 
 thread) unless the request asks for another, which the child then sets with
 ``torch.set_num_threads``. ``tests/test_forked_cli.py`` holds the rest to fresh processes.
 
-Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME`` or ``python FILE.py``
-are forked the same way (``python_program``): the child puts on ``sys.path[0]`` what the interpreter
-would (the working folder, or the file's folder) and runs the module or file as ``__main__`` with
-``runpy``, then collects its objects and runs the ``atexit`` handlers, as the interpreter's exit
-would. What differs from a fresh interpreter: ``sys.modules`` holds the preloads.
+Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME``, ``python FILE.py``,
+``python -c CODE`` or ``python -`` (the program on standard input) are forked the same way
+(``python_program``): the child puts on ``sys.path[0]`` what the interpreter would (the working
+folder, the file's folder, or ``''``) and runs the module, file or code as ``__main__``, then collects
+its objects and runs the ``atexit`` handlers, as the interpreter's exit would. What differs from a
+fresh interpreter: ``sys.modules`` holds the preloads (torch and the libraries above, nothing of
+fairseq or the plugin), so a test that needs a first import in a process of its own starts one.
 
 Scripts that call the commands by name (the recipes of ``examples/``) reach the same server
 through ``Zygote.script_env``: a folder of stand-ins named like the console scripts, first on
@@ -79,27 +81,41 @@ UNFORKED_FOLDER = Path(__file__).resolve().parents[1] / "data_prep"
 
 def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
     """``(["module", NAME], ARGS)`` for ``python -m fairseq_ext.NAME ARGS``, ``(["path", FILE], ARGS)``
-    for ``python FILE.py ARGS`` (FILE outside ``UNFORKED_FOLDER``), None for any other command (``-c``
-    and other options included). ARGS is what the program reads as ``sys.argv[1:]``."""
+    for ``python FILE.py ARGS`` (FILE outside ``UNFORKED_FOLDER``), ``(["code", CODE], ARGS)`` for
+    ``python -c CODE ARGS``, ``(["stdin", "-"], ARGS)`` for ``python - ARGS``, None for any other
+    command (other options included). ARGS is what the program reads as ``sys.argv[1:]``."""
     if not cmd or cmd[0] != sys.executable:
         return None
     if len(cmd) >= 3 and cmd[1] == "-m" and cmd[2].startswith("fairseq_ext."):
         return ["module", cmd[2]], cmd[3:]
+    if len(cmd) >= 3 and cmd[1] == "-c":
+        return ["code", cmd[2]], cmd[3:]
+    if len(cmd) >= 2 and cmd[1] == "-":
+        return ["stdin", "-"], cmd[2:]
     if len(cmd) >= 2 and cmd[1].endswith(".py") and UNFORKED_FOLDER not in Path(cmd[1]).resolve().parents:
         return ["path", os.path.abspath(cmd[1])], cmd[2:]
     return None
 
 
 def _run_program(kind: str, target: str) -> None:
-    """``python -m TARGET`` or ``python TARGET`` in this (forked) process; ``sys.argv[1:]`` is set."""
+    """``python -m TARGET``, ``python TARGET``, ``python -c TARGET`` or ``python -`` in this (forked)
+    process; ``sys.argv[1:]`` is set."""
     import runpy
+    import types
 
     if kind == "module":
         sys.path[0] = os.getcwd()
         runpy.run_module(target, run_name="__main__", alter_sys=True)
-    else:
+    elif kind == "path":
         sys.path[0] = os.path.dirname(target)
         runpy.run_path(target, run_name="__main__")
+    else:  # as the interpreter runs -c CODE and a program read from standard input
+        code, name = (target, "<string>") if kind == "code" else (sys.stdin.read(), "<stdin>")
+        sys.path[0], sys.argv[0] = "", "-c" if kind == "code" else "-"
+        main = sys.modules["__main__"] = types.ModuleType("__main__")
+        if kind == "stdin":
+            main.__file__ = name
+        exec(compile(code, name, "exec"), main.__dict__)
 
 
 def _entry(command: str):

@@ -60,7 +60,8 @@ def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_
     """``python FILE.py`` run by the server's child: the same exit status, standard error and
     ``sys.path[0]``, ``sys.argv``, ``__name__`` and working folder as a fresh interpreter, and a file
     left open is flushed; its parent is the server, also when a script calls it by name.
-    ``python -m fairseq_ext.NAME`` likewise (its one-line refusal of a missing file)."""
+    ``python -m fairseq_ext.NAME`` likewise (its one-line refusal of a missing file), and
+    ``python -c CODE`` and ``python -`` (the code on standard input, which it may read on)."""
     (tmp_path / "prog.py").write_text(PROGRAM)
     (tmp_path / "work").mkdir()
     cmd = [sys.executable, tmp_path / "prog.py", "a b", "--c"]
@@ -70,10 +71,19 @@ def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_
     assert rest == fresh.stdout.split(" ", 1)[1] == f"{tmp_path} ['a b', '--c'] __main__ {tmp_path / 'work'}\n"
     assert int(parent) == forking_server().server.pid != int(fresh.stdout.split()[0])
     assert (tmp_path / "work" / "kept.txt").read_text() == "written, never closed"  # flushed as at an exit
-    # called by name from a script: the python stand-in forks FILE.py and runs the interpreter for -c
-    script = ["bash", "-c", f"python {tmp_path / 'prog.py'} x; python -c 'import os; print(os.getppid())'; echo $$"]
+    # called by name from a script: the python stand-in forks FILE.py, -c and -, and runs the
+    # interpreter for any other option (-I)
+    parent = "import os; print(os.getppid())"
+    script = ["bash", "-c", f"python {tmp_path / 'prog.py'} x; python -c '{parent}'; echo '{parent}' | python -; "
+              f"python -I -c '{parent}'; echo $$"]
     lines = subprocess.run(script, capture_output=True, text=True, env=script_env(), cwd=tmp_path / "work").stdout.split("\n")
-    assert int(lines[0].split()[0]) == forking_server().server.pid and lines[1] == lines[2]
+    assert [int(x.split()[0]) for x in lines[:3]] == [forking_server().server.pid] * 3 and lines[3] == lines[4]
+    code = "import os, sys; print(repr(sys.path[0]), sys.argv, __name__, __file__ if '__file__' in dir() else None, " \
+           "os.getcwd(), sys.stdin.read().split()); sys.exit('refused')"
+    for cmd, given in (([sys.executable, "-c", code, "a b"], "x y"), ([sys.executable, "-", "a b"], code)):
+        forked, fresh = run(cmd, check=False, cwd=tmp_path, input=given), _fresh(cmd, cwd=tmp_path, input=given)
+        assert forked.returncode == fresh.returncode == 1 and forked.stderr == fresh.stderr == "refused\n"
+        assert forked.stdout == fresh.stdout and f"{cmd[1]!r}, 'a b'] __main__ " in fresh.stdout
     module = [sys.executable, "-m", "fairseq_ext.checkpoints", "inspect", tmp_path / "missing.pt"]
     forked, fresh = run(module, check=False, cwd=tmp_path), _fresh(module, cwd=tmp_path)
     assert forked.returncode == fresh.returncode != 0 and "missing.pt" in fresh.stderr

@@ -1,6 +1,8 @@
 """The documented Python code runs as a reader runs it, from a folder outside the clone: each
-page's ``python`` blocks in order in one fresh process, and every block that begins with an
-import also alone in a fresh process (the "Without this API" block among them). The blocks'
+page's ``python`` blocks in order in one process, and every block that begins with an
+import also alone in a process of its own (the "Without this API" block among them): ``python -c``,
+forked by ``run`` from the tests' server, which has imported torch and other libraries but nothing
+of fairseq or the plugin. The blocks'
 ``examples/...`` paths are relative to a clone; the test makes them absolute. The docs cite
 only tests that exist."""
 import json
@@ -30,7 +32,7 @@ def blocks(page: str) -> list[str]:
 
 
 def python(code: str, folder) -> str:
-    """stdout of ``code`` in a fresh interpreter started in ``folder`` (which imports the package
+    """stdout of ``code`` in an interpreter of its own started in ``folder`` (which imports the package
     of this clone: an editable install, or the PYTHONPATH that ``run`` sets)."""
     return run([sys.executable, "-c", code], cwd=folder).stdout
 
@@ -56,7 +58,7 @@ def test_the_without_this_api_block_stands_alone_and_gives_an_eval_model(tmp_pat
     assert out.split()[-1] == "False"
 
 
-def test_translate_keeps_empty_inputs_in_a_fresh_process_outside_the_clone(tmp_path):
+def test_translate_keeps_empty_inputs_in_a_process_of_its_own_outside_the_clone(tmp_path):
     code = ("import json\nfrom fairseq_ext import hub\n"
             f"model = hub.from_pretrained({str(MODEL)!r})\n"
             "print(json.dumps(model.translate(['', 'A dog runs.', 'A cat sleeps.'])))\n"
