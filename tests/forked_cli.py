@@ -8,24 +8,29 @@ fairseq's command lines some hundred times. ``Zygote`` imports those libraries (
 once, in a server process started with the tests' environment, and answers each request by
 ``os.fork()``: the child takes the request's working folder, environment, standard input and
 output files and ``sys.argv``, imports the command's module and calls its entry point (the
-function its console script calls). fairseq itself is imported in the child, in the order
-the command imports it, so that its import-time effects (each command's logging set-up,
-fairseq's own ``logging.basicConfig`` calls and notices, the plugin loaded by ``--user-dir``)
-happen as in a fresh process; the server checks that its preloads leave the root logger alone.
+function its console script calls); the server checks that its preloads leave the root logger
+alone. fairseq itself (``FAIRSEQ``) is imported by the server too, but what its import does to
+logging (two speech tasks call ``logging.basicConfig``, one logs a notice) is recorded there and
+undone, and the child replays it at its own first ``import fairseq...``, where a fresh process
+would do it: after the command's own logging set-up (each command configures logging before it
+imports fairseq) and before anything else the command logs. The command's module and the plugin
+(loaded by ``--user-dir``) are imported in the child.
 
 What differs from a fresh process: the traceback of an error that reaches the interpreter
 starts at this module's frame, not the console script's (the exception and its message are
 the same); and ``OMP_NUM_THREADS``, read when torch loads, is the server's (the tests' one
 thread) unless the request asks for another, which the child then sets with
-``torch.set_num_threads``. ``tests/test_forked_cli.py`` holds the rest to fresh processes.
+``torch.set_num_threads``; fairseq's import-time logging is replayed at the first import
+*statement* of fairseq (an ``importlib.import_module`` call does not trigger it; no command imports
+fairseq first that way). ``tests/test_forked_cli.py`` holds the rest to fresh processes.
 
 Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME``, ``python FILE.py``,
 ``python -c CODE`` or ``python -`` (the program on standard input) are forked the same way
 (``python_program``): the child puts on ``sys.path[0]`` what the interpreter would (the working
 folder, the file's folder, or ``''``) and runs the module, file or code as ``__main__``, then collects
 its objects and runs the ``atexit`` handlers, as the interpreter's exit would. What differs from a
-fresh interpreter: ``sys.modules`` holds the preloads (torch and the libraries above, nothing of
-fairseq or the plugin), so a test that needs a first import in a process of its own starts one.
+fresh interpreter: ``sys.modules`` holds the preloads (torch, the libraries above and fairseq,
+nothing of the plugin), so a test that needs a first import in a process of its own starts one.
 
 Scripts that call the commands by name (the recipes of ``examples/``) reach the same server
 through ``Zygote.script_env``: a folder of stand-ins named like the console scripts, first on
@@ -73,6 +78,14 @@ PRELOAD = ("torch", "torch.distributed", "torch.utils.data", "torch._dynamo", "n
            "omegaconf", "hydra", "sentencepiece", "sacrebleu", "regex", "bitarray", "rouge_score.rouge_scorer")
 
 
+# fairseq and the modules its commands import from it (about 1.5 s of CPU a command)
+FAIRSEQ = ("fairseq", "fairseq.checkpoint_utils", "fairseq.options", "fairseq.trainer", "fairseq.binarizer",
+           "fairseq.sequence_generator", "fairseq.dataclass.utils", "fairseq.logging.progress_bar")
+
+
+FAIRSEQ_IMPORT_LOGGING: list[tuple] = []  # the server's record of it (_import_recording_logging)
+
+
 # A fairseq command that a forked program starts finds the server busy and starts afresh (the same
 # result, only slower): forked are the plugin's modules, which start none, and files outside
 # data_prep/, whose binarizing scripts call fairseq-preprocess.
@@ -118,6 +131,56 @@ def _run_program(kind: str, target: str) -> None:
         exec(compile(code, name, "exec"), main.__dict__)
 
 
+def _import_recording_logging(modules) -> list[tuple]:
+    """Import ``modules`` and return what the import did to logging, in order: ``("basicConfig",
+    args, kwargs)`` for each call, ``("record", logger, record)`` for each record logged, whatever
+    its level (the child decides with its own levels); then undo it (the root logger as before)."""
+    import importlib
+    import logging
+
+    events = []
+    basic, handle, enabled = logging.basicConfig, logging.Logger.handle, logging.Logger.isEnabledFor
+    logging.basicConfig = lambda *args, **kwargs: events.append(("basicConfig", args, kwargs)) or basic(*args, **kwargs)
+    logging.Logger.handle = lambda logger, record: events.append(("record", logger, record))
+    logging.Logger.isEnabledFor = lambda logger, level: True
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    finally:
+        logging.basicConfig, logging.Logger.handle, logging.Logger.isEnabledFor = basic, handle, enabled
+        root = logging.getLogger()
+        for handler in list(root.handlers):
+            root.removeHandler(handler)
+        root.setLevel(logging.WARNING)
+    return events
+
+
+def _replay_at_first_fairseq_import(events: list[tuple]) -> None:
+    """In the child: when the first ``import fairseq...`` statement returns, do what that import
+    did to logging in a fresh process (``_import_recording_logging``'s events, with this
+    process's levels, handlers, time and pid)."""
+    import builtins
+    import logging
+
+    real = builtins.__import__
+
+    def importing(name, globals=None, locals=None, fromlist=(), level=0):
+        module = real(name, globals, locals, fromlist, level)
+        if builtins.__import__ is importing and level == 0 and name.split(".")[0] == "fairseq":
+            builtins.__import__ = real
+            for kind, first, second in events:
+                if kind == "basicConfig":
+                    logging.basicConfig(*first, **second)
+                elif first.isEnabledFor(second.levelno):
+                    second.created = time.time()
+                    second.msecs = int((second.created - int(second.created)) * 1000) + 0.0
+                    second.process = os.getpid()
+                    first.handle(second)
+        return module
+
+    builtins.__import__ = importing
+
+
 def _entry(command: str):
     module, function = ENTRY_POINTS[command].split(":")
     return getattr(__import__(module, fromlist=[function]), function)
@@ -145,6 +208,7 @@ def _child(request: dict, streams: list[int] | None = None) -> None:
 
             torch.set_num_threads(int(threads))
         sys.argv = [request["argv0"], *request["args"]]
+        _replay_at_first_fairseq_import(FAIRSEQ_IMPORT_LOGGING)
         try:
             if request.get("program"):
                 _run_program(*request["program"])
@@ -218,6 +282,7 @@ def serve(requests, answers, folder: Path) -> None:
     root = logging.getLogger()
     if root.handlers or root.level != logging.WARNING:
         raise RuntimeError(f"a preloaded library configured logging: {root.handlers}, level {root.level}")
+    FAIRSEQ_IMPORT_LOGGING.extend(_import_recording_logging(FAIRSEQ))
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(folder / "socket"))
     listener.listen(1)

@@ -90,6 +90,24 @@ def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_
     assert _meaningful(forked.stderr) == _meaningful(fresh.stderr) and forked.stdout == fresh.stdout
 
 
+IMPORTS_FAIRSEQ = ("import logging\nlogging.getLogger('before').warning('one')\nimport fairseq.tasks\n"
+                   "logging.getLogger('after').info('two')\n")
+
+
+@pytest.mark.parametrize("first", ["", "import logging\nlogging.basicConfig(level=logging.WARNING)\n"])
+def test_what_importing_fairseq_logs_comes_at_the_programs_first_import_of_it(first, tmp_path):
+    """The server has imported fairseq; a child's first ``import fairseq...`` does what that import
+    does in a fresh process (``logging.basicConfig``, its tensorboardX notice at INFO), between
+    what the program logs before and after it; a program that set up logging first at WARNING
+    shows neither the notice nor its own INFO line."""
+    cmd = [sys.executable, "-c", first + IMPORTS_FAIRSEQ]
+    forked, fresh = run(cmd, check=False, cwd=tmp_path), _fresh(cmd, cwd=tmp_path)
+    assert forked.returncode == fresh.returncode == 0 and _meaningful(forked.stderr) == _meaningful(fresh.stderr)
+    expected = ["one", "INFO:fairseq.tasks.text_to_speech:Please install tensorboardX: pip install tensorboardX",
+                "INFO:after:two"] if not first else ["WARNING:before:one"]
+    assert _meaningful(fresh.stderr) == expected
+
+
 # ---- a script's commands (tests.forked_cli.Zygote.script_env) ---------------------------------
 
 FAILING_PREPROCESS = "fairseq-preprocess --only-source --trainpref /nonexistent/train --destdir unused"

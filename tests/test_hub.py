@@ -93,7 +93,7 @@ def test_quickstart_translates_through_fairseq_interactive_as_shipped(quickstart
 
 def test_fairseqs_own_from_pretrained_with_user_dir(tmp_path):
     """Without this API, fairseq's own hub loader works once the plugin is loaded through its
-    user_dir argument (a process of its own that has imported nothing of fairseq or the plugin)."""
+    user_dir argument (a process of its own that has imported nothing of the plugin)."""
     code = ("from fairseq.models.nat import CMLMNATransformerModel\n"
             f"m = CMLMNATransformerModel.from_pretrained({str(MODEL)!r}, checkpoint_file='checkpoint.pt', "
             f"user_dir={USER_DIR!r}, bpe='sentencepiece', sentencepiece_model={str(MODEL / 'spm.model')!r})\n"

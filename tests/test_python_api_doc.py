@@ -1,8 +1,8 @@
 """The documented Python code runs as a reader runs it, from a folder outside the clone: each
 page's ``python`` blocks in order in one process, and every block that begins with an
 import also alone in a process of its own (the "Without this API" block among them): ``python -c``,
-forked by ``run`` from the tests' server, which has imported torch and other libraries but nothing
-of fairseq or the plugin. The blocks'
+forked by ``run`` from the tests' server, which has imported torch, fairseq and other libraries but
+nothing of the plugin. The blocks'
 ``examples/...`` paths are relative to a clone; the test makes them absolute. The docs cite
 only tests that exist."""
 import json
