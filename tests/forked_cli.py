@@ -10,8 +10,8 @@ once, in a server process started with the tests' environment, and answers each 
 output files and ``sys.argv``, imports the command's module and calls its entry point (the
 function its console script calls); the server checks that its preloads leave the root logger
 alone. fairseq itself (``FAIRSEQ``) is imported by the server too, but what its import does to
-logging (two speech tasks call ``logging.basicConfig``, one logs a notice) is recorded there and
-undone, and the child replays it at its own first ``import fairseq...``, where a fresh process
+logging (three of its modules call ``logging.basicConfig``, the first at DEBUG; one logs a notice)
+is recorded there and undone, and the child replays it at its own first ``import fairseq...``, where a fresh process
 would do it: after the command's own logging set-up (each command configures logging before it
 imports fairseq) and before anything else the command logs. The command's module and the plugin
 (loaded by ``--user-dir``) are imported in the child.
@@ -133,15 +133,15 @@ def _run_program(kind: str, target: str) -> None:
 
 def _import_recording_logging(modules) -> list[tuple]:
     """Import ``modules`` and return what the import did to logging, in order: ``("basicConfig",
-    args, kwargs)`` for each call, ``("record", logger, record)`` for each record logged, whatever
+    (args, kwargs))`` for each call, ``("record", (logger, record))`` for each record logged, whatever
     its level (the child decides with its own levels); then undo it (the root logger as before)."""
     import importlib
     import logging
 
     events = []
     basic, handle, enabled = logging.basicConfig, logging.Logger.handle, logging.Logger.isEnabledFor
-    logging.basicConfig = lambda *args, **kwargs: events.append(("basicConfig", args, kwargs)) or basic(*args, **kwargs)
-    logging.Logger.handle = lambda logger, record: events.append(("record", logger, record))
+    logging.basicConfig = lambda *args, **kwargs: events.append(("basicConfig", (args, kwargs))) or basic(*args, **kwargs)
+    logging.Logger.handle = lambda logger, record: events.append(("record", (logger, record)))
     logging.Logger.isEnabledFor = lambda logger, level: True
     try:
         for module in modules:
@@ -168,14 +168,17 @@ def _replay_at_first_fairseq_import(events: list[tuple]) -> None:
         module = real(name, globals, locals, fromlist, level)
         if builtins.__import__ is importing and level == 0 and name.split(".")[0] == "fairseq":
             builtins.__import__ = real
-            for kind, first, second in events:
+            for kind, event in events:
                 if kind == "basicConfig":
-                    logging.basicConfig(*first, **second)
-                elif first.isEnabledFor(second.levelno):
-                    second.created = time.time()
-                    second.msecs = int((second.created - int(second.created)) * 1000) + 0.0
-                    second.process = os.getpid()
-                    first.handle(second)
+                    args, kwargs = event
+                    logging.basicConfig(*args, **kwargs)
+                    continue
+                logger, record = event
+                if logger.isEnabledFor(record.levelno):
+                    record.created = time.time()
+                    record.msecs = int((record.created - int(record.created)) * 1000) + 0.0
+                    record.process = os.getpid()
+                    logger.handle(record)
         return module
 
     builtins.__import__ = importing
