@@ -1,6 +1,7 @@
 """Reliability of every model family: 2-rank CPU distributed training through fairseq's own
 path (gloo, legacy_ddp) equals one process on the same combined batches; a SIGKILLed job
-resumes from checkpoint_last.pt and ends where an uninterrupted run ends; an interrupted
+resumes from checkpoint_last.pt and ends where an uninterrupted run ends, and so does a run with
+``--unsorted-batches`` continued in a later epoch; an interrupted
 checkpoint copy never leaves a corrupt checkpoint_last.pt."""
 import os
 import re
@@ -162,6 +163,24 @@ def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family,
             assert torch.allclose(ref_opt[k][moment], opt[k][moment], atol=1e-9)
     assert ref_state["optimizer_history"][-1]["lr_scheduler_state"] == state["optimizer_history"][-1]["lr_scheduler_state"]
     assert ref_state["last_optimizer_state"]["param_groups"][0]["lr"] == state["last_optimizer_state"]["param_groups"][0]["lr"]
+
+
+@pytest.mark.parametrize("family", ["prophetnet", "unilm"])
+def test_unsorted_batches_continued_in_a_later_epoch_end_where_one_run_ends(request, family, tmp_path):
+    # 400 pairs in batches of 32: 13 updates an epoch; the second command starts in epoch 2
+    # (update 20) and crosses into epoch 3, as the Gigaword driver's chunks do
+    args = family_args(request, family) + COMMON + [
+        "--batch-size", "32", "--unsorted-batches", "--no-epoch-checkpoints", "--disable-validation"]
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(["fairseq-train", *args, "--max-update", "30", "--save-dir", one])
+    run(["fairseq-train", *args, "--max-update", "20", "--save-dir", two])
+    resumed = run(["fairseq-train", *args, "--max-update", "30", "--save-dir", two])
+    assert "(epoch 2 @ 20 updates)" in resumed.stdout + resumed.stderr
+    (final_one, one_state), (final_two, two_state) = (_checkpoint_updates(d / "checkpoint_last.pt") for d in (one, two))
+    assert final_one == final_two == 30
+    assert one_state["extra_state"]["train_iterator"]["epoch"] == two_state["extra_state"]["train_iterator"]["epoch"] == 3
+    for name, value in one_state["model"].items():
+        assert torch.allclose(value, two_state["model"][name], atol=1e-6), name
 
 
 def _copy_that_dies_halfway(src, dst, *args, **kwargs):
