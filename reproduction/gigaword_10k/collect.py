@@ -96,6 +96,17 @@ def lenpen_of_converged(records: list) -> dict | None:
     return {"seeds": [r["seed"] for r in converged], "mean_rouge1": means, "best": max(means, key=means.get)}
 
 
+def batches_cut_per_start(records: list) -> dict:
+    """{seed: the last update trained while ``--unsorted-batches`` cut the batches again at each
+    fairseq-train start (its curve points without ``"batches"``)}, for the runs that have such points."""
+    out = {}
+    for r in records:
+        old = [p["update"] for p in r["curve"] if "batches" not in p]
+        if old:
+            out[str(r["seed"])] = {"up_to": max(old), "all": len(old) == len(r["curve"])}
+    return out
+
+
 def summarise_row(row: str, seeds: dict) -> dict:
     records = [seeds[s] for s in sorted(seeds)]
     return {"label": ROWS[row]["label"], "seeds": sorted(seeds),
@@ -109,6 +120,7 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "caps": [r["settings"]["max_updates"] for r in records],
             "cost": cost_by_machine(records),
             "curves": {str(r["seed"]): [[p["update"], p["rouge1"]] for p in r["curve"]] for r in records},
+            "batches_cut_per_start": batches_cut_per_start(records),
             "wall_seconds": round(sum(r["wall_seconds"] for r in records), 1),
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
 

@@ -23,7 +23,9 @@ Protocol (every row, every seed):
    ``prophetnet_denoising`` with that n on the English corpus, ``--pretrain-updates`` updates,
    resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``.
 3. Fine-tuning in chunks of ``--chunk`` updates (fairseq-train resumed from its
-   ``checkpoint_last.pt``, so the schedule and batches are those of one long run; a checkpoint
+   ``checkpoint_last.pt``, so the schedule and batches are those of one long run (each curve
+   point says so: ``"batches": "per epoch"``; points without it were trained when
+   ``--unsorted-batches`` cut its batches again at each fairseq-train start); a checkpoint
    every ``--checkpoint-every`` updates, from which a run killed mid-chunk continues); after each
    chunk the checkpoint decodes the validation pairs (beam ``--beam``, length penalty 1.0, no
    repeated trigram, at most 40 tokens) and ROUGE-1 is scored; the best checkpoint so far is
@@ -87,6 +89,8 @@ ENGLISH_SOURCES = [
     "wmt14_en_de/opennmt_tok/train10k.tok.en", "wmt16_en_ro/newsdev2016.en", "wmt16_en_ro/train10k.europarl.en",
     "multi30k/train.en.gz", "multi30k/val.en.gz",
 ]
+# how --unsorted-batches cuts the batches (fairseq_ext.data.unsorted_batches), written on each curve point
+BATCHES = "per epoch"
 ENGLISH_NORMALISATION = ("lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings and "
                          "blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 words dropped; "
                          "sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized with their dictionary")
@@ -594,7 +598,7 @@ class Driver:
                 tmp = w / "best.pt.tmp"
                 shutil.copyfile(save_dir / "checkpoint_last.pt", tmp)
                 tmp.replace(best)
-            state["curve"].append({"update": target, **scores, "distinct": len(set(hyps)),
+            state["curve"].append({"update": target, **scores, "distinct": len(set(hyps)), "batches": BATCHES,
                                    "train_seconds": round(c1 - c0, 1), "decode_seconds": round(time.time() - c1, 1)})
             clock.save()
             print(f"{name}: update {target}, valid ROUGE-1 {scores['rouge1']:.2f}", flush=True)

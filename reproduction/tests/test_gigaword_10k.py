@@ -127,6 +127,22 @@ def test_the_user_scripts_length_penalty_is_the_best_mean_over_converged_seeds_o
     assert lenpen_notes({"unilm-minilm": {"label": "Row", "lenpen_of_converged": None}}) == []
 
 
+def test_the_batches_note_names_the_runs_and_updates_trained_before_batches_were_cut_per_epoch():
+    from reproduction.gigaword_10k.collect import batches_cut_per_start
+    from reproduction.gigaword_10k.lead_baseline import batches_note
+
+    def run(seed, cut):  # cut: how each curve point's chunk was batched (None: at each fairseq-train start)
+        return {"seed": seed, "curve": [{"update": 500 * (i + 1), **({"batches": c} if c else {})} for i, c in enumerate(cut)]}
+
+    old, mixed, new = run(1, [None, None]), run(2, [None, None, "per epoch"]), run(3, ["per epoch"])
+    assert batches_cut_per_start([old, mixed, new]) == {"1": {"up_to": 1000, "all": True}, "2": {"up_to": 1000, "all": False}}
+    models = {"a": {"label": "A", "seeds": [1, 2, 3], "batches_cut_per_start": batches_cut_per_start([old, mixed, new])},
+              "b": {"label": "B", "seeds": [1], "batches_cut_per_start": batches_cut_per_start([old])}}
+    assert batches_note(models)[1].endswith("trained that way: A seed 1; A seed 2 up to update 1000; B seed 1.")
+    assert batches_note({"b": models["b"]})[1].endswith("trained that way: every run above.")
+    assert batches_note({"c": {"label": "C", "seeds": [3], "batches_cut_per_start": batches_cut_per_start([new])}}) == []
+
+
 def test_minilm_gigaword_sh_defaults_to_the_cap_and_length_penalty_of_the_converged_unilm_from_minilm_seeds():
     import json
     import re

@@ -309,6 +309,7 @@ def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, 
     record = json.loads((kept / "p1-s1.json").read_text())
     assert trained[2] == 6  # the chunk trained before the interruption is decoded, not trained again or from 0
     assert [p["update"] for p in record["curve"]][:2] == [2, 4] and record["sessions"] == 2
+    assert {p["batches"] for p in record["curve"]} == {"per epoch"}  # the collector's note reads it
 
 
 def test_a_run_killed_mid_chunk_continues_from_its_checkpoint_within_the_chunk(tiny, monkeypatch, tmp_path):
