@@ -98,17 +98,19 @@ def script_env() -> dict:
     return forking_server().script_env(cli_env()) if _forking() else cli_env()
 
 
-def run(cmd: list[str], check: bool = True, extra_env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+def run(cmd: list[str], check: bool = True, extra_env: dict | None = None, fresh: bool = False,
+        **kw) -> subprocess.CompletedProcess:
     """Run a command with the venv's CLIs first on PATH; on failure show its output. fairseq's
     command lines are forked from a process that imported them once (``tests.forked_cli``),
     those a script or program calls by name too (``script_env``), and so are Python programs
-    (``python -m fairseq_ext.NAME``, ``python FILE.py``), unless ``FAIRSEQ_EXT_TESTS_FORK=0``.
-    ``extra_env``: variables added to the command's environment."""
+    (``python -m fairseq_ext.NAME``, ``python FILE.py``, ``python -c CODE``, ``python -``), unless
+    ``FAIRSEQ_EXT_TESTS_FORK=0`` or ``fresh`` (a process of its own, and so is every command it
+    starts). ``extra_env``: variables added to the command's environment."""
     cmd = [str(c) for c in cmd]
     kw.pop("capture_output", None)
     kw.pop("text", None)
-    env = (cli_env() if cmd[0] in ENTRY_POINTS else script_env()) | (extra_env or {})
-    if (cmd[0] in ENTRY_POINTS or python_program(cmd)) and _forking() and set(kw) <= FORKABLE:
+    env = (cli_env() if fresh or cmd[0] in ENTRY_POINTS else script_env()) | (extra_env or {})
+    if (cmd[0] in ENTRY_POINTS or python_program(cmd)) and _forking() and not fresh and set(kw) <= FORKABLE:
         proc = _forked(cmd, env, **kw)
     else:
         proc = subprocess.run(cmd, capture_output=True, text=True, env=env, **kw)

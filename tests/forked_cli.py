@@ -20,9 +20,9 @@ What differs from a fresh process: the traceback of an error that reaches the in
 starts at this module's frame, not the console script's (the exception and its message are
 the same); and ``OMP_NUM_THREADS``, read when torch loads, is the server's (the tests' one
 thread) unless the request asks for another, which the child then sets with
-``torch.set_num_threads``; fairseq's import-time logging is replayed at the first import
-*statement* of fairseq (an ``importlib.import_module`` call does not trigger it; no command imports
-fairseq first that way). ``tests/test_forked_cli.py`` holds the rest to fresh processes.
+``torch.set_num_threads``; a first import of fairseq by ``importlib.import_module`` rather than an
+import statement does not trigger the replay (no command imports fairseq first that way).
+``tests/test_forked_cli.py`` holds the rest to fresh processes.
 
 Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME``, ``python FILE.py``,
 ``python -c CODE`` or ``python -`` (the program on standard input) are forked the same way
@@ -83,7 +83,6 @@ FAIRSEQ = ("fairseq", "fairseq.checkpoint_utils", "fairseq.options", "fairseq.tr
            "fairseq.sequence_generator", "fairseq.dataclass.utils", "fairseq.logging.progress_bar")
 
 
-FAIRSEQ_IMPORT_LOGGING: list[tuple] = []  # the server's record of it (_import_recording_logging)
 
 
 # A fairseq command that a forked program starts finds the server busy and starts afresh (the same
@@ -95,7 +94,7 @@ UNFORKED_FOLDER = Path(__file__).resolve().parents[1] / "data_prep"
 def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
     """``(["module", NAME], ARGS)`` for ``python -m fairseq_ext.NAME ARGS``, ``(["path", FILE], ARGS)``
     for ``python FILE.py ARGS`` (FILE outside ``UNFORKED_FOLDER``), ``(["code", CODE], ARGS)`` for
-    ``python -c CODE ARGS``, ``(["stdin", "-"], ARGS)`` for ``python - ARGS``, None for any other
+    ``python -c CODE ARGS``, ``(["stdin", "<stdin>"], ARGS)`` for ``python - ARGS``, None for any other
     command (other options included). ARGS is what the program reads as ``sys.argv[1:]``."""
     if not cmd or cmd[0] != sys.executable:
         return None
@@ -104,7 +103,7 @@ def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
     if len(cmd) >= 3 and cmd[1] == "-c":
         return ["code", cmd[2]], cmd[3:]
     if len(cmd) >= 2 and cmd[1] == "-":
-        return ["stdin", "-"], cmd[2:]
+        return ["stdin", "<stdin>"], cmd[2:]
     if len(cmd) >= 2 and cmd[1].endswith(".py") and UNFORKED_FOLDER not in Path(cmd[1]).resolve().parents:
         return ["path", os.path.abspath(cmd[1])], cmd[2:]
     return None
@@ -123,7 +122,7 @@ def _run_program(kind: str, target: str) -> None:
         sys.path[0] = os.path.dirname(target)
         runpy.run_path(target, run_name="__main__")
     else:  # as the interpreter runs -c CODE and a program read from standard input
-        code, name = (target, "<string>") if kind == "code" else (sys.stdin.read(), "<stdin>")
+        code, name = (target, "<string>") if kind == "code" else (sys.stdin.read(), target)
         sys.path[0], sys.argv[0] = "", "-c" if kind == "code" else "-"
         main = sys.modules["__main__"] = types.ModuleType("__main__")
         if kind == "stdin":
@@ -189,9 +188,10 @@ def _entry(command: str):
     return getattr(__import__(module, fromlist=[function]), function)
 
 
-def _child(request: dict, streams: list[int] | None = None) -> None:
+def _child(request: dict, fairseq_logging: list[tuple], streams: list[int] | None = None) -> None:
     """In the forked child: become the command, then leave with its exit status. Its standard
-    streams are ``streams`` (a stand-in's descriptors) or the request's files."""
+    streams are ``streams`` (a stand-in's descriptors) or the request's files; ``fairseq_logging``
+    is what importing fairseq did to logging in the server (``_import_recording_logging``)."""
     code = 1
     try:
         os.chdir(request["cwd"])
@@ -211,7 +211,7 @@ def _child(request: dict, streams: list[int] | None = None) -> None:
 
             torch.set_num_threads(int(threads))
         sys.argv = [request["argv0"], *request["args"]]
-        _replay_at_first_fairseq_import(FAIRSEQ_IMPORT_LOGGING)
+        _replay_at_first_fairseq_import(fairseq_logging)
         try:
             if request.get("program"):
                 _run_program(*request["program"])
@@ -240,7 +240,7 @@ def _child(request: dict, streams: list[int] | None = None) -> None:
         os._exit(code)
 
 
-def _serve_stand_in(listener: socket.socket) -> None:
+def _serve_stand_in(listener: socket.socket, fairseq_logging: list[tuple]) -> None:
     """Fork the command a stand-in sent (one JSON line and its three descriptors); answer its pid,
     then its status. A stand-in that goes away first (killed) takes its command with it."""
     conn, _ = listener.accept()
@@ -259,7 +259,7 @@ def _serve_stand_in(listener: socket.socket) -> None:
         if pid == 0:
             listener.close()
             conn.close()
-            _child(json.loads(data), streams)
+            _child(json.loads(data), fairseq_logging, streams)
         for fd in streams:
             os.close(fd)
         conn.sendall(f"{pid}\n".encode())
@@ -285,7 +285,7 @@ def serve(requests, answers, folder: Path) -> None:
     root = logging.getLogger()
     if root.handlers or root.level != logging.WARNING:
         raise RuntimeError(f"a preloaded library configured logging: {root.handlers}, level {root.level}")
-    FAIRSEQ_IMPORT_LOGGING.extend(_import_recording_logging(FAIRSEQ))
+    fairseq_logging = _import_recording_logging(FAIRSEQ)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(folder / "socket"))
     listener.listen(1)
@@ -293,7 +293,7 @@ def serve(requests, answers, folder: Path) -> None:
     answers.flush()
     while True:
         if listener in select.select([requests, listener], [], [])[0]:
-            _serve_stand_in(listener)
+            _serve_stand_in(listener, fairseq_logging)
             continue
         line = requests.readline()
         if not line:
@@ -304,7 +304,7 @@ def serve(requests, answers, folder: Path) -> None:
         pid = os.fork()
         if pid == 0:
             listener.close()
-            _child(request)
+            _child(request, fairseq_logging)
         answers.write(f"{pid}\n")
         answers.flush()
         _, status = os.waitpid(pid, 0)
@@ -420,6 +420,7 @@ class Zygote:
     def close(self) -> None:
         self.server.stdin.close()
         self.server.wait(timeout=30)
+        self.server.stdout.close()
         os.close(self.lock)
         shutil.rmtree(self.folder, ignore_errors=True)
 

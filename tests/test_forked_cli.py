@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import USER_DIR, cli_env, forking_server, run, script_env
+from tests.conftest import USER_DIR, forking_server, run, script_env
 
 
 def _fresh(cmd, **kw):
-    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, env=cli_env(), **kw)
+    return run(cmd, check=False, fresh=True, **kw)
 
 
 def _meaningful(text):

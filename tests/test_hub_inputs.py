@@ -3,7 +3,6 @@ returns one output per input, in order, whatever the input holds: empty and whit
 inputs give an empty output (or one error naming the index), inputs longer than the model
 takes are refused or truncated with a warning naming the index and the limit, wrong types and
 unknown keywords are one clear line, and text the vocabulary lacks is warned about."""
-import subprocess
 import sys
 import warnings
 
@@ -11,7 +10,7 @@ import pytest
 
 from fairseq_ext import hub
 from fairseq_ext.errors import FairseqExtError
-from tests.conftest import cli_env
+from tests.conftest import run
 from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401  (fixtures)
 
 # method, a good input, the output of an empty input
@@ -176,5 +175,5 @@ def test_from_pretrained_warms_up_what_torch_imports_on_the_first_call():
     code = ("import sys\nfrom fairseq_ext import hub\n"
             f"hub.from_pretrained({str(MODEL)!r})\n"
             "print('torch.fx.experimental.symbolic_shapes' in sys.modules)\n")
-    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env(), check=True)
-    assert fresh.stdout.split()[-1] == "True"  # not forked (run): the tests' server has imported torch._dynamo
+    fresh = run([sys.executable, "-c", code], fresh=True)
+    assert fresh.stdout.split()[-1] == "True"  # fresh, not forked: the tests' server has imported torch._dynamo
