@@ -233,6 +233,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
+    ("a run with `--unsorted-batches` stopped and resumed in a later epoch than it started (in another process)",
+     "trains on the batches an uninterrupted run does: each epoch's are cut from `--seed` and the epoch number "
+     "(before: fairseq's iterator cache kept the batches of the epoch the process started in, so the resumed run "
+     "cut other batches and met some pairs of that epoch twice, others never)",
+     ("test_reliability.py::test_unsorted_batches_continued_in_a_later_epoch_end_where_one_run_ends",
+      "test_unsorted_batches.py::test_an_epochs_batches_are_the_same_in_one_process_and_in_a_process_resumed_at_that_epoch")),
     ("a kill during the copy to `checkpoint_last.pt`", "`checkpoint_last.pt` is still the previous, readable "
      "checkpoint (the copy is atomic)", ("test_reliability.py::test_interrupted_checkpoint_copy_keeps_the_old_file",)),
     ("a kill during the very first copy: `checkpoint_last.pt` missing, `checkpoint_last.pt.partial-PID` and "
