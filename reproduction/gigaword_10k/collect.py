@@ -97,8 +97,9 @@ def lenpen_of_converged(records: list) -> dict | None:
 
 
 def batches_cut_per_start(records: list) -> dict:
-    """{seed: the last update trained while ``--unsorted-batches`` cut the batches again at each
-    fairseq-train start (its curve points without ``"batches"``)}, for the runs that have such points."""
+    """{seed: {"up_to": the last update trained while ``--unsorted-batches`` cut the batches again at
+    each fairseq-train start (the curve points without ``"batches"``), "all": whether every point
+    was}}, for the runs that have such points."""
     out = {}
     for r in records:
         old = [p["update"] for p in r["curve"] if "batches" not in p]

@@ -339,7 +339,7 @@ def batches_note(models: dict) -> list[str]:
     the batches again at each fairseq-train start, that is at each chunk, rather than at each epoch."""
     runs, every = [], True
     for m in models.values():
-        old = m.get("batches_cut_per_start", {})
+        old = m["batches_cut_per_start"]
         every = every and len(old) == len(m["seeds"]) and all(o["all"] for o in old.values())
         whole = [int(s) for s, o in old.items() if o["all"]]
         if whole:
