@@ -97,14 +97,17 @@ def lenpen_of_converged(records: list) -> dict | None:
 
 
 def batches_cut_per_start(records: list) -> dict:
-    """{seed: {"up_to": the last update trained while ``--unsorted-batches`` cut the batches again at
-    each fairseq-train start (the curve points without ``"batches"``), "all": whether every point
-    was}}, for the runs that have such points."""
+    """{seed: {"up_to": the update up to which ``--unsorted-batches`` cut the run's batches again at
+    each fairseq-train start, "all": whether it did for the whole run}} for the runs trained so (the
+    driver's ``batches_per_epoch_from``: absent or None for a run trained wholly before the rule
+    changed)."""
     out = {}
     for r in records:
-        old = [p["update"] for p in r["curve"] if "batches" not in p]
-        if old:
-            out[str(r["seed"])] = {"up_to": max(old), "all": len(old) == len(r["curve"])}
+        start = r.get("batches_per_epoch_from")
+        if start is None:
+            out[str(r["seed"])] = {"up_to": r["curve"][-1]["update"], "all": True}
+        elif start > 0:
+            out[str(r["seed"])] = {"up_to": start, "all": False}
     return out
 
 

@@ -23,9 +23,10 @@ Protocol (every row, every seed):
    ``prophetnet_denoising`` with that n on the English corpus, ``--pretrain-updates`` updates,
    resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``.
 3. Fine-tuning in chunks of ``--chunk`` updates (fairseq-train resumed from its
-   ``checkpoint_last.pt``, so the schedule and batches are those of one long run (each curve
-   point says so: ``"batches": "per epoch"``; points without it were trained when
-   ``--unsorted-batches`` cut its batches again at each fairseq-train start); a checkpoint
+   ``checkpoint_last.pt``, so the schedule and batches are those of one long run, as
+   ``--unsorted-batches`` cuts them per epoch; a record's ``batches_per_epoch_from`` is the update
+   this rule began at, and the updates before it, or all of a record without it, were trained
+   when the batches were cut again at each fairseq-train start; a checkpoint
    every ``--checkpoint-every`` updates, from which a run killed mid-chunk continues); after each
    chunk the checkpoint decodes the validation pairs (beam ``--beam``, length penalty 1.0, no
    repeated trigram, at most 40 tokens) and ROUGE-1 is scored; the best checkpoint so far is
@@ -89,8 +90,6 @@ ENGLISH_SOURCES = [
     "wmt14_en_de/opennmt_tok/train10k.tok.en", "wmt16_en_ro/newsdev2016.en", "wmt16_en_ro/train10k.europarl.en",
     "multi30k/train.en.gz", "multi30k/val.en.gz",
 ]
-# how --unsorted-batches cuts the batches (fairseq_ext.data.unsorted_batches), written on each curve point
-BATCHES = "per epoch"
 ENGLISH_NORMALISATION = ("lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings and "
                          "blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 words dropped; "
                          "sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized with their dictionary")
@@ -586,6 +585,7 @@ class Driver:
             # fairseq-train restored at --max-update would take one more step: a chunk trained
             # before an interruption (its checkpoint saved, its decode not) is not trained again
             restore_last(str(save_dir))  # the plugin's rule, before fairseq-train reads where the run stands
+            state.setdefault("batches_per_epoch_from", checkpoint_updates(last) if last.is_file() else 0)
             if not (last.is_file() and checkpoint_updates(last) == target):
                 fairseq_train(train + ["--max-update", target])
             reached = checkpoint_updates(last)
@@ -598,7 +598,7 @@ class Driver:
                 tmp = w / "best.pt.tmp"
                 shutil.copyfile(save_dir / "checkpoint_last.pt", tmp)
                 tmp.replace(best)
-            state["curve"].append({"update": target, **scores, "distinct": len(set(hyps)), "batches": BATCHES,
+            state["curve"].append({"update": target, **scores, "distinct": len(set(hyps)),
                                    "train_seconds": round(c1 - c0, 1), "decode_seconds": round(time.time() - c1, 1)})
             clock.save()
             print(f"{name}: update {target}, valid ROUGE-1 {scores['rouge1']:.2f}", flush=True)
@@ -648,6 +648,7 @@ class Driver:
             "test_distinct": len(set(hyps)), "test_hypotheses": rel(hyp_file),
             "test_sentence_rouge1": sentence_rouge1(hyps, read_lines(self.a.data / "test1951.title.txt")),
             "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines(),
+            "batches_per_epoch_from": state.get("batches_per_epoch_from"),
             **({"extended_from_caps": state["extended_from"]} if state.get("extended_from") else {}),
             **({"retrained_past_cap": state["retrained"]["cap"],
                 "repeats_kept_curve": repeats_curve(curve, state["retrained"]["curve"])} if state.get("retrained") else {}),

@@ -131,14 +131,15 @@ def test_the_batches_note_names_the_runs_and_updates_trained_before_batches_were
     from reproduction.gigaword_10k.collect import batches_cut_per_start
     from reproduction.gigaword_10k.lead_baseline import batches_note
 
-    def run(seed, cut):  # cut: how each curve point's chunk was batched (None: at each fairseq-train start)
-        return {"seed": seed, "curve": [{"update": 500 * (i + 1), **({"batches": c} if c else {})} for i, c in enumerate(cut)]}
+    def run(seed, start):  # start: the driver's batches_per_epoch_from (None: a record written before it)
+        return {"seed": seed, "curve": [{"update": 500}, {"update": 1000}, {"update": 1500}], "batches_per_epoch_from": start}
 
-    old, mixed, new = run(1, [None, None]), run(2, [None, None, "per epoch"]), run(3, ["per epoch"])
-    assert batches_cut_per_start([old, mixed, new]) == {"1": {"up_to": 1000, "all": True}, "2": {"up_to": 1000, "all": False}}
+    old, mixed, new = run(1, None), run(2, 1300), run(3, 0)
+    assert batches_cut_per_start([old, mixed, new]) == {"1": {"up_to": 1500, "all": True}, "2": {"up_to": 1300, "all": False}}
+    assert batches_cut_per_start([{"seed": 4, "curve": [{"update": 500}]}]) == {"4": {"up_to": 500, "all": True}}
     models = {"a": {"label": "A", "seeds": [1, 2, 3], "batches_cut_per_start": batches_cut_per_start([old, mixed, new])},
               "b": {"label": "B", "seeds": [1], "batches_cut_per_start": batches_cut_per_start([old])}}
-    assert batches_note(models)[1].endswith("trained that way: A seed 1; A seed 2 up to update 1000; B seed 1.")
+    assert batches_note(models)[1].endswith("trained that way: A seed 1; A seed 2 up to update 1300; B seed 1.")
     assert batches_note({"b": models["b"]})[1].endswith("trained that way: every run above.")
     assert batches_note({"c": {"label": "C", "seeds": [3], "batches_cut_per_start": batches_cut_per_start([new])}}) == []
 

@@ -304,12 +304,15 @@ def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, 
     state = json.loads((tiny["work"] / "runs" / "p1-s1" / "state.json").read_text())
     assert [p["update"] for p in state["curve"]] == [2] and trained == [2, 4]
     assert (tiny["work"] / "runs" / "p1-s1" / "best.pt").is_file()
+    assert state.pop("batches_per_epoch_from") == 0  # a new run: every update's batches cut per epoch
+    # as a run started before --unsorted-batches cut per epoch: the rule begins where it resumes
+    (tiny["work"] / "runs" / "p1-s1" / "state.json").write_text(json.dumps(state))
     monkeypatch.setattr(driver, "fairseq_generate", generate)
     driver.main(args(tiny, "p1", kept=kept))
     record = json.loads((kept / "p1-s1.json").read_text())
     assert trained[2] == 6  # the chunk trained before the interruption is decoded, not trained again or from 0
     assert [p["update"] for p in record["curve"]][:2] == [2, 4] and record["sessions"] == 2
-    assert {p["batches"] for p in record["curve"]} == {"per epoch"}  # the collector's note reads it
+    assert record["batches_per_epoch_from"] == 4  # the collector's batches note reads it
 
 
 def test_a_run_killed_mid_chunk_continues_from_its_checkpoint_within_the_chunk(tiny, monkeypatch, tmp_path):
