@@ -585,7 +585,9 @@ class Driver:
             # fairseq-train restored at --max-update would take one more step: a chunk trained
             # before an interruption (its checkpoint saved, its decode not) is not trained again
             restore_last(str(save_dir))  # the plugin's rule, before fairseq-train reads where the run stands
-            state.setdefault("batches_per_epoch_from", checkpoint_updates(last) if last.is_file() else 0)
+            if "batches_per_epoch_from" not in state:  # written at once: a kill within this chunk keeps it
+                state["batches_per_epoch_from"] = checkpoint_updates(last) if last.is_file() else 0
+                clock.save()
             if not (last.is_file() and checkpoint_updates(last) == target):
                 fairseq_train(train + ["--max-update", target])
             reached = checkpoint_updates(last)

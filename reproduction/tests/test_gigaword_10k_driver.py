@@ -332,6 +332,7 @@ def test_a_run_killed_mid_chunk_continues_from_its_checkpoint_within_the_chunk(t
     assert {p.name for p in save_dir.glob("checkpoint*.pt")} == {"checkpoint_1_1.pt", "checkpoint_last.pt"}
     state_file = save_dir.parent / "state.json"  # saved at the call's start: the killed training is credited from it
     assert json.loads(state_file.read_text())["sessions"] == 1
+    assert json.loads(state_file.read_text())["batches_per_epoch_from"] == 0  # kept through the kill, where it began
     assert driver.seconds_after_state(state_file, save_dir / "checkpoint_last.pt") > 0
     monkeypatch.setattr(driver, "fairseq_train",
                         lambda argv: started.append(driver.checkpoint_updates(save_dir / "checkpoint_last.pt")) or train(argv))
