@@ -83,8 +83,6 @@ FAIRSEQ = ("fairseq", "fairseq.checkpoint_utils", "fairseq.options", "fairseq.tr
            "fairseq.sequence_generator", "fairseq.dataclass.utils", "fairseq.logging.progress_bar")
 
 
-
-
 # A fairseq command that a forked program starts finds the server busy and starts afresh (the same
 # result, only slower): forked are the plugin's modules, which start none, and files outside
 # data_prep/, whose binarizing scripts call fairseq-preprocess.
