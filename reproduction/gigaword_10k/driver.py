@@ -671,6 +671,14 @@ class Driver:
         return (done["stopped"] != "patience" and asked["max_updates"] > done["settings"]["max_updates"]
                 and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
+    def starts_from_pretraining(self, name: str) -> bool:
+        """Whether this call trains run ``name`` of a pre-trained row from its pre-training: it is
+        not kept as it is (no record, or one this call extends) and has no checkpoint of its own."""
+        row = name.rpartition("-s")[0]
+        if not ROWS[row].get("pretrain") or (self.kept / f"{name}.json").is_file() and not self.extends(name):
+            return False
+        return not (self.work / "runs" / name / "checkpoints" / "checkpoint_last.pt").is_file()
+
     def kept_run(self, name: str) -> dict:
         """A finished run's record; refused when it is not the run asked now (``same_run``)."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
@@ -727,9 +735,7 @@ class Driver:
             self.worker("pretrain", f"pretrain-p{n}", self.work / f"pretrain-p{n}" / "worker.log")
             print(f"pre-training n = {n}: done ({time.time() - t0:.0f} s in this call)", flush=True)
 
-        needed = [n for n in sorted({ROWS[r]["ngram"] for r in a.rows if ROWS[r].get("pretrain")})
-                  if not all((self.kept / f"{r}-s{s}.json").is_file() for r in a.rows if ROWS[r].get("pretrain")
-                             and ROWS[r]["ngram"] == n for s in a.seeds)]
+        needed = sorted({ROWS[r]["ngram"] for r in a.rows for s in a.seeds if self.starts_from_pretraining(f"{r}-s{s}")})
         with ThreadPoolExecutor(a.jobs) as pool:  # the pre-trainings side by side, before the runs that start from them
             list(pool.map(pretrain, needed))
         probes = [(r, lr) for r in a.rows for lr in a.lr_grid.get(r, [])

@@ -511,6 +511,35 @@ def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(t
     assert not driver.repeats_curve(record["curve"][:1], first["curve"])  # stopped before the kept run's last validation
 
 
+def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_its_pretraining_kept_a_checkpoint(
+        tiny, monkeypatch, tmp_path):
+    """Raising the cap of a pre-trained row's capped run: with the run's work folder it trains on
+    from its own checkpoint, whether or not the pre-training's folder survived; without either it
+    pre-trains again (as recorded) before training the run from update 0."""
+    trained = []
+    train = driver.fairseq_train
+    monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
+    kept = tmp_path / "kept"
+    argv = own_work(args(tiny, "p1-pt", kept=kept, patience=3), tiny, tmp_path)
+
+    def cap(n):
+        out = list(argv)
+        out[out.index("--max-updates") + 1] = str(n)
+        return out
+    work = tmp_path / "work"
+    driver.main(cap(4))
+    assert trained == [work / "pretrain-p1", 2, 4]
+    shutil.rmtree(work / "pretrain-p1")
+    driver.main(cap(6))  # the run's own checkpoint at update 4: no pre-training
+    assert trained[3:] == [6]
+    shutil.rmtree(work / "runs" / "p1-pt-s1")
+    (kept / "pretrain-p1.json").unlink()
+    driver.main(cap(8))  # neither kept: pre-trained again, then the run from update 0
+    assert trained[4:] == [work / "pretrain-p1", 2, 4, 6, 8]
+    assert json.loads((kept / "pretrain-p1.json").read_text())["updates"] == 4
+    assert json.loads((kept / "p1-pt-s1.json").read_text())["retrained_past_cap"] == 6
+
+
 def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_lines_source(tiny, tmp_path, capsys):
     """The diagnostic's loss with each line's own source is the criterion's next-token-stream loss
     (fairseq's label-smoothed NLL with epsilon 0, an independent path), a one-line batch has no
