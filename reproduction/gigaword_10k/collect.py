@@ -239,13 +239,15 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
                                       "distinct": best["distinct"], "seeds": [probe["seed"]], "stopped": [probe["stopped"]],
                                       "patience": probe["settings"]["patience"],
                                       "caps": [probe["settings"]["max_updates"]],
-                                      "curve": [[c["update"], c["rouge1"]] for c in probe["curve"]]}
+                                      "curve": [[c["update"], c["rouge1"]] for c in probe["curve"]],
+                                      "batches_cut_per_start": batches_cut_per_start([probe])}
     superseded = []  # runs made before the grid chose another rate for their row: out of the table
     for path in sorted((kept / "superseded").glob("*-s*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
         superseded.append({"record": rel(path), "label": ROWS[r["row"]]["label"], "seed": r["seed"],
                            "lr": r["settings"]["lr"], "valid_rouge1": r["valid"]["rouge1"],
-                           "test_rouge1": r["test"]["rouge1"], "test_distinct": r["test_distinct"]})
+                           "test_rouge1": r["test"]["rouge1"], "test_distinct": r["test_distinct"],
+                           "batches_cut_per_start": batches_cut_per_start([r])})
     results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid, "superseded": superseded,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("source_reliance", None)

@@ -614,7 +614,8 @@ class Driver:
                       "stopped": "patience" if converged else "max-updates (not converged)",
                       "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
                       "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
-                      "wall_seconds": clock.seconds(), "hardware": clock.machines()}
+                      "wall_seconds": clock.seconds(), "hardware": clock.machines(),
+                      "batches_per_epoch_from": state.get("batches_per_epoch_from")}
             write_json(kept, record)
             shutil.rmtree(w)
             return record

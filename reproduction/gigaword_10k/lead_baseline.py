@@ -328,30 +328,41 @@ def model_notes(results: dict) -> list[str]:
               f"trigram), stopped after {m['patience']} validations without a better one or at an update cap "
               f"(given in the row; then marked not converged); the length penalty chosen on "
               f"valid; test decoded once. Wall time of all runs: {hours}."]
-    lines += batches_note(results["models"])
+    lines += batches_note(results)
     if results.get("figure"):
         lines += ["", f"![valid ROUGE-1 of every run and learning-rate probe until it stopped, lead-8 on the same pairs dotted]({results['figure']})"]
     return [*lines, ""]
 
 
-def batches_note(models: dict) -> list[str]:
-    """Which runs (or which first updates of a run) were trained while ``--unsorted-batches`` cut
-    the batches again at each fairseq-train start, that is at each chunk, rather than at each epoch."""
-    runs, every = [], True
-    for m in models.values():
-        old = m["batches_cut_per_start"]
-        every = every and len(old) == len(m["seeds"]) and all(o["all"] for o in old.values())
+def batches_note(results: dict) -> list[str]:
+    """Which runs, learning-rate probes and set-aside runs (or which first updates of one) were
+    trained while ``--unsorted-batches`` cut the batches again at each fairseq-train start, that is
+    at each chunk, rather than at each epoch."""
+    def named(label: str, old: dict) -> list[str]:
         whole = [int(s) for s, o in old.items() if o["all"]]
-        if whole:
-            runs.append(f"{m['label']} {seed_names(whole)}")
-        runs += [f"{m['label']} seed {s} up to update {o['up_to']}" for s, o in old.items() if not o["all"]]
-    if not runs:
+        return ([f"{label} {seed_names(whole)}"] if whole else []) + \
+            [f"{label} seed {s} up to update {o['up_to']}" for s, o in old.items() if not o["all"]]
+
+    models = results["models"]
+    runs = [name for m in models.values() for name in named(m["label"], m["batches_cut_per_start"])]
+    every = all(len(m["batches_cut_per_start"]) == len(m["seeds"]) and all(o["all"] for o in m["batches_cut_per_start"].values())
+                for m in models.values())
+    parts = (["every run above"] if every else runs) if runs else []
+    probes = [(f"{g['label']} at lr {lr}", p["batches_cut_per_start"].get("0"))
+              for g in results.get("lr_grid", {}).values() for lr, p in g["rates"].items()]
+    old = [name + ("" if o["all"] else f" up to update {o['up_to']}") for name, o in probes if o]
+    if old:
+        parts.append("every learning-rate probe" if len(old) == len(probes) and all(o["all"] for _, o in probes)
+                     else "the learning-rate probes " + ", ".join(old))
+    parts += [f"the set-aside {name}" for r in results.get("superseded", [])
+              for name in named(f"{r['label']}, lr {r['lr']},", r["batches_cut_per_start"])]
+    if not parts:
         return []
     return ["", "Batches: `--unsorted-batches` cuts them again at each epoch, from `--seed` and the epoch number, so a run "
                 "trained in chunks (or resumed after a kill) trains on what one uninterrupted run does "
                 "(`tests/test_reliability.py`). Until 2026-11-29 it cut them again at each fairseq-train start, "
                 "so at each chunk, and a resumed run's batches depended on where it was resumed; trained that way: "
-            + ("every run above" if every else "; ".join(runs)) + "."]
+            + "; ".join(parts) + "."]
 
 
 def readme_summary(results: dict) -> str:

@@ -139,9 +139,21 @@ def test_the_batches_note_names_the_runs_and_updates_trained_before_batches_were
     assert batches_cut_per_start([{"seed": 4, "curve": [{"update": 500}]}]) == {"4": {"up_to": 500, "all": True}}
     models = {"a": {"label": "A", "seeds": [1, 2, 3], "batches_cut_per_start": batches_cut_per_start([old, mixed, new])},
               "b": {"label": "B", "seeds": [1], "batches_cut_per_start": batches_cut_per_start([old])}}
-    assert batches_note(models)[1].endswith("trained that way: A seed 1; A seed 2 up to update 1300; B seed 1.")
-    assert batches_note({"b": models["b"]})[1].endswith("trained that way: every run above.")
-    assert batches_note({"c": {"label": "C", "seeds": [3], "batches_cut_per_start": batches_cut_per_start([new])}}) == []
+    assert batches_note({"models": models})[1].endswith("trained that way: A seed 1; A seed 2 up to update 1300; B seed 1.")
+    assert batches_note({"models": {"b": models["b"]}})[1].endswith("trained that way: every run above.")
+    c = {"c": {"label": "C", "seeds": [3], "batches_cut_per_start": batches_cut_per_start([new])}}
+    assert batches_note({"models": c}) == []
+    # the learning-rate probes (seed 0) and the runs set aside are named too
+    def probe(start):
+        return {"batches_cut_per_start": batches_cut_per_start([run(0, start)])}
+    grid = {"c": {"label": "C", "rates": {"1e-4": probe(None), "2e-4": probe(None)}}}
+    assert batches_note({"models": c, "lr_grid": grid})[1].endswith("trained that way: every learning-rate probe.")
+    grid["c"]["rates"]["2e-4"] = probe(1000)
+    grid["c"]["rates"]["3e-4"] = probe(0)
+    set_aside = [{"label": "C", "lr": "5e-4", "batches_cut_per_start": batches_cut_per_start([old])}]
+    assert batches_note({"models": {"b": models["b"]}, "lr_grid": grid, "superseded": set_aside})[1].endswith(
+        "trained that way: every run above; the learning-rate probes C at lr 1e-4, C at lr 2e-4 up to update 1000; "
+        "the set-aside C, lr 5e-4, seed 1.")
 
 
 def test_minilm_gigaword_sh_defaults_to_the_cap_and_length_penalty_of_the_converged_unilm_from_minilm_seeds():

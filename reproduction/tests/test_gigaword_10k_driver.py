@@ -351,6 +351,7 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     driver.main([*own_work(args(tiny, "transformer", kept=kept), tiny, tmp_path), "--lr-grid", "transformer=1e-3,1e-5"])
     probes = {lr: json.loads((kept / "lr-grid" / f"transformer-lr{lr}-s0.json").read_text()) for lr in ("1e-3", "1e-5")}
     assert all(p["seed"] == 0 and "test" not in p and "--lr " + p["lr"] in p["command"] for p in probes.values())
+    assert all(p["batches_per_epoch_from"] == 0 for p in probes.values())  # so the page names no probe as cut per start
     chosen = max(("1e-3", "1e-5"), key=lambda lr: (probes[lr]["valid"]["rouge1"], lr == "1e-3"))
     record = json.loads((kept / "transformer-s1.json").read_text())
     assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
