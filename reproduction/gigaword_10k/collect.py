@@ -88,7 +88,7 @@ def lenpen_of_converged(records: list) -> dict | None:
     """Valid ROUGE-1 of each length penalty of the grid, averaged over the runs that stopped by early
     stopping (at their best checkpoint), and the best of them: the length penalty the row's user
     script defaults to. None while no seed of the row has converged."""
-    converged = [r for r in records if r["stopped"] == "patience"]
+    converged = [r for r in records if r["stopped"] == lead_baseline.EARLY_STOPPED]
     if not converged:
         return None
     means = {lenpen: round(statistics.fmean(r["lenpen_grid"][lenpen]["rouge1"] for r in converged), 2)
@@ -172,7 +172,7 @@ def compare(runs: dict, lead8: list | None) -> list:
         entry.update({"delta_rouge1": round(delta, 2), "bootstrap_p": round(p, 4), "resamples": RESAMPLES,
                       "seeds": [len(runs[row]), len(runs[base]) if base in runs else 0]})
         entry["at_a_cap"] = {x: seeds for x in (row, base) if x in runs
-                             and (seeds := sorted(s for s, r in runs[x].items() if r["stopped"] != "patience"))}
+                             and (seeds := sorted(s for s, r in runs[x].items() if r["stopped"] != lead_baseline.EARLY_STOPPED))}
         common = sorted(set(a[1]) & set(b[1]))
         if len(common) >= 2:
             entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] + margin for s in common]).pvalue), 4)

@@ -73,7 +73,7 @@ from pathlib import Path
 from data_prep.text import gigaword_style
 from fairseq_ext.analysis.rouge import lead, rouge_f1
 from fairseq_ext.checkpoints.saving import restore_last
-from reproduction.gigaword_10k.lead_baseline import MODEL_ROWS
+from reproduction.gigaword_10k.lead_baseline import CAPPED, EARLY_STOPPED, MODEL_ROWS
 from reproduction.records import write_json
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -190,7 +190,7 @@ def same_run(done: dict, asked: dict) -> bool:
     (a higher cap would have changed nothing)."""
     if done["settings"] == asked:
         return True
-    return (done["stopped"] == "patience" and asked["max_updates"] >= done["curve"][-1]["update"]
+    return (done["stopped"] == EARLY_STOPPED and asked["max_updates"] >= done["curve"][-1]["update"]
             and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
 
@@ -611,7 +611,7 @@ class Driver:
             shutil.rmtree(save_dir, ignore_errors=True)
         if probe_lr:
             record = {"row": row, "seed": seed, "lr": probe_lr, "settings": asked, "curve": curve,
-                      "stopped": "patience" if converged else "max-updates (not converged)",
+                      "stopped": EARLY_STOPPED if converged else CAPPED,
                       "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
                       "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
                       "wall_seconds": clock.seconds(), "hardware": clock.machines(),
@@ -645,7 +645,7 @@ class Driver:
                          "fairseq-generate": "fairseq-generate " + show(self.generate_command(row, best, "SUBSET", "LENPEN"))},
             "pretraining": f"pretrain-p{ROWS[row]['ngram']}.json" if ROWS[row].get("pretrain") else None,
             "valid_set": f"valid1k, first {a.valid_lines} pairs" if a.valid_lines else "valid1k (1000 pairs)",
-            "curve": curve, "stopped": "patience" if converged else "max-updates (not converged)",
+            "curve": curve, "stopped": EARLY_STOPPED if converged else CAPPED,
             "chosen_update": chosen["update"], "lenpen_grid": state["lenpen"], "chosen_lenpen": lenpen,
             "valid": state["lenpen"][lenpen], "test": test, "test_sentences": len(hyps),
             "test_distinct": len(set(hyps)), "test_hypotheses": rel(hyp_file),
@@ -669,7 +669,7 @@ class Driver:
         checkpoint; without (a machine that did not keep it) it is trained again from update 0."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
         asked = self.settings(done["row"])
-        return (done["stopped"] != "patience" and asked["max_updates"] > done["settings"]["max_updates"]
+        return (done["stopped"] != EARLY_STOPPED and asked["max_updates"] > done["settings"]["max_updates"]
                 and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
     def starts_from_pretraining(self, name: str) -> bool:

@@ -34,6 +34,7 @@ README_MARKERS = ("<!-- gigaword-10k-summary:start -->", "<!-- gigaword-10k-summ
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
+EARLY_STOPPED, CAPPED = "patience", "max-updates (not converged)"  # a run record's "stopped"
 SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each trained row it compares has this many seeds
 UNILM_README = "microsoft/unilm, unilm-v1/README.md, Gigaword (10K)"
 # ROUGE-1/2/L F1 on test1951, as published (ROUGE-1.5.5, the Perl scorer)
@@ -231,7 +232,7 @@ def stopped_by(m: dict) -> str:
     seeds of each reason where the row's runs stopped for more than one."""
     groups: dict = {}
     for seed, cap, why in zip(m["seeds"], m["caps"], m["stopped"]):
-        groups.setdefault(("patience", 0) if why == "patience" else ("cap", cap), []).append(seed)
+        groups.setdefault(("patience", 0) if why == EARLY_STOPPED else ("cap", cap), []).append(seed)
 
     def reason(key: tuple, seeds: list | None = None) -> str:
         names = seed_names(seeds) if seeds else ""
