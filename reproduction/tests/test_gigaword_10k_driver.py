@@ -216,6 +216,13 @@ def args(tiny, *rows, patience=2, kept=None):
             "--in-process"]
 
 
+def with_cap(argv: list, n: int) -> list:
+    """ARGV asking for --max-updates N."""
+    out = list(argv)
+    out[out.index("--max-updates") + 1] = str(n)
+    return out
+
+
 def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, monkeypatch, tmp_path):
     decoded = []
     generate = driver.fairseq_generate
@@ -451,20 +458,15 @@ def test_a_run_stopped_at_the_cap_trains_on_when_the_cap_is_raised(tiny, monkeyp
                         lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
     kept = tmp_path / "kept"
     argv = own_work(args(tiny, "p1", kept=kept, patience=3), tiny, tmp_path)
-
-    def cap(n):
-        out = list(argv)
-        out[out.index("--max-updates") + 1] = str(n)
-        return out
-    driver.main(cap(4))
+    driver.main(with_cap(argv, 4))
     first = json.loads((kept / "p1-s1.json").read_text())
     assert first["stopped"] == "max-updates (not converged)" and [p["update"] for p in first["curve"]] == [2, 4]
     work = tmp_path / "work" / "runs" / "p1-s1"
     assert (work / "checkpoints" / "checkpoint_last.pt").is_file() and (work / "best.pt").is_file()
     assert trained == [2, 4] and decoded.count("test") == 1
-    driver.main(cap(4))  # the same cap: kept, nothing trained
+    driver.main(with_cap(argv, 4))  # the same cap: kept, nothing trained
     assert trained == [2, 4]
-    driver.main(cap(8))
+    driver.main(with_cap(argv, 8))
     record = json.loads((kept / "p1-s1.json").read_text())
     assert trained[2] == 6 and [p["update"] for p in record["curve"]][:3] == [2, 4, 6]
     assert record["settings"]["max_updates"] == 8 and record["extended_from_caps"] == [4] and record["sessions"] == 2
@@ -472,19 +474,19 @@ def test_a_run_stopped_at_the_cap_trains_on_when_the_cap_is_raised(tiny, monkeyp
     assert record["wall_seconds"] >= first["wall_seconds"]
     assert work.exists() == (record["stopped"] != "patience")  # a run that converged leaves no work folder
     with pytest.raises(SystemExit, match="other settings"):
-        driver.main(cap(6))
+        driver.main(with_cap(argv, 6))
     with pytest.raises(SystemExit, match="other settings"):
-        driver.main([*cap(10), "--beam", "2"])
+        driver.main([*with_cap(argv, 10), "--beam", "2"])
     # a refused run stops the call before any run starts, not once the runs before it have trained
     before = list(trained)
     with pytest.raises(SystemExit, match="p1-s1.json was made with other settings"):
-        driver.main([*cap(10), "--beam", "2", "--seeds", "2", "1"])
+        driver.main([*with_cap(argv, 10), "--beam", "2", "--seeds", "2", "1"])
     assert trained == before and not (tmp_path / "work" / "runs" / "p1-s2").exists()
     started = tmp_path / "work" / "runs" / "p1-s3"  # a work folder begun at another learning rate
     driver.write_json(started / "state.json", {"settings": {**record["settings"], "max_updates": 10, "lr": "1e-5"},
                                                     "curve": []})
     with pytest.raises(SystemExit, match="p1-s3 was started with other settings"):
-        driver.main([*cap(10), "--seeds", "2", "3"])
+        driver.main([*with_cap(argv, 10), "--seeds", "2", "3"])
     assert trained == before and not (tmp_path / "work" / "runs" / "p1-s2").exists()
 
 
@@ -497,11 +499,10 @@ def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(t
     monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
     kept = tmp_path / "kept"
     argv = own_work(args(tiny, "p1", kept=kept, patience=3), tiny, tmp_path)
-    driver.main(argv[:argv.index("--max-updates") + 1] + ["4"] + argv[argv.index("--max-updates") + 2:])
+    driver.main(with_cap(argv, 4))
     first = json.loads((kept / "p1-s1.json").read_text())
     shutil.rmtree(tmp_path / "work" / "runs" / "p1-s1")
-    argv[argv.index("--max-updates") + 1] = "6"
-    driver.main(argv)
+    driver.main(with_cap(argv, 6))
     record = json.loads((kept / "p1-s1.json").read_text())
     assert trained == [2, 4, 2, 4, 6] and [p["update"] for p in record["curve"]] == [2, 4, 6]
     assert record["retrained_past_cap"] == 4 and record["repeats_kept_curve"] is True
@@ -522,20 +523,15 @@ def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_it
     monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
     kept = tmp_path / "kept"
     argv = own_work(args(tiny, "p1-pt", kept=kept, patience=3), tiny, tmp_path)
-
-    def cap(n):
-        out = list(argv)
-        out[out.index("--max-updates") + 1] = str(n)
-        return out
     work = tmp_path / "work"
-    driver.main(cap(4))
+    driver.main(with_cap(argv, 4))
     assert trained == [work / "pretrain-p1", 2, 4]
     shutil.rmtree(work / "pretrain-p1")
-    driver.main(cap(6))  # the run's own checkpoint at update 4: no pre-training
+    driver.main(with_cap(argv, 6))  # the run's own checkpoint at update 4: no pre-training
     assert trained[3:] == [6]
     shutil.rmtree(work / "runs" / "p1-pt-s1")
     (kept / "pretrain-p1.json").unlink()
-    driver.main(cap(8))  # neither kept: pre-trained again, then the run from update 0
+    driver.main(with_cap(argv, 8))  # neither kept: pre-trained again, then the run from update 0
     assert trained[4:] == [work / "pretrain-p1", 2, 4, 6, 8]
     assert json.loads((kept / "pretrain-p1.json").read_text())["updates"] == 4
     assert json.loads((kept / "p1-pt-s1.json").read_text())["retrained_past_cap"] == 6
