@@ -21,7 +21,8 @@ Protocol (every row, every seed):
    ``--valid-lines N`` keeps the first N pairs of valid1k (default all 1000).
 2. Span pre-training (rows ``p1-pt``, ``p2-pt``), once per n (both at once with ``--jobs 2``):
    ``prophetnet_denoising`` with that n on the English corpus, ``--pretrain-updates`` updates,
-   resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``.
+   resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``; run when
+   some run of the row is to be trained and has no checkpoint of its own to continue from.
 3. Fine-tuning in chunks of ``--chunk`` updates (fairseq-train resumed from its
    ``checkpoint_last.pt``, so the schedule and batches are those of one long run, as
    ``--unsorted-batches`` cuts them per epoch; a record's ``batches_per_epoch_from`` is the update
@@ -676,7 +677,7 @@ class Driver:
         """Whether this call trains run ``name`` of a pre-trained row from its pre-training: it is
         not kept as it is (no record, or one this call extends) and has no checkpoint of its own."""
         row = name.rpartition("-s")[0]
-        if not ROWS[row].get("pretrain") or (self.kept / f"{name}.json").is_file() and not self.extends(name):
+        if not ROWS[row].get("pretrain") or ((self.kept / f"{name}.json").is_file() and not self.extends(name)):
             return False
         return not (self.work / "runs" / name / "checkpoints" / "checkpoint_last.pt").is_file()
 
