@@ -21,7 +21,7 @@ import sys
 
 from fairseq_ext import quiet
 
-if __name__ == "__main__":  # before the imports below import fairseq
+if __name__ == "__main__":  # before the imports below
     quiet.hush_command()
 
 from fairseq_ext.analysis.generate_output import read_generate_output  # noqa: E402
@@ -32,8 +32,7 @@ from fairseq_ext.analysis.iterations import (
     bleu_per_iteration,
     copy_share_per_iteration,
 )
-from fairseq_ext.masking.hybrid import FENCE_FIRST, HYBRID_STRATEGIES
-from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.masking.hybrid import FENCE_FIRST, HYBRID_STRATEGIES, PAPER_MASK_WEIGHT
 
 
 def _parse_run(spec: str) -> tuple[str, str, str]:
@@ -147,10 +146,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--max-iter", type=int, default=10, help="decoder passes to report (default 10)")
     p.add_argument("--post-process", default="sentencepiece",
                    help="how the history lines are detokenised: sentencepiece, subword_nmt or none")
-    p.add_argument("--mask-weight", type=float, default=HiCMLMConfig.mask_weight,
-                   help=f"the --mask-weight the weighted_sum runs decoded with (default {HiCMLMConfig.mask_weight})")
-    p.add_argument("--fence-first", choices=FENCE_FIRST, default=HiCMLMConfig.fence_first,
-                   help=f"the --fence-first the fence_replace runs decoded with (default {HiCMLMConfig.fence_first})")
+    p.add_argument("--mask-weight", type=float, default=PAPER_MASK_WEIGHT,
+                   help=f"the --mask-weight the weighted_sum runs decoded with (default {PAPER_MASK_WEIGHT})")
+    p.add_argument("--fence-first", choices=FENCE_FIRST, default=FENCE_FIRST[0],
+                   help=f"the --fence-first the fence_replace runs decoded with (default {FENCE_FIRST[0]})")
     p.add_argument("--out-dir", default=None, help="write PNG plots and analysis.json here")
     p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     args = p.parse_args(argv)

@@ -9,8 +9,7 @@ import sacrebleu
 import torch
 
 from fairseq_ext.analysis.generate_output import MASK_TOKEN, Decoded, detokenize
-from fairseq_ext.masking.hybrid import source_copy_weight
-from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.masking.hybrid import FENCE_FIRST, PAPER_MASK_WEIGHT, source_copy_weight
 
 LENGTH_BINS: tuple[tuple[int, float], ...] = ((0, 10), (10, 23), (23, float("inf")))
 
@@ -58,8 +57,8 @@ def bleu_by_length(sentences: list[Decoded], bins: Sequence[tuple[int, float]] =
     return [corpus_bleu([d.hypothesis for d in g], [d.reference for d in g]) for g in groups]
 
 
-def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = HiCMLMConfig.mask_weight,
-                fence_first: str = HiCMLMConfig.fence_first) -> tuple[float, int, int]:
+def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = PAPER_MASK_WEIGHT,
+                fence_first: str = FENCE_FIRST[0]) -> tuple[float, int, int]:
     """Z mass, masked slots and all slots of one decoder input (a printed history line).
 
     The line's tokens (``<s>`` and ``</s>`` stripped) are laid back into a decoder input
@@ -73,8 +72,8 @@ def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = HiCML
 
 
 def copy_share_per_iteration(sentences: list[Decoded], max_iter: int, strategy: str,
-                             mask_weight: float = HiCMLMConfig.mask_weight,
-                             fence_first: str = HiCMLMConfig.fence_first, of: str = "masked",
+                             mask_weight: float = PAPER_MASK_WEIGHT,
+                             fence_first: str = FENCE_FIRST[0], of: str = "masked",
                              bins: Sequence[tuple[int, float]] = LENGTH_BINS) -> list[list[float]]:
     """``[bin][iteration]``: Z among the masked slots (``of="masked"``, the paper's Figure 3)
     or among all target slots (``of="all"``) fed to each pass, pooled over the sentences

@@ -11,6 +11,7 @@ from fairseq_ext.masking.derived import additive_attention_mask, mask_picture, s
 from fairseq_ext.masking.hybrid import (
     FENCE_FIRST,
     HYBRID_STRATEGIES,
+    PAPER_MASK_WEIGHT,
     TRAINING_INPUTS,
     decoding_copies_source,
     mix_decoder_input,
@@ -40,6 +41,7 @@ __all__ = [
     "NgramStreamTables",
     "order_ranks",
     "padded_dense_mask",
+    "PAPER_MASK_WEIGHT",
     "position_mask",
     "predicates",
     "random_order",

@@ -10,7 +10,8 @@ from typing import Callable, NamedTuple
 import torch
 from torch import Tensor
 
-FENCE_FIRST = ("mask", "copy")
+FENCE_FIRST = ("mask", "copy")  # the first is the paper's fence (0, 1, 0, 1, ...), section 3.2
+PAPER_MASK_WEIGHT = 0.6  # the M weight of weighted_sum, the paper's best (section 3.2)
 TRAINING_INPUTS = ("paper", "decoding_rule")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from fairseq.dataclass import ChoiceEnum
 
 from fairseq_ext.config_fields import Range, option
-from fairseq_ext.masking import FENCE_FIRST, HYBRID_STRATEGIES, TRAINING_INPUTS
+from fairseq_ext.masking import FENCE_FIRST, HYBRID_STRATEGIES, PAPER_MASK_WEIGHT, TRAINING_INPUTS
 from fairseq_ext.models.shared_options import StraightThroughConfig
 
 UNIT = Range(0, 1)
@@ -21,9 +21,9 @@ class HiCMLMConfig(StraightThroughConfig):
     copy_temperature: float = option(
         0.2, "tau of the relative-position soft copy Z (eq. 9; the paper's 0.2)", range=Range(0, low_open=True))
     mask_weight: float = option(
-        0.6, "weight of M for weighted_sum (section 3.2; the paper's best 0.6)", range=UNIT)
+        PAPER_MASK_WEIGHT, f"weight of M for weighted_sum (section 3.2; the paper's best {PAPER_MASK_WEIGHT})", range=UNIT)
     fence_first: ChoiceEnum(FENCE_FIRST) = option(
-        "mask", "what the first target word gets under fence_replace: mask (the paper's fence (0,1,0,1,...), "
+        FENCE_FIRST[0], "what the first target word gets under fence_replace: mask (the paper's fence (0,1,0,1,...), "
                 "section 3.2) or copy")
     train_decoder_input: ChoiceEnum(TRAINING_INPUTS) = option(
         "paper", "training input of the masked slots: paper (section 3.3: a random --train-copy-share of "
