@@ -206,10 +206,12 @@ def test_unilm_gigaword(gigaword, tmp_path):
     """The defaults' early stopping (patience 3), validated after each of the 2 updates."""
     out = bash("unilm/gigaword.sh", "--data", gigaword, "--out", tmp_path, "--vocab", 200, "--updates", 2,
                "--validate-every", 1, "--warmup", 1, "--max-tokens", 1000, "--layers", 1, "--dim", 32, "--ffn", 64,
-               "--heads", 2)
+               "--heads", 2, "--lenpen", 1.5)
     assert PROGRESS.search(out)
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["sentences"] == 8 and result["updates"] == 2 and 0 <= result["rouge1_f1"] <= 100
+    generate = next(c for c in result["commands"] if c.startswith("fairseq-generate"))
+    assert "--lenpen 1.5 " in generate and result["lenpen"] == 1.5
     assert result["checkpoint"] == "checkpoint_best.pt" and result["patience"] == 3 and result["validate_every"] == 1
     assert result["trained_updates"] == 2 and result["scored_update"] in (1, 2)
     train = next(c for c in result["commands"] if c.startswith("fairseq-train"))
@@ -220,10 +222,12 @@ def test_unilm_gigaword(gigaword, tmp_path):
     assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
 
 
-def test_unilm_gigaword_refuses_a_validation_interval_past_the_cap(gigaword, tmp_path):
+def test_unilm_gigaword_refuses_a_validation_interval_past_the_cap_and_a_length_penalty_not_a_number(gigaword, tmp_path):
     assert refused("unilm/gigaword.sh", "--data", gigaword, "--out", tmp_path, "--updates", 100) == (
         "error: --validate-every 500 is more than --updates 100: no validation would choose the checkpoint; "
         "give --validate-every at most 100 or --patience 0")
+    assert refused("unilm/gigaword.sh", "--out", tmp_path, "--lenpen", "long") == (
+        "error: --lenpen takes a number such as 1.0, got 'long'")
     assert not (tmp_path / "commands.txt").exists()  # refused before anything ran
 
 

@@ -6,6 +6,7 @@ from fairseq_ext.analysis.rouge import rouge_f1
 from reproduction.gigaword_10k.lead_baseline import (
     MODEL_ROWS,
     PUBLISHED,
+    USER_SCRIPTS,
     lr_grid_notes,
     markdown,
     measure,
@@ -156,15 +157,16 @@ def test_the_batches_note_names_the_runs_and_updates_trained_before_batches_were
         "the set-aside C, lr 5e-4, seed 1.")
 
 
-def test_minilm_gigaword_sh_defaults_to_the_cap_and_length_penalty_of_the_converged_unilm_from_minilm_seeds():
+@pytest.mark.parametrize("row_name", sorted(USER_SCRIPTS))
+def test_a_user_script_defaults_to_the_cap_and_length_penalty_of_its_rows_converged_seeds(row_name):
     import json
     import re
 
-    from reproduction.gigaword_10k.lead_baseline import RESULTS, ROOT, USER_SCRIPTS
+    from reproduction.gigaword_10k.lead_baseline import RESULTS, ROOT
 
-    row = json.loads(RESULTS.read_text(encoding="utf-8"))["models"]["unilm-minilm"]
+    row = json.loads(RESULTS.read_text(encoding="utf-8"))["models"][row_name]
     chosen = row["lenpen_of_converged"]
-    script = (ROOT / USER_SCRIPTS["unilm-minilm"]).read_text(encoding="utf-8")
+    script = (ROOT / USER_SCRIPTS[row_name]).read_text(encoding="utf-8")
     defaults: dict = {}
     for name, value in re.findall(r"\b(UPDATES|LENPEN|PATIENCE|EVERY)=(\S+)", script):
         defaults.setdefault(name, value)  # the first assignment: the default, not the option parsing's
