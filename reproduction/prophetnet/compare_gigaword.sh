@@ -104,7 +104,8 @@ for seed in $SEEDS; do
                    --max-tokens "$TOK" --batching "$([ "$BATCHING" = unsorted ] && echo unsorted || echo fairseq)" ;;
       unilm) add "$name-s$seed" "$UPDATES" bash "$ROOT/examples/unilm/gigaword.sh" "${DATA_ARGS[@]}" --out "$out" \
                --arch unilm_transformer_tiny --layers 6 --dim 256 --ffn 1024 --heads 4 --updates "$UPDATES" --warmup 200 \
-               --lr 7e-4 --max-tokens "$TOK" --no-repeat-ngram 3 --batching "$BATCHING" --patience 0 --seed "$seed" ;;
+               --lr 7e-4 --max-tokens "$TOK" --no-repeat-ngram 3 --lenpen 1.0 --batching "$BATCHING" --patience 0 \
+               --seed "$seed" ;;
     esac
   done
 done
