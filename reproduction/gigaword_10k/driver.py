@@ -673,11 +673,15 @@ class Driver:
         return (done["stopped"] != EARLY_STOPPED and asked["max_updates"] > done["settings"]["max_updates"]
                 and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
 
+    def kept_as_is(self, name: str) -> bool:
+        """Whether run ``name`` has a record this call keeps rather than extends."""
+        return (self.kept / f"{name}.json").is_file() and not self.extends(name)
+
     def starts_from_pretraining(self, name: str) -> bool:
         """Whether this call trains run ``name`` of a pre-trained row from its pre-training: it is
         not kept as it is (no record, or one this call extends) and has no checkpoint of its own."""
         row = name.rpartition("-s")[0]
-        if not ROWS[row].get("pretrain") or ((self.kept / f"{name}.json").is_file() and not self.extends(name)):
+        if not ROWS[row].get("pretrain") or self.kept_as_is(name):
             return False
         return not (self.work / "runs" / name / "checkpoints" / "checkpoint_last.pt").is_file()
 
@@ -754,7 +758,7 @@ class Driver:
         if refused:  # before any run starts, not hours later when the pool reaches the refused one
             raise SystemExit("\n".join(refused))
         def one(name):
-            if (self.kept / f"{name}.json").is_file() and not self.extends(name):
+            if self.kept_as_is(name):
                 self.kept_run(name)
                 print(f"kept: {name}", flush=True)
                 return
