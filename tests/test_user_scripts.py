@@ -211,7 +211,7 @@ def test_unilm_gigaword(gigaword, tmp_path):
     result = json.loads((tmp_path / "results.json").read_text())
     assert result["sentences"] == 8 and result["updates"] == 2 and 0 <= result["rouge1_f1"] <= 100
     generate = next(c for c in result["commands"] if c.startswith("fairseq-generate"))
-    assert "--lenpen 1.5 " in generate and result["lenpen"] == 1.5
+    assert "--lenpen 1.5 " in generate and result["lenpen"] == 1.5 and "beam 4, length penalty 1.5 on" in out
     assert result["checkpoint"] == "checkpoint_best.pt" and result["patience"] == 3 and result["validate_every"] == 1
     assert result["trained_updates"] == 2 and result["scored_update"] in (1, 2)
     train = next(c for c in result["commands"] if c.startswith("fairseq-train"))

@@ -138,7 +138,7 @@ grep -E "\| (train|valid) \|" "$OUT/train.log" | tail -2 | cut -c1-160
 UPDATES_OF=$(checkpoint_update "$OUT/checkpoints/$SCORED" "$OUT/checkpoints/checkpoint_last.pt")  # the update of the checkpoint scored, and the last
 read -r SCORED_UPDATE LAST_UPDATE <<< "$UPDATES_OF"
 
-echo "== 3/4 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM on the validation split"
+echo "== 3/4 fairseq-generate of $SCORED (update $SCORED_UPDATE of $LAST_UPDATE): beam $BEAM, length penalty $LENPEN on the validation split"
 GEN_START=$(date +%s)
 log_run fairseq-generate "$OUT/data/bin" --user-dir "$ROOT/fairseq_ext" --task unilm_seq2seq -s article -t title \
   --path "$OUT/checkpoints/$SCORED" --gen-subset valid --beam "$BEAM" --lenpen "$LENPEN" \
