@@ -129,6 +129,31 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
 
 
+def pretraining_summary(path: Path) -> dict:
+    """What the page says of a span pre-training record (``runs/pretrain-pN.json``, or one a later
+    pre-training replaced, in ``runs/superseded/pretraining/``)."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    curve = record["train_loss_curve"]
+    return {**{k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds", "sessions", "hardware")},
+            "record": rel(path), "checkpoint_sha256": record.get("checkpoint_sha256"),
+            **({"loss_first": curve[0], "loss_last": curve[-1]} if curve else {})}
+
+
+def earlier_pretraining(seeds: dict, ngram: int, current: dict | None, replaced: dict) -> dict:
+    """{seed: the replaced pre-training it was fine-tuned from (None when no record of it is kept)}
+    for the runs of a pre-trained row of n = ``ngram`` that did not start from its current
+    pre-training: the run's ``pretraining_sha256`` against the record's ``checkpoint_sha256``
+    (None on both sides for the records kept before the driver wrote them)."""
+    sha = current["checkpoint_sha256"] if current else None
+    out = {}
+    for seed, r in sorted(seeds.items()):
+        started = r.get("pretraining_sha256")
+        if started != sha:
+            out[str(seed)] = next((name for name, p in replaced.items()
+                                   if p["ngram"] == ngram and p["checkpoint_sha256"] == started), None)
+    return out
+
+
 def sentence_scores(runs: dict, row: str, lead8: list | None) -> tuple[np.ndarray, dict] | None:
     if row == "lead-8":
         return (np.array(lead8), {}) if lead8 is not None else None
@@ -223,13 +248,12 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     lead8_file = kept / "lead8-test.json"
     lead8 = json.loads(lead8_file.read_text(encoding="utf-8"))["test_sentence_rouge1"] if lead8_file.is_file() else None
     models = {row: summarise_row(row, runs[row]) for row in ROWS if row in runs}
-    pretraining = {}
-    for path in sorted(kept.glob("pretrain-p*.json")):
-        record = json.loads(path.read_text(encoding="utf-8"))
-        curve = record["train_loss_curve"]
-        pretraining[path.stem] = {**{k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds",
-                                                           "sessions", "hardware")},
-                                  **({"loss_first": curve[0], "loss_last": curve[-1]} if curve else {})}
+    pretraining = {path.stem: pretraining_summary(path) for path in sorted(kept.glob("pretrain-p*.json"))}
+    replaced = {path.stem: pretraining_summary(path) for path in sorted((kept / "superseded" / "pretraining").glob("*.json"))}
+    for row, m in models.items():
+        if ROWS[row].get("pretrain"):
+            n = ROWS[row]["ngram"]
+            m["earlier_pretraining"] = earlier_pretraining(runs[row], n, pretraining.get(f"pretrain-p{n}"), replaced)
     lr_grid: dict = {}
     for path in sorted((kept / "lr-grid").glob("*.json")):
         probe = json.loads(path.read_text(encoding="utf-8"))
@@ -248,7 +272,8 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
                            "lr": r["settings"]["lr"], "valid_rouge1": r["valid"]["rouge1"],
                            "test_rouge1": r["test"]["rouge1"], "test_distinct": r["test_distinct"],
                            "batches_cut_per_start": batches_cut_per_start([r])})
-    results = {**results, "models": models, "pretraining": pretraining, "lr_grid": lr_grid, "superseded": superseded,
+    results = {**results, "models": models, "pretraining": pretraining, "replaced_pretraining": replaced,
+               "lr_grid": lr_grid, "superseded": superseded,
                "comparisons": compare(runs, lead8) if models else []}
     results.pop("source_reliance", None)
     if (kept / "source-reliance.json").is_file():  # reproduction/gigaword_10k/source_reliance.py

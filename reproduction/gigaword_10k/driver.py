@@ -21,8 +21,13 @@ Protocol (every row, every seed):
    ``--valid-lines N`` keeps the first N pairs of valid1k (default all 1000).
 2. Span pre-training (rows ``p1-pt``, ``p2-pt``), once per n (both at once with ``--jobs 2``):
    ``prophetnet_denoising`` with that n on the English corpus, ``--pretrain-updates`` updates,
-   resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json``; run when
-   some run of the row is to be trained and has no checkpoint of its own to continue from.
+   resumable (checkpoint every ``--pretrain-chunk``); kept as ``runs/pretrain-pN.json`` with the
+   SHA-256 of the checkpoint fine-tuning starts from; run when some run of the row is to be trained
+   and has no checkpoint of its own to continue from. A pre-training that replaces a kept one (its
+   work folder gone, or more updates asked) moves the earlier record to
+   ``runs/superseded/pretraining/``; a fine-tuning run records the SHA-256 of the pre-training it
+   started from (``pretraining_sha256``, None for one kept without it), so the page names the runs
+   fine-tuned from an earlier pre-training.
 3. Fine-tuning in chunks of ``--chunk`` updates (fairseq-train resumed from its
    ``checkpoint_last.pt``, so the schedule and batches are those of one long run, as
    ``--unsorted-batches`` cuts them per epoch; a record's ``batches_per_epoch_from`` is the update
@@ -183,6 +188,28 @@ class RunClock:
     def machines(self) -> str:
         """The machine of every call, in order: a run resumed on another machine names both."""
         return " then ".join(self.state["machines"])
+
+
+def describes(record: dict, checkpoint: Path) -> bool:
+    """Whether a kept pre-training record is of ``checkpoint`` (not of an earlier pre-training whose
+    folder was lost, with ``checkpoint`` a new one under way): the same SHA-256, or for a record
+    kept without one, the same update."""
+    if record.get("checkpoint_sha256"):
+        return record["checkpoint_sha256"] == sha256(checkpoint)
+    return record["updates"] == checkpoint_updates(checkpoint)
+
+
+def set_aside_replaced_pretraining(kept: Path, sha: str) -> None:
+    """Moves the kept pre-training record ``kept`` to ``superseded/pretraining/`` (named by its
+    checkpoint's SHA-256, or ``unhashed``) when a pre-training with checkpoint ``sha`` replaces it:
+    the runs fine-tuned from it still name it."""
+    if not kept.is_file():
+        return
+    earlier = json.loads(kept.read_text(encoding="utf-8")).get("checkpoint_sha256")
+    if earlier != sha:
+        to = kept.parent / "superseded" / "pretraining" / f"{kept.stem}-{(earlier or 'unhashed')[:12]}.json"
+        to.parent.mkdir(parents=True, exist_ok=True)
+        kept.replace(to)
 
 
 def same_run(done: dict, asked: dict) -> bool:
@@ -520,7 +547,8 @@ class Driver:
         save = self.work / f"pretrain-p{n}"
         if kept.is_file() and (save / "checkpoint_last.pt").is_file():
             done = json.loads(kept.read_text(encoding="utf-8"))
-            if done["pretrain_updates"] == self.a.pretrain_updates and done["sizes"] == self.a.sizes:
+            if (describes(done, save / "checkpoint_last.pt") and done["pretrain_updates"] == self.a.pretrain_updates
+                    and done["sizes"] == self.a.sizes):
                 return done  # else fairseq-train continues from checkpoint_last.pt to the updates asked
         save.mkdir(parents=True, exist_ok=True)
         state_file = save / "state.json"  # the seconds of earlier calls, as a fine-tuning run keeps them
@@ -543,7 +571,9 @@ class Driver:
                   "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c)
                                                          for c in self.pretrain_command(n, save)),
                   "corpus": corpus, "train_loss_curve": curve, "seed": 1,
-                  "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines()}
+                  "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines(),
+                  "checkpoint_sha256": sha256(save / "checkpoint_last.pt")}
+        set_aside_replaced_pretraining(kept, record["checkpoint_sha256"])
         write_json(kept, record)
         return record
 
@@ -589,6 +619,9 @@ class Driver:
             if "batches_per_epoch_from" not in state:  # written at once: a kill within this chunk keeps it
                 state["batches_per_epoch_from"] = checkpoint_updates(last) if last.is_file() else 0
                 clock.save()
+            if ROWS[row].get("pretrain") and not last.is_file():  # fairseq-train starts from the pre-training
+                state["pretraining_sha256"] = self.pretraining_sha256(row)
+                clock.save()
             if not (last.is_file() and checkpoint_updates(last) == target):
                 fairseq_train(train + ["--max-update", target])
             reached = checkpoint_updates(last)
@@ -616,7 +649,8 @@ class Driver:
                       "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
                       "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
                       "wall_seconds": clock.seconds(), "hardware": clock.machines(),
-                      "batches_per_epoch_from": state.get("batches_per_epoch_from")}
+                      "batches_per_epoch_from": state.get("batches_per_epoch_from"),
+                      **self.pretraining_of(row, state)}
             write_json(kept, record)
             shutil.rmtree(w)
             return record
@@ -645,6 +679,7 @@ class Driver:
             "commands": {"fairseq-train": "fairseq-train " + show(train + ["--max-update", "UPDATES"]),
                          "fairseq-generate": "fairseq-generate " + show(self.generate_command(row, best, "SUBSET", "LENPEN"))},
             "pretraining": f"pretrain-p{ROWS[row]['ngram']}.json" if ROWS[row].get("pretrain") else None,
+            **self.pretraining_of(row, state),
             "valid_set": f"valid1k, first {a.valid_lines} pairs" if a.valid_lines else "valid1k (1000 pairs)",
             "curve": curve, "stopped": EARLY_STOPPED if converged else CAPPED,
             "chosen_update": chosen["update"], "lenpen_grid": state["lenpen"], "chosen_lenpen": lenpen,
@@ -663,6 +698,17 @@ class Driver:
         print(f"{name}: stopped ({record['stopped']}) at update {curve[-1]['update']}, best {chosen['update']}, "
               f"lenpen {lenpen}; test ROUGE-1 {test['rouge1']:.2f}", flush=True)
         return record
+
+    def pretraining_sha256(self, row: str) -> str | None:
+        """The SHA-256 that the kept record of ``row``'s pre-training gives its checkpoint (None for a
+        record kept without one)."""
+        record = self.kept / f"pretrain-p{ROWS[row]['ngram']}.json"
+        return json.loads(record.read_text(encoding="utf-8")).get("checkpoint_sha256")
+
+    @staticmethod
+    def pretraining_of(row: str, state: dict) -> dict:
+        """A pre-trained row's record field ``pretraining_sha256``: the pre-training its run started from."""
+        return {"pretraining_sha256": state.get("pretraining_sha256")} if ROWS[row].get("pretrain") else {}
 
     def extends(self, name: str) -> bool:
         """Whether this call trains the kept run ``name`` further: it stopped at a lower cap and every

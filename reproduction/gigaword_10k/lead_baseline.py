@@ -125,18 +125,42 @@ def pretraining_note(results: dict) -> list[str]:
     kept = results.get("pretraining") or {}
     if not kept:
         return []
-    def loss(r: dict) -> str:  # none logged by a run shorter than fairseq's --log-interval or run in-process
-        return (f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} and "
-                f"{r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, ") if "loss_first" in r else ""
-    each = "; ".join(f"n = {r['ngram']}: {r['updates']} updates, {loss(r)}{r['wall_seconds'] / 3600:.1f} h in "
-                     f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}" for r in kept.values())
+    each = "; ".join(pretraining_text(r) for r in kept.values())
     corpus = next(iter(kept.values()))["corpus"]
     return [f"Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, "
             f"one seed, kept with its command in `runs/pretrain-pN.json`): {each}. The training loss is the "
             f"criterion's (bits a target token, the streams' losses weighted and summed), so n = 2's is not "
             f"comparable with n = 1's. Its corpus: {corpus['lines']:,} "
             f"lines, {corpus['words']:,} words from {len(corpus['sources'])} files (each listed with its SHA-256 in "
-            f"that record); no valid or test pair of Gigaword.", "", *reliance_note(results)]
+            f"that record); no valid or test pair of Gigaword.", "", *earlier_pretraining_note(results),
+            *reliance_note(results)]
+
+
+def pretraining_text(r: dict) -> str:
+    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call'."""
+    loss = (f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} and "
+            f"{r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, ") if "loss_first" in r else ""
+    # no loss is logged by a run shorter than fairseq's --log-interval, or run in-process
+    return (f"n = {r['ngram']}: {r['updates']} updates, {loss}{r['wall_seconds'] / 3600:.1f} h in "
+            f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}")
+
+
+def earlier_pretraining_note(results: dict) -> list[str]:
+    """The runs of a pre-trained row fine-tuned from a pre-training that a later one replaced."""
+    replaced = results.get("replaced_pretraining") or {}
+    each = []
+    for m in results.get("models", {}).values():
+        by_source: dict = {}
+        for seed, name in m.get("earlier_pretraining", {}).items():
+            by_source.setdefault(name, []).append(seed)
+        each += [f"{m['label']} {seed_names(seeds)}, from "
+                 + (f"{pretraining_text(replaced[name])} (`{replaced[name]['record']}`)" if name in replaced
+                    else "a pre-training whose record is not kept")
+                 for name, seeds in by_source.items()]
+    if not each:
+        return []
+    return ["Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains again when "
+            f"a run to be trained has no checkpoint and the pre-training's folder is gone): {'; '.join(each)}.", ""]
 
 
 def reliance_note(results: dict) -> list[str]:
@@ -144,20 +168,29 @@ def reliance_note(results: dict) -> list[str]:
     measured = results.get("source_reliance")
     if not measured:
         return []
-    each = "; ".join(f"n = {results['pretraining'][name]['ngram']}: {r['bits_own_source']:.2f} and "
+    kept = results["pretraining"]
+    current = {name: r for name, r in measured["checkpoints"].items()  # measured on the pre-training kept now
+               if name in kept and r.get("checkpoint_sha256") == kept[name].get("checkpoint_sha256")}
+    unmeasured = [f"n = {r['ngram']}" for name, r in kept.items() if name not in current]
+    if not current:
+        return [f"Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above "
+                f"({', '.join(unmeasured)}; `python -m reproduction.gigaword_10k.source_reliance`).", ""]
+    each = "; ".join(f"n = {kept[name]['ngram']}: {r['bits_own_source']:.2f} and "
                      f"{r['bits_rolled_source']:.2f} (the source saves {r['bits_the_source_saves']:.2f})"
-                     for name, r in measured["checkpoints"].items() if name in results["pretraining"])
-    lines = next(iter(measured["checkpoints"].values()))["lines"]
-    during = "; ".join(f"n = {results['pretraining'][name]['ngram']}: "
+                     for name, r in current.items())
+    lines = next(iter(current.values()))["lines"]
+    during = "; ".join(f"n = {kept[name]['ngram']}: "
                        + ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
                        + f" at updates {', '.join(str(c['update']) for c in r['by_update'])}"
-                       for name, r in measured["checkpoints"].items() if name in results["pretraining"] and r.get("by_update"))
+                       for name, r in current.items() if r.get("by_update"))
     return [f"Does the pre-trained decoder read its encoder? The next-token stream's loss on {lines:,} lines of the "
             f"pre-training corpus (its first batches, lines it was trained on; dropout off), in bits a token, with each "
             f"line's own masked source and with another line's: {each}."
             + (f" What the source saves at the pre-training's interval checkpoints: {during}." if during else "")
-            + f" Written by `{measured['command']}` ({measured['wall_seconds']:.0f} s); one pre-training per n, so "
-            "this describes these two pre-trainings, not n in general.", ""]
+            + (f" Not measured yet for the pre-training above of {', '.join(unmeasured)}." if unmeasured else "")
+            + f" Written by `{measured['command']}` ({measured['wall_seconds']:.0f} s"
+            + (f" in {measured['calls']} calls" if measured.get("calls", 1) > 1 else "") + "); one pre-training per n, so "
+            "this describes these pre-trainings, not n in general.", ""]
 
 
 def splits_note(results: dict) -> str:

@@ -16,6 +16,10 @@ the masked span; a decoder that learnt to predict the span from its own inputs a
 before each position and its place in the line) scores alike on both. Qi et al. (2020, section 1)
 motivate future n-gram prediction by the opposite risk: a next-token decoder that leans on local
 correlations instead of the source.
+
+Each entry names the SHA-256 of the ``checkpoint_last.pt`` it measured, which the page compares
+with the pre-training record's; a call adds its pre-trainings to those ``--output`` holds, so one
+measured before its folder was lost stays.
 """
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from reproduction.gigaword_10k.driver import ROOT, rel
+from reproduction.gigaword_10k.driver import ROOT, rel, sha256
 
 OUTPUT = ROOT / "reproduction" / "gigaword_10k" / "runs" / "source-reliance.json"
 
@@ -103,7 +107,7 @@ def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
         del final["update"]
     else:
         final = probe.score(last)
-    return {**final, "by_update": by_update}
+    return {**final, "by_update": by_update, "checkpoint_sha256": sha256(last)}
 
 
 def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:
@@ -132,6 +136,11 @@ def main(argv: list[str] | None = None) -> None:
     if not checkpoints:
         p.error(f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span pre-training first "
                 "(python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt ...)")
+    earlier = json.loads(a.output.read_text(encoding="utf-8")) if a.output.is_file() else None
+    command = f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens {a.max_tokens}"
+    if earlier and earlier["command"] != command:
+        p.error(f"{rel(a.output)} was measured by `{earlier['command']}`; measure with the same options or give "
+                "another --output")
     from fairseq_ext.analysis.hardware import cpu_and_cores
     import torch
 
@@ -139,11 +148,13 @@ def main(argv: list[str] | None = None) -> None:
     t0 = time.time()
     corpus = a.work / "data" / "english" / "bin"
     results = {ckpt.parent.name: measure(ckpt.parent, corpus, a.batches, a.max_tokens) for ckpt in checkpoints}
+    machines = [*(earlier["hardware"].split(" then ") if earlier else []), f"{cpu_and_cores()}, torch threads 1"]
     a.output.parent.mkdir(parents=True, exist_ok=True)
     a.output.write_text(json.dumps({
-        "command": f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens {a.max_tokens}",
-        "checkpoints": results, "wall_seconds": round(time.time() - t0, 1),
-        "hardware": f"{cpu_and_cores()}, torch threads 1"}, indent=1) + "\n", encoding="utf-8")
+        "command": command, "checkpoints": {**(earlier["checkpoints"] if earlier else {}), **results},
+        "wall_seconds": round(time.time() - t0 + (earlier["wall_seconds"] if earlier else 0), 1),
+        "calls": (earlier.get("calls", 1) if earlier else 0) + 1,
+        "hardware": " then ".join(dict.fromkeys(machines))}, indent=1) + "\n", encoding="utf-8")
     for name, r in results.items():
         print(f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, {r['bits_rolled_source']:.3f} with "
               f"another line's ({r['bits_the_source_saves']:+.3f})", file=sys.stderr)

@@ -13,6 +13,7 @@ from reproduction.gigaword_10k.lead_baseline import (
     pretraining_note,
     split_statistics,
 )
+from reproduction.gigaword_10k.collect import earlier_pretraining
 
 
 def write(folder, prefix, articles, titles):
@@ -60,6 +61,29 @@ def test_the_pretraining_note_gives_each_n_its_loss_time_and_calls():
         "weighted and summed), so n = 2's is not comparable with n = 1's. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
         "its SHA-256 in that record); no valid or test pair of Gigaword.")
     assert pretraining_note({"pretraining": {}}) == []
+
+
+def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
+    """Seeds 2 and 3 kept without a pre-training hash came from the unhashed record a later
+    pre-training replaced; seed 1 started from the current one; a hash no record holds is said so."""
+    corpus = {"lines": 10, "words": 100, "sources": [{"file": "a"}]}
+    current = {"ngram": 2, "updates": 4000, "corpus": corpus, "wall_seconds": 3600, "sessions": 1, "checkpoint_sha256": "ab" * 32}
+    replaced = {"pretrain-p2-unhashed": {**current, "checkpoint_sha256": None, "sessions": 2,
+                                         "record": "reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json"},
+                "pretrain-p1-unhashed": {**current, "ngram": 1, "checkpoint_sha256": None, "record": "p1"}}
+    seeds = {1: {"pretraining_sha256": "ab" * 32}, 2: {}, 3: {"pretraining_sha256": None}, 4: {"pretraining_sha256": "cd" * 32}}
+    earlier = earlier_pretraining(seeds, 2, current, replaced)
+    assert earlier == {"2": "pretrain-p2-unhashed", "3": "pretrain-p2-unhashed", "4": None}
+    results = {"pretraining": {"pretrain-p2": current}, "replaced_pretraining": replaced,
+               "models": {"p2-pt": {"label": "ProphetNet n = 2, span pre-training", "earlier_pretraining": earlier}}}
+    assert pretraining_note(results)[2] == (
+        "Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains again when a run to be "
+        "trained has no checkpoint and the pre-training's folder is gone): ProphetNet n = 2, span pre-training seeds 2, 3, "
+        "from n = 2: 4000 updates, 1.0 h in 2 calls "
+        "(`reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json`); ProphetNet n = 2, span "
+        "pre-training seed 4, from a pre-training whose record is not kept.")
+    results["models"]["p2-pt"]["earlier_pretraining"] = {}
+    assert len(pretraining_note(results)) == 2  # every run from the pre-training described: no such line
 
 
 def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():

@@ -517,7 +517,9 @@ def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_it
         tiny, monkeypatch, tmp_path):
     """Raising the cap of a pre-trained row's capped run: with the run's work folder it trains on
     from its own checkpoint, whether or not the pre-training's folder survived; without either it
-    pre-trains again (as recorded) before training the run from update 0."""
+    pre-trains again (as recorded) before training the run from update 0. The record of the
+    pre-training it replaces is set aside, and each record names the pre-training it started from
+    by its checkpoint's SHA-256."""
     trained = []
     train = driver.fairseq_train
     monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
@@ -526,15 +528,50 @@ def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_it
     work = tmp_path / "work"
     driver.main(with_cap(argv, 4))
     assert trained == [work / "pretrain-p1", 2, 4]
+    first = json.loads((kept / "pretrain-p1.json").read_text())["checkpoint_sha256"]
+    assert first == driver.sha256(work / "pretrain-p1" / "checkpoint_last.pt")
+    assert json.loads((kept / "p1-pt-s1.json").read_text())["pretraining_sha256"] == first
     shutil.rmtree(work / "pretrain-p1")
     driver.main(with_cap(argv, 6))  # the run's own checkpoint at update 4: no pre-training
     assert trained[3:] == [6]
+    assert json.loads((kept / "p1-pt-s1.json").read_text())["pretraining_sha256"] == first
     shutil.rmtree(work / "runs" / "p1-pt-s1")
-    (kept / "pretrain-p1.json").unlink()
     driver.main(with_cap(argv, 8))  # neither kept: pre-trained again, then the run from update 0
     assert trained[4:] == [work / "pretrain-p1", 2, 4, 6, 8]
-    assert json.loads((kept / "pretrain-p1.json").read_text())["updates"] == 4
-    assert json.loads((kept / "p1-pt-s1.json").read_text())["retrained_past_cap"] == 6
+    again = json.loads((kept / "pretrain-p1.json").read_text())
+    assert again["updates"] == 4 and again["checkpoint_sha256"] == driver.sha256(work / "pretrain-p1" / "checkpoint_last.pt")
+    assert again["checkpoint_sha256"] != first  # fairseq's checkpoint holds its meters' clocks: never the same bytes
+    replaced = json.loads((kept / "superseded" / "pretraining" / f"pretrain-p1-{first[:12]}.json").read_text())
+    assert replaced["checkpoint_sha256"] == first
+    run = json.loads((kept / "p1-pt-s1.json").read_text())
+    assert run["retrained_past_cap"] == 6 and run["pretraining_sha256"] == again["checkpoint_sha256"]
+    results = collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None)
+    assert results["models"]["p1-pt"]["earlier_pretraining"] == {}  # its one run started from the kept pre-training
+    assert results["replaced_pretraining"][f"pretrain-p1-{first[:12]}"]["checkpoint_sha256"] == first
+
+
+def test_a_pretraining_under_way_beside_the_record_of_a_lost_one_is_continued_not_taken_for_it(
+        tiny, monkeypatch, tmp_path):
+    """The record of a finished pre-training is kept, its folder was lost, and a new pre-training
+    stopped at update 2 of 4 in that folder: a run that starts from the pre-training finishes it
+    first (the record describes other weights), then starts from its last checkpoint."""
+    trained = []
+    train = driver.fairseq_train
+    monkeypatch.setattr(driver, "fairseq_train", lambda argv: trained.append(argv[-1]) or train(argv))
+    kept, work = tmp_path / "kept", tmp_path / "work"
+    argv = own_work(args(tiny, "p1-pt", kept=kept, patience=3), tiny, tmp_path)
+    driver.main(with_cap(argv, 2))
+    save = work / "pretrain-p1"
+    for path in [save / "checkpoint_last.pt", *save.glob("checkpoint_*_4.pt")]:
+        path.unlink()
+    shutil.copyfile(next(save.glob("checkpoint_*_2.pt")), save / "checkpoint_last.pt")  # the new one, under way
+    shutil.rmtree(work / "runs" / "p1-pt-s1")
+    driver.main(with_cap(argv, 4))
+    assert trained[2:] == [save, 2, 4] and driver.checkpoint_updates(save / "checkpoint_last.pt") == 4
+    record = json.loads((kept / "pretrain-p1.json").read_text())
+    assert record["checkpoint_sha256"] == driver.sha256(save / "checkpoint_last.pt")
+    assert json.loads((kept / "p1-pt-s1.json").read_text())["pretraining_sha256"] == record["checkpoint_sha256"]
+    assert len(list((kept / "superseded" / "pretraining").glob("pretrain-p1-*.json"))) == 1
 
 
 def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_lines_source(tiny, tmp_path, capsys):
@@ -581,12 +618,33 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     # that last one is scored once: checkpoint_last.pt scored on its own agrees
     probe = source_reliance.Probe(ckpt, tiny["work"] / "data" / "english" / "bin", 2, 256)
     alone = probe.score(ckpt)
-    assert probe.update == 4 and {k: alone[k] for k in r if k != "by_update"} == {k: r[k] for k in r if k != "by_update"}
+    assert r["checkpoint_sha256"] == driver.sha256(ckpt)
+    same = [k for k in r if k not in ("by_update", "checkpoint_sha256")]
+    assert probe.update == 4 and {k: alone[k] for k in same} == {k: r[k] for k in same}
     for name in ("checkpoint_1_2.pt", "checkpoint_3_10.pt", "checkpoint_1_2_3.pt", "checkpoint_a_2.pt", "checkpoint_best.pt"):
         (tmp_path / name).touch()
     assert source_reliance.interval_checkpoints(tmp_path) == [(2, tmp_path / "checkpoint_1_2.pt"), (10, tmp_path / "checkpoint_3_10.pt")]
-    note = lead_baseline.reliance_note({"pretraining": {"pretrain-p1": {"ngram": 1}}, "source_reliance": written})[0]
+    kept = {"pretrain-p1": {"ngram": 1, "checkpoint_sha256": r["checkpoint_sha256"]}}
+    note = lead_baseline.reliance_note({"pretraining": kept, "source_reliance": written})[0]
     assert (f"n = 1: {r['bits_own_source']:.2f} and {r['bits_rolled_source']:.2f} (the source saves "
             f"{r['bits_the_source_saves']:.2f})." in note) and f"on {r['lines']:,} lines" in note
     saves = ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
-    assert f"interval checkpoints: n = 1: {saves} at updates 2, 4." in note
+    assert f"interval checkpoints: n = 1: {saves} at updates 2, 4." in note and "Not measured yet" not in note
+    # a later call adds its pre-trainings to those measured before (one whose folder is gone stays)
+    earlier = {**written, "checkpoints": {"pretrain-p2": {**r, "checkpoint_sha256": None}}, "wall_seconds": 100.0}
+    out.write_text(json.dumps(earlier))
+    source_reliance.main(["--work", str(tiny["work"]), "--batches", "2", "--max-tokens", "256", "--output", str(out)])
+    merged = json.loads(out.read_text())
+    assert merged["checkpoints"] == {**earlier["checkpoints"], "pretrain-p1": r}
+    assert merged["calls"] == 2 and merged["wall_seconds"] > 100
+    with pytest.raises(SystemExit):  # measured otherwise: refused before measuring
+        source_reliance.main(["--work", str(tiny["work"]), "--batches", "3", "--max-tokens", "256", "--output", str(out)])
+    assert "was measured by `python -m reproduction.gigaword_10k.source_reliance --batches 2" in capsys.readouterr().err
+    # a pre-training kept now that is not the one measured (pre-trained again) is said to be unmeasured
+    kept["pretrain-p2"] = {"ngram": 2, "checkpoint_sha256": "0" * 64}
+    note = lead_baseline.reliance_note({"pretraining": kept, "source_reliance": merged})[0]
+    assert "n = 1: " in note and "n = 2: " not in note and "Not measured yet for the pre-training above of n = 2." in note
+    assert " s in 2 calls); " in note
+    kept["pretrain-p1"]["checkpoint_sha256"] = "1" * 64
+    assert lead_baseline.reliance_note({"pretraining": kept, "source_reliance": merged})[0].startswith(
+        "Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above (n = 1, n = 2; ")
