@@ -190,6 +190,16 @@ class RunClock:
         return " then ".join(self.state["machines"])
 
 
+def loss_curve(log: str) -> list[dict]:
+    """The training loss at each update fairseq's log gives, in update order; an update logged by
+    more than one call (one resumed from a checkpoint before it) counts once, as last logged."""
+    from reproduction.gpu.training import parse_log
+
+    by_update = {int(x["num_updates"]): x["loss"] for x in parse_log(log).get("intervals", [])
+                 if "num_updates" in x and "loss" in x}
+    return [{"update": update, "loss": loss} for update, loss in sorted(by_update.items())]
+
+
 def describes(record: dict, checkpoint: Path) -> bool:
     """Whether a kept pre-training record is of ``checkpoint`` (not of an earlier pre-training whose
     folder was lost, with ``checkpoint`` a new one under way): the same SHA-256, or for a record
@@ -560,11 +570,7 @@ class Driver:
             f.write("fairseq-train " + " ".join(map(str, self.pretrain_command(n, save))) + "\n")
         fairseq_train(self.pretrain_command(n, save))
         clock.save()
-        from reproduction.gpu.training import parse_log
-
-        curve = [{"update": int(x["num_updates"]), "loss": x["loss"]} for x in
-                 parse_log(log.read_text(errors="replace")).get("intervals", []) if "num_updates" in x and "loss" in x] \
-            if log.is_file() else []
+        curve = loss_curve(log.read_text(errors="replace")) if log.is_file() else []
         corpus = json.loads((self.data / "english" / "corpus.json").read_text(encoding="utf-8"))
         record = {"row": f"span pre-training, n = {n}", "ngram": n, "updates": checkpoint_updates(save / "checkpoint_last.pt"),
                   "pretrain_updates": self.a.pretrain_updates, "sizes": self.a.sizes,

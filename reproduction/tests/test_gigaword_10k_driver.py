@@ -550,6 +550,17 @@ def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_it
     assert results["replaced_pretraining"][f"pretrain-p1-{first[:12]}"]["checkpoint_sha256"] == first
 
 
+def test_the_pretraining_loss_curve_counts_an_update_logged_by_two_calls_once():
+    """A worker log of a call killed after update 150 and one resumed from its checkpoint at 100."""
+    def line(update, loss):
+        return (f"INFO:train_inner:epoch 001:  {update} / 900 loss={loss}, nll_loss=1.0, ppl=2, wps=1, ups=1, "
+                f"wpb=1, bsz=1, num_updates={update}, lr=0.001, gnorm=1.0, clip=0, train_wall=1, wall=1")
+    log = "\n".join([line(50, 9.0), line(100, 8.0), line(150, 7.5), "INFO:fairseq_cli.train:Start iterating",
+                     line(150, 7.25), line(200, 7.0)])
+    assert driver.loss_curve(log) == [{"update": 50, "loss": 9.0}, {"update": 100, "loss": 8.0},
+                                      {"update": 150, "loss": 7.25}, {"update": 200, "loss": 7.0}]
+
+
 def test_a_pretraining_under_way_beside_the_record_of_a_lost_one_is_continued_not_taken_for_it(
         tiny, monkeypatch, tmp_path):
     """The record of a finished pre-training is kept, its folder was lost, and a new pre-training
