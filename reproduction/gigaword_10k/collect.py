@@ -139,6 +139,17 @@ def pretraining_summary(path: Path) -> dict:
             **({"loss_first": curve[0], "loss_last": curve[-1]} if curve else {})}
 
 
+def same_logged_loss(replaced: Path, kept: Path) -> int:
+    """How many logged updates a replaced pre-training and the kept one of its n share with the
+    same training loss at each, when their loss curves are the same update for update (0 when they
+    differ or one logged none): the same seed and corpus retrace one trajectory, as far as the log
+    shows (a checkpoint's bytes are not kept to compare)."""
+    earlier = json.loads(replaced.read_text(encoding="utf-8"))
+    current = kept / f"pretrain-p{earlier['ngram']}.json"
+    now = json.loads(current.read_text(encoding="utf-8"))["train_loss_curve"] if current.is_file() else []
+    return len(now) if now and now == earlier["train_loss_curve"] else 0
+
+
 def earlier_pretraining(seeds: dict, ngram: int, current: dict | None, replaced: dict) -> dict:
     """{seed: the replaced pre-training it was fine-tuned from (None when no record of it is kept)}
     for the runs of a pre-trained row of n = ``ngram`` that did not start from its current
@@ -249,7 +260,8 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     lead8 = json.loads(lead8_file.read_text(encoding="utf-8"))["test_sentence_rouge1"] if lead8_file.is_file() else None
     models = {row: summarise_row(row, runs[row]) for row in ROWS if row in runs}
     pretraining = {path.stem: pretraining_summary(path) for path in sorted(kept.glob("pretrain-p*.json"))}
-    replaced = {path.stem: pretraining_summary(path) for path in sorted((kept / "superseded" / "pretraining").glob("*.json"))}
+    replaced = {path.stem: {**pretraining_summary(path), "same_logged_loss": same_logged_loss(path, kept)}
+                for path in sorted((kept / "superseded" / "pretraining").glob("*.json"))}
     for row, m in models.items():
         if ROWS[row].get("pretrain"):
             n = ROWS[row]["ngram"]

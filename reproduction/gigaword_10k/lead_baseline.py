@@ -145,6 +145,13 @@ def pretraining_text(r: dict) -> str:
             f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}")
 
 
+def same_loss(replaced: dict) -> str:
+    """Whether a replaced pre-training logged the loss of the one kept now (``collect.same_logged_loss``)."""
+    n = replaced.get("same_logged_loss", 0)
+    return (f"; its training loss at each of its {n} logged updates is that of the pre-training above, so the same "
+            "run as far as its log shows; its checkpoint is not kept to compare") if n else ""
+
+
 def earlier_pretraining_note(results: dict) -> list[str]:
     """The runs of a pre-trained row fine-tuned from a pre-training that a later one replaced."""
     replaced = results.get("replaced_pretraining") or {}
@@ -154,8 +161,8 @@ def earlier_pretraining_note(results: dict) -> list[str]:
         for seed, name in m.get("earlier_pretraining", {}).items():
             by_source.setdefault(name, []).append(seed)
         each += [f"{m['label']} {seed_names(seeds)}, from "
-                 + (f"{pretraining_text(replaced[name])} (`{replaced[name]['record']}`)" if name in replaced
-                    else "a pre-training whose record is not kept")
+                 + (f"{pretraining_text(replaced[name])} (`{replaced[name]['record']}`{same_loss(replaced[name])})"
+                    if name in replaced else "a pre-training whose record is not kept")
                  for name, seeds in by_source.items()]
     if not each:
         return []

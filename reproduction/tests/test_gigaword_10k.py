@@ -13,7 +13,7 @@ from reproduction.gigaword_10k.lead_baseline import (
     pretraining_note,
     split_statistics,
 )
-from reproduction.gigaword_10k.collect import earlier_pretraining
+from reproduction.gigaword_10k.collect import earlier_pretraining, same_logged_loss
 
 
 def write(folder, prefix, articles, titles):
@@ -82,8 +82,24 @@ def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
         "from n = 2: 4000 updates, 1.0 h in 2 calls "
         "(`reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json`); ProphetNet n = 2, span "
         "pre-training seed 4, from a pre-training whose record is not kept.")
+    replaced["pretrain-p2-unhashed"]["same_logged_loss"] = 80
+    assert "-unhashed.json`; its training loss at each of its 80 logged updates is that of the pre-training above, so " \
+        "the same run as far as its log shows; its checkpoint is not kept to compare); ProphetNet" in pretraining_note(results)[2]
     results["models"]["p2-pt"]["earlier_pretraining"] = {}
     assert len(pretraining_note(results)) == 2  # every run from the pre-training described: no such line
+
+
+def test_a_replaced_pretraining_shares_its_logged_loss_only_when_every_logged_update_agrees(tmp_path):
+    import json
+
+    curve = [{"update": 50, "loss": 11.245}, {"update": 100, "loss": 9.5}]
+    replaced = tmp_path / "superseded" / "pretrain-p2-unhashed.json"
+    replaced.parent.mkdir()
+    replaced.write_text(json.dumps({"ngram": 2, "train_loss_curve": curve}))
+    assert same_logged_loss(replaced, tmp_path) == 0  # no pre-training of n = 2 kept now
+    for now, shared in ((curve, 2), (curve[:1], 0), ([curve[0], {"update": 100, "loss": 9.501}], 0), ([], 0)):
+        (tmp_path / "pretrain-p2.json").write_text(json.dumps({"ngram": 2, "train_loss_curve": now}))
+        assert same_logged_loss(replaced, tmp_path) == shared
 
 
 def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
