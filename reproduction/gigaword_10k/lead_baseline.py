@@ -137,10 +137,10 @@ def pretraining_note(results: dict) -> list[str]:
 
 
 def pretraining_text(r: dict) -> str:
-    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call'."""
+    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call'
+    (no loss where none was logged: a run shorter than fairseq's --log-interval, or one in-process)."""
     loss = (f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} and "
             f"{r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, ") if "loss_first" in r else ""
-    # no loss is logged by a run shorter than fairseq's --log-interval, or run in-process
     return (f"n = {r['ngram']}: {r['updates']} updates, {loss}{r['wall_seconds'] / 3600:.1f} h in "
             f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}")
 
