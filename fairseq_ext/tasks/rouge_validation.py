@@ -1,9 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """``--eval-rouge``: ROUGE-1/2/L of beam-search headlines on the validation split at every
 validation, for the headline tasks (``unilm_seq2seq``, ``translation_prophetnet``), as fairseq's
-``translation`` task does ``--eval-bleu``. A task takes the options with ``RougeValidationConfig``,
-holds a ``RougeValidation`` (``self.rouge``), and gets the validation hooks that call it from
-``RougeValidatedTask``; its ``build_model`` calls ``self.rouge.prepare``.
+``translation`` task does ``--eval-bleu``. A task takes the options with ``RougeValidationConfig``
+and holds a ``RougeValidation``, which its own hooks call.
 
 ``valid_step`` decodes each validation batch with the task's own generator (built with the
 model, from ``--eval-rouge-args``), turns the hypothesis and the target into text as the user
@@ -221,20 +220,3 @@ class RougeValidation:
             metrics.log_scalar(f"_{name}_f1_sum", total(f"_{name}_f1_sum"))
             metrics.log_derived(name, lambda meters, name=name: (
                 100.0 * meters[f"_{name}_f1_sum"].sum / meters["_rouge_sentences"].sum))
-
-
-class RougeValidatedTask:
-    """fairseq's ``valid_step`` and ``reduce_metrics`` with ``--eval-rouge``'s own steps, for a
-    task that holds ``self.rouge`` (a ``RougeValidation``); listed before the fairseq task it
-    extends, so ``super()`` is fairseq's hook."""
-
-    def valid_step(self, sample, model, criterion):
-        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation.score``)."""
-        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
-        self.rouge.score(self, sample, model, logging_output)
-        return loss, sample_size, logging_output
-
-    def reduce_metrics(self, logging_outputs, criterion):
-        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation.reduce``)."""
-        super().reduce_metrics(logging_outputs, criterion)
-        self.rouge.reduce(logging_outputs)
