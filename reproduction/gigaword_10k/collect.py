@@ -129,25 +129,21 @@ def summarise_row(row: str, seeds: dict) -> dict:
             "commands": records[0]["commands"], "pretraining": records[0].get("pretraining")}
 
 
-def pretraining_summary(path: Path) -> dict:
-    """What the page says of a span pre-training record (``runs/pretrain-pN.json``, or one a later
-    pre-training replaced, in ``runs/superseded/pretraining/``)."""
-    record = json.loads(path.read_text(encoding="utf-8"))
+def pretraining_summary(path: Path, record: dict) -> dict:
+    """What the page says of the span pre-training ``record`` read from ``path`` (``runs/pretrain-pN.json``,
+    or one a later pre-training replaced, in ``runs/superseded/pretraining/``)."""
     curve = record["train_loss_curve"]
     return {**{k: record[k] for k in ("ngram", "updates", "command", "corpus", "wall_seconds", "sessions", "hardware")},
             "record": rel(path), "checkpoint_sha256": record.get("checkpoint_sha256"),
             **({"loss_first": curve[0], "loss_last": curve[-1]} if curve else {})}
 
 
-def same_logged_loss(replaced: Path, kept: Path) -> int:
-    """How many logged updates a replaced pre-training and the kept one of its n share with the
-    same training loss at each, when their loss curves are the same update for update (0 when they
-    differ or one logged none): the same seed and corpus retrace one trajectory, as far as the log
-    shows (a checkpoint's bytes are not kept to compare)."""
-    earlier = json.loads(replaced.read_text(encoding="utf-8"))
-    current = kept / f"pretrain-p{earlier['ngram']}.json"
-    now = json.loads(current.read_text(encoding="utf-8"))["train_loss_curve"] if current.is_file() else []
-    return len(now) if now and now == earlier["train_loss_curve"] else 0
+def same_logged_loss(replaced: list, kept: list) -> int:
+    """How many logged updates a replaced pre-training's loss curve and the kept one's of its n
+    share, when the curves are the same update for update (0 when they differ or one logged none):
+    the same seed and corpus retrace one trajectory, as far as the log shows (a checkpoint's bytes
+    are not kept to compare)."""
+    return len(kept) if kept and kept == replaced else 0
 
 
 def earlier_pretraining(seeds: dict, ngram: int, current: dict | None, replaced: dict) -> dict:
@@ -259,9 +255,14 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     lead8_file = kept / "lead8-test.json"
     lead8 = json.loads(lead8_file.read_text(encoding="utf-8"))["test_sentence_rouge1"] if lead8_file.is_file() else None
     models = {row: summarise_row(row, runs[row]) for row in ROWS if row in runs}
-    pretraining = {path.stem: pretraining_summary(path) for path in sorted(kept.glob("pretrain-p*.json"))}
-    replaced = {path.stem: {**pretraining_summary(path), "same_logged_loss": same_logged_loss(path, kept)}
-                for path in sorted((kept / "superseded" / "pretraining").glob("*.json"))}
+    records = {path: json.loads(path.read_text(encoding="utf-8")) for path in sorted(kept.glob("pretrain-p*.json"))}
+    pretraining = {path.stem: pretraining_summary(path, r) for path, r in records.items()}
+    curves = {r["ngram"]: r["train_loss_curve"] for r in records.values()}
+    replaced = {}
+    for path in sorted((kept / "superseded" / "pretraining").glob("*.json")):
+        r = json.loads(path.read_text(encoding="utf-8"))
+        replaced[path.stem] = {**pretraining_summary(path, r),
+                               "same_logged_loss": same_logged_loss(r["train_loss_curve"], curves.get(r["ngram"], []))}
     for row, m in models.items():
         if ROWS[row].get("pretrain"):
             n = ROWS[row]["ngram"]

@@ -209,6 +209,11 @@ def describes(record: dict, checkpoint: Path) -> bool:
     return record["updates"] == checkpoint_updates(checkpoint)
 
 
+def pretraining_started_from(row: str, state: dict) -> dict:
+    """A pre-trained row's record field ``pretraining_sha256``: the pre-training its run started from."""
+    return {"pretraining_sha256": state.get("pretraining_sha256")} if ROWS[row].get("pretrain") else {}
+
+
 def set_aside_replaced_pretraining(kept: Path, sha: str) -> None:
     """Moves the kept pre-training record ``kept`` to ``superseded/pretraining/`` (named by its
     checkpoint's SHA-256, or ``unhashed``) when a pre-training with checkpoint ``sha`` replaces it:
@@ -656,7 +661,7 @@ class Driver:
                       "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
                       "wall_seconds": clock.seconds(), "hardware": clock.machines(),
                       "batches_per_epoch_from": state.get("batches_per_epoch_from"),
-                      **self.pretraining_of(row, state)}
+                      **pretraining_started_from(row, state)}
             write_json(kept, record)
             shutil.rmtree(w)
             return record
@@ -685,7 +690,7 @@ class Driver:
             "commands": {"fairseq-train": "fairseq-train " + show(train + ["--max-update", "UPDATES"]),
                          "fairseq-generate": "fairseq-generate " + show(self.generate_command(row, best, "SUBSET", "LENPEN"))},
             "pretraining": f"pretrain-p{ROWS[row]['ngram']}.json" if ROWS[row].get("pretrain") else None,
-            **self.pretraining_of(row, state),
+            **pretraining_started_from(row, state),
             "valid_set": f"valid1k, first {a.valid_lines} pairs" if a.valid_lines else "valid1k (1000 pairs)",
             "curve": curve, "stopped": EARLY_STOPPED if converged else CAPPED,
             "chosen_update": chosen["update"], "lenpen_grid": state["lenpen"], "chosen_lenpen": lenpen,
@@ -710,11 +715,6 @@ class Driver:
         record kept without one)."""
         record = self.kept / f"pretrain-p{ROWS[row]['ngram']}.json"
         return json.loads(record.read_text(encoding="utf-8")).get("checkpoint_sha256")
-
-    @staticmethod
-    def pretraining_of(row: str, state: dict) -> dict:
-        """A pre-trained row's record field ``pretraining_sha256``: the pre-training its run started from."""
-        return {"pretraining_sha256": state.get("pretraining_sha256")} if ROWS[row].get("pretrain") else {}
 
     def extends(self, name: str) -> bool:
         """Whether this call trains the kept run ``name`` further: it stopped at a lower cap and every

@@ -89,17 +89,12 @@ def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
     assert len(pretraining_note(results)) == 2  # every run from the pre-training described: no such line
 
 
-def test_a_replaced_pretraining_shares_its_logged_loss_only_when_every_logged_update_agrees(tmp_path):
-    import json
-
+def test_a_replaced_pretraining_shares_its_logged_loss_only_when_every_logged_update_agrees():
     curve = [{"update": 50, "loss": 11.245}, {"update": 100, "loss": 9.5}]
-    replaced = tmp_path / "superseded" / "pretrain-p2-unhashed.json"
-    replaced.parent.mkdir()
-    replaced.write_text(json.dumps({"ngram": 2, "train_loss_curve": curve}))
-    assert same_logged_loss(replaced, tmp_path) == 0  # no pre-training of n = 2 kept now
-    for now, shared in ((curve, 2), (curve[:1], 0), ([curve[0], {"update": 100, "loss": 9.501}], 0), ([], 0)):
-        (tmp_path / "pretrain-p2.json").write_text(json.dumps({"ngram": 2, "train_loss_curve": now}))
-        assert same_logged_loss(replaced, tmp_path) == shared
+    assert same_logged_loss(curve, []) == 0  # no pre-training of its n kept now
+    for now, shared in ((curve, 2), (curve[:1], 0), ([curve[0], {"update": 100, "loss": 9.501}], 0),
+                        (curve + [{"update": 150, "loss": 9.0}], 0)):
+        assert same_logged_loss(curve, now) == shared
 
 
 def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
