@@ -178,6 +178,15 @@ def test_prophetnet_gigaword(gigaword, wikitext, tmp_path):
     lead8 = json.loads((work / "rouge-best.json").read_text())["lead8"]["rouge1"]
     raw = tmp_path / "gigaword-data" / "raw"
     assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
+    generate = next(c for c in result["commands"] if c.startswith("fairseq-generate"))
+    assert "--lenpen 1.2 " in generate and result["lenpen"] == point["lenpen"] == 1.2  # the default
+    # another length penalty: checkpoint_best.pt decoded again, nothing trained again
+    again = bash("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200, "--pretrain-text", wikitext,
+                 "--pretrain-updates", 2, "--finetune-updates", 2, "--validate-every", 1, "--max-tokens", 1000,
+                 "--lenpen", 1)
+    commands = json.loads((work / "results.json").read_text())["commands"]
+    assert "beam 4, lenpen 1.0)" in again and json.loads((work / "points" / "best.json").read_text())["lenpen"] == 1.0
+    assert sum(c.startswith("fairseq-train") for c in commands) == 2 and "--lenpen 1.0 " in commands[-2]
     # the same --work with another n, the same data folder with another vocabulary: refused before anything runs
     line = refused("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200, "--ngram", 1,
                    "--pretrain-updates", 2, "--finetune-updates", 2, "--validate-every", 1, "--max-tokens", 1000)
@@ -199,7 +208,15 @@ def test_prophetnet_gigaword_refuses_a_validation_interval_past_the_cap_and_two_
         f"error: --pretrain-text: cannot read {tmp_path / 'none.txt'}")
     assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--pretrain-text", __file__, "--pretrain-updates", 0) == (
         "error: --pretrain-text is pre-trained on with --pretrain-updates N >= 1 (--model prophetnet, no --init)")
+    assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--lenpen", "long") == (
+        "error: --lenpen takes a number such as 1.0, got 'long'")
     assert not (tmp_path / "commands.txt").exists()  # refused before anything ran
+    # an --eval-at point is scored once and its checkpoint deleted: it cannot be decoded again
+    (tmp_path / "points").mkdir()
+    (tmp_path / "points" / "50.json").write_text(json.dumps({"update": 50, "rouge1_f1": 10.0}))  # before --lenpen: 1.0
+    assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--eval-at", 50, "--lenpen", 1.5) == (
+        f"error: {tmp_path}/points/50.json was decoded with --lenpen 1.0 and its checkpoint deleted once scored; "
+        "give that --lenpen or another --work")
 
 
 def test_unilm_gigaword(gigaword, tmp_path):

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # ProphetNet on Gigaword headline generation (Qi et al. 2020, section 3): optional span-masking
-# pre-training on the article side, fine-tuning on article -> title, beam search with the
-# paper's settings (beam 4, lenpen 1.0), ROUGE-1/2/L F1 (fairseq_ext.analysis.rouge), with lead-8
+# pre-training on the article side, fine-tuning on article -> title, beam search (the paper's
+# beam 4, no repeated trigram, --lenpen), ROUGE-1/2/L F1 (fairseq_ext.analysis.rouge), with lead-8
 # (the articles' first 8 words) beside it in WORK/rouge-N.json.
 #
 # The fine-tuning defaults are those of the "ProphetNet n = 2, span pre-training" row of
 # docs/results/gigaword-10k.md (reproduction/gigaword_10k/driver.py): prophetnet_tiny, n = 2,
 # batches of at most 2048 tokens cut in a random order, lr 7e-4 (chosen on valid over 2e-4),
 # validation ROUGE-1 every 500 updates, early stopping after 3 validations without a better
-# one, at most 3500 updates. The one difference: that row's span pre-training ran 4000 updates
-# on about 80,000 lines of English text (WikiText-2, the English sides of the WMT and Multi30k
-# files, the training articles); by default this script pre-trains 200 updates on the training
-# articles alone. --pretrain-text FILES --pretrain-updates 4000 pre-trains as the row did.
+# one, at most 20000 updates (the driver's cap), and the length penalty that scored best on
+# valid1k over the row's runs stopped by early stopping. The one difference: that row's span
+# pre-training ran 4000 updates on about 80,000 lines of English text (WikiText-2, the English
+# sides of the WMT and Multi30k files, the training articles); by default this script
+# pre-trains 200 updates on the training articles alone. --pretrain-text FILES
+# --pretrain-updates 4000 pre-trains as the row did.
 #
 #   examples/prophetnet/gigaword.sh [options]
 #     --work DIR              output folder (default work/prophetnet-gigaword); DIR/results.json
@@ -54,8 +56,12 @@
 #                             as '#', lines of 3 to 100 words, WikiText's headings dropped), encoded
 #                             with the data's sentencepiece, binarized with its dictionary into
 #                             WORK/pretrain-data; the validation articles stay its validation set
-#     --finetune-updates N    fine-tuning updates: the cap under --patience (default 3500, about
-#                             17 epochs of the 10k pairs), the number trained with --patience 0
+#     --finetune-updates N    fine-tuning updates: the cap under --patience (default 20000, about
+#                             97 epochs of the 10k pairs), the number trained with --patience 0
+#     --lenpen X              fairseq-generate's length penalty of step 4 (default 1.2; the
+#                             validations of --patience decode with 1.0, as the row's did). A rerun
+#                             with another X decodes checkpoint_best.pt again; the --eval-at points,
+#                             whose checkpoints are deleted once scored, are refused in one line
 #     --max-tokens N          tokens per batch (default 2048)
 #     --lr X                  peak learning rate (default 7e-4; inverse square root after 200 warm-up updates)
 #     --paper                 the paper's fine-tuning recipe (ProphetNet's README): prophetnet_large,
@@ -65,12 +71,13 @@
 #     --init CKPT             fine-tune from this checkpoint instead of pre-training here
 #
 # Defaults: prophetnet_tiny, 200 pre-training updates, then fine-tuning with early stopping (at
-# most 3500 updates) on the 10k training pairs (train10k), ROUGE on the 1000 validation pairs
+# most 20000 updates) on the 10k training pairs (train10k), ROUGE on the 1000 validation pairs
 # (valid1k; the test split is withheld). WORK/results.json and the last line printed name the
 # checkpoint scored and its update. A rerun in the same --work with other settings than
-# --finetune-updates and --eval-at is refused in one line.
+# --finetune-updates, --eval-at and --lenpen is refused in one line.
 # Wall time: about 1.4 seconds of one CPU core per fine-tuning update at 2048 tokens and 30 s a
-# validation (docs/results/gigaword-10k.md), so about 1.5 hours at the cap.
+# validation (docs/results/gigaword-10k.md); the row's seed 1 stopped by early stopping at 7000
+# updates, about 3 hours.
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -81,8 +88,8 @@ export PYTHONWARNINGS="${PYTHONWARNINGS:-ignore}"
 die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
-PRETRAIN="" FINETUNE=3500 MAX_TOKENS=2048 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" MULTIPLE=()
-PATIENCE="" VALIDATE_EVERY=500 BATCHING=unsorted PRETRAIN_TEXT=()
+PRETRAIN="" FINETUNE=20000 MAX_TOKENS=2048 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" MULTIPLE=()
+PATIENCE=3 PATIENCE_GIVEN=0 VALIDATE_EVERY=500 LENPEN=1.2 BATCHING=unsorted PRETRAIN_TEXT=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
@@ -97,7 +104,8 @@ while [ $# -gt 0 ]; do
     --batching) BATCHING="$2"; shift 2 ;;
     --batch-multiple) MULTIPLE=(--required-batch-size-multiple "$2"); shift 2 ;;
     --eval-at) EVAL_AT="$2"; shift 2 ;;
-    --patience) PATIENCE="$2"; shift 2 ;;
+    --patience) PATIENCE="$2" PATIENCE_GIVEN=1; shift 2 ;;
+    --lenpen) LENPEN="$2"; shift 2 ;;
     --validate-every) VALIDATE_EVERY="$2"; shift 2 ;;
     --pretrain-updates) PRETRAIN="$2"; shift 2 ;;
     --pretrain-text) read -r -a PRETRAIN_TEXT <<< "$2"; shift 2 ;;
@@ -113,10 +121,9 @@ done
 case "$MODEL" in prophetnet|transformer) ;; *) die "--model must be prophetnet or transformer, got $MODEL" ;; esac
 case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=() ;;
   *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
-if [ -z "$PATIENCE" ]; then  # default: early stopping, unless --eval-at names the points to score
-  PATIENCE=3
-  [ -z "$EVAL_AT" ] || PATIENCE=0
-fi
+# default: early stopping, unless --eval-at names the points to score
+[ "$PATIENCE_GIVEN" = 1 ] || [ -z "$EVAL_AT" ] || PATIENCE=0
+[[ "$LENPEN" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lenpen takes a number such as 1.0, got '$LENPEN'"
 if [ -z "$PRETRAIN" ]; then  # default: 200, none for the transformer or a given starting checkpoint
   PRETRAIN=200
   if [ "$MODEL" = transformer ] || [ -n "$INIT" ]; then PRETRAIN=0; fi
@@ -156,6 +163,15 @@ PREP="${PREP:-$(dirname "$WORK")/gigaword-data}"
 same_settings "$WORK" "a run" "--prep $PREP --model $MODEL --arch $ARCH --ngram $NGRAM --ngram-gamma $GAMMA \
 --seed $SEED ${UNSORTED[*]} ${MULTIPLE[*]} --patience $PATIENCE --validate-every $VALIDATE_EVERY \
 --pretrain-updates $PRETRAIN --pretrain-text '${PRETRAIN_TEXT[*]}' --max-tokens $MAX_TOKENS --lr $LR --paper $PAPER --init '$INIT'"
+# the length penalty a scored point was decoded with (a point written before --lenpen existed: 1.0)
+point_lenpen() { python -c "import json, sys; print(float(json.load(open(sys.argv[1])).get('lenpen', 1.0)))" "$1"; }
+LENPEN=$(python -c "import sys; print(float(sys.argv[1]))" "$LENPEN")
+for n in $POINTS; do  # checkpoint_best.pt is decoded again with another --lenpen; an --eval-at point's checkpoint is gone
+  if [ "$n" != best ] && [ -s "$WORK/points/$n.json" ] && [ "$(point_lenpen "$WORK/points/$n.json")" != "$LENPEN" ]; then
+    die "$WORK/points/$n.json was decoded with --lenpen $(point_lenpen "$WORK/points/$n.json") and its checkpoint" \
+      "deleted once scored; give that --lenpen or another --work"
+  fi
+done
 COMMANDS="$WORK/commands.txt"  # appended to by every call (a rerun resumes)
 echo "# $(date -u +%FT%TZ)" >> "$COMMANDS"
 logged() { printf '%q ' "$@" >> "$COMMANDS"; echo >> "$COMMANDS"; "$@"; }
@@ -242,11 +258,11 @@ if [ "$todo" = 1 ]; then
 fi
 T3=$(date +%s)
 
-echo "== 4/4 beam search (beam 4, lenpen 1.0) on the validation pairs and ROUGE at each point"
+echo "== 4/4 beam search (beam 4, lenpen $LENPEN) on the validation pairs and ROUGE at each point"
 REF="$PREP/raw/valid.title"
 cp "$REF" "$WORK/ref.title"
 for n in $POINTS; do
-  [ -s "$WORK/points/$n.json" ] && continue
+  [ -s "$WORK/points/$n.json" ] && [ "$(point_lenpen "$WORK/points/$n.json")" = "$LENPEN" ] && continue
   if [ "$n" = best ]; then
     ckpt="$WORK/finetune/$SCORED" updates_of=$(checkpoint_update "$WORK/finetune/$SCORED" "$WORK/finetune/checkpoint_last.pt")
     read -r update last <<< "$updates_of"
@@ -258,15 +274,15 @@ for n in $POINTS; do
   t0=$(date +%s)
   logged fairseq-generate "$PREP/bin" --user-dir "$ROOT/fairseq_ext" --task translation_prophetnet -s article \
     -t title --path "$ckpt" --gen-subset valid --batch-size 64 --beam 4 \
-    --lenpen 1.0 --no-repeat-ngram-size 3 --max-len-a 0 --max-len-b 40 --post-process sentencepiece \
+    --lenpen "$LENPEN" --no-repeat-ngram-size 3 --max-len-a 0 --max-len-b 40 --post-process sentencepiece \
     --max-source-positions "$POSITIONS" --max-target-positions "$POSITIONS" --log-format simple --log-interval 4 \
     2>&1 > "$WORK/generate-$n.txt" | fairseq_progress "$WORK/generate-$n.log" || { tail -20 "$WORK/generate-$n.log"; exit 1; }
   grep '^D-' "$WORK/generate-$n.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 > "$WORK/hyp-$n.title"
   [ "$(wc -l < "$WORK/hyp-$n.title")" = "$(wc -l < "$REF")" ] || die "not every validation article was decoded at update $update"
   logged python -m fairseq_ext.analysis.rouge --hyp "$WORK/hyp-$n.title" --ref "$WORK/ref.title" \
     --source "$PREP/raw/valid.article" --json "$WORK/rouge-$n.json"
-  python "$HERE/gigaword_point.py" --work "$WORK" --update "$update" --name "$n" --checkpoint "$(basename "$ckpt")" \
-    --decode-seconds $(( $(date +%s) - t0 ))
+  python "$HERE/gigaword_point.py" --work "$WORK" --update "$update" --lenpen "$LENPEN" --name "$n" \
+    --checkpoint "$(basename "$ckpt")" --decode-seconds $(( $(date +%s) - t0 ))
   [ "$n" = best ] || rm -f "$ckpt"
 done
 T4=$(date +%s)

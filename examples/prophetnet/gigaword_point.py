@@ -1,12 +1,14 @@
 #!/usr/bin/env python
 """Results files of ``gigaword.sh``: one per scored point of training, and the run's summary.
 
-    python examples/prophetnet/gigaword_point.py --work DIR --update N [--name NAME] [--checkpoint FILE] [--decode-seconds S]
+    python examples/prophetnet/gigaword_point.py --work DIR --update N --lenpen X [--name NAME] [--checkpoint FILE]
+        [--decode-seconds S]
     python examples/prophetnet/gigaword_point.py --work DIR --summary --model M ... [--patience P --validate-every V]
         --times T0 T1 T2 T3 T4
 
 A point (``DIR/points/NAME.json``; NAME is N unless given, ``best`` for the checkpoint_best.pt
-of ``--patience``) holds ROUGE-1/2/L F1 (``DIR/rouge-NAME.json``), the checkpoint decoded, the
+of ``--patience``) holds ROUGE-1/2/L F1 (``DIR/rouge-NAME.json``), the checkpoint decoded and the
+length penalty it was decoded with, the
 number of distinct hypotheses among the validation outputs (``DIR/hyp-NAME.title``; a model that
 ignores its source writes one headline for every article) and fairseq's validation line at
 update ``N`` from ``DIR/finetune.log``: the loss and, per predicting stream, the teacher-forced
@@ -50,7 +52,7 @@ def stream_accuracy(valid: dict) -> list:
     return [valid[f"acc_s{k}"] for k in range(1, 64) if f"acc_s{k}" in valid]
 
 
-def write_point(work: Path, update: int, decode_seconds: float | None, name: str | None = None,
+def write_point(work: Path, update: int, lenpen: float, decode_seconds: float | None, name: str | None = None,
                 checkpoint: str | None = None) -> dict:
     name = name or str(update)
     valid = validation_line(work / "finetune.log", update)
@@ -59,7 +61,7 @@ def write_point(work: Path, update: int, decode_seconds: float | None, name: str
             raise SystemExit(f"error: {work / file} is missing; decode and score update {update} first")
     rouge = json.loads((work / f"rouge-{name}.json").read_text())
     hyps = (work / f"hyp-{name}.title").read_text().splitlines()
-    point = {"update": update, "checkpoint": checkpoint, "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"],
+    point = {"update": update, "checkpoint": checkpoint, "lenpen": lenpen, "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"],
              "rougeL_f1": rouge["rougeL"], "sentences": rouge["sentences"], "distinct_hypotheses": len(set(hyps)),
              "valid_loss": valid.get("loss"), "valid_accuracy_per_stream": stream_accuracy(valid),
              "decode_seconds": decode_seconds}
@@ -113,7 +115,8 @@ def write_summary(work: Path, a) -> dict:
         "model": a.model, "arch": a.arch, "ngram": a.ngram if a.model == "prophetnet" else None,
         "ngram_gamma": a.ngram_gamma if a.model == "prophetnet" else None, "seed": a.seed,
         "pretrain_updates": a.pretrain_updates, "finetune_updates": trained, "paper_recipe": a.paper == 1,
-        "checkpoint": scored.get("checkpoint"), "scored_update": scored["update"], "patience": a.patience,
+        "checkpoint": scored.get("checkpoint"), "scored_update": scored["update"], "lenpen": scored.get("lenpen"),
+        "patience": a.patience,
         "validate_every": a.validate_every if a.patience else None,
         "rouge1_f1": scored["rouge1_f1"], "rouge2_f1": scored["rouge2_f1"], "rougeL_f1": scored["rougeL_f1"],
         "sentences": scored["sentences"], "points": points,
@@ -134,6 +137,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--update", type=int)
     p.add_argument("--name", help="the point's name in file names (default: the update)")
     p.add_argument("--checkpoint", help="the file name of the checkpoint decoded")
+    p.add_argument("--lenpen", type=float, help="the length penalty the point was decoded with")
     p.add_argument("--decode-seconds", type=float)
     p.add_argument("--summary", action="store_true")
     p.add_argument("--model")
@@ -153,10 +157,10 @@ def main(argv: list[str] | None = None) -> None:
         if a.times is None or a.model is None:
             p.error("--summary needs --model and --times")
         write_summary(a.work, a)
-    elif a.update is None:
-        p.error("give --update N (a point) or --summary")
+    elif a.update is None or a.lenpen is None:
+        p.error("give --update N --lenpen X (a point) or --summary")
     else:
-        write_point(a.work, a.update, a.decode_seconds, a.name, a.checkpoint)
+        write_point(a.work, a.update, a.lenpen, a.decode_seconds, a.name, a.checkpoint)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,7 @@ PUBLISHED = [
      "source": f"{UNILM_README}: 30 epochs, batch 128, lr 1e-5, label smoothing 0.1, beam 5, no repeated n-grams"},
 ]
 USER_SCRIPTS = {"unilm-minilm": "examples/pretrained/minilm_gigaword.sh",  # defaults follow the row once converged
-                "unilm-random": "examples/unilm/gigaword.sh"}
+                "unilm-random": "examples/unilm/gigaword.sh", "p2-pt": "examples/prophetnet/gigaword.sh"}
 # the model rows of the table, run by later drivers (docs/results/gigaword-10k.md says which)
 MODEL_ROWS = ["fairseq transformer (tiny, no pre-training)", "ProphetNet n = 1, no pre-training",
               "ProphetNet n = 2, no pre-training", "ProphetNet n = 1, span pre-training",

@@ -80,7 +80,7 @@ JOBLIST="$WORK/jobs.txt"
 : > "$JOBLIST"
 first_seed="${SEEDS%% *}"
 GIGA=(bash "$ROOT/examples/prophetnet/gigaword.sh" "${DATA_ARGS[@]}" --prep "$PREP" --max-tokens "$TOK" --finetune-updates "$UPDATES"
-      --eval-at "$EVAL_AT" --patience 0 --batching "$BATCHING")
+      --eval-at "$EVAL_AT" --patience 0 --batching "$BATCHING" --lenpen 1.0)
 add() {  # add NAME POINTS CMD...: one line of JOBLIST, unless the kept results of NAME hold every point it scores
   if python "$HERE/collect_gigaword.py" --is-kept "$KEPT/$1" --eval-at "$2"; then echo "== kept  $1"; return; fi
   local out="$WORK/runs/$1"; shift 2; printf '%q ' "$out" "$@" >> "$JOBLIST"; echo >> "$JOBLIST"; }

@@ -164,11 +164,12 @@ def test_point_reads_fairseqs_validation_line(tmp_path):
     (tmp_path / "rouge-500.json").write_text(json.dumps({"rouge1": 12.0, "rouge2": 3.0, "rougeL": 11.0,
                                                          "sentences": 3}))
     (tmp_path / "hyp-500.title").write_text("a b\na b\nc d\n")
-    point = module.write_point(tmp_path, 500, 12.0)
-    assert point["valid_accuracy_per_stream"] == [15.0, 12.5] and point["valid_loss"] == 8.1
+    point = module.write_point(tmp_path, 500, 1.2, 12.0)
+    assert point["valid_accuracy_per_stream"] == [15.0, 12.5] and point["valid_loss"] == 8.1 and point["lenpen"] == 1.2
     assert point["distinct_hypotheses"] == 2
     assert json.loads((tmp_path / "points" / "500.json").read_text()) == point
-    proc = subprocess.run([sys.executable, USER_SCRIPTS / "gigaword_point.py", "--work", tmp_path, "--update", "750"],
+    proc = subprocess.run([sys.executable, USER_SCRIPTS / "gigaword_point.py", "--work", tmp_path, "--update", "750",
+                           "--lenpen", "1.0"],
                           capture_output=True, text=True, env=cli_env())
     assert proc.returncode == 1 and "no validation at update 750" in proc.stderr and "Traceback" not in proc.stderr
 

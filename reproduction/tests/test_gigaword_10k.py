@@ -202,9 +202,12 @@ def test_a_user_script_defaults_to_the_cap_and_length_penalty_of_its_rows_conver
     row = json.loads(RESULTS.read_text(encoding="utf-8"))["models"][row_name]
     chosen = row["lenpen_of_converged"]
     script = (ROOT / USER_SCRIPTS[row_name]).read_text(encoding="utf-8")
-    defaults: dict = {}
-    for name, value in re.findall(r"\b(UPDATES|LENPEN|PATIENCE|EVERY)=(\S+)", script):
-        defaults.setdefault(name, value)  # the first assignment: the default, not the option parsing's
+    assigned: dict = {}
+    for name, value in re.findall(r"(?<![A-Z_])([A-Z_]+)=(\S+)", script):
+        assigned.setdefault(name, value)  # the first assignment: the default, not the option parsing's
+    # the ProphetNet script names the cap and the validation interval after its two stages
+    spelled = {"UPDATES": "FINETUNE", "EVERY": "VALIDATE_EVERY"} if "FINETUNE" in assigned else {}
+    defaults = {name: assigned.get(spelled.get(name, name)) for name in ("UPDATES", "LENPEN", "PATIENCE", "EVERY")}
     caps = {cap for seed, cap in zip(row["seeds"], row["caps"]) if seed in chosen["seeds"]}
     assert defaults == {"UPDATES": str(caps.pop()), "LENPEN": chosen["best"], "PATIENCE": str(row["patience"]),
                         "EVERY": str(row["chunk"])} and not caps

@@ -120,7 +120,7 @@ run_one() {  # run_one NAME SEED: train, and decode + score at every --eval-at p
     grep '^D-' "$out/generate-$n.txt" | sed 's/^D-//' | sort -n -k1,1 | cut -f3 \
       | logged python "$ROOT/data_prep/wordpiece.py" decode --tokenizer "$TOKENIZER" --output "$out/hyp-$n.title"
     logged python -m fairseq_ext.analysis.rouge --hyp "$out/hyp-$n.title" --ref "$out/ref.title" --json "$out/rouge-$n.json"
-    python "$ROOT/examples/prophetnet/gigaword_point.py" --work "$out" --update "$n" --decode-seconds $(( $(date +%s) - s ))
+    python "$ROOT/examples/prophetnet/gigaword_point.py" --work "$out" --update "$n" --lenpen 1.0 --decode-seconds $(( $(date +%s) - s ))
     rm -f "$ckpt"
   done
   t2=$(date +%s)
