@@ -7,15 +7,15 @@
         --times T0 T1 T2 T3 T4
 
 A point (``DIR/points/NAME.json``; NAME is N unless given, ``best`` for the checkpoint_best.pt
-of ``--patience``) holds ROUGE-1/2/L F1 (``DIR/rouge-NAME.json``), the checkpoint decoded and the
-length penalty it was decoded with, the
-number of distinct hypotheses among the validation outputs (``DIR/hyp-NAME.title``; a model that
-ignores its source writes one headline for every article) and fairseq's validation line at
-update ``N`` from ``DIR/finetune.log``: the loss and, per predicting stream, the teacher-forced
-next-token accuracy (``acc_s1``, ``acc_s2``, ...; ``accuracy`` for the plain Transformer). The
-summary (``DIR/results.json``) gathers the points with the run's settings, its commands
-(paths relative to the repository), its wall time summed over the calls that made it, and the
-hardware; its scores are those of the last point, or with ``--patience`` of ``best``.
+of ``--patience``) holds ROUGE-1/2/L F1 (``DIR/rouge-NAME.json``), the checkpoint decoded, the
+length penalty it was decoded with, the number of distinct hypotheses among the validation
+outputs (``DIR/hyp-NAME.title``; a model that ignores its source writes one headline for every
+article) and fairseq's validation line at update ``N`` from ``DIR/finetune.log``: the loss and,
+per predicting stream, the teacher-forced next-token accuracy (``acc_s1``, ``acc_s2``, ...;
+``accuracy`` for the plain Transformer). The summary (``DIR/results.json``) gathers the points
+with the run's settings, its commands (paths relative to the repository), its wall time summed
+over the calls that made it, and the hardware; its scores are those of the last point, or with
+``--patience`` of ``best``.
 """
 from __future__ import annotations
 
@@ -61,8 +61,8 @@ def write_point(work: Path, update: int, lenpen: float, decode_seconds: float | 
             raise SystemExit(f"error: {work / file} is missing; decode and score update {update} first")
     rouge = json.loads((work / f"rouge-{name}.json").read_text())
     hyps = (work / f"hyp-{name}.title").read_text().splitlines()
-    point = {"update": update, "checkpoint": checkpoint, "lenpen": lenpen, "rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"],
-             "rougeL_f1": rouge["rougeL"], "sentences": rouge["sentences"], "distinct_hypotheses": len(set(hyps)),
+    point = {"update": update, "checkpoint": checkpoint, "lenpen": lenpen, "rouge1_f1": rouge["rouge1"],
+             "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"], "sentences": rouge["sentences"], "distinct_hypotheses": len(set(hyps)),
              "valid_loss": valid.get("loss"), "valid_accuracy_per_stream": stream_accuracy(valid),
              "decode_seconds": decode_seconds}
     (work / "points").mkdir(exist_ok=True)
@@ -116,8 +116,7 @@ def write_summary(work: Path, a) -> dict:
         "ngram_gamma": a.ngram_gamma if a.model == "prophetnet" else None, "seed": a.seed,
         "pretrain_updates": a.pretrain_updates, "finetune_updates": trained, "paper_recipe": a.paper == 1,
         "checkpoint": scored.get("checkpoint"), "scored_update": scored["update"], "lenpen": scored.get("lenpen"),
-        "patience": a.patience,
-        "validate_every": a.validate_every if a.patience else None,
+        "patience": a.patience, "validate_every": a.validate_every if a.patience else None,
         "rouge1_f1": scored["rouge1_f1"], "rouge2_f1": scored["rouge2_f1"], "rougeL_f1": scored["rougeL_f1"],
         "sentences": scored["sentences"], "points": points,
         "scorer": "fairseq_ext.analysis.rouge (rouge-score, stemmed, F1 x 100)",
