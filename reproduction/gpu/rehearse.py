@@ -36,6 +36,7 @@ from pathlib import Path
 
 from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError, require
+from reproduction.gpu.training import verdict
 from reproduction.gpu.wheels import DEFAULT_FOLDER, require_wheels
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -135,7 +136,7 @@ def rehearse(wheels: Path, results: Path) -> dict:
     train_json = results / "train.json"
     if train_json.exists():
         record["train"]["runs"] = [{k: r[k] for k in ("arch", "precision", "updates", "loss_first3", "loss_last3",
-                                                      "seconds", "passed", "failed_checks")}
+                                                      "seconds", "passed", "failed_checks", "returncode")}
                                    for r in json.loads(train_json.read_text())]
     record["install"] = {k: record["install"][k] for k in ("passed", "returncode", "seconds") if k in record["install"]}
     record["passed"] = record["install"]["passed"] and all(record.get(k, {}).get("returncode") == 0 for k in commands)
@@ -192,7 +193,7 @@ def render(record: dict) -> str:
         lines += ["", "| training on the CPU, bf16 | updates | loss, first 3 -> last 3 logged | seconds | verdict |",
                   "|---|---|---|---|---|"]
         lines += [f"| `{r['arch']}` | {r['updates']} | {r['loss_first3']:.3f} -> {r['loss_last3']:.3f} | "
-                  f"{r['seconds']} | {'ok' if r['passed'] else 'FAILED: ' + ', '.join(r['failed_checks'])} |"
+                  f"{r['seconds']} | {verdict(r)} |"
                   for r in runs]
     return "\n".join(lines) + "\n"
 

@@ -2,6 +2,8 @@
 printed at the end of the call)."""
 from __future__ import annotations
 
+from reproduction.gpu.training import verdict
+
 
 def _num(value, digits: int = 1) -> str:
     return "" if value is None else f"{value:,.{digits}f}"
@@ -39,11 +41,10 @@ def _training(train: dict) -> list[str]:
              "(in the last half) | final loss scale | seconds | verdict |",
              "|---|---|---|---|---|---|---|---|---|"]
     for r in train.get("runs", []):
-        verdict = "ok" if r["passed"] else "FAILED: " + ", ".join(r["failed_checks"])
         lines.append(f"| {r['family']} | `{r['arch']}` | {r['precision']} | {r['updates']} | "
                      f"{_num(r['loss_first3'], 3)} -> {_num(r['loss_last3'], 3)} | {r['overflow_skips']} "
                      f"({r.get('overflow_skips_last_half', '-')}) | {_num(r['final_loss_scale'], 0)} | {r['seconds']} | "
-                     f"{verdict} |")
+                     f"{verdict(r)} |")
     return lines + [f"- {r['arch']} {r['precision']}: `{r['last_line']}`" for r in train.get("runs", [])
                     if r["last_line"]] + _tail(train)
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 import statistics
 import subprocess
 import sys
@@ -157,6 +158,28 @@ def judge(parsed: dict, returncode: int, updates: int) -> dict:
             "final_loss_scale": scales[-1] if scales else None}
 
 
+def _exit_status(returncode: int | None) -> str | None:
+    """What an exit code says: -N is the signal N that ended the process (fairseq's log can read
+    ``done training`` before a process dies at its exit), 124 the deadline."""
+    if returncode is None or returncode == 0:
+        return None
+    if returncode < 0:
+        try:
+            return f"{returncode}, {signal.Signals(-returncode).name}"
+        except ValueError:
+            return str(returncode)
+    return f"{returncode}, stopped at the deadline" if returncode == 124 else str(returncode)
+
+
+def verdict(run: dict) -> str:
+    """A run's verdict as the summaries print it: ``ok``, or ``FAILED:`` and each failed check,
+    the exit code check with the code the process ended with."""
+    if run["passed"]:
+        return "ok"
+    seen = {"exit code 0": _exit_status(run.get("returncode"))}
+    return "FAILED: " + ", ".join(f"{c} (was {seen[c]})" if seen.get(c) else c for c in run["failed_checks"])
+
+
 def _run(family: str, precision: str, seed: int, cmd: list[str], log: Path, updates: int, timeout: float | None) -> dict:
     t0 = time.time()
     with open(log, "w") as out:
@@ -212,10 +235,9 @@ def main(argv: list[str] | None = None) -> None:
     runs = run_all(args.results, args.only, args.precision, args.updates, args.jobs, deadline, args.log_interval,
                    args.cpu, tuple(args.seeds))
     for r in runs:
-        verdict = "ok" if r["passed"] else "FAILED: " + ", ".join(r["failed_checks"])
         print(f"{r['arch']:32s} {r['precision']} seed {r['seed']} updates={r['updates']} loss {r['loss_first3']:.3f} -> "
               f"{r['loss_last3']:.3f} overflow skips {r['overflow_skips']} ({r['overflow_skips_last_half']} "
-              f"in the last half) {verdict}")
+              f"in the last half) {verdict(r)}")
     sys.exit(0 if all(r["passed"] for r in runs) else 1)
 
 

@@ -199,6 +199,15 @@ def test_a_bad_run_fails_the_check_it_breaks(log, returncode, failed):
     assert not verdict["passed"] and verdict["failed_checks"] == failed
 
 
+@pytest.mark.parametrize("returncode, shown", [(-6, "FAILED: exit code 0 (was -6, SIGABRT)"),
+                                                (124, "FAILED: exit code 0 (was 124, stopped at the deadline)")])
+def test_a_run_that_trained_but_died_at_exit_shows_the_code_it_ended_with(returncode, shown):
+    # fairseq logged all 100 updates and ``done training``; only the process's end failed
+    run = {"returncode": returncode, **training.judge(training.parse_log(_log(DOWN)), returncode, updates=100)}
+    assert run["failed_checks"] == ["exit code 0"] and training.verdict(run) == shown
+    assert training.verdict({**run, "passed": True}) == "ok"
+
+
 # ------------------------------------------------------------------ the summary
 def test_junit_totals_count_and_name_the_failures(tmp_path):
     (tmp_path / "r.xml").write_text(
@@ -259,7 +268,7 @@ def test_summary_shows_every_part():
     assert "## FlexAttention vs dense masked attention" in text and "| prefix | 1024 | 1.0 | 2.0 |" in text
     assert "15 passed, 0 failed, 0 skipped" in text
     assert "| unilm | `unilm_transformer_base` | fp16 | 100 | 11.800 -> nan |" in text
-    assert "FAILED: exit code 0, loss finite, loss decreasing" in text
+    assert "FAILED: exit code 0 (was 1), loss finite, loss decreasing" in text
     assert "`FloatingPointError: Minimum loss scale reached`" in text
     # roberta reads half the tokens per second of UniLM here: ours / this = 2.00
     assert "| `roberta_base` | `unilm_transformer_base` | 60.0 | 16,384 | 163.8 | 100,000 | 2.00 | 100.0 | 25.0 % " \
