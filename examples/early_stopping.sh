@@ -12,6 +12,7 @@
 # when ROUGE-1 has not improved for PATIENCE validations. SCORED=checkpoint_best.pt.
 #
 #   checkpoint_update CKPT...  prints the update counts the fairseq checkpoints were saved at, on one line
+#   require_lenpen LENPEN      refuses (die) a --lenpen that is not a plain number such as 1.0 or 1.2
 rouge_early_stopping() {
   local patience="$1" every="$2" beam="$3" no_repeat="$4"
   shift 4
@@ -32,4 +33,8 @@ rouge_early_stopping() {
 checkpoint_update() {
   python -c "import sys; from fairseq_ext.checkpoints import safe_load
 print(*(safe_load(path)['optimizer_history'][-1]['num_updates'] for path in sys.argv[1:]))" "$@"
+}
+
+require_lenpen() {
+  [[ "$1" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lenpen takes a number such as 1.0, got '$1'"
 }

@@ -69,7 +69,7 @@ done
 for n in "$UPDATES" "$MAX_TOKENS" "$WARMUP" "$SEED" "$BEAM" "$MAX_EXAMPLES" "$LOG_INTERVAL" "$PATIENCE" "$EVERY"; do
   [[ "$n" =~ ^[0-9]+$ ]] || die "expected a whole number, got '$n'"
 done
-[[ "$LENPEN" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lenpen takes a number such as 1.0, got '$LENPEN'"
+require_lenpen "$LENPEN"
 [ "$UPDATES" -ge 1 ] || die "--updates must be >= 1"
 [ -z "$DATA" ] || [ -d "$DATA" ] || die "--data $DATA is not a folder (a local Gigaword, harvardnlp layout)"
 mkdir -p "$WORK"

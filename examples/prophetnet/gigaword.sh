@@ -123,7 +123,7 @@ case "$BATCHING" in unsorted) UNSORTED=(--unsorted-batches) ;; sorted) UNSORTED=
   *) die "--batching must be unsorted or sorted, got $BATCHING" ;; esac
 # default: early stopping, unless --eval-at names the points to score
 [ "$PATIENCE_GIVEN" = 1 ] || [ -z "$EVAL_AT" ] || PATIENCE=0
-[[ "$LENPEN" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lenpen takes a number such as 1.0, got '$LENPEN'"
+require_lenpen "$LENPEN"
 if [ -z "$PRETRAIN" ]; then  # default: 200, none for the transformer or a given starting checkpoint
   PRETRAIN=200
   if [ "$MODEL" = transformer ] || [ -n "$INIT" ]; then PRETRAIN=0; fi

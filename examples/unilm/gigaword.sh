@@ -71,7 +71,7 @@ while [ $# -gt 0 ]; do
 done
 [[ "$SEED" =~ ^[0-9]+$ ]] || die "--seed must be a whole number, got '$SEED'"
 [[ "$UPDATES" =~ ^[1-9][0-9]*$ ]] || die "--updates must be a whole number >= 1, got '$UPDATES'"
-[[ "$LENPEN" =~ ^[0-9]+(\.[0-9]+)?$ ]] || die "--lenpen takes a number such as 1.0, got '$LENPEN'"
+require_lenpen "$LENPEN"
 [[ "$PATIENCE" =~ ^[1-9] && "$EVERY" =~ ^[0-9]+$ ]] && [ "$EVERY" -gt "$UPDATES" ] \
   && die "--validate-every $EVERY is more than --updates $UPDATES: no validation would choose the checkpoint; give --validate-every at most $UPDATES or --patience 0"
 rouge_early_stopping "$PATIENCE" "$EVERY" "$BEAM" "$NO_REPEAT"  # sets STOPPING and SCORED
