@@ -2,7 +2,7 @@
 printed at the end of the call)."""
 from __future__ import annotations
 
-from reproduction.gpu.training import verdict
+from reproduction.gpu.training import exit_words, verdict
 
 
 def _num(value, digits: int = 1) -> str:
@@ -16,8 +16,7 @@ def _pct(value) -> str:
 def _step(out: dict) -> str:
     if out.get("returncode") is None:
         return out.get("tail", "not run")
-    status = {0: "exit 0", 124: "stopped at the deadline"}.get(out["returncode"], f"exit {out['returncode']}")
-    return f"{status} after {out['seconds']} s ({out.get('log', '')})"
+    return f"{exit_words(out['returncode'])} after {out['seconds']} s ({out.get('log', '')})"
 
 
 def _tail(out: dict) -> list[str]:

@@ -158,26 +158,28 @@ def judge(parsed: dict, returncode: int, updates: int) -> dict:
             "final_loss_scale": scales[-1] if scales else None}
 
 
-def _exit_status(returncode: int | None) -> str | None:
-    """What an exit code says: -N is the signal N that ended the process (fairseq's log can read
-    ``done training`` before a process dies at its exit), 124 the deadline."""
-    if returncode is None or returncode == 0:
-        return None
+def exit_words(returncode: int) -> str:
+    """How the summaries name a process's exit code: ``exit 0``; 124 the deadline (set when a
+    call stops a process at its time limit); -N the signal N that ended the process (fairseq's
+    log can read ``done training`` before a process dies at its exit)."""
+    if returncode == 124:
+        return "stopped at the deadline"
     if returncode < 0:
         try:
-            return f"{returncode}, {signal.Signals(-returncode).name}"
+            return f"exit {returncode} ({signal.Signals(-returncode).name})"
         except ValueError:
-            return str(returncode)
-    return f"{returncode}, stopped at the deadline" if returncode == 124 else str(returncode)
+            pass
+    return f"exit {returncode}"
 
 
 def verdict(run: dict) -> str:
     """A run's verdict as the summaries print it: ``ok``, or ``FAILED:`` and each failed check,
-    the exit code check with the code the process ended with."""
+    then how the process ended when it did not exit 0."""
     if run["passed"]:
         return "ok"
-    seen = {"exit code 0": _exit_status(run.get("returncode"))}
-    return "FAILED: " + ", ".join(f"{c} (was {seen[c]})" if seen.get(c) else c for c in run["failed_checks"])
+    ended = run.get("returncode")
+    failed = "FAILED: " + ", ".join(run["failed_checks"])
+    return f"{failed}; {exit_words(ended)}" if ended not in (0, None) else failed
 
 
 def _run(family: str, precision: str, seed: int, cmd: list[str], log: Path, updates: int, timeout: float | None) -> dict:

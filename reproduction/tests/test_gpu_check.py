@@ -199,8 +199,8 @@ def test_a_bad_run_fails_the_check_it_breaks(log, returncode, failed):
     assert not verdict["passed"] and verdict["failed_checks"] == failed
 
 
-@pytest.mark.parametrize("returncode, shown", [(-6, "FAILED: exit code 0 (was -6, SIGABRT)"),
-                                                (124, "FAILED: exit code 0 (was 124, stopped at the deadline)")])
+@pytest.mark.parametrize("returncode, shown", [(-6, "FAILED: exit code 0; exit -6 (SIGABRT)"),
+                                                (124, "FAILED: exit code 0; stopped at the deadline")])
 def test_a_run_that_trained_but_died_at_exit_shows_the_code_it_ended_with(returncode, shown):
     # fairseq logged all 100 updates and ``done training``; only the process's end failed
     run = {"returncode": returncode, **training.judge(training.parse_log(_log(DOWN)), returncode, updates=100)}
@@ -258,7 +258,9 @@ def test_summary_shows_every_part():
         "bench": {"passed": False, "hardware": "NVIDIA H100 80GB HBM3", "torch": "2.11.0",
                   "modules": {"unilm": {"returncode": 0, "seconds": 100.0, "log": "benchmarks-unilm.log", "tail": ""},
                               "prophetnet": {"returncode": 124, "seconds": 300.0, "log": "benchmarks-prophetnet.log",
-                                             "tail": "generating"}},
+                                             "tail": "generating"},
+                              "hi_cmlm": {"returncode": -9, "seconds": 10.0, "log": "benchmarks-hi_cmlm.log",
+                                          "tail": "Killed"}},
                   "benchmarks": {"unilm": {"metrics": {"unilm_train_tokens_per_s_ratio": 0.5}}}},
         "flex": {"passed": True, "returncode": 0, "seconds": 120.0, "log": "flex.log", "tail": "",
                  "table": "| case | tokens | flex ms | dense ms |\n|---|---|---|---|\n| prefix | 1024 | 1.0 | 2.0 |\n"},
@@ -268,7 +270,7 @@ def test_summary_shows_every_part():
     assert "## FlexAttention vs dense masked attention" in text and "| prefix | 1024 | 1.0 | 2.0 |" in text
     assert "15 passed, 0 failed, 0 skipped" in text
     assert "| unilm | `unilm_transformer_base` | fp16 | 100 | 11.800 -> nan |" in text
-    assert "FAILED: exit code 0 (was 1), loss finite, loss decreasing" in text
+    assert "FAILED: exit code 0, loss finite, loss decreasing; exit 1" in text
     assert "`FloatingPointError: Minimum loss scale reached`" in text
     # roberta reads half the tokens per second of UniLM here: ours / this = 2.00
     assert "| `roberta_base` | `unilm_transformer_base` | 60.0 | 16,384 | 163.8 | 100,000 | 2.00 | 100.0 | 25.0 % " \
@@ -276,6 +278,7 @@ def test_summary_shows_every_part():
     assert "| `prophetnet_base` |  | RuntimeError: CUDA error: a / b |" in text  # its error, and no ratio beside it
     assert "| `transformer (6+6 x 768)` | `prophetnet_base` | 60.0 | 16,384 | 163.8 | 100,000 |  | 100.0 |" in text
     assert "- prophetnet: stopped at the deadline after 300.0 s (benchmarks-prophetnet.log)" in text
+    assert "- hi_cmlm: exit -9 (SIGKILL) after 10.0 s (benchmarks-hi_cmlm.log)" in text  # a step a signal ended
     assert "| unilm | `unilm_train_tokens_per_s_ratio` | 0.500 |" in text
     json.dumps(summary)  # the summary is what summary.json holds
 
