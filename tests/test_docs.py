@@ -30,7 +30,7 @@ GENERATED = {
     "gpu-check": ("docs/gpu.md", "reproduction/gpu/publish.py", 'ROOT / "docs" / "gpu.md"'),
     "table3-glue-full": ("docs/results/position-masking.md", "reproduction/position_masking/collect_glue_full.py",
                          'ROOT / "docs" / "results" / "position-masking.md"'),
-    "gigaword-10k": ("docs/results/gigaword-10k.md", "reproduction/gigaword_10k/lead_baseline.py",
+    "gigaword-10k": ("docs/results/gigaword-10k.md", "reproduction/gigaword_10k/protocol.py",
                      'ROOT / "docs" / "results" / "gigaword-10k.md"'),
 }
 

@@ -14,7 +14,7 @@ and, where both rows have >= 2 common seeds, a t-test paired by seed of test ROU
 (``scipy.stats.ttest_rel``); a claim with a margin ("at least 3 points above") tests the
 difference less the margin. A verdict needs p < 0.05 in both tests (in the bootstrap alone where
 a row has no seeds, as lead-8). The verdicts under the table are written from them, once every
-trained row of a claim has ``lead_baseline.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so
+trained row of a claim has ``protocol.SEEDS_FOR_A_VERDICT`` seeds (before, its numbers so
 far are shown, the claim not decided). The curves (valid ROUGE-1 by update: every run, the
 probes, lead-8 on the same pairs) go to ``--figure`` when matplotlib is installed.
 """
@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from reproduction.gigaword_10k import lead_baseline
+from reproduction.gigaword_10k import page, protocol
 from reproduction.gigaword_10k.driver import KEPT, ROWS, rel
 from reproduction.results_page import write_between_markers
 
-FIGURE = lead_baseline.ROOT / "docs" / "results" / "figures" / "gigaword-10k-curves.png"
+FIGURE = protocol.ROOT / "docs" / "results" / "figures" / "gigaword-10k-curves.png"
 # (row, the row or baseline it is compared with, the claim it decides, the margin in ROUGE-1 points
 # the row must stand above it: 0 for "above")
 CLAIMS = [
@@ -88,7 +88,7 @@ def lenpen_of_converged(records: list) -> dict | None:
     """Valid ROUGE-1 of each length penalty of the grid, averaged over the runs that stopped by early
     stopping (at their best checkpoint), and the best of them: the length penalty the row's user
     script defaults to. None while no seed of the row has converged."""
-    converged = [r for r in records if r["stopped"] == lead_baseline.EARLY_STOPPED]
+    converged = [r for r in records if r["stopped"] == protocol.EARLY_STOPPED]
     if not converged:
         return None
     means = {lenpen: round(statistics.fmean(r["lenpen_grid"][lenpen]["rouge1"] for r in converged), 2)
@@ -186,7 +186,7 @@ def verdict(delta: float, p: float, margin: float, t_p: float | None = None) -> 
 
 
 def compare(runs: dict, lead8: list | None) -> list:
-    sys.path.insert(0, str(lead_baseline.ROOT / "reproduction" / "prophetnet"))
+    sys.path.insert(0, str(protocol.ROOT / "reproduction" / "prophetnet"))
     from collect_gigaword import RESAMPLES, paired_bootstrap  # noqa: E402
     from scipy import stats
 
@@ -204,11 +204,11 @@ def compare(runs: dict, lead8: list | None) -> list:
         entry.update({"delta_rouge1": round(delta, 2), "bootstrap_p": round(p, 4), "resamples": RESAMPLES,
                       "seeds": [len(runs[row]), len(runs[base]) if base in runs else 0]})
         entry["at_a_cap"] = {x: seeds for x in (row, base) if x in runs
-                             and (seeds := sorted(s for s, r in runs[x].items() if r["stopped"] != lead_baseline.EARLY_STOPPED))}
+                             and (seeds := sorted(s for s, r in runs[x].items() if r["stopped"] != protocol.EARLY_STOPPED))}
         common = sorted(set(a[1]) & set(b[1]))
         if len(common) >= 2:
             entry["t_test_p"] = round(float(stats.ttest_rel([a[1][s] for s in common], [b[1][s] + margin for s in common]).pvalue), 4)
-        need = lead_baseline.SEEDS_FOR_A_VERDICT
+        need = protocol.SEEDS_FOR_A_VERDICT
         short = [f"{x} has {len(runs[x])} of {need} seeds" for x in (row, base) if x in runs and len(runs[x]) < need]
         entry["decided"] = not short
         entry["verdict"] = ("not decided: " + " and ".join(short) if short else verdict(delta, p, margin, entry.get("t_test_p")))
@@ -295,8 +295,8 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     whole_valid1k = all(m["valid_set"] == "valid1k (1000 pairs)" for m in models.values())  # lead-8's pairs
     lead8_valid = results.get("lead", {}).get("valid", {}).get("valid1k", {}).get("8", {}).get("rouge1") if whole_valid1k else None
     if models and figure is not None and plot(models, lr_grid, lead8_valid, figure):
-        results["figure"] = str(figure.relative_to(lead_baseline.PAGE.parent)) \
-            if figure.is_relative_to(lead_baseline.PAGE.parent) else str(figure)
+        results["figure"] = str(figure.relative_to(protocol.PAGE.parent)) \
+            if figure.is_relative_to(protocol.PAGE.parent) else str(figure)
     return results
 
 
@@ -304,15 +304,15 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.collect", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kept", type=Path, default=KEPT, help="the driver's kept runs")
-    p.add_argument("--results", type=Path, default=lead_baseline.RESULTS, help="the results file (lead part kept)")
-    p.add_argument("--page", type=Path, default=lead_baseline.PAGE)
-    p.add_argument("--readme", type=Path, default=lead_baseline.README, help="the file with the summary lines")
+    p.add_argument("--results", type=Path, default=protocol.RESULTS, help="the results file (lead part kept)")
+    p.add_argument("--page", type=Path, default=protocol.PAGE)
+    p.add_argument("--readme", type=Path, default=protocol.README, help="the file with the summary lines")
     p.add_argument("--figure", type=Path, default=FIGURE, help="the curves figure (needs matplotlib)")
     a = p.parse_args(argv)
     results = collect(a.kept, json.loads(a.results.read_text(encoding="utf-8")), a.figure)
     a.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    write_between_markers(a.page, lead_baseline.markdown(results), lead_baseline.START, lead_baseline.END)
-    write_between_markers(a.readme, lead_baseline.readme_summary(results), *lead_baseline.README_MARKERS)
+    write_between_markers(a.page, page.markdown(results), protocol.START, protocol.END)
+    write_between_markers(a.readme, page.readme_summary(results), *protocol.README_MARKERS)
     print(f"{len(results['models'])} model rows ({sum(len(m['seeds']) for m in results['models'].values())} runs); "
           f"wrote {a.results}, the block of {a.page} and the summary of {a.readme}", file=sys.stderr)
 

@@ -79,7 +79,7 @@ from pathlib import Path
 from data_prep.text import gigaword_style
 from fairseq_ext.analysis.rouge import lead, rouge_f1
 from fairseq_ext.checkpoints.saving import restore_last
-from reproduction.gigaword_10k.lead_baseline import CAPPED, EARLY_STOPPED, MODEL_ROWS
+from reproduction.gigaword_10k.protocol import CAPPED, EARLY_STOPPED, MODEL_ROWS
 from reproduction.records import write_json
 
 ROOT = Path(__file__).resolve().parents[2]

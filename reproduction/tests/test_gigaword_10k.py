@@ -3,16 +3,9 @@ product's scorer, N chosen on valid4k, the test set scored for lead-8 and that N
 import pytest
 
 from fairseq_ext.analysis.rouge import rouge_f1
-from reproduction.gigaword_10k.lead_baseline import (
-    MODEL_ROWS,
-    PUBLISHED,
-    USER_SCRIPTS,
-    lr_grid_notes,
-    markdown,
-    measure,
-    pretraining_note,
-    split_statistics,
-)
+from reproduction.gigaword_10k.lead_baseline import PUBLISHED, measure, split_statistics
+from reproduction.gigaword_10k.page import lr_grid_notes, markdown, pretraining_note
+from reproduction.gigaword_10k.protocol import MODEL_ROWS, USER_SCRIPTS
 from reproduction.gigaword_10k.collect import earlier_pretraining, same_logged_loss
 
 
@@ -134,7 +127,7 @@ def test_the_figure_draws_each_run_solid_each_probe_dashed_and_lead8_dotted(tmp_
 
 
 def test_a_verdict_names_the_rows_and_seeds_that_stopped_at_a_cap_and_p_values_under_0_001():
-    from reproduction.gigaword_10k.lead_baseline import capped, t_test
+    from reproduction.gigaword_10k.page import capped, t_test
 
     assert (t_test(0.0003), t_test(0.0), t_test(0.001), t_test(0.0456)) == ("p < 0.001", "p < 0.001", "p = 0.001", "p = 0.046")
     claim = {"row": "p2-pt", "baseline": "p1-pt", "seeds": [3, 3], "at_a_cap": {"p2-pt": [1, 2, 3], "p1-pt": [1]}}
@@ -146,7 +139,7 @@ def test_a_verdict_names_the_rows_and_seeds_that_stopped_at_a_cap_and_p_values_u
 
 def test_the_user_scripts_length_penalty_is_the_best_mean_over_converged_seeds_only():
     from reproduction.gigaword_10k.collect import lenpen_of_converged
-    from reproduction.gigaword_10k.lead_baseline import lenpen_notes
+    from reproduction.gigaword_10k.page import lenpen_notes
 
     def run(seed, stopped, scores):
         return {"seed": seed, "stopped": stopped, "lenpen_grid": {lp: {"rouge1": r} for lp, r in zip(("0.8", "1.2"), scores)}}
@@ -165,7 +158,7 @@ def test_the_user_scripts_length_penalty_is_the_best_mean_over_converged_seeds_o
 
 def test_the_batches_note_names_the_runs_and_updates_trained_before_batches_were_cut_per_epoch():
     from reproduction.gigaword_10k.collect import batches_cut_per_start
-    from reproduction.gigaword_10k.lead_baseline import batches_note
+    from reproduction.gigaword_10k.page import batches_note
 
     def run(seed, start):  # start: the driver's batches_per_epoch_from (None: a record written before it)
         return {"seed": seed, "curve": [{"update": 500}, {"update": 1000}, {"update": 1500}], "batches_per_epoch_from": start}
@@ -197,7 +190,7 @@ def test_a_user_script_defaults_to_the_cap_and_length_penalty_of_its_rows_conver
     import json
     import re
 
-    from reproduction.gigaword_10k.lead_baseline import RESULTS, ROOT
+    from reproduction.gigaword_10k.protocol import RESULTS, ROOT
 
     row = json.loads(RESULTS.read_text(encoding="utf-8"))["models"][row_name]
     chosen = row["lenpen_of_converged"]

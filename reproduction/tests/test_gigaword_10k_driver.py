@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from reproduction.gigaword_10k import collect, driver, lead_baseline
+from reproduction.gigaword_10k import collect, driver, page, protocol
 from reproduction.tests.gigaword_tiny import make_english, make_gigaword
 
 SIZES = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --decoder-embed-dim 32 "
@@ -64,11 +64,11 @@ def test_cost_is_given_machine_by_machine_and_never_pooled():
                     "B": {"seeds": [3], "seconds_per_update": 1.0, "seconds_per_validation": 30.0, "wall_seconds": 3600.0}}
     alone = collect.cost_by_machine([run(1, "A", 600, 20)])
     models = {"u": {"label": "U", "seeds": [1, 2, 3], "cost": cost}, "p": {"label": "P", "seeds": [1], "cost": alone}}
-    costs, hours = lead_baseline.cost_notes(models)
+    costs, hours = page.cost_notes(models)
     assert costs == ["- on A: U (seeds 1, 2): 1.90 s an update, 85 s a validation; P: 1.20 s an update, 20 s a validation.",
                      "- on B: U (seed 3): 1.00 s an update, 30 s a validation."]
     assert hours == "4.0 h (A: 3.0 h; B: 1.0 h)"
-    assert lead_baseline.cost_notes({"p": models["p"]}) == (["- on A: P: 1.20 s an update, 20 s a validation."], "1.0 h (A)")
+    assert page.cost_notes({"p": models["p"]}) == (["- on A: P: 1.20 s an update, 20 s a validation."], "1.0 h (A)")
 
 
 def test_a_run_resumed_on_another_machine_names_both(tmp_path):
@@ -94,7 +94,7 @@ def test_a_killed_call_is_credited_its_training_up_to_its_last_checkpoint(tmp_pa
 
 
 def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
-    """Below lead_baseline.SEEDS_FOR_A_VERDICT seeds of a trained row the numbers so far are kept and the
+    """Below protocol.SEEDS_FOR_A_VERDICT seeds of a trained row the numbers so far are kept and the
     claim stays open; lead-8 has no seeds and never holds a claim back."""
     def run(seed, scores, stopped="patience"):
         return {"test_sentence_rouge1": scores, "test": {"rouge1": sum(scores) / len(scores)}, "seed": seed,
@@ -113,7 +113,7 @@ def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
     verdicts = {(c["row"], c["baseline"]): c for c in collect.compare(runs, lead8) if "margin" not in c}
     assert verdicts[("unilm-minilm", "lead-8")]["verdict"] == verdicts[("unilm-minilm", "unilm-random")]["verdict"] == "yes"
     assert above_lead["at_a_cap"] == {} and verdicts[("unilm-minilm", "unilm-random")]["at_a_cap"] == {"unilm-minilm": [3]}
-    summary = lead_baseline.so_far(above_lead) + lead_baseline.so_far(verdicts[("unilm-minilm", "lead-8")])
+    summary = page.so_far(above_lead) + page.so_far(verdicts[("unilm-minilm", "lead-8")])
     assert summary == "so far: "
 
 
@@ -135,7 +135,7 @@ def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypat
     short = margin_verdict([2.0, 2.2] * 40)
     assert short["verdict"] == "no: significantly less than 3 points" and short["delta_rouge1"] == 2.1
     assert margin_verdict([8.0, -2.0] * 40)["verdict"] == "not shown: not significantly more than 3 points"
-    assert lead_baseline.against(short) == " against a margin of 3" and lead_baseline.against({"margin": None}) == ""
+    assert page.against(short) == " against a margin of 3" and page.against({"margin": None}) == ""
 
     monkeypatch.setattr(collect, "CLAIMS", [("p2", "p1", "n = 2 is 1 point above n = 1", 1.0)])
     p1 = {s: run(s, [20.0 + s] * 40) for s in (1, 2, 3)}
@@ -178,12 +178,12 @@ def test_a_run_ended_by_early_stopping_is_kept_under_any_cap_it_did_not_reach():
 def test_a_row_whose_runs_stopped_for_different_reasons_names_the_seeds_of_each():
     row = {"seeds": [1, 2, 3], "caps": [3500, 10000, 10000],
            "stopped": ["max-updates (not converged)", "patience", "max-updates (not converged)"], "patience": 3}
-    assert lead_baseline.stopped_by(row) == ("stopped at the cap of 3500 updates, not converged (seed 1), at the cap of "
+    assert page.stopped_by(row) == ("stopped at the cap of 3500 updates, not converged (seed 1), at the cap of "
                                              "10000 updates, not converged (seed 3) and by early stopping (patience 3; seed 2)")
-    assert lead_baseline.stopped_by({**row, "stopped": ["patience"] * 3}) == "stopped by early stopping (patience 3)"
+    assert page.stopped_by({**row, "stopped": ["patience"] * 3}) == "stopped by early stopping (patience 3)"
     capped = ["max-updates (not converged)"] * 3
-    assert lead_baseline.stopped_by({**row, "caps": [3500] * 3, "stopped": capped}) == "stopped at the cap of 3500 updates, not converged"
-    assert lead_baseline.stopped_by({**row, "caps": [3500] * 3, "stopped": capped[:1] + ["patience"] * 2}) == (
+    assert page.stopped_by({**row, "caps": [3500] * 3, "stopped": capped}) == "stopped at the cap of 3500 updates, not converged"
+    assert page.stopped_by({**row, "caps": [3500] * 3, "stopped": capped[:1] + ["patience"] * 2}) == (
         "stopped at the cap of 3500 updates, not converged (seed 1) and by early stopping (patience 3; seeds 2, 3)")
 
 
@@ -256,10 +256,10 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
         driver.main(args(tiny, "transformer", patience=3))
     with pytest.raises(SystemExit, match="give another --work folder"):  # the data were made for all of valid1k
         driver.main([*args(tiny, "transformer"), "--valid-lines", "4"])
-    # the collector: the rows, the verdicts, the rest of the block as lead_baseline writes it
-    results = collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None)
+    # the collector: the rows, the verdicts, the rest of the block as the page renders it
+    results = collect.collect(kept, json.loads(protocol.RESULTS.read_text()), None)
     assert set(results["models"]) == {"transformer", "p1-pt"} and results["lead"]["chosen_n"] == 17
-    text = lead_baseline.markdown(results)
+    text = page.markdown(results)
     row = results["models"]["p1-pt"]
     assert f"| ProphetNet n = 1, span pre-training | {row['test']['rouge1'][0]:.2f} |" in text  # one seed: no spread
     distinct = json.loads((kept / "p1-pt-s1.json").read_text())["test_distinct"]
@@ -269,7 +269,7 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     assert any(c["row"] == "p1" and c["baseline"] == "transformer" for c in results["comparisons"])
     gap = row["test"]["rouge1"][0] - results["lead"]["test"]["lead-8"]["rouge1"]
     assert f"- ProphetNet n = 1, span pre-training: {gap:+.2f} to lead-8, " in text
-    summary = lead_baseline.readme_summary(results)
+    summary = page.readme_summary(results)
     why = ("stopped at the cap of 10 updates, not converged" if row["stopped"] == ["max-updates (not converged)"]
            else "stopped by early stopping (patience 2)")
     trained = next(line for line in summary.splitlines() if line.startswith("- Trained rows: "))
@@ -282,15 +282,15 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     assert pt["updates"] == 4 and pt["sessions"] == 1 and "loss_first" not in pt
     assert "n = 1: 4 updates, 0.0 h in 1 call. The training loss is the criterion's" in text
     assert f"Its corpus: {pre['corpus']['lines']:,} lines" in text
-    page, readme = tmp_path / "page.md", tmp_path / "README.md"
-    page.write_text(f"x\n{lead_baseline.START}\nold\n{lead_baseline.END}\ny\n")
-    readme.write_text(f"x\n{lead_baseline.README_MARKERS[0]}\nold\n{lead_baseline.README_MARKERS[1]}\ny\n")
-    (tmp_path / "r.json").write_text(lead_baseline.RESULTS.read_text())
-    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page), "--readme", str(readme),
+    page_file, readme = tmp_path / "page.md", tmp_path / "README.md"
+    page_file.write_text(f"x\n{protocol.START}\nold\n{protocol.END}\ny\n")
+    readme.write_text(f"x\n{protocol.README_MARKERS[0]}\nold\n{protocol.README_MARKERS[1]}\ny\n")
+    (tmp_path / "r.json").write_text(protocol.RESULTS.read_text())
+    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page_file), "--readme", str(readme),
                   "--figure", str(tmp_path / "f.png")])
     written = json.loads((tmp_path / "r.json").read_text())
-    assert lead_baseline.markdown(written) in page.read_text()
-    assert lead_baseline.readme_summary(written) in readme.read_text()
+    assert page.markdown(written) in page_file.read_text()
+    assert page.readme_summary(written) in readme.read_text()
 
 
 def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, tmp_path):
@@ -363,7 +363,7 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     record = json.loads((kept / "transformer-s1.json").read_text())
     assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
     assert decoded.count("test") == 1  # the probes never see the test set
-    text = lead_baseline.markdown(collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None))
+    text = page.markdown(collect.collect(kept, json.loads(protocol.RESULTS.read_text()), None))
     p = probes["1e-5"]
     distinct = next(c["distinct"] for c in p["curve"] if c["update"] == p["chosen_update"])
     assert (f"lr 1e-5: {p['valid']['rouge1']:.2f} at update {p['chosen_update']} ({distinct} distinct headlines; stopped "
@@ -545,7 +545,7 @@ def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_it
     assert replaced["checkpoint_sha256"] == first
     run = json.loads((kept / "p1-pt-s1.json").read_text())
     assert run["retrained_past_cap"] == 6 and run["pretraining_sha256"] == again["checkpoint_sha256"]
-    results = collect.collect(kept, json.loads(lead_baseline.RESULTS.read_text()), None)
+    results = collect.collect(kept, json.loads(protocol.RESULTS.read_text()), None)
     assert results["models"]["p1-pt"]["earlier_pretraining"] == {}  # its one run started from the kept pre-training
     assert results["replaced_pretraining"][f"pretrain-p1-{first[:12]}"]["checkpoint_sha256"] == first
 
@@ -636,7 +636,7 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
         (tmp_path / name).touch()
     assert source_reliance.interval_checkpoints(tmp_path) == [(2, tmp_path / "checkpoint_1_2.pt"), (10, tmp_path / "checkpoint_3_10.pt")]
     kept = {"pretrain-p1": {"ngram": 1, "checkpoint_sha256": r["checkpoint_sha256"]}}
-    note = lead_baseline.reliance_note({"pretraining": kept, "source_reliance": written})[0]
+    note = page.reliance_note({"pretraining": kept, "source_reliance": written})[0]
     assert (f"n = 1: {r['bits_own_source']:.2f} and {r['bits_rolled_source']:.2f} (the source saves "
             f"{r['bits_the_source_saves']:.2f})." in note) and f"on {r['lines']:,} lines" in note
     saves = ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
@@ -653,9 +653,9 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert "was measured by `python -m reproduction.gigaword_10k.source_reliance --batches 2" in capsys.readouterr().err
     # a pre-training kept now that is not the one measured (pre-trained again) is said to be unmeasured
     kept["pretrain-p2"] = {"ngram": 2, "checkpoint_sha256": "0" * 64}
-    note = lead_baseline.reliance_note({"pretraining": kept, "source_reliance": merged})[0]
+    note = page.reliance_note({"pretraining": kept, "source_reliance": merged})[0]
     assert "n = 1: " in note and "n = 2: " not in note and "Not measured yet for the pre-training above of n = 2." in note
     assert " s in 2 calls); " in note
     kept["pretrain-p1"]["checkpoint_sha256"] = "1" * 64
-    assert lead_baseline.reliance_note({"pretraining": kept, "source_reliance": merged})[0].startswith(
+    assert page.reliance_note({"pretraining": kept, "source_reliance": merged})[0].startswith(
         "Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above (n = 1, n = 2; ")

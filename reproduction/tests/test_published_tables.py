@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 sys.path.insert(0, str(ROOT / "reproduction" / "prophetnet"))  # its scripts import each other by name
 from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_rows, render_summary, render_table  # noqa: E402
-from reproduction.gigaword_10k import lead_baseline  # noqa: E402
+from reproduction.gigaword_10k import page, protocol  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
 from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped, student_layouts  # noqa: E402
 from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm, plot as sweep_plot  # noqa: E402
@@ -78,8 +78,8 @@ TABLES = {
                          lambda: collect_glue_full.markdown(load(collect_glue_full.SUMMARY))),
     "table3-glue-full-summary": ("README.md",
                                  lambda: collect_glue_full.readme_summary(load(collect_glue_full.SUMMARY))),
-    "gigaword-10k": ("docs/results/gigaword-10k.md", lambda: lead_baseline.markdown(load(lead_baseline.RESULTS))),
-    "gigaword-10k-summary": ("README.md", lambda: lead_baseline.readme_summary(load(lead_baseline.RESULTS))),
+    "gigaword-10k": ("docs/results/gigaword-10k.md", lambda: page.markdown(load(protocol.RESULTS))),
+    "gigaword-10k-summary": ("README.md", lambda: page.readme_summary(load(protocol.RESULTS))),
 }
 
 
