@@ -18,7 +18,9 @@ settings and memory measurements here, so that every ratio is measured the same 
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -142,8 +144,10 @@ def load_note(before: float, after: float, device: str) -> str:
 def dummy_dictionary_dir(size: int, langs: tuple[str, ...] = ("en", "de")) -> str:
     """A folder with fairseq dictionaries ``dict.{lang}.txt`` (``dict.txt`` for the language
     ``""``) of ``size`` entries once fairseq adds its 4 specials (dummy symbols ``w0``, ``w1``,
-    ...: the speed of a model does not depend on which symbols it reads)."""
+    ...: the speed of a model does not depend on which symbols it reads). The folder is
+    removed when this process exits."""
     d = tempfile.mkdtemp(prefix="fairseq_ext_bench_")
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
     for lang in langs:
         with open(os.path.join(d, f"dict.{lang}.txt" if lang else "dict.txt"), "w") as f:
             f.writelines(f"w{i} {size - i}\n" for i in range(size - 4))

@@ -144,6 +144,16 @@ def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeyp
         assert result["hardware"].endswith(f", {module.CPU_THREADS} thread")
 
 
+def test_dummy_dictionaries_are_there_while_the_process_runs_and_gone_when_it_exits():
+    code = ("from pathlib import Path; from reproduction.benchmarks import common; "
+            "d = Path(common.dummy_dictionary_dir(10, ('en', ''))); "
+            "print(d, *sorted(p.name for p in d.iterdir()), len((d / 'dict.en.txt').read_text().splitlines()))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    folder, *names, entries = proc.stdout.split()
+    assert names == ["dict.en.txt", "dict.txt"] and entries == "6"  # 10 entries less fairseq's 4 specials
+    assert Path(folder).name.startswith("fairseq_ext_bench_") and not Path(folder).exists()
+
+
 def test_train_one_child_refuses_a_wrong_side_with_its_usage():
     proc = subprocess.run([sys.executable, "-m", "reproduction.benchmarks.posmask", "--train-one", "bert"], cwd=ROOT,
                           capture_output=True, text=True)
