@@ -138,12 +138,17 @@ def pretraining_summary(path: Path, record: dict) -> dict:
             **({"loss_first": curve[0], "loss_last": curve[-1]} if curve else {})}
 
 
-def same_logged_loss(replaced: list, kept: list) -> int:
-    """How many logged updates a replaced pre-training's loss curve and the kept one's of its n
-    share, when the curves are the same update for update (0 when they differ or one logged none):
-    the same seed and corpus retrace one trajectory, as far as the log shows (a checkpoint's bytes
-    are not kept to compare)."""
-    return len(kept) if kept and kept == replaced else 0
+def logged_loss_against(replaced: list, kept: list) -> dict:
+    """A replaced pre-training's loss curve against the kept one's of its n: ``{"same_updates": N}``
+    when the two are the same update for update (the same seed and corpus retrace one trajectory,
+    as far as the log shows; a checkpoint's bytes are not kept to compare), ``{"departs_at": U}``
+    at the first update both logged with another loss, else ``{}`` (one logged none, or one logged
+    more of the same)."""
+    if kept and kept == replaced:
+        return {"same_updates": len(kept)}
+    losses = {p["update"]: p["loss"] for p in kept}
+    departs = [p["update"] for p in replaced if p["update"] in losses and losses[p["update"]] != p["loss"]]
+    return {"departs_at": departs[0]} if departs else {}
 
 
 def earlier_pretraining(seeds: dict, ngram: int, current: dict | None, replaced: dict) -> dict:
@@ -262,7 +267,7 @@ def collect(kept: Path, results: dict, figure: Path | None) -> dict:
     for path in sorted((kept / "superseded" / "pretraining").glob("*.json")):
         r = json.loads(path.read_text(encoding="utf-8"))
         replaced[path.stem] = {**pretraining_summary(path, r),
-                               "same_logged_loss": same_logged_loss(r["train_loss_curve"], curves.get(r["ngram"], []))}
+                               "logged_loss": logged_loss_against(r["train_loss_curve"], curves.get(r["ngram"], []))}
     for row, m in models.items():
         if ROWS[row].get("pretrain"):
             n = ROWS[row]["ngram"]

@@ -50,19 +50,24 @@ def pretraining_note(results: dict) -> list[str]:
 
 
 def pretraining_text(r: dict) -> str:
-    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call'
-    (no loss where none was logged: a run shorter than fairseq's --log-interval, or one in-process)."""
+    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call on
+    AMD EPYC' (no loss where none was logged: a run shorter than fairseq's --log-interval, or one
+    in-process; the machine as the record's hardware names it, before its cores and threads)."""
     loss = (f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} and "
             f"{r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, ") if "loss_first" in r else ""
     return (f"n = {r['ngram']}: {r['updates']} updates, {loss}{r['wall_seconds'] / 3600:.1f} h in "
-            f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''}")
+            f"{r['sessions']} call{'s' if r['sessions'] > 1 else ''} on {r['hardware'].split(',')[0]}")
 
 
-def same_loss(replaced: dict) -> str:
-    """Whether a replaced pre-training logged the loss of the one kept now (``collect.same_logged_loss``)."""
-    n = replaced.get("same_logged_loss", 0)
-    return (f"; its training loss at each of its {n} logged updates is that of the pre-training above, so the same "
-            "run as far as its log shows; its checkpoint is not kept to compare") if n else ""
+def loss_against_kept(replaced: dict) -> str:
+    """How a replaced pre-training's logged loss compares with the one kept now (``collect.logged_loss_against``)."""
+    compared = replaced.get("logged_loss", {})
+    if "same_updates" in compared:
+        return (f"; its training loss at each of its {compared['same_updates']} logged updates is that of the "
+                "pre-training above, so the same run as far as its log shows; its checkpoint is not kept to compare")
+    if "departs_at" in compared:
+        return f"; its training loss departs from that of the pre-training above at update {compared['departs_at']}"
+    return ""
 
 
 def earlier_pretraining_note(results: dict) -> list[str]:
@@ -74,7 +79,7 @@ def earlier_pretraining_note(results: dict) -> list[str]:
         for seed, name in m.get("earlier_pretraining", {}).items():
             by_source.setdefault(name, []).append(seed)
         each += [f"{m['label']} {seed_names(seeds)}, from "
-                 + (f"{pretraining_text(replaced[name])} (`{replaced[name]['record']}`{same_loss(replaced[name])})"
+                 + (f"{pretraining_text(replaced[name])} (`{replaced[name]['record']}`{loss_against_kept(replaced[name])})"
                     if name in replaced else "a pre-training whose record is not kept")
                  for name, seeds in by_source.items()]
     if not each:

@@ -6,7 +6,7 @@ from fairseq_ext.analysis.rouge import rouge_f1
 from reproduction.gigaword_10k.lead_baseline import PUBLISHED, measure, split_statistics
 from reproduction.gigaword_10k.page import lr_grid_notes, markdown, pretraining_note
 from reproduction.gigaword_10k.protocol import MODEL_ROWS, USER_SCRIPTS
-from reproduction.gigaword_10k.collect import earlier_pretraining, same_logged_loss
+from reproduction.gigaword_10k.collect import earlier_pretraining, logged_loss_against
 
 
 def write(folder, prefix, articles, titles):
@@ -41,16 +41,18 @@ def test_split_statistics_count_oov_title_words_and_title_words_found_in_the_art
                      "title_words_in_article": round(100 * (3 / 4 + 1 / 2) / 2, 1)}
 
 
-def test_the_pretraining_note_gives_each_n_its_loss_time_and_calls():
+def test_the_pretraining_note_gives_each_n_its_loss_time_calls_and_machine():
     corpus = {"lines": 79886, "words": 1651645, "sources": [{"file": "a"}, {"file": "b"}]}
     kept = {f"pretrain-p{n}": {"ngram": n, "updates": 4000, "corpus": corpus, "wall_seconds": 3600 * n, "sessions": n,
+                               "hardware": {1: "AMD EPYC, 2 cores, torch threads 1",
+                                            2: "Intel(R) Xeon(R) Processor, 2 cores, torch threads 1"}[n],
                                "loss_first": {"update": 50, "loss": 10.5}, "loss_last": {"update": 4000, "loss": 4.25 + n}}
             for n in (1, 2)}
     assert pretraining_note({"pretraining": kept})[0] == (
         "Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, one "
         "seed, kept with its command in `runs/pretrain-pN.json`): n = 1: 4000 updates, training loss 10.50 at update "
-        "50 and 5.25 at update 4000, 1.0 h in 1 call; n = 2: 4000 updates, training loss 10.50 at update 50 and 6.25 "
-        "at update 4000, 2.0 h in 2 calls. The training loss is the criterion's (bits a target token, the streams' losses "
+        "50 and 5.25 at update 4000, 1.0 h in 1 call on AMD EPYC; n = 2: 4000 updates, training loss 10.50 at update 50 and 6.25 "
+        "at update 4000, 2.0 h in 2 calls on Intel(R) Xeon(R) Processor. The training loss is the criterion's (bits a target token, the streams' losses "
         "weighted and summed), so n = 2's is not comparable with n = 1's. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
         "its SHA-256 in that record); no valid or test pair of Gigaword.")
     assert pretraining_note({"pretraining": {}}) == []
@@ -60,8 +62,10 @@ def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
     """Seeds 2 and 3 kept without a pre-training hash came from the unhashed record a later
     pre-training replaced; seed 1 started from the current one; a hash no record holds is said so."""
     corpus = {"lines": 10, "words": 100, "sources": [{"file": "a"}]}
-    current = {"ngram": 2, "updates": 4000, "corpus": corpus, "wall_seconds": 3600, "sessions": 1, "checkpoint_sha256": "ab" * 32}
+    current = {"ngram": 2, "updates": 4000, "corpus": corpus, "wall_seconds": 3600, "sessions": 1, "checkpoint_sha256": "ab" * 32,
+               "hardware": "Intel(R) Xeon(R) Processor, 2 cores, torch threads 1"}
     replaced = {"pretrain-p2-unhashed": {**current, "checkpoint_sha256": None, "sessions": 2,
+                                         "hardware": "AMD EPYC, 2 cores, torch threads 1",
                                          "record": "reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json"},
                 "pretrain-p1-unhashed": {**current, "ngram": 1, "checkpoint_sha256": None, "record": "p1"}}
     seeds = {1: {"pretraining_sha256": "ab" * 32}, 2: {}, 3: {"pretraining_sha256": None}, 4: {"pretraining_sha256": "cd" * 32}}
@@ -72,22 +76,26 @@ def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
     assert pretraining_note(results)[2] == (
         "Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains again when a run to be "
         "trained has no checkpoint and the pre-training's folder is gone): ProphetNet n = 2, span pre-training seeds 2, 3, "
-        "from n = 2: 4000 updates, 1.0 h in 2 calls "
+        "from n = 2: 4000 updates, 1.0 h in 2 calls on AMD EPYC "
         "(`reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json`); ProphetNet n = 2, span "
         "pre-training seed 4, from a pre-training whose record is not kept.")
-    replaced["pretrain-p2-unhashed"]["same_logged_loss"] = 80
+    replaced["pretrain-p2-unhashed"]["logged_loss"] = {"same_updates": 80}
     assert "-unhashed.json`; its training loss at each of its 80 logged updates is that of the pre-training above, so " \
         "the same run as far as its log shows; its checkpoint is not kept to compare); ProphetNet" in pretraining_note(results)[2]
+    replaced["pretrain-p2-unhashed"]["logged_loss"] = {"departs_at": 750}
+    assert "-unhashed.json`; its training loss departs from that of the pre-training above at update 750); " \
+        "ProphetNet" in pretraining_note(results)[2]
     results["models"]["p2-pt"]["earlier_pretraining"] = {}
     assert len(pretraining_note(results)) == 2  # every run from the pre-training described: no such line
 
 
 def test_a_replaced_pretraining_shares_its_logged_loss_only_when_every_logged_update_agrees():
-    curve = [{"update": 50, "loss": 11.245}, {"update": 100, "loss": 9.5}]
-    assert same_logged_loss(curve, []) == 0  # no pre-training of its n kept now
-    for now, shared in ((curve, 2), (curve[:1], 0), ([curve[0], {"update": 100, "loss": 9.501}], 0),
-                        (curve + [{"update": 150, "loss": 9.0}], 0)):
-        assert same_logged_loss(curve, now) == shared
+    curve = [{"update": 50, "loss": 11.245}, {"update": 100, "loss": 9.5}, {"update": 150, "loss": 9.0}]
+    assert logged_loss_against(curve, []) == {}  # no pre-training of its n kept now
+    later = [curve[0], {"update": 100, "loss": 9.501}, {"update": 150, "loss": 8.9}]
+    for now, compared in ((curve, {"same_updates": 3}), (curve[:1], {}), (later, {"departs_at": 100}),
+                          (curve + [{"update": 200, "loss": 8.5}], {}), ([{"update": 60, "loss": 1.0}], {})):
+        assert logged_loss_against(curve, now) == compared
 
 
 def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
