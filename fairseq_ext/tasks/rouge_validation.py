@@ -1,9 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 """``--eval-rouge``: ROUGE-1/2/L of beam-search headlines on the validation split at every
 validation, for the headline tasks (``unilm_seq2seq``, ``translation_prophetnet``), as fairseq's
-``translation`` task does ``--eval-bleu``. A task takes the options with ``RougeValidationConfig``,
-holds a ``RougeValidation`` as ``self.rouge`` and derives from ``RougeValidatedTask``, whose
-``valid_step`` and ``reduce_metrics`` call it; its own ``build_model`` calls ``prepare``.
+``translation`` task does ``--eval-bleu``. A task takes the options with ``RougeValidationConfig``
+and holds a ``RougeValidation``, which its own hooks call.
 
 ``valid_step`` decodes each validation batch with the task's own generator (built with the
 model, from ``--eval-rouge-args``), turns the hypothesis and the target into text as the user
@@ -156,10 +155,9 @@ class PiecesToText:
 
 class RougeValidation:
     """``--eval-rouge`` of one task (``RougeValidationConfig``), which holds it and calls it from
-    its hooks: ``prepare`` from ``build_model`` (the generator of a model to be trained),
+    its own hooks: ``prepare`` from ``build_model`` (the generator of a model to be trained),
     ``score`` from ``valid_step`` (the F1 sums of a batch), ``reduce`` from ``reduce_metrics``
-    (``rouge1``, ``rouge2``, ``rougeL``); ``RougeValidatedTask`` makes the last two calls. Off
-    (``--eval-rouge`` not given), each does nothing."""
+    (``rouge1``, ``rouge2``, ``rougeL``). Off (``--eval-rouge`` not given), each does nothing."""
 
     def __init__(self, cfg):
         check_rouge_config(cfg)
@@ -222,21 +220,3 @@ class RougeValidation:
             metrics.log_scalar(f"_{name}_f1_sum", total(f"_{name}_f1_sum"))
             metrics.log_derived(name, lambda meters, name=name: (
                 100.0 * meters[f"_{name}_f1_sum"].sum / meters["_rouge_sentences"].sum))
-
-
-class RougeValidatedTask:
-    """The validation hooks of a task holding a ``RougeValidation`` as ``self.rouge``: placed
-    before the fairseq task class it extends, so that ``super()`` reaches fairseq's hooks."""
-
-    rouge: RougeValidation
-
-    def valid_step(self, sample, model, criterion):
-        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
-        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
-        self.rouge.score(self, sample, model, logging_output)
-        return loss, sample_size, logging_output
-
-    def reduce_metrics(self, logging_outputs, criterion):
-        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
-        super().reduce_metrics(logging_outputs, criterion)
-        self.rouge.reduce(logging_outputs)

@@ -16,7 +16,7 @@ from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines,
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
-from fairseq_ext.tasks.rouge_validation import RougeValidatedTask, RougeValidation, RougeValidationConfig
+from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
 
 @dataclass
@@ -25,7 +25,7 @@ class TranslationProphetNetConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 
 @register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
-class TranslationProphetNetTask(RougeValidatedTask, TranslationTask):
+class TranslationProphetNetTask(TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
@@ -71,6 +71,17 @@ class TranslationProphetNetTask(RougeValidatedTask, TranslationTask):
         model = super().build_model(cfg, from_checkpoint)
         self.rouge.prepare(self, model, from_checkpoint)
         return model
+
+    def valid_step(self, sample, model, criterion):
+        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        self.rouge.score(self, sample, model, logging_output)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
+        super().reduce_metrics(logging_outputs, criterion)
+        self.rouge.reduce(logging_outputs)
 
     def get_batch_iterator(self, dataset, **options):
         """Every example in a batch, an oversized one refused (``data.complete_batches``)."""

@@ -23,7 +23,7 @@ from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks.rouge_validation import RougeValidatedTask, RougeValidation, RougeValidationConfig
+from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(RougeValidatedTask, UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
@@ -157,6 +157,17 @@ class UniLMSeq2SeqTask(RougeValidatedTask, UniLMTask, TranslationTask):
         self.model_positions = model.encoder.max_positions()
         self.rouge.prepare(self, model, from_checkpoint)
         return model
+
+    def valid_step(self, sample, model, criterion):
+        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
+        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
+        self.rouge.score(self, sample, model, logging_output)
+        return loss, sample_size, logging_output
+
+    def reduce_metrics(self, logging_outputs, criterion):
+        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
+        super().reduce_metrics(logging_outputs, criterion)
+        self.rouge.reduce(logging_outputs)
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive input: empty lines skipped, lines refused by ``check_input_length``."""
