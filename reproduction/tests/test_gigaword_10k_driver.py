@@ -280,7 +280,8 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     assert "- Claims:" not in summary  # no claim compares transformer with p1-pt
     pt = results["pretraining"]["pretrain-p1"]  # in-process: no worker log, so no loss curve
     assert pt["updates"] == 4 and pt["sessions"] == 1 and "loss_first" not in pt
-    assert "n = 1: 4 updates, 0.0 h in 1 call. The training loss is the criterion's" in text
+    machine = pt["hardware"].split(",")[0]
+    assert f"n = 1: 4 updates, 0.0 h in 1 call on {machine}. The training loss is the criterion's" in text
     assert f"Its corpus: {pre['corpus']['lines']:,} lines" in text
     page_file, readme = tmp_path / "page.md", tmp_path / "README.md"
     page_file.write_text(f"x\n{protocol.START}\nold\n{protocol.END}\ny\n")
