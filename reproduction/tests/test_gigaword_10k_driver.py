@@ -202,7 +202,11 @@ def tiny(tmp_path_factory):
 
 def own_work(argv: list, tiny, tmp_path) -> list:
     """ARGV with a work folder of its own, holding a copy of the prepared data: no run folder left
-    by another test (a run stopped at the cap keeps its folder) meets this test's settings."""
+    by another test (a run stopped at the cap keeps its folder) meets this test's settings. The shared
+    folder's data are prepared first when no earlier test has (a test run on its own)."""
+    a = driver.parser().parse_args(argv)
+    a.lr_grid = {}
+    driver.Driver(a).prepare(a.rows)
     shutil.copytree(tiny["work"] / "data", tmp_path / "work" / "data")
     argv[argv.index("--work") + 1] = str(tmp_path / "work")
     return argv
@@ -356,7 +360,8 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     monkeypatch.setattr(driver, "fairseq_generate",
                         lambda argv, out: decoded.append(argv[argv.index("--gen-subset") + 1]) or generate(argv, out))
     kept = tmp_path / "kept"
-    driver.main([*own_work(args(tiny, "transformer", kept=kept), tiny, tmp_path), "--lr-grid", "transformer=1e-3,1e-5"])
+    argv = own_work(args(tiny, "transformer", kept=kept), tiny, tmp_path)
+    driver.main([*argv, "--lr-grid", "transformer=1e-3,1e-5"])
     probes = {lr: json.loads((kept / "lr-grid" / f"transformer-lr{lr}-s0.json").read_text()) for lr in ("1e-3", "1e-5")}
     assert all(p["seed"] == 0 and "test" not in p and "--lr " + p["lr"] in p["command"] for p in probes.values())
     assert all(p["batches_per_epoch_from"] == 0 for p in probes.values())  # so the page names no probe as cut per start
@@ -364,6 +369,13 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     record = json.loads((kept / "transformer-s1.json").read_text())
     assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
     assert decoded.count("test") == 1  # the probes never see the test set
+    # asked again without the grid, the run (at the grid's rate, not the recipe's) is refused with what to add
+    with pytest.raises(SystemExit) as refused:
+        driver.main(argv)
+    assert str(refused.value).endswith(f"transformer-s1.json was made with other settings than asked now: lr '{chosen}' "
+                                       f"(asked now '{driver.RECIPE['spm']['lr']}'); the row's learning rate was chosen "
+                                       "by the probes kept in " + f"{driver.rel(kept / 'lr-grid')}: add --lr-grid "
+                                       "transformer=1e-5,1e-3")
     text = page.markdown(collect.collect(kept, json.loads(protocol.RESULTS.read_text()), None))
     p = probes["1e-5"]
     distinct = next(c["distinct"] for c in p["curve"] if c["update"] == p["chosen_update"])
