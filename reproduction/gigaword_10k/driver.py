@@ -243,16 +243,16 @@ def settings_changed(made: dict, asked: dict) -> str:
     return ", ".join(f"{k} {made.get(k)!r} (asked now {asked.get(k)!r})" for k in keys)
 
 
-def made_otherwise(record: Path, made: dict, asked: dict, hint: str = "") -> str:
+def made_otherwise(record: Path, made: dict, asked: dict) -> str:
     """The one line that refuses a kept run made with other settings than asked now."""
-    return (f"{rel(record)} was made with other settings than asked now: {settings_changed(made, asked)}; "
-            f"{hint or 'remove it, give another --kept folder or ask for its settings'}")
+    return (f"{rel(record)} was made with other settings than asked now: {settings_changed(made, asked)}; remove it, "
+            "give another --kept folder or ask for its settings")
 
 
-def started_otherwise(folder: Path, started: dict, asked: dict, hint: str = "") -> str:
+def started_otherwise(folder: Path, started: dict, asked: dict) -> str:
     """The one line that refuses a work folder started with other settings than asked now."""
     return (f"{rel(folder)} was started with other settings than asked now: {settings_changed(started, asked)}; "
-            f"{hint or 'remove it or ask for its settings'}")
+            "remove it or ask for its settings")
 
 
 def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
@@ -620,8 +620,7 @@ class Driver:
             state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
                                                                      state["settings"]["max_updates"]])
         if state["settings"] != asked:
-            hint = self.grid_hint(row, state["settings"], asked)
-            raise SystemExit(started_otherwise(w, state["settings"], asked, hint))
+            raise SystemExit(started_otherwise(w, state["settings"], asked))
         save_dir = w / "checkpoints"
         clock = RunClock(state_file, save_dir / "checkpoint_last.pt", state, self.hardware())
         clock.save()
@@ -747,10 +746,8 @@ class Driver:
     def kept_run(self, name: str) -> dict:
         """A finished run's record; refused when it is not the run asked now (``same_run``)."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
-        asked = self.settings(done["row"])
-        if not same_run(done, asked):
-            raise SystemExit(made_otherwise(self.kept / f"{name}.json", done["settings"], asked,
-                                            self.grid_hint(done["row"], done["settings"], asked)))
+        if not same_run(done, self.settings(done["row"])):
+            raise SystemExit(made_otherwise(self.kept / f"{name}.json", done["settings"], self.settings(done["row"])))
         return done
 
     def refusal(self, row: str, seed: int) -> str | None:
@@ -760,26 +757,23 @@ class Driver:
         kept = self.kept / f"{name}.json"
         if kept.is_file():
             done = json.loads(kept.read_text(encoding="utf-8"))
-            if same_run(done, asked) or self.extends(name):
-                return None
-            return made_otherwise(kept, done["settings"], asked, self.grid_hint(row, done["settings"], asked))
+            return None if same_run(done, asked) or self.extends(name) else made_otherwise(kept, done["settings"], asked)
         state_file = self.work / "runs" / name / "state.json"
         if state_file.is_file():
             started = json.loads(state_file.read_text(encoding="utf-8"))["settings"]
             if started != asked:
-                return started_otherwise(state_file.parent, started, asked, self.grid_hint(row, started, asked))
+                return started_otherwise(state_file.parent, started, asked)
         return None
 
-    def grid_hint(self, row: str, made: dict, asked: dict) -> str:
-        """What to ask for when a run's learning rate differs from the one asked now and the row's
-        ``--lr-grid`` probes are kept (the grid chose the run's rate; without the option the recipe's
-        is asked); empty otherwise."""
+    def grid_unasked(self, row: str) -> str | None:
+        """Why ``row`` cannot run without ``--lr-grid``: its learning-rate probes are kept, so its runs
+        train at the rate they chose, which a call without the option would not ask for; or None."""
         probes = sorted((self.kept / "lr-grid").glob(f"{row}-lr*-s0.json"))
+        if row in self.a.lr_grid or not probes:
+            return None
         rates = sorted((p.name[len(f"{row}-lr"):-len("-s0.json")] for p in probes), key=float)
-        if made.get("lr") == asked.get("lr") or not rates or row in self.a.lr_grid:
-            return ""
-        return (f"the row's learning rate was chosen by the probes kept in {rel(self.kept / 'lr-grid')}: "
-                f"add --lr-grid {row}={','.join(rates)}")
+        return (f"{row}: its learning-rate probes are kept in {rel(self.kept / 'lr-grid')} ({', '.join(rates)}); its "
+                f"runs train at the rate they chose: add --lr-grid {row}={','.join(rates)}")
 
     def decode(self, row: str, ckpt: Path, subset: str, lenpen: str, w: Path) -> list[str]:
         hyps = fairseq_generate(self.generate_command(row, ckpt, subset, lenpen), w / "generate")
@@ -808,6 +802,9 @@ class Driver:
 
     def run(self) -> None:
         a = self.a
+        refused = [why for r in a.rows if (why := self.grid_unasked(r))]
+        if refused:  # before any data, pre-training or run: a row of a grid trains at the grid's rate
+            raise SystemExit("\n".join(refused))
         self.work.mkdir(parents=True, exist_ok=True)
         self.prepare(a.rows)
         def pretrain(n: int) -> None:

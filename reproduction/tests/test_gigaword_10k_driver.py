@@ -369,13 +369,13 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
     record = json.loads((kept / "transformer-s1.json").read_text())
     assert record["settings"]["lr"] == record["recipe"]["lr"] == chosen and f"--lr {chosen} " in record["commands"]["fairseq-train"]
     assert decoded.count("test") == 1  # the probes never see the test set
-    # asked again without the grid, the run (at the grid's rate, not the recipe's) is refused with what to add
+    # asked again without the grid, the row is refused before anything runs: it would train at the recipe's rate
     with pytest.raises(SystemExit) as refused:
-        driver.main(argv)
-    assert str(refused.value).endswith(f"transformer-s1.json was made with other settings than asked now: lr '{chosen}' "
-                                       f"(asked now '{driver.RECIPE['spm']['lr']}'); the row's learning rate was chosen "
-                                       "by the probes kept in " + f"{driver.rel(kept / 'lr-grid')}: add --lr-grid "
-                                       "transformer=1e-5,1e-3")
+        driver.main([*argv, "--seeds", "2"])
+    assert str(refused.value) == (f"transformer: its learning-rate probes are kept in {driver.rel(kept / 'lr-grid')} "
+                                  "(1e-5, 1e-3); its runs train at the rate they chose: add --lr-grid "
+                                  "transformer=1e-5,1e-3")
+    assert not (tmp_path / "work" / "runs" / "transformer-s2").exists()
     text = page.markdown(collect.collect(kept, json.loads(protocol.RESULTS.read_text()), None))
     p = probes["1e-5"]
     distinct = next(c["distinct"] for c in p["curve"] if c["update"] == p["chosen_update"])
