@@ -179,7 +179,7 @@ def test_prophetnet_gigaword(gigaword, wikitext, tmp_path):
     raw = tmp_path / "gigaword-data" / "raw"
     assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
     generate = next(c for c in result["commands"] if c.startswith("fairseq-generate"))
-    assert "--lenpen 1.2 " in generate and result["lenpen"] == point["lenpen"] == 1.2  # the default
+    assert "--lenpen 1.5 " in generate and result["lenpen"] == point["lenpen"] == 1.5  # the default
     # another length penalty: checkpoint_best.pt decoded again, nothing trained again
     again = bash("prophetnet/gigaword.sh", "--data", gigaword, "--work", work, "--vocab", 200, "--pretrain-text", wikitext,
                  "--pretrain-updates", 2, "--finetune-updates", 2, "--validate-every", 1, "--max-tokens", 1000,

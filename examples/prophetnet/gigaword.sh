@@ -58,7 +58,7 @@
 #                             WORK/pretrain-data; the validation articles stay its validation set
 #     --finetune-updates N    fine-tuning updates: the cap under --patience (default 20000, about
 #                             97 epochs of the 10k pairs), the number trained with --patience 0
-#     --lenpen X              fairseq-generate's length penalty of step 4 (default 1.2; the
+#     --lenpen X              fairseq-generate's length penalty of step 4 (default 1.5; the
 #                             validations of --patience decode with 1.0, as the row's did). A rerun
 #                             with another X decodes checkpoint_best.pt again; the --eval-at points,
 #                             whose checkpoints are deleted once scored, are refused in one line
@@ -89,7 +89,7 @@ die() { echo "error: $*" >&2; exit 2; }
 
 WORK="$ROOT/work/prophetnet-gigaword" DATA="" PREP="" MODEL=prophetnet ARCH=prophetnet_tiny NGRAM=2
 PRETRAIN="" FINETUNE=20000 MAX_TOKENS=2048 LR=7e-4 PAPER=0 INIT="" VOCAB=10000 SEED=1 GAMMA=1.0 EVAL_AT="" MULTIPLE=()
-PATIENCE=3 PATIENCE_GIVEN=0 VALIDATE_EVERY=500 LENPEN=1.2 BATCHING=unsorted PRETRAIN_TEXT=()
+PATIENCE=3 PATIENCE_GIVEN=0 VALIDATE_EVERY=500 LENPEN=1.5 BATCHING=unsorted PRETRAIN_TEXT=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --work) WORK="$2"; shift 2 ;;
