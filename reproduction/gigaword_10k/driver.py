@@ -768,7 +768,7 @@ class Driver:
     def grid_unasked(self, row: str) -> str | None:
         """Why ``row`` cannot run without ``--lr-grid``: its learning-rate probes are kept, so its runs
         train at the rate they chose, which a call without the option would not ask for; or None."""
-        probes = sorted((self.kept / "lr-grid").glob(f"{row}-lr*-s0.json"))
+        probes = list((self.kept / "lr-grid").glob(f"{row}-lr*-s0.json"))
         if row in self.a.lr_grid or not probes:
             return None
         rates = sorted((p.name[len(f"{row}-lr"):-len("-s0.json")] for p in probes), key=float)

@@ -108,10 +108,18 @@ def reliance_note(results: dict) -> list[str]:
                        + ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
                        + f" at updates {', '.join(str(c['update']) for c in r['by_update'])}"
                        for name, r in current.items() if r.get("by_update"))
+    apart = "; ".join(f"n = {kept[name]['ngram']}: {r['at_init']['encoder_between_line_share']:.3f} at random "
+                      "initialisation, then " + ", ".join(f"{c['encoder_between_line_share']:.3f}"
+                                                          for c in r["by_update"] or [r])
+                      + (" at the same updates" if r["by_update"] else " at the end")
+                      for name, r in current.items())
     return [f"Does the pre-trained decoder read its encoder? The next-token stream's loss on {lines:,} lines of the "
             f"pre-training corpus (its first batches, lines it was trained on; dropout off), in bits a token, with each "
             f"line's own masked source and with another line's: {each}."
             + (f" What the source saves at the pre-training's interval checkpoints: {during}." if during else "")
+            + " Does the encoder tell lines apart? The share of the variance of its output states on the same lines "
+            "that lies between lines (each line's mean state against the batch's; 0 when every line gets the same "
+            f"states on average): {apart}."
             + (f" Not measured yet for the pre-training above of {', '.join(unmeasured)}." if unmeasured else "")
             + f" Written by `{measured['command']}` ({measured['wall_seconds']:.0f} s"
             + (f" in {measured['calls']} calls" if measured.get("calls", 1) > 1 else "") + "); one pre-training per n, so "

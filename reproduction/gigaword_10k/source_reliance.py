@@ -17,6 +17,13 @@ before each position and its place in the line) scores alike on both. Qi et al. 
 motivate future n-gram prediction by the opposite risk: a next-token decoder that leans on local
 correlations instead of the source.
 
+Beside it, whether the encoder tells lines apart at all: the share of the variance of its output
+states (real positions of each line's own source) that lies between lines, each line's mean state
+against the batch's (0: every line gets the same states on average; 1: every state of a line is
+its line's mean), pooled over the batches; and both measures for a random initialisation of the
+pre-training's configuration (``task.build_model`` under its seed), the level training starts
+near.
+
 Each entry names the SHA-256 of the ``checkpoint_last.pt`` it measured, which the page compares
 with the pre-training record's; a call adds its pre-trainings to those ``--output`` holds, so one
 measured before its folder was lost stays.
@@ -53,6 +60,19 @@ def stream1_nats(model, sample: dict, roll: bool) -> tuple[float, int]:
     return float(loss), int(target.ne(pad).sum())
 
 
+def line_variance(states, padding) -> tuple[float, float]:
+    """Between-line and total sums of squares of encoder states (``T x B x C``) over the positions
+    ``padding`` (``B x T``) does not mark: the total about the batch's mean state, the between-line
+    part about it of each line's mean state, counted once per position of the line."""
+    real = (~padding).T.unsqueeze(-1).to(states.dtype)  # T x B x 1
+    counts = real.sum(0)  # B x 1
+    grand = (states * real).sum((0, 1)) / counts.sum()
+    line_means = (states * real).sum(0) / counts  # B x C
+    total = (((states - grand) ** 2) * real).sum()
+    between = (((line_means - grand) ** 2) * counts).sum()
+    return float(between), float(total)
+
+
 class Probe:
     """The first ``batches`` batches of a pre-training's own denoising task (seed 1), loaded once, on
     which each of its checkpoints is scored."""
@@ -73,32 +93,52 @@ class Probe:
         self.samples = [sample for _, sample in zip(range(batches), iterator)]
 
     def score(self, checkpoint: Path) -> dict:
-        """Bits a target token with each line's own source and with the next line's, for the weights of
-        ``checkpoint``."""
-        import torch
+        """Both measures for the weights of ``checkpoint``."""
         from fairseq import checkpoint_utils
 
         (model,), _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides={"data": str(self.data)},
                                                           task=self.task)
+        return {"checkpoint": rel(checkpoint), **self.measures(model)}
+
+    def score_at_init(self, checkpoint: Path) -> dict:
+        """Both measures for a model of ``checkpoint``'s configuration at random initialisation, under the
+        seed it was trained with."""
+        import torch
+        from fairseq import checkpoint_utils
+
+        cfg = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint), arg_overrides={"data": str(self.data)})["cfg"]
+        torch.manual_seed(cfg.common.seed)
+        return {"seed": cfg.common.seed, **self.measures(self.task.build_model(cfg.model))}
+
+    def measures(self, model) -> dict:
+        """Bits a target token with each line's own source and with the next line's, and the between-line
+        share of the encoder's variance, on the probe's batches (dropout off)."""
+        import torch
+
         model.eval()
-        sums = {"own": 0.0, "rolled": 0.0}
+        sums = {"own": 0.0, "rolled": 0.0, "between": 0.0, "total": 0.0}
         tokens = lines = 0
         with torch.no_grad():
             for sample in self.samples:
-                for key in sums:
+                for key in ("own", "rolled"):
                     loss, n = stream1_nats(model, sample, roll=key == "rolled")
                     sums[key] += loss
+                encoded = model.encoder(sample["net_input"]["src_tokens"], src_lengths=sample["net_input"]["src_lengths"])
+                between, total = line_variance(encoded["encoder_out"][0], encoded["encoder_padding_mask"][0])
+                sums["between"] += between
+                sums["total"] += total
                 tokens += n
                 lines += sample["nsentences"]
         own, rolled = (sums[k] / tokens / math.log(2) for k in ("own", "rolled"))
-        return {"checkpoint": rel(checkpoint), "lines": lines, "target_tokens": tokens, "bits_own_source": round(own, 3),
-                "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3)}
+        return {"lines": lines, "target_tokens": tokens, "bits_own_source": round(own, 3),
+                "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3),
+                "encoder_between_line_share": round(sums["between"] / sums["total"], 4)}
 
 
 def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
-    """A pre-training's ``checkpoint_last.pt`` and, under ``by_update``, each interval checkpoint; the
-    last interval checkpoint holds the same weights as ``checkpoint_last.pt`` when it is of the same
-    update, and is then scored once."""
+    """A pre-training's ``checkpoint_last.pt``, each interval checkpoint (``by_update``) and its
+    random initialisation (``at_init``); the last interval checkpoint holds the same weights as
+    ``checkpoint_last.pt`` when it is of the same update, and is then scored once."""
     last = folder / "checkpoint_last.pt"
     probe = Probe(last, data, batches, max_tokens)
     by_update = [{"update": update, **probe.score(path)} for update, path in interval_checkpoints(folder)]
@@ -107,7 +147,7 @@ def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
         del final["update"]
     else:
         final = probe.score(last)
-    return {**final, "by_update": by_update, "checkpoint_sha256": sha256(last)}
+    return {**final, "by_update": by_update, "at_init": probe.score_at_init(last), "checkpoint_sha256": sha256(last)}
 
 
 def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:
@@ -157,7 +197,9 @@ def main(argv: list[str] | None = None) -> None:
         "hardware": " then ".join(dict.fromkeys(machines))}, indent=1) + "\n", encoding="utf-8")
     for name, r in results.items():
         print(f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, {r['bits_rolled_source']:.3f} with "
-              f"another line's ({r['bits_the_source_saves']:+.3f})", file=sys.stderr)
+              f"another line's ({r['bits_the_source_saves']:+.3f}); the encoder's between-line share "
+              f"{r['encoder_between_line_share']:.3f} ({r['at_init']['encoder_between_line_share']:.3f} at init)",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

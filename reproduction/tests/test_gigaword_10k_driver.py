@@ -598,6 +598,33 @@ def test_a_pretraining_under_way_beside_the_record_of_a_lost_one_is_continued_no
     assert len(list((kept / "superseded" / "pretraining").glob("pretrain-p1-*.json"))) == 1
 
 
+def test_line_variance_against_a_loop_over_lines_and_positions():
+    """The between-line and total sums of squares agree with a brute-force loop over the real
+    positions, between + within = total (the analysis-of-variance identity, within by its own loop),
+    padded positions count for nothing, and lines whose states are each constant are all between."""
+    import math
+
+    import torch
+
+    from reproduction.gigaword_10k.source_reliance import line_variance
+
+    torch.manual_seed(0)
+    states = torch.randn(6, 3, 4, dtype=torch.float64)  # T x B x C
+    padding = torch.tensor([[True, True, False, False, False, False], [False] * 6, [True, False, False, False, False, False]])
+    real = [(t, b) for b in range(3) for t in range(6) if not padding[b, t]]
+    grand = sum(states[t, b] for t, b in real) / len(real)
+    means = {b: sum(states[t, b] for t, c in real if c == b) / sum(1 for _, c in real if c == b) for b in range(3)}
+    total = sum(float(((states[t, b] - grand) ** 2).sum()) for t, b in real)
+    between = sum(float(((means[b] - grand) ** 2).sum()) for _, b in real)
+    within = sum(float(((states[t, b] - means[b]) ** 2).sum()) for t, b in real)
+    got = line_variance(states, padding)
+    assert math.isclose(got[0], between, rel_tol=1e-12) and math.isclose(got[1], total, rel_tol=1e-12)
+    assert math.isclose(got[0] + within, got[1], rel_tol=1e-12) and 0 < got[0] < got[1]
+    assert line_variance(states.masked_fill(padding.T.unsqueeze(-1), 1e6), padding) == got
+    constant = states[:1].expand(6, 3, 4)  # each line the same state at every position
+    assert math.isclose(line_variance(constant, padding)[0], line_variance(constant, padding)[1], rel_tol=1e-12)
+
+
 def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_lines_source(tiny, tmp_path, capsys):
     """The diagnostic's loss with each line's own source is the criterion's next-token-stream loss
     (fairseq's label-smoothed NLL with epsilon 0, an independent path), a one-line batch has no
@@ -643,7 +670,7 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     probe = source_reliance.Probe(ckpt, tiny["work"] / "data" / "english" / "bin", 2, 256)
     alone = probe.score(ckpt)
     assert r["checkpoint_sha256"] == driver.sha256(ckpt)
-    same = [k for k in r if k not in ("by_update", "checkpoint_sha256")]
+    same = [k for k in r if k not in ("by_update", "at_init", "checkpoint_sha256")]
     assert probe.update == 4 and {k: alone[k] for k in same} == {k: r[k] for k in same}
     for name in ("checkpoint_1_2.pt", "checkpoint_3_10.pt", "checkpoint_1_2_3.pt", "checkpoint_a_2.pt", "checkpoint_best.pt"):
         (tmp_path / name).touch()
@@ -654,6 +681,13 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
             f"{r['bits_the_source_saves']:.2f})." in note) and f"on {r['lines']:,} lines" in note
     saves = ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
     assert f"interval checkpoints: n = 1: {saves} at updates 2, 4." in note and "Not measured yet" not in note
+    # the encoder's between-line share, at each interval checkpoint and at the configuration's random
+    # initialisation under its seed (the pre-training's first update moves it away)
+    shares = [c["encoder_between_line_share"] for c in r["by_update"]]
+    assert r["at_init"]["seed"] == 1 and all(0 < x < 1 for x in [*shares, r["at_init"]["encoder_between_line_share"]])
+    assert (f"n = 1: {r['at_init']['encoder_between_line_share']:.3f} at random initialisation, then "
+            f"{shares[0]:.3f}, {shares[1]:.3f} at the same updates." in note)
+    assert probe.score_at_init(ckpt) == r["at_init"] and r["at_init"]["bits_own_source"] != r["bits_own_source"]
     # a later call adds its pre-trainings to those measured before (one whose folder is gone stays)
     earlier = {**written, "checkpoints": {"pretrain-p2": {**r, "checkpoint_sha256": None}}, "wall_seconds": 100.0}
     out.write_text(json.dumps(earlier))
