@@ -180,9 +180,13 @@ def verdict(delta: float, p: float, margin: float, t_p: float | None = None) -> 
     """A decided claim's verdict from the mean difference, the bootstrap p of "the difference is
     other than ``margin``" (0: the two rows differ) and, where both rows have seeds, the t-test p
     paired by seed: a difference is established only when both tests find it (p < 0.05), as in
-    the other tables; the sentences alone do not show what a new seed would do."""
+    the other tables; the sentences alone do not show what a new seed would do, nor a few seeds
+    that agree in sign what the test sentences show."""
+    if p >= 0.05 and margin:
+        return f"not shown: not significantly more than {margin:g} points"
     if p >= 0.05:
-        return "no significant difference" if not margin else f"not shown: not significantly more than {margin:g} points"
+        return ("not shown: significant across seeds, not over the test sentences" if t_p is not None and t_p < 0.05
+                else "no significant difference")
     if t_p is not None and t_p >= 0.05:
         return "not shown: significant over the test sentences, not across seeds"
     if delta > margin:

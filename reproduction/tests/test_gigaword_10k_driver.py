@@ -149,7 +149,8 @@ def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypat
 def test_a_difference_the_sentences_show_and_the_seeds_do_not_is_not_established(monkeypatch):
     """Every test sentence is 0.6 higher on average over seeds (bootstrap p ~ 0), but the per-seed
     differences are +2.0, -0.5, +0.3: a t-test paired by seed (p ~ 0.5) does not show it, so
-    neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone."""
+    neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone; and
+    seeds that agree over sentences that do not are not enough either."""
     def run(seed, score):
         return {"test_sentence_rouge1": [score] * 40, "test": {"rouge1": score}, "seed": seed, "stopped": "patience"}
 
@@ -162,6 +163,10 @@ def test_a_difference_the_sentences_show_and_the_seeds_do_not_is_not_established
     assert "t_test_p" not in against_lead and against_lead["verdict"] == "yes"
     assert collect.verdict(-1.0, 0.01, 0.0, 0.01) == "no, the opposite"
     assert collect.verdict(-1.0, 0.01, 0.0, 0.2) == collect.verdict(1.0, 0.01, 0.0, 0.2) != "yes"
+    # the other way round: seeds that agree in sign (t-test p < 0.05) over sentences that do not
+    assert collect.verdict(0.1, 0.5, 0.0, 0.01) == "not shown: significant across seeds, not over the test sentences"
+    assert collect.verdict(0.1, 0.5, 0.0, 0.2) == collect.verdict(0.1, 0.5, 0.0) == "no significant difference"
+    assert collect.verdict(0.1, 0.5, 3.0, 0.01) == "not shown: not significantly more than 3 points"
 
 
 def test_a_run_ended_by_early_stopping_is_kept_under_any_cap_it_did_not_reach():
