@@ -182,6 +182,12 @@ def t_test(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
+def p_values(comparison: dict) -> str:
+    """A claim's tests as text: the bootstrap's p and, where both rows have seeds, the t-test's."""
+    t = f", t-test {t_test(comparison['t_test_p'])}" if "t_test_p" in comparison else ""
+    return f"bootstrap {p_value(comparison['bootstrap_p'], comparison['resamples'])}{t}"
+
+
 def capped(comparison: dict) -> str:
     """What a claim's numbers stand on when a row it compares stopped at an update cap, not by early stopping."""
     seed_counts = dict(zip((comparison["row"], comparison["baseline"]), comparison["seeds"]))
@@ -280,9 +286,8 @@ def model_notes(results: dict) -> list[str]:
         if "delta_rouge1" not in c:
             lines.append(f"- {c['claim']}: {c['verdict']}.")
             continue
-        t = f", t-test {t_test(c['t_test_p'])}" if "t_test_p" in c else ""
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
-                     f"ROUGE-1{against(c)}, bootstrap {p_value(c['bootstrap_p'], c['resamples'])}{t}; {' and '.join(str(n) for n in c['seeds'] if n)} "
+                     f"ROUGE-1{against(c)}, {p_values(c)}; {' and '.join(str(n) for n in c['seeds'] if n)} "
                      f"seeds{capped(c)}).")
     lines += lr_grid_notes(results)
     lines += lenpen_notes(results["models"])
@@ -345,8 +350,8 @@ def readme_summary(results: dict) -> str:
         rows = [f"{m['label']} {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}, "
                 f"{stopped_by(m)}: {published_gaps(results, m)})" for m in models.values()]
         lines.append(f"- Trained rows: {'; '.join(rows)}.")
-    measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1{against(c)}, bootstrap "
-                f"{p_value(c['bootstrap_p'], c['resamples'])}{capped(c)})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
+    measured = [f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1{against(c)}, {p_values(c)}"
+                f"{capped(c)})" for c in results.get("comparisons", []) if "delta_rouge1" in c]
     if measured:
         lines.append(f"- Claims: {'; '.join(measured)}.")
     missing = [name for name in MODEL_ROWS if name not in {m["label"] for m in models.values()}]

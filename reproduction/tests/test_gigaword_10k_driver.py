@@ -146,11 +146,12 @@ def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypat
     assert c["t_test_p"] < 0.05 and c["verdict"] == "yes"
 
 
-def test_a_difference_the_sentences_show_and_the_seeds_do_not_is_not_established(monkeypatch):
+def test_a_difference_is_established_only_when_both_the_sentences_and_the_seeds_show_it(monkeypatch):
     """Every test sentence is 0.6 higher on average over seeds (bootstrap p ~ 0), but the per-seed
     differences are +2.0, -0.5, +0.3: a t-test paired by seed (p ~ 0.5) does not show it, so
-    neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone; and
-    seeds that agree over sentences that do not are not enough either."""
+    neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone; seeds
+    that agree over sentences that do not are not enough either; and the page and the README
+    give both tests' p-values."""
     def run(seed, score):
         return {"test_sentence_rouge1": [score] * 40, "test": {"rouge1": score}, "seed": seed, "stopped": "patience"}
 
@@ -167,6 +168,13 @@ def test_a_difference_the_sentences_show_and_the_seeds_do_not_is_not_established
     assert collect.verdict(0.1, 0.5, 0.0, 0.01) == "not shown: significant across seeds, not over the test sentences"
     assert collect.verdict(0.1, 0.5, 0.0, 0.2) == collect.verdict(0.1, 0.5, 0.0) == "no significant difference"
     assert collect.verdict(0.1, 0.5, 3.0, 0.01) == "not shown: not significantly more than 3 points"
+    # the page and the README's claims line both give the t-test beside the bootstrap, where there is one
+    assert page.p_values(against_p1) == f"bootstrap {page.p_value(against_p1['bootstrap_p'], against_p1['resamples'])}, " \
+        f"t-test p = {against_p1['t_test_p']:.3f}" and page.p_values(against_lead) == "bootstrap p < 0.001"
+    kept = json.loads(protocol.RESULTS.read_text())
+    claims = next(line for line in page.readme_summary(kept).splitlines() if line.startswith("- Claims: "))
+    assert [page.p_values(c) in claims for c in kept["comparisons"] if "delta_rouge1" in c].count(True) >= 2
+    assert all(page.p_values(c) in claims for c in kept["comparisons"] if "t_test_p" in c)
 
 
 def test_a_run_ended_by_early_stopping_is_kept_under_any_cap_it_did_not_reach():
