@@ -182,6 +182,24 @@ def t_test(p: float) -> str:
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
+def ngram_reading(comparisons: list) -> list[str]:
+    """What the decided verdicts say together for ProphetNet's claim (Qi et al. 2020, section 1: the
+    future n-gram loss is a pre-training objective): the n = 2 against n = 1 gap after span
+    pre-training, read beside what span pre-training does to each n; nothing before all are decided."""
+    decided = {(c["row"], c["baseline"]): c for c in comparisons if c["decided"]}
+    after, n1, n2 = (decided.get(pair) for pair in (("p2-pt", "p1-pt"), ("p1-pt", "p1"), ("p2-pt", "p2")))
+    if not (after and n1 and n2):
+        return []
+    text = (f"Read together for ProphetNet's claim: after span pre-training, n = 2 against n = 1: \"{after['verdict']}\" "
+            f"({after['delta_rouge1']:+.2f}); span pre-training against none: for n = 1 \"{n1['verdict']}\" "
+            f"({n1['delta_rouge1']:+.2f}), for n = 2 \"{n2['verdict']}\" ({n2['delta_rouge1']:+.2f}).")
+    if after["verdict"] == "yes" and n1["verdict"] == "no, the opposite" and n2["verdict"] != "yes":
+        text += (" So the gap after pre-training is n = 1 losing from span pre-training, not n = 2 gaining from it: at "
+                 "this table's sizes and pre-training length, it does not show that predicting further ahead makes "
+                 "pre-training pay.")
+    return ["", text]
+
+
 def p_values(comparison: dict) -> str:
     """A claim's tests as text: the bootstrap's p and, where both rows have seeds, the t-test's."""
     t = f", t-test {t_test(comparison['t_test_p'])}" if "t_test_p" in comparison else ""
@@ -289,6 +307,7 @@ def model_notes(results: dict) -> list[str]:
         lines.append(f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
                      f"ROUGE-1{against(c)}, {p_values(c)}; {' and '.join(str(n) for n in c['seeds'] if n)} "
                      f"seeds{capped(c)}).")
+    lines += ngram_reading(results["comparisons"])
     lines += lr_grid_notes(results)
     lines += lenpen_notes(results["models"])
     lines += ["", "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "

@@ -146,6 +146,27 @@ def test_a_claim_with_a_margin_tests_the_difference_against_the_margin(monkeypat
     assert c["t_test_p"] < 0.05 and c["verdict"] == "yes"
 
 
+def test_the_ngram_reading_says_where_the_gap_after_pre_training_comes_from():
+    """The n = 2 against n = 1 gap after pre-training is read beside what pre-training does to each
+    n: it is n = 1's loss when n = 1 falls and n = 2 does not gain, not when n = 2 gains; nothing
+    is read before the three claims are decided."""
+    def claim(row, baseline, verdict, delta, decided=True):
+        return {"row": row, "baseline": baseline, "verdict": verdict, "delta_rouge1": delta, "decided": decided}
+
+    collapse = [claim("p2-pt", "p1-pt", "yes", 12.0), claim("p1-pt", "p1", "no, the opposite", -13.0),
+                claim("p2-pt", "p2", "no significant difference", 0.1), claim("p2", "p1", "yes", 0.5)]
+    text = page.ngram_reading(collapse)[1]
+    assert text.startswith('Read together for ProphetNet\'s claim: after span pre-training, n = 2 against n = 1: "yes" '
+                           '(+12.00); span pre-training against none: for n = 1 "no, the opposite" (-13.00), for n = 2 '
+                           '"no significant difference" (+0.10).')
+    assert "n = 1 losing from span pre-training, not n = 2 gaining from it" in text
+    gains = [*collapse[:2], claim("p2-pt", "p2", "yes", 3.0)]
+    assert page.ngram_reading(gains)[1].endswith('for n = 2 "yes" (+3.00).')
+    assert page.ngram_reading([*collapse[:2], {**collapse[2], "decided": False}]) == [] == page.ngram_reading(collapse[1:])
+    kept = json.loads(protocol.RESULTS.read_text())
+    assert page.ngram_reading(kept["comparisons"])[1] in page.markdown(kept)
+
+
 def test_a_difference_is_established_only_when_both_the_sentences_and_the_seeds_show_it(monkeypatch):
     """Every test sentence is 0.6 higher on average over seeds (bootstrap p ~ 0), but the per-seed
     differences are +2.0, -0.5, +0.3: a t-test paired by seed (p ~ 0.5) does not show it, so
