@@ -716,7 +716,7 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     saves = ", ".join(f"{c['bits_the_source_saves']:.2f}" for c in r["by_update"])
     assert f"interval checkpoints: n = 1: {saves} at updates 2, 4." in note and "Not measured yet" not in note
     # the encoder's between-line share, at each interval checkpoint and at the configuration's random
-    # initialisation under its seed (the pre-training's first update moves it away)
+    # initialisation under the pre-training's seed (repeatable: scored again, the same numbers)
     shares = [c["encoder_between_line_share"] for c in r["by_update"]]
     assert r["at_init"]["seed"] == 1 and all(0 < x < 1 for x in [*shares, r["at_init"]["encoder_between_line_share"]])
     assert (f"n = 1: {r['at_init']['encoder_between_line_share']:.3f} at random initialisation, then "
