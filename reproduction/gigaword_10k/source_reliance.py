@@ -86,7 +86,8 @@ class Probe:
         self.data = data
         state = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint), arg_overrides={"data": str(data)})
         self.update = state["optimizer_history"][-1]["num_updates"]
-        self.task = tasks.setup_task(state["cfg"].task)  # the task of the checkpoint's config; no model is built
+        self.cfg = state["cfg"]
+        self.task = tasks.setup_task(self.cfg.task)  # the task of the checkpoint's config; no model is built
         self.task.load_dataset("train")
         iterator = self.task.get_batch_iterator(self.task.dataset("train"), max_tokens=max_tokens, seed=1, epoch=1,
                                                 max_positions=self.task.max_positions()).next_epoch_itr(shuffle=True)
@@ -100,15 +101,13 @@ class Probe:
                                                           task=self.task)
         return {"checkpoint": rel(checkpoint), **self.measures(model)}
 
-    def score_at_init(self, checkpoint: Path) -> dict:
-        """Both measures for a model of ``checkpoint``'s configuration at random initialisation, under the
-        seed it was trained with."""
+    def score_at_init(self) -> dict:
+        """Both measures for a model of the probed checkpoint's configuration at random initialisation,
+        under the seed it was trained with."""
         import torch
-        from fairseq import checkpoint_utils
 
-        cfg = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint), arg_overrides={"data": str(self.data)})["cfg"]
-        torch.manual_seed(cfg.common.seed)
-        return {"seed": cfg.common.seed, **self.measures(self.task.build_model(cfg.model))}
+        torch.manual_seed(self.cfg.common.seed)
+        return {"seed": self.cfg.common.seed, **self.measures(self.task.build_model(self.cfg.model))}
 
     def measures(self, model) -> dict:
         """Bits a target token with each line's own source and with the next line's, and the between-line
@@ -118,13 +117,17 @@ class Probe:
         model.eval()
         sums = {"own": 0.0, "rolled": 0.0, "between": 0.0, "total": 0.0}
         tokens = lines = 0
+        encoded = []  # the encoder's output of the own-source forward, kept by a hook rather than run again
         with torch.no_grad():
             for sample in self.samples:
-                for key in ("own", "rolled"):
-                    loss, n = stream1_nats(model, sample, roll=key == "rolled")
-                    sums[key] += loss
-                encoded = model.encoder(sample["net_input"]["src_tokens"], src_lengths=sample["net_input"]["src_lengths"])
-                between, total = line_variance(encoded["encoder_out"][0], encoded["encoder_padding_mask"][0])
+                hook = model.encoder.register_forward_hook(lambda module, args, out: encoded.append(out))
+                loss, n = stream1_nats(model, sample, roll=False)
+                hook.remove()
+                sums["own"] += loss
+                sums["rolled"] += stream1_nats(model, sample, roll=True)[0]
+                (own_states,) = encoded
+                encoded.clear()
+                between, total = line_variance(own_states["encoder_out"][0], own_states["encoder_padding_mask"][0])
                 sums["between"] += between
                 sums["total"] += total
                 tokens += n
@@ -147,7 +150,7 @@ def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
         del final["update"]
     else:
         final = probe.score(last)
-    return {**final, "by_update": by_update, "at_init": probe.score_at_init(last), "checkpoint_sha256": sha256(last)}
+    return {**final, "by_update": by_update, "at_init": probe.score_at_init(), "checkpoint_sha256": sha256(last)}
 
 
 def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:

@@ -706,6 +706,11 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert r["checkpoint_sha256"] == driver.sha256(ckpt)
     same = [k for k in r if k not in ("by_update", "at_init", "checkpoint_sha256")]
     assert probe.update == 4 and {k: alone[k] for k in same} == {k: r[k] for k in same}
+    # the between-line share, read from the own-source forward by a hook, is that of the encoder run on its own
+    with torch.no_grad():
+        runs = [model.encoder(s["net_input"]["src_tokens"], src_lengths=s["net_input"]["src_lengths"]) for s in probe.samples]
+    sums = [source_reliance.line_variance(e["encoder_out"][0], e["encoder_padding_mask"][0]) for e in runs]
+    assert alone["encoder_between_line_share"] == round(sum(b for b, _ in sums) / sum(t for _, t in sums), 4)
     for name in ("checkpoint_1_2.pt", "checkpoint_3_10.pt", "checkpoint_1_2_3.pt", "checkpoint_a_2.pt", "checkpoint_best.pt"):
         (tmp_path / name).touch()
     assert source_reliance.interval_checkpoints(tmp_path) == [(2, tmp_path / "checkpoint_1_2.pt"), (10, tmp_path / "checkpoint_3_10.pt")]
@@ -721,7 +726,7 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert r["at_init"]["seed"] == 1 and all(0 < x < 1 for x in [*shares, r["at_init"]["encoder_between_line_share"]])
     assert (f"n = 1: {r['at_init']['encoder_between_line_share']:.3f} at random initialisation, then "
             f"{shares[0]:.3f}, {shares[1]:.3f} at the same updates." in note)
-    assert probe.score_at_init(ckpt) == r["at_init"] and r["at_init"]["bits_own_source"] != r["bits_own_source"]
+    assert probe.score_at_init() == r["at_init"] and r["at_init"]["bits_own_source"] != r["bits_own_source"]
     # a later call adds its pre-trainings to those measured before (one whose folder is gone stays)
     earlier = {**written, "checkpoints": {"pretrain-p2": {**r, "checkpoint_sha256": None}}, "wall_seconds": 100.0}
     out.write_text(json.dumps(earlier))
