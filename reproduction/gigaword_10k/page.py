@@ -95,7 +95,8 @@ def reliance_note(results: dict) -> list[str]:
         return []
     kept = results["pretraining"]
     current = {name: r for name, r in measured["checkpoints"].items()  # measured on the pre-training kept now
-               if name in kept and r.get("checkpoint_sha256") == kept[name].get("checkpoint_sha256")}
+               if name in kept and r.get("checkpoint_sha256") is not None
+               and r["checkpoint_sha256"] == kept[name].get("checkpoint_sha256")}
     unmeasured = [f"n = {r['ngram']}" for name, r in kept.items() if name not in current]
     if not current:
         return [f"Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above "

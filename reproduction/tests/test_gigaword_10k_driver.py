@@ -742,6 +742,10 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     note = page.reliance_note({"pretraining": kept, "source_reliance": merged})[0]
     assert "n = 1: " in note and "n = 2: " not in note and "Not measured yet for the pre-training above of n = 2." in note
     assert " s in 2 calls); " in note
+    # nor is one whose record has no hash, though the measurement has none either (no hash is no match)
+    kept["pretrain-p2"] = {"ngram": 2}
+    assert "Not measured yet for the pre-training above of n = 2." in page.reliance_note(
+        {"pretraining": kept, "source_reliance": merged})[0]
     kept["pretrain-p1"]["checkpoint_sha256"] = "1" * 64
     assert page.reliance_note({"pretraining": kept, "source_reliance": merged})[0].startswith(
         "Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above (n = 1, n = 2; ")
