@@ -79,10 +79,9 @@ from pathlib import Path
 from data_prep.text import gigaword_style
 from fairseq_ext.analysis.rouge import lead, rouge_f1
 from fairseq_ext.checkpoints.saving import restore_last
-from reproduction.gigaword_10k.protocol import CAPPED, EARLY_STOPPED, MODEL_ROWS
+from reproduction.gigaword_10k.protocol import CAPPED, EARLY_STOPPED, MODEL_ROWS, ROOT
 from reproduction.records import write_json
 
-ROOT = Path(__file__).resolve().parents[2]
 KEPT = ROOT / "reproduction" / "gigaword_10k" / "runs"
 GIGAWORD_FILES = {"train": "train10k", "valid": "valid1k", "test": "test1951"}
 # The English text of the span pre-training, relative to --english (data_prep READMEs name the

@@ -38,7 +38,8 @@ import sys
 import time
 from pathlib import Path
 
-from reproduction.gigaword_10k.driver import ROOT, rel, sha256
+from reproduction.gigaword_10k.driver import rel, sha256
+from reproduction.gigaword_10k.protocol import ROOT
 
 OUTPUT = ROOT / "reproduction" / "gigaword_10k" / "runs" / "source-reliance.json"
 
