@@ -104,7 +104,7 @@ class Probe:
 
     def score_at_init(self) -> dict:
         """Both measures for a model of the probed checkpoint's configuration at random initialisation,
-        under the seed it was trained with."""
+        seeded as its training was (``common.seed``)."""
         import torch
 
         torch.manual_seed(self.cfg.common.seed)
