@@ -190,8 +190,8 @@ def verdict(delta: float, p: float, margin: float, t_p: float | None = None) -> 
     if t_p is not None and t_p >= 0.05:
         return "not shown: significant over the test sentences, not across seeds"
     if delta > margin:
-        return "yes"
-    return "no, the opposite" if not margin else f"no: significantly less than {margin:g} points"
+        return protocol.ESTABLISHED
+    return protocol.OPPOSITE if not margin else f"no: significantly less than {margin:g} points"
 
 
 def compare(runs: dict, lead8: list | None) -> list:

@@ -4,8 +4,8 @@ runs stopped, the notes under the table and the verdicts on the papers' claims. 
 ``lead_baseline.py`` (the lead-N part) and ``collect.py`` (the trained rows)."""
 from __future__ import annotations
 
-from reproduction.gigaword_10k.protocol import (CHOOSE_ON, EARLY_STOPPED, MODEL_ROWS, SEEDS_FOR_A_VERDICT, TEST,
-                                                USER_SCRIPTS, VALID)
+from reproduction.gigaword_10k.protocol import (CHOOSE_ON, EARLY_STOPPED, ESTABLISHED, MODEL_ROWS, OPPOSITE,
+                                                SEEDS_FOR_A_VERDICT, TEST, USER_SCRIPTS, VALID)
 
 
 def markdown(results: dict) -> str:
@@ -194,7 +194,7 @@ def ngram_reading(comparisons: list) -> list[str]:
     text = (f"Read together for ProphetNet's claim: after span pre-training, n = 2 against n = 1: \"{after['verdict']}\" "
             f"({after['delta_rouge1']:+.2f}); span pre-training against none: for n = 1 \"{n1['verdict']}\" "
             f"({n1['delta_rouge1']:+.2f}), for n = 2 \"{n2['verdict']}\" ({n2['delta_rouge1']:+.2f}).")
-    if after["verdict"] == "yes" and n1["verdict"] == "no, the opposite" and n2["verdict"] != "yes":
+    if after["verdict"] == ESTABLISHED and n1["verdict"] == OPPOSITE and n2["verdict"] != ESTABLISHED:
         text += (" So the gap after pre-training is n = 1 losing from span pre-training, not n = 2 gaining from it: at "
                  "this table's sizes and pre-training length, it does not show that predicting further ahead makes "
                  "pre-training pay.")

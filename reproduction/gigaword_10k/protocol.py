@@ -1,6 +1,7 @@
 """The terms the Gigaword 10k table's scripts share (docs/results/gigaword-10k.md): where its
 results, page and README lines live, the splits, the model rows, the words a run record uses for
-how it stopped, how many seeds decide a claim and the user scripts whose defaults follow a row."""
+how it stopped, the verdicts that other text reads, how many seeds decide a claim and the user scripts
+whose defaults follow a row."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -15,6 +16,7 @@ VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
 EARLY_STOPPED, CAPPED = "patience", "max-updates (not converged)"  # a run record's "stopped"
+ESTABLISHED, OPPOSITE = "yes", "no, the opposite"  # a claim's verdict when a difference is established
 SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each trained row it compares has this many seeds
 USER_SCRIPTS = {"unilm-minilm": "examples/pretrained/minilm_gigaword.sh",  # defaults follow the row once converged
                 "unilm-random": "examples/unilm/gigaword.sh", "p2-pt": "examples/prophetnet/gigaword.sh"}
