@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import tempfile
 from argparse import Namespace
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,10 +38,10 @@ from pathlib import Path
 
 import torch
 
-from reproduction.benchmarks import common
+from reproduction.benchmarks import common, own_inputs
+from reproduction.benchmarks.own_inputs import pieces
 
-MODEL_DIR = common.ROOT / "examples" / "quickstart" / "model"
-SAMPLE = common.ROOT / "examples" / "quickstart" / "data"
+MODEL_DIR, SAMPLE = own_inputs.MODEL_DIR, own_inputs.SAMPLE
 STUDENT, TEACHER = MODEL_DIR / "checkpoint.pt", MODEL_DIR / "teacher.pt"
 
 
@@ -140,7 +141,7 @@ def train_ratio(device: str, quick: bool) -> dict:
 
 
 def _encode_test(task, n: int) -> list[torch.Tensor]:
-    sp = _sentencepiece()
+    sp = own_inputs.sentencepiece()
     d = task.src_dict
     out = []
     for line in (SAMPLE / "test.en").read_text().splitlines()[:n]:
@@ -149,23 +150,12 @@ def _encode_test(task, n: int) -> list[torch.Tensor]:
     return out
 
 
-def _sentencepiece():
-    import sentencepiece as spm
-
-    return spm.SentencePieceProcessor(model_file=str(MODEL_DIR / "spm.model"))
-
-
 def _collate(seqs: list[torch.Tensor], pad: int) -> dict:
     S = max(len(s) for s in seqs)
     src = torch.full((len(seqs), S), pad)
     for i, s in enumerate(seqs):
         src[i, S - len(s):] = s
     return {"net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in seqs])}}
-
-
-def pieces(tokens: torch.Tensor, dictionary) -> list[str]:
-    """The sentencepiece pieces of a hypothesis, without its ``<s>`` and ``</s>``."""
-    return dictionary.string(tokens, extra_symbols_to_ignore={dictionary.bos()}).split()
 
 
 def bleu(outputs: list[torch.Tensor], references: list[str], dictionary, sp) -> float:
@@ -179,9 +169,11 @@ def bleu(outputs: list[torch.Tensor], references: list[str], dictionary, sp) -> 
 
 
 def _decoding(generator, model, batches: list[dict], outputs: dict, key) -> Callable[[], None]:
-    """A timed function: ``generator`` on every batch, its best hypotheses kept in ``outputs[key]``."""
+    """A timed function: ``generator`` on every batch, its best hypotheses kept in ``outputs[key]``
+    in line order (a batch's ``id``)."""
     def decode():
-        outputs[key] = [hypos[0]["tokens"] for b in batches for hypos in generator.generate([model], b)]
+        found = {int(i): hypos[0]["tokens"] for b in batches for i, hypos in zip(b["id"], generator.generate([model], b))}
+        outputs[key] = [found[i] for i in sorted(found)]
     return decode
 
 
@@ -206,15 +198,18 @@ def _load_models(device: str, student: Path = STUDENT):
 def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict], str | None]:
     """``(metrics, rows, layout)``: the decoding rows of ``DECODE`` (``QUICK_DECODE`` with ``quick``),
     the speed-ups and teacher rates among them that are metrics, and the student's layout;
-    nothing without the shipped checkpoints."""
+    nothing without the shipped checkpoints. Each model decodes the input its own task
+    binarises (``own_inputs``: the teacher without the ``<s>`` the student's task prepends)."""
     common.load_plugin()
     if not (STUDENT.exists() and TEACHER.exists()):
         return {}, [], None
-    nat, nat_task, ar, ar_task = _load_models(device)
     grid = QUICK_DECODE if quick else DECODE
-    sents = _encode_test(nat_task, max(n for _, n in grid.sentences))
-    references = (SAMPLE / "test.de").read_text().splitlines()
-    sp, d, pad = _sentencepiece(), nat_task.tgt_dict, nat_task.src_dict.pad()
+    with tempfile.TemporaryDirectory(prefix="fairseq_ext_bench_") as tmp:
+        data = own_inputs.binarise_sample(max(n for _, n in grid.sentences), Path(tmp))
+        nat, nat_task, nat_sources = own_inputs.load(STUDENT, data, device)
+        ar, ar_task, ar_sources = own_inputs.load(TEACHER, data, device)
+    references = own_inputs.references(max(n for _, n in grid.sentences))
+    sp, d = own_inputs.sentencepiece(), nat_task.tgt_dict
     students = {(T, lb): nat_task.build_generator([nat], Namespace(iter_decode_max_iter=T - 1, iter_decode_with_beam=lb,
                                                                    iter_decode_force_max_iter=True))
                 for T in grid.passes for lb in grid.length_beams}
@@ -222,15 +217,19 @@ def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict], str | None
                 for tb in grid.teacher_beams}
     metrics, rows = {}, []
     for bsz, n in grid.sentences:
-        batches = [common.to_device(_collate(sents[i:i + bsz], pad), device) for i in range(0, n, bsz)]
+        nat_batches = [common.to_device(b, device) for b in own_inputs.batches(nat_task, nat_sources[:n], bsz)]
+        ar_batches = [common.to_device(b, device) for b in own_inputs.batches(ar_task, ar_sources[:n], bsz)]
         outputs: dict = {}
-        fns = {("student", *k): _decoding(g, nat, batches, outputs, ("student", *k)) for k, g in students.items()}
-        fns.update({("teacher", tb): _decoding(g, ar, batches, outputs, ("teacher", tb)) for tb, g in teachers.items()})
+        fns = {("student", *k): _decoding(g, nat, nat_batches, outputs, ("student", *k)) for k, g in students.items()}
+        fns.update({("teacher", tb): _decoding(g, ar, ar_batches, outputs, ("teacher", tb))
+                    for tb, g in teachers.items()})
         before = common.load_average()
         with torch.no_grad():
             secs = common.interleaved_medians(fns, reps=1 if quick else 3, device=device)
         after = common.load_average()
         note = common.load_note(before, after, device)
+        print(f"hicmlm       decoding at batch {bsz} timed on {n} sentences (load {before:.2f} -> {after:.2f})",
+              flush=True)
         scored = {key: (bleu(out, references[:n], d, sp), sum(len(pieces(t, d)) for t in out))
                   for key, out in outputs.items()}
         for (T, lb), tb in itertools.product(students, teachers):
@@ -239,7 +238,7 @@ def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict], str | None
                          "student_sentences_per_s": round(n / secs[s], 2),
                          "student_tokens_per_s": round(scored[s][1] / secs[s], 1),
                          "teacher_sentences_per_s": round(n / secs[t], 2),
-                         "teacher_tokens_per_s": round(scored[t][1] / secs[t], 1),
+                         "teacher_tokens_per_s": round(scored[t][1] / secs[t], 1), "teacher_input": "own",
                          "speedup": round(secs[t] / secs[s], 4),
                          "student_bleu": round(scored[s][0], 2), "teacher_bleu": round(scored[t][0], 2),
                          "load_before": round(before, 2), "load_after": round(after, 2), "note": note})

@@ -10,13 +10,13 @@ import sacrebleu
 import torch
 from fairseq.data import Dictionary
 
-from reproduction.benchmarks import common, hicmlm, run
+from reproduction.benchmarks import common, hicmlm, own_inputs, run
 from reproduction.benchmarks.plot import plot_maskpredict_speedup
 from fairseq_ext.errors import FairseqExtError
 
 ROW_KEYS = {"batch", "sentences", "passes", "length_beam", "teacher_beam", "student_sentences_per_s",
             "student_tokens_per_s", "teacher_sentences_per_s", "teacher_tokens_per_s", "speedup", "student_bleu",
-            "teacher_bleu", "load_before", "load_after", "note"}
+            "teacher_bleu", "teacher_input", "load_before", "load_after", "note"}
 TINY = hicmlm.Grid(((1, 2), (2, 4)), (1, 4), (1, 3), (1, 5))
 
 
@@ -51,7 +51,7 @@ def test_decode_rows_cover_the_grid_and_share_each_decoding(monkeypatch):
 
 def test_bleu_is_sacrebleu_of_the_outputs_detokenized_by_the_quickstart_model():
     d = Dictionary.load(str(hicmlm.MODEL_DIR / "dict.txt"))
-    sp = hicmlm._sentencepiece()
+    sp = own_inputs.sentencepiece()
     references = ["Ein Mann fotografiert weiße und gelbe Tulpen.", "Zwei Männer sprechen auf einem Markt."]
     said = ["Ein Mann fotografiert weiße und gelbe Tulpen.", "Zwei Männer reden auf dem Markt."]
     outputs = [torch.tensor([d.bos(), *(d.index(p) for p in sp.encode(line, out_type=str)), d.eos()]) for line in said]
