@@ -23,8 +23,9 @@ EXTRAS = {
     "eval": ["rouge-score"],
     # mask pictures (python -m fairseq_ext.analysis draw-mask) and results figures
     "plots": ["matplotlib"],
-    # the reproduction machinery: significance tests, figures, the transformers reference
-    "research": ["scipy", "matplotlib", "rouge-score", "transformers>=4.30", "safetensors"],
+    # the reproduction machinery: significance tests, figures, the transformers reference, and
+    # CTranslate2, the engine the decoding bench runs the autoregressive models in
+    "research": ["scipy", "matplotlib", "rouge-score", "transformers>=4.30", "safetensors", "ctranslate2>=4.4"],
 }
 EXTRAS["test"] = sorted({d for deps in EXTRAS.values() for d in deps} | {"pytest>=7", "pytest-xdist>=3"})
 

@@ -37,16 +37,18 @@ from pathlib import Path
 
 import torch
 
+from reproduction.benchmarks import frontier
 from reproduction.benchmarks.common import ROOT, hardware, load_average
 from reproduction.benchmarks.plot import decode_rows, load_results, plot_maskpredict_speedup, plot_ratios
 from reproduction.results_page import write_between_markers
 from fairseq_ext.errors import FairseqExtError
 
 RESULTS = ROOT / "reproduction" / "benchmarks" / "results"
-BENCHMARKS = ["hicmlm", "prophetnet", "posmask", "unilm"]
+BENCHMARKS = ["hicmlm", "frontier", "prophetnet", "posmask", "unilm"]
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 ROWS_START, ROWS_END = "<!-- maskpredict-rows:start -->", "<!-- maskpredict-rows:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
+FRONTIER_START, FRONTIER_END = "<!-- frontier:start -->", "<!-- frontier:end -->"
 # (family, benchmark, our training-rate metric, the reference's, unit, our memory name, the reference's)
 SUMMARY = [("HI-CMLM vs fairseq `cmlm_transformer`", "hicmlm", "hicmlm_train_tokens_per_s", "cmlm_train_tokens_per_s",
             "tokens/s", "hicmlm", "cmlm"),
@@ -150,6 +152,11 @@ def render_rows(results: dict) -> str:
                  "|" + "---|" * len(ROW_COLUMNS)]
         for row in out["details"]["decode_rows"]:
             lines.append("| " + " | ".join(format(row[key], fmt) for _, key, fmt in ROW_COLUMNS) + " |")
+        if any("teacher_input" not in row for row in out["details"]["decode_rows"]):
+            lines += ["", "Measured before issue 76: the teacher was given the student's input format (`<s>` in "
+                          "front), not its own, which costs it BLEU; its columns are not its own speed and quality "
+                          "(the [bench against CTranslate2](#mask-predict-against-the-engine-users-deploy-issue-76) "
+                          "gives each model its own input)."]
         if speedup_goals(out):
             lines += ["", speedup_goals(out)]
         if out.get("allow_load"):
@@ -159,10 +166,21 @@ def render_rows(results: dict) -> str:
     return "\n".join(parts)
 
 
+def render_frontier(results: dict) -> str:
+    """The block of the decoding bench against CTranslate2 (``frontier.render``), with its figure."""
+    out = results.get("cpu", {}).get("benchmarks", {}).get("frontier")
+    if not out:
+        return ("Not measured yet: `python -m reproduction.benchmarks.run --only frontier` on a quiet machine "
+                "measures it.\n")
+    return (frontier.render(out) + ("\n" + allowed_load("cpu", "frontier", out) + "\n" if out.get("allow_load") else "")
+            + "\n![BLEU against sentences/s](../../reproduction/benchmarks/results/frontier.png)\n")
+
+
 def update_readme(results: dict) -> None:
     """The generated blocks of docs/results/speed.md (a page without one keeps its text there)."""
     for block, start, end in ((render_summary(results), SUMMARY_START, SUMMARY_END),
-                              (render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END)):
+                              (render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END),
+                              (render_frontier(results), FRONTIER_START, FRONTIER_END)):
         try:
             write_between_markers(ROOT / "docs" / "results" / "speed.md", block, start, end)
         except FairseqExtError:
@@ -209,6 +227,7 @@ def main(argv: list[str] | None = None) -> None:
               "date": time.strftime("%Y-%m-%d"), "benchmarks": dict(previous.get("benchmarks", {}))}
     for name in args.only or BENCHMARKS:
         module = benchmark(name)
+        print(f"{name:12s} started at {time.strftime('%H:%M:%S')}, 1-minute load average {load_average():.2f}", flush=True)
         t0 = time.time()
         result = module.run(args.device, args.quick)
         result["seconds"] = round(time.time() - t0, 1)
@@ -217,12 +236,15 @@ def main(argv: list[str] | None = None) -> None:
             result["allow_load"] = True
         merged["benchmarks"][name] = result
         for metric, value in result["metrics"].items():
-            print(f"{name:12s} {metric:45s} {value}")
+            print(f"{name:12s} {metric:45s} {value}", flush=True)
+        print(f"{name:12s} done in {result['seconds']:.0f} s", flush=True)
     out_path.write_text(json.dumps(merged, indent=2) + "\n")
     results = load_results(out_dir)
     figures = [out_dir / "speed.png"] if plot_ratios(results, out_dir / "speed.png") else []
     if plot_maskpredict_speedup(results, out_dir / "maskpredict_speedup.png"):
         figures.append(out_dir / "maskpredict_speedup.png")
+    if frontier.plot(results.get(kind, {}).get("benchmarks", {}).get("frontier", {}), out_dir / "frontier.png"):
+        figures.append(out_dir / "frontier.png")
     if published:
         update_readme(results)
     print(f"wrote {', '.join(map(str, [out_path, *figures]))}"

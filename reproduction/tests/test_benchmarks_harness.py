@@ -75,9 +75,13 @@ def test_module_times_threads_builds_and_measures_memory_through_common(name):
     assert "/proc/self" not in source and "import time" not in source
     uses = {node.attr for node in ast.walk(tree)
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "common"}
-    assert {"interleaved_medians", "build", "run_on_threads", "train_peak_memory", "train_one_main"} <= uses
+    trains = name not in DECODING_ONLY
+    assert {"interleaved_medians", "run_on_threads"} | ({"build", "train_peak_memory", "train_one_main"} if trains
+                                                        else set()) <= uses
 
 
+# decodes only (no training side, no memory): its quick run is tested in test_benchmarks_frontier.py
+DECODING_ONLY = ("frontier",)
 TINY = ["--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
         "--encoder-attention-heads", "2"]
 # module constants -> tiny values, where a module has them: sizes, and (sentences, source
@@ -118,7 +122,7 @@ def one_round(monkeypatch):
     return seen
 
 
-@pytest.mark.parametrize("name", BENCHMARKS)
+@pytest.mark.parametrize("name", [name for name in BENCHMARKS if name not in DECODING_ONLY])
 def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeypatch, tmp_path):
     """Through ``make bench``'s entry point (``run.main``, its --quick mode), so that the way
     it finds each module is tested too."""

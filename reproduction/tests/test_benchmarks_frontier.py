@@ -1,0 +1,107 @@
+"""The decoding bench against the deployed engine (issue 76, ``benchmarks/frontier.py``): each
+model decodes the input its own task binarises, so that the bench's outputs are what
+``fairseq-generate`` prints on ``fairseq-preprocess`` data (the teacher without ``<s>``, the
+student with it); CTranslate2's conversion of the teacher decodes what fairseq's beam search
+does; the goals read the rows as issue 76 states them; the figure draws every row."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reproduction.benchmarks import frontier, own_inputs, run
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.cli
+N = 12
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    return own_inputs.binarise_sample(N, tmp_path_factory.mktemp("frontier"))
+
+
+def _generate(data: Path, checkpoint: Path, *options: str) -> list[list[str]]:
+    """The H lines of ``fairseq-generate`` on ``data``, as pieces in line order."""
+    proc = subprocess.run(["fairseq-generate", str(data), "--user-dir", str(ROOT / "fairseq_ext"), "--path",
+                           str(checkpoint), "--gen-subset", "test", "--batch-size", "4", "--required-batch-size-multiple", "1", *options],
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    hyps = {int(line.split("\t")[0][2:]): line.split("\t")[2].split() for line in proc.stdout.splitlines()
+            if line.startswith("H-")}
+    return [hyps[i] for i in range(len(hyps))]
+
+
+def test_each_task_reads_its_own_input_format(data):
+    d_src = {}
+    for name, path in (("teacher", frontier.TEACHERS["teacher 3+3"]), ("student", frontier.STUDENT)):
+        _, task, sources = own_inputs.load(path, data)
+        d_src[name] = (task.source_dictionary, sources)
+    (td, teacher), (sd, student) = d_src["teacher"], d_src["student"]
+    assert all(s[0] != td.bos() and s[-1] == td.eos() for s in teacher)  # translation: pieces </s>
+    assert all(s[0] == sd.bos() and s[-1] == sd.eos() for s in student)  # translation_lev: <s> pieces </s>
+    assert [s[1:].tolist() for s in student] == [s.tolist() for s in teacher]
+
+
+@pytest.mark.parametrize("bsz", [1, 5])
+def test_the_teachers_outputs_are_fairseq_generates(data, bsz):
+    teacher = frontier.TEACHERS["teacher 3+3"]
+    decoders = {d.setting: d for d in frontier.autoregressive_decoders(
+        "teacher 3+3", teacher, data, data.parent, [("fairseq", "float32", 5)])}
+    d = decoders["float32, beam 5"]
+    assert d.decode(d.batches(bsz, N)) == _generate(data, teacher, "--beam", "5")
+
+
+def test_the_students_outputs_are_fairseq_generates(data):
+    (d,) = frontier.mask_predict_decoders(data, [(4, 3)])
+    assert d.decode(d.batches(5, N)) == _generate(data, frontier.STUDENT, "--task", "cmlm_hybrid",
+                                                  "--iter-decode-max-iter", "3", "--iter-decode-with-beam", "3")
+
+
+def test_ctranslate2_decodes_the_converted_teacher_as_fairseq_does(data):
+    decoders = {(d.engine.split()[0], d.setting): d for d in frontier.autoregressive_decoders(
+        "teacher 3+3", frontier.TEACHERS["teacher 3+3"], data, data.parent,
+        [("fairseq", "float32", 1), ("fairseq", "float32", 5), ("ctranslate2", "float32", 1),
+         ("ctranslate2", "float32", 5), ("ctranslate2", "int8", 5)])}
+    out = {k: d.decode(d.batches(4, N)) for k, d in decoders.items()}
+    # greedy search is exact arithmetic on both sides but for float rounding: the same outputs
+    assert out[("CTranslate2", "float32, beam 1")] == out[("fairseq", "float32, beam 1")]
+    same = sum(a == b for a, b in zip(out[("CTranslate2", "float32, beam 5")], out[("fairseq", "float32, beam 5")]))
+    assert same >= N - 1  # beam 5: ties may break otherwise (63 of 64 sentences agreed when measured)
+    assert out[("CTranslate2", "int8, beam 5")] != out[("fairseq", "float32, beam 1")]  # a beam, not greedy
+
+
+def _row(engine, setting, bsz, speed, bleu, model="teacher 3+3"):
+    return {"model": model, "engine": engine, "setting": setting, "batch": bsz, "sentences_per_s": speed,
+            "bleu": bleu}
+
+
+def test_goals_take_the_fastest_mask_predict_setting_at_no_lower_bleu():
+    rows = [_row("CTranslate2 4.8.5", "int8, beam 5", 1, 30.0, 33.0),
+            _row("fairseq_ext mask-predict", "4 passes, length beam 1", 1, 60.0, 32.9, "student 3+1"),
+            _row("fairseq_ext mask-predict", "10 passes, length beam 3", 1, 24.0, 33.0, "student 3+1"),
+            _row("CTranslate2 4.8.5", "int8, beam 5", 64, 50.0, 33.0),
+            _row("fairseq_ext mask-predict", "4 passes, length beam 1", 64, 90.0, 30.0, "student 3+1")]
+    quality = {"teacher 3+3: fairseq, float32, beam 5": 33.8,
+               "student 3+1: fairseq_ext mask-predict, 10 passes, length beam 3": 29.7}
+    assert frontier.goals(rows, quality) == {"maskpredict_over_ct2_int8_beam5_b1": 0.8,
+                                             "maskpredict_over_ct2_int8_beam5_b64": 0.0,
+                                             "student_gap_to_teacher_bleu": 4.1}
+
+
+def test_frontier_keeps_the_points_no_other_beats_on_both_axes():
+    points = [(10.0, 30.0), (20.0, 29.0), (15.0, 28.0), (5.0, 31.0), (20.0, 28.5)]
+    assert frontier.pareto_front(points) == [(5.0, 31.0), (10.0, 30.0), (20.0, 29.0)]
+
+
+def test_quick_run_writes_rows_the_page_and_the_figure(tmp_path, monkeypatch):
+    monkeypatch.setattr(run, "BENCHMARKS", ["frontier"])
+    run.main(["--only", "frontier", "--quick", "--out", str(tmp_path)])
+    result = json.loads((tmp_path / "cpu.json").read_text())["benchmarks"]["frontier"]
+    rows = result["details"]["rows"]
+    assert {r["batch"] for r in rows} == {1, 64}
+    assert {r["engine"].split()[0] for r in rows} >= {"fairseq_ext", "fairseq", "CTranslate2"}
+    assert all(0 <= r["bleu"] <= 100 and r["sentences_per_s"] > 0 for r in rows)
+    assert (tmp_path / "frontier.png").stat().st_size > 10_000
+    table = frontier.render(result)
+    assert all(f"| {r['setting']} |" in table for r in rows)
