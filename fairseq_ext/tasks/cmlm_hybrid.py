@@ -25,6 +25,7 @@ from fairseq_ext.data.size_checks import (
 from fairseq_ext.errors import require
 from fairseq_ext.generation import MaskPredictGenerator
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
+from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
@@ -49,6 +50,13 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         metadata={"help": "start training with every decoder weight of this checkpoint that the "
                           "CMLM decoder has under the same name (an autoregressive decoder's layers; "
                           "the length predictor stays new)"},
+    )
+    int8_decoding: bool = field(
+        default=False,
+        metadata={"help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every Linear "
+                          "layer, as CTranslate2's int8): faster mask-predict, outputs not identical (the BLEU "
+                          "change is measured in docs/results/speed.md); fairseq-generate, fairseq-interactive "
+                          "and the hub only"},
     )
 
 
@@ -117,6 +125,8 @@ class CMLMHybridTask(TranslationLevenshteinTask):
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
         if not from_checkpoint:
+            require(not self.cfg.int8_decoding, "--int8-decoding is a decoding option (fairseq-generate, "
+                                                "fairseq-interactive, the hub); drop it from fairseq-train")
             if self.cfg.init_encoder_from:
                 init_part_from_checkpoint(model, "encoder", self.cfg.init_encoder_from)
             if self.cfg.init_decoder_from:
@@ -135,6 +145,9 @@ class CMLMHybridTask(TranslationLevenshteinTask):
                     "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
                     "cmlm_transformer); decode an autoregressive checkpoint with --task translation")
         check_mask_predict_options(args)
+        if self.cfg.int8_decoding:
+            for model in models:
+                quantize_for_decoding(model)
         return MaskPredictGenerator(
             self.target_dictionary,
             max_iter=generation_option(args, "iter_decode_max_iter"),

@@ -1,0 +1,43 @@
+"""int8 weights for decoding on the CPU (``cmlm_hybrid --int8-decoding``): torch's dynamic
+quantisation (``torch.ao.quantization.quantize_dynamic``: weights stored as int8, activations
+quantised on the fly, per matrix product) of every ``nn.Linear`` of a model, in place, as
+CTranslate2's ``int8`` compute type does for the autoregressive models it serves. Not exact: the
+outputs change a little, and docs/results/speed.md measures the BLEU change beside the speed.
+
+fairseq's ``MultiheadAttention`` hands its projection weights to torch's fused attention
+(``F.multi_head_attention_forward``) unless ``skip_embed_dim_check`` is set; a quantised
+projection has no weight tensor to hand, so the flag routes it through the projections' own
+``forward``, which the quantised modules replace.
+"""
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from fairseq_ext.errors import require
+
+QUANTIZED = "fairseq_ext_int8"  # set on a model once its Linear layers are int8
+
+
+def quantize_for_decoding(model: torch.nn.Module) -> torch.nn.Module:
+    """``model`` with every ``nn.Linear`` replaced by torch's dynamically quantised int8 one (in
+    place; a second call changes nothing). Refused for a model in training mode or on a GPU."""
+    if getattr(model, QUANTIZED, False):
+        return model
+    require(not model.training, "--int8-decoding is a decoding option (fairseq-generate, fairseq-interactive, the "
+                                "hub): the model is in training mode here; drop it from fairseq-train")
+    require(all(p.device.type == "cpu" for p in model.parameters()),
+            "--int8-decoding runs on the CPU (torch's dynamic int8 quantisation has no CUDA kernels): add --cpu, "
+            "or decode without it on the GPU")
+    from fairseq.modules import MultiheadAttention
+
+    for module in model.modules():
+        if isinstance(module, MultiheadAttention):
+            module.skip_embed_dim_check = True
+    with warnings.catch_warnings():  # torch announces the API's move to torchao; it is still torch's own
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", UserWarning)
+        torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+    setattr(model, QUANTIZED, True)
+    return model
