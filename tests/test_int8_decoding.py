@@ -98,3 +98,17 @@ def test_int8_decoding_is_refused_for_training(tiny_data, tmp_path):
                       "fairseq-interactive, the hub); drop it from fairseq-train"]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "save" / "checkpoint_last.pt").exists()
+
+
+def test_the_hub_decodes_with_int8_weights_when_asked():
+    from fairseq_ext import hub
+
+    plain = hub.from_pretrained(MODEL)
+    q = hub.from_pretrained(MODEL, int8_decoding=True)
+    sentences = read_sample("test", "en", 6)
+    out_plain = plain.translate(sentences, passes=10, length_beam=3)
+    out_q = q.translate(sentences, passes=10, length_beam=3)
+    assert sum(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in q.models[0].modules()) > 10
+    assert not any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in plain.models[0].modules())
+    assert len(out_q) == 6 and all(out_q)
+    assert sacrebleu.corpus_bleu(out_q, [out_plain]).score > 60
