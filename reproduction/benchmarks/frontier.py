@@ -314,3 +314,25 @@ def plot(result: dict, out: Path) -> bool:
     fig.savefig(out, dpi=130)
     plt.close(fig)
     return True
+
+
+def summary(result: dict) -> str:
+    """The README's lines: per batch size, the best mask-predict setting beside the fastest
+    autoregressive peer that is at least as good, and the goals met or not."""
+    rows, lines = result["details"]["rows"], []
+    for bsz in sorted({r["batch"] for r in rows}):
+        here = [r for r in rows if r["batch"] == bsz]
+        ours = max((r for r in here if "mask-predict" in r["engine"]), key=lambda r: (r["bleu"], r["sentences_per_s"]))
+        peers = [r for r in here if "mask-predict" not in r["engine"] and r["bleu"] >= ours["bleu"]]
+        peer = max(peers, key=lambda r: r["sentences_per_s"], default=None)
+        said = (f"batch {bsz}: the best mask-predict setting ({ours['engine'].removeprefix('fairseq_ext ')}, "
+                f"{ours['setting']}) {ours['sentences_per_s']:.1f} sentences/s at {ours['bleu']:.2f} BLEU")
+        if peer is not None:
+            said += (f"; {peer['engine']} {peer['setting']} of the {peer['model']} {peer['sentences_per_s']:.1f} "
+                     f"sentences/s at {peer['bleu']:.2f} ({peer['sentences_per_s'] / ours['sentences_per_s']:.2f}x "
+                     "as fast at no lower BLEU)")
+        lines.append(f"- {said}")
+    m, g = result["metrics"], result["goals"]
+    goals = [f"`{k}` {m[k]} (goal {g[k]})" for k in g if k in m]
+    lines.append(f"- issue 76's goals: {'; '.join(goals)}; measured on {result.get('hardware', '')}")
+    return "\n".join(lines) + "\n"

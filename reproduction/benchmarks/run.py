@@ -176,8 +176,15 @@ def render_frontier(results: dict) -> str:
             + "\n![BLEU against sentences/s](../../reproduction/benchmarks/results/frontier.png)\n")
 
 
+README_FRONTIER = ("<!-- decoding-speed:start -->", "<!-- decoding-speed:end -->")
+
+
 def update_readme(results: dict) -> None:
-    """The generated blocks of docs/results/speed.md (a page without one keeps its text there)."""
+    """The generated blocks of docs/results/speed.md (a page without one keeps its text there) and
+    the README's decoding-speed lines (``frontier.summary``), once the frontier is measured."""
+    out = results.get("cpu", {}).get("benchmarks", {}).get("frontier")
+    if out:
+        write_between_markers(ROOT / "README.md", frontier.summary(out), *README_FRONTIER)
     for block, start, end in ((render_summary(results), SUMMARY_START, SUMMARY_END),
                               (render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END),
                               (render_frontier(results), FRONTIER_START, FRONTIER_END)):

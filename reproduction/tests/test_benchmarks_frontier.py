@@ -105,3 +105,18 @@ def test_quick_run_writes_rows_the_page_and_the_figure(tmp_path, monkeypatch):
     assert (tmp_path / "frontier.png").stat().st_size > 10_000
     table = frontier.render(result)
     assert all(f"| {r['setting']} |" in table for r in rows)
+
+
+def test_summary_names_the_fastest_peer_at_no_lower_bleu_than_the_best_mask_predict():
+    rows = [_row("CTranslate2 4.8.5", "int8, beam 1", 1, 90.0, 32.6),
+            _row("CTranslate2 4.8.5", "int8, beam 5", 1, 35.0, 33.0),
+            _row("fairseq", "float32, beam 1", 1, 100.0, 20.0),  # faster, but worse than mask-predict
+            _row("fairseq_ext mask-predict", "10 passes, length beam 3", 1, 12.0, 29.7, "student 3+1"),
+            _row("fairseq_ext mask-predict", "2 passes, length beam 1", 1, 60.0, 22.0, "student 3+1")]
+    result = {"details": {"rows": rows}, "metrics": {"student_gap_to_teacher_bleu": 4.1},
+              "goals": frontier.GOALS, "hardware": "CPU, 1 thread"}
+    text = frontier.summary(result)
+    assert ("batch 1: the best mask-predict setting (mask-predict, 10 passes, length beam 3) 12.0 sentences/s at "
+            "29.70 BLEU; CTranslate2 4.8.5 int8, beam 1 of the teacher 3+3 90.0 sentences/s at 32.60 (7.50x as "
+            "fast at no lower BLEU)") in text
+    assert "`student_gap_to_teacher_bleu` 4.1 (goal <= 2)" in text
