@@ -57,7 +57,25 @@ def help_after_first_pass(original):
                 _print_help(p, argv)
                 p.exit()
 
-        return original(parser, [a for a in argv if a not in HELP], parse_known, False,
-                        print_help_before_second_pass)
+        without_help = [a for a in argv if a not in HELP]
+        try:
+            return original(parser, without_help, parse_known, False, print_help_before_second_pass)
+        except RuntimeError:  # no --arch: fairseq finds no model to add options of, and stops
+            if len(passes) != 1:
+                raise
+            _print_help_without_arch(passes[0], without_help)
 
     return parse_args_and_arch
+
+
+def _print_help_without_arch(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """The help of a command without ``--arch``: the options of its task and criterion (which
+    fairseq's second pass would add), a line saying that ``--arch`` adds the model's."""
+    from fairseq.tasks import TASK_REGISTRY
+
+    args, _ = parser.parse_known_args(argv)
+    if getattr(args, "task", None) in TASK_REGISTRY:
+        TASK_REGISTRY[args.task].add_args(parser)
+    _print_help(parser, argv)
+    print("\nThe model's options are listed with --arch ARCH (the architectures: the --arch choices above).")
+    parser.exit()

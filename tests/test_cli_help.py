@@ -59,3 +59,19 @@ def test_fairseq_train_help_lists_the_hi_cmlm_options():
     for option in ("--hybrid-strategy {all_mask,all_copied,weighted_sum,fence_replace}", "--train-copy-share",
                    "--fence-first {mask,copy}", "--length-loss-factor"):
         assert f"\n  {option}" in proc.stdout, option
+
+
+@pytest.mark.parametrize("task", [e[1] for e in ENTRIES["Task"]])
+def test_help_without_arch_lists_the_tasks_options_and_says_what_arch_adds(task, capsys):
+    text = help_text(["--task", task], capsys)  # fairseq's second pass stopped with a RuntimeError here
+    wanted = [flag(f.name) for e in ENTRIES["Task"] if e[1] == task for f in _own_fields(e[2]) if f.name != "data"]
+    assert [f for f in wanted if f"{f} " not in text] == []
+    assert text.endswith("The model's options are listed with --arch ARCH (the architectures: the --arch choices above).")
+
+
+@pytest.mark.parametrize("command", ["fairseq-train", "fairseq-generate"])
+def test_help_of_every_plugin_task_ends_with_status_0_and_no_traceback(command):
+    for task in [e[1] for e in ENTRIES["Task"]]:
+        proc = run([command, "--user-dir", USER_DIR, "--task", task, "--help"], check=False)
+        assert proc.returncode == 0 and "Traceback" not in proc.stderr, (task, proc.stderr[-1500:])
+        assert "usage:" in proc.stdout
