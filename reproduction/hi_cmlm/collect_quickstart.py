@@ -131,8 +131,19 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
         f"sentences: **{m['maskpredict_vs_ar_speedup_b1_T4']:.1f}x** at batch 1 with T = 4, "
         f"**{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x** with T = 10; at batch 64 "
         f"{m['maskpredict_vs_ar_speedup_b64_T4']:.1f}x (T = 4) and **{m['maskpredict_vs_ar_speedup_b64_T10']:.2f}x** "
-        f"(T = 10), {_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}")
+        f"(T = 10), {_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}{_teacher_input(bench)}")
     return "\n".join(rows) + "\n\n" + learning_rates(lr_runs, s["bleu"]) + "\n\n" + speed + "\n"
+
+
+def _teacher_input(bench: dict) -> str:
+    """A sentence when the speed-ups were measured with the teacher given the student's input."""
+    rows = bench.get("details", {}).get("decode_rows", [])
+    if rows and all("teacher_input" in r for r in rows):
+        return ""
+    return (" These speed-ups were measured with the teacher given the student's input format (`<s>` in front), "
+            "not its own, and against fairseq's Python beam search; against the teacher as users deploy it "
+            "(CTranslate2) and with its own input: [the decoding bench](speed.md#mask-predict-against-the-engine-"
+            "users-deploy-issue-76).")
 
 
 def _rate(lr: float) -> str:

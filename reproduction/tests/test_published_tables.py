@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "reproduction" / "prophetnet"))  # its scripts import each other by name
 from reproduction.benchmarks.plot import load_results  # noqa: E402
-from reproduction.benchmarks.run import render_rows, render_summary, render_table  # noqa: E402
+from reproduction.benchmarks.run import render_frontier, render_rows, render_summary, render_table  # noqa: E402
 from reproduction.gigaword_10k import page, protocol  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
 from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped, student_layouts  # noqa: E402
@@ -72,6 +72,7 @@ TABLES = {
     "bench-summary": ("docs/results/speed.md", lambda: render_summary(load_results(REPRO / "benchmarks" / "results"))),
     "bench": ("docs/results/speed.md", lambda: render_table(load_results(REPRO / "benchmarks" / "results")) + "\n"),
     "maskpredict-rows": ("docs/results/speed.md", lambda: render_rows(load_results(REPRO / "benchmarks" / "results"))),
+    "frontier": ("docs/results/speed.md", lambda: render_frontier(load_results(REPRO / "benchmarks" / "results"))),
     "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
     "table3-glue-full": ("docs/results/position-masking.md",
