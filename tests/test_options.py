@@ -57,6 +57,8 @@ OUT_OF_RANGE = {
         ("-1", "--position-loss-weight must be a finite number >= 0"),
         ("inf", "--position-loss-weight must be a finite number >= 0"),
         ("nan", "--position-loss-weight must be a finite number >= 0")]),
+    ("task", "cmlm_hybrid", "--length-offset"): ("hi_cmlm", [
+        ("17", "--length-offset must be in [-16, 16]"), ("-17", "--length-offset must be in [-16, 16]")]),
     ("model", "hi_cmlm_transformer", "--copy-temperature"): ("hi_cmlm", [
         ("0", "--copy-temperature must be > 0"), ("-0.2", "--copy-temperature must be > 0"),
         ("nan", "--copy-temperature must be > 0")]),

@@ -27,6 +27,7 @@ import warnings
 from os import PathLike
 from pathlib import Path
 
+from fairseq_ext.config_fields import check_config
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.families import hub_family, hub_offer
 
@@ -111,14 +112,16 @@ def _interface(cfg, task, models):
 
 
 def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_path: str = ".",
-                    device=None, verbose: bool = False, int8_decoding: bool = False, **overrides):
+                    device=None, verbose: bool = False, int8_decoding: bool = False, length_offset: int = 0,
+                    **overrides):
     """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
     evaluation mode (fairseq's RoBERTa interface otherwise starts in training mode, dropout on).
     ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
     ``wordpiece_tokenizer`` for another tokenizer, generation defaults (``beam``, ``lenpen``,
     ``iter_decode_max_iter``, ...), ``batch_size``/``max_tokens`` for batching, or model options
     (``hybrid_strategy``) as with ``--model-overrides``. ``int8_decoding``: mask-predict with int8
-    weights on the CPU (``--int8-decoding``; ``cmlm_hybrid`` checkpoints only). fairseq's INFO log and Hydra's and torch's
+    weights on the CPU (``--int8-decoding``), ``length_offset``: tokens added to each predicted length
+    (``--length-offset``); ``cmlm_hybrid`` checkpoints only. fairseq's INFO log and Hydra's and torch's
     deprecation warnings are hidden from then on unless ``verbose`` (``fairseq_ext.quiet.hush``)."""
     from fairseq_ext import plugin, quiet
 
@@ -151,10 +154,14 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
                               "data_name_or_path the data folder that holds the dictionaries") from None
     refuse_unknown_overrides(loaded["args"], overrides)
     interface = _interface(loaded["args"], loaded["task"], loaded["models"]).eval()  # no dropout at inference
-    if int8_decoding:
-        require(hasattr(interface.task.cfg, "int8_decoding"),
-                f"int8_decoding: only mask-predict checkpoints (--task cmlm_hybrid) decode with int8 weights here; "
-                f"{folder / name} was trained with --task {loaded['args'].task._name}")
-        interface.task.cfg.int8_decoding = True
+    decoding = {"int8_decoding": int8_decoding, "length_offset": length_offset}
+    for option, value in decoding.items():
+        if value:
+            require(hasattr(interface.task.cfg, option),
+                    f"{option}: only mask-predict checkpoints (--task cmlm_hybrid) take it; {folder / name} was "
+                    f"trained with --task {loaded['args'].task._name}")
+            setattr(interface.task.cfg, option, value)
+    if any(decoding.values()):
+        check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))  # fairseq's register_task
     warn_untrained_head(folder, interface)
     return interface.to(device) if device is not None else interface

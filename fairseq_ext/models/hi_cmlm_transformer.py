@@ -67,6 +67,7 @@ class HybridInputDecoder(NATransformerDecoder):
         self.copy_temperature = args.copy_temperature
         self.mask_weight = args.mask_weight
         self.fence_first = option_value(args, "fence_first")
+        self.length_offset = 0  # set by cmlm_hybrid's generator (--length-offset)
         self._training = False
         self._training_copy_weight = None
 
@@ -79,6 +80,11 @@ class HybridInputDecoder(NATransformerDecoder):
             yield
         finally:
             self._training, self._training_copy_weight = False, None
+
+    def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
+        """fairseq's predicted target lengths, ``--length-offset`` added at decoding (no target)."""
+        lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
+        return lengths if tgt_tokens is not None or not self.length_offset else lengths + self.length_offset
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""

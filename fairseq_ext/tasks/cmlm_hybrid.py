@@ -13,6 +13,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
+from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
@@ -51,6 +52,11 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
                           "CMLM decoder has under the same name (an autoregressive decoder's layers; "
                           "the length predictor stays new)"},
     )
+    length_offset: int = option(
+        0, "decoding: tokens added to every predicted target length before the length beam (0: mask-predict as "
+           "Ghazvininejad et al. 2019 decode); a length predictor trained on distilled targets predicts short "
+           "translations, and docs/results/speed.md chooses the offset on Multi30k val; hi_cmlm_transformer only",
+        range=Range(-16, 16))
     int8_decoding: bool = field(
         default=False,
         metadata={"help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every Linear "
@@ -77,6 +83,7 @@ class CMLMHybridTask(TranslationLevenshteinTask):
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
+        check_config(cfg, CMLMHybridConfig)
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 
@@ -145,6 +152,12 @@ class CMLMHybridTask(TranslationLevenshteinTask):
                     "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
                     "cmlm_transformer); decode an autoregressive checkpoint with --task translation")
         check_mask_predict_options(args)
+        for model in models:
+            require(hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
+                    "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which predicts lengths "
+                    "without it; give a hi_cmlm_transformer checkpoint or drop --length-offset")
+            if hasattr(model.decoder, "length_offset"):
+                model.decoder.length_offset = self.cfg.length_offset
         if self.cfg.int8_decoding:
             for model in models:
                 quantize_for_decoding(model)

@@ -52,10 +52,12 @@ def test_the_teachers_outputs_are_fairseq_generates(data, bsz):
     assert d.decode(d.batches(bsz, N)) == _generate(data, teacher, "--beam", "5")
 
 
-def test_the_students_outputs_are_fairseq_generates(data):
-    (d,) = frontier.mask_predict_decoders(data, [(4, 3)])
+@pytest.mark.parametrize("offset", [0, 2])
+def test_the_students_outputs_are_fairseq_generates(data, offset):
+    (d,) = frontier.mask_predict_decoders(data, [(4, 3, offset)])
     assert d.decode(d.batches(5, N)) == _generate(data, frontier.STUDENT, "--task", "cmlm_hybrid",
-                                                  "--iter-decode-max-iter", "3", "--iter-decode-with-beam", "3")
+                                                  "--iter-decode-max-iter", "3", "--iter-decode-with-beam", "3",
+                                                  "--length-offset", str(offset))
 
 
 def test_ctranslate2_decodes_the_converted_teacher_as_fairseq_does(data):
