@@ -51,10 +51,48 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
     ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
      "nothing written", ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    # paths, checked before any work (fairseq_ext.preflight)
+    ("`--path` naming a checkpoint that does not exist (alone or a `:`-separated part of an ensemble), with the "
+     "shipped quickstart model", "`checkpoint model/checkpoint_best.pt does not exist; model holds checkpoint.pt, "
+     "teacher.pt: give --path one of them, or a checkpoint file fairseq-train wrote`; `--results-path` not made "
+     "(before: a traceback ending `OSError: Model file not found`, after `--results-path` was made)",
+     ("test_bad_input_cli.py::test_missing_checkpoint_is_named_with_the_checkpoints_beside_it",)),
+    ("`fairseq-interactive --input` naming a file that does not exist",
+     "`--input inter/nonexistent.txt does not exist (nor does its folder inter); give the text file to translate, "
+     "or - for standard input`, before the model loads (before: a `FileNotFoundError` traceback after it loaded)",
+     ("test_bad_input_cli.py::test_missing_interactive_input_is_one_line_before_the_model_loads",)),
+    ("`fairseq-generate --results-path DIR` on a read-only mount (the mount itself or a folder to make on it; the "
+     "test mounts one, skipped where it cannot, i.e. not root)",
+     "`cannot write results to --results-path DIR: Read-only file system. Give a --results-path on a writable "
+     "filesystem ...`; nothing written (before: a traceback ending `OSError: [Errno 30] Read-only file system` from "
+     "`os.makedirs`, or from the lock of the results file)",
+     ("test_bad_input_cli.py::test_results_path_on_a_read_only_mount_is_one_line",)),
+    ("`fairseq-generate --results-path x/afile` where `x/afile` is a file (or `x/afile/sub`)",
+     "`--results-path x/afile is a file, not a folder; give --results-path a folder (new or existing) for the "
+     "results` (`... cannot be made: x/afile is a file, not a folder`); the file is left as it was (before: a "
+     "`FileExistsError` traceback)", ("test_bad_input_cli.py::test_results_path_that_is_a_file_is_one_line",)),
+    ("`--sentencepiece-model PATH` (`--bpe sentencepiece`) that does not exist, is a folder, or cannot be read (as "
+     "root: run without root's override); `--bpe sentencepiece` without one",
+     "`--sentencepiece-model PATH does not exist; give the spm.model the data was encoded with ...` (`is a folder, "
+     "not a file`, `cannot be read: Permission denied; make it readable (chmod a+r), or ...`), before the model "
+     "loads (before: sentencepiece's `OSError: file ... not found` traceback after it loaded)",
+     ("test_bad_input_cli.py::test_missing_or_unreadable_sentencepiece_model_is_one_line",)),
+    ("data binarized by a `fairseq-preprocess` that ran out of disk space (a 48 KiB tmpfs the test mounts; skipped "
+     "where it cannot, i.e. not root): its `dict.en.txt` cut mid-line, then `fairseq-generate` on it",
+     "`dictionary DATA/dict.en.txt is cut short: its last line, line 3655 '▁schwarzhaarige ' (no count), ends "
+     "without a newline, as when fairseq-preprocess runs out of disk space while writing it. Check the free disk "
+     "space (df -h), then run fairseq-preprocess again into an empty --destdir` (before: a traceback ending "
+     "`ValueError: Incorrect dictionary format, expected '<token> <cnt> [flags]'`)",
+     ("test_bad_input_cli.py::test_dictionary_cut_by_a_full_disk_is_named",)),
+    ("`fairseq_ext.hub.from_pretrained` of a folder that does not exist, is a file, or holds a cut `dict.*.txt`",
+     "`model folder DIR does not exist; give the folder that holds the checkpoint` (`is a file, not a folder`), "
+     "`dictionary DIR/dict.en.txt is cut short: ...`, before fairseq reads it",
+     ("test_hub.py::test_folder_that_is_missing_a_file_or_holds_a_cut_dictionary_is_one_error",)),
     # data
-    ("a data folder that does not exist, or (translation-style tasks, no `-s`/`-t`) one with no binarized pair to "
-     "infer the languages from", "`data folder DATA does not exist: give the folder fairseq-preprocess wrote ...` / "
-     "`DATA holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages from: give -s and -t ...`",
+    ("a data folder that does not exist or is a file, or (translation-style tasks, no `-s`/`-t`) one with no "
+     "binarized pair to infer the languages from", "`data folder DATA does not exist; give the folder "
+     "fairseq-preprocess wrote ...` (`is a file, not a folder`) / `DATA holds no binarized pair "
+     "(train.SRC-TGT.SRC.idx) to infer the languages from: give -s and -t ...`",
      ("test_bad_input_cli.py::test_missing_or_unnamed_data_folder_is_one_line",)),
     ("missing split (`--gen-subset valid2`, no `valid` for training), every task",
      "`Dataset not found: SPLIT (no SPLIT*.idx in DATA); binarize it with fairseq-preprocess --validpref ...`, "

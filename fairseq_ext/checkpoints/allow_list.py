@@ -27,6 +27,7 @@ import torch
 from torch import _weights_only_unpickler
 
 from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.paths import require_readable_file
 
 
 def _numpy_reconstruct():
@@ -103,9 +104,8 @@ def unsafe_globals(path: str) -> list[str]:
     return [g for g in pickled_globals(path) if g not in allowed]
 
 
-def require_file(path: str) -> None:
-    if os.path.isdir(path):
-        raise FairseqExtError(f"checkpoint {path} is a folder, not a file; give a checkpoint file in it, e.g. "
-                              f"{os.path.join(path, 'checkpoint_best.pt')}")
-    if not os.path.exists(path):
-        raise FairseqExtError(f"checkpoint {path} does not exist; check the --path/--restore-file argument")
+def require_file(path: str, missing_fix: str = "check the --path/--restore-file argument") -> None:
+    """``path`` is a checkpoint file that can be read (``missing_fix``: what to do when it is missing)."""
+    fix = f"give a checkpoint file in it, e.g. {os.path.join(path, 'checkpoint_best.pt')}" if os.path.isdir(path) \
+        else missing_fix
+    require_readable_file(path, "checkpoint", fix)
