@@ -214,6 +214,13 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "bytes were called a foreign global, or a traceback; a folder \"truncated or corrupt\")",
      ("test_checkpoints.py::test_random_bytes_are_corrupt_not_malicious_in_every_loader",
       "test_checkpoints.py::test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line")),
+    ("random bytes that start with a few valid pickle opcodes (pickle's STOP alone, one file in 256; a tiny pickle "
+     "followed by more random bytes) as a checkpoint, through `safe_load`, fairseq's loader, `inspect` and "
+     "`fairseq-generate --path` with the shipped quickstart model",
+     "the same `cannot read checkpoint CKPT: it is neither a torch checkpoint (a zip archive) nor a pickle: corrupt, "
+     "or not a checkpoint (...)` line: a pickle fills the file, torch's legacy format starts with five (before: "
+     "`it is a pickle that the weights-only loader cannot read`)",
+     ("test_checkpoints.py::test_random_bytes_that_start_with_a_few_pickle_opcodes_are_not_a_pickle",)),
     ("a raw pickle (protocols 0, 2, 5) or a torch file in the legacy format, through `python -m "
      "fairseq_ext.checkpoints inspect` and `export`",
      "`inspect` lists the globals its pickles name (read without running them, with a note that the file is no "
