@@ -137,6 +137,23 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      ("test_traces.py::test_interactive_input_that_is_not_utf8_names_file_and_line",
       "test_traces.py::test_spm_py_refuses_text_that_is_not_utf8_before_writing",
       "test_traces.py::test_spm_py_clean_pair_refuses_before_writing")),
+    ("a training text that is not UTF-8 (Latin-1): `data_prep/spm.py train`; the data scripts (`multi30k.sh`, "
+     "`gigaword.sh`, `wikitext2.sh`, and `wmt14_en_de.sh`, `wmt16_en_ro.sh` the same way), before "
+     "`fairseq-preprocess`", "`spm.py: error: FILE line 3 is not valid UTF-8 (byte 0xe9 at column 4); convert the "
+     "text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written`, naming the user's file, before "
+     "anything is made from it (before: `spm.py train` exited 0 with a U+FFFD piece in the vocabulary; the scripts "
+     "named a copy they had made, or \"standard input\"; `fairseq-preprocess` on such text ends in `ValueError: "
+     "negative seek position -1`)",
+     ("test_traces.py::test_spm_py_train_refuses_text_that_is_not_utf8_before_writing",
+      "test_traces.py::test_data_script_checks_the_encoding_before_fairseq_preprocess")),
+    ("no space left on the device while a data script's `fairseq-preprocess` writes (`multi30k.sh` on a 128 KiB "
+     "tmpfs, and on one filled after a complete run; skipped where it cannot mount one, i.e. not root)",
+     "`error: no space left on the device while fairseq-preprocess wrote OUT/bin.partial (removed; no OUT/bin was "
+     "made)` (or `the earlier OUT/bin is kept`) `; free space there (df -h) and run the same command again`: every "
+     "script binarizes into `DEST.partial` and moves it to `DEST` when complete, and `spm.py train` / "
+     "`clean-pair` write `NAME.partial-PID.EXT` and rename it, so no cut dictionary is left (before: "
+     "`OSError: [Errno 28]` and a cut `OUT/bin/dict.en.txt` that the next command misread)",
+     ("test_traces.py::test_full_disk_during_fairseq_preprocess_leaves_no_cut_dictionary",)),
     ("data or options a task cannot use: `unilm_seq2seq` without `--joined-dictionary` or with `--attention-mask "
      "permutation`; ProphetNet with separate dictionaries or `--left-pad-target`; a masked_lm option position "
      "masking does not support (`--mask-whole-words`, ...); `--tokens-per-sample` above `--max-positions`",
