@@ -7,6 +7,7 @@ checked; nothing here writes anything that stays."""
 from __future__ import annotations
 
 import os
+import tempfile
 
 from fairseq_ext.errors import FairseqExtError
 
@@ -65,9 +66,9 @@ def require_writable_folder(path: str, option: str, what: str) -> None:
                          else f"cannot be made: {existing} is a file, not a folder")
         raise FairseqExtError(f"{option} {path} {what_is_wrong}; give {option} a folder (new or existing) for the "
                               f"{what}")
-    probe = os.path.join(existing, f"write-test.partial-{os.getpid()}")
     try:
-        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        descriptor, probe = tempfile.mkstemp(prefix="write-test.", suffix=f".partial-{os.getpid()}", dir=existing)
+        os.close(descriptor)
     except OSError as exc:
         raise FairseqExtError(
             f"cannot write {what} to {option} {path}: {exc.strerror}. Give a {option} on a writable filesystem that "
