@@ -247,8 +247,9 @@ def test_dictionary_cut_by_a_full_disk_is_named(tmp_path):
                    check=False)
         _one_line(proc, re.compile(
             f"fairseq_ext: error: dictionary {re.escape(str(cut))} is cut short: its last line, line \\d+ '[^']*'"
-            r"( \(no count\))?, ends without a newline, as when fairseq-preprocess runs out of disk space while writing "
-            r"it\. Check the free disk space \(df -h\), then run fairseq-preprocess again into an empty --destdir"))
+            r"( \(no count\))?, ends without a newline, as when fairseq-preprocess runs out of disk space while "
+            r"writing it\. Check the free disk space \(df -h\), then run fairseq-preprocess again into an empty "
+            r"--destdir"))
 
 
 def test_missing_or_unreadable_sentencepiece_model_is_one_line(tmp_path):

@@ -130,7 +130,8 @@ def test_spm_py_train_refuses_text_that_is_not_utf8_before_writing(tmp_path):
     write_lines(tmp_path / "a.txt", ["a good line"] * 20)
     (tmp_path / "b.txt").write_bytes(b"one line\nd" + NOT_UTF8 + b" vu\n")
     proc = subprocess.run([sys.executable, str(ROOT / "data_prep" / "spm.py"), "train", "--model", tmp_path / "spm",
-                           "--vocab-size", "20", tmp_path / "a.txt", tmp_path / "b.txt"], capture_output=True, text=True)
+                           "--vocab-size", "20", tmp_path / "a.txt", tmp_path / "b.txt"],
+                          capture_output=True, text=True)
     assert proc.returncode == 1
     assert proc.stderr == (f"spm.py: error: {tmp_path / 'b.txt'} line 2 is not valid UTF-8 (byte 0xe9 at column 2); "
                            f"{NOT_UTF8_FIX}\n")
@@ -170,7 +171,8 @@ def test_data_script_checks_the_encoding_before_fairseq_preprocess(tmp_path, scr
 
 def _multi30k(local, out):
     """data_prep/multi30k.sh with the quickstart model's sentencepiece model and 76 KB dictionary."""
-    env = {**cli_env(), "SPM_MODEL": str(QUICKSTART_MODEL / "spm.model"), "SRCDICT": str(QUICKSTART_MODEL / "dict.en.txt")}
+    env = {**cli_env(), "SPM_MODEL": str(QUICKSTART_MODEL / "spm.model"),
+           "SRCDICT": str(QUICKSTART_MODEL / "dict.en.txt")}
     return subprocess.run(["bash", str(ROOT / "data_prep" / "multi30k.sh"), "--local", str(local), "--out", str(out)],
                           capture_output=True, text=True, env=env)
 
