@@ -28,6 +28,31 @@ fetch() {
   mv "$dest.part" "$dest"
 }
 
+# check_utf8 FILE...: stop with one line naming the first file, line and byte that is not UTF-8
+# (and iconv as the fix), before anything is made from them.
+check_utf8() { "$PYTHON" "$DATA_PREP_DIR/spm.py" check-utf8 "$@"; }
+
+# preprocess DEST LOG ARGS...: fairseq-preprocess ARGS --destdir DEST.partial, moved to DEST only
+# when complete (its output in LOG), so that a full disk or a kill leaves no cut dict.*.txt under
+# DEST; on a failure DEST.partial is removed and an earlier DEST is kept.
+preprocess() {
+  local dest="$1" log="$2" output; shift 2
+  rm -rf "$dest.partial"
+  if ! output=$(fairseq-preprocess "$@" --destdir "$dest.partial" 2>&1); then
+    rm -rf "$dest.partial"
+    if grep -q "No space left on device" <<<"$output"; then
+      local kept="no $dest was made"
+      [ -d "$dest" ] && kept="the earlier $dest is kept"
+      die "no space left on the device while fairseq-preprocess wrote $dest.partial (removed; $kept); free space there (df -h) and run the same command again"
+    fi
+    printf '%s\n' "$output" | tail -20 >&2
+    die "fairseq-preprocess failed (its last lines above)"
+  fi
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+  printf '%s\n' "$output" > "$log"
+}
+
 # read_text FILE: cat a plain or gzipped file.
 read_text() { case "$1" in *.gz) gzip -dc "$1" ;; *) cat "$1" ;; esac; }
 
@@ -56,10 +81,7 @@ spm_and_binarize() {
   if [ -n "${SRCDICT:-}" ]; then dict_args=(--srcdict "$SRCDICT" --joined-dictionary); fi
   local test_args=()
   [ -n "$testpref" ] && test_args=(--testpref "$out/spm/test")
-  rm -rf "$out/bin"
-  fairseq-preprocess --source-lang "$src" --target-lang "$tgt" \
-    --trainpref "$out/spm/train" --validpref "$out/spm/valid" "${test_args[@]}" \
-    "${dict_args[@]}" --destdir "$out/bin" --workers 2 >"$out/preprocess.log" 2>&1 \
-    || { cat "$out/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
+  preprocess "$out/bin" "$out/preprocess.log" --source-lang "$src" --target-lang "$tgt" \
+    --trainpref "$out/spm/train" --validpref "$out/spm/valid" "${test_args[@]}" "${dict_args[@]}" --workers 2
   echo "binarized data in $out/bin (sentencepiece model $model)" >&2
 }

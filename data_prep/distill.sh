@@ -68,8 +68,7 @@ print(len(data_utils.load_indexed_dataset(sys.argv[1], None)))" "$DATA/train.$SR
 mkdir -p "$OUT/text"
 grep '^S-' "$OUT/teacher/generate-train.txt" | sed 's/^S-//' | sort -n -k1,1 | cut -f2 > "$OUT/text/train.$SRC"
 grep '^H-' "$OUT/teacher/generate-train.txt" | sed 's/^H-//' | sort -n -k1,1 | cut -f3 > "$OUT/text/train.$TGT"
-fairseq-preprocess -s "$SRC" -t "$TGT" --trainpref "$OUT/text/train" --srcdict "$DATA/dict.$SRC.txt" \
-  --joined-dictionary --destdir "$OUT/bin" --workers 2 > "$OUT/bin/preprocess.log" 2>&1 \
-  || die "fairseq-preprocess failed (see $OUT/bin/preprocess.log)"
+preprocess "$OUT/bin" "$OUT/preprocess.log" -s "$SRC" -t "$TGT" --trainpref "$OUT/text/train" \
+  --srcdict "$DATA/dict.$SRC.txt" --joined-dictionary --workers 2
 for f in "$DATA"/valid.* "$DATA"/test.*; do [ -e "$f" ] && cp "$f" "$OUT/bin/"; done
 echo "distilled $N training pairs into $OUT/bin (teacher $TEACHER)" >&2

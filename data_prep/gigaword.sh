@@ -51,10 +51,12 @@ normalise() { sed -e 's/<unk>/UNK/g' -e 's/[[:space:]]\+/ /g' -e 's/^ //' -e 's/
 for side in article title; do
   [ -s "$LOCAL/$TRAIN.$side.txt" ] || die "$LOCAL has no $TRAIN.$side.txt"
   [ -s "$LOCAL/$VALID.$side.txt" ] || die "$LOCAL has no $VALID.$side.txt"
+  check_utf8 "$LOCAL/$TRAIN.$side.txt" "$LOCAL/$VALID.$side.txt"
   normalise "$LOCAL/$TRAIN.$side.txt" > "$OUT/raw/train.all.$side"
   normalise "$LOCAL/$VALID.$side.txt" > "$OUT/raw/valid.$side"
   if [ -n "$TEST" ]; then
     [ -s "$TEST_DIR/$TEST.$side.txt" ] || die "$TEST_DIR has no $TEST.$side.txt"
+    check_utf8 "$TEST_DIR/$TEST.$side.txt"
     normalise "$TEST_DIR/$TEST.$side.txt" > "$OUT/raw/test.$side"
   fi
 done
@@ -73,8 +75,6 @@ if [ ! -s "$OUT/spm.model" ]; then
 fi
 spm_and_binarize "$OUT" article title "$VOCAB" "$OUT/raw/train" "$OUT/raw/valid" "$TESTPREF"
 
-rm -rf "$OUT/bin-article"
-fairseq-preprocess --only-source --source-lang article --trainpref "$OUT/spm/train" \
-  --validpref "$OUT/spm/valid" --srcdict "$OUT/bin/dict.article.txt" --destdir "$OUT/bin-article" \
-  --workers 2 > "$OUT/preprocess-article.log" 2>&1 || die "fairseq-preprocess --only-source failed"
+preprocess "$OUT/bin-article" "$OUT/preprocess-article.log" --only-source --source-lang article \
+  --trainpref "$OUT/spm/train" --validpref "$OUT/spm/valid" --srcdict "$OUT/bin/dict.article.txt" --workers 2
 echo "Gigaword: $(wc -l < "$OUT/raw/train.article") training pairs, $(wc -l < "$OUT/raw/valid.article") validation pairs in $OUT" >&2

@@ -34,6 +34,7 @@ for l in "$SRC" "$TGT"; do
     else
       f="$OUT/raw/$split.$l.gz"; fetch "$URL/$split.$l.gz" "$f"
     fi
+    check_utf8 "$f"
     read_text "$f" > "$OUT/raw/$split.$l.txt"
   done
 done

@@ -45,10 +45,15 @@ fi
 if [ -d "$LOCAL" ]; then
   for s in train valid; do
     [ -s "$LOCAL/wiki.$s.raw" ] || die "$LOCAL has no wiki.$s.raw (pass --local FILE to split one file)"
+    check_utf8 "$LOCAL/wiki.$s.raw"
     drop_blank "$LOCAL/wiki.$s.raw" "$OUT/raw/$s.txt"
   done
-  if [ -s "$LOCAL/wiki.test.raw" ]; then drop_blank "$LOCAL/wiki.test.raw" "$OUT/raw/test.txt"; fi
+  if [ -s "$LOCAL/wiki.test.raw" ]; then
+    check_utf8 "$LOCAL/wiki.test.raw"
+    drop_blank "$LOCAL/wiki.test.raw" "$OUT/raw/test.txt"
+  fi
 elif [ -s "$LOCAL" ]; then
+  check_utf8 "$LOCAL"
   articles=$(grep -c '^ = [^=].* = $' "$LOCAL" || true)
   [ "$articles" -ge 2 ] || die "$LOCAL has $articles article headings (' = Title = '); need >= 2 to split"
   valid=$(( (articles + 5) / 10 )); [ "$valid" -ge 1 ] || valid=1
@@ -79,7 +84,5 @@ for s in train valid test; do
   "$PYTHON" "$DATA_PREP_DIR/spm.py" encode --model "$OUT/spm.model" < "$OUT/raw/$s.txt" > "$OUT/spm/$s"
   args+=("--${s}pref" "$OUT/spm/$s")
 done
-rm -rf "$OUT/bin"
-fairseq-preprocess --only-source "${args[@]}" --destdir "$OUT/bin" --workers 2 \
-  > "$OUT/preprocess.log" 2>&1 || { cat "$OUT/preprocess.log" >&2; die "fairseq-preprocess failed (log above)"; }
+preprocess "$OUT/bin" "$OUT/preprocess.log" --only-source "${args[@]}" --workers 2
 echo "WikiText-2: $(wc -l < "$OUT/raw/train.txt") training lines, $(wc -l < "$OUT/raw/valid.txt") validation lines; binarized in $OUT/bin" >&2

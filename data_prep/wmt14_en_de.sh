@@ -26,9 +26,11 @@ TXT="$PYTHON $DATA_PREP_DIR/text.py"
 TEST=""
 if [ -n "$LOCAL" ]; then
   [ -s "$LOCAL/opennmt_tok/train10k.tok.en" ] || die "$LOCAL has no opennmt_tok/train10k.tok.en"
+  check_utf8 "$LOCAL"/opennmt_tok/train10k.tok.{en,de} "$LOCAL"/newstest2013.{en,de}
   for l in en de; do $TXT unescape < "$LOCAL/opennmt_tok/train10k.tok.$l" >> "$RAW/train.all.$l"; done
   if [ "$EXTRA" = 1 ]; then
     for y in news-test2008 newstest2009 newstest2010 newstest2011; do
+      check_utf8 "$LOCAL/extra_dev_2008_2012/$y".{en,de}
       for l in en de; do cat "$LOCAL/extra_dev_2008_2012/$y.$l" >> "$RAW/train.all.$l"; done
     done
   fi
@@ -42,6 +44,7 @@ else
   fetch http://data.statmt.org/wmt17/translation-task/dev.tgz "$RAW/dev.tgz"
   for f in europarl commoncrawl nc test dev; do tar -xzf "$RAW/$f.tgz" -C "$RAW"; done
   for c in training/europarl-v7.de-en commoncrawl.de-en training/news-commentary-v9.de-en; do
+    check_utf8 "$RAW/$c".{en,de}
     for l in en de; do cat "$RAW/$c.$l" >> "$RAW/train.all.$l"; done
   done
   for l in en de; do

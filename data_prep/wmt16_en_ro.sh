@@ -24,6 +24,7 @@ TXT="$PYTHON $DATA_PREP_DIR/text.py"
 TEST=""
 if [ -n "$LOCAL" ]; then
   [ -s "$LOCAL/train10k.europarl.en" ] || die "$LOCAL has no train10k.europarl.en"
+  check_utf8 "$LOCAL"/train10k.europarl.{en,ro} "$LOCAL"/newsdev2016.{en,ro}
   cp "$LOCAL/train10k.europarl.en" "$RAW/train.raw.en"; cp "$LOCAL/train10k.europarl.ro" "$RAW/train.raw.ro"
   cp "$LOCAL/newsdev2016.en" "$RAW/valid.en"; cp "$LOCAL/newsdev2016.ro" "$RAW/valid.raw.ro"
 else
@@ -33,6 +34,7 @@ else
   fetch http://data.statmt.org/wmt16/translation-task/test.tgz "$RAW/test.tgz"
   tar -xzf "$RAW/ep.tgz" -C "$RAW"; tar -xzf "$RAW/dev.tgz" -C "$RAW"; tar -xzf "$RAW/test.tgz" -C "$RAW"
   (cd "$RAW" && unzip -oq setimes.zip)
+  check_utf8 "$RAW"/training-parallel-ep-v8/europarl-v8.ro-en.{en,ro} "$RAW"/SETIMES.en-ro.{en,ro}
   cat "$RAW/training-parallel-ep-v8/europarl-v8.ro-en.en" "$RAW/SETIMES.en-ro.en" > "$RAW/train.raw.en"
   cat "$RAW/training-parallel-ep-v8/europarl-v8.ro-en.ro" "$RAW/SETIMES.en-ro.ro" > "$RAW/train.raw.ro"
   $TXT sgm < "$RAW/dev/newsdev2016-enro-src.en.sgm" > "$RAW/valid.en"

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
-from fairseq_ext import cli_help, errors, model_overrides, output_files, patch_scope
+from fairseq_ext import cli_help, errors, model_overrides, output_files, patch_scope, preflight
 from fairseq_ext.checkpoints import fairseq_loading, saving
 from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS
 from fairseq_ext.data import interactive_input
@@ -114,6 +114,17 @@ PATCHES: tuple[Patch, ...] = (
           "when training starts: leftovers of killed saves removed; a missing or stale `checkpoint_last.pt` gives way "
           "to the newest complete checkpoint. No hook runs before fairseq reads it", "fairseq 0.12", PLUGIN_TASKS,
           saving.starting_safely, _trainer_served),
+    Patch("checked-paths-generate", "fairseq_cli.generate.main",
+          "every path fairseq-generate is given (`--path` and each `:`-separated part, the data folder and its "
+          "dictionaries, `--results-path`, `--sentencepiece-model`) is checked before any work: a missing, "
+          "unreadable or unwritable path, a file for a folder or a cut dictionary is one line "
+          "(`fairseq_ext.preflight`). No hook: fairseq-generate makes `--results-path` and opens its file before it "
+          "sets up the task, and the task's `setup_task` sees the task's options only", "fairseq 0.12", PLUGIN_TASKS,
+          preflight.checking_generate),
+    Patch("checked-paths", "fairseq.distributed.utils.call_main",
+          "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`) and fairseq-validate, before a "
+          "worker is spawned. No hook: these commands build the model before they read `--input` or write "
+          "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS, preflight.checking_call_main),
     Patch("results-file", "fairseq_cli.generate.open",
           "`--results-path`: one writer per file (a lock), moved into place complete. No hook: fairseq-generate "
           "opens the file before it sets up the task", "fairseq 0.12", PLUGIN_TASKS,

@@ -15,11 +15,13 @@ from fairseq import checkpoint_utils
 from fairseq_ext.checkpoints import SAFE_CHECKPOINT_GLOBALS, pickled_globals, safe_load, unsafe_globals
 from fairseq_ext.checkpoints.__main__ import main as checkpoints_main
 from fairseq_ext.checkpoints.allow_list import CorruptCheckpointError, UnsafeCheckpointError
-from tests.conftest import generate_args, run, train_args
+from tests.conftest import ROOT, generate_args, run, train_args
 
 NAMESPACE = "argparse.Namespace"
 NUMPY_GLOBALS = {"numpy.ndarray", "numpy.dtype", "numpy.dtypes.Int64DType",
                  "numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct"}
+
+MODEL = ROOT / "examples" / "quickstart" / "model"  # its folder holds the dictionaries generate reads
 
 
 def _loads_with(path, allowed) -> bool:
@@ -202,6 +204,22 @@ def test_random_bytes_are_corrupt_not_malicious_in_every_loader(tmp_path):
         with pytest.raises(CorruptCheckpointError, match=RANDOM_BYTES):
             checkpoints_main(["export", str(path), str(tmp_path / "out.pt")])
     assert not (tmp_path / "out.pt").exists()
+
+
+@pytest.mark.parametrize("start", [b".", b"N.", b"K\x05."])
+def test_random_bytes_that_start_with_a_few_pickle_opcodes_are_not_a_pickle(tmp_path, start):
+    """Random bytes starting with pickle's STOP (one file in 256), or a tiny pickle followed by more
+    random bytes, fill neither a raw pickle nor torch's legacy format (five pickles); before, every
+    loader called them "a pickle that the weights-only loader cannot read"."""
+    path = tmp_path / "random.pt"
+    path.write_bytes(start + random.Random(0).randbytes(4096))
+    for load in (safe_load, checkpoint_utils.load_checkpoint_to_cpu):
+        with pytest.raises(CorruptCheckpointError, match=f"cannot read checkpoint {path}: {RANDOM_BYTES}"):
+            load(str(path))
+    with pytest.raises(CorruptCheckpointError, match="neither a torch checkpoint"):
+        checkpoints_main(["inspect", str(path)])
+    line = _error_line(run(generate_args(MODEL, path), check=False))
+    assert re.fullmatch(f"fairseq_ext: error: cannot read checkpoint {path}: {RANDOM_BYTES}.*", line), line
 
 
 def test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line(tiny_data, tmp_path):

@@ -5,6 +5,7 @@ UniLM on tiny models trained here for a few updates (fairseq-generate, beam opti
 the position-masked encoder against fairseq's own one-sentence RoBERTa interface and
 fairseq-validate's accuracy. The shipped folder works as it is, and bad input is one line."""
 import math
+import re
 import subprocess
 import sys
 
@@ -231,6 +232,23 @@ def test_bad_input_is_one_clear_error(tmp_path, quickstart):
         quickstart.translate("A man.", passes=0)
     with pytest.raises(FairseqExtError, match="strategy 'fence' is unknown"):
         quickstart.translate("A man.", strategy="fence")
+
+
+def test_folder_that_is_missing_a_file_or_holds_a_cut_dictionary_is_one_error(tmp_path):
+    """The folder and its dictionaries are checked before fairseq reads them (``fairseq_ext.preflight``)."""
+    (tmp_path / "afile").write_text("not a folder\n")
+    for given, wrong in ((tmp_path / "missing", "does not exist"), (tmp_path / "afile", "is a file, not a folder")):
+        with pytest.raises(FairseqExtError, match=f"^model folder {re.escape(str(given))} {wrong}; give the folder "
+                                                  "that holds the checkpoint$"):
+            hub.from_pretrained(given)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("checkpoint.pt", "spm.model", "dict.de.txt"):
+        (folder / name).symlink_to(MODEL / name)
+    (folder / "dict.en.txt").write_bytes((MODEL / "dict.en.txt").read_bytes()[:1000])
+    with pytest.raises(FairseqExtError, match=f"^dictionary {re.escape(str(folder / 'dict.en.txt'))} is cut short: "
+                                              "its last line, line "):
+        hub.from_pretrained(folder)
 
 
 def test_plain_fairseq_without_the_plugin_fails_as_documented(tmp_path):

@@ -51,10 +51,48 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
     ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
      "nothing written", ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    # paths, checked before any work (fairseq_ext.preflight)
+    ("`--path` naming a checkpoint that does not exist (alone or a `:`-separated part of an ensemble), with the "
+     "shipped quickstart model", "`checkpoint model/checkpoint_best.pt does not exist; model holds checkpoint.pt, "
+     "teacher.pt: give --path one of them, or a checkpoint file fairseq-train wrote`; `--results-path` not made "
+     "(before: a traceback ending `OSError: Model file not found`, after `--results-path` was made)",
+     ("test_bad_input_cli.py::test_missing_checkpoint_is_named_with_the_checkpoints_beside_it",)),
+    ("`fairseq-interactive --input` naming a file that does not exist",
+     "`--input inter/nonexistent.txt does not exist (nor does its folder inter); give the text file to translate, "
+     "or - for standard input`, before the model loads (before: a `FileNotFoundError` traceback after it loaded)",
+     ("test_bad_input_cli.py::test_missing_interactive_input_is_one_line_before_the_model_loads",)),
+    ("`fairseq-generate --results-path DIR` on a read-only mount (the mount itself or a folder to make on it; the "
+     "test mounts one, skipped where it cannot, i.e. not root)",
+     "`cannot write results to --results-path DIR: Read-only file system. Give a --results-path on a writable "
+     "filesystem ...`; nothing written (before: a traceback ending `OSError: [Errno 30] Read-only file system` from "
+     "`os.makedirs`, or from the lock of the results file)",
+     ("test_bad_input_cli.py::test_results_path_on_a_read_only_mount_is_one_line",)),
+    ("`fairseq-generate --results-path x/afile` where `x/afile` is a file (or `x/afile/sub`)",
+     "`--results-path x/afile is a file, not a folder; give --results-path a folder (new or existing) for the "
+     "results` (`... cannot be made: x/afile is a file, not a folder`); the file is left as it was (before: a "
+     "`FileExistsError` traceback)", ("test_bad_input_cli.py::test_results_path_that_is_a_file_is_one_line",)),
+    ("`--sentencepiece-model PATH` (`--bpe sentencepiece`) that does not exist, is a folder, or cannot be read (as "
+     "root: run without root's override); `--bpe sentencepiece` without one",
+     "`--sentencepiece-model PATH does not exist; give the spm.model the data was encoded with ...` (`is a folder, "
+     "not a file`, `cannot be read: Permission denied; make it readable (chmod a+r), or ...`), before the model "
+     "loads (before: sentencepiece's `OSError: file ... not found` traceback after it loaded)",
+     ("test_bad_input_cli.py::test_missing_or_unreadable_sentencepiece_model_is_one_line",)),
+    ("data binarized by a `fairseq-preprocess` that ran out of disk space (a 48 KiB tmpfs the test mounts; skipped "
+     "where it cannot, i.e. not root): its `dict.en.txt` cut mid-line, then `fairseq-generate` on it",
+     "`dictionary DATA/dict.en.txt is cut short: its last line, line 3655 '▁schwarzhaarige ' (no count), ends "
+     "without a newline, as when fairseq-preprocess runs out of disk space while writing it. Check the free disk "
+     "space (df -h), then run fairseq-preprocess again into an empty --destdir` (before: a traceback ending "
+     "`ValueError: Incorrect dictionary format, expected '<token> <cnt> [flags]'`)",
+     ("test_bad_input_cli.py::test_dictionary_cut_by_a_full_disk_is_named",)),
+    ("`fairseq_ext.hub.from_pretrained` of a folder that does not exist, is a file, or holds a cut `dict.*.txt`",
+     "`model folder DIR does not exist; give the folder that holds the checkpoint` (`is a file, not a folder`), "
+     "`dictionary DIR/dict.en.txt is cut short: ...`, before fairseq reads it",
+     ("test_hub.py::test_folder_that_is_missing_a_file_or_holds_a_cut_dictionary_is_one_error",)),
     # data
-    ("a data folder that does not exist, or (translation-style tasks, no `-s`/`-t`) one with no binarized pair to "
-     "infer the languages from", "`data folder DATA does not exist: give the folder fairseq-preprocess wrote ...` / "
-     "`DATA holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages from: give -s and -t ...`",
+    ("a data folder that does not exist or is a file, or (translation-style tasks, no `-s`/`-t`) one with no "
+     "binarized pair to infer the languages from", "`data folder DATA does not exist; give the folder "
+     "fairseq-preprocess wrote ...` (`is a file, not a folder`) / `DATA holds no binarized pair "
+     "(train.SRC-TGT.SRC.idx) to infer the languages from: give -s and -t ...`",
      ("test_bad_input_cli.py::test_missing_or_unnamed_data_folder_is_one_line",)),
     ("missing split (`--gen-subset valid2`, no `valid` for training), every task",
      "`Dataset not found: SPLIT (no SPLIT*.idx in DATA); binarize it with fairseq-preprocess --validpref ...`, "
@@ -99,6 +137,23 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      ("test_traces.py::test_interactive_input_that_is_not_utf8_names_file_and_line",
       "test_traces.py::test_spm_py_refuses_text_that_is_not_utf8_before_writing",
       "test_traces.py::test_spm_py_clean_pair_refuses_before_writing")),
+    ("a training text that is not UTF-8 (Latin-1): `data_prep/spm.py train`; the data scripts (`multi30k.sh`, "
+     "`gigaword.sh`, `wikitext2.sh`, and `wmt14_en_de.sh`, `wmt16_en_ro.sh` the same way), before "
+     "`fairseq-preprocess`", "`spm.py: error: FILE line 3 is not valid UTF-8 (byte 0xe9 at column 4); convert the "
+     "text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written`, naming the user's file, before "
+     "anything is made from it (before: `spm.py train` exited 0 with a U+FFFD piece in the vocabulary; the scripts "
+     "named a copy they had made, or \"standard input\"; `fairseq-preprocess` on such text ends in `ValueError: "
+     "negative seek position -1`)",
+     ("test_traces.py::test_spm_py_train_refuses_text_that_is_not_utf8_before_writing",
+      "test_traces.py::test_data_script_checks_the_encoding_before_fairseq_preprocess")),
+    ("no space left on the device while a data script's `fairseq-preprocess` writes (`multi30k.sh` on a 128 KiB "
+     "tmpfs, and on one filled after a complete run; skipped where it cannot mount one, i.e. not root)",
+     "`error: no space left on the device while fairseq-preprocess wrote OUT/bin.partial (removed; no OUT/bin was "
+     "made)` (or `the earlier OUT/bin is kept`) `; free space there (df -h) and run the same command again`: every "
+     "script binarizes into `DEST.partial` and moves it to `DEST` when complete, and `spm.py train` / "
+     "`clean-pair` write `NAME.partial-PID.EXT` and rename it, so no cut dictionary is left (before: "
+     "`OSError: [Errno 28]` and a cut `OUT/bin/dict.en.txt` that the next command misread)",
+     ("test_traces.py::test_full_disk_during_fairseq_preprocess_leaves_no_cut_dictionary",)),
     ("data or options a task cannot use: `unilm_seq2seq` without `--joined-dictionary` or with `--attention-mask "
      "permutation`; ProphetNet with separate dictionaries or `--left-pad-target`; a masked_lm option position "
      "masking does not support (`--mask-whole-words`, ...); `--tokens-per-sample` above `--max-positions`",
@@ -176,6 +231,13 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "bytes were called a foreign global, or a traceback; a folder \"truncated or corrupt\")",
      ("test_checkpoints.py::test_random_bytes_are_corrupt_not_malicious_in_every_loader",
       "test_checkpoints.py::test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line")),
+    ("random bytes that start with a few valid pickle opcodes (pickle's STOP alone, one file in 256; a tiny pickle "
+     "followed by more random bytes) as a checkpoint, through `safe_load`, fairseq's loader, `inspect` and "
+     "`fairseq-generate --path` with the shipped quickstart model",
+     "the same `cannot read checkpoint CKPT: it is neither a torch checkpoint (a zip archive) nor a pickle: corrupt, "
+     "or not a checkpoint (...)` line: a pickle fills the file, torch's legacy format starts with five (before: "
+     "`it is a pickle that the weights-only loader cannot read`)",
+     ("test_checkpoints.py::test_random_bytes_that_start_with_a_few_pickle_opcodes_are_not_a_pickle",)),
     ("a raw pickle (protocols 0, 2, 5) or a torch file in the legacy format, through `python -m "
      "fairseq_ext.checkpoints inspect` and `export`",
      "`inspect` lists the globals its pickles name (read without running them, with a note that the file is no "

@@ -3,7 +3,9 @@ a missing or empty split and a missing dictionary (every task, in process; ``fai
 on the command line), text that is not UTF-8 through ``fairseq-interactive`` and
 ``data_prep/spm.py`` (file, line and byte; nothing written), and a legacy-format checkpoint
 with a foreign global (named without repeating torch's advice to load with
-``weights_only=False``)."""
+``weights_only=False``). The data scripts check their input text before anything is made from
+it, and a full disk while ``fairseq-preprocess`` writes (a small tmpfs) leaves no cut
+dictionary."""
 import argparse
 import os
 import subprocess
@@ -13,7 +15,8 @@ import pytest
 import torch
 
 from fairseq_ext.errors import FairseqExtError
-from tests.conftest import ROOT, USER_DIR, generate_args, run, write_lines
+from tests.conftest import ROOT, USER_DIR, cli_env, generate_args, read_sample, run, write_lines
+from tests.helpers.filesystems import tmpfs
 from tests.helpers.families import build, dict_folder
 from tests.test_bad_input import MONO_FAMILIES, PAIR_FAMILIES, _preprocess
 
@@ -116,6 +119,97 @@ def test_spm_py_clean_pair_refuses_before_writing(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"spm.py: error: {tmp_path / 'a.de'} line 2 is not valid UTF-8 (byte 0xe9 at column 3)")
     assert sorted(os.listdir(tmp_path)) == ["a.de", "a.en"]
+
+
+NOT_UTF8_FIX = "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written"
+QUICKSTART_MODEL = ROOT / "examples" / "quickstart" / "model"
+
+
+def test_spm_py_train_refuses_text_that_is_not_utf8_before_writing(tmp_path):
+    """Before: sentencepiece trained on it, exit 0, a U+FFFD piece in the vocabulary."""
+    write_lines(tmp_path / "a.txt", ["a good line"] * 20)
+    (tmp_path / "b.txt").write_bytes(b"one line\nd" + NOT_UTF8 + b" vu\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "data_prep" / "spm.py"), "train", "--model", tmp_path / "spm",
+                           "--vocab-size", "20", tmp_path / "a.txt", tmp_path / "b.txt"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stderr == (f"spm.py: error: {tmp_path / 'b.txt'} line 2 is not valid UTF-8 (byte 0xe9 at column 2); "
+                           f"{NOT_UTF8_FIX}\n")
+    assert sorted(os.listdir(tmp_path)) == ["a.txt", "b.txt"]
+
+
+def _latin1_line_3(lines: list[str]) -> bytes:
+    return "".join(line + "\n" for line in lines[:2]).encode() + b"caf" + NOT_UTF8 + b"\n" + \
+        "".join(line + "\n" for line in lines[3:]).encode()
+
+
+@pytest.mark.parametrize("script", ["multi30k", "gigaword", "wikitext2"])
+def test_data_script_checks_the_encoding_before_fairseq_preprocess(tmp_path, script):
+    """A Latin-1 training text given to a data script: one line naming the file, line 3 and the
+    byte, before anything is made from it (before: ``ValueError: negative seek position -1`` inside
+    fairseq-preprocess, or spm.py naming "standard input")."""
+    local = tmp_path / "local"
+    local.mkdir()
+    en, de = read_sample("train", "en", 30), read_sample("train", "de", 30)
+    bad = {"multi30k": local / "train.en", "gigaword": local / "train10k.article.txt",
+           "wikitext2": local / "wiki.train.raw"}[script]
+    others = {"multi30k": {"train.de": de, "val.en": en[:5], "val.de": de[:5]},
+              "gigaword": {"train10k.title.txt": de, "valid1k.article.txt": en[:5], "valid1k.title.txt": de[:5]},
+              "wikitext2": {"wiki.valid.raw": [" = A = ", *en[:5]]}}[script]
+    bad.write_bytes(_latin1_line_3(en))
+    for name, lines in others.items():
+        write_lines(local / name, lines)
+    out = tmp_path / "out"
+    proc = subprocess.run(["bash", str(ROOT / "data_prep" / f"{script}.sh"), "--local", str(local), "--out", str(out)],
+                          capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (f"spm.py: error: {bad} line 3 is not valid UTF-8 (byte 0xe9 at column "
+                                            f"4); {NOT_UTF8_FIX}")
+    assert "Traceback" not in proc.stderr
+    assert not [p for p in out.rglob("*") if p.is_file()]
+
+
+def _multi30k(local, out):
+    """data_prep/multi30k.sh with the quickstart model's sentencepiece model and 76 KB dictionary."""
+    env = {**cli_env(), "SPM_MODEL": str(QUICKSTART_MODEL / "spm.model"),
+           "SRCDICT": str(QUICKSTART_MODEL / "dict.en.txt")}
+    return subprocess.run(["bash", str(ROOT / "data_prep" / "multi30k.sh"), "--local", str(local), "--out", str(out)],
+                          capture_output=True, text=True, env=env)
+
+
+def _fill(disk, leave_kib):
+    free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+    (disk / "filler").write_bytes(b"\0" * (free - leave_kib * 1024))
+
+
+def test_full_disk_during_fairseq_preprocess_leaves_no_cut_dictionary(tmp_path):
+    """data_prep/multi30k.sh on a tmpfs that fills while fairseq-preprocess writes the dictionary:
+    a 128 KiB one (the text and its pieces take 80 KiB), then, after a complete run on 4 MiB, one
+    filled to 56 KiB free. Before: ``OSError: [Errno 28]`` and a cut ``dict.en.txt`` in OUT/bin that
+    the next command misread."""
+    local = tmp_path / "local"
+    local.mkdir()
+    for name, split, n in (("train", "train", 100), ("val", "valid", 20)):
+        for lang in ("en", "de"):
+            write_lines(local / f"{name}.{lang}", read_sample(split, lang, n))
+    with tmpfs(tmp_path / "disk", 128) as disk:
+        out = disk / "out"
+        proc = _multi30k(local, out)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr.splitlines()[-1]
+        assert proc.stderr.splitlines()[-1] == (
+            f"error: no space left on the device while fairseq-preprocess wrote {out / 'bin.partial'} (removed; no "
+            f"{out / 'bin'} was made); free space there (df -h) and run the same command again")
+        assert not list(out.rglob("dict*")) and not (out / "bin").exists()
+        subprocess.run(["mount", "-o", "remount,size=4096k", str(disk)], check=True)
+        assert _multi30k(local, out).returncode == 0
+        complete = {p.name: p.read_bytes() for p in (out / "bin").iterdir()}
+        _fill(disk, 56)  # room for clean-pair's temporary files, not for the dictionary
+        proc = _multi30k(local, out)
+        assert proc.returncode != 0 and proc.stderr.splitlines()[-1] == (
+            f"error: no space left on the device while fairseq-preprocess wrote {out / 'bin.partial'} (removed; the "
+            f"earlier {out / 'bin'} is kept); free space there (df -h) and run the same command again")
+        assert {p.name: p.read_bytes() for p in (out / "bin").iterdir()} == complete
+        assert not (out / "bin.partial").exists() and not list(out.rglob("*.partial-*"))
 
 
 class _RunsCommand:

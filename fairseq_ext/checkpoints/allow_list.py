@@ -27,6 +27,7 @@ import torch
 from torch import _weights_only_unpickler
 
 from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.paths import require_readable_file
 
 
 def _numpy_reconstruct():
@@ -57,14 +58,18 @@ class CorruptCheckpointError(FairseqExtError):
 def static_pickle_globals(path: str) -> Optional[set[str]]:
     """The globals named by the pickles at the start of a file that is no zip archive (a raw
     pickle; torch's legacy format: five pickles, then raw storage bytes), read with
-    ``pickletools`` (nothing is run); None when the file does not start with a pickle."""
+    ``pickletools`` (nothing is run); None when the file is neither: a raw pickle fills the file,
+    the legacy format starts with five. Random bytes can start with a few valid opcodes (one
+    file in 256 with pickle's STOP alone), which makes neither."""
     found: set[str] = set()
     complete = 0
     with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
         for _ in range(5):
-            names, strings = set(), []
+            names, strings, ops = set(), [], 0
             try:
                 for op, arg, _pos in pickletools.genops(f):
+                    ops += 1
                     if op.name == "GLOBAL":
                         names.add(arg.replace(" ", "."))
                     elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
@@ -73,9 +78,13 @@ def static_pickle_globals(path: str) -> Optional[set[str]]:
                         strings.append(arg)
             except Exception:  # not (or no longer) a pickle
                 break
+            if ops < 2:  # STOP alone pickles nothing
+                break
             found |= names
             complete += 1
-    return found if complete else None
+            if f.tell() == size:
+                return found
+    return found if complete == 5 else None
 
 
 def pickled_globals(path: str) -> list[str]:
@@ -103,9 +112,8 @@ def unsafe_globals(path: str) -> list[str]:
     return [g for g in pickled_globals(path) if g not in allowed]
 
 
-def require_file(path: str) -> None:
-    if os.path.isdir(path):
-        raise FairseqExtError(f"checkpoint {path} is a folder, not a file; give a checkpoint file in it, e.g. "
-                              f"{os.path.join(path, 'checkpoint_best.pt')}")
-    if not os.path.exists(path):
-        raise FairseqExtError(f"checkpoint {path} does not exist; check the --path/--restore-file argument")
+def require_file(path: str, missing_fix: str = "check the --path/--restore-file argument") -> None:
+    """``path`` is a checkpoint file that can be read (``missing_fix``: what to do when it is missing)."""
+    fix = f"give a checkpoint file in it, e.g. {os.path.join(path, 'checkpoint_best.pt')}" if os.path.isdir(path) \
+        else missing_fix
+    require_readable_file(path, "checkpoint", fix)

@@ -27,7 +27,8 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
+from fairseq_ext.errors import NoSpaceError, full_disk, note
+from fairseq_ext.paths import require_writable_folder
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
 _NUMBERED = re.compile(r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$")  # what fairseq writes before its copies
@@ -219,17 +220,7 @@ def checking_save_dir(verify_fn):
 
     @functools.wraps(verify_fn)
     def verify_checkpoint_directory(save_dir: str) -> None:
-        probe = os.path.join(save_dir, f"write-test.partial-{os.getpid()}")
-        try:
-            os.makedirs(save_dir, exist_ok=True)
-            with open(probe, "w"):
-                pass
-        except OSError as exc:
-            raise FairseqExtError(
-                f"cannot write checkpoints to --save-dir {save_dir}: {exc.strerror}. Give a --save-dir on a "
-                "writable filesystem that you may create files in (or make this one writable), and run again"
-            ) from None
-        os.remove(probe)
+        require_writable_folder(save_dir, "--save-dir", "checkpoints")
         return verify_fn(save_dir)
 
     return verify_checkpoint_directory

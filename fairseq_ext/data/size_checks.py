@@ -14,6 +14,7 @@ from fairseq import utils
 from fairseq.data import data_utils, indexed_dataset
 
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.preflight import check_data_folder
 
 REMOVE_EMPTY_LINES = ("remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
                       "does this for training data)")
@@ -28,11 +29,11 @@ def refuse_missing_dictionary(path: str) -> None:
 
 
 def refuse_missing_data_folder(data: str) -> None:
-    """Every folder of ``--data`` (``:``-separated) exists; fairseq would stop with a bare
+    """Every folder of ``--data`` (``:``-separated) is a readable folder whose dictionaries are not
+    cut short (``preflight.check_data_folder``); fairseq would stop with a bare
     ``FileNotFoundError`` from deep inside its task set-up."""
     for folder in utils.split_paths(data):
-        require(os.path.isdir(folder), f"data folder {folder} does not exist: give the folder fairseq-preprocess "
-                                       "wrote (its --destdir)")
+        check_data_folder(folder)
 
 
 def refuse_unnamed_language_pair(cfg) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from fairseq_ext.config_fields import check_config
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.families import hub_family, hub_offer
+from fairseq_ext.preflight import check_model_folder, check_sentencepiece_model
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
 SENTENCEPIECE_FILES = ("spm.model", "sentencepiece.bpe.model")
@@ -138,10 +139,13 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
     if checkpoint_file is not None and not isinstance(checkpoint_file, str):
         raise TypeError(f"from_pretrained: checkpoint_file must be a file name (str), got {checkpoint_file!r:.60}")
     folder = Path(model_dir).expanduser().resolve()
-    require(folder.is_dir(), f"{model_dir} is not a folder; give the folder that holds the checkpoint")
-    name = checkpoint_name(folder, checkpoint_file)
     options = {} if "bpe" in overrides else tokenizer_options(folder)
     options.update(overrides)
+    data = folder / data_name_or_path if data_name_or_path.startswith(".") else Path(data_name_or_path)
+    check_model_folder(str(folder), str(data))
+    if options.get("bpe") == "sentencepiece":
+        check_sentencepiece_model(options.get("sentencepiece_model"))
+    name = checkpoint_name(folder, checkpoint_file)
     if options.get("bpe") == "wordpiece":
         register_wordpiece()
     try:

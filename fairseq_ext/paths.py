@@ -1,0 +1,94 @@
+"""Checks of one path a user gave, each a ``FairseqExtError`` naming the path, what is wrong and
+the fix: a file or folder that is missing, of the other kind or unreadable, a folder that cannot
+be written (probed with an empty file, so a read-only mount or a folder without permission is
+found before any work), and a dictionary whose last line is cut (a ``fairseq-preprocess`` or a
+copy that ran out of disk space). ``fairseq_ext.preflight`` says which paths of a command are
+checked; nothing here writes anything that stays."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+from fairseq_ext.errors import FairseqExtError
+
+
+def _missing(label: str, path: str, fix: str) -> FairseqExtError:
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return FairseqExtError(f"{label} {path} does not exist (nor does its folder {os.path.dirname(path) or '.'}); "
+                               f"{fix}")
+    return FairseqExtError(f"{label} {path} does not exist; {fix}")
+
+
+def _unreadable(label: str, path: str, exc: OSError, fix: str) -> FairseqExtError:
+    return FairseqExtError(f"{label} {path} cannot be read: {exc.strerror}; make it readable (chmod a+r), or {fix}")
+
+
+def require_readable_file(path: str, label: str, fix: str) -> None:
+    """``path`` is a file this process can open for reading."""
+    if not os.path.exists(path):
+        raise _missing(label, path, fix)
+    if os.path.isdir(path):
+        raise FairseqExtError(f"{label} {path} is a folder, not a file; {fix}")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise _unreadable(label, path, exc, fix) from None
+
+
+def require_readable_folder(path: str, label: str, fix: str) -> None:
+    """``path`` is a folder whose entries this process can list."""
+    if not os.path.exists(path):
+        raise _missing(label, path, fix)
+    if not os.path.isdir(path):
+        raise FairseqExtError(f"{label} {path} is a file, not a folder; {fix}")
+    try:
+        os.listdir(path)
+    except OSError as exc:
+        raise _unreadable(label, path, exc, fix) from None
+
+
+def _nearest_existing(path: str) -> str:
+    here = os.path.abspath(path)
+    while not os.path.lexists(here):
+        here = os.path.dirname(here)
+    return here
+
+
+def require_writable_folder(path: str, option: str, what: str) -> None:
+    """``path`` is a folder (or one that can be made) that this process can create ``what``
+    (e.g. ``checkpoints``) in: the folder itself, or its nearest existing parent, takes an empty
+    probe file, removed at once."""
+    existing = _nearest_existing(path)
+    if not os.path.isdir(existing):
+        what_is_wrong = ("is a file, not a folder" if existing == os.path.abspath(path)
+                         else f"cannot be made: {existing} is a file, not a folder")
+        raise FairseqExtError(f"{option} {path} {what_is_wrong}; give {option} a folder (new or existing) for the "
+                              f"{what}")
+    try:
+        descriptor, probe = tempfile.mkstemp(prefix="write-test.", suffix=f".partial-{os.getpid()}", dir=existing)
+        os.close(descriptor)
+    except OSError as exc:
+        raise FairseqExtError(
+            f"cannot write {what} to {option} {path}: {exc.strerror}. Give a {option} on a writable filesystem that "
+            "you may create files in (or make this one writable), and run again") from None
+    os.remove(probe)
+
+
+def refuse_cut_dictionary(path: str) -> None:
+    """A dictionary ``fairseq-preprocess`` writes (``dict.*.txt``: ``<token> <count>`` lines) ends
+    with a newline; one that does not was cut while it was written (fairseq would stop at its
+    last line with "Incorrect dictionary format", or read a cut count)."""
+    require_readable_file(path, "dictionary", "give the data folder fairseq-preprocess wrote")
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data or data.endswith(b"\n"):
+        return
+    last = data[data.rfind(b"\n") + 1:].decode("utf-8", "replace")
+    count = " (no count)" if len(last.split()) < 2 else ""
+    line = data.count(b"\n") + 1
+    raise FairseqExtError(
+        f"dictionary {path} is cut short: its last line, line {line} {last[:40]!r}{count}, ends "
+        "without a newline, as when fairseq-preprocess runs out of disk space while writing it. Check the free disk "
+        "space (df -h), then run fairseq-preprocess again into an empty --destdir")

@@ -1,0 +1,139 @@
+"""Every path a command of the plugin is given, checked before any work starts (``fairseq_ext.paths``
+says how): before a model is built, a folder made or a line read, one line names the path, what is
+wrong and the fix.
+
+* ``--path``: each ``:``-separated checkpoint is a readable file (a missing one is named with the
+  checkpoints its folder holds);
+* the data folder (each ``:``-separated one): a readable folder, its ``dict.txt`` / ``dict.*.txt``
+  readable and not cut short;
+* ``--input`` of ``fairseq-interactive`` (unless ``-``, standard input): a readable file;
+* ``--results-path`` of ``fairseq-generate`` and ``--save-dir`` of ``fairseq-train``: a folder, or one
+  that can be made, that takes files;
+* ``--sentencepiece-model`` (``--bpe sentencepiece``): a readable file.
+
+``fairseq_patches`` runs ``check_command`` for the plugin's tasks where fairseq's commands start
+(``fairseq_cli.generate.main``; ``distributed_utils.call_main`` for train, interactive and
+validate, before any worker is spawned); ``fairseq_ext.hub`` runs ``check_model_folder``.
+"""
+from __future__ import annotations
+
+import functools
+import glob
+import os
+import sys
+from argparse import Namespace
+from typing import Any, Optional
+
+from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.paths import (refuse_cut_dictionary, require_readable_file, require_readable_folder,
+                               require_writable_folder)
+
+DATA_FIX = "give the folder fairseq-preprocess wrote (its --destdir)"
+# the folder a command writes: (option group, option, flag, what it writes there)
+WRITES = {"generate": ("common_eval", "results_path", "--results-path", "results"),
+          "train": ("checkpoint", "save_dir", "--save-dir", "checkpoints")}
+
+
+def _option(cfg, group: str, name: str) -> Any:
+    """An option of a command's configuration: an ``argparse.Namespace`` (flat) or fairseq's
+    ``DictConfig`` (in groups)."""
+    if isinstance(cfg, Namespace):
+        return getattr(cfg, name, None)
+    section = cfg.get(group) if hasattr(cfg, "get") else getattr(cfg, group, None)
+    return None if section is None else section.get(name, None)
+
+
+def _local_paths(paths: Optional[str]) -> list[str]:
+    """The ``:``-separated paths of an option, without URLs (fairseq's ``file_io`` reads those)."""
+    from fairseq import utils
+
+    return [p for p in utils.split_paths(str(paths)) if "://" not in p] if paths else []
+
+
+def _checkpoints_beside(path: str) -> str:
+    folder = os.path.dirname(path) or "."
+    try:
+        found = sorted(name for name in os.listdir(folder) if name.endswith(".pt"))
+    except OSError:
+        found = []
+    listed = f"{folder} holds {', '.join(found[:8])}: " if found else ""
+    return f"{listed}give --path {'one of them, or ' if found else ''}a checkpoint file fairseq-train wrote"
+
+
+def check_checkpoint(path: str) -> None:
+    """A checkpoint of ``--path`` is a readable file; a missing one is named with the checkpoints
+    beside it."""
+    from fairseq_ext.checkpoints.allow_list import require_file
+
+    require_file(path, _checkpoints_beside(path))
+
+
+def check_data_folder(folder: str, label: str = "data folder") -> None:
+    """A data folder is readable, and so is each dictionary in it, none of them cut short."""
+    require_readable_folder(folder, label, DATA_FIX)
+    for dictionary in sorted(glob.glob(os.path.join(glob.escape(folder), "dict.*txt"))):
+        refuse_cut_dictionary(dictionary)
+
+
+def check_sentencepiece_model(path: Optional[str]) -> None:
+    """``--bpe sentencepiece`` has a ``--sentencepiece-model`` that is a readable file (what is in
+    it is sentencepiece's to read)."""
+    fix = "give the spm.model the data was encoded with (data_prep/spm.py train writes PREFIX.model)"
+    if path in (None, "???"):  # fairseq's mark of an option not given
+        raise FairseqExtError(f"--bpe sentencepiece needs --sentencepiece-model PATH; {fix}")
+    if "://" not in str(path):
+        require_readable_file(str(path), "--sentencepiece-model", fix)
+
+
+def check_command(cfg, command: str) -> None:
+    """Every path of ``cfg`` that fairseq's ``command`` (``generate``, ``interactive``, ``train``,
+    ``validate``) reads or writes, before it does."""
+    for folder in _local_paths(_option(cfg, "task", "data")):
+        check_data_folder(folder)
+    for path in _local_paths(_option(cfg, "common_eval", "path")):
+        check_checkpoint(path)
+    source = _option(cfg, "interactive", "input")
+    if command == "interactive" and source and source != "-":
+        require_readable_file(source, "--input", "give the text file to translate, or - for standard input")
+    if command in WRITES:
+        group, name, flag, what = WRITES[command]
+        for folder in _local_paths(_option(cfg, group, name)):
+            require_writable_folder(folder, flag, what)
+    bpe = getattr(cfg, "bpe", None) if isinstance(cfg, Namespace) else _option(cfg, "bpe", "_name")
+    if bpe == "sentencepiece":
+        check_sentencepiece_model(_option(cfg, "bpe", "sentencepiece_model"))
+
+
+def check_model_folder(folder: str, data_folder: str) -> None:
+    """``fairseq_ext.hub.from_pretrained``'s folder and the folder of its dictionaries."""
+    require_readable_folder(folder, "model folder", "give the folder that holds the checkpoint")
+    check_data_folder(data_folder, "dictionary folder")
+
+
+def _command_of(main) -> str:
+    """``train`` for ``fairseq_cli.train.main``, also where that module runs as ``__main__``."""
+    spec = getattr(sys.modules.get(main.__module__), "__spec__", None)
+    return (getattr(spec, "name", None) or main.__module__).rsplit(".", 1)[-1]
+
+
+def checking_generate(main):
+    """``fairseq_cli.generate.main(cfg)``: ``check_command`` first."""
+
+    @functools.wraps(main)
+    def checked_main(cfg, *args, **kwargs):
+        check_command(cfg, "generate")
+        return main(cfg, *args, **kwargs)
+
+    return checked_main
+
+
+def checking_call_main(call_main):
+    """``distributed_utils.call_main(cfg, main)``, which fairseq-train, -interactive and -validate
+    start with: ``check_command`` for the command of ``main``, before any worker is spawned."""
+
+    @functools.wraps(call_main)
+    def checked_call_main(cfg, main, **kwargs):
+        check_command(cfg, _command_of(main))
+        return call_main(cfg, main, **kwargs)
+
+    return checked_call_main
