@@ -18,8 +18,7 @@ refuses the ``argparse.Namespace`` that fairseq pickles, with torch's message (n
 is loaded); the plugin's own loading (``fairseq_ext.checkpoints.safe_load``, ``python -m
 fairseq_ext.checkpoints inspect``, the hub) keeps its allow-list and one-line answers.
 
-``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` and
-the README show it (``tests/test_fairseq_patches.py`` checks both).
+``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` shows it (``tests/test_fairseq_patches.py`` checks both).
 """
 from __future__ import annotations
 
@@ -208,11 +207,6 @@ def table() -> str:
         rows.append(f"| `{p.name}` | `{p.target}` | {p.why} | {p.since} | {p.serves} | "
                     f"`FAIRSEQ_EXT_PATCHES=off:{p.name}` |")
     return "\n".join(rows) + "\n"
-
-
-def summary() -> str:
-    """One line per row of ``PATCHES`` (the README's block)."""
-    return "".join(f"- `{p.name}`: `{p.target}` ({p.serves})\n" for p in PATCHES)
 
 
 if __name__ == "__main__":
