@@ -16,7 +16,7 @@ from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_frontier, render_rows, render_summary, render_table  # noqa: E402
 from reproduction.gigaword_10k import page, protocol  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
-from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped, student_layouts  # noqa: E402
+from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped, length_offset, student_layouts  # noqa: E402
 from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm, plot as sweep_plot  # noqa: E402
 
 import batch_stats  # noqa: E402
@@ -72,6 +72,8 @@ TABLES = {
     "bench-summary": ("docs/results/speed.md", lambda: render_summary(load_results(REPRO / "benchmarks" / "results"))),
     "bench": ("docs/results/speed.md", lambda: render_table(load_results(REPRO / "benchmarks" / "results")) + "\n"),
     "maskpredict-rows": ("docs/results/speed.md", lambda: render_rows(load_results(REPRO / "benchmarks" / "results"))),
+    "length-offset": ("docs/results/speed.md",
+                      lambda: length_offset.render(load(REPRO / "hi_cmlm" / "length_offset.json"))),
     "frontier": ("docs/results/speed.md", lambda: render_frontier(load_results(REPRO / "benchmarks" / "results"))),
     "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
