@@ -108,11 +108,15 @@ PATCHES: tuple[Patch, ...] = (
           "a full disk is one line naming the last good checkpoint; the partial file is removed", "fairseq 0.12",
           PLUGIN_TASKS, saving.naming_full_disk),
     Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
-          "a `--save-dir` that cannot be written is one line before the first update, not a warning and a traceback",
-          "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
+          "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
+          "traceback; then the run holds the folder's one-writer lock (`train.lock`: pid, host, start time), so a "
+          "second training on it stops with one line naming the first. No hook: the task is set up after this, "
+          "and never sees `--save-dir`", "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
     Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
           "when training starts: leftovers of killed saves removed; a missing or stale `checkpoint_last.pt` gives way "
-          "to the newest complete checkpoint. No hook runs before fairseq reads it", "fairseq 0.12", PLUGIN_TASKS,
+          "to the newest complete checkpoint; a checkpoint already at `--max-update` (or past `--max-epoch`) ends the "
+          "run with one line, nothing trained or written (fairseq trained one more update). No hook runs before "
+          "fairseq reads it, or between reading it and the first update", "fairseq 0.12", PLUGIN_TASKS,
           saving.starting_safely, _trainer_served),
     Patch("results-file", "fairseq_cli.generate.open",
           "`--results-path`: one writer per file (a lock), moved into place complete. No hook: fairseq-generate "

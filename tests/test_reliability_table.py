@@ -13,7 +13,8 @@ PAGE = ROOT / "docs" / "reliability.md"
 START, END = "<!-- reliability-cases:start -->", "<!-- reliability-cases:end -->"
 # every test function of these files must be a row's evidence (or in NOT_CASES)
 RELIABILITY_FILES = ("test_bad_input.py", "test_bad_input_cli.py", "test_checkpoints.py", "test_checkpoint_contents.py",
-                     "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py")
+                     "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py",
+                     "test_training_start.py")
 NOT_CASES = {  # tests of those files that check a guarantee, not an answer to bad input or a fault
     "test_checkpoints.py::test_allow_list_is_exactly_what_plugin_checkpoints_need",
     "test_checkpoints.py::test_safe_load_keeps_weights_only_on",
@@ -209,7 +210,7 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
       "test_user_scripts.py::test_position_masking_glue_recipe_with_a_tiny_bert")),
     # faults
     ("two `fairseq-generate` runs given the same `--results-path` at the same time",
-     "the second stops with `PATH is being written by process PID (COMMAND)` (`by another process` in the "
+     "the second stops with `PATH is being written by process PID (COMMAND) on HOST, started TIME` (`by another process` in the "
      "instant before the first has written its pid); the first run's file is complete (fairseq let both write it, "
      "one line a splice of both)",
      ("test_output_files.py::test_second_run_on_the_same_results_path_refuses_and_names_the_first",
@@ -230,6 +231,23 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "before the first update (before: fairseq's warning and a traceback)",
      ("test_checkpoint_saving.py::test_read_only_save_dir_is_one_line_before_training",
       "test_checkpoint_saving.py::test_save_dir_the_user_cannot_write_is_one_line")),
+    ("two `fairseq-train` runs given the same `--save-dir` (seeds 1 and 2, the second started while the first "
+     "trains)", "the second stops before it trains: `--save-dir DIR is in use by another training: process PID "
+     "(COMMAND) on HOST, started TIME holds DIR/train.lock; wait for it to end (or stop it), or give this run another "
+     "--save-dir`; the folder is byte for byte as the first run left it, and ends with the first run's checkpoints "
+     "(fairseq let both write it: both exited 0 and the first run's checkpoints were gone)",
+     ("test_training_start.py::test_second_training_on_a_save_dir_in_use_refuses_and_names_the_first",)),
+    ("the `--save-dir` lock of a training killed with SIGKILL (`DIR/train.lock` left, naming a process that is gone)",
+     "the next training takes it over and says so, exit 0: `fairseq_ext: took over DIR/train.lock from process PID on "
+     "HOST, started TIME, which is no longer running (killed?)`",
+     ("test_training_start.py::test_lock_left_by_a_killed_training_is_taken_over_and_named",)),
+    ("resuming a checkpoint that has spent its budget: at update 2 with `--max-update 1`, at the end of epoch 1 "
+     "with `--max-epoch 1` (a finished training's command run again)",
+     "`fairseq_ext: DIR/checkpoint_last.pt is at update 2, and --max-update is 1: nothing to train; the checkpoints "
+     "in DIR are left as they are (give a larger --max-update or --max-epoch to train on)` (or `has finished epoch 1, "
+     "and --max-epoch is 1`), exit 0, every file byte for byte as it was (fairseq trained to update 3 and overwrote "
+     "`checkpoint_last.pt`; past `--max-epoch` it trained nothing without a word)",
+     ("test_training_start.py::test_resume_past_the_budget_trains_nothing_and_says_so",)),
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
