@@ -12,8 +12,8 @@ hand, or the command line's ``--task``), so that ``--user-dir fairseq_ext`` chan
 fairseq's own tasks; ``FAIRSEQ_EXT_PATCH_ALL=1`` offers the changes to every task. Two rows act
 for every task: the allow-list, torch's own extension point, without which fairseq 0.12 cannot
 load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
-own error type. ``FAIRSEQ_EXT_PATCHES=off`` makes none of the changes, ``off:NAME,NAME`` leaves
-out those named. Off, loading is fairseq's and torch's: torch >= 2.6 loads weights-only and
+own error type (and on Ctrl-C where the plugin's tasks are served). ``FAIRSEQ_EXT_PATCHES=off``
+makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's and torch's: torch >= 2.6 loads weights-only and
 refuses the ``argparse.Namespace`` that fairseq pickles, with torch's message (nothing unsafe
 is loaded); the plugin's own loading (``fairseq_ext.checkpoints.safe_load``, ``python -m
 fairseq_ext.checkpoints inspect``, the hub) keeps its allow-list and one-line answers.
@@ -135,8 +135,9 @@ PATCHES: tuple[Patch, ...] = (
           "them. No hook: fairseq prints it in its first pass", "fairseq 0.12",
           "a plugin `--task`, `--arch` or `--criterion`", cli_help.help_after_first_pass, _help_served),
     Patch("one-line-errors", "sys.excepthook",
-          "the plugin's own input errors (`FairseqExtError`) are one line; every other exception goes to Python's "
-          "hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
+          "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
+          "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
+          "Python's hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
           EVERY_TASK, errors.one_line_excepthook, scoped=False),
 )
 

@@ -14,7 +14,7 @@ START, END = "<!-- reliability-cases:start -->", "<!-- reliability-cases:end -->
 # every test function of these files must be a row's evidence (or in NOT_CASES)
 RELIABILITY_FILES = ("test_bad_input.py", "test_bad_input_cli.py", "test_checkpoints.py", "test_checkpoint_contents.py",
                      "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py",
-                     "test_training_start.py")
+                     "test_training_start.py", "test_interrupted_commands.py")
 NOT_CASES = {  # tests of those files that check a guarantee, not an answer to bad input or a fault
     "test_checkpoints.py::test_allow_list_is_exactly_what_plugin_checkpoints_need",
     "test_checkpoints.py::test_safe_load_keeps_weights_only_on",
@@ -50,8 +50,15 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
     ("`--user-dir` naming a missing folder", "fairseq's own `FileNotFoundError` naming the folder (before the "
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
-    ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
-     "nothing written", ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    ("`--user-dir` naming `examples/` (a folder of the repository that holds no plugin)",
+     "`--user-dir ROOT/examples holds no fairseq plugin: it registers no task, model or criterion (so --task would be "
+     "refused as an invalid choice); the plugin is ROOT/fairseq_ext: give --user-dir ROOT/fairseq_ext`, nothing "
+     "written (before: argparse's `invalid choice: 'cmlm_hybrid'`, blaming `--task`)",
+     ("test_bad_input_cli.py::test_user_dir_naming_the_examples_folder_names_the_plugin",)),
+    ("`--user-dir` naming another folder that is not the plugin: the repository root, a folder elsewhere",
+     "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, nothing written: fairseq imports a folder without "
+     "`__init__.py` as an empty namespace package before any code of the plugin runs, so the plugin cannot answer",
+     ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
     # data
     ("a data folder that does not exist, or (translation-style tasks, no `-s`/`-t`) one with no binarized pair to "
      "infer the languages from", "`data folder DATA does not exist: give the folder fairseq-preprocess wrote ...` / "
@@ -210,8 +217,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
       "test_user_scripts.py::test_position_masking_glue_recipe_with_a_tiny_bert")),
     # faults
     ("two `fairseq-generate` runs given the same `--results-path` at the same time",
-     "the second stops with `PATH is being written by process PID (COMMAND) on HOST, started TIME` (`by another process` in the "
-     "instant before the first has written its pid); the first run's file is complete (fairseq let both write it, "
+     "the second stops with `PATH is being written by process PID (COMMAND) on HOST, started TIME` (`by another "
+     "process` in the instant before the first has written its pid); the first run's file is complete (fairseq let both write it, "
      "one line a splice of both)",
      ("test_output_files.py::test_second_run_on_the_same_results_path_refuses_and_names_the_first",
       "test_output_files.py::test_exclusive_output_in_process",
@@ -248,6 +255,12 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "and --max-epoch is 1`), exit 0, every file byte for byte as it was (fairseq trained to update 3 and overwrote "
      "`checkpoint_last.pt`; past `--max-epoch` it trained nothing without a word)",
      ("test_training_start.py::test_resume_past_the_budget_trains_nothing_and_says_so",)),
+    ("Ctrl-C (SIGINT to the process group) during `fairseq-generate`, or while `fairseq-interactive` waits for "
+     "input (every command of the plugin's tasks, and the plugin's own commands)",
+     "nothing: the command ends by SIGINT, which the shell shows as status 130 (a script running it stops too), the "
+     "data untouched (before: a `KeyboardInterrupt` traceback); a Ctrl-C before `--user-dir` is loaded (while "
+     "Python imports torch and fairseq) is still Python's traceback",
+     ("test_interrupted_commands.py::test_ctrl_c_ends_the_command_quietly_with_status_130",)),
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),
