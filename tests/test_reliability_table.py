@@ -14,7 +14,7 @@ START, END = "<!-- reliability-cases:start -->", "<!-- reliability-cases:end -->
 # every test function of these files must be a row's evidence (or in NOT_CASES)
 RELIABILITY_FILES = ("test_bad_input.py", "test_bad_input_cli.py", "test_checkpoints.py", "test_checkpoint_contents.py",
                      "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py",
-                     "test_training_start.py", "test_interrupted_commands.py")
+                     "test_training_start.py", "test_interrupted_commands.py", "test_tokenizer_check.py")
 NOT_CASES = {  # tests of those files that check a guarantee, not an answer to bad input or a fault
     "test_checkpoints.py::test_allow_list_is_exactly_what_plugin_checkpoints_need",
     "test_checkpoints.py::test_safe_load_keeps_weights_only_on",
@@ -59,6 +59,41 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, nothing written: fairseq imports a folder without "
      "`__init__.py` as an empty namespace package before any code of the plugin runs, so the plugin cannot answer",
      ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    # tokenizers
+    ("a sentencepiece model that is not the dictionary's (a 300-piece model of the same text beside the shipped "
+     "6000-piece model): `fairseq-interactive`/`fairseq-generate --bpe sentencepiece --sentencepiece-model`, "
+     "`hub.from_pretrained(..., sentencepiece_model=)`, `data_prep/word_order.py` and `headline_match.py` "
+     "(`--spm` with `--dict`), the shell data scripts with `SPM_MODEL` and `SRCDICT` (`multi30k.sh`, ...)",
+     "`the sentencepiece model M (300 pieces) has only 280 of the 5997 symbols of the source dictionary in DATA "
+     "(5%): it is not the model whose pieces the dictionary holds, so text encoded with it reaches the model as pieces "
+     "it was not trained on (and <unk>); give the sentencepiece model that encoded the training data ...`; the data "
+     "scripts write nothing; a model covering 50-90% (a dictionary joined from one model per language) is a warning "
+     "(before: exit 0, garbage translations, 6 `<unk>`, no word)",
+     ("test_tokenizer_check.py::test_interactive_refuses_a_sentencepiece_model_that_is_not_the_dictionarys",
+      "test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one",
+      "test_tokenizer_check.py::test_data_scripts_refuse_another_sentencepiece_model_before_writing",
+      "test_tokenizer_check.py::test_dictionary_joined_from_two_models_is_warned_about_not_refused")),
+    ("a validation or test split encoded with another sentencepiece model and binarized with the checkpoint's "
+     "dictionary (`data_prep/spm.py encode`, then `fairseq-preprocess --srcdict`), at `fairseq-generate` or "
+     "validation, every sequence-to-sequence task",
+     "`fairseq_ext: 3.2% of the source tokens of the test split in DATA are <unk> (97 of 3029, in 65 of its 100 "
+     "lines): it was probably encoded with another sentencepiece model than the one the dictionary was built from (or "
+     "holds characters the vocabulary lacks); encode the text with the checkpoint's own model ... and binarize it "
+     "again` (and the same for the target side), a note above 1% `<unk>`: the decoding goes on (before: BLEU 0.00 "
+     "without a word)",
+     ("test_tokenizer_check.py::test_generate_names_a_split_encoded_with_another_model",)),
+    ("a `--sentencepiece-model` (or hub `sentencepiece_model=`, script `--spm`) file that is no sentencepiece model",
+     "`--sentencepiece-model F is not a sentencepiece model (sentencepiece cannot read it: INTERNAL: could not parse "
+     "ModelProto from F); give the .model file that spm_train (data_prep/spm.py train) wrote ...` (before: "
+     "sentencepiece's `RuntimeError` traceback)",
+     ("test_tokenizer_check.py::test_interactive_refuses_a_sentencepiece_model_that_is_not_the_dictionarys",
+      "test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one")),
+    ("raw text given to the hub of a folder without a tokenizer (no `spm.model`): `translate([\"A man ...\"])`",
+     "`translate: sentences[0] is raw text ('A man ...'), but this model was loaded without a tokenizer (no "
+     "spm.model in its folder), so it takes sentencepiece pieces (e.g. '▁A ▁man ...'): put the sentencepiece model "
+     "that encoded its training data in the folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', "
+     "sentencepiece_model=PATH), or pass the input as pieces` (before: `'▁Ein T - T - T ...'`, no word)",
+     ("test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one",)),
     # data
     ("a data folder that does not exist, or (translation-style tasks, no `-s`/`-t`) one with no binarized pair to "
      "infer the languages from", "`data folder DATA does not exist: give the folder fairseq-preprocess wrote ...` / "
@@ -218,8 +253,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     # faults
     ("two `fairseq-generate` runs given the same `--results-path` at the same time",
      "the second stops with `PATH is being written by process PID (COMMAND) on HOST, started TIME` (`by another "
-     "process` in the instant before the first has written its pid); the first run's file is complete (fairseq let both write it, "
-     "one line a splice of both)",
+     "process` in the instant before the first has written its pid); the first run's file is complete (fairseq let "
+     "both write it, one line a splice of both)",
      ("test_output_files.py::test_second_run_on_the_same_results_path_refuses_and_names_the_first",
       "test_output_files.py::test_exclusive_output_in_process",
       "test_output_files.py::test_a_lock_without_a_pid_yet_names_another_process")),
