@@ -59,7 +59,8 @@ read_text() { case "$1" in *.gz) gzip -dc "$1" ;; *) cat "$1" ;; esac; }
 # spm_and_binarize OUT SRC TGT VOCAB TRAINPREF VALIDPREF [TESTPREF]
 # Trains a joint sentencepiece model on the training pair (unless OUT/spm.model exists or
 # SPM_MODEL is set), encodes every split, and binarizes with one joined dictionary
-# (SRCDICT, if set, is reused instead of building a new one).
+# (SRCDICT, if set, is reused instead of building a new one; the model must be the one it was
+# built with: fairseq_ext/tokenizer_check.py stops the script otherwise).
 spm_and_binarize() {
   local out="$1" src="$2" tgt="$3" vocab="$4" trainpref="$5" validpref="$6" testpref="${7:-}"
   local model="${SPM_MODEL:-$out/spm.model}"
@@ -68,6 +69,9 @@ spm_and_binarize() {
     "$PYTHON" "$DATA_PREP_DIR/spm.py" train --model "$out/spm" --vocab-size "$vocab" \
       "$trainpref.$src" "$trainpref.$tgt"
     model="$out/spm.model"
+  fi
+  if [ -n "${SRCDICT:-}" ]; then  # the model must be the one SRCDICT was built with (one line if not)
+    "$PYTHON" -m fairseq_ext.tokenizer_check "$model" "$SRCDICT" || exit 1
   fi
   local split pref
   for split in train valid test; do

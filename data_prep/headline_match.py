@@ -12,7 +12,8 @@ test set is not used). The text is encoded with the pre-training sentencepiece m
 binarized with its dictionary (``--dict``, the pre-training ``dict.txt``), as
 ``sentence_prediction`` expects: OUT/bin/input0 (titles), OUT/bin/input1 (articles),
 OUT/bin/label. The title comes first so that ``--shorten-method truncate`` cuts the end of
-a long article, never the title.
+a long article, never the title. A ``--spm`` model that is not the one ``--dict`` was built with
+stops the script before it writes anything (``fairseq_ext.tokenizer_check``).
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import random
 import sys
 from pathlib import Path
 
-import sentencepiece as spm
+from fairseq_ext.tokenizer_check import checked_sentencepiece
 from sentence_prediction_data import binarize
 
 SPLITS = {"train": "train10k", "valid": "valid1k"}
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--out", required=True, type=Path)
     p.add_argument("--seed", type=int, default=1)
     args = p.parse_args(argv)
-    sp = spm.SentencePieceProcessor(model_file=args.spm)
+    sp = checked_sentencepiece(args.spm, "--spm", args.dict, "headline_match.py")
     raw = args.out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     for split, name in SPLITS.items():

@@ -15,7 +15,9 @@ put in another order (label ``shuffled``). Both classes hold the same words, so 
 only be solved from word order, the knowledge position masking (Wagner et al., section 2.1)
 pre-trains. Output, as ``sentence_prediction`` expects: OUT/bin/input0 (encoded with the
 pre-training sentencepiece model, or with a converted checkpoint's own WordPiece tokenizer,
-``--wordpiece``, and binarized with its ``dict.txt``) and OUT/bin/label.
+``--wordpiece``, and binarized with its ``dict.txt``) and OUT/bin/label. A ``--spm`` model that
+is not the one ``--dict`` was built with stops the script before it writes anything
+(``fairseq_ext.tokenizer_check``).
 """
 from __future__ import annotations
 
@@ -74,9 +76,9 @@ def examples(sents: list[list[str]], span: int, seed: int) -> list[tuple[str, st
 def _encoder(args):
     """``text -> pieces`` of the chosen tokenizer."""
     if args.spm:
-        import sentencepiece as spm
+        from fairseq_ext.tokenizer_check import checked_sentencepiece
 
-        sp = spm.SentencePieceProcessor(model_file=args.spm)
+        sp = checked_sentencepiece(args.spm, "--spm", args.dict, "word_order.py")
         return lambda text: sp.encode(text, out_type=str)
     from wordpiece import WordpieceError, encode_lines, load_tokenizer
 

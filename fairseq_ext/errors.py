@@ -5,6 +5,8 @@ import errno
 import sys
 from types import TracebackType
 
+from fairseq_ext import patch_scope
+
 
 class FairseqExtError(ValueError):
     """A problem with the user's input (options, data, checkpoint). The message says what is
@@ -53,8 +55,10 @@ def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
 
 def one_line_excepthook(previous):
     """``sys.excepthook`` that prints a ``FairseqExtError`` (also behind another exception) as one
-    line on stderr (the process still exits with 1) and hands every other exception to
-    ``previous``."""
+    line on stderr (the process still exits with 1), prints nothing for Ctrl-C
+    (``KeyboardInterrupt``) in a command of the plugin (``patch_scope.serves``; Python then ends
+    the process by SIGINT, which the shell shows as status 130, so that a script running it stops
+    too), and hands every other exception to ``previous``."""
     if getattr(previous, "prints_user_errors", False):
         return previous
 
@@ -62,6 +66,8 @@ def one_line_excepthook(previous):
         user_error = user_error_in_chain(exc)
         if user_error is not None:
             sys.stderr.write(f"fairseq_ext: error: {user_error}\n")
+            return
+        if issubclass(exc_type, KeyboardInterrupt) and patch_scope.serves():
             return
         previous(exc_type, exc, tb)
 

@@ -12,8 +12,8 @@ hand, or the command line's ``--task``), so that ``--user-dir fairseq_ext`` chan
 fairseq's own tasks; ``FAIRSEQ_EXT_PATCH_ALL=1`` offers the changes to every task. Two rows act
 for every task: the allow-list, torch's own extension point, without which fairseq 0.12 cannot
 load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
-own error type. ``FAIRSEQ_EXT_PATCHES=off`` makes none of the changes, ``off:NAME,NAME`` leaves
-out those named. Off, loading is fairseq's and torch's: torch >= 2.6 loads weights-only and
+own error type (and on Ctrl-C where the plugin's tasks are served). ``FAIRSEQ_EXT_PATCHES=off``
+makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's and torch's: torch >= 2.6 loads weights-only and
 refuses the ``argparse.Namespace`` that fairseq pickles, with torch's message (nothing unsafe
 is loaded); the plugin's own loading (``fairseq_ext.checkpoints.safe_load``, ``python -m
 fairseq_ext.checkpoints inspect``, the hub) keeps its allow-list and one-line answers.
@@ -107,11 +107,15 @@ PATCHES: tuple[Patch, ...] = (
           "a full disk is one line naming the last good checkpoint; the partial file is removed", "fairseq 0.12",
           PLUGIN_TASKS, saving.naming_full_disk),
     Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
-          "a `--save-dir` that cannot be written is one line before the first update, not a warning and a traceback",
-          "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
+          "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
+          "traceback; then the run holds the folder's one-writer lock (`train.lock`: pid, host, start time), so a "
+          "second training on it stops with one line naming the first. No hook: the task is set up after this, "
+          "and never sees `--save-dir`", "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
     Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
           "when training starts: leftovers of killed saves removed; a missing or stale `checkpoint_last.pt` gives way "
-          "to the newest complete checkpoint. No hook runs before fairseq reads it", "fairseq 0.12", PLUGIN_TASKS,
+          "to the newest complete checkpoint; a checkpoint already at `--max-update` (or past `--max-epoch`) ends the "
+          "run with one line, nothing trained or written (fairseq trained one more update). No hook runs before "
+          "fairseq reads it, or between reading it and the first update", "fairseq 0.12", PLUGIN_TASKS,
           saving.starting_safely, _trainer_served),
     Patch("checked-paths-generate", "fairseq_cli.generate.main",
           "every path fairseq-generate is given (`--path` and each `:`-separated part, the data folder and its "
@@ -141,8 +145,9 @@ PATCHES: tuple[Patch, ...] = (
           "them. No hook: fairseq prints it in its first pass", "fairseq 0.12",
           "a plugin `--task`, `--arch` or `--criterion`", cli_help.help_after_first_pass, _help_served),
     Patch("one-line-errors", "sys.excepthook",
-          "the plugin's own input errors (`FairseqExtError`) are one line; every other exception goes to Python's "
-          "hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
+          "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
+          "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
+          "Python's hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
           EVERY_TASK, errors.one_line_excepthook, scoped=False),
 )
 

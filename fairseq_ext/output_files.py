@@ -5,15 +5,16 @@
 of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under the final name.
 ``exclusive_output(path)`` is what the plugin's tools write with instead:
 
-* an exclusive lock (``fcntl.flock`` on ``PATH.lock``, holding the writer's PID): a second
-  writer of the same path stops at once with one line naming the running process;
+* an exclusive lock (``fcntl.flock`` on ``PATH.lock``, holding the writer's PID, host and start
+  time): a second writer of the same path stops at once with one line naming the running process;
 * the text goes to ``PATH.partial-<pid>`` and is moved into place (``os.replace``) only when
   the writer ends without an error, so ``PATH`` is always a complete file (or absent);
 * leftovers of killed writers are removed by the next writer of the path;
 * a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
 
 ``fairseq_patches`` makes ``fairseq-generate`` write its results file this way for the plugin's tasks
-(``results_open``).
+(``results_open``). ``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a
+``--save-dir`` for the length of a training.
 """
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ import builtins
 import fcntl
 import glob
 import os
-from typing import IO
+import socket
+import time
+from typing import IO, Callable, NamedTuple, Optional
 
 from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
 
@@ -30,20 +33,99 @@ class OutputInUseError(FairseqExtError):
     """Another process is writing the same output file."""
 
 
-def _holder(lock_path: str) -> str:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host is running (another user's counts)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
+
+
+class LockRecord(NamedTuple):
+    """What a lock file says about its holder: ``pid``, ``host`` and ``started`` (UTC), as
+    ``take_lock`` writes them on one line; ``host`` and ``started`` are empty in a record that
+    names the pid alone."""
+
+    pid: str
+    host: str
+    started: str
+
+
+def read_record(lock_path: str) -> Optional[LockRecord]:
+    """The record of ``lock_path``; None when the file is gone or holds no pid yet."""
     try:
         with builtins.open(lock_path, encoding="utf-8") as f:
-            pid = f.read().strip()
+            fields = f.read().strip().split(maxsplit=2)
     except OSError:
-        pid = ""
-    if not pid.isdigit():  # gone, or the holder has the lock but has not written its pid yet
+        return None
+    if not fields or not fields[0].isdigit():
+        return None
+    fields += [""] * (3 - len(fields))
+    return LockRecord(*fields)
+
+
+def describe(record: Optional[LockRecord]) -> str:
+    """``process PID (COMMAND) on HOST, started TIME``, as far as the record and ``/proc`` say."""
+    if record is None:  # gone, or the holder has the lock but has not written its pid yet
         return "another process"
+    command = ""
+    if record.host in ("", socket.gethostname()):
+        try:
+            with builtins.open(f"/proc/{record.pid}/cmdline", "rb") as f:
+                command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            command = ""
+    where = f" on {record.host}" if record.host else ""
+    started = f", started {record.started}" if record.started else ""
+    return f"process {record.pid}" + (f" ({command[:120]})" if command else "") + where + started
+
+
+def _holder(lock_path: str) -> str:
+    return describe(read_record(lock_path))
+
+
+def take_lock(lock_path: str, refused: Callable[[], Exception]) -> tuple[int, Optional[LockRecord]]:
+    """An exclusive ``flock`` on ``lock_path`` (created if missing), with this process's pid, host
+    and start time written in it; ``refused()`` is raised while another process holds it. The
+    kernel releases the lock when its holder ends, however it ends. Returns the open descriptor
+    and the record found in the file before ours: a holder that ended without removing it (a
+    kill), or None."""
+    while True:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise refused() from None
+        try:
+            same = os.fstat(fd).st_ino == os.stat(lock_path).st_ino
+        except FileNotFoundError:  # the previous holder removed it after we opened it
+            same = False
+        if same:
+            try:
+                previous = read_record(lock_path)
+                os.ftruncate(fd, 0)
+                started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+                os.write(fd, f"{os.getpid()} {socket.gethostname()} {started}\n".encode())
+            except BaseException:  # a full disk: the caller says so
+                os.close(fd)
+                raise
+            return fd, previous
+        os.close(fd)
+
+
+def release_lock(lock_path: str, fd: int) -> None:
+    """Remove ``lock_path`` and let go of the lock ``take_lock`` gave as ``fd``."""
     try:
-        with builtins.open(f"/proc/{pid}/cmdline", "rb") as f:
-            command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
-    except OSError:
-        command = ""
-    return f"process {pid}" + (f" ({command[:120]})" if command else "")
+        os.remove(lock_path)
+    except FileNotFoundError:
+        pass
+    os.close(fd)
 
 
 class exclusive_output:  # noqa: N801  (used like open())
@@ -71,24 +153,11 @@ class exclusive_output:  # noqa: N801  (used like open())
             raise
 
     def _acquire(self, option: str) -> int:
-        while True:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                raise OutputInUseError(
-                    f"{self.path} is being written by {_holder(self.lock_path)}; wait for it to end or give "
-                    f"another {option}") from None
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.lock_path).st_ino
-            except FileNotFoundError:  # the previous holder removed it after we opened it
-                same = False
-            if same:
-                os.ftruncate(fd, 0)
-                os.write(fd, str(os.getpid()).encode())
-                return fd
-            os.close(fd)
+        def refused() -> OutputInUseError:
+            return OutputInUseError(f"{self.path} is being written by {_holder(self.lock_path)}; wait for it to end "
+                                    f"or give another {option}")
+
+        return take_lock(self.lock_path, refused)[0]
 
     @staticmethod
     def _remove(path: str) -> None:
@@ -98,8 +167,7 @@ class exclusive_output:  # noqa: N801  (used like open())
             pass
 
     def _release(self) -> None:
-        self._remove(self.lock_path)
-        os.close(self._lock_fd)
+        release_lock(self.lock_path, self._lock_fd)
 
     def _no_space(self) -> NoSpaceError:
         kept = f"the earlier complete {self.path} is kept" if os.path.exists(self.path) else "nothing was kept"

@@ -22,7 +22,9 @@ the same); and ``OMP_NUM_THREADS``, read when torch loads, is the server's (the 
 thread) unless the request asks for another, which the child then sets with
 ``torch.set_num_threads``; a first import of fairseq by ``importlib.import_module`` rather than an
 import statement does not trigger the replay (no command imports fairseq first that way).
-``tests/test_forked_cli.py`` holds the rest to fresh processes.
+The child runs the ``atexit`` handlers when the command ends, as the interpreter's exit would
+(``fairseq-train`` removes its ``--save-dir`` lock in one). ``tests/test_forked_cli.py`` holds the rest
+to fresh processes.
 
 Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME``, ``python FILE.py``,
 ``python -c CODE`` or ``python -`` (the program on standard input) are forked the same way
@@ -224,12 +226,12 @@ def _child(request: dict, fairseq_logging: list[tuple], streams: list[int] | Non
             sys.excepthook(*sys.exc_info())
             code = 1
     finally:
-        if request.get("program"):  # what the interpreter's exit does for a program: its objects, then atexit
-            try:
+        try:  # what the interpreter's exit does: a program's objects, then (any command) the atexit handlers
+            if request.get("program"):
                 gc.collect()
-                atexit._run_exitfuncs()
-            except BaseException:
-                pass
+            atexit._run_exitfuncs()
+        except BaseException:
+            pass
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

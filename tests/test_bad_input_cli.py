@@ -1,7 +1,8 @@
 """Bad input as the command line meets it: a wrong ``--user-dir`` (fairseq imports it before
-any plugin code runs); a corrupt or foreign ``checkpoint_last.pt`` in the save dir of a run
-that resumes (one clear line, a non-zero exit, and the save dir left as it was); a checkpoint
-of another family, a decoding option out of range and an incomplete ``.bin`` at generation.
+any plugin code runs; ``examples/`` answers for itself); a corrupt or foreign
+``checkpoint_last.pt`` in the save dir of a run that resumes (one clear line, a non-zero exit,
+and the save dir left as it was); a checkpoint of another family, a decoding option out of range
+and an incomplete ``.bin`` at generation.
 The paths a command is given, checked before any work with the shipped quickstart model
 (``fairseq_ext.preflight``): a missing checkpoint or ``--input``, a ``--results-path`` on a
 read-only mount or that is a file, a dictionary that a full disk cut (a small tmpfs that fills
@@ -41,16 +42,34 @@ def test_missing_user_dir_is_fairseqs_own_error(tiny_data, tmp_path):
 
 
 def test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown(tiny_data, tmp_path):
-    """An existing folder is imported as a module that registers nothing, so argparse refuses
-    the plugin's task by name."""
+    """A folder without ``__init__.py`` (one elsewhere, or the repository root) is imported as an
+    empty namespace package before any code of the plugin runs: argparse refuses the plugin's
+    task by name, fairseq's own answer."""
     other = tmp_path / "not_the_plugin"
     other.mkdir()
     (other / "notes.txt").write_text("not a fairseq plugin\n")
-    proc = run(_with_user_dir(train_args(tiny_data, tmp_path / "ck"), other), check=False)
-    assert proc.returncode == 2
-    assert "argument --task: invalid choice: 'cmlm_hybrid'" in proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert not (tmp_path / "ck").exists()
+    for folder in (other, ROOT):
+        proc = run(_with_user_dir(train_args(tiny_data, tmp_path / "ck"), folder), check=False)
+        assert proc.returncode == 2
+        assert "argument --task: invalid choice: 'cmlm_hybrid'" in proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "ck").exists()
+
+
+def test_user_dir_naming_the_examples_folder_names_the_plugin(tiny_data, tmp_path):
+    """``--user-dir examples``: fairseq imports ``examples/__init__.py``, which says which folder
+    holds the plugin (before: argparse's ``invalid choice: 'cmlm_hybrid'``, blaming --task). A
+    fresh process: the forking server has imported ``examples`` already (fairseq looks for
+    ``examples.simultaneous_translation`` on a path that holds the repository root)."""
+    for command in (train_args(tiny_data, tmp_path / "ck"), generate_args(tiny_data, tmp_path / "ck.pt")):
+        proc = run(_with_user_dir(command, ROOT / "examples"), check=False, fresh=True)
+        assert proc.returncode == 1
+        assert proc.stderr.splitlines()[-1] == (
+            f"fairseq_ext: error: --user-dir {ROOT / 'examples'} holds no fairseq plugin: it registers no task, model "
+            f"or criterion (so --task would be refused as an invalid choice); the plugin is {USER_DIR}: give "
+            f"--user-dir {USER_DIR}")
+        assert "Traceback" not in proc.stderr and "argument --task: invalid choice" not in proc.stderr
+        assert not (tmp_path / "ck").exists()
 
 
 class _RunsCommand:

@@ -6,6 +6,7 @@ line, the earlier file kept. ``exclusive_output`` in process:
 the same rules, for the files the plugin's tools write."""
 import os
 import signal
+import socket
 import subprocess
 import time
 
@@ -28,7 +29,7 @@ def _wait_for(path, proc, holds_pid=True):
     """Until ``path`` exists and, with ``holds_pid``, holds the run's pid (the run holds the lock and
     has said so): bounded in time."""
     deadline = time.time() + DEADLINE_S
-    while not (path.exists() and (not holds_pid or path.read_text().strip() == str(proc.pid))):
+    while not (path.exists() and (not holds_pid or path.read_text().split()[:1] == [str(proc.pid)])):
         assert proc.poll() is None, proc.communicate()[1][-2000:]
         assert time.time() < deadline, "the run never opened its results file"
         time.sleep(0.05)
@@ -126,3 +127,5 @@ def test_a_lock_without_a_pid_yet_names_another_process(tmp_path):
     assert _holder(str(lock)) == "another process"
     lock.write_text(str(os.getpid()))
     assert _holder(str(lock)).startswith(f"process {os.getpid()} (") and "python" in _holder(str(lock))
+    lock.write_text(f"{os.getpid()} {socket.gethostname()} 2026-12-02 06:53:11 UTC\n")
+    assert _holder(str(lock)).endswith(f") on {socket.gethostname()}, started 2026-12-02 06:53:11 UTC")

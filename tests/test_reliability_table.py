@@ -13,7 +13,8 @@ PAGE = ROOT / "docs" / "reliability.md"
 START, END = "<!-- reliability-cases:start -->", "<!-- reliability-cases:end -->"
 # every test function of these files must be a row's evidence (or in NOT_CASES)
 RELIABILITY_FILES = ("test_bad_input.py", "test_bad_input_cli.py", "test_checkpoints.py", "test_checkpoint_contents.py",
-                     "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py")
+                     "test_checkpoint_saving.py", "test_output_files.py", "test_traces.py", "test_reliability.py",
+                     "test_training_start.py", "test_interrupted_commands.py", "test_tokenizer_check.py")
 NOT_CASES = {  # tests of those files that check a guarantee, not an answer to bad input or a fault
     "test_checkpoints.py::test_allow_list_is_exactly_what_plugin_checkpoints_need",
     "test_checkpoints.py::test_safe_load_keeps_weights_only_on",
@@ -49,8 +50,50 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
     ("`--user-dir` naming a missing folder", "fairseq's own `FileNotFoundError` naming the folder (before the "
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
-    ("`--user-dir` naming a folder that is not the plugin", "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, "
-     "nothing written", ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    ("`--user-dir` naming `examples/` (a folder of the repository that holds no plugin)",
+     "`--user-dir ROOT/examples holds no fairseq plugin: it registers no task, model or criterion (so --task would be "
+     "refused as an invalid choice); the plugin is ROOT/fairseq_ext: give --user-dir ROOT/fairseq_ext`, nothing "
+     "written (before: argparse's `invalid choice: 'cmlm_hybrid'`, blaming `--task`)",
+     ("test_bad_input_cli.py::test_user_dir_naming_the_examples_folder_names_the_plugin",)),
+    ("`--user-dir` naming another folder that is not the plugin: the repository root, a folder elsewhere",
+     "argparse: `invalid choice: 'cmlm_hybrid'`, exit 2, nothing written: fairseq imports a folder without "
+     "`__init__.py` as an empty namespace package before any code of the plugin runs, so the plugin cannot answer",
+     ("test_bad_input_cli.py::test_user_dir_that_is_not_the_plugin_leaves_the_task_unknown",)),
+    # tokenizers
+    ("a sentencepiece model that is not the dictionary's (a 300-piece model of the same text beside the shipped "
+     "6000-piece model): `fairseq-interactive`/`fairseq-generate --bpe sentencepiece --sentencepiece-model`, "
+     "`hub.from_pretrained(..., sentencepiece_model=)`, `data_prep/word_order.py` and `headline_match.py` "
+     "(`--spm` with `--dict`), the shell data scripts with `SPM_MODEL` and `SRCDICT` (`multi30k.sh`, ...)",
+     "`the sentencepiece model M (300 pieces) has only 280 of the 5997 symbols of the source dictionary in DATA "
+     "(5%): it is not the model whose pieces the dictionary holds, so text encoded with it reaches the model as pieces "
+     "it was not trained on (and <unk>); give the sentencepiece model that encoded the training data ...`; the data "
+     "scripts write nothing; a model covering 50-90% (a dictionary joined from one model per language) is a warning "
+     "(before: exit 0, garbage translations, 6 `<unk>`, no word)",
+     ("test_tokenizer_check.py::test_interactive_refuses_a_sentencepiece_model_that_is_not_the_dictionarys",
+      "test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one",
+      "test_tokenizer_check.py::test_data_scripts_refuse_another_sentencepiece_model_before_writing",
+      "test_tokenizer_check.py::test_dictionary_joined_from_two_models_is_warned_about_not_refused")),
+    ("a validation or test split encoded with another sentencepiece model and binarized with the checkpoint's "
+     "dictionary (`data_prep/spm.py encode`, then `fairseq-preprocess --srcdict`), at `fairseq-generate` or "
+     "validation, every sequence-to-sequence task",
+     "`fairseq_ext: 3.2% of the source tokens of the test split in DATA are <unk> (97 of 3029, in 65 of its 100 "
+     "lines): it was probably encoded with another sentencepiece model than the one the dictionary was built from (or "
+     "holds characters the vocabulary lacks); encode the text with the checkpoint's own model ... and binarize it "
+     "again` (and the same for the target side), a note above 1% `<unk>`: the decoding goes on (before: BLEU 0.00 "
+     "without a word)",
+     ("test_tokenizer_check.py::test_generate_names_a_split_encoded_with_another_model",)),
+    ("a `--sentencepiece-model` (or hub `sentencepiece_model=`, script `--spm`) file that is no sentencepiece model",
+     "`--sentencepiece-model F is not a sentencepiece model (sentencepiece cannot read it: INTERNAL: could not parse "
+     "ModelProto from F); give the .model file that spm_train (data_prep/spm.py train) wrote ...` (before: "
+     "sentencepiece's `RuntimeError` traceback)",
+     ("test_tokenizer_check.py::test_interactive_refuses_a_sentencepiece_model_that_is_not_the_dictionarys",
+      "test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one")),
+    ("raw text given to the hub of a folder without a tokenizer (no `spm.model`): `translate([\"A man ...\"])`",
+     "`translate: sentences[0] is raw text ('A man ...'), but this model was loaded without a tokenizer (no "
+     "spm.model in its folder), so it takes sentencepiece pieces (e.g. '▁A ▁man ...'): put the sentencepiece model "
+     "that encoded its training data in the folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', "
+     "sentencepiece_model=PATH), or pass the input as pieces` (before: `'▁Ein T - T - T ...'`, no word)",
+     ("test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one",)),
     # paths, checked before any work (fairseq_ext.preflight)
     ("`--path` naming a checkpoint that does not exist (alone or a `:`-separated part of an ensemble), with the "
      "shipped quickstart model", "`checkpoint model/checkpoint_best.pt does not exist; model holds checkpoint.pt, "
@@ -271,9 +314,9 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
       "test_user_scripts.py::test_position_masking_glue_recipe_with_a_tiny_bert")),
     # faults
     ("two `fairseq-generate` runs given the same `--results-path` at the same time",
-     "the second stops with `PATH is being written by process PID (COMMAND)` (`by another process` in the "
-     "instant before the first has written its pid); the first run's file is complete (fairseq let both write it, "
-     "one line a splice of both)",
+     "the second stops with `PATH is being written by process PID (COMMAND) on HOST, started TIME` (`by another "
+     "process` in the instant before the first has written its pid); the first run's file is complete (fairseq let "
+     "both write it, one line a splice of both)",
      ("test_output_files.py::test_second_run_on_the_same_results_path_refuses_and_names_the_first",
       "test_output_files.py::test_exclusive_output_in_process",
       "test_output_files.py::test_a_lock_without_a_pid_yet_names_another_process")),
@@ -292,6 +335,29 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "before the first update (before: fairseq's warning and a traceback)",
      ("test_checkpoint_saving.py::test_read_only_save_dir_is_one_line_before_training",
       "test_checkpoint_saving.py::test_save_dir_the_user_cannot_write_is_one_line")),
+    ("two `fairseq-train` runs given the same `--save-dir` (seeds 1 and 2, the second started while the first "
+     "trains)", "the second stops before it trains: `--save-dir DIR is in use by another training: process PID "
+     "(COMMAND) on HOST, started TIME holds DIR/train.lock; wait for it to end (or stop it), or give this run another "
+     "--save-dir`; the folder is byte for byte as the first run left it, and ends with the first run's checkpoints "
+     "(fairseq let both write it: both exited 0 and the first run's checkpoints were gone)",
+     ("test_training_start.py::test_second_training_on_a_save_dir_in_use_refuses_and_names_the_first",)),
+    ("the `--save-dir` lock of a training killed with SIGKILL (`DIR/train.lock` left, naming a process that is gone)",
+     "the next training takes it over and says so, exit 0: `fairseq_ext: took over DIR/train.lock from process PID on "
+     "HOST, started TIME, which is no longer running (killed?)`",
+     ("test_training_start.py::test_lock_left_by_a_killed_training_is_taken_over_and_named",)),
+    ("resuming a checkpoint that has spent its budget: at update 2 with `--max-update 1`, at the end of epoch 1 "
+     "with `--max-epoch 1` (a finished training's command run again)",
+     "`fairseq_ext: DIR/checkpoint_last.pt is at update 2, and --max-update is 1: nothing to train; the checkpoints "
+     "in DIR are left as they are (give a larger --max-update or --max-epoch to train on)` (or `has finished epoch 1, "
+     "and --max-epoch is 1`), exit 0, every file byte for byte as it was (fairseq trained to update 3 and overwrote "
+     "`checkpoint_last.pt`; past `--max-epoch` it trained nothing without a word)",
+     ("test_training_start.py::test_resume_past_the_budget_trains_nothing_and_says_so",)),
+    ("Ctrl-C (SIGINT to the process group) during `fairseq-generate`, or while `fairseq-interactive` waits for "
+     "input (every command of the plugin's tasks, and the plugin's own commands)",
+     "nothing: the command ends by SIGINT, which the shell shows as status 130 (a script running it stops too), the "
+     "data untouched (before: a `KeyboardInterrupt` traceback); a Ctrl-C before `--user-dir` is loaded (while "
+     "Python imports torch and fairseq) is still Python's traceback",
+     ("test_interrupted_commands.py::test_ctrl_c_ends_the_command_quietly_with_status_130",)),
     ("SIGKILL during training, then the same command again", "resumes from `checkpoint_last.pt`: parameters, Adam "
      "moments, learning rate and scheduler equal an uninterrupted run",
      ("test_reliability.py::test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint",)),

@@ -3,7 +3,7 @@ last complete one.
 
 fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
 over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``fairseq_patches`` changes five things, for the plugin's tasks:
+times and logs a traceback. ``fairseq_patches`` changes six things, for the plugin's tasks:
 
 * the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
   destination is always the old file or the new one (``atomic_copy``);
@@ -15,7 +15,9 @@ times and logs a traceback. ``fairseq_patches`` changes five things, for the plu
 * no space left on the device while saving is one line naming the last good checkpoint (no
   retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
 * a ``--save-dir`` that cannot be written is one line before the first update
-  (``checking_save_dir``).
+  (``checking_save_dir``), which then takes the folder's one-writer lock (``save_dir_lock``);
+* a resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing
+  and says so (``starting_safely``).
 """
 from __future__ import annotations
 
@@ -27,24 +29,14 @@ import shutil
 import zipfile
 from typing import Optional
 
+from fairseq_ext.checkpoints import resume_budget, save_dir_lock
 from fairseq_ext.errors import NoSpaceError, full_disk, note
+from fairseq_ext.output_files import process_alive
 from fairseq_ext.paths import require_writable_folder
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
 _NUMBERED = re.compile(r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$")  # what fairseq writes before its copies
 _SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last)(-[\w-]+)?\.pt$")  # (-suffix: sharded saves)
-
-
-def _process_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process
-        return True
-    return True
 
 
 def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
@@ -53,7 +45,7 @@ def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
     removed = []
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*.partial-*"))):
         match = _PARTIAL.search(path)
-        if match and not _process_alive(int(match.group(1))):
+        if match and not process_alive(int(match.group(1))):
             removed.append(path)
     if fairseq_tmp:  # regular files only: a killed save leaves one, a link is the user's
         removed += sorted(p for p in glob.glob(os.path.join(glob.escape(folder), "*.pt.tmp")) if not os.path.islink(p))
@@ -198,7 +190,8 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
 
 def starting_safely(load_fn):
     """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: remove leftovers,
-    restore a missing ``checkpoint_last.pt``, then load as fairseq does."""
+    restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the run if the
+    checkpoint has spent its budget (``resume_budget``)."""
 
     @functools.wraps(load_fn)
     def load_checkpoint(cfg, trainer, **passthrough_args):
@@ -208,19 +201,23 @@ def starting_safely(load_fn):
                     note(f"removed {path}, left by a save that was interrupted")
             if cfg.restore_file == "checkpoint_last.pt":
                 restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
-        return load_fn(cfg, trainer, **passthrough_args)
+        extra_state, epoch_itr = load_fn(cfg, trainer, **passthrough_args)
+        resume_budget.stop_if_spent(cfg, trainer, extra_state, epoch_itr)
+        return extra_state, epoch_itr
 
     return load_checkpoint
 
 
 def checking_save_dir(verify_fn):
-    """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update: a folder
-    that cannot be written (read-only filesystem, no permission) is one line, not a warning
-    and a traceback."""
+    """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update (by the
+    first rank only): a folder that cannot be written (read-only filesystem, no permission) is one
+    line, not a warning and a traceback; then the run holds the folder's lock
+    (``save_dir_lock.hold``), or stops because another training holds it."""
 
     @functools.wraps(verify_fn)
     def verify_checkpoint_directory(save_dir: str) -> None:
         require_writable_folder(save_dir, "--save-dir", "checkpoints")
+        save_dir_lock.hold(save_dir)
         return verify_fn(save_dir)
 
     return verify_checkpoint_directory

@@ -1,7 +1,8 @@
 """Checks of binarized data, shared by every task of the plugin: lines that a model would
 otherwise skip, clamp or learn as garbage, a split or dictionary that is missing, an empty
 split, and files that fairseq would fail on deep inside numpy, are refused with one clear
-message naming the split, the line or file, and the fix."""
+message naming the split, the line or file, and the fix; an evaluation split with a share of
+``<unk>`` that only another tokenizer gives is named in one line (``note_unknown_share``)."""
 from __future__ import annotations
 
 import glob
@@ -13,9 +14,10 @@ import numpy as np
 from fairseq import utils
 from fairseq.data import data_utils, indexed_dataset
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.errors import FairseqExtError, note, require
 from fairseq_ext.preflight import check_data_folder
 
+UNKNOWN_SHARE = 0.01  # a split whose share of <unk> is above this was likely encoded with another tokenizer
 REMOVE_EMPTY_LINES = ("remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
                       "does this for training data)")
 
@@ -167,3 +169,21 @@ def refuse_truncated_binaries(data: str, split: str) -> None:
                     f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized {split} "
                     "split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it again "
                     "with fairseq-preprocess")
+
+
+def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -> None:
+    """One line on stderr when more than ``UNKNOWN_SHARE`` of the tokens of a binarized split are
+    ``<unk>``: a dictionary built from text that a sentencepiece model encoded holds all of its
+    pieces, so such a split was encoded with another model (text encoded with a 300-piece model
+    of the same language and binarized with the shipped model's dictionary: 3% ``<unk>``, decoded
+    at BLEU 0.00 without a word from fairseq) or holds a script the vocabulary lacks."""
+    unknown = total = lines = 0
+    for i in range(len(dataset)):
+        tokens = dataset[i]
+        count = int((tokens == unk).sum())
+        unknown, lines, total = unknown + count, lines + (count > 0), total + len(tokens)
+    if total and unknown > UNKNOWN_SHARE * total:
+        note(f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} are <unk> ({unknown} "
+             f"of {total}, in {lines} of its {len(dataset)} lines): it was probably encoded with another sentencepiece "
+             "model than the one the dictionary was built from (or holds characters the vocabulary lacks); encode the "
+             "text with the checkpoint's own model (data_prep/spm.py encode --model SPM.model) and binarize it again")

@@ -22,7 +22,9 @@ Both return one output per input, in input order (``fairseq_ext.hub.inputs``): a
 whitespace-only input gives ``""`` (``allow_empty=False`` refuses it, naming its index), an
 input longer than the model takes is refused (``too_long="error"``) or cut with a warning
 (``too_long="truncate"``), and a keyword that is neither an argument nor a generation option
-is refused with the list of accepted ones.
+is refused with the list of accepted ones. Loaded without a tokenizer, a model whose dictionary
+holds sentencepiece pieces takes pieces: raw text is refused with one line saying how to give
+the tokenizer (``tokenizer_check.refuse_raw_text``).
 """
 from __future__ import annotations
 
@@ -34,6 +36,7 @@ from fairseq_ext.errors import require
 from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
 from fairseq_ext.masking import HYBRID_STRATEGIES
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
+from fairseq_ext.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
 # translate's arguments and the fairseq generation options they set
@@ -61,9 +64,12 @@ class TextGenerator(GeneratorHubInterface):
         check_choices(method, allow_empty, too_long)
         empty = empty_rows(batch, method, allow_empty, gives='""')
         limit, why = self.input_limit()
+        takes_pieces = self.bpe is None and is_sentencepiece_dictionary(self.src_dict.symbols)
         tokens = {}
         for i, sentence in enumerate(batch):
             if i not in empty:
+                if takes_pieces:
+                    refuse_raw_text(sentence, i, method)
                 tokens[i] = fit(self.encode(sentence), limit, i, method, too_long, why)
                 warn_unknown(tokens[i], self.src_dict.unk(), i, method)
         outputs = [""] * len(batch)

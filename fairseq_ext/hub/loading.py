@@ -17,7 +17,9 @@ output of ``python -m fairseq_ext.convert from-transformers``):
 * its tokenizer: ``spm.model`` or ``sentencepiece.bpe.model`` (sentencepiece), or
   ``tokenizer.json``, ``vocab.txt`` or ``prophetnet.tokenizer`` (WordPiece,
   ``fairseq_ext.wordpiece.bpe``); ``bpe=...`` overrides it, and without either the input
-  must already be split into the dictionary's tokens.
+  must already be split into the dictionary's tokens (raw text is refused where the dictionary
+  holds sentencepiece pieces). A sentencepiece model is checked against the dictionary
+  (``fairseq_ext.tokenizer_check``): another model's is refused, or warned about.
 """
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ from fairseq_ext.config_fields import check_config
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.families import hub_family, hub_offer
 from fairseq_ext.preflight import check_model_folder, check_sentencepiece_model
+from fairseq_ext.tokenizer_check import check_coverage, load_sentencepiece, pieces
 
 CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
 SENTENCEPIECE_FILES = ("spm.model", "sentencepiece.bpe.model")
@@ -148,6 +151,9 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
     name = checkpoint_name(folder, checkpoint_file)
     if options.get("bpe") == "wordpiece":
         register_wordpiece()
+    sentencepiece_model = options.get("sentencepiece_model") if options.get("bpe") == "sentencepiece" else None
+    if sentencepiece_model is not None and Path(sentencepiece_model).is_file():
+        load_sentencepiece(str(sentencepiece_model), "sentencepiece_model")
     try:
         loaded = hub_utils.from_pretrained(str(folder), checkpoint_file=name, data_name_or_path=data_name_or_path,
                                            **options)
@@ -167,5 +173,8 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
             setattr(interface.task.cfg, option, value)
     if any(decoding.values()):
         check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))  # fairseq's register_task
+    if sentencepiece_model is not None:
+        check_coverage(pieces(interface.bpe.sp), interface.task.source_dictionary.symbols, str(sentencepiece_model),
+                       f"the dictionary of {folder}", lambda message: warnings.warn(message, stacklevel=5))
     warn_untrained_head(folder, interface)
     return interface.to(device) if device is not None else interface

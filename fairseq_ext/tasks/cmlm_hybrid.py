@@ -17,6 +17,7 @@ from fairseq_ext.config_fields import Range, check_config, option
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
+    note_unknown_share,
     refuse_empty_lines,
     refuse_long_lines,
     refuse_missing_dictionary,
@@ -29,6 +30,7 @@ from fairseq_ext.generation.decoding_options import check_mask_predict_options, 
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
+from fairseq_ext.tokenizer_check import checked_bpe
 
 
 CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
@@ -81,6 +83,11 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
         return with_dictionaries(super().state_dict(), self)
 
+    def build_bpe(self, args):
+        """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
+        checked against the source dictionary (``fairseq_ext.tokenizer_check``)."""
+        return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
+
     @classmethod
     def setup_task(cls, cfg, **kwargs):
         check_config(cfg, CMLMHybridConfig)
@@ -103,6 +110,10 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
             if sizes is not None:
                 refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data, markers=both)
+        if split != self.cfg.train_subset:
+            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
+                if tokens is not None:
+                    note_unknown_share(tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data)
         limit = min(self.cfg.max_target_positions, MAX_NAT_TARGET_LENGTH)
         if dataset.tgt_sizes is not None:
             refuse_long_lines(dataset.tgt_sizes, split=split, row_name="target line", limit=limit, markers=both,

@@ -11,12 +11,13 @@ from fairseq.tasks.translation import TranslationTask
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries,
-                                          refuse_unnamed_language_pair)
+from fairseq_ext.data.size_checks import (note_unknown_share, refuse_empty_lines, refuse_long_lines,
+                                          refuse_truncated_binaries, refuse_unnamed_language_pair)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
+from fairseq_ext.tokenizer_check import checked_bpe
 
 
 @dataclass
@@ -39,6 +40,11 @@ class TranslationProphetNetTask(TranslationTask):
         """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
         which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
         return with_dictionaries(super().state_dict(), self)
+
+    def build_bpe(self, args):
+        """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
+        checked against the source dictionary (``fairseq_ext.tokenizer_check``)."""
+        return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
@@ -64,6 +70,10 @@ class TranslationProphetNetTask(TranslationTask):
             refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
             if side == "target" or not self.cfg.truncate_source:
                 refuse_long_lines(sizes, split=split, row_name=f"{side} line", limit=limit, option=option)
+        if split != self.cfg.train_subset:
+            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
+                if tokens is not None:
+                    note_unknown_share(tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data)
         self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def build_model(self, cfg, from_checkpoint=False):

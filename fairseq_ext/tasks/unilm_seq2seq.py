@@ -15,8 +15,8 @@ from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.data import InteractiveInputLines, complete_batches
 from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import (first_bad_row, refuse_empty_lines, refuse_truncated_binaries,
-                                          refuse_unnamed_language_pair)
+from fairseq_ext.data.size_checks import (first_bad_row, note_unknown_share, refuse_empty_lines,
+                                          refuse_truncated_binaries, refuse_unnamed_language_pair)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
@@ -24,6 +24,7 @@ from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
+from fairseq_ext.tokenizer_check import checked_bpe
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +58,11 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
         """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
         which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
         return with_dictionaries(super().state_dict(), self)
+
+    def build_bpe(self, args):
+        """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
+        checked against the source dictionary (``fairseq_ext.tokenizer_check``)."""
+        return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(src_dict.symbols == tgt_dict.symbols,
@@ -104,6 +110,10 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
             shuffle=(split != "test"), pad_to_multiple=self.cfg.required_seq_len_multiple,
         )
         self._check_empty(split, dataset)
+        if split != self.cfg.train_subset:
+            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
+                if tokens is not None:
+                    note_unknown_share(tokens, self.full_dictionary.unk(), split=split, side=side, data=self.cfg.data)
         if self.lookup is not None:
             unk = self.full_dictionary.unk()
             for side in ("src", "tgt"):

@@ -1,0 +1,66 @@
+"""One training per ``--save-dir``: a lock held for the length of the run.
+
+fairseq lets two trainings share a ``--save-dir``: both exit 0 and the folder keeps the
+checkpoints of whichever saved last, the other run's are gone. ``hold(save_dir)`` (called before
+the first update, from the ``save-dir-check`` row of ``fairseq_patches``) takes the one-writer lock
+of ``output_files.take_lock`` on ``SAVE_DIR/train.lock``, which records the pid, host and start
+time of the run:
+
+* a second training on the folder stops at once with one line naming the holder and what to do;
+* the lock goes with the process (the kernel releases it however the process ends); the file is
+  removed when the process exits, so a kill leaves only the file, which the next run takes over
+  and names (``took over ...``);
+* a process holds the lock of a folder once, however often fairseq verifies it.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+
+from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
+from fairseq_ext.output_files import LockRecord, describe, process_alive, read_record, release_lock, take_lock
+
+LOCK_NAME = "train.lock"
+_HELD: dict[str, int] = {}  # the real path of each lock this process holds -> its descriptor
+
+
+class SaveDirInUseError(FairseqExtError):
+    """Another training writes the same ``--save-dir``."""
+
+
+def _gone(record: LockRecord) -> str:
+    if record.host in ("", socket.gethostname()) and not process_alive(int(record.pid)):
+        return "which is no longer running (killed?)"
+    return "which no longer holds it"
+
+
+def hold(save_dir: str) -> None:
+    """Hold the lock of ``save_dir`` (an existing folder) until this process exits, or stop with
+    one line naming the training that holds it."""
+    lock_path = os.path.realpath(os.path.join(save_dir, LOCK_NAME))
+    if lock_path in _HELD:
+        return
+
+    def refused() -> SaveDirInUseError:
+        return SaveDirInUseError(
+            f"--save-dir {save_dir} is in use by another training: {describe(read_record(lock_path))} holds "
+            f"{lock_path}; wait for it to end (or stop it), or give this run another --save-dir")
+
+    try:
+        fd, previous = take_lock(lock_path, refused)
+    except OSError as exc:
+        if not full_disk(exc):
+            raise
+        raise NoSpaceError(f"no space left on the device of --save-dir {save_dir}, not even for its lock "
+                           f"{lock_path}; free space there (or give another --save-dir) and run again") from None
+    _HELD[lock_path] = fd
+    atexit.register(_release, lock_path)
+    if previous is not None and int(previous.pid) != os.getpid():
+        note(f"took over {lock_path} from {describe(previous)}, {_gone(previous)}")
+
+
+def _release(lock_path: str) -> None:
+    fd = _HELD.pop(lock_path, None)
+    if fd is not None:
+        release_lock(lock_path, fd)

@@ -1,0 +1,151 @@
+"""A sentencepiece model checked against the dictionary it feeds, wherever the plugin tokenises
+(``fairseq-interactive`` and ``fairseq-generate`` with ``--bpe sentencepiece``: ``checked_bpe``,
+from the build_bpe of the plugin's sequence-to-sequence tasks; the hub; the data scripts that
+encode with a model and a dictionary, ``data_prep/word_order.py``, ``headline_match.py`` and
+``common.sh`` with ``SRCDICT``: ``checked_sentencepiece``). Importing it imports neither fairseq nor sentencepiece.
+
+A dictionary built from text that a model encoded holds only that model's pieces, so the share
+of the dictionary's symbols that are pieces of the model (its *coverage*; the special symbols
+``<...>`` and fairseq's ``madeupwordNNNN`` padding left out) is 1.0 for the right model. Another
+model gives other pieces: the shipped quickstart dictionary (6000 symbols) is covered 5% by a
+300-piece model of the same text, 45% by a 4000-piece one, and encoding with either gives
+``<unk>`` for the pieces the dictionary lacks and garbage translations, without a word from
+fairseq. So:
+
+* under ``REFUSED_BELOW`` the model is refused with one line (it cannot be the dictionary's);
+* under ``COVERED`` it is warned about: a dictionary joined from two models (one per language)
+  is covered only in part by each, which a user may mean;
+* a file that is no sentencepiece model at all is one line, not sentencepiece's
+  ``RuntimeError: ... could not parse ModelProto``.
+
+Without a tokenizer the hub takes pieces; ``refuse_raw_text`` refuses text that holds none of
+the ``\u2581`` word marks of a sentencepiece dictionary.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Callable, Iterable
+
+from fairseq_ext.errors import FairseqExtError, note, require
+
+COVERED = 0.9  # the share of the dictionary a model must cover not to be warned about
+REFUSED_BELOW = 0.5  # under this share the model is refused
+WORD_MARK = "\u2581"  # sentencepiece's mark of a piece that starts a word
+_NOT_PIECES = re.compile(r"<.*>|madeupword\d+")  # special symbols, fairseq's padding of the dictionary
+
+
+def load_sentencepiece(path: str, option: str):
+    """``sentencepiece.SentencePieceProcessor`` of the file ``path``; a file that is no sentencepiece
+    model is one line naming ``option``."""
+    import sentencepiece
+
+    require(os.path.isfile(path), f"{option} {path} does not exist; give the sentencepiece model (a .model file) "
+                                  "that encoded the training data")
+    try:
+        return sentencepiece.SentencePieceProcessor(model_file=path)
+    except (RuntimeError, OSError) as exc:
+        reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+        raise FairseqExtError(f"{option} {path} is not a sentencepiece model (sentencepiece cannot read it: {reason}); "
+                              "give the .model file that spm_train (data_prep/spm.py train) wrote and that encoded "
+                              "the training data, e.g. the spm.model beside the checkpoint") from None
+
+
+def pieces(processor) -> set[str]:
+    """The pieces of a ``SentencePieceProcessor``."""
+    return {processor.id_to_piece(i) for i in range(processor.get_piece_size())}
+
+
+def dictionary_symbols(path: str) -> list[str]:
+    """The symbols of a fairseq ``dict.txt`` (its lines' first fields), for scripts that do not load fairseq."""
+    with open(path, encoding="utf-8") as f:
+        return [line.split()[0] for line in f if line.strip()]
+
+
+def coverage(model_pieces: set[str], symbols: Iterable[str]) -> tuple[int, int]:
+    """How many of the dictionary's ``symbols`` (special symbols and padding left out) are pieces
+    of the model, and of how many."""
+    words = [s for s in symbols if not _NOT_PIECES.fullmatch(s)]
+    return sum(s in model_pieces for s in words), len(words)
+
+
+def check_coverage(model_pieces: set[str], symbols: Iterable[str], model: str, dictionary: str,
+                   warn: Callable[[str], None]) -> None:
+    """Refuse a model that covers under ``REFUSED_BELOW`` of the dictionary, ``warn`` about one
+    under ``COVERED`` (module docstring). ``model`` and ``dictionary`` name them in the message."""
+    covered, total = coverage(model_pieces, symbols)
+    if total == 0 or covered >= COVERED * total:
+        return
+    share = f"the sentencepiece model {model} ({len(model_pieces)} pieces) has only {covered} of the {total} " \
+            f"symbols of {dictionary} ({100 * covered / total:.0f}%)"
+    if covered < REFUSED_BELOW * total:
+        raise FairseqExtError(f"{share}: it is not the model whose pieces the dictionary holds, so text encoded "
+                              "with it reaches the model as pieces it was not trained on (and <unk>); give the "
+                              "sentencepiece model that encoded the training data, e.g. the spm.model beside the "
+                              "checkpoint")
+    warn(f"{share}: expected only if the dictionary was joined from several models (one per language); otherwise "
+         "give the sentencepiece model that encoded the training data")
+
+
+def is_sentencepiece_dictionary(symbols: list[str]) -> bool:
+    """Whether a dictionary holds sentencepiece pieces: a tenth of its symbols or more start a word
+    with ``WORD_MARK``."""
+    words = [s for s in symbols if not _NOT_PIECES.fullmatch(s)]
+    return bool(words) and sum(s.startswith(WORD_MARK) for s in words) >= 0.1 * len(words)
+
+
+def refuse_raw_text(sentence: str, index: int, method: str) -> None:
+    """Without a tokenizer a model of a sentencepiece dictionary takes pieces: a non-empty input
+    with no ``WORD_MARK`` is raw text, refused with one line saying how to give the tokenizer."""
+    require(not sentence.strip() or WORD_MARK in sentence,
+            f"{method}: sentences[{index}] is raw text ({sentence.strip()!r:.60}), but this model was loaded without "
+            f"a tokenizer (no spm.model in its folder), so it takes sentencepiece pieces (e.g. "
+            f"'{WORD_MARK}A {WORD_MARK}man ...'): put the sentencepiece model that encoded its training data in the "
+            "folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', sentencepiece_model=PATH), or pass "
+            "the input as pieces")
+
+
+def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
+    """``build(cfg)`` (fairseq's ``FairseqTask.build_bpe``) where ``cfg`` asks for
+    ``--bpe sentencepiece``: the model file is read first (one line if it is no model) and the
+    built model is checked against ``dictionary`` (``check_coverage``; a warning is a note on
+    stderr). A path that does not exist is left to fairseq's own loading."""
+    name = getattr(cfg, "_name", None) or getattr(cfg, "bpe", None)
+    if name != "sentencepiece":
+        return build(cfg)
+    path = str(cfg.sentencepiece_model)
+    if os.path.isfile(path):
+        load_sentencepiece(path, "--sentencepiece-model")
+    bpe = build(cfg)
+    if bpe is not None and dictionary is not None:
+        check_coverage(pieces(bpe.sp), dictionary.symbols, path, dictionary_name, note)
+    return bpe
+
+
+def checked_sentencepiece(path: str, option: str, dictionary_path: str, script: str, dictionary_option: str = "--dict"):
+    """For a data script: the sentencepiece model ``path`` (``option``), checked against the fairseq
+    ``dict.txt`` the script binarizes with (``dictionary_option``); a refusal exits with one line
+    (``SCRIPT: error: ...``) before anything is written, a warning is one line on stderr."""
+    def warn(message: str) -> None:
+        sys.stderr.write(f"{script}: warning: {message}\n")
+
+    try:
+        processor = load_sentencepiece(path, option)
+        check_coverage(pieces(processor), dictionary_symbols(dictionary_path), path,
+                       f"{dictionary_option} {dictionary_path}", warn)
+    except FairseqExtError as exc:
+        raise SystemExit(f"{script}: error: {exc}") from None
+    return processor
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m fairseq_ext.tokenizer_check MODEL DICT``: ``checked_sentencepiece`` for
+    ``data_prep/common.sh``, which encodes with MODEL and binarizes with the dictionary
+    ``SRCDICT``."""
+    model, dictionary = sys.argv[1:] if argv is None else argv
+    checked_sentencepiece(model, "the sentencepiece model", dictionary, "data_prep/common.sh", "SRCDICT")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,55 @@
+"""Ctrl-C in a real command of the plugin: the terminal sends SIGINT to the command's process
+group; the command ends quietly (no ``KeyboardInterrupt`` traceback), by SIGINT, which the shell
+shows as status 130, and leaves its data as they were. Checked mid-way through decoding
+(``fairseq-generate``) and while ``fairseq-interactive`` waits for input."""
+import hashlib
+import os
+import signal
+import subprocess
+
+import pytest
+
+from tests.conftest import USER_DIR, cli_env, generate_args
+
+DEADLINE_S = 300
+
+
+def _hashes(folder):
+    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in sorted(os.listdir(folder))}
+
+
+def _interrupted(args, started, stream):
+    """Run ``args`` in a session of its own until a line of ``stream`` ("stdout" or "stderr")
+    holds ``started``, then press Ctrl-C (SIGINT to the process group). Returns the exit status
+    and the whole standard error."""
+    proc = subprocess.Popen([str(a) for a in args], env=cli_env() | {"PYTHONUNBUFFERED": "1"}, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        seen = []
+        for line in getattr(proc, stream):
+            seen.append(line)
+            if started in line:
+                break
+        assert proc.poll() is None, "".join(seen)[-2000:]
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=DEADLINE_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    return proc.returncode, "".join(seen) + err if stream == "stderr" else err
+
+
+@pytest.mark.parametrize("command", ["fairseq-generate", "fairseq-interactive"])
+def test_ctrl_c_ends_the_command_quietly_with_status_130(command, tiny_data, tiny_checkpoint):
+    before = _hashes(tiny_data)
+    if command == "fairseq-generate":  # one sentence a batch over the 400 training pairs: seconds of decoding
+        args = generate_args(tiny_data, tiny_checkpoint, "--batch-size", "1", subset="train")
+        code, err = _interrupted(args, "H-", "stdout")
+    else:
+        args = [command, tiny_data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
+                "--path", tiny_checkpoint]
+        code, err = _interrupted(args, "Type the input sentence", "stderr")
+    assert code == -signal.SIGINT  # what the shell shows as $? 130
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]
+    assert not [line for line in err.splitlines() if line.startswith("fairseq_ext: error")]
+    assert _hashes(tiny_data) == before
