@@ -34,9 +34,8 @@ def _architecture_defaults(argv: list[str]) -> dict:
 
 def _print_help(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     defaults = _architecture_defaults(argv)
-    for action in parser._actions:  # a model's options carry no default: the architecture sets them
-        if action.default is argparse.SUPPRESS and action.dest in defaults:
-            action.default = defaults[action.dest]
+    # a model's options carry no default (fairseq's SUPPRESS): the architecture sets them
+    parser.set_defaults(**{k: v for k, v in defaults.items() if parser.get_default(k) is argparse.SUPPRESS})
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.print_help()
 
