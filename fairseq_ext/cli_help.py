@@ -30,7 +30,6 @@ REGISTRY_OPTIONS = ("--task", "--arch", "--criterion")  # fairseq's options whos
 
 def _registries() -> dict:
     from fairseq.criterions import CRITERION_REGISTRY
-    from fairseq.models import ARCH_MODEL_REGISTRY
     from fairseq.tasks import TASK_REGISTRY
 
     return {"--task": TASK_REGISTRY, "--arch": ARCH_MODEL_REGISTRY, "--criterion": CRITERION_REGISTRY}
@@ -38,11 +37,14 @@ def _registries() -> dict:
 
 def _given(argv: Optional[list[str]]) -> dict[str, Optional[str]]:
     """The values of ``REGISTRY_OPTIONS`` on a command line (default: this process's)."""
-    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     finder.add_argument("--task")
     finder.add_argument("--arch", "-a")
     finder.add_argument("--criterion")
-    found = finder.parse_known_args(sys.argv[1:] if argv is None else [str(a) for a in argv])[0]
+    try:
+        found = finder.parse_known_args(sys.argv[1:] if argv is None else [str(a) for a in argv])[0]
+    except argparse.ArgumentError:  # ``--task`` without a name: fairseq's own parser answers it
+        return dict.fromkeys(REGISTRY_OPTIONS)
     return {option: getattr(found, option[2:]) for option in REGISTRY_OPTIONS}
 
 

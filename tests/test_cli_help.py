@@ -110,7 +110,7 @@ def test_a_name_close_to_nothing_is_one_line_with_the_choices(capsys):
 
 
 @pytest.mark.parametrize("argv", [["--task", "cmlm_hybrid", "--max-tokens", "abc"],
-                                  ["--task", "translation", "--max-tokens", "abc"]])
+                                  ["--task", "translation", "--max-tokens", "abc"], ["--arch", "transformer", "--task"]])
 def test_other_errors_are_argparses_own(argv, capsys):
     code, err = parse_error(["data", *argv], capsys)
     with pytest.raises(SystemExit):
