@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import USER_DIR, cli_env
+from tests.conftest import ROOT, USER_DIR, cli_env
 
 STATE = """
 import sys
@@ -122,3 +122,14 @@ def test_plain_fairseq_train_registers():
                           capture_output=True, text=True, env=cli_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "  --noise {random_mask,full_mask,no_noise}" in proc.stdout.splitlines()
+
+
+def test_fairseqs_from_pretrained_with_user_dir_after_import_fairseq_ext():
+    """docs/python-api.md: ``user_dir=`` the package's folder, in a process that imported it."""
+    out = python("import os, fairseq_ext\n"
+                 "from fairseq.models.nat import CMLMNATransformerModel\n"
+                 "hub = CMLMNATransformerModel.from_pretrained(\n"
+                 f"    {str(ROOT / 'examples' / 'quickstart' / 'model')!r}, checkpoint_file='checkpoint.pt',\n"
+                 "    user_dir=os.path.dirname(fairseq_ext.__file__))\n"
+                 "print(type(hub.task).__name__, type(hub.models[0]).__name__)")
+    assert out.splitlines()[-1] == "CMLMHybridTask HiCMLMTransformerModel"
