@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "reproduction" / "prophetnet"))  # its scripts import each other by name
+from reproduction.benchmarks import frontier  # noqa: E402
 from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_frontier, render_rows, render_summary, render_table  # noqa: E402
 from reproduction.gigaword_10k import page, protocol  # noqa: E402
@@ -74,6 +75,8 @@ TABLES = {
     "maskpredict-rows": ("docs/results/speed.md", lambda: render_rows(load_results(REPRO / "benchmarks" / "results"))),
     "length-offset": ("docs/results/speed.md",
                       lambda: length_offset.render(load(REPRO / "hi_cmlm" / "length_offset.json"))),
+    "decoding-speed": ("README.md", lambda: frontier.summary(
+        load_results(REPRO / "benchmarks" / "results")["cpu"]["benchmarks"]["frontier"])),
     "frontier": ("docs/results/speed.md", lambda: render_frontier(load_results(REPRO / "benchmarks" / "results"))),
     "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
