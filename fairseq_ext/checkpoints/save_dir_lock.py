@@ -41,6 +41,10 @@ def hold(save_dir: str) -> None:
     lock_path = os.path.realpath(os.path.join(save_dir, LOCK_NAME))
     if lock_path in _HELD:
         return
+    if os.path.exists(lock_path):  # a rank that fairseq spawned: the launching process holds it for the run
+        record = read_record(lock_path)
+        if record is not None and str(record.pid) == str(os.getppid()) and record.host in ("", socket.gethostname()):
+            return
 
     def refused() -> SaveDirInUseError:
         return SaveDirInUseError(

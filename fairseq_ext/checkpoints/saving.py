@@ -217,6 +217,7 @@ def checking_save_dir(verify_fn):
     @functools.wraps(verify_fn)
     def verify_checkpoint_directory(save_dir: str) -> None:
         require_writable_folder(save_dir, "--save-dir", "checkpoints")
+        os.makedirs(save_dir, exist_ok=True)  # a new folder: the lock lives in it
         save_dir_lock.hold(save_dir)
         return verify_fn(save_dir)
 

@@ -29,7 +29,6 @@ import warnings
 from os import PathLike
 from pathlib import Path
 
-from fairseq_ext.config_fields import check_config
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.families import hub_family, hub_offer
 from fairseq_ext.preflight import check_model_folder, check_sentencepiece_model
@@ -172,6 +171,8 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
                     f"trained with --task {loaded['args'].task._name}")
             setattr(interface.task.cfg, option, value)
     if any(decoding.values()):
+        from fairseq_ext.config_fields import check_config  # imports fairseq: after quiet.hush
+
         check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))  # fairseq's register_task
     if sentencepiece_model is not None:
         check_coverage(pieces(interface.bpe.sp), interface.task.source_dictionary.symbols, str(sentencepiece_model),
