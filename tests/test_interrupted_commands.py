@@ -22,8 +22,11 @@ def _interrupted(args, started, stream):
     """Run ``args`` in a session of its own until a line of ``stream`` ("stdout" or "stderr")
     holds ``started``, then press Ctrl-C (SIGINT to the process group). Returns the exit status
     and the whole standard error."""
+    # SIGINT as a terminal user's command has it: `make test` runs pytest in the background, where the
+    # shell ignores SIGINT and its children inherit that (Python then installs no handler of its own)
     proc = subprocess.Popen([str(a) for a in args], env=cli_env() | {"PYTHONUNBUFFERED": "1"}, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         seen = []
         for line in getattr(proc, stream):
