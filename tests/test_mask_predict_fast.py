@@ -15,7 +15,7 @@ import pytest
 import torch
 from fairseq.models.nat import CMLMNATransformerModel
 
-from tests.conftest import ROOT, read_sample
+from tests.conftest import ROOT, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 
@@ -23,17 +23,8 @@ MODEL = ROOT / "examples" / "quickstart" / "model"
 @pytest.fixture(scope="module")
 def student(tmp_path_factory):
     import sentencepiece as spm
-    from fairseq import checkpoint_utils
 
-    from fairseq_ext import plugin
-
-    plugin.load()
-    d = tmp_path_factory.mktemp("dicts")
-    for lang in ("en", "de"):
-        (d / f"dict.{lang}.txt").write_text((MODEL / "dict.txt").read_text())
-    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(MODEL / "checkpoint.pt")],
-                                                                      arg_overrides={"data": str(d)})
-    model.eval().float()
+    model, task = load_shipped_student(tmp_path_factory.mktemp("dicts"))
     sp = spm.SentencePieceProcessor(model_file=str(MODEL / "spm.model"))
     sd = task.src_dict
     sources = [torch.tensor([sd.index(p) for p in sp.encode(line, out_type=str)] + [sd.eos()])
