@@ -17,7 +17,8 @@ from reproduction.benchmarks.plot import load_results  # noqa: E402
 from reproduction.benchmarks.run import render_frontier, render_rows, render_summary, render_table  # noqa: E402
 from reproduction.gigaword_10k import page, protocol  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
-from reproduction.hi_cmlm import collect_quickstart, collect_results, collect_shipped, length_offset, student_layouts  # noqa: E402
+from reproduction.hi_cmlm import (collect_quickstart, collect_results, collect_shipped, gap_significance,  # noqa: E402
+                                  length_offset, student_layouts)
 from reproduction.position_masking import collect_glue, collect_glue_full, collect_minilm, plot as sweep_plot  # noqa: E402
 
 import batch_stats  # noqa: E402
@@ -75,6 +76,8 @@ TABLES = {
     "maskpredict-rows": ("docs/results/speed.md", lambda: render_rows(load_results(REPRO / "benchmarks" / "results"))),
     "length-offset": ("docs/results/speed.md",
                       lambda: length_offset.render(load(REPRO / "hi_cmlm" / "length_offset.json"))),
+    "gap-significance": ("docs/results/speed.md",
+                         lambda: gap_significance.render(load(REPRO / "hi_cmlm" / "gap_significance.json"))),
     "decoding-speed": ("README.md", lambda: frontier.summary(
         load_results(REPRO / "benchmarks" / "results")["cpu"]["benchmarks"]["frontier"])),
     "frontier": ("docs/results/speed.md", lambda: render_frontier(load_results(REPRO / "benchmarks" / "results"))),
