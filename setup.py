@@ -38,7 +38,9 @@ setup(
     # data_prep/ ships as fairseq_ext.data_prep: python -m fairseq_ext.data_prep NAME [ARGS]
     packages=find_packages(include=["fairseq_ext", "fairseq_ext.*"]) + ["fairseq_ext.data_prep"],
     package_dir={"fairseq_ext.data_prep": "data_prep"},
-    package_data={"fairseq_ext.data_prep": ["*.sh"]},
+    # the quickstart's student under a name fairseq_ext.hub.from_pretrained resolves (6.9 MB)
+    package_data={"fairseq_ext.data_prep": ["*.sh"],
+                  "fairseq_ext.hub": ["models/*/checkpoint.pt", "models/*/dict.*.txt", "models/*/spm.model"]},
     python_requires=">=3.9",
     install_requires=["sentencepiece>=0.1.99", *FAIRSEQ_NEEDS],
     extras_require=EXTRAS,

@@ -104,9 +104,10 @@ def check_command(cfg, command: str) -> None:
         check_sentencepiece_model(_option(cfg, "bpe", "sentencepiece_model"))
 
 
-def check_model_folder(folder: str, data_folder: str) -> None:
-    """``fairseq_ext.hub.from_pretrained``'s folder and the folder of its dictionaries."""
-    require_readable_folder(folder, "model folder", "give the folder that holds the checkpoint")
+def check_model_folder(folder: str, data_folder: str, fix: str = "give the folder that holds the checkpoint") -> None:
+    """``fairseq_ext.hub.from_pretrained``'s folder and the folder of its dictionaries; ``fix``:
+    what the error for a missing folder tells the user to give instead."""
+    require_readable_folder(folder, "model folder", fix)
     check_data_folder(data_folder, "dictionary folder")
 
 

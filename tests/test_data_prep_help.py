@@ -36,3 +36,15 @@ def test_shell_script_help_among_other_options_and_unknown_option():
     unknown = subprocess.run(["bash", script, "--bogus"], capture_output=True, text=True, env=cli_env())
     assert unknown.returncode == 2 and unknown.stdout == ""
     assert unknown.stderr == f"error: unknown option --bogus (see: bash {script} --help)\n"
+
+
+def test_the_dispatcher_runs_from_a_clone_root_without_an_install():
+    """``python -m fairseq_ext.data_prep NAME --help`` in a clone's root, by an interpreter that has
+    no install of the plugin (``-S``: no site-packages, so no editable install either): the clone's
+    ``fairseq_ext`` is the one imported, and its ``data_prep`` is the clone's data_prep/."""
+    for argv, expected in ((["multi30k", "--help"], "data_prep/multi30k.sh [--local DIR]"), ([], "wordpiece")):
+        proc = subprocess.run([sys.executable, "-S", "-m", "fairseq_ext.data_prep", *argv], cwd=ROOT,
+                              capture_output=True, text=True, env={"PATH": cli_env()["PATH"]})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert expected in proc.stdout
+    assert (ROOT / "fairseq_ext" / "data_prep" / "__main__.py").resolve() == ROOT / "data_prep" / "__main__.py"

@@ -2,8 +2,9 @@
 its data scripts, its metadata asks for no torchaudio and no fairseq (installed with
 ``--no-deps``, README Install), fairseq's other needs at the versions fairseq pins, and one
 version; installed into a folder of its own and used from outside the clone, the plugin
-registers with fairseq and the data scripts run. ``pip check`` of the environment the tests run
-in names only fairseq's torchaudio, the one line the README explains."""
+registers with fairseq, the data scripts run and the student the package ships translates by
+its name. ``pip check`` of the environment the tests run in names only fairseq's torchaudio,
+the one line the README explains."""
 from __future__ import annotations
 
 import importlib.metadata
@@ -41,11 +42,22 @@ def test_wheel_holds_the_plugin_and_the_data_scripts_and_no_torchaudio(wheel):
     assert "fairseq_ext/plugin.py" in names and "fairseq_ext/masking/predicates.py" in names
     assert "fairseq_ext/data_prep/wordpiece.py" in names and "fairseq_ext/data_prep/gigaword.sh" in names
     assert not any(n.startswith(("reproduction/", "tests/", "examples/")) for n in names)
+    model = "fairseq_ext/hub/models/hi-cmlm-multi30k-en-de/"
+    assert sorted(n[len(model):] for n in names if n.startswith(model)) == [
+        "checkpoint.pt", "dict.de.txt", "dict.en.txt", "spm.model"]
+    assert wheel.stat().st_size < 8_000_000  # the student with its tied tables stored once; no teacher
     (meta,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     metadata = Parser().parsestr(zipfile.ZipFile(wheel).read(meta).decode())
     requires = " ".join(metadata.get_all("Requires-Dist"))
     assert metadata["Version"] == fairseq_ext.__version__
     assert "torchaudio" not in requires and "fairseq" not in requires.replace("fairseq-", "")
+
+
+# the README's Python block, as a pip install runs it: the model is the package's
+README_PYTHON = ("from fairseq_ext import hub\n"
+                 "model = hub.from_pretrained('hi-cmlm-multi30k-en-de')\n"
+                 "print(hub.loading.SHIPPED)\n"
+                 "print(model.translate('A woman sings.'))\n")
 
 
 def test_installed_plugin_works_outside_the_clone(wheel, tmp_path):
@@ -70,6 +82,10 @@ def test_installed_plugin_works_outside_the_clone(wheel, tmp_path):
     shell = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "multi30k", "--help"], cwd=tmp_path,
                            capture_output=True, text=True, env=env)
     assert shell.returncode == 0 and "data_prep/multi30k.sh [--local DIR]" in shell.stdout
+    translated = subprocess.run([sys.executable, "-c", README_PYTHON], cwd=tmp_path, capture_output=True, text=True,
+                                env=env)
+    assert translated.returncode == 0, translated.stderr[-2000:]
+    assert translated.stdout.split("\n")[-3:] == [str(site / "fairseq_ext" / "hub" / "models"), "Eine Frau singt.", ""]
     unknown = subprocess.run([sys.executable, "-m", "fairseq_ext.data_prep", "nope"], cwd=tmp_path,
                              capture_output=True, text=True, env=env)
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "no data script named 'nope'" in unknown.stderr

@@ -83,6 +83,12 @@ class TextGenerator(GeneratorHubInterface):
 class HICMLMHubInterface(TextGenerator):
     """A ``cmlm_hybrid`` checkpoint (``hi_cmlm_transformer``)."""
 
+    # mask-predict as the results pages decode and recommend it (docs/results/hi-cmlm.md, speed.md):
+    # 10 passes, length beam 3; from_pretrained sets them where it is not given the option.
+    # fairseq's own defaults (11 passes, length beam 1) give the shipped student "Eine Frau singt
+    # singt." for "A woman sings."
+    DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
+
     def input_limit(self) -> tuple[int, str]:
         """The source positions, and at most the 255 tokens the length predictor can give the
         translation."""
@@ -92,10 +98,10 @@ class HICMLMHubInterface(TextGenerator):
     def translate(self, sentences, passes: int | None = None, length_beam: int | None = None,
                   strategy: str | None = None, force_passes: bool | None = None, allow_empty: bool = True,
                   too_long: str = "error", verbose: bool = False, **options):
-        """Translate a sentence (``str``) or a list of them. Unset arguments keep
-        ``fairseq-generate``'s defaults (those saved in the checkpoint's configuration or given
-        to ``from_pretrained``); ``allow_empty`` and ``too_long``: module docstring; ``options``
-        are further generation options by fairseq name."""
+        """Translate a sentence (``str``) or a list of them. Unset arguments keep what
+        ``from_pretrained`` was given, else ``DEFAULT_GENERATION`` (10 passes, length beam 3), else
+        the checkpoint's saved configuration; ``allow_empty`` and ``too_long``: module docstring;
+        ``options`` are further generation options by fairseq name."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
         for name, option in HICMLM_ARGUMENTS.items():
             require(given[name] is None or option not in options,

@@ -339,7 +339,7 @@ def plot(result: dict, out: Path) -> bool:
 
 
 def summary(result: dict) -> str:
-    """The README's lines: per batch size, the best mask-predict setting beside the fastest
+    """The speed page's summary lines: per batch size, the best mask-predict setting beside the fastest
     autoregressive peer that is at least as good, and the goals met or not."""
     rows, lines = result["details"]["rows"], []
     for bsz in sorted({r["batch"] for r in rows}):

@@ -176,15 +176,15 @@ def render_frontier(results: dict) -> str:
             + "\n![BLEU against sentences/s](../../reproduction/benchmarks/results/frontier.png)\n")
 
 
-README_FRONTIER = ("<!-- decoding-speed:start -->", "<!-- decoding-speed:end -->")
+DECODING_SPEED = ("<!-- decoding-speed:start -->", "<!-- decoding-speed:end -->")
 
 
-def update_readme(results: dict) -> None:
-    """The generated blocks of docs/results/speed.md (a page without one keeps its text there) and
-    the README's decoding-speed lines (``frontier.summary``), once the frontier is measured."""
+def update_pages(results: dict) -> None:
+    """The generated blocks of docs/results/speed.md (a page without one keeps its text there),
+    its decoding-speed summary lines (``frontier.summary``) once the frontier is measured."""
     out = results.get("cpu", {}).get("benchmarks", {}).get("frontier")
     if out:
-        write_between_markers(ROOT / "README.md", frontier.summary(out), *README_FRONTIER)
+        write_between_markers(ROOT / "docs" / "results" / "speed.md", frontier.summary(out), *DECODING_SPEED)
     for block, start, end in ((render_summary(results), SUMMARY_START, SUMMARY_END),
                               (render_table(results) + "\n", START, END), (render_rows(results), ROWS_START, ROWS_END),
                               (render_frontier(results), FRONTIER_START, FRONTIER_END)):
@@ -253,7 +253,7 @@ def main(argv: list[str] | None = None) -> None:
     if frontier.plot(results.get(kind, {}).get("benchmarks", {}).get("frontier", {}), out_dir / "frontier.png"):
         figures.append(out_dir / "frontier.png")
     if published:
-        update_readme(results)
+        update_pages(results)
     print(f"wrote {', '.join(map(str, [out_path, *figures]))}"
           + (" and the tables of docs/results/speed.md" if published else ""))
 

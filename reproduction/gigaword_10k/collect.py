@@ -1,8 +1,8 @@
 """The model rows of docs/results/gigaword-10k.md from the runs the driver kept: merges
 ``reproduction/gigaword_10k/runs/*.json`` into ``results.json`` (its lead-N and published parts
-stay as ``lead_baseline.py`` wrote them) and rewrites the page block and the README's summary lines.
+stay as ``lead_baseline.py`` wrote them) and rewrites the page's block and its summary lines.
 
-    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--readme FILE] [--figure FILE]
+    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--figure FILE]
 
 Per row: test ROUGE-1/2/L (mean ± sd over seeds), valid ROUGE-1 at the chosen checkpoint and
 length penalty, the learning rate (and the valid scores of its ``--lr-grid`` probes), the chosen
@@ -315,15 +315,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--kept", type=Path, default=KEPT, help="the driver's kept runs")
     p.add_argument("--results", type=Path, default=protocol.RESULTS, help="the results file (lead part kept)")
     p.add_argument("--page", type=Path, default=protocol.PAGE)
-    p.add_argument("--readme", type=Path, default=protocol.README, help="the file with the summary lines")
     p.add_argument("--figure", type=Path, default=FIGURE, help="the curves figure (needs matplotlib)")
     a = p.parse_args(argv)
     results = collect(a.kept, json.loads(a.results.read_text(encoding="utf-8")), a.figure)
     a.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     write_between_markers(a.page, page.markdown(results), protocol.START, protocol.END)
-    write_between_markers(a.readme, page.readme_summary(results), *protocol.README_MARKERS)
+    write_between_markers(a.page, page.summary(results), *protocol.SUMMARY_MARKERS)
     print(f"{len(results['models'])} model rows ({sum(len(m['seeds']) for m in results['models'].values())} runs); "
-          f"wrote {a.results}, the block of {a.page} and the summary of {a.readme}", file=sys.stderr)
+          f"wrote {a.results}, the block and the summary of {a.page}", file=sys.stderr)
 
 
 if __name__ == "__main__":

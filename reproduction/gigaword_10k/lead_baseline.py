@@ -10,7 +10,7 @@ al. 2015, section 7) is scored for N = 1 .. ``--max-n`` on both validation sets;
 ROUGE-1 on valid4k (the larger), and the test set is scored once, for lead-8 and the chosen
 N. Scorer: ``fairseq_ext.analysis.rouge`` (rouge-score, stemmed, mean sentence F1; ``UNK`` of
 the test set and ``<unk>`` of train/valid are the same word to it). Writes
-``reproduction/gigaword_10k/results.json``, the block of the page and the README's summary lines.
+``reproduction/gigaword_10k/results.json``, the block of the page and its summary lines.
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from pathlib import Path
 
 from fairseq_ext.analysis.hardware import cpu_and_cores
 from fairseq_ext.analysis.rouge import lead, rouge_f1
-from reproduction.gigaword_10k.page import markdown, readme_summary
-from reproduction.gigaword_10k.protocol import (CHOOSE_ON, END, PAGE, README, README_MARKERS, RESULTS, ROOT,
+from reproduction.gigaword_10k.page import markdown, summary
+from reproduction.gigaword_10k.protocol import (CHOOSE_ON, END, PAGE, RESULTS, SUMMARY_MARKERS, ROOT,
                                                 START, TEST, VALID)
 from reproduction.results_page import write_between_markers
 
@@ -99,7 +99,7 @@ def main(argv: list[str] | None = None) -> None:
                "published": PUBLISHED, "lead": lead_part, "models": {}}
     RESULTS.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
     write_between_markers(PAGE, markdown(results), START, END)
-    write_between_markers(README, readme_summary(results), *README_MARKERS)
+    write_between_markers(PAGE, summary(results), *SUMMARY_MARKERS)
     print(f"lead-8 on test: {lead_part['test']['lead-8']}; N chosen on valid4k: {lead_part['chosen_n']}; "
           f"wrote {RESULTS.relative_to(ROOT)} and the block of {PAGE.relative_to(ROOT)}", file=sys.stderr)
 

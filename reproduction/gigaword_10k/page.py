@@ -1,4 +1,4 @@
-"""The Gigaword 10k table as the page and the README show it, rendered from its results file
+"""The Gigaword 10k table and its summary lines as the page shows them, rendered from its results file
 (``protocol.RESULTS``): the published rows, lead-N, each trained row with its seeds and how its
 runs stopped, the notes under the table and the verdicts on the papers' claims. Written by
 ``lead_baseline.py`` (the lead-N part) and ``collect.py`` (the trained rows)."""
@@ -241,9 +241,12 @@ def stopped_by(m: dict) -> str:
 
 def published_gaps(results: dict, m: dict) -> str:
     """How far a trained row stands from lead-8, the lead-N chosen on valid and each published row
-    (test ROUGE-1, mean over seeds)."""
+    (test ROUGE-1, mean over seeds). Against a lead row that a claim compares it with, the gap is
+    the claim's difference (of the unrounded means), so that the two never differ by a rounding."""
     ours = m["test"]["rouge1"][0]
-    gaps = [f"{ours - scores['rouge1']:+.2f} to {name}" for name, scores in results["lead"]["test"].items()]
+    claimed = {c["baseline"]: c["delta_rouge1"] for c in results.get("comparisons", [])
+               if "delta_rouge1" in c and results["models"].get(c["row"]) is m}
+    gaps = [f"{claimed.get(name, ours - scores['rouge1']):+.2f} to {name}" for name, scores in results["lead"]["test"].items()]
     gaps += [f"{ours - p['rouge1']:+.2f} to the published {p['row'].split(' (')[0]}" for p in results["published"]]
     return ", ".join(gaps)
 
@@ -358,15 +361,16 @@ def batches_note(results: dict) -> list[str]:
             + "; ".join(parts) + "."]
 
 
-def readme_summary(results: dict) -> str:
-    """The README's lines on this table: lead-8 and the published rows, each trained row with its
-    gaps to them, and what the table decides for the papers' claims (``collect.CLAIMS``)."""
-    lead8 = results["lead"]["test"]["lead-8"]["rouge1"]
+def summary(results: dict) -> str:
+    """The page's summary lines above the table: the lead rows and the published rows, each
+    trained row with its gaps to them, and what the table decides for the papers' claims
+    (``collect.CLAIMS``)."""
+    leads = "; ".join(f"{name}{'' if name == 'lead-8' else f' (N chosen on {CHOOSE_ON})'} {scores['rouge1']:.2f}"
+                      for name, scores in results["lead"]["test"].items())
     published = "; ".join(f"{p['row'].split(' (')[0]}, published: {p['rouge1']:.2f}" for p in results["published"])
-    lines = [f"Gigaword, 10k training pairs, test1951 ROUGE-1 ([the low-resource table](docs/results/gigaword-10k.md)): "
-             f"lead-8 {lead8:.2f}; {published}."]
+    lines = [f"Test1951 ROUGE-1 (the table below): {leads}; {published}."]
     models = results.get("models") or {}
-    if models:  # one line for all rows, so that the README does not grow as rows land
+    if models:  # one line for all rows, so that the summary does not grow as rows land
         rows = [f"{m['label']} {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}, "
                 f"{stopped_by(m)}: {published_gaps(results, m)})" for m in models.values()]
         lines.append(f"- Trained rows: {'; '.join(rows)}.")

@@ -1,5 +1,5 @@
 """The terms the Gigaword 10k table's scripts share (docs/results/gigaword-10k.md): where its
-results, page and README lines live, the splits, the model rows, the words a run record uses for
+results, page and the page's summary lines live, the splits, the model rows, the words a run record uses for
 how it stopped, the verdicts that other text reads, how many seeds decide a claim and the user scripts
 whose defaults follow a row."""
 from __future__ import annotations
@@ -10,8 +10,7 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reproduction" / "gigaword_10k" / "results.json"
 PAGE = ROOT / "docs" / "results" / "gigaword-10k.md"
 START, END = "<!-- gigaword-10k:start -->", "<!-- gigaword-10k:end -->"
-README = ROOT / "README.md"
-README_MARKERS = ("<!-- gigaword-10k-summary:start -->", "<!-- gigaword-10k-summary:end -->")
+SUMMARY_MARKERS = ("<!-- gigaword-10k-summary:start -->", "<!-- gigaword-10k-summary:end -->")  # on PAGE, above the table
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"

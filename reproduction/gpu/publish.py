@@ -73,13 +73,13 @@ def render_block(summaries: list[dict]) -> str:
 
 def publish_bench(run_dir: Path) -> None:
     from reproduction.benchmarks.plot import load_results, plot_maskpredict_speedup, plot_ratios
-    from reproduction.benchmarks.run import RESULTS, update_readme
+    from reproduction.benchmarks.run import RESULTS, update_pages
 
     shutil.copy(run_dir / "gpu.json", RESULTS / "gpu.json")
     results = load_results(RESULTS)
     plot_ratios(results, RESULTS / "speed.png")
     plot_maskpredict_speedup(results, RESULTS / "maskpredict_speedup.png")
-    update_readme(results)
+    update_pages(results)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -15,8 +15,8 @@ A difference is called established only at p < 0.05 in the paired t-test. Runs t
 missing (the driver resumes them) are listed, and tests pair only seeds present in both rows.
 ``--publish`` writes ``results/glue.json``, every run's dev predictions
 (``results/glue_predictions/TASK/RUN.txt``, one predicted label a line), the figures ``results/glue_*.png``, the
-``table3-glue`` block of ``docs/results/position-masking.md`` and the ``table3-glue-summary``
-block of the README (each claim's verdicts with their p-values).
+``table3-glue`` block of ``docs/results/position-masking.md`` and its ``table3-glue-summary``
+block (each claim's verdicts with their p-values).
 """
 from __future__ import annotations
 
@@ -34,7 +34,6 @@ from reproduction.results_page import write_between_markers
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 PAGE = ROOT / "docs" / "results" / "position-masking.md"
-README = ROOT / "README.md"
 TASKS = ("CoLA", "SST-2")
 METRIC_NAMES = {"CoLA": "MCC x 100", "SST-2": "accuracy (%)"}
 CURVE_FIELD = {"CoLA": "mcc", "SST-2": "accuracy"}
@@ -246,6 +245,11 @@ def fmt(x: float | None, digits: int = 2) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def p_value(p: float | None, test: str = "") -> str:
+    """``, TEST p = 0.123``; nothing where the test could not run (its verdict says why)."""
+    return "" if p is None else f", {test + ' ' if test else ''}p = {p:.3f}"
+
+
 def markdown(summary: dict) -> str:
     lines = [f"- {line}" for line in summary.get("data", [])]
     if lines:
@@ -284,14 +288,14 @@ def markdown(summary: dict) -> str:
         what = (f"position mask {t['b'][1:]} vs {t['a'][1:]}" if t["claim"] == "position masking"
                 else "straight-through vs ordinary dropout")
         lines.append(f"- {t['task']}, {where}: {what}: {t['verdict']} ({fmt(t['mean_difference'])} points, "
-                     f"n = {t['n']}, t-test p = {fmt(t['t_test_p'], 3)}, Wilcoxon p = {fmt(t['wilcoxon_p'], 3)}).")
+                     f"n = {t['n']}{p_value(t['t_test_p'], 't-test')}{p_value(t['wilcoxon_p'], 'Wilcoxon')}).")
     if summary.get("convergence"):
         lines += ["", "Convergence (fairseq's logged dev metric at each validation, position mask "
                   "0.10 vs 0, paired by seed):", ""]
         for c in summary["convergence"]:
             lines.append(f"- {c['task']}, {'straight-through' if c['straight_through'] else 'ordinary'} dropout, "
-                         f"{c['updates']} updates: {c['verdict']} ({fmt(c['mean_difference'])} points, n = {c['n']}, "
-                         f"t-test p = {fmt(c['t_test_p'], 3)}).")
+                         f"{c['updates']} updates: {c['verdict']} ({fmt(c['mean_difference'])} points, n = {c['n']}"
+                         f"{p_value(c['t_test_p'], 't-test')}).")
     if summary["largest_gap_to_fairseq_logged_metric"] is not None:
         lines += ["", "Scores are computed by scikit-learn from each model's dev predictions; they differ from the metric "
                   f"fairseq logged at its last validation by at most {summary['largest_gap_to_fairseq_logged_metric']:.2f} "
@@ -302,22 +306,21 @@ def markdown(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def readme_summary(summary: dict) -> str:
-    """The README's lines on Table 3: each claim's verdict per task, with the paired t-test's p."""
+def page_summary(summary: dict) -> str:
+    """The page's summary lines on Table 3: each claim's verdict per task, with the paired t-test's p."""
     def verdicts(claim: str, label) -> str:
         parts = []
         for t in summary["tests"]:
             if t["claim"] != claim:
                 continue
-            parts.append(f"{t['task']} {label(t)}: {t['verdict']} ({fmt(t['mean_difference'])} points, "
-                         f"p = {fmt(t['t_test_p'], 3)})")
+            parts.append(f"{t['task']} {label(t)}: {t['verdict']} ({fmt(t['mean_difference'])} points"
+                         f"{p_value(t['t_test_p'])})")
         return "; ".join(parts)
 
     seeds = sorted({s for r in summary["rows"] for s in r["seeds"]})
     updates = sorted({c["updates"] for c in summary["commands"].values()})
     lines = [f"Position masking on GLUE dev from all-MiniLM-L6-v2 ({len(seeds)} fine-tuning seeds per row, "
-             f"{'/'.join(map(str, updates))} fine-tuning updates, paired t-test by seed; "
-             "[Table 3](docs/results/position-masking.md)):", "",
+             f"{'/'.join(map(str, updates))} fine-tuning updates, paired t-test by seed; the tables below):", "",
              "- position mask 0.10 vs 0 in continued pre-training: "
              + verdicts("position masking",
                         lambda t: "straight-through" if t["straight_through"] else "ordinary dropout") + ";",
@@ -350,7 +353,7 @@ def main(argv: list[str] | None = None) -> None:
                              "--wikitext WIKITEXT/wiki.valid.raw --plugin-root SNAPSHOT")
         (a.out / "glue.json").write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         write_between_markers(PAGE, block, "<!-- table3-glue:start -->", "<!-- table3-glue:end -->")
-        write_between_markers(README, readme_summary(summary), "<!-- table3-glue-summary:start -->",
+        write_between_markers(PAGE, page_summary(summary), "<!-- table3-glue-summary:start -->",
                               "<!-- table3-glue-summary:end -->")
 
 

@@ -3,7 +3,7 @@
 grid, each dropout arm's dev score over its seeds (mean, standard deviation), the
 straight-through arm against ordinary dropout paired by seed (Wagner et al. 2020, section 2.2),
 the majority-class bar, and the published MiniLM-class rows; with ``--publish`` also the
-README's ``table3-glue-full-summary`` lines (each arm, the gap to the published MiniLM row, the
+page's ``table3-glue-full-summary`` lines (each arm, the gap to the published MiniLM row, the
 verdict on the enhanced dropout gradient).
 
     python -m reproduction.position_masking.collect_glue_full [--publish]
@@ -23,8 +23,7 @@ from reproduction.results_page import write_between_markers
 PAGE = ROOT / "docs" / "results" / "position-masking.md"
 SUMMARY = ROOT / "reproduction" / "position_masking" / "results" / "glue_full.json"
 START, END = "<!-- table3-glue-full:start -->", "<!-- table3-glue-full:end -->"
-README = ROOT / "README.md"
-README_MARKERS = ("<!-- table3-glue-full-summary:start -->", "<!-- table3-glue-full-summary:end -->")
+SUMMARY_MARKERS = ("<!-- table3-glue-full-summary:start -->", "<!-- table3-glue-full-summary:end -->")  # on PAGE
 SEEDS = (1, 2, 3, 4, 5)
 MINILM_README = "microsoft/unilm, minilm/README.md (dev)"
 PUBLISHED = [  # GLUE dev: CoLA Matthews correlation x 100, SST-2 accuracy
@@ -143,12 +142,12 @@ def seed_curve(curves: dict, task: str) -> str | None:
             + f"; each run's last validation is {statistics.fmean(below):.2f} points below its best on average.")
 
 
-def readme_summary(summary: dict) -> str:
-    """The README's lines on the full-budget table: each task's two arms, the gap to the
+def page_summary(summary: dict) -> str:
+    """The page's summary lines on the full-budget table: each task's two arms, the gap to the
     published MiniLM row, and what the paired test decides for the enhanced dropout gradient."""
     minilm = next(p for p in summary["published"] if p["row"].startswith("MiniLM"))
     lines = ["GLUE dev at the published fine-tuning budget (BERT's recipe, from all-MiniLM-L6-v2, chosen learning "
-             "rate, paired t-test by seed; [the full-budget table](docs/results/position-masking.md)):", ""]
+             "rate, paired t-test by seed; the full-budget table below):", ""]
     for task in TASKS:
         row = summary["tasks"].get(task)
         if row is None or not (row["ordinary"]["n"] or row["grid"]):
@@ -198,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.publish:
         SUMMARY.write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
         write_between_markers(PAGE, block, START, END)
-        write_between_markers(README, readme_summary(summary), *README_MARKERS)
+        write_between_markers(PAGE, page_summary(summary), *SUMMARY_MARKERS)
 
 
 if __name__ == "__main__":

@@ -78,7 +78,7 @@ def published_into(monkeypatch, tmp_path):
     FakeBenchmark.calls = 0
     monkeypatch.setattr(run, "RESULTS", tmp_path)
     monkeypatch.setattr(run, "benchmark", lambda name: FakeBenchmark)
-    monkeypatch.setattr(run, "update_readme", pages.append)
+    monkeypatch.setattr(run, "update_pages", pages.append)
     return pages
 
 

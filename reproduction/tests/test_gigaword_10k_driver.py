@@ -171,7 +171,7 @@ def test_a_difference_is_established_only_when_both_the_sentences_and_the_seeds_
     """Every test sentence is 0.6 higher on average over seeds (bootstrap p ~ 0), but the per-seed
     differences are +2.0, -0.5, +0.3: a t-test paired by seed (p ~ 0.5) does not show it, so
     neither does the verdict; a lead-8 claim, with no seeds, rests on the bootstrap alone; seeds
-    that agree over sentences that do not are not enough either; and the page and the README
+    that agree over sentences that do not are not enough either; and the table and the summary
     give both tests' p-values."""
     def run(seed, score):
         return {"test_sentence_rouge1": [score] * 40, "test": {"rouge1": score}, "seed": seed, "stopped": "patience"}
@@ -189,11 +189,11 @@ def test_a_difference_is_established_only_when_both_the_sentences_and_the_seeds_
     assert collect.verdict(0.1, 0.5, 0.0, 0.01) == "not shown: significant across seeds, not over the test sentences"
     assert collect.verdict(0.1, 0.5, 0.0, 0.2) == collect.verdict(0.1, 0.5, 0.0) == "no significant difference"
     assert collect.verdict(0.1, 0.5, 3.0, 0.01) == "not shown: not significantly more than 3 points"
-    # the page and the README's claims line both give the t-test beside the bootstrap, where there is one
+    # the table's notes and the summary's claims line both give the t-test beside the bootstrap, where there is one
     assert page.p_values(against_p1) == f"bootstrap {page.p_value(against_p1['bootstrap_p'], against_p1['resamples'])}, " \
         f"t-test p = {against_p1['t_test_p']:.3f}" and page.p_values(against_lead) == "bootstrap p < 0.001"
     kept = json.loads(protocol.RESULTS.read_text())
-    claims = next(line for line in page.readme_summary(kept).splitlines() if line.startswith("- Claims: "))
+    claims = next(line for line in page.summary(kept).splitlines() if line.startswith("- Claims: "))
     assert [page.p_values(c) in claims for c in kept["comparisons"] if "delta_rouge1" in c].count(True) >= 2
     assert all(page.p_values(c) in claims for c in kept["comparisons"] if "t_test_p" in c)
 
@@ -307,7 +307,7 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     assert any(c["row"] == "p1" and c["baseline"] == "transformer" for c in results["comparisons"])
     gap = row["test"]["rouge1"][0] - results["lead"]["test"]["lead-8"]["rouge1"]
     assert f"- ProphetNet n = 1, span pre-training: {gap:+.2f} to lead-8, " in text
-    summary = page.readme_summary(results)
+    summary = page.summary(results)
     why = ("stopped at the cap of 10 updates, not converged" if row["stopped"] == ["max-updates (not converged)"]
            else "stopped by early stopping (patience 2)")
     trained = next(line for line in summary.splitlines() if line.startswith("- Trained rows: "))
@@ -321,15 +321,15 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     machine = pt["hardware"].split(",")[0]
     assert f"n = 1: 4 updates, 0.0 h in 1 call on {machine}. The training loss is the criterion's" in text
     assert f"Its corpus: {pre['corpus']['lines']:,} lines" in text
-    page_file, readme = tmp_path / "page.md", tmp_path / "README.md"
-    page_file.write_text(f"x\n{protocol.START}\nold\n{protocol.END}\ny\n")
-    readme.write_text(f"x\n{protocol.README_MARKERS[0]}\nold\n{protocol.README_MARKERS[1]}\ny\n")
+    page_file = tmp_path / "page.md"
+    page_file.write_text(f"x\n{protocol.SUMMARY_MARKERS[0]}\nold\n{protocol.SUMMARY_MARKERS[1]}\n{protocol.START}\nold\n"
+                         f"{protocol.END}\ny\n")
     (tmp_path / "r.json").write_text(protocol.RESULTS.read_text())
-    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page_file), "--readme", str(readme),
+    collect.main(["--kept", str(kept), "--results", str(tmp_path / "r.json"), "--page", str(page_file),
                   "--figure", str(tmp_path / "f.png")])
     written = json.loads((tmp_path / "r.json").read_text())
     assert page.markdown(written) in page_file.read_text()
-    assert page.readme_summary(written) in readme.read_text()
+    assert page.summary(written) in page_file.read_text()
 
 
 def test_an_interrupted_run_resumes_from_its_last_validation(tiny, monkeypatch, tmp_path):

@@ -10,7 +10,7 @@ import statistics
 import pytest
 from scipy import stats
 
-from reproduction.position_masking.collect_glue import markdown, plot, readme_summary, summarise
+from reproduction.position_masking.collect_glue import markdown, page_summary, plot, summarise
 
 SEEDS = [1, 2, 3]
 
@@ -81,7 +81,7 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
     assert at50["seeds"] == SEEDS and math.isclose(at50["mean_difference"], statistics.fmean(diff))
     assert math.isclose(at50["t_test_p"], test["t_test_p"])
     assert "- CoLA, ordinary dropout, 50 updates: " in text
-    summary = readme_summary(s)
+    summary = page_summary(s)
     p = f"{test['t_test_p']:.3f}"
     assert (f"CoLA ordinary dropout: {test['verdict']} ({statistics.fmean(diff):.2f} points, p = {p})" in summary)
     assert "CoLA MiniLM as converted: not tested (fewer than 3 paired seeds)" in summary

@@ -67,8 +67,8 @@ TABLES = {
                       lambda: collect_minilm.markdown(load(REPRO / "position_masking" / "results" / "minilm.json"))),
     "table3-glue": ("docs/results/position-masking.md",
                     lambda: collect_glue.markdown(load(REPRO / "position_masking" / "results" / "glue.json"))),
-    "table3-glue-summary": ("README.md",
-                            lambda: collect_glue.readme_summary(load(REPRO / "position_masking" / "results" / "glue.json"))),
+    "table3-glue-summary": ("docs/results/position-masking.md",
+                            lambda: collect_glue.page_summary(load(REPRO / "position_masking" / "results" / "glue.json"))),
     "unilm-pretrained": ("docs/results/unilm.md",
                          lambda: collect_gigaword.markdown(load_rouge_summary(REPRO / "unilm" / "pretrained_results.json"))),
     "bench-summary": ("docs/results/speed.md", lambda: render_summary(load_results(REPRO / "benchmarks" / "results"))),
@@ -78,17 +78,17 @@ TABLES = {
                       lambda: length_offset.render(load(REPRO / "hi_cmlm" / "length_offset.json"))),
     "gap-significance": ("docs/results/speed.md",
                          lambda: gap_significance.render(load(REPRO / "hi_cmlm" / "gap_significance.json"))),
-    "decoding-speed": ("README.md", lambda: frontier.summary(
+    "decoding-speed": ("docs/results/speed.md", lambda: frontier.summary(
         load_results(REPRO / "benchmarks" / "results")["cpu"]["benchmarks"]["frontier"])),
     "frontier": ("docs/results/speed.md", lambda: render_frontier(load_results(REPRO / "benchmarks" / "results"))),
     "gpu-rehearsal": ("docs/gpu.md", lambda: rehearse.render(load(REPRO / "gpu" / "rehearsal.json"))),
     "gpu-check": ("docs/gpu.md", lambda: publish.render_block(publish.published())),
     "table3-glue-full": ("docs/results/position-masking.md",
                          lambda: collect_glue_full.markdown(load(collect_glue_full.SUMMARY))),
-    "table3-glue-full-summary": ("README.md",
-                                 lambda: collect_glue_full.readme_summary(load(collect_glue_full.SUMMARY))),
+    "table3-glue-full-summary": ("docs/results/position-masking.md",
+                                 lambda: collect_glue_full.page_summary(load(collect_glue_full.SUMMARY))),
     "gigaword-10k": ("docs/results/gigaword-10k.md", lambda: page.markdown(load(protocol.RESULTS))),
-    "gigaword-10k-summary": ("README.md", lambda: page.readme_summary(load(protocol.RESULTS))),
+    "gigaword-10k-summary": ("docs/results/gigaword-10k.md", lambda: page.summary(load(protocol.RESULTS))),
 }
 
 
