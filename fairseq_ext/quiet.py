@@ -112,5 +112,6 @@ def quiet_plugin_command(parser: argparse.ArgumentParser) -> None:
 
 def hush_command() -> None:
     """``hush()`` for a command line of the plugin, before it imports fairseq: kept loud by
-    ``--verbose`` among its arguments (its parser accepts the flag, with ``VERBOSE_HELP``)."""
-    hush(verbose="--verbose" in sys.argv[1:])
+    ``--verbose`` among its arguments (its parser accepts the flag, with ``VERBOSE_HELP``) or by
+    ``FAIRSEQ_EXT_VERBOSE=1``."""
+    hush(verbose="--verbose" in sys.argv[1:] or verbose_asked())
