@@ -147,6 +147,28 @@ def test_the_environment_keeps_everything_for_a_plugin_task(tiny_data, tiny_chec
     assert "'_name': 'cmlm_hybrid'" in loud and HYDRA in loud
 
 
+SET_UP = ("import logging, sys\n"
+          "from omegaconf import OmegaConf\n"
+          "from fairseq import tasks\n"
+          "from fairseq.dataclass.configs import FairseqConfig\n"
+          "from fairseq_ext import plugin\n"
+          "plugin.load()\n"
+          "from fairseq_ext.tasks.cmlm_hybrid import CMLMHybridConfig\n"
+          "before = logging.getLogger('fairseq').level\n"
+          "config = CMLMHybridConfig(_name='cmlm_hybrid', data=sys.argv[1], source_lang='en', target_lang='de')\n"
+          "tasks.setup_task(OmegaConf.structured(FairseqConfig(task=config)).task)\n"
+          "print(before, logging.getLogger('fairseq').level)\n")
+
+
+@pytest.mark.parametrize("env, levels", [({}, "0 30"), ({quiet.VERBOSE_ENV: "1"}, "0 0")], ids=["quiet", "verbose"])
+def test_a_plugin_task_set_up_without_fairseqs_parser_quiets_fairseq_unless_the_environment_says(
+        env, levels, tiny_data, tmp_path):
+    """What ``fairseq-hydra-train`` and Python code do: no ``add_args``, the task's ``setup_task``
+    decides (loading the plugin alone changes nothing)."""
+    proc = command([sys.executable, "-c", SET_UP, tiny_data], tmp_path, env)
+    assert proc.stdout.split() == levels.split()
+
+
 def normalised(text: str, save_dir) -> list[str]:
     """``text`` less what differs from run to run: times, speeds, the save folder, the user dir."""
     text = text.replace(str(save_dir), "SAVE")
