@@ -5,9 +5,9 @@ Importing fairseq logs at INFO (``Please install tensorboardX``; one of its modu
 some forty lines of set-up, fairseq's Hydra calls raise five deprecation warnings per
 configuration and its data loader torch's ``pin_memory`` warning on CPU. ``hush()`` drops them
 for the rest of the process and keeps what a user reads: the progress lines (``train_inner``,
-``train``, ``valid``: losses, BLEU, ROUGE), ``RESULTS`` (one line per checkpoint saved or
-loaded, the size of the model, the end of the training, the speed of decoding), every warning
-and error, and the plugin's own messages.
+``train``, ``valid``: losses, BLEU, ROUGE), ``RESULTS`` (one line per checkpoint saved,
+resumed or fine-tuned from, the size of the model, the end of the training, the speed of
+decoding), every warning and error, and the plugin's own messages (docs/output.md).
 
 Who is quiet:
 
@@ -34,7 +34,7 @@ PROGRESS = "fairseq.logging.progress_bar"  # logs as train_inner, train, valid (
 RESULTS = {  # logger: the start of each INFO message kept
     "fairseq_cli.train": ("num. shared model params", "done training", "early stop"),
     "fairseq.trainer": ("Loaded checkpoint",),
-    "fairseq.checkpoint_utils": ("Saved checkpoint",),
+    "fairseq.checkpoint_utils": ("Saved checkpoint", "loading pretrained model from"),  # --finetune-from-model
     "fairseq_cli.generate": ("Translated ",),
     "fairseq_cli.interactive": ("Type the input", "Total time"),
 }
