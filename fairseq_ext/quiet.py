@@ -93,10 +93,12 @@ def verbose_asked() -> bool:
 
 
 class _Verbose(argparse.Action):
-    """``--verbose``: everything from now on (parsed before fairseq builds its configuration)."""
+    """``--verbose``: everything from now on (parsed before fairseq builds its configuration),
+    in the processes the command starts too (the ranks fairseq spawns set their task up anew)."""
 
     def __call__(self, parser, namespace, values, option_string=None):
         setattr(namespace, self.dest, True)
+        os.environ[VERBOSE_ENV] = "1"
         hush(verbose=True)
 
 

@@ -24,6 +24,7 @@ PIN_MEMORY = "'pin_memory' argument is set as true"
 def loud_env() -> dict:
     env = cli_env()
     env.pop("PYTHONWARNINGS")
+    env.pop(quiet.VERBOSE_ENV, None)
     return env
 
 
@@ -167,6 +168,21 @@ def test_a_plugin_task_set_up_without_fairseqs_parser_quiets_fairseq_unless_the_
     decides (loading the plugin alone changes nothing)."""
     proc = command([sys.executable, "-c", SET_UP, tiny_data], tmp_path, env)
     assert proc.stdout.split() == levels.split()
+
+
+PARSE = ("import logging, os, sys\n"
+         "from fairseq import options\n"
+         "from fairseq_ext import plugin\n"
+         "plugin.load()\n"
+         "options.parse_args_and_arch(options.get_training_parser(), sys.argv[1:])\n"
+         "print(os.environ.get('FAIRSEQ_EXT_VERBOSE'), logging.getLogger('fairseq').level)\n")
+
+
+def test_verbose_is_handed_to_the_processes_the_command_starts(tiny_data, tmp_path):
+    """The ranks fairseq spawns for a distributed training set their task up anew, without
+    fairseq's parser: the environment tells them."""
+    args = [tiny_data, "--task", "cmlm_hybrid", "--arch", "hi_cmlm_transformer_tiny"]
+    assert command([sys.executable, "-c", PARSE, *args, "--verbose"], tmp_path).stdout.split() == ["1", "0"]
 
 
 def normalised(text: str, save_dir) -> list[str]:
