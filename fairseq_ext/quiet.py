@@ -47,7 +47,7 @@ NOISE = (
     r"\s*The strict flag in the compose API is deprecated",
     r"'pin_memory' argument is set as true but no accelerator is found",
 )
-VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"  # "1": a plugin task set up outside a command line keeps everything
+VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"  # "1": everything, as --verbose (which sets it for the processes it starts)
 VERBOSE_HELP = ("show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
                 "deprecation warnings (hidden by default)")
 _chosen: list[bool] = []  # the verbose of the last hush(): --verbose parsed, the hub's verbose=
