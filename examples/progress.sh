@@ -8,6 +8,9 @@
 # without their time stamp: fairseq-train's every --log-interval updates (train_inner), each
 # validation and end of epoch; fairseq-generate's batches (its "N / M wps=" lines on stderr with
 # --log-format simple). Under `set -o pipefail` the pipeline fails when the fairseq command does.
+# LOG is the record of the run: the commands of the plugin's tasks log everything there, their
+# configuration and set-up included, as with --verbose (FAIRSEQ_EXT_VERBOSE=1, docs/output.md).
+export FAIRSEQ_EXT_VERBOSE=1
 fairseq_progress() {
   local append=()
   if [ "$1" = -a ]; then append=(-a); shift; fi

@@ -21,7 +21,9 @@ HEADER = ("# Options\n\n"
           "its range (or its choices) and its help. Generated from the dataclass configs by "
           "`python -m fairseq_ext.options_table > docs/options.md`; do not edit by hand. On the command line, "
           "`fairseq-train --user-dir fairseq_ext --task TASK --arch ARCH --criterion CRITERION --help` lists "
-          "the same options with their defaults.\n")
+          "the same options with their defaults. Every task of the plugin also takes `--verbose`, which keeps the "
+          "whole log fairseq prints (its configuration, the model, the set-up, Hydra's and torch's warnings; "
+          "[what the commands print](output.md)).\n")
 
 
 def _own_fields(config: type) -> list[dataclasses.Field]:

@@ -1,19 +1,43 @@
 """Quiet by default: fairseq's and Hydra's noise off, the user's results and the plugin's messages on.
 
 Importing fairseq logs at INFO (``Please install tensorboardX``; one of its modules runs
-``logging.basicConfig(level=DEBUG)``), each batch iterator logs four INFO lines, fairseq's
-Hydra calls raise five deprecation warnings per configuration and its data loader torch's
-``pin_memory`` warning on CPU. ``hush()`` drops them for the rest of the process: the plugin's
-command lines call it before they import fairseq (``--verbose`` keeps them), the hub API's
-``from_pretrained`` when it loads (``verbose=True`` keeps them). fairseq's own command lines are
-left as they are: they show their log, and the plugin adds no warning of its own to them."""
+``logging.basicConfig``), ``fairseq-train`` logs its whole configuration, the model's layers and
+some forty lines of set-up, fairseq's Hydra calls raise five deprecation warnings per
+configuration and its data loader torch's ``pin_memory`` warning on CPU. ``hush()`` drops them
+for the rest of the process and keeps what a user reads: the progress lines (``train_inner``,
+``train``, ``valid``: losses, BLEU, ROUGE), ``RESULTS`` (one line per checkpoint saved,
+resumed or fine-tuned from, the size of the model, the end of the training, the speed of
+decoding), every warning and error, and the plugin's own messages (docs/output.md).
+
+Who is quiet:
+
+* a fairseq command of the plugin's tasks: fairseq asks the task for its options
+  (``add_args``, ``fairseq_ext.tasks.quiet_commands``) before it builds the configuration, and a
+  task the plugin registers calls ``quiet_plugin_command`` there; ``--verbose`` (an option the
+  call adds) keeps everything. ``fairseq-hydra-train`` and Python code that set up a plugin
+  task go quiet at ``setup_task``; ``FAIRSEQ_EXT_VERBOSE=1`` keeps everything there;
+* the plugin's own command lines (``hush_command`` before they import fairseq) and the hub API's
+  ``from_pretrained`` (``verbose=True`` keeps everything).
+
+fairseq's own tasks are left as they are: their commands print the same with the plugin loaded
+as without it."""
 from __future__ import annotations
 
+import argparse
 import logging
+import os
 import sys
 import warnings
 
 LOGGERS = ("fairseq", "fairseq_cli", "hydra")
+PROGRESS = "fairseq.logging.progress_bar"  # logs as train_inner, train, valid (fairseq's rename_logger)
+RESULTS = {  # logger: the start of each INFO message kept
+    "fairseq_cli.train": ("num. shared model params", "done training", "early stop"),
+    "fairseq.trainer": ("Loaded checkpoint",),
+    "fairseq.checkpoint_utils": ("Saved checkpoint", "loading pretrained model from"),  # --finetune-from-model
+    "fairseq_cli.generate": ("Translated ",),
+    "fairseq_cli.interactive": ("Type the input", "Total time"),
+}
 # the start of each message (Python's warnings filters match there), case-insensitive
 NOISE = (
     r"hydra\.experimental\.\w+\(\) is no longer experimental",
@@ -23,7 +47,20 @@ NOISE = (
     r"\s*The strict flag in the compose API is deprecated",
     r"'pin_memory' argument is set as true but no accelerator is found",
 )
-VERBOSE_HELP = "show fairseq's INFO log and Hydra's and torch's deprecation warnings (hidden by default)"
+VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"  # "1": everything, as --verbose (which sets it for the processes it starts)
+VERBOSE_HELP = ("show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
+                "deprecation warnings (hidden by default)")
+_chosen: list[bool] = []  # the verbose of the last hush(): --verbose parsed, the hub's verbose=
+
+
+class _KeepResults(logging.Filter):
+    """Below WARNING, only the messages ``RESULTS`` names for the record's logger."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or record.getMessage().startswith(RESULTS.get(record.name, ()))
+
+
+KEEP_RESULTS = _KeepResults()
 
 
 def _ours(entry: tuple) -> bool:
@@ -31,17 +68,52 @@ def _ours(entry: tuple) -> bool:
 
 
 def hush(verbose: bool = False) -> None:
-    """Unless ``verbose``: log records of ``LOGGERS`` below WARNING and the warnings of
-    ``NOISE`` are dropped from now on. ``hush(True)`` brings them back."""
+    """Unless ``verbose``: log records of ``LOGGERS`` below WARNING, but for the progress lines and
+    ``RESULTS``, and the warnings of ``NOISE`` are dropped from now on. ``hush(True)`` brings them back."""
+    _chosen[:] = [verbose]
     for name in LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
+    kept = logging.NOTSET if verbose else max(logging.INFO, logging.getLogger().level)  # LOGLEVEL=WARNING holds
+    for name in (PROGRESS, *RESULTS):
+        logger = logging.getLogger(name)
+        logger.setLevel(kept)
+        logger.removeFilter(KEEP_RESULTS)
+        if not verbose and name in RESULTS:
+            logger.addFilter(KEEP_RESULTS)
     warnings.filters[:] = [entry for entry in warnings.filters if not _ours(entry)]
     if not verbose:
         for message in NOISE:
             warnings.filterwarnings("ignore", message=message)
 
 
+def verbose_asked() -> bool:
+    """Whether the last ``hush()`` of this process was ``hush(True)`` (``--verbose``, the hub's
+    ``verbose=True``) or ``FAIRSEQ_EXT_VERBOSE=1`` is set."""
+    return (_chosen or [False])[-1] or os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "on", "true", "yes")
+
+
+class _Verbose(argparse.Action):
+    """``--verbose``: everything from now on (parsed before fairseq builds its configuration),
+    in the processes the command starts too (the ranks fairseq spawns set their task up anew)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, True)
+        os.environ[VERBOSE_ENV] = "1"
+        hush(verbose=True)
+
+
+def quiet_plugin_command(parser: argparse.ArgumentParser) -> None:
+    """For a command line whose task is the plugin's (its ``add_args``): ``--verbose`` added to
+    ``parser``, and ``hush()`` unless it was given."""
+    try:
+        parser.add_argument("--verbose", action=_Verbose, nargs=0, default=False, help=VERBOSE_HELP)
+    except argparse.ArgumentError:  # added by an earlier pass of fairseq's parser
+        pass
+    hush(verbose=verbose_asked())
+
+
 def hush_command() -> None:
-    """``hush()`` for a command line, before it imports fairseq: kept loud by ``--verbose``
-    among its arguments (its parser accepts the flag, with ``VERBOSE_HELP``)."""
-    hush(verbose="--verbose" in sys.argv[1:])
+    """``hush()`` for a command line of the plugin, before it imports fairseq: kept loud by
+    ``--verbose`` among its arguments (its parser accepts the flag, with ``VERBOSE_HELP``) or by
+    ``FAIRSEQ_EXT_VERBOSE=1``."""
+    hush(verbose="--verbose" in sys.argv[1:] or verbose_asked())

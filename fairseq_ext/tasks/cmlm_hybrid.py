@@ -30,6 +30,7 @@ from fairseq_ext.generation.decoding_options import check_mask_predict_options, 
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
+from fairseq_ext.tasks.quiet_commands import QuietCommands
 from fairseq_ext.tokenizer_check import checked_bpe
 
 
@@ -69,7 +70,7 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
 
 
 @register_task("cmlm_hybrid", dataclass=CMLMHybridConfig)
-class CMLMHybridTask(TranslationLevenshteinTask):
+class CMLMHybridTask(QuietCommands, TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
@@ -172,10 +173,13 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         if self.cfg.int8_decoding:
             for model in models:
                 quantize_for_decoding(model)
+        length_beam = generation_option(args, "iter_decode_with_beam")
+        if hasattr(args, "beam"):  # fairseq-generate's last line, "Generate SUBSET with beam=N": not --beam's 5
+            args.beam = length_beam
         return MaskPredictGenerator(
             self.target_dictionary,
             max_iter=generation_option(args, "iter_decode_max_iter"),
-            beam_size=generation_option(args, "iter_decode_with_beam"),
+            beam_size=length_beam,
             reranking=generation_option(args, "iter_decode_with_external_reranker"),
             decoding_format=generation_option(args, "decoding_format"),
             adaptive=not generation_option(args, "iter_decode_force_max_iter"),

@@ -25,6 +25,8 @@ from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
+from fairseq_ext.tasks.quiet_commands import QuietCommands
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +43,7 @@ class PermutationLMConfig(FairseqDataclass):
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(UniLMTask, FairseqTask):
+class PermutationLMTask(QuietCommands, TorchAmpTrainStep, UniLMTask, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig

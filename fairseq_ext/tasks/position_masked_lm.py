@@ -27,6 +27,8 @@ from fairseq_ext.data.size_checks import (
 )
 from fairseq_ext.errors import FairseqExtError, require
 from fairseq_ext.interfaces import PositionMaskingTask
+from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
+from fairseq_ext.tasks.quiet_commands import QuietCommands
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +83,7 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
 
 
 @register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
-class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
+class PositionMaskedLMTask(QuietCommands, TorchAmpTrainStep, PositionMaskingTask, MaskedLMTask):
     """Masked LM whose examples also carry masked positions and their labels."""
 
     cfg: PositionMaskedLMConfig

@@ -22,6 +22,8 @@ from fairseq_ext.data.mass_span_dataset import MassSpanDataset
 from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines, refuse_missing_data_folder,
                                           refuse_truncated_binaries)
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
+from fairseq_ext.tasks.quiet_commands import QuietCommands
 
 logger = logging.getLogger(__name__)
 
@@ -58,7 +60,7 @@ def _language_model_data(folder: str) -> bool:
 
 
 @register_task("prophetnet_denoising", dataclass=ProphetNetDenoisingConfig)
-class ProphetNetDenoisingTask(FairseqTask):
+class ProphetNetDenoisingTask(QuietCommands, TorchAmpTrainStep, FairseqTask):
     """Span-masking pre-training of an encoder-decoder on monolingual text."""
 
     cfg: ProphetNetDenoisingConfig

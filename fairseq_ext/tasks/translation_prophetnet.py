@@ -16,6 +16,8 @@ from fairseq_ext.data.size_checks import (note_unknown_share, refuse_empty_lines
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
+from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
+from fairseq_ext.tasks.quiet_commands import QuietCommands
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 from fairseq_ext.tokenizer_check import checked_bpe
 
@@ -26,7 +28,7 @@ class TranslationProphetNetConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 
 @register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
-class TranslationProphetNetTask(TranslationTask):
+class TranslationProphetNetTask(QuietCommands, TorchAmpTrainStep, TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig

@@ -23,6 +23,8 @@ from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
+from fairseq_ext.tasks.quiet_commands import QuietCommands
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 from fairseq_ext.tokenizer_check import checked_bpe
 
@@ -49,7 +51,7 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(QuietCommands, TorchAmpTrainStep, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig

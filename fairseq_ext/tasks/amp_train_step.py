@@ -1,0 +1,26 @@
+"""fairseq's ``FairseqTask.train_step`` with torch's current autocast.
+
+fairseq 0.12 enters ``torch.cuda.amp.autocast(enabled=...)`` around the forward pass of every
+update; torch >= 2.4 deprecates that spelling, and each training prints a ``FutureWarning``.
+``torch.amp.autocast("cuda", enabled=...)`` is the same context (mixed precision on CUDA under
+``--amp``, nothing otherwise) without the warning. No other line differs from fairseq's."""
+from __future__ import annotations
+
+import torch
+from fairseq.optim.amp_optimizer import AMPOptimizer
+
+
+class TorchAmpTrainStep:
+    """Mixed in before a fairseq task class whose ``train_step`` is ``FairseqTask``'s."""
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        model.train()
+        model.set_num_updates(update_num)
+        with torch.autograd.profiler.record_function("forward"):
+            with torch.amp.autocast("cuda", enabled=isinstance(optimizer, AMPOptimizer)):
+                loss, sample_size, logging_output = criterion(model, sample)
+        if ignore_grad:
+            loss *= 0
+        with torch.autograd.profiler.record_function("backward"):
+            optimizer.backward(loss)
+        return loss, sample_size, logging_output
