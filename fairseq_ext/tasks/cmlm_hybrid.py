@@ -25,7 +25,7 @@ from fairseq_ext.data.size_checks import (
     refuse_unnamed_language_pair,
 )
 from fairseq_ext.errors import require
-from fairseq_ext.generation import MaskPredictGenerator
+from fairseq_ext.generation import MaskPredictGenerator, lean_mask_predict
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
@@ -172,14 +172,16 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         if self.cfg.int8_decoding:
             for model in models:
                 quantize_for_decoding(model)
+        retain_history = generation_option(args, "retain_iter_history")
         return MaskPredictGenerator(
             self.target_dictionary,
+            lean=len(models) == 1 and lean_mask_predict.applies(models[0], retain_history),
             max_iter=generation_option(args, "iter_decode_max_iter"),
             beam_size=generation_option(args, "iter_decode_with_beam"),
             reranking=generation_option(args, "iter_decode_with_external_reranker"),
             decoding_format=generation_option(args, "decoding_format"),
             adaptive=not generation_option(args, "iter_decode_force_max_iter"),
-            retain_history=generation_option(args, "retain_iter_history"),
+            retain_history=retain_history,
         )
 
     def valid_step(self, sample, model, criterion):
