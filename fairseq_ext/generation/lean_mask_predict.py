@@ -1,22 +1,24 @@
 """A lean mask-predict loop (Ghazvininejad et al. 2019, section 3) for ``hi_cmlm_transformer``:
-the same passes as ``MaskPredictGenerator``'s generic loop over ``forward_decoder``, with what
-does not change from one pass to the next computed once per batch.
+the passes of ``MaskPredictGenerator``'s generic loop over ``forward_decoder``, with what does
+not change from one pass to the next computed once per batch.
 
-Per batch, once: the encoder; the target slots (the length beam, flattened into the batch);
-the decoder's padding mask, positional embeddings and each slot's share of non-pad tokens; the
-soft copy of the source embeddings Z (eq. 8-10: it depends on the source and on the target
-length only, not on which slots are masked); the cross-attention keys and values of every
-decoder layer (``modules.cross_attention_cache``, computed for the sentences and shared by
-their length candidates), read through hooks set once for the whole decoding. Per pass: the
-token embeddings mixed with Z as the strategy's rule says, the decoder layers, the vocabulary
-projection at the masked slots, and fairseq's re-masking (``_skeptical_unmasking``), all on
-the same tensors, updated in place. There is no ``DecoderOut`` per pass, no history, and the
-encoder output is never reordered: under adaptive termination the finished rows leave the
-precomputed tensors by one index each.
+Once per batch: the encoder; the target slots (the length beam flattened into the batch); the
+decoder's padding mask and positional embeddings; the soft copy of the source embeddings Z
+(eq. 8-10: it depends on the source and on the target length, not on which slots are masked);
+the cross-attention keys and values of every decoder layer (``modules.cross_attention_cache``,
+computed for the sentences and shared by their length candidates), read through hooks set once
+for the whole decoding. Per pass: the token embeddings mixed with Z by the strategy's rule, the
+decoder layers, the vocabulary projection at the masked slots (``VocabularyProjection``) and
+fairseq's re-masking (``_skeptical_unmasking``), on the same tensors, updated in place, under
+``torch.inference_mode``. No ``DecoderOut`` per pass, no history, and the encoder output is never
+reordered: under adaptive termination the finished rows leave the precomputed tensors by one
+index each.
 
-The arithmetic of every kept op is the generic loop's, in the same order, so the hypotheses
-are the same (``tests/test_lean_mask_predict.py``). ``applies`` says when the loop is exact
-and ``cmlm_hybrid`` uses it then; everything else (``--retain-iter-history``, another model class, a decoder layer of a kind it does not know) decodes generically.
+Every op that runs is the generic loop's, in the same order, but the vocabulary product at few
+rows; the hypotheses are the same, the scores within float rounding
+(``tests/test_lean_mask_predict.py``). ``applies`` says where that holds, and ``cmlm_hybrid``
+decodes with this loop there; ``--retain-iter-history``, another model class or a decoder
+layer of a kind it does not know decode with the generic loop.
 """
 from __future__ import annotations
 
@@ -77,8 +79,8 @@ class _Slots:
         index = rows if self.kv_per_row else self.sentence
         for buffer in self.kv.values():
             for key in ("prev_key", "prev_value", "prev_key_padding_mask"):
-                if buffer.get(key) is not None:
-                    buffer[key] = buffer[key][index]
+                if buffer.get(key) is not None:  # contiguous: fairseq views (B, heads) as one dimension
+                    buffer[key] = buffer[key][index].contiguous()
         self.kv_per_row = True
 
 

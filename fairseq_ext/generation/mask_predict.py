@@ -19,6 +19,11 @@ It keeps the interface and output of fairseq's ``IterativeRefinementGenerator`` 
   was finalized with its masks, and ``<unk>`` (CMLM's mask symbol) was printed in the
   translation. Here such a hypothesis decodes on to the next pass.
 
+For ``hi_cmlm_transformer`` the task builds it with ``lean=True`` (``lean_mask_predict.applies``):
+each batch then decodes with ``lean_mask_predict``'s loop, which gives the same hypotheses with
+less work per pass; the loop below (``forward_decoder`` per pass) decodes every other model and
+``--retain-iter-history``.
+
 A non-finite encoder output or score stops decoding with one line naming the batch's
 sentences (``finite_scores``).
 
