@@ -32,8 +32,9 @@ from fairseq_ext.modules.cross_attention_cache import cross_attention_cache, rea
 
 def applies(model, retain_history: bool) -> bool:
     """Whether the lean loop decodes ``model`` exactly as the generic one: a
-    ``hi_cmlm_transformer`` (its ``HybridInputDecoder``), no iteration history, and decoder layers that attend to the encoder with their own keys (fairseq's
-    post- or pre-norm layer, no ``--cross-self-attention``)."""
+    ``hi_cmlm_transformer`` (its ``HybridInputDecoder``), no iteration history, and decoder
+    layers that attend to the encoder with their own keys (fairseq's post- or pre-norm layer, no
+    ``--cross-self-attention``)."""
     from fairseq_ext.models.hi_cmlm_transformer import HiCMLMTransformerModel
 
     if not isinstance(model, HiCMLMTransformerModel) or retain_history:
