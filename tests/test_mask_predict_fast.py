@@ -54,8 +54,10 @@ def fairseq_pass(model):
 
 
 def decode(model, task, sample, passes: int, beam: int, force: bool) -> list[dict]:
+    """The generic loop's hypotheses (over ``forward_decoder``; the lean loop calls no such pass)."""
     gen = task.build_generator([model], Namespace(iter_decode_max_iter=passes - 1, iter_decode_with_beam=beam,
                                                   iter_decode_force_max_iter=force))
+    gen.lean = False
     return [h[0] for h in gen.generate([model], sample)]
 
 

@@ -19,6 +19,11 @@ It keeps the interface and output of fairseq's ``IterativeRefinementGenerator`` 
   was finalized with its masks, and ``<unk>`` (CMLM's mask symbol) was printed in the
   translation. Here such a hypothesis decodes on to the next pass.
 
+For ``hi_cmlm_transformer`` the task builds it with ``lean=True`` (``lean_mask_predict.applies``):
+each batch then decodes with ``lean_mask_predict``'s loop, which gives the same hypotheses with
+less work per pass; the loop below (``forward_decoder`` per pass) decodes every other model and
+``--retain-iter-history``.
+
 A non-finite encoder output or score stops decoding with one line naming the batch's
 sentences (``finite_scores``).
 
@@ -33,6 +38,7 @@ import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 
 from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.generation import lean_mask_predict
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 
 
@@ -42,6 +48,13 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
     # On the CPU, a batch of more sentences is decoded as sub-batches of this many sentences of
     # similar source length (``_length_sorted``), the hypotheses returned in the batch's order.
     cpu_chunk = 16
+
+    def __init__(self, tgt_dict, lean: bool = False, **kwargs):
+        """fairseq's arguments; ``lean``: decode with ``lean_mask_predict`` (the task sets it where
+        that loop is exact, ``lean_mask_predict.applies``)."""
+        super().__init__(tgt_dict, **kwargs)
+        self.lean = lean
+        self.projection = lean_mask_predict.VocabularyProjection()
 
     def _hypothesis(self, step: int, tokens: torch.Tensor, scores: torch.Tensor | None) -> dict:
         keep = tokens.ne(self.pad)
@@ -92,6 +105,9 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
 
     def _decode(self, model, sample: dict) -> list:
         """Mask-predict on one batch (the module docstring)."""
+        if self.lean:
+            return lean_mask_predict.decode(model, sample, self.max_iter, self.beam_size, self.adaptive, self.unk,
+                                            self.projection)
         src_tokens = sample["net_input"]["src_tokens"]
         src_lengths = sample["net_input"]["src_lengths"]
         bsz = src_tokens.size(0)

@@ -25,7 +25,7 @@ from fairseq_ext.data.size_checks import (
     refuse_unnamed_language_pair,
 )
 from fairseq_ext.errors import require
-from fairseq_ext.generation import MaskPredictGenerator
+from fairseq_ext.generation import MaskPredictGenerator, lean_mask_predict
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
@@ -176,14 +176,16 @@ class CMLMHybridTask(QuietCommands, TranslationLevenshteinTask):
         length_beam = generation_option(args, "iter_decode_with_beam")
         if hasattr(args, "beam"):  # fairseq-generate's last line, "Generate SUBSET with beam=N": not --beam's 5
             args.beam = length_beam
+        retain_history = generation_option(args, "retain_iter_history")
         return MaskPredictGenerator(
             self.target_dictionary,
+            lean=len(models) == 1 and lean_mask_predict.applies(models[0], retain_history),
             max_iter=generation_option(args, "iter_decode_max_iter"),
             beam_size=length_beam,
             reranking=generation_option(args, "iter_decode_with_external_reranker"),
             decoding_format=generation_option(args, "decoding_format"),
             adaptive=not generation_option(args, "iter_decode_force_max_iter"),
-            retain_history=generation_option(args, "retain_iter_history"),
+            retain_history=retain_history,
         )
 
     def valid_step(self, sample, model, criterion):

@@ -12,7 +12,8 @@ modules, wrappers of methods), so they nest: self-/cross-attention and feed-forw
 cost inflates small ops, so the shares (not the milliseconds) are what to compare.
 
 ``--speedups`` times instead, interleaved in one process (``common.interleaved_medians``),
-fairseq's pass over each variant (``VARIANTS``) at batch 1 and 64 with 4 and 10 passes.
+fairseq's pass over each variant (``VARIANTS``, the lean loop's among them) at batch 1 and 64
+with 4 and 10 passes. The profiles are of the generic loop (``forward_decoder`` per pass).
 
 Each run is kept in ``reproduction/benchmarks/results/maskpredict_profile.json`` (one entry per
 student, by SHA-256, and kind: profile or speed-ups; with the command, date, machine, threads
@@ -67,9 +68,12 @@ def variant(model, gen, name: str):
     onto the vocabulary, log_softmax, the cross-attention keys and values projected every pass),
     "masked" projects only the masked slots, "+kv" also reads the keys and values from the cache
     computed once per sentence, "+sorted" also decodes a batch as length-sorted sub-batches
-    (``MaskPredictGenerator.cpu_chunk``); the last is the plugin's decoding."""
+    (``MaskPredictGenerator.cpu_chunk``), all in the generic loop (``forward_decoder`` per pass);
+    "lean+sorted", the plugin's decoding since issue 76, is ``lean_mask_predict``'s loop on the
+    sorted sub-batches."""
     from fairseq.models.nat import CMLMNATransformerModel
 
+    gen.lean = name.startswith("lean")
     patched = {}
     if name == "fairseq":
         patched["forward_decoder"] = partial(CMLMNATransformerModel.forward_decoder, model)
@@ -87,7 +91,7 @@ def variant(model, gen, name: str):
         vars(gen).pop("cpu_chunk", None)
 
 
-VARIANTS = ("fairseq", "masked", "masked+kv", "masked+kv+sorted")
+VARIANTS = ("fairseq", "masked", "masked+kv", "masked+kv+sorted", "lean+sorted")
 
 
 def _modules(model, path: str):

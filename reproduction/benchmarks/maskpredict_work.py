@@ -13,9 +13,11 @@ Two counts bound what any implementation of the same computation can gain on a C
   overhead) pays.
 
 For each batch size and setting, on the first sentences of the shipped Multi30k test sample,
-both sides decode the same batches: the teacher with fairseq's ``SequenceGenerator`` (beam 1
-and 5), the student with the plugin's mask-predict generator (length beam 1, T = 1, 4, 10
-passes, ``--iter-decode-force-max-iter``, as ``make bench`` decodes). The teacher's count over
+both sides decode the same sentences, each in the input format of its own task (``own_inputs``:
+``fairseq-preprocess`` data read back by the checkpoint's task; the teacher's ``translation``
+has no ``<s>`` in front of the source, the student's ``cmlm_hybrid`` has): the teacher with
+fairseq's ``SequenceGenerator`` (beam 1 and 5), the student with the plugin's mask-predict
+generator (length beam 1, T = 1, 4, 10 passes, ``--iter-decode-force-max-iter``). The teacher's count over
 the student's is the speed-up that side would reach if time were proportional to that count;
 a measured speed-up above it means the student's operators run faster per count than the
 teacher's.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 import time
 from argparse import Namespace
 from pathlib import Path
@@ -40,7 +43,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from reproduction.benchmarks import common, hicmlm
+from reproduction.benchmarks import common, hicmlm, own_inputs
 from reproduction.records import repository_path, write_json
 from reproduction.results_page import write_between_markers
 
@@ -52,6 +55,8 @@ SETTINGS = {1: 20, 64: 128}
 TEACHER_BEAMS = (1, 5)
 PASSES = (1, 4, 10)
 COMMAND = "python -m reproduction.benchmarks.maskpredict_work"
+# what a count's record says of its inputs; counts made before it gave the teacher the student's format
+INPUTS = "each model's own task's input (own_inputs)"
 
 
 class OperatorCount(TorchDispatchMode):
@@ -79,36 +84,37 @@ def count_work(fn) -> dict:
 
 def measure(student_path: Path = hicmlm.STUDENT) -> dict:
     common.load_plugin()
-    student, student_task, teacher, teacher_task = hicmlm._load_models("cpu", student_path)
     rows = []
     torch.manual_seed(0)
-    with torch.no_grad():
+    with tempfile.TemporaryDirectory(prefix="fairseq_ext_work_") as tmp, torch.no_grad():
+        data = own_inputs.binarise_sample(max(SETTINGS.values()), Path(tmp))
+        student = own_inputs.load(student_path, data)
+        teacher = own_inputs.load(hicmlm.TEACHER, data)
         for batch_size, sentences in SETTINGS.items():
-            sources = hicmlm._encode_test(student_task, sentences)
-            batches = [hicmlm._collate(sources[i:i + batch_size], student_task.src_dict.pad())
-                       for i in range(0, sentences, batch_size)]
-            sides = {f"teacher beam {beam}": (teacher_task.build_generator(
-                [teacher], Namespace(beam=beam, max_len_a=1.2, max_len_b=10)), teacher) for beam in TEACHER_BEAMS}
-            sides.update({f"student T={T}": (student_task.build_generator([student], Namespace(
-                iter_decode_max_iter=T - 1, iter_decode_with_beam=1, iter_decode_force_max_iter=True)), student)
-                for T in PASSES})
-            for side, (generator, model) in sides.items():
+            sides = {f"teacher beam {beam}": (teacher, Namespace(beam=beam, max_len_a=1.2, max_len_b=10))
+                     for beam in TEACHER_BEAMS}
+            sides.update({f"student T={T}": (student, Namespace(iter_decode_max_iter=T - 1, iter_decode_with_beam=1,
+                                                                iter_decode_force_max_iter=True)) for T in PASSES})
+            for side, ((model, task, sources), options) in sides.items():
+                generator = task.build_generator([model], options)
+                batches = own_inputs.batches(task, sources[:sentences], batch_size)
                 work = count_work(lambda: [generator.generate([model], b) for b in batches])
                 rows.append({"batch": batch_size, "sentences": sentences, "side": side,
                              "flops_per_sentence": work["flops"] / sentences,
                              "operators_per_sentence": work["operators"] / sentences})
     command = COMMAND if student_path == hicmlm.STUDENT else f"{COMMAND} --student {repository_path(student_path)}"
     return {"command": command, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "student_sha256": hicmlm.student_digest(student_path), "student_layout": hicmlm.student_layout(student),
-            "data": "examples/quickstart/data/test.en, the first sentences", "rows": rows}
+            "student_sha256": hicmlm.student_digest(student_path), "student_layout": hicmlm.student_layout(student[0]),
+            "data": "examples/quickstart/data/test.en, the first sentences", "inputs": INPUTS, "rows": rows}
 
 
 def counted(student_path: Path, results: Path = RESULTS) -> dict:
-    """The kept count of this student (by SHA-256) under this torch, else a new one: counting
-    takes a minute, and the same weights dispatch the same work."""
+    """The kept count of this student (by SHA-256) under this torch, on the models' own inputs,
+    else a new one: counting takes a minute, and the same weights dispatch the same work."""
     digest = hicmlm.student_digest(student_path)
     runs = json.loads(results.read_text(encoding="utf-8"))["runs"] if results.exists() else []
-    kept = [r for r in runs if r["student_sha256"] == digest and r["torch"] == torch.__version__]
+    kept = [r for r in runs if r["student_sha256"] == digest and r["torch"] == torch.__version__
+            and r.get("inputs") == INPUTS]
     return kept[0] if kept else measure(student_path)
 
 

@@ -26,20 +26,21 @@ def sentencepiece():
     return spm.SentencePieceProcessor(model_file=str(MODEL_DIR / "spm.model"))
 
 
-def references(n: int) -> list[str]:
-    """The first ``n`` German references of the shipped test sample."""
-    return (SAMPLE / "test.de").read_text(encoding="utf-8").splitlines()[:n]
+def references(n: int, split: str = "test") -> list[str]:
+    """The first ``n`` German references of the shipped test sample (``split``: another split of
+    the shipped data, e.g. ``valid``)."""
+    return (SAMPLE / f"{split}.de").read_text(encoding="utf-8").splitlines()[:n]
 
 
-def binarise_sample(n: int, work: Path) -> Path:
-    """``work/bin``: the first ``n`` pairs of the shipped test sample as the ``test`` split,
-    encoded with the shipped sentencepiece model and binarised by ``fairseq-preprocess`` with the
-    shipped dictionary (as ``data_prep``'s scripts do)."""
+def binarise_sample(n: int, work: Path, split: str = "test") -> Path:
+    """``work/bin``: the first ``n`` pairs of the shipped test sample (``split``: of another split
+    of the shipped data) as the ``test`` split, encoded with the shipped sentencepiece model and
+    binarised by ``fairseq-preprocess`` with the shipped dictionary (as ``data_prep``'s scripts do)."""
     sp = sentencepiece()
     text = work / "text"
     text.mkdir(parents=True, exist_ok=True)
     for lang in ("en", "de"):
-        lines = (SAMPLE / f"test.{lang}").read_text(encoding="utf-8").splitlines()[:n]
+        lines = (SAMPLE / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()[:n]
         (text / f"test.{lang}").write_text("".join(" ".join(sp.encode(line, out_type=str)) + "\n" for line in lines),
                                            encoding="utf-8")
     out = work / "bin"

@@ -64,11 +64,14 @@ def test_a_kept_count_of_the_same_student_and_torch_is_reused(tmp_path, monkeypa
     student = tmp_path / "student.pt"
     student.write_bytes(b"weights")
     digest = work.hicmlm.student_digest(student)
-    kept = {"student_sha256": digest, "torch": torch.__version__, "rows": ["kept"]}
+    kept = {"student_sha256": digest, "torch": torch.__version__, "inputs": work.INPUTS, "rows": ["kept"]}
     results = tmp_path / "work.json"
     results.write_text(json.dumps({"runs": [{"student_sha256": "other", "torch": torch.__version__}, kept]}))
     monkeypatch.setattr(work, "measure", lambda path: {"rows": ["counted now"], "path": path})
     assert work.counted(student, results) == kept
     results.write_text(json.dumps({"runs": [{**kept, "torch": "1.0"}]}))  # another torch dispatches differently
+    assert work.counted(student, results) == {"rows": ["counted now"], "path": student}
+    before = {k: v for k, v in kept.items() if k != "inputs"}  # counted before the teacher had its own inputs
+    results.write_text(json.dumps({"runs": [before]}))
     assert work.counted(student, results) == {"rows": ["counted now"], "path": student}
     assert work.counted(student, tmp_path / "none.json")["rows"] == ["counted now"]

@@ -1,0 +1,153 @@
+"""The lean mask-predict loop (``fairseq_ext.generation.lean_mask_predict``), which
+``cmlm_hybrid`` decodes ``hi_cmlm_transformer`` with, gives the hypotheses of the reference
+path on the shipped student: fairseq's ``IterativeRefinementGenerator`` over fairseq's CMLM pass
+(``CMLMNATransformerModel.forward_decoder``: every slot projected, log-softmax, the encoder
+output projected every pass) with ``--iter-decode-force-max-iter``, and the plugin's generic loop
+over that pass under adaptive termination (where fairseq's own stop keeps masked slots, see
+``mask_predict``). The same tokens and steps, scores within 1e-5, at 1, 4 and 10 passes, length
+beam 1 and 3, with and without ``--length-offset``, one sentence at a time and in padded batches
+of eight (the sentences in the task's own input format: ``<s>`` in front)."""
+from __future__ import annotations
+
+import copy
+from argparse import Namespace
+from contextlib import contextmanager
+from functools import partial
+
+import pytest
+import torch
+from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
+from fairseq.models.nat import CMLMNATransformerModel
+
+from fairseq_ext.generation.int8 import quantize_for_decoding
+from tests.conftest import ROOT, load_shipped_student, read_sample
+
+MODEL = ROOT / "examples" / "quickstart" / "model"
+SENTENCES = 24
+# short sources, whose shortest length candidates stop early under adaptive termination (a pass
+# that re-masks nothing and changes nothing): their rows leave a batch that decodes on
+SHORT = {1: "A dog.", 10: "A woman sings."}
+
+
+@pytest.fixture(scope="module")
+def student(tmp_path_factory):
+    import sentencepiece as spm
+
+    model, task = load_shipped_student(tmp_path_factory.mktemp("dicts"))
+    sp = spm.SentencePieceProcessor(model_file=str(MODEL / "spm.model"))
+    d = task.src_dict
+    lines = read_sample("test", "en", SENTENCES - len(SHORT))
+    for at, line in sorted(SHORT.items()):
+        lines.insert(at, line)
+    sources = [torch.tensor([d.bos()] + [d.index(p) for p in sp.encode(line, out_type=str)] + [d.eos()])
+               for line in lines]
+    return model, task, sources
+
+
+def batches(sources: list[torch.Tensor], pad: int, bsz: int) -> list[dict]:
+    """fairseq's left-padded source batches of ``bsz`` sentences."""
+    out = []
+    for start in range(0, len(sources), bsz):
+        part = sources[start:start + bsz]
+        S = max(len(s) for s in part)
+        src = torch.full((len(part), S), pad)
+        for i, s in enumerate(part):
+            src[i, S - len(s):] = s
+        out.append({"id": torch.arange(start, start + len(part)),
+                    "net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in part])}})
+    return out
+
+
+@contextmanager
+def fairseq_pass(model):
+    """fairseq's CMLM pass in place of the plugin's, no cross-attention cache."""
+    model.forward_decoder = partial(CMLMNATransformerModel.forward_decoder, model)
+    model.cross_attention_cache = lambda encoder_out: None
+    try:
+        yield
+    finally:
+        del model.forward_decoder, model.cross_attention_cache
+
+
+def options(passes: int, beam: int, force: bool) -> Namespace:
+    return Namespace(iter_decode_max_iter=passes - 1, iter_decode_with_beam=beam, iter_decode_force_max_iter=force)
+
+
+def assert_same(got: list, want: list) -> None:
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        g, w = g[0], w[0]
+        assert torch.equal(g["tokens"], w["tokens"])
+        assert g["steps"] == w["steps"]
+        torch.testing.assert_close(g["positional_scores"], w["positional_scores"], rtol=0, atol=1e-5)
+        torch.testing.assert_close(g["score"], w["score"], rtol=0, atol=1e-5)
+
+
+CASES = [(passes, beam, force) for passes in (1, 4, 10) for beam in (1, 3) for force in (True, False)
+         if force or passes > 1]  # one pass decodes the same with either stop
+
+
+@pytest.mark.parametrize("bsz", [1, 8])
+@pytest.mark.parametrize("offset", [0, 2])
+@pytest.mark.parametrize("passes,beam,force", CASES)
+def test_lean_loop_decodes_as_the_reference(student, passes, beam, force, offset, bsz):
+    model, task, sources = student
+    task.cfg.length_offset = offset
+    lean = task.build_generator([model], options(passes, beam, force))
+    assert lean.lean
+    if force:
+        reference = IterativeRefinementGenerator(task.tgt_dict, max_iter=passes - 1, beam_size=beam, adaptive=False)
+    else:
+        reference = task.build_generator([model], options(passes, beam, force))
+        reference.lean = False
+    rows = sources if bsz > 1 else sources[:8]
+    steps = []
+    try:
+        for sample in batches(rows, task.src_dict.pad(), bsz):
+            got = lean.generate([model], sample)
+            with torch.no_grad(), fairseq_pass(model):
+                want = reference.generate([model], sample)
+            assert_same(got, want)
+            assert all(not h[0][k].is_inference() for h in got for k in ("tokens", "positional_scores", "score"))
+            steps += [h[0]["steps"] for h in got]
+    finally:
+        task.cfg.length_offset = 0
+    if not force and passes == 10 and beam == 3 and offset == 0:  # rows left the batch, others decoded on
+        assert min(steps) < passes - 1 == max(steps)
+
+
+def test_the_batches_have_padding_and_the_offset_changes_lengths(student):
+    """The cases above decode padded batches, and ``--length-offset 2`` decodes other lengths."""
+    model, task, sources = student
+    sample = batches(sources, task.src_dict.pad(), 8)[0]
+    assert sample["net_input"]["src_tokens"].eq(task.src_dict.pad()).any()
+    lengths = {}
+    for offset in (0, 2):
+        task.cfg.length_offset = offset
+        hypos = task.build_generator([model], options(4, 1, True)).generate([model], sample)
+        lengths[offset] = [len(h[0]["tokens"]) for h in hypos]
+    task.cfg.length_offset = 0
+    assert [a + 2 for a in lengths[0]] == lengths[2]
+
+
+def test_int8_weights_decode_as_the_generic_loop_with_them(student):
+    """With ``--int8-decoding`` the lean loop runs the quantised layers as the generic loop does."""
+    model, task, sources = student
+    int8 = quantize_for_decoding(copy.deepcopy(model))
+    gen = task.build_generator([int8], options(10, 3, False))
+    assert gen.lean
+    for sample in batches(sources, task.src_dict.pad(), 8):
+        got = gen.generate([int8], sample)
+        gen.lean = False
+        want = gen.generate([int8], sample)
+        gen.lean = True
+        assert_same(got, want)
+
+
+def test_iteration_history_decodes_with_the_generic_loop(student):
+    """``--retain-iter-history`` (fairseq-generate's E lines) needs every pass's tokens: the
+    generic loop decodes it."""
+    model, task, _ = student
+    args = options(4, 1, True)
+    args.retain_iter_history = True
+    assert not task.build_generator([model], args).lean
