@@ -9,7 +9,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.utils import safe_getattr, safe_hasattr
@@ -43,15 +43,12 @@ class Range:
         return f"{finite}{'<' if self.high_open else '<='} {self.high:g}"
 
 
-def option(default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None) -> Any:
-    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in; a
-    string option whose values are the keys of a ``registry`` that can grow (a plain ``str``
-    field, checked against the registry as it is when the model is built)."""
+def option(default: Any, help: str, *, range: Optional[Range] = None) -> Any:
+    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in (the
+    choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs)."""
     metadata = {"help": help}
     if range is not None:
         metadata["range"] = range
-    if registry is not None:
-        metadata["registry"] = registry
     return field(default=default, metadata=metadata)
 
 
@@ -60,9 +57,7 @@ def flag(name: str) -> str:
 
 
 def choices_of(f: dataclasses.Field) -> Optional[Sequence[str]]:
-    """The allowed values of a ``ChoiceEnum`` or registry field, else None."""
-    if "registry" in f.metadata:
-        return list(f.metadata["registry"])
+    """The allowed values of a ``ChoiceEnum`` field, else None."""
     kind = f.type
     inner = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
     kind = inner[0] if inner else kind
@@ -77,12 +72,10 @@ def fields_of(config: type) -> Iterator[dataclasses.Field]:
 
 
 def add_config_args(parser, config: type) -> None:
-    """The config's options on a model's argparse parser (no defaults there: an unset option
-    stays unset so that a named architecture can choose it, as fairseq's own models do)."""
+    """The config's options on a model's argparse parser, beside those of the fairseq model it
+    extends (no defaults there: an unset option stays unset so that a named architecture can
+    choose it, as fairseq's own models do)."""
     gen_parser_from_dataclass(parser, config(), delete_default=True)
-    for f in fields_of(config):
-        if "registry" in f.metadata:
-            parser._option_string_actions[flag(f.name)].choices = choices_of(f)
 
 
 def fill_defaults(args, config: type) -> None:
