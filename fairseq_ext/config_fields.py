@@ -9,7 +9,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.utils import safe_getattr, safe_hasattr
@@ -43,12 +43,17 @@ class Range:
         return f"{finite}{'<' if self.high_open else '<='} {self.high:g}"
 
 
-def option(default: Any, help: str, *, range: Optional[Range] = None) -> Any:
-    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in (the
-    choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs)."""
+def option(default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None) -> Any:
+    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in. The
+    choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs; or,
+    where they are the keys of a ``registry`` that can grow after import (a mask registered by a
+    user), a plain ``str`` field that ``check_config`` checks against the registry as it is when
+    the model is built (a ``ChoiceEnum`` would freeze the keys of import time)."""
     metadata = {"help": help}
     if range is not None:
         metadata["range"] = range
+    if registry is not None:
+        metadata["registry"] = registry
     return field(default=default, metadata=metadata)
 
 
@@ -57,7 +62,9 @@ def flag(name: str) -> str:
 
 
 def choices_of(f: dataclasses.Field) -> Optional[Sequence[str]]:
-    """The allowed values of a ``ChoiceEnum`` field, else None."""
+    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else None."""
+    if "registry" in f.metadata:
+        return list(f.metadata["registry"])
     kind = f.type
     inner = [a for a in getattr(kind, "__args__", ()) if a is not type(None)]
     kind = inner[0] if inner else kind

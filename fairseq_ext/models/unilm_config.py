@@ -19,9 +19,10 @@ DROPOUT = Range(0, 1, high_open=True)
 
 @dataclass
 class UniLMTransformerConfig(LayerNormEpsConfig, AttentionBackendConfig):
-    attention_mask: Optional[ChoiceEnum(list(ATTENTION_VARIANTS))] = option(
+    attention_mask: Optional[str] = option(
         None, "; ".join(f"{name}: {v.help}" for name, v in ATTENTION_VARIANTS.items())
-        + "; unset: the task's (prefix for unilm_seq2seq, permutation for permutation_lm)")
+        + "; unset: the task's (prefix for unilm_seq2seq, permutation for permutation_lm)",
+        registry=ATTENTION_VARIANTS)
     encoder_layers: int = option(12, "number of layers (BERT-base's 12)", range=AT_LEAST_ONE)
     encoder_embed_dim: int = option(768, "model dimension (BERT-base's 768)", range=AT_LEAST_ONE)
     encoder_ffn_embed_dim: int = option(3072, "FFN dimension (BERT-base's 3072)", range=AT_LEAST_ONE)
