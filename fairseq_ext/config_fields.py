@@ -85,6 +85,15 @@ def add_config_args(parser, config: type) -> None:
     gen_parser_from_dataclass(parser, config(), delete_default=True)
 
 
+def model_config(model: type) -> type:
+    """The dataclass of a plugin model's own options: the one fairseq records for a model
+    registered with it (``register_model(name, dataclass=...)``), else the ``options_config`` of
+    a model that extends one of fairseq's argparse-configured models (CMLM, Transformer,
+    RoBERTa), whose ``add_args`` adds it to the parent's options: registered with a dataclass,
+    such a model would lose its parent's options from fairseq's ``cfg.model``."""
+    return getattr(model, "__dataclass", None) or model.options_config
+
+
 def fill_defaults(args, config: type) -> None:
     """``args.<name> = default`` for every option of ``config`` that ``args`` leaves unset."""
     for f in fields_of(config):

@@ -13,7 +13,7 @@ from fairseq_ext import quiet
 if __name__ == "__main__":  # before the imports below import fairseq
     quiet.hush_command()
 
-from fairseq_ext.config_fields import choices_of, fields_of, flag  # noqa: E402
+from fairseq_ext.config_fields import choices_of, fields_of, flag, model_config  # noqa: E402
 
 PLUGIN = "fairseq_ext."
 HEADER = ("# Options\n\n"
@@ -88,7 +88,7 @@ def registered() -> list[tuple[str, str, type, str]]:
     for name, cls in sorted(MODEL_REGISTRY.items()):
         if cls.__module__.startswith(PLUGIN):
             archs = ", ".join(f"`{a}`" for a in ARCH_MODEL_INV_REGISTRY.get(name, []))
-            out.append(("Model", name, cls.options_config, f"Architectures (`--arch`): {archs}."))
+            out.append(("Model", name, model_config(cls), f"Architectures (`--arch`): {archs}."))
     for name, cls in sorted(TASK_REGISTRY.items()):
         if cls.__module__.startswith(PLUGIN):
             out.append(("Task", name, TASK_DATACLASS_REGISTRY[name], ""))

@@ -38,8 +38,6 @@ def validate_unilm_args(args) -> None:
 class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderModel):
     """One BERT-like stack used by every ``--attention-mask`` of ``masking.ATTENTION_VARIANTS``."""
 
-    options_config = UniLMTransformerConfig  # the options this model adds, with their defaults and ranges
-
     shape_options = (("embed_positions.weight", "--max-positions"), ("embed_next_positions.weight", "--max-positions"))
     dictionary_hint = " (and the same --keep-tokens FILE if it was trained with one)"
 
