@@ -94,11 +94,12 @@ except SystemExit as stop:
 
 
 @pytest.mark.parametrize("first", [
+    "import fairseq_ext\nassert 'fairseq' not in sys.modules\n",
     "import fairseq_ext.masking\nassert 'fairseq' not in sys.modules\n",
     "import fairseq_ext.hub\nassert 'fairseq' not in sys.modules\n",
     "import fairseq, fairseq_ext\n",
     "import fairseq, fairseq_ext.masking\n",
-], ids=["masking-first", "hub-first", "fairseq-first", "fairseq-then-masking"])
+], ids=["package-first", "masking-first", "hub-first", "fairseq-first", "fairseq-then-masking"])
 def test_user_dir_registers_whatever_was_imported_first(first):
     """fairseq's ``import_user_module`` skips a package already in ``sys.modules``; the plugin's
     step after it (``plugin.load_on_user_dir``) registers anyway. fairseq-train's main, in process."""
