@@ -169,7 +169,8 @@ def test_every_plugin_model_has_a_dataclass_config_and_its_command_line_is_that_
         assert _add_args_options(cls) == _dataclass_options(config), name
     # the model that subclasses no argparse-configured fairseq model is registered with its config only
     assert MODEL_DATACLASS_REGISTRY["unilm_transformer"] is model_config(models["unilm_transformer"])
-    assert not hasattr(models["unilm_transformer"], "options_config") and "add_args" not in vars(models["unilm_transformer"])
+    unilm = models["unilm_transformer"]
+    assert not hasattr(unilm, "options_config") and "add_args" not in vars(unilm)
     assert {n for n, cls in models.items() if hasattr(cls, "options_config")} == set(models) - {"unilm_transformer"}
     assert not any(n in MODEL_DATACLASS_REGISTRY for n in set(models) - {"unilm_transformer"})
 

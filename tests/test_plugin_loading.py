@@ -43,6 +43,17 @@ def test_masking_imports_torch_only():
                   "print('ok')") == "ok"
 
 
+def test_the_package_masks_and_hub_import_where_fairseq_cannot_be_imported():
+    """``sys.modules['fairseq'] = None`` makes every import of fairseq fail, as without fairseq."""
+    out = python("import sys\nsys.modules['fairseq'] = None\n"
+                 "import fairseq_ext, fairseq_ext.masking, fairseq_ext.hub\n"
+                 "from fairseq_ext.masking import ATTENTION_VARIANTS, predicates\n"
+                 "import torch\n"
+                 "lower_triangle = predicates.causal(None, None, torch.arange(3)[:, None], torch.arange(3))\n"
+                 "print(sorted(ATTENTION_VARIANTS), lower_triangle.sum().item())")
+    assert out.splitlines()[-1] == "['causal', 'permutation', 'prefix'] 6"
+
+
 def test_import_changes_nothing_and_load_registers_and_patches():
     out = python("import fairseq_ext, fairseq_ext.masking\n" + STATE +
                  "print(state())\n"
