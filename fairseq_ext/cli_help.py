@@ -6,15 +6,84 @@ second pass parses them. ``-h`` acts in the first pass, so ``fairseq-train --tas
 --arch hi_cmlm_transformer_tiny --help`` listed none of them (fairseq's own models and tasks
 neither). ``fairseq_patches`` wraps it (``help_after_first_pass``): with ``-h``/``--help``, the first pass runs without it and the
 help is printed where the second pass would begin, every added option in it with its default
-(a model's: its architecture's, which fairseq applies after parsing)."""
+(a model's: its architecture's, which fairseq applies after parsing).
+
+The same wrapper answers a ``--task``, ``--arch`` or ``--criterion`` that names nothing registered
+(``cmlm_hybird``) with one line, the closest registered name in it (``did you mean
+'cmlm_hybrid'?``), where argparse printed the whole usage (115 lines for ``fairseq-train``) and
+every choice: while fairseq parses, the parser raises its ``ArgumentError`` (argparse's public
+``exit_on_error``) and ``one_line_choice_errors`` answers it; any other error is argparse's own
+(``parser.error``), and valid input parses as before."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import sys
+from typing import Iterator, Optional
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
 HELP = ("-h", "--help")
+REGISTRY_OPTIONS = ("--task", "--arch", "--criterion")  # fairseq's options whose choices are registered names
+
+
+def _registries() -> dict:
+    from fairseq.criterions import CRITERION_REGISTRY
+    from fairseq.tasks import TASK_REGISTRY
+
+    return {"--task": TASK_REGISTRY, "--arch": ARCH_MODEL_REGISTRY, "--criterion": CRITERION_REGISTRY}
+
+
+def _given(argv: Optional[list[str]]) -> dict[str, Optional[str]]:
+    """The values of ``REGISTRY_OPTIONS`` on a command line (default: this process's)."""
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    finder.add_argument("--task")
+    finder.add_argument("--arch", "-a")
+    finder.add_argument("--criterion")
+    try:
+        found = finder.parse_known_args(sys.argv[1:] if argv is None else [str(a) for a in argv])[0]
+    except argparse.ArgumentError:  # ``--task`` without a name: fairseq's own parser answers it
+        return dict.fromkeys(REGISTRY_OPTIONS)
+    return {option: getattr(found, option[2:]) for option in REGISTRY_OPTIONS}
+
+
+def names_an_unknown_choice(argv: Optional[list[str]] = None) -> bool:
+    """Whether a command line gives ``--task``, ``--arch`` or ``--criterion`` a name nothing registered."""
+    registries = _registries()
+    return any(v is not None and v not in registries[option] for option, v in _given(argv).items())
+
+
+def _choice_message(error: argparse.ArgumentError, argv: Optional[list[str]]) -> Optional[str]:
+    """The one line for a registry option given an unknown name, else None."""
+    option = (error.argument_name or "").split("/")[0]
+    value = _given(argv).get(option)
+    registry = _registries().get(option)
+    if registry is None or value is None or value in registry:
+        return None
+    close = difflib.get_close_matches(value, list(registry), n=1, cutoff=0.6)
+    if not close:
+        return str(error)
+    return (f"argument {error.argument_name}: invalid choice: {value!r}; did you mean {close[0]!r}? "
+            "(--help lists the choices)")
+
+
+@contextlib.contextmanager
+def one_line_choice_errors(parser: argparse.ArgumentParser, argv: Optional[list[str]]) -> Iterator[None]:
+    """While fairseq parses with ``parser``: an unknown ``--task``, ``--arch`` or ``--criterion``
+    is one line and exit status 2; every other error is argparse's own."""
+    before = parser.exit_on_error
+    parser.exit_on_error = False
+    try:
+        yield
+    except argparse.ArgumentError as error:
+        parser.exit_on_error = before
+        message = _choice_message(error, argv)
+        if message is None:
+            parser.error(str(error))
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+    finally:
+        parser.exit_on_error = before
 
 
 def _architecture_defaults(argv: list[str]) -> dict:
@@ -34,9 +103,8 @@ def _architecture_defaults(argv: list[str]) -> dict:
 
 def _print_help(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     defaults = _architecture_defaults(argv)
-    for action in parser._actions:  # a model's options carry no default: the architecture sets them
-        if action.default is argparse.SUPPRESS and action.dest in defaults:
-            action.default = defaults[action.dest]
+    # a model's options carry no default (fairseq's SUPPRESS): the architecture sets them
+    parser.set_defaults(**{k: v for k, v in defaults.items() if parser.get_default(k) is argparse.SUPPRESS})
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.print_help()
 
@@ -45,27 +113,33 @@ def help_after_first_pass(original):
     def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False,
                             modify_parser=None):
         argv = list(sys.argv[1:] if input_args is None else input_args)
-        if not any(a in HELP for a in argv):
-            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
-        passes = []
-
-        def print_help_before_second_pass(p):
-            if modify_parser is not None:
-                modify_parser(p)
-            passes.append(p)
-            if len(passes) == 2:  # every option added: fairseq calls it again before parsing them
-                _print_help(p, argv)
-                p.exit()
-
-        without_help = [a for a in argv if a not in HELP]
-        try:
-            return original(parser, without_help, parse_known, False, print_help_before_second_pass)
-        except RuntimeError:  # no --arch: fairseq finds no model to add options of, and stops
-            if len(passes) != 1:
-                raise
-            _print_help_without_arch(passes[0], without_help)
+        with one_line_choice_errors(parser, argv):
+            return _parse(original, parser, input_args, parse_known, suppress_defaults, modify_parser, argv)
 
     return parse_args_and_arch
+
+
+def _parse(original, parser, input_args, parse_known, suppress_defaults, modify_parser, argv):
+    """fairseq's two passes; with ``-h``/``--help``, the help where the second would begin."""
+    if not any(a in HELP for a in argv):
+        return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+    passes = []
+
+    def print_help_before_second_pass(p):
+        if modify_parser is not None:
+            modify_parser(p)
+        passes.append(p)
+        if len(passes) == 2:  # every option added: fairseq calls it again before parsing them
+            _print_help(p, argv)
+            p.exit()
+
+    without_help = [a for a in argv if a not in HELP]
+    try:
+        return original(parser, without_help, parse_known, False, print_help_before_second_pass)
+    except RuntimeError:  # no --arch: fairseq finds no model to add options of, and stops
+        if len(passes) != 1:
+            raise
+        _print_help_without_arch(passes[0], without_help)
 
 
 def _print_help_without_arch(parser: argparse.ArgumentParser, argv: list[str]) -> None:

@@ -44,9 +44,11 @@ class Range:
 
 
 def option(default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None) -> Any:
-    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in; a
-    string option whose values are the keys of a ``registry`` that can grow (a plain ``str``
-    field, checked against the registry as it is when the model is built)."""
+    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in. The
+    choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs; or,
+    where they are the keys of a ``registry`` that can grow after import (a mask registered by a
+    user), a plain ``str`` field that ``check_config`` checks against the registry as it is when
+    the model is built (a ``ChoiceEnum`` would freeze the keys of import time)."""
     metadata = {"help": help}
     if range is not None:
         metadata["range"] = range
@@ -60,7 +62,7 @@ def flag(name: str) -> str:
 
 
 def choices_of(f: dataclasses.Field) -> Optional[Sequence[str]]:
-    """The allowed values of a ``ChoiceEnum`` or registry field, else None."""
+    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else None."""
     if "registry" in f.metadata:
         return list(f.metadata["registry"])
     kind = f.type
@@ -77,12 +79,19 @@ def fields_of(config: type) -> Iterator[dataclasses.Field]:
 
 
 def add_config_args(parser, config: type) -> None:
-    """The config's options on a model's argparse parser (no defaults there: an unset option
-    stays unset so that a named architecture can choose it, as fairseq's own models do)."""
+    """The config's options on a model's argparse parser, beside those of the fairseq model it
+    extends (no defaults there: an unset option stays unset so that a named architecture can
+    choose it, as fairseq's own models do)."""
     gen_parser_from_dataclass(parser, config(), delete_default=True)
-    for f in fields_of(config):
-        if "registry" in f.metadata:
-            parser._option_string_actions[flag(f.name)].choices = choices_of(f)
+
+
+def model_config(model: type) -> type:
+    """The dataclass of a plugin model's own options: the one fairseq records for a model
+    registered with it (``register_model(name, dataclass=...)``), else the ``options_config`` of
+    a model that extends one of fairseq's argparse-configured models (CMLM, Transformer,
+    RoBERTa), whose ``add_args`` adds it to the parent's options: registered with a dataclass,
+    such a model would lose its parent's options from fairseq's ``cfg.model``."""
+    return getattr(model, "__dataclass", None) or model.options_config
 
 
 def fill_defaults(args, config: type) -> None:

@@ -64,7 +64,7 @@ def _trainer_served(cfg, trainer, *args, **kwargs) -> bool:
 
 
 def _help_served(parser, input_args=None, *args, **kwargs) -> bool:
-    return patch_scope.names_the_plugin(input_args)
+    return patch_scope.names_the_plugin(input_args) or cli_help.names_an_unknown_choice(input_args)
 
 
 def _allow_list(add_safe_globals):
@@ -142,8 +142,11 @@ PATCHES: tuple[Patch, ...] = (
           "the same for fairseq-interactive", "fairseq 0.12", PLUGIN_TASKS, _scoped_literal_eval),
     Patch("help-after-options", "fairseq.options.parse_args_and_arch",
           "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
-          "them. No hook: fairseq prints it in its first pass", "fairseq 0.12",
-          "a plugin `--task`, `--arch` or `--criterion`", cli_help.help_after_first_pass, _help_served),
+          "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
+          "name (`did you mean 'cmlm_hybrid'?`), not the whole usage and every choice. No hook: fairseq prints "
+          "both in its first pass", "fairseq 0.12",
+          "a plugin `--task`, `--arch` or `--criterion`, or one that names nothing registered",
+          cli_help.help_after_first_pass, _help_served),
     Patch("one-line-errors", "sys.excepthook",
           "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
           "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "

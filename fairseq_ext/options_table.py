@@ -13,7 +13,7 @@ from fairseq_ext import quiet
 if __name__ == "__main__":  # before the imports below import fairseq
     quiet.hush_command()
 
-from fairseq_ext.config_fields import choices_of, fields_of, flag  # noqa: E402
+from fairseq_ext.config_fields import choices_of, fields_of, flag, model_config  # noqa: E402
 
 PLUGIN = "fairseq_ext."
 HEADER = ("# Options\n\n"
@@ -23,7 +23,22 @@ HEADER = ("# Options\n\n"
           "`fairseq-train --user-dir fairseq_ext --task TASK --arch ARCH --criterion CRITERION --help` lists "
           "the same options with their defaults. Every task of the plugin also takes `--verbose`, which keeps the "
           "whole log fairseq prints (its configuration, the model, the set-up, Hydra's and torch's warnings; "
-          "[what the commands print](output.md)).\n")
+          "[what the commands print](output.md)).\n\n"
+          "How they reach fairseq: one dataclass per task, criterion and model, turned into command-line "
+          "options by fairseq's own `gen_parser_from_dataclass` (no private argparse attribute). Tasks, criteria "
+          "and `unilm_transformer` are registered with their dataclass (`register_task`, `register_criterion`, "
+          "`register_model(..., dataclass=...)`), so fairseq adds their options and defaults, on the command line "
+          "and under Hydra. `hi_cmlm_transformer`, `prophetnet` and `position_masked_roberta` extend fairseq's CMLM, "
+          "Transformer and RoBERTa, which fairseq 0.12 configures by argparse: registered with a dataclass, "
+          "fairseq's `cfg.model` would keep that dataclass's fields and drop the parent's options, so their "
+          "`add_args` adds the dataclass (`options_config`) to the parent's options, as fairseq's own "
+          "`TransformerModel.add_args` adds its `TransformerConfig`, and their architectures give every option left "
+          "unset the dataclass's default (`config_fields.fill_defaults`), as fairseq's architectures do with "
+          "`getattr(args, name, default)`. fairseq applies the architecture again when it loads a checkpoint, so "
+          "one saved before an option existed gets its default (`unilm_transformer`'s `build_model` sets them, as "
+          "fairseq's `TransformerModel.build_model` calls its base architecture). `--attention-mask` is a name of "
+          "`masking.ATTENTION_VARIANTS`, checked "
+          "when the model is built, so a mask registered after import is a choice.\n")
 
 
 def _own_fields(config: type) -> list[dataclasses.Field]:
@@ -90,7 +105,7 @@ def registered() -> list[tuple[str, str, type, str]]:
     for name, cls in sorted(MODEL_REGISTRY.items()):
         if cls.__module__.startswith(PLUGIN):
             archs = ", ".join(f"`{a}`" for a in ARCH_MODEL_INV_REGISTRY.get(name, []))
-            out.append(("Model", name, cls.options_config, f"Architectures (`--arch`): {archs}."))
+            out.append(("Model", name, model_config(cls), f"Architectures (`--arch`): {archs}."))
     for name, cls in sorted(TASK_REGISTRY.items()):
         if cls.__module__.startswith(PLUGIN):
             out.append(("Task", name, TASK_DATACLASS_REGISTRY[name], ""))

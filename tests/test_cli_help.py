@@ -1,7 +1,10 @@
 """``--help`` lists the options of the ``--task``, ``--arch`` and ``--criterion`` it is given
 (``fairseq_ext.cli_help``): every option of every plugin model, task and criterion, with the
-default the architecture gives it; the issue's command line through ``fairseq-train`` itself."""
+default the architecture gives it; the issue's command line through ``fairseq-train`` itself. A
+mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest registered name,
+exit status 2; every other error is argparse's own, and fairseq without the plugin is unchanged."""
 import itertools
+import re
 
 import pytest
 from fairseq import options
@@ -75,3 +78,53 @@ def test_help_of_every_plugin_task_ends_with_status_0_and_no_traceback(command):
         proc = run([command, "--user-dir", USER_DIR, "--task", task, "--help"], check=False)
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (task, proc.stderr[-1500:])
         assert "usage:" in proc.stdout
+
+
+def parse_error(argv: list[str], capsys) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as stop:
+        options.parse_args_and_arch(options.get_training_parser(), argv)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return stop.value.code, captured.err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["--task", "cmlm_hybird"], "argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'?"),
+    (["--task", "translatoin"], "argument --task: invalid choice: 'translatoin'; did you mean 'translation'?"),
+    (["--task", "cmlm_hybrid", "--arch", "hi_cmlm_tiny"],
+     "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean 'hi_cmlm_transformer_tiny'?"),
+    (["--task", "translation_prophetnet", "--arch", "prophetnet_tiny", "--criterion", "ngram_languge_loss"],
+     "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean 'ngram_language_loss'?"),
+    (["--task", "cmlm_hybird", "--help"], "argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'?"),
+])
+def test_a_mistyped_registry_name_is_one_line_with_the_closest_name(argv, line, capsys):
+    code, err = parse_error(["data", *argv], capsys)
+    assert code == 2
+    assert re.fullmatch(r"\S+: error: " + re.escape(line + " (--help lists the choices)") + "\n", err), err
+
+
+def test_a_name_close_to_nothing_is_one_line_with_the_choices(capsys):
+    code, err = parse_error(["data", "--task", "zzzqqq"], capsys)
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "argument --task: invalid choice: 'zzzqqq' (choose from " in err and "'cmlm_hybrid'" in err
+
+
+@pytest.mark.parametrize("argv", [["--task", "cmlm_hybrid", "--max-tokens", "abc"],
+                                  ["--task", "translation", "--max-tokens", "abc"], ["--arch", "transformer", "--task"]])
+def test_other_errors_are_argparses_own(argv, capsys):
+    code, err = parse_error(["data", *argv], capsys)
+    with pytest.raises(SystemExit):
+        options.get_training_parser().parse_known_args(["data", *argv])  # fairseq's first pass, argparse's answer
+    assert code == 2 and err == capsys.readouterr().err and err.startswith("usage: ")
+
+
+def test_fairseq_train_mistyped_task_with_and_without_the_plugin():
+    with_plugin = run(["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybird"], check=False,
+                      fresh=True)
+    lines = [line for line in with_plugin.stderr.splitlines() if " | INFO | " not in line]
+    assert with_plugin.returncode == 2 and lines == [
+        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'? "
+        "(--help lists the choices)"]
+    fairseq_alone = run(["fairseq-train", "data", "--task", "translatoin"], check=False, fresh=True)
+    assert fairseq_alone.returncode == 2 and fairseq_alone.stderr.startswith("usage: fairseq-train")
+    assert "invalid choice: 'translatoin' (choose from " in fairseq_alone.stderr.splitlines()[-1]

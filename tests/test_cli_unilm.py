@@ -136,6 +136,11 @@ def test_empty_target_and_bad_options_are_refused(spm_model, tiny_data, tmp_path
     proc = run(_seq2seq_train(tiny_data, tmp_path / "ckpt", "--attention-mask", "permutation"), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert "fairseq_ext: error: --attention-mask permutation is for --task permutation_lm" in proc.stderr
+    # a name no mask is registered under: the registry's names, when the model is built (no argparse choices)
+    proc = run(_seq2seq_train(tiny_data, tmp_path / "ckpt", "--attention-mask", "prefx"), check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert "fairseq_ext: error: --attention-mask 'prefx' is unknown; choose one of prefix, causal, permutation" \
+        in proc.stderr.splitlines()
 
 
 def test_permutation_lm_refuses_too_long_lines(text_data, tmp_path):

@@ -1,10 +1,13 @@
 """The plugin's import structure: no module of ``fairseq_ext`` imports another in a circle
 (function-level imports included), the product never imports the reproduction machinery,
-and ``fairseq_ext.masking`` imports nothing of fairseq (DESIGN: the mask layer is pure torch).
+``fairseq_ext.masking`` imports nothing of fairseq (DESIGN: the mask layer is pure torch), and
+no module reads or writes a private attribute of argparse (options go through fairseq's
+``gen_parser_from_dataclass`` and argparse's public methods).
 The graph is read from the source with ``ast``; cycles are found by Tarjan's algorithm and
 cross-checked on a hand-made graph."""
 from __future__ import annotations
 
+import argparse
 import ast
 from pathlib import Path
 
@@ -92,3 +95,20 @@ def test_masking_layer_imports_no_fairseq():
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             assert not any(n == "fairseq" or n.startswith("fairseq.") for n in names), path
+
+
+def private_argparse_names() -> set[str]:
+    """The private attributes of an argparse parser and of its argument groups, and argparse's own."""
+    parser = argparse.ArgumentParser()
+    group = parser.add_argument_group("options")
+    names = set(dir(parser)) | set(vars(parser)) | set(dir(group)) | set(vars(group)) | set(dir(argparse))
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+def test_no_private_argparse_attribute_in_the_plugin():
+    private = private_argparse_names()
+    assert {"_actions", "_option_string_actions", "_group_actions", "_StoreAction"} <= private
+    offenders = [f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}"
+                 for path in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                 if isinstance(node, ast.Attribute) and node.attr in private]
+    assert offenders == []

@@ -254,13 +254,22 @@ def test_tasks_name_their_default_mask_through_the_interface():
 
 
 def test_attention_mask_option_reads_the_registry(monkeypatch):
+    """``--attention-mask`` comes from the registered dataclass (fairseq's ``add_args``), its help
+    names every variant, and the name is checked against ``ATTENTION_VARIANTS`` as it is when the
+    model is built: a variant registered after import is accepted, an unknown name is refused with
+    the registry's names (argparse choices or a ``ChoiceEnum`` would freeze those of import time)."""
     parser = argparse.ArgumentParser()
     UniLMTransformerModel.add_args(parser)
-    action = parser._option_string_actions["--attention-mask"]
-    assert list(action.choices) == list(ATTENTION_VARIANTS)
-    assert all(v.help in action.help for v in ATTENTION_VARIANTS.values())
+    words = " ".join(parser.format_help().split())
+    assert all(" ".join(f"{name}: {v.help}".split()) in words for name, v in ATTENTION_VARIANTS.items())
+    assert parser.parse_args(["--attention-mask", "bidirectional"]).attention_mask == "bidirectional"
     d = dictionary()
-    with pytest.raises(FairseqExtError, match="choose one of prefix, causal, permutation"):
+    with pytest.raises(FairseqExtError, match="'nope' is unknown; choose one of prefix, causal, permutation$"):
+        build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "nope")
+    monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", AttentionVariant(
+        lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone", incremental=False))
+    assert build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "bidirectional").attention_mask == "bidirectional"
+    with pytest.raises(FairseqExtError, match="choose one of prefix, causal, permutation, bidirectional$"):
         build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "nope")
 
 

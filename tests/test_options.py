@@ -1,8 +1,9 @@
 """Every numeric option the plugin registers, out of range, is one clear error at build time.
 
 The options are found by introspection, not listed by hand: the numeric fields the plugin
-declares in its model, task and criterion configs (a model's ``options_config``, the options it
-adds to its fairseq parent; the one its ``add_args`` puts on the command line). ``OUT_OF_RANGE`` gives each an out-of-range value and the
+declares in its model, task and criterion configs (a model's ``config_fields.model_config``: the
+dataclass it is registered with, or the options it adds to its fairseq parent; the one its
+``add_args`` puts on the command line). ``OUT_OF_RANGE`` gives each an out-of-range value and the
 message it must produce; ``test_every_numeric_option_has_an_out_of_range_case`` fails when an
 option has no entry (a new option cannot slip through) or an entry names an option that no
 longer exists. Each case builds the task, model and criterion in process, exactly as
@@ -20,6 +21,7 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.models import MODEL_DATACLASS_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import TASK_DATACLASS_REGISTRY, TASK_REGISTRY
 
+from fairseq_ext.config_fields import model_config
 from fairseq_ext.errors import FairseqExtError
 from tests.helpers.families import build, dict_folder
 
@@ -154,7 +156,7 @@ def plugin_numeric_options() -> set[tuple[str, str, str]]:
             found |= {("criterion", name, o) for o in _dataclass_options(CRITERION_DATACLASS_REGISTRY[name])}
     for name, cls in MODEL_REGISTRY.items():
         if cls.__module__.startswith(PLUGIN):
-            found |= {("model", name, o) for o in _dataclass_options(cls.options_config)}
+            found |= {("model", name, o) for o in _dataclass_options(model_config(cls))}
     return found
 
 
@@ -162,11 +164,15 @@ def test_every_plugin_model_has_a_dataclass_config_and_its_command_line_is_that_
     models = {name: cls for name, cls in MODEL_REGISTRY.items() if cls.__module__.startswith(PLUGIN)}
     assert set(models) == {"hi_cmlm_transformer", "prophetnet", "unilm_transformer", "position_masked_roberta"}
     for name, cls in models.items():
-        config = cls.options_config
+        config = model_config(cls)
         assert dataclasses.is_dataclass(config) and issubclass(config, FairseqDataclass), name
         assert _add_args_options(cls) == _dataclass_options(config), name
-    # the model that subclasses no argparse-configured fairseq model is registered with its config
-    assert MODEL_DATACLASS_REGISTRY["unilm_transformer"] is models["unilm_transformer"].options_config
+    # the model that subclasses no argparse-configured fairseq model is registered with its config only
+    assert MODEL_DATACLASS_REGISTRY["unilm_transformer"] is model_config(models["unilm_transformer"])
+    unilm = models["unilm_transformer"]
+    assert not hasattr(unilm, "options_config") and "add_args" not in vars(unilm)
+    assert {n for n, cls in models.items() if hasattr(cls, "options_config")} == set(models) - {"unilm_transformer"}
+    assert not any(n in MODEL_DATACLASS_REGISTRY for n in set(models) - {"unilm_transformer"})
 
 
 def test_every_numeric_option_has_an_out_of_range_case():

@@ -1,15 +1,20 @@
-"""Importing the package changes nothing; registering is importing ``fairseq_ext.tasks`` and
-``fairseq_ext.models``, as fairseq's ``--user-dir fairseq_ext`` does and as
-``fairseq_ext.plugin.load()`` does from Python, in any order and any number of times, and it
-applies ``fairseq_patches.install()``. ``import fairseq_ext.masking`` imports torch, not
-fairseq. Each case runs in a fresh interpreter."""
+"""Importing the package registers nothing; registering is importing ``fairseq_ext.tasks`` and
+``fairseq_ext.models``, as fairseq's ``--user-dir fairseq_ext`` does (in any import order: also after
+``fairseq_ext.masking`` or the hub, which fairseq's own ``import_user_module`` would skip) and as
+``fairseq_ext.plugin.load()`` does from Python, any number of times, and it applies
+``fairseq_patches.install()``. ``import fairseq_ext.masking`` imports torch, not fairseq. Each
+case runs in a fresh interpreter."""
 import subprocess
 import sys
 
-from tests.conftest import USER_DIR, cli_env
+import pytest
+
+from tests.conftest import ROOT, USER_DIR, cli_env
 
 STATE = """
 import sys
+
+import pytest
 from fairseq import checkpoint_utils
 from fairseq.criterions import CRITERION_REGISTRY
 from fairseq.file_io import PathManager
@@ -36,6 +41,17 @@ def test_masking_imports_torch_only():
                   "assert 'fairseq' not in sys.modules, sorted(m for m in sys.modules if m.startswith('fairseq'))\n"
                   "assert 'torch' in sys.modules\n"
                   "print('ok')") == "ok"
+
+
+def test_the_package_masks_and_hub_import_where_fairseq_cannot_be_imported():
+    """``sys.modules['fairseq'] = None`` makes every import of fairseq fail, as without fairseq."""
+    out = python("import sys\nsys.modules['fairseq'] = None\n"
+                 "import fairseq_ext, fairseq_ext.masking, fairseq_ext.hub\n"
+                 "from fairseq_ext.masking import ATTENTION_VARIANTS, predicates\n"
+                 "import torch\n"
+                 "lower_triangle = predicates.causal(None, None, torch.arange(3)[:, None], torch.arange(3))\n"
+                 "print(sorted(ATTENTION_VARIANTS), lower_triangle.sum().item())")
+    assert out.splitlines()[-1] == "['causal', 'permutation', 'prefix'] 6"
 
 
 def test_import_changes_nothing_and_load_registers_and_patches():
@@ -74,3 +90,58 @@ def test_any_order_registers_once():
                  "print(state(), args.arch)")
     assert out.splitlines() == ["[False, True, True, False, False, False]",
                                 "[True, True, True, True, True, True] prophetnet_tiny"]
+
+
+FAIRSEQ_TRAIN_HELP = f"""
+from fairseq.tasks import TASK_REGISTRY
+from fairseq_cli import train
+sys.argv = ['fairseq-train', 'data', '--user-dir', {USER_DIR!r}, '--task', 'cmlm_hybrid',
+            '--arch', 'hi_cmlm_transformer_tiny', '--help']
+try:
+    train.cli_main()
+except SystemExit as stop:
+    print('cmlm_hybrid' in TASK_REGISTRY, 'exit', stop.code)
+"""
+
+
+@pytest.mark.parametrize("first", [
+    "import fairseq_ext\nassert 'fairseq' not in sys.modules\n",
+    "import fairseq_ext.masking\nassert 'fairseq' not in sys.modules\n",
+    "import fairseq_ext.hub\nassert 'fairseq' not in sys.modules\n",
+    "import fairseq, fairseq_ext\n",
+    "import fairseq, fairseq_ext.masking\n",
+], ids=["package-first", "masking-first", "hub-first", "fairseq-first", "fairseq-then-masking"])
+def test_user_dir_registers_whatever_was_imported_first(first):
+    """fairseq's ``import_user_module`` skips a package already in ``sys.modules``; the plugin's
+    step after it (``plugin.load_on_user_dir``) registers anyway. fairseq-train's main, in process."""
+    out = python("import sys\n" + first + FAIRSEQ_TRAIN_HELP).splitlines()
+    assert "  --hybrid-strategy {all_mask,all_copied,weighted_sum,fence_replace}" in out, out[-20:]
+    assert out[-1] == "True exit 0"
+
+
+def test_user_dir_registers_when_asked_again_after_the_masks():
+    """The same ``--user-dir`` twice (fairseq remembers it) and fairseq imported before the masks:
+    one registration, the options parsed both times."""
+    parse = (f"options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r}, "
+             "'--task', 'unilm_seq2seq', '--arch', 'unilm_transformer_tiny'])")
+    out = python("from fairseq import options, utils\nimport fairseq_ext.masking\n"
+                 f"print({parse}.task, {parse}.arch, utils.import_user_module.fairseq_ext_loads)")
+    assert out.splitlines()[-1] == "unilm_seq2seq unilm_transformer_tiny True"
+
+
+def test_plain_fairseq_train_registers():
+    proc = subprocess.run(["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "--help"],
+                          capture_output=True, text=True, env=cli_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "  --noise {random_mask,full_mask,no_noise}" in proc.stdout.splitlines()
+
+
+def test_fairseqs_from_pretrained_with_user_dir_after_import_fairseq_ext():
+    """docs/python-api.md: ``user_dir=`` the package's folder, in a process that imported it."""
+    out = python("import os, fairseq_ext\n"
+                 "from fairseq.models.nat import CMLMNATransformerModel\n"
+                 "hub = CMLMNATransformerModel.from_pretrained(\n"
+                 f"    {str(ROOT / 'examples' / 'quickstart' / 'model')!r}, checkpoint_file='checkpoint.pt',\n"
+                 "    user_dir=os.path.dirname(fairseq_ext.__file__))\n"
+                 "print(type(hub.task).__name__, type(hub.models[0]).__name__)")
+    assert out.splitlines()[-1] == "CMLMHybridTask HiCMLMTransformerModel"

@@ -48,6 +48,13 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "be a finite number, got inf`, no far-off guess (before: a traceback from `ast.literal_eval`, infinity "
      "accepted, `did you mean '_name'`)",
      ("test_checkpoint_contents.py::test_model_overrides_are_checked_before_decoding",)),
+    ("a mistyped `--task`, `--arch` or `--criterion` (`cmlm_hybird`, `hi_cmlm_tiny`), the plugin loaded",
+     "one line, exit 2: `argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'? (--help lists "
+     "the choices)`; argparse's choices where no name is close (before: the whole usage, 115 lines for "
+     "`fairseq-train`, then every choice)",
+     ("test_cli_help.py::test_a_mistyped_registry_name_is_one_line_with_the_closest_name",
+      "test_cli_help.py::test_a_name_close_to_nothing_is_one_line_with_the_choices",
+      "test_cli_help.py::test_fairseq_train_mistyped_task_with_and_without_the_plugin")),
     ("`--user-dir` naming a missing folder", "fairseq's own `FileNotFoundError` naming the folder (before the "
      "plugin is loaded); nothing written", ("test_bad_input_cli.py::test_missing_user_dir_is_fairseqs_own_error",)),
     ("`--user-dir` naming `examples/` (a folder of the repository that holds no plugin)",

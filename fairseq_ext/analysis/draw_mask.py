@@ -288,12 +288,14 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--png", help="also write the picture as a PNG here")
     p.add_argument("--all", metavar="DIR", help="write every mask with its defaults to DIR/NAME.png")
     p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
+    added = set()  # an option that several masks take is listed once, with the first of them
     for name, script in SCRIPTS.items():
         group = p.add_argument_group(f"{name} options")
         for option, (kind, default, help_text) in script.options.items():
-            flag = "--" + option.replace("_", "-")
-            if flag not in p._option_string_actions:
-                group.add_argument(flag, type=kind, default=None, help=f"{help_text} (default {default})")
+            if option not in added:
+                added.add(option)
+                group.add_argument("--" + option.replace("_", "-"), type=kind, default=None,
+                                   help=f"{help_text} (default {default})")
     args = p.parse_args(argv)
     if args.all:
         os.makedirs(args.all, exist_ok=True)

@@ -34,12 +34,26 @@ def _known_options(state: dict) -> dict[str, Any]:
     return known
 
 
+class _ActionsByDest(argparse.ArgumentParser):
+    """A parser that keeps each action ``add_argument`` returns, by ``dest`` (a later one wins,
+    as with ``conflict_handler="resolve"``)."""
+
+    def __init__(self):
+        super().__init__(add_help=False, conflict_handler="resolve")
+        self.by_dest: dict[str, argparse.Action] = {}
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.by_dest[action.dest] = action
+        return action
+
+
 def _option_actions(state: dict) -> dict[str, argparse.Action]:
     """The argparse actions of the checkpoint's model and task options, by ``dest``."""
     from fairseq.models import ARCH_MODEL_REGISTRY
     from fairseq.tasks import TASK_REGISTRY
 
-    parser = argparse.ArgumentParser(add_help=False, conflict_handler="resolve")
+    parser = _ActionsByDest()
     for registry, name in ((ARCH_MODEL_REGISTRY, trained_arch(state)), (TASK_REGISTRY, trained_task(state))):
         cls = registry.get(name) if name else None
         if cls is not None and hasattr(cls, "add_args"):
@@ -47,7 +61,7 @@ def _option_actions(state: dict) -> dict[str, argparse.Action]:
                 cls.add_args(parser)
             except Exception:  # an option table fairseq cannot rebuild: no choices to check
                 continue
-    return {a.dest: a for a in parser._actions}
+    return parser.by_dest
 
 
 def _value_problem(key: str, value: Any, current: Any, action: Optional[argparse.Action]) -> Optional[str]:

@@ -126,15 +126,15 @@ class HybridInputDecoder(NATransformerDecoder):
 class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
     """CMLM with a hybrid decoder input (``--hybrid-strategy``)."""
 
-    options_config = HiCMLMConfig  # the options this model adds, with their defaults and ranges
+    options_config = HiCMLMConfig  # the options it adds to CMLM's (config_fields.model_config)
 
     shape_options = (("encoder.embed_positions.weight", "--max-source-positions"),
                      ("decoder.embed_positions.weight", "--max-target-positions"))
 
-    @staticmethod
-    def add_args(parser):
+    @classmethod
+    def add_args(cls, parser):
         CMLMNATransformerModel.add_args(parser)
-        add_config_args(parser, HiCMLMConfig)
+        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):

@@ -137,16 +137,16 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
 class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     """RoBERTa with the mask-position embedding and the position classifier."""
 
-    options_config = PositionMaskedRobertaConfig  # the options this model adds, with their defaults and ranges
+    options_config = PositionMaskedRobertaConfig  # the options it adds to RoBERTa's (config_fields.model_config)
 
     shape_options = (("embed_positions.weight", "--max-positions (--tokens-per-sample)"),
                      ("position_classifier.weight", "--max-positions (--tokens-per-sample)"),
                      ("position_classifier.bias", "--max-positions (--tokens-per-sample)"))
 
-    @staticmethod
-    def add_args(parser):
+    @classmethod
+    def add_args(cls, parser):
         RobertaModel.add_args(parser)
-        add_config_args(parser, PositionMaskedRobertaConfig)
+        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):

@@ -212,7 +212,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
 class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
     """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
 
-    options_config = ProphetNetConfig  # the options this model adds, with their defaults and ranges
+    options_config = ProphetNetConfig  # the options it adds to the Transformer's (config_fields.model_config)
 
     # Fine-tuning must keep pre-training's --ngram and positions: they are weight shapes.
     shape_options = (("decoder.ngram_embeddings.weight", "--ngram"),
@@ -224,7 +224,7 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
     @classmethod
     def add_args(cls, parser):
         TransformerModel.add_args(parser)
-        add_config_args(parser, ProphetNetConfig)
+        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):

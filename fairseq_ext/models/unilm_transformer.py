@@ -12,7 +12,7 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from torch import Tensor
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_unset
+from fairseq_ext.config_fields import check_config, fill_defaults, option_value, set_unset
 from fairseq_ext.errors import require
 from fairseq_ext.interfaces import UniLMTask
 from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
@@ -38,14 +38,8 @@ def validate_unilm_args(args) -> None:
 class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderModel):
     """One BERT-like stack used by every ``--attention-mask`` of ``masking.ATTENTION_VARIANTS``."""
 
-    options_config = UniLMTransformerConfig  # the options this model adds, with their defaults and ranges
-
     shape_options = (("embed_positions.weight", "--max-positions"), ("embed_next_positions.weight", "--max-positions"))
     dictionary_hint = " (and the same --keep-tokens FILE if it was trained with one)"
-
-    @classmethod
-    def add_args(cls, parser):
-        add_config_args(parser, UniLMTransformerConfig)
 
     @classmethod
     def build_model(cls, args, task):
