@@ -15,9 +15,10 @@ times and logs a traceback. ``fairseq_patches`` changes six things, for the plug
 * no space left on the device while saving is one line naming the last good checkpoint (no
   retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
 * a ``--save-dir`` that cannot be written is one line before the first update
-  (``checking_save_dir``), which then takes the folder's one-writer lock (``save_dir_lock``);
-* a resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing
-  and says so (``starting_safely``).
+  (``checking_save_dir``);
+* when training starts, the run takes the folder's one-writer lock (``save_dir_lock``), and a
+  resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing and
+  says so (``starting_safely``).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import shutil
 import zipfile
 from typing import Optional
 
+from fairseq_ext import patch_scope
 from fairseq_ext.checkpoints import resume_budget, save_dir_lock
 from fairseq_ext.errors import NoSpaceError, full_disk, note
 from fairseq_ext.output_files import process_alive
@@ -189,14 +191,20 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
 
 
 def starting_safely(load_fn):
-    """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: remove leftovers,
-    restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the run if the
-    checkpoint has spent its budget (``resume_budget``)."""
+    """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: records the
+    trainer's task as the task this process trains (``patch_scope.training``; for every task).
+    For a task it serves: hold the ``--save-dir`` lock (first rank: ``save_dir_lock.hold``),
+    remove leftovers, restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the
+    run if the checkpoint has spent its budget (``resume_budget``)."""
 
     @functools.wraps(load_fn)
     def load_checkpoint(cfg, trainer, **passthrough_args):
+        patch_scope.training(trainer.task)
+        if not patch_scope.serves(trainer.task):
+            return load_fn(cfg, trainer, **passthrough_args)
         if os.path.isdir(cfg.save_dir) and "://" not in cfg.save_dir:
             if trainer.data_parallel_rank == 0:
+                save_dir_lock.hold(cfg.save_dir)
                 for path in remove_leftovers(cfg.save_dir, fairseq_tmp=True):
                     note(f"removed {path}, left by a save that was interrupted")
             if cfg.restore_file == "checkpoint_last.pt":
@@ -211,14 +219,11 @@ def starting_safely(load_fn):
 def checking_save_dir(verify_fn):
     """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update (by the
     first rank only): a folder that cannot be written (read-only filesystem, no permission) is one
-    line, not a warning and a traceback; then the run holds the folder's lock
-    (``save_dir_lock.hold``), or stops because another training holds it."""
+    line, not a warning and a traceback."""
 
     @functools.wraps(verify_fn)
     def verify_checkpoint_directory(save_dir: str) -> None:
         require_writable_folder(save_dir, "--save-dir", "checkpoints")
-        os.makedirs(save_dir, exist_ok=True)  # a new folder: the lock lives in it
-        save_dir_lock.hold(save_dir)
         return verify_fn(save_dir)
 
     return verify_checkpoint_directory
