@@ -83,25 +83,20 @@ PATCHES: tuple[Patch, ...] = (
           "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
           "plugin's models", "fairseq 0.12, torch 2.6", CHECKPOINTS, fairseq_loading.guarded_loader, scoped=False),
     Patch("ensemble-task", "fairseq.checkpoint_utils.load_model_ensemble_and_task",
-          "says which task the load is for (to `checked-loading`); behaviour unchanged. No hook: fairseq hands "
-          "`load_checkpoint_to_cpu` the path and the overrides, not the task", "fairseq 0.12", CHECKPOINTS,
+          "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
+          "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
+          "fairseq 0.12", CHECKPOINTS,
           lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.ensemble_task,
                                                       fairseq_loading.ensemble_paths), scoped=False),
-    Patch("trainer-task", "fairseq.trainer.Trainer.load_checkpoint",
-          "says which task a resumed or fine-tuned checkpoint is for (to `checked-loading`); behaviour unchanged. "
-          "No hook: the same, for the trainer's load", "fairseq 0.12", CHECKPOINTS,
-          lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.trainer_task, fairseq_loading.trainer_path),
-          scoped=False),
     Patch("atomic-copy", "fairseq.file_io.PathManager.copy",
           "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
           "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
           "method of the task or the model runs around the copy", "fairseq 0.12", PLUGIN_TASKS, saving.atomic_copy),
-    Patch("save-no-retries", "fairseq.checkpoint_utils._torch_persistent_save",
-          "a full disk stops at once instead of three retries and a logged traceback. No hook: the retries are "
-          "inside this function", "fairseq 0.12", PLUGIN_TASKS, saving.without_retries),
     Patch("save-full-disk", "fairseq.checkpoint_utils.torch_persistent_save",
-          "a full disk is one line naming the last good checkpoint; the partial file is removed. No hook: the task's "
-          "`state_dict` runs before the write, nothing of the plugin after it", "fairseq 0.12", PLUGIN_TASKS,
+          "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
+          "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
+          "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
+          "task's `state_dict` runs before the write, nothing of the plugin after it", "fairseq 0.12", PLUGIN_TASKS,
           saving.naming_full_disk),
     Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
           "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
@@ -109,8 +104,9 @@ PATCHES: tuple[Patch, ...] = (
           "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
           "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
     Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
-          "when training starts: the trainer's task becomes the task the process trains (`patch_scope`); for a plugin "
-          "task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second training "
+          "when training starts, for every task: the trainer's task becomes the task the process trains "
+          "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
+          "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second training "
           "on it stops with one line naming the first), leftovers of killed saves are removed, a missing or stale "
           "`checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
           "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
@@ -151,8 +147,8 @@ PATCHES: tuple[Patch, ...] = (
 
 @dataclass(frozen=True)
 class Gone:
-    """A row of the table before fairseq's hooks and the commands' own entry points took its work
-    (until issue 77): what it replaced, and where its behaviour is now."""
+    """A row of the table until issue 77, whose work is now done by another row, at a point where
+    fairseq hands over the task or the configuration: what it replaced, and where its work is now."""
 
     name: str
     target: str
@@ -168,6 +164,12 @@ GONE: tuple[Gone, ...] = (
          "before fairseq's `ast.literal_eval` reads it"),
     Gone("overrides-interactive", "fairseq_cli.interactive.ast",
          "the same; now `checked-paths` (fairseq-interactive's `call_main`) checks it"),
+    Gone("trainer-task", "fairseq.trainer.Trainer.load_checkpoint",
+         "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which fairseq calls with "
+         "the trainer, says it for every checkpoint loaded when training starts"),
+    Gone("save-no-retries", "fairseq.checkpoint_utils._torch_persistent_save",
+         "a private function of fairseq's, replaced so that a full disk stopped its retries; now `save-full-disk` "
+         "writes a local checkpoint in one attempt itself and hands any other failure to fairseq's save"),
 )
 
 
