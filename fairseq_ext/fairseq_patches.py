@@ -16,9 +16,10 @@ for every task: the allow-list, torch's own extension point, without which fairs
 load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
 own error type (and on Ctrl-C where the plugin's tasks are served). ``FAIRSEQ_EXT_PATCHES=off``
 makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's
-and torch's: torch >= 2.6 loads weights-only and refuses the ``argparse.Namespace`` that fairseq pickles, with torch's message (nothing unsafe
-is loaded); the plugin's own loading (``fairseq_ext.checkpoints.safe_load``, ``python -m
-fairseq_ext.checkpoints inspect``, the hub) keeps its allow-list and one-line answers.
+and torch's: torch >= 2.6 loads weights-only and refuses the ``argparse.Namespace`` that fairseq
+pickles, with torch's message (nothing unsafe is loaded); the plugin's own loading
+(``fairseq_ext.checkpoints.safe_load``, ``python -m fairseq_ext.checkpoints inspect``, the hub)
+keeps its allow-list and one-line answers.
 
 ``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` shows it
 (``tests/test_fairseq_patches.py`` checks both).
@@ -106,9 +107,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
           "when training starts, for every task: the trainer's task becomes the task the process trains "
           "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
-          "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second training "
-          "on it stops with one line naming the first), leftovers of killed saves are removed, a missing or stale "
-          "`checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
+          "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second "
+          "training on it stops with one line naming the first), leftovers of killed saves are removed, a missing "
+          "or stale `checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
           "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
           "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
           "and built the epoch iterator, and past `--max-epoch` not at all", "fairseq 0.12", PLUGIN_TASKS,
@@ -228,11 +229,12 @@ def install() -> None:
 def table() -> str:
     """``PATCHES``, and the rows ``GONE``, as Markdown (the block of ``docs/fairseq-patches.md``)."""
     before = [p.name for p in PATCHES] + [g.name for g in GONE]
+    header = ("| name | what is changed | why, and the hook that is missing | needed since | serves by default "
+              "| turn off |")
     rows = [f"Before issue 77: {len(before)} rows. After: {len(PATCHES)} rows, each a function (or a method of "
             f"fairseq's) wrapped where fairseq has no hook, or a hook itself (`allow-list`, `one-line-errors`); "
             f"{len(GONE)} rows gone, none left that replaces a module object or shadows a builtin.", "",
-            "| name | what is changed | why, and the hook that is missing | needed since | serves by default | turn off |",
-            "|---|---|---|---|---|---|"]
+            header, "|---|---|---|---|---|---|"]
     for p in PATCHES:
         rows.append(f"| `{p.name}` | `{p.target}` | {p.why} | {p.since} | {p.serves} | "
                     f"`FAIRSEQ_EXT_PATCHES=off:{p.name}` |")

@@ -7,14 +7,15 @@ of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under t
 
 * an exclusive lock (``fcntl.flock`` on ``PATH.lock``, holding the writer's PID, host and start
   time): a second writer of the same path stops at once with one line naming the running process;
-* the text goes to ``PATH.partial-<pid>`` (a file, or a folder holding it) and is moved into place (``os.replace``) only when
-  the writer ends without an error, so ``PATH`` is always a complete file (or absent);
+* the text goes to ``PATH.partial-<pid>`` (a file, or a folder holding it) and is moved into
+  place (``os.replace``) only when the writer ends without an error, so ``PATH`` is always a complete file (or absent);
 * leftovers of killed writers are removed by the next writer of the path;
 * a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
 
 For the plugin's tasks ``fairseq-generate`` writes its results file this way
-(``generating_exclusively``, from the ``checked-paths-generate`` row of ``fairseq_patches``). ``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a
-``--save-dir`` for the length of a training.
+(``generating_exclusively``, from the ``checked-paths-generate`` row of ``fairseq_patches``).
+``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a ``--save-dir`` for
+the length of a training.
 """
 from __future__ import annotations
 
