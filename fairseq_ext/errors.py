@@ -56,9 +56,10 @@ def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
 def one_line_excepthook(previous):
     """``sys.excepthook`` that prints a ``FairseqExtError`` (also behind another exception) as one
     line on stderr (the process still exits with 1), prints nothing for Ctrl-C
-    (``KeyboardInterrupt``) in a command of the plugin (``patch_scope.serves``; Python then ends
-    the process by SIGINT, which the shell shows as status 130, so that a script running it stops
-    too), and hands every other exception to ``previous``."""
+    (``KeyboardInterrupt``) in a command of the plugin (``patch_scope.serves`` of the task of the
+    command it ended, ``patch_scope.task_of``; Python then ends the process by SIGINT, which the
+    shell shows as status 130, so that a script running it stops too), and hands every other
+    exception to ``previous``."""
     if getattr(previous, "prints_user_errors", False):
         return previous
 
@@ -67,7 +68,7 @@ def one_line_excepthook(previous):
         if user_error is not None:
             sys.stderr.write(f"fairseq_ext: error: {user_error}\n")
             return
-        if issubclass(exc_type, KeyboardInterrupt) and patch_scope.serves():
+        if issubclass(exc_type, KeyboardInterrupt) and patch_scope.serves(patch_scope.task_of(exc)):
             return
         previous(exc_type, exc, tb)
 

@@ -4,34 +4,36 @@ criteria: one table, ``PATCHES``, applied by ``install()``.
 fairseq's own extension points come first: a task of the plugin records its dictionaries in
 its ``state_dict()`` (fairseq saves it as the checkpoint's ``task_state``), its models check a
 checkpoint's shapes in ``load_state_dict``, and its tasks build their datasets and generators
-in ``load_dataset`` and ``build_generator``. A row of the table replaces an attribute only where
-fairseq 0.12 has no hook; its ``why`` says which is missing.
+in ``load_dataset`` and ``build_generator``. A row of the table wraps a function (or a method of
+fairseq's) only where fairseq 0.12 has no hook; its ``why`` says which is missing. No row replaces
+a module object or shadows a builtin; ``GONE`` lists the rows that did, and where their work is now.
 
 Whom a change serves (``patch_scope``): by default the plugin's own tasks only (the task at
-hand, or the command line's ``--task``), so that ``--user-dir fairseq_ext`` changes nothing for
+hand: the trainer's, the one a checkpoint is loaded for, the ``cfg.task`` a command's entry point
+receives; never the command line), so that ``--user-dir fairseq_ext`` changes nothing for
 fairseq's own tasks; ``FAIRSEQ_EXT_PATCH_ALL=1`` offers the changes to every task. Two rows act
 for every task: the allow-list, torch's own extension point, without which fairseq 0.12 cannot
 load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
 own error type (and on Ctrl-C where the plugin's tasks are served). ``FAIRSEQ_EXT_PATCHES=off``
-makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's and torch's: torch >= 2.6 loads weights-only and
-refuses the ``argparse.Namespace`` that fairseq pickles, with torch's message (nothing unsafe
-is loaded); the plugin's own loading (``fairseq_ext.checkpoints.safe_load``, ``python -m
-fairseq_ext.checkpoints inspect``, the hub) keeps its allow-list and one-line answers.
+makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's
+and torch's: torch >= 2.6 loads weights-only and refuses the ``argparse.Namespace`` that fairseq
+pickles, with torch's message (nothing unsafe is loaded); the plugin's own loading
+(``fairseq_ext.checkpoints.safe_load``, ``python -m fairseq_ext.checkpoints inspect``, the hub)
+keeps its allow-list and one-line answers.
 
-``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` shows it (``tests/test_fairseq_patches.py`` checks both).
+``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` shows it
+(``tests/test_fairseq_patches.py`` checks both).
 """
 from __future__ import annotations
 
-import builtins
 import functools
 import importlib
 import inspect
 import sys
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any, Callable, Optional
 
-from fairseq_ext import cli_help, errors, model_overrides, output_files, patch_scope, preflight
+from fairseq_ext import cli_help, errors, patch_scope, preflight
 from fairseq_ext.checkpoints import fairseq_loading, saving
 from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS
 from fairseq_ext.data import interactive_input
@@ -59,10 +61,6 @@ class Patch:
     scoped: bool = True
 
 
-def _trainer_served(cfg, trainer, *args, **kwargs) -> bool:
-    return patch_scope.serves(trainer.task)
-
-
 def _help_served(parser, input_args=None, *args, **kwargs) -> bool:
     return patch_scope.names_the_plugin(input_args) or cli_help.names_an_unknown_choice(input_args)
 
@@ -72,74 +70,69 @@ def _allow_list(add_safe_globals):
     return add_safe_globals
 
 
-def _scoped_literal_eval(ast_module):
-    return SimpleNamespace(literal_eval=_scoped(ast_module.literal_eval, model_overrides.literal_overrides, None))
-
-
 PATCHES: tuple[Patch, ...] = (
     Patch("allow-list", "torch.serialization.add_safe_globals",
           "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's int64 array "
           "reconstruction, which fairseq's checkpoints pickle; without them torch refuses every fairseq 0.12 "
-          "checkpoint", "torch 2.6 (weights-only loading by default)", EVERY_TASK, _allow_list, scoped=False),
+          "checkpoint. Hook: torch's own extension point", "torch 2.6 (weights-only loading by default)", EVERY_TASK,
+          _allow_list, scoped=False),
     Patch("checked-loading", "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
           "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task checks "
-          "`--model-overrides`, the task family and the dictionaries. No hook: a task's `load_state_dict` gets the "
-          "`task_state` only and is not called on resume. A load for fairseq's own task runs fairseq's loader and "
-          "checks only a checkpoint a plugin task trained", "fairseq 0.12, torch 2.6",
-          CHECKPOINTS, fairseq_loading.guarded_loader, scoped=False),
+          "`--model-overrides`, the task family and the dictionaries. A load for fairseq's own task runs fairseq's "
+          "loader and checks only a checkpoint a plugin task trained. No hook: a task's `load_state_dict` gets the "
+          "`task_state` only (no path, config or weights) and is not called on resume; a model's "
+          "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
+          "plugin's models", "fairseq 0.12, torch 2.6", CHECKPOINTS, fairseq_loading.guarded_loader, scoped=False),
     Patch("ensemble-task", "fairseq.checkpoint_utils.load_model_ensemble_and_task",
-          "says which task the load is for (to `checked-loading`); behaviour unchanged", "fairseq 0.12",
-          CHECKPOINTS, lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.ensemble_task,
-                                                                   fairseq_loading.ensemble_paths), scoped=False),
-    Patch("trainer-task", "fairseq.trainer.Trainer.load_checkpoint",
-          "says which task a resumed or fine-tuned checkpoint is for (to `checked-loading`); behaviour unchanged",
+          "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
+          "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
           "fairseq 0.12", CHECKPOINTS,
-          lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.trainer_task, fairseq_loading.trainer_path),
-          scoped=False),
+          lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.ensemble_task,
+                                                      fairseq_loading.ensemble_paths), scoped=False),
     Patch("atomic-copy", "fairseq.file_io.PathManager.copy",
           "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
-          "copies removed: a kill never leaves a half file. No hook: fairseq copies in place",
-          "fairseq 0.12", PLUGIN_TASKS, saving.atomic_copy),
-    Patch("save-no-retries", "fairseq.checkpoint_utils._torch_persistent_save",
-          "a full disk stops at once instead of three retries and a logged traceback", "fairseq 0.12", PLUGIN_TASKS,
-          saving.without_retries),
+          "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
+          "method of the task or the model runs around the copy", "fairseq 0.12", PLUGIN_TASKS, saving.atomic_copy),
     Patch("save-full-disk", "fairseq.checkpoint_utils.torch_persistent_save",
-          "a full disk is one line naming the last good checkpoint; the partial file is removed", "fairseq 0.12",
-          PLUGIN_TASKS, saving.naming_full_disk),
+          "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
+          "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
+          "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
+          "task's `state_dict` runs before the write, nothing of the plugin after it", "fairseq 0.12", PLUGIN_TASKS,
+          saving.naming_full_disk),
     Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
           "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
-          "traceback; then the run holds the folder's one-writer lock (`train.lock`: pid, host, start time), so a "
-          "second training on it stops with one line naming the first. No hook: the task is set up after this, "
-          "and never sees `--save-dir`", "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
+          "traceback (fairseq-train's `checked-paths` says so earlier; this serves fairseq-hydra-train and Python "
+          "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
+          "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
     Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
-          "when training starts: leftovers of killed saves removed; a missing or stale `checkpoint_last.pt` gives way "
-          "to the newest complete checkpoint; a checkpoint already at `--max-update` (or past `--max-epoch`) ends the "
-          "run with one line, nothing trained or written (fairseq trained one more update). No hook runs before "
-          "fairseq reads it, or between reading it and the first update", "fairseq 0.12", PLUGIN_TASKS,
-          saving.starting_safely, _trainer_served),
+          "when training starts, for every task: the trainer's task becomes the task the process trains "
+          "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
+          "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second "
+          "training on it stops with one line naming the first), leftovers of killed saves are removed, a missing "
+          "or stale `checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
+          "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
+          "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
+          "and built the epoch iterator, and past `--max-epoch` not at all", "fairseq 0.12", PLUGIN_TASKS,
+          saving.starting_safely, scoped=False),
     Patch("checked-paths-generate", "fairseq_cli.generate.main",
-          "every path fairseq-generate is given (`--path` and each `:`-separated part, the data folder and its "
-          "dictionaries, `--results-path`, `--sentencepiece-model`) is checked before any work: a missing, "
-          "unreadable or unwritable path, a file for a folder or a cut dictionary is one line "
-          "(`fairseq_ext.preflight`). No hook: fairseq-generate makes `--results-path` and opens its file before it "
-          "sets up the task, and the task's `setup_task` sees the task's options only", "fairseq 0.12", PLUGIN_TASKS,
-          preflight.checking_generate),
+          "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path fairseq-generate is given "
+          "(`--path` and each `:`-separated part, the data folder and its dictionaries, `--results-path`, "
+          "`--sentencepiece-model`) is checked before any work, and `--model-overrides` is a Python literal dict: a "
+          "missing, unreadable or unwritable path, a file for a folder, a cut dictionary or overrides that are no "
+          "dict is one line (`fairseq_ext.preflight`); the `--results-path` file has one writer (a lock) and is "
+          "moved into place complete (fairseq-generate writes it in a folder of its own, "
+          "`output_files.generating_exclusively`). No hook: fairseq-generate makes `--results-path`, opens its file "
+          "and reads `--model-overrides` before it sets up the task, and `setup_task` sees the task's options only",
+          "fairseq 0.12", PLUGIN_TASKS, preflight.checking_generate, scoped=False),
     Patch("checked-paths", "fairseq.distributed.utils.call_main",
-          "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`) and fairseq-validate, before a "
-          "worker is spawned. No hook: these commands build the model before they read `--input` or write "
-          "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS, preflight.checking_call_main),
-    Patch("results-file", "fairseq_cli.generate.open",
-          "`--results-path`: one writer per file (a lock), moved into place complete. No hook: fairseq-generate "
-          "opens the file before it sets up the task", "fairseq 0.12", PLUGIN_TASKS,
-          lambda fn: output_files.results_open),
+          "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, `--model-overrides`) and "
+          "fairseq-validate, before a worker is spawned; the task of `cfg` is the command's, in the ranks fairseq "
+          "spawns too. No hook: these commands build the model before they read `--input` or write `--save-dir`",
+          "fairseq 0.12", PLUGIN_TASKS, preflight.checking_call_main, scoped=False),
     Patch("interactive-utf8", "fairseq_cli.interactive.buffered_read",
-          "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the task sees "
-          "tokens only", "fairseq 0.12", PLUGIN_TASKS, lambda fn: interactive_input.buffered_read),
-    Patch("overrides-generate", "fairseq_cli.generate.ast",
-          "`--model-overrides` that is no Python literal dict is one line. No hook: read before the task exists",
-          "fairseq 0.12", PLUGIN_TASKS, _scoped_literal_eval),
-    Patch("overrides-interactive", "fairseq_cli.interactive.ast",
-          "the same for fairseq-interactive", "fairseq 0.12", PLUGIN_TASKS, _scoped_literal_eval),
+          "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the lines are "
+          "decoded before anything of the task runs; the task sees tokens only", "fairseq 0.12", PLUGIN_TASKS,
+          lambda fn: interactive_input.buffered_read),
     Patch("help-after-options", "fairseq.options.parse_args_and_arch",
           "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
           "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
@@ -150,8 +143,37 @@ PATCHES: tuple[Patch, ...] = (
     Patch("one-line-errors", "sys.excepthook",
           "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
           "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
-          "Python's hook unchanged. No hook: fairseq's commands let every exception end in a traceback", "fairseq 0.12",
-          EVERY_TASK, errors.one_line_excepthook, scoped=False),
+          "Python's hook unchanged. Hook: `sys.excepthook` is Python's documented hook for an uncaught exception "
+          "(fairseq's commands have none of their own)", "fairseq 0.12", EVERY_TASK, errors.one_line_excepthook,
+          scoped=False),
+)
+
+
+@dataclass(frozen=True)
+class Gone:
+    """A row of the table until issue 77, whose work is now done by another row, at a point where
+    fairseq hands over the task or the configuration: what it replaced, and where its work is now."""
+
+    name: str
+    target: str
+    now: str
+
+
+GONE: tuple[Gone, ...] = (
+    Gone("results-file", "fairseq_cli.generate.open",
+         "the builtin `open` was shadowed in fairseq-generate's module; now `checked-paths-generate` takes the lock "
+         "and gives fairseq-generate a `--results-path` folder of its own, whose file it moves into place"),
+    Gone("overrides-generate", "fairseq_cli.generate.ast",
+         "the `ast` module object was replaced; now `checked-paths-generate` checks `cfg.common_eval.model_overrides` "
+         "before fairseq's `ast.literal_eval` reads it"),
+    Gone("overrides-interactive", "fairseq_cli.interactive.ast",
+         "the same; now `checked-paths` (fairseq-interactive's `call_main`) checks it"),
+    Gone("trainer-task", "fairseq.trainer.Trainer.load_checkpoint",
+         "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which fairseq calls with "
+         "the trainer, says it for every checkpoint loaded when training starts"),
+    Gone("save-no-retries", "fairseq.checkpoint_utils._torch_persistent_save",
+         "a private function of fairseq's, replaced so that a full disk stopped its retries; now `save-full-disk` "
+         "writes a local checkpoint in one attempt itself and hands any other failure to fairseq's save"),
 )
 
 
@@ -185,7 +207,7 @@ def _owners(target: str) -> list[tuple[Any, str]]:
 
 def _apply(patch: Patch) -> None:
     for owner, attribute in _owners(patch.target):
-        original = getattr(owner, attribute, getattr(builtins, attribute, None))
+        original = getattr(owner, attribute)
         if getattr(original, MARK, None) == patch.name:
             continue
         replacement = patch.make(original)
@@ -208,12 +230,19 @@ def install() -> None:
 
 
 def table() -> str:
-    """``PATCHES`` as a Markdown table (the block of ``docs/fairseq-patches.md``)."""
-    rows = ["| name | what is changed | why | needed since | serves by default | turn off |",
-            "|---|---|---|---|---|---|"]
+    """``PATCHES``, and the rows ``GONE``, as Markdown (the block of ``docs/fairseq-patches.md``)."""
+    before = [p.name for p in PATCHES] + [g.name for g in GONE]
+    header = ("| name | what is changed | why, and the hook that is missing | needed since | serves by default "
+              "| turn off |")
+    rows = [f"Before issue 77: {len(before)} rows. After: {len(PATCHES)} rows, each a function (or a method of "
+            f"fairseq's) wrapped where fairseq has no hook, or a hook itself (`allow-list`, `one-line-errors`); "
+            f"{len(GONE)} rows gone, none left that replaces a module object or shadows a builtin.", "",
+            header, "|---|---|---|---|---|---|"]
     for p in PATCHES:
         rows.append(f"| `{p.name}` | `{p.target}` | {p.why} | {p.since} | {p.serves} | "
                     f"`FAIRSEQ_EXT_PATCHES=off:{p.name}` |")
+    rows += ["", "| gone | what it replaced | where its work is now |", "|---|---|---|"]
+    rows += [f"| `{g.name}` | `{g.target}` | {g.now} |" for g in GONE]
     return "\n".join(rows) + "\n"
 
 

@@ -7,21 +7,22 @@ of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under t
 
 * an exclusive lock (``fcntl.flock`` on ``PATH.lock``, holding the writer's PID, host and start
   time): a second writer of the same path stops at once with one line naming the running process;
-* the text goes to ``PATH.partial-<pid>`` and is moved into place (``os.replace``) only when
-  the writer ends without an error, so ``PATH`` is always a complete file (or absent);
+* the text goes to ``PATH.partial-<pid>`` (a file, or a folder holding it) and is moved into
+  place (``os.replace``) only when the writer ends without an error, so ``PATH`` is always a complete file (or absent);
 * leftovers of killed writers are removed by the next writer of the path;
 * a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
 
-``fairseq_patches`` makes ``fairseq-generate`` write its results file this way for the plugin's tasks
-(``results_open``). ``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a
-``--save-dir`` for the length of a training.
+For the plugin's tasks ``fairseq-generate`` writes its results file this way
+(``generating_exclusively``, from the ``checked-paths-generate`` row of ``fairseq_patches``).
+``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a ``--save-dir`` for
+the length of a training.
 """
 from __future__ import annotations
 
-import builtins
 import fcntl
 import glob
 import os
+import shutil
 import socket
 import time
 from typing import IO, Callable, NamedTuple, Optional
@@ -59,7 +60,7 @@ class LockRecord(NamedTuple):
 def read_record(lock_path: str) -> Optional[LockRecord]:
     """The record of ``lock_path``; None when the file is gone or holds no pid yet."""
     try:
-        with builtins.open(lock_path, encoding="utf-8") as f:
+        with open(lock_path, encoding="utf-8") as f:
             fields = f.read().strip().split(maxsplit=2)
     except OSError:
         return None
@@ -76,7 +77,7 @@ def describe(record: Optional[LockRecord]) -> str:
     command = ""
     if record.host in ("", socket.gethostname()):
         try:
-            with builtins.open(f"/proc/{record.pid}/cmdline", "rb") as f:
+            with open(f"/proc/{record.pid}/cmdline", "rb") as f:
                 command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
         except OSError:
             command = ""
@@ -128,11 +129,12 @@ def release_lock(lock_path: str, fd: int) -> None:
     os.close(fd)
 
 
-class exclusive_output:  # noqa: N801  (used like open())
-    """``with exclusive_output(path, "w", encoding="utf-8") as f: ...``: ``path`` appears,
-    complete, when the block ends without an error; nobody else writes it meanwhile."""
+class _ExclusiveTarget:
+    """The lock of ``path`` and the name its text is written under until complete
+    (``PATH.partial-<pid>``, a file or a folder); ``finish`` moves the text into place, or removes
+    it and says why."""
 
-    def __init__(self, path: str, mode: str = "w", *args, option: str = "the output path", **kwargs):
+    def __init__(self, path, option: str):
         self.path = os.fspath(path)
         self.lock_path = self.path + ".lock"
         self.partial = f"{self.path}.partial-{os.getpid()}"
@@ -146,8 +148,7 @@ class exclusive_output:  # noqa: N801  (used like open())
             raise
         try:
             for leftover in glob.glob(glob.escape(self.path) + ".partial-*"):
-                os.remove(leftover)  # we hold the lock: whoever wrote it is gone
-            self.file: IO = builtins.open(self.partial, mode, *args, **kwargs)
+                self._remove(leftover)  # we hold the lock: whoever wrote it is gone
         except BaseException:
             self._release()
             raise
@@ -161,6 +162,9 @@ class exclusive_output:  # noqa: N801  (used like open())
 
     @staticmethod
     def _remove(path: str) -> None:
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+            return
         try:
             os.remove(path)
         except FileNotFoundError:
@@ -174,33 +178,74 @@ class exclusive_output:  # noqa: N801  (used like open())
         return NoSpaceError(f"no space left on the device while writing {self.path}; {kept}. Free space there "
                             f"(or give another {self.option}) and run the same command again")
 
-    def __enter__(self) -> IO:
-        return self.file
-
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def finish(self, written: str, failure: Optional[BaseException], raised: Optional[BaseException]) -> None:
+        """Move ``written`` (the complete text) to ``path`` when there is no ``failure``; else remove
+        the partial text, and raise the full disk as one line, or ``failure`` where it is not
+        ``raised`` (the exception already under way). The lock is released either way."""
         try:
-            failure = exc
-            try:
-                self.file.close()
-            except OSError as error:  # the last buffered write
-                failure = failure or error
             if failure is None:
                 if os.path.exists(self.path):
                     note(f"replaced the earlier {self.path}")
-                os.replace(self.partial, self.path)
+                os.replace(written, self.path)
+                self._remove(self.partial)  # the folder ``written`` was in, if any
                 return
             self._remove(self.partial)
             if full_disk(failure):
                 raise self._no_space() from None
-            if failure is not exc:
+            if failure is not raised:
                 raise failure
         finally:
             self._release()
 
 
-def results_open(file, mode="r", *args, **kwargs):
-    """``open`` as ``fairseq_cli.generate`` sees it: its results file is written with
-    ``exclusive_output``; every other use is the builtin ``open``."""
-    if isinstance(file, (str, os.PathLike)) and "w" in mode:
-        return exclusive_output(file, mode, *args, option="--results-path", **kwargs)
-    return builtins.open(file, mode, *args, **kwargs)
+class exclusive_output(_ExclusiveTarget):  # noqa: N801  (used like open())
+    """``with exclusive_output(path, "w", encoding="utf-8") as f: ...``: ``path`` appears,
+    complete, when the block ends without an error; nobody else writes it meanwhile."""
+
+    def __init__(self, path, mode: str = "w", *args, option: str = "the output path", **kwargs):
+        super().__init__(path, option)
+        try:
+            self.file: IO = open(self.partial, mode, *args, **kwargs)
+        except BaseException:
+            self._release()
+            raise
+
+    def __enter__(self) -> IO:
+        return self.file
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        failure = exc
+        try:
+            self.file.close()
+        except OSError as error:  # the last buffered write
+            failure = failure or error
+        self.finish(self.partial, failure, exc)
+
+
+def generating_exclusively(main, cfg):
+    """``fairseq_cli.generate.main(cfg)`` with a ``--results-path``: its file
+    (``generate-SUBSET.txt``) written as ``exclusive_output`` writes. fairseq-generate opens the file
+    itself, so its ``--results-path`` is, for the run, a folder of its own
+    (``DIR/generate-SUBSET.txt.partial-<pid>``), whose file is moved into place when the run ends
+    without an error."""
+    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
+    from omegaconf import DictConfig
+
+    if not isinstance(cfg, DictConfig):  # what fairseq-generate's main does first
+        cfg = convert_namespace_to_omegaconf(cfg)
+    folder = cfg.common_eval.results_path
+    if folder is None:
+        return main(cfg)
+    name = f"generate-{cfg.dataset.gen_subset}.txt"
+    os.makedirs(folder, exist_ok=True)  # as fairseq-generate does; the lock lives in it
+    target = _ExclusiveTarget(os.path.join(folder, name), "--results-path")
+    cfg.common_eval.results_path = target.partial
+    try:
+        result = main(cfg)
+    except BaseException as exc:
+        target.finish(target.partial, exc, exc)
+        raise
+    finally:
+        cfg.common_eval.results_path = folder
+    target.finish(os.path.join(target.partial, name), None, None)
+    return result

@@ -1,29 +1,44 @@
 """Whom a change of ``fairseq_ext.fairseq_patches`` serves: the plugin's own tasks, unless the user
-opts in for every task or turns changes off.
+opts in for every task or turns changes off. Decided from the task at hand, never from the
+command line.
 
-A change serves a call when:
+A change serves a call when ``FAIRSEQ_EXT_PATCH_ALL=1`` (always, for fairseq's own tasks too), or
+else when the first of these that is known is a task of the plugin (its class is defined under
+``fairseq_ext.``):
 
-* ``FAIRSEQ_EXT_PATCH_ALL=1``: always, for fairseq's own tasks too;
-* the task at hand (the trainer's, the one a checkpoint is loaded for) is a task of the
-  plugin: its class is defined under ``fairseq_ext.``;
-* with no task at hand, in a fairseq command (``fairseq-train``, ``python -m fairseq_cli.generate``,
-  ...), its ``--task`` is a task of the plugin (without ``--task``: fairseq's default,
-  ``translation``, is not); outside a fairseq command (Python code that loaded the plugin and
-  calls fairseq itself, e.g. the hub), always.
+1. the task the call itself is for (the trainer's, the one a checkpoint is loaded for);
+2. the task of the fairseq command under way: the ``cfg.task`` that ``fairseq_cli.generate.main``
+   or ``distributed_utils.call_main`` received (``serving``; every fairseq command but
+   ``fairseq-hydra-train`` passes through one of them once the plugin is loaded, and a rank that
+   fairseq spawns gets it with its ``main``, ``ForTask``);
+3. the task this process trains, from the moment training starts
+   (``checkpoint_utils.load_checkpoint(cfg, trainer)``: ``training``).
+
+**With none of them known, the change serves** (the one default). That is Python code that loaded
+the plugin and calls fairseq's functions itself (the hub), and, under ``fairseq-hydra-train``
+(which imports the plugin inside ``fairseq_cli.train.main``, after ``call_main``), the check of
+``--save-dir`` that fairseq makes before it sets up the task. An exception that ends a command
+carries the command's task (``task_of``), for ``sys.excepthook``.
 
 ``FAIRSEQ_EXT_PATCHES=off`` (every change) or ``off:NAME,NAME`` (the changes named) is read by
 ``fairseq_patches.install``: those are not made at all.
 """
 from __future__ import annotations
 
+import argparse
+import contextlib
+import contextvars
 import os
-import sys
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 ALL_TASKS = "FAIRSEQ_EXT_PATCH_ALL"  # "1": the changes serve fairseq's own tasks too
 SWITCH = "FAIRSEQ_EXT_PATCHES"  # "off": install() changes nothing; "off:NAME,NAME": not those
 PLUGIN_PACKAGE = "fairseq_ext."
-FAIRSEQ_DEFAULT_TASK = "translation"
+TASK_MARK = "fairseq_ext_task"  # the attribute an exception leaving a command gets: the command's task
+
+_COMMAND_TASK: contextvars.ContextVar[Optional[Any]] = contextvars.ContextVar("fairseq_ext_command_task",
+                                                                               default=None)
+_TRAINED: list[Any] = []  # the task this process trains (one entry), from the start of training
 
 
 def all_tasks() -> bool:
@@ -45,7 +60,7 @@ def _is_plugins(registered: Any) -> bool:
 
 
 def is_plugin_task(task: Any) -> bool:
-    """Whether ``task`` (a task instance, or a ``--task`` name) is one of the plugin's."""
+    """Whether ``task`` (a task instance, or a task's registered name) is one of the plugin's."""
     if isinstance(task, str):
         from fairseq.tasks import TASK_REGISTRY
 
@@ -53,45 +68,78 @@ def is_plugin_task(task: Any) -> bool:
     return _is_plugins(task)
 
 
-def command_option(option: str, argv: Optional[list[str]] = None) -> Optional[str]:
-    """The value of ``option`` (``--task``) on the command line (``OPTION NAME`` or
-    ``OPTION=NAME``), if given."""
-    argv = sys.argv[1:] if argv is None else [str(a) for a in argv]
-    for i, arg in enumerate(argv):
-        if arg == option and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(option + "="):
-            return arg.split("=", 1)[1]
-    return None
+def task_of_cfg(cfg: Any) -> Optional[str]:
+    """The task name of a command's configuration: ``cfg.task`` of an ``argparse.Namespace``,
+    ``cfg.task._name`` of fairseq's ``DictConfig``."""
+    task = getattr(cfg, "task", None)
+    return task if isinstance(task, str) or task is None else getattr(task, "_name", None)
 
 
-def in_fairseq_command() -> bool:
-    """Whether this process is one of fairseq's commands (``fairseq-*`` or ``python -m fairseq_cli.*``)."""
-    main = sys.modules.get("__main__")
-    spec_name = getattr(getattr(main, "__spec__", None), "name", None) or ""
-    program = os.path.normpath(sys.argv[0] or "")
-    return (os.path.basename(program).startswith("fairseq-") or spec_name.startswith("fairseq_cli.")
-            or "fairseq_cli" in program.split(os.sep))  # a worker that torch's spawn started
+def task_at_hand() -> Optional[Any]:
+    """The task of the command under way, else the task this process trains (None: neither)."""
+    command = _COMMAND_TASK.get()
+    if command is not None:
+        return command
+    return _TRAINED[0] if _TRAINED else None
 
 
 def serves(task: Any = None) -> bool:
-    """Whether a change serves a call for ``task`` (None: no task at hand; module docstring)."""
+    """Whether a change serves a call for ``task`` (None: the call has none; module docstring)."""
     if all_tasks():
         return True
-    if task is not None:
-        return is_plugin_task(task)
-    if not in_fairseq_command():
-        return True
-    return is_plugin_task(command_option("--task") or FAIRSEQ_DEFAULT_TASK)
+    task = task if task is not None else task_at_hand()
+    return True if task is None else is_plugin_task(task)
 
 
-def names_the_plugin(argv: Optional[list[str]] = None) -> bool:
-    """Whether a command line (default: this process's) names a ``--task``, ``--arch`` or
-    ``--criterion`` of the plugin (or ``FAIRSEQ_EXT_PATCH_ALL=1``)."""
+@contextlib.contextmanager
+def serving(task: Any) -> Iterator[None]:
+    """The task of the fairseq command under way while the block runs; an exception that leaves it
+    carries the task (``task_of``)."""
+    token = _COMMAND_TASK.set(task)
+    try:
+        yield
+    except BaseException as exc:
+        if getattr(exc, TASK_MARK, None) is None:
+            setattr(exc, TASK_MARK, task)
+        raise
+    finally:
+        _COMMAND_TASK.reset(token)
+
+
+def task_of(exc: BaseException) -> Optional[Any]:
+    """The task of the command that ``exc`` ended (None: it ended none)."""
+    return getattr(exc, TASK_MARK, None)
+
+
+def training(task: Any) -> None:
+    """Record ``task`` as the task this process trains (a later training replaces it)."""
+    _TRAINED[:] = [task]
+
+
+class ForTask:
+    """A command's ``main`` that runs under ``serving(task)``: what ``call_main`` hands fairseq, so
+    that a rank fairseq spawns (a new process, ``torch.multiprocessing.spawn`` pickles ``main``)
+    knows its task too."""
+
+    def __init__(self, main, task: Optional[str]):
+        self.main, self.task = main, task
+
+    def __call__(self, *args, **kwargs):
+        with serving(self.task):
+            return self.main(*args, **kwargs)
+
+
+def names_the_plugin(input_args: Optional[list[str]] = None) -> bool:
+    """Whether the options that fairseq's ``parse_args_and_arch`` is given to parse (``input_args``;
+    None: argparse's own default, the process's arguments) name a ``--task``, ``--arch`` or
+    ``--criterion`` of the plugin (or ``FAIRSEQ_EXT_PATCH_ALL=1``). For ``--help``, which is
+    answered before any configuration or task exists."""
     from fairseq.criterions import CRITERION_REGISTRY
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    if all_tasks() or is_plugin_task(command_option("--task", argv)):
-        return True
-    arch, criterion = command_option("--arch", argv), command_option("--criterion", argv)
-    return _is_plugins(ARCH_MODEL_REGISTRY.get(arch)) or _is_plugins(CRITERION_REGISTRY.get(criterion))
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for flags in (("--task",), ("--arch", "-a"), ("--criterion",)):
+        finder.add_argument(*flags)
+    found = finder.parse_known_args(None if input_args is None else [str(a) for a in input_args])[0]
+    return (all_tasks() or is_plugin_task(found.task) or _is_plugins(ARCH_MODEL_REGISTRY.get(found.arch))
+            or _is_plugins(CRITERION_REGISTRY.get(found.criterion)))

@@ -11,9 +11,16 @@ wrong and the fix.
   that can be made, that takes files;
 * ``--sentencepiece-model`` (``--bpe sentencepiece``): a readable file.
 
-``fairseq_patches`` runs ``check_command`` for the plugin's tasks where fairseq's commands start
-(``fairseq_cli.generate.main``; ``distributed_utils.call_main`` for train, interactive and
-validate, before any worker is spawned); ``fairseq_ext.hub`` runs ``check_model_folder``.
+``--model-overrides`` of ``fairseq-generate`` and ``fairseq-interactive`` is checked there too: a
+Python literal dict (``model_overrides``), before fairseq's ``ast.literal_eval`` reads it.
+
+``fairseq_patches`` wraps where fairseq's commands start, with the command's configuration at
+hand: ``fairseq_cli.generate.main(cfg)`` (``checking_generate``) and
+``distributed_utils.call_main(cfg, main)`` (``checking_call_main``: train, hydra-train once the
+plugin is loaded, interactive, validate; before any worker is spawned). Each says which task the
+command serves (``patch_scope.serving``) and, for the plugin's tasks, runs ``check_command``;
+fairseq-generate's results file is then written whole or not at all
+(``output_files.generating_exclusively``). ``fairseq_ext.hub`` runs ``check_model_folder``.
 """
 from __future__ import annotations
 
@@ -24,7 +31,10 @@ import sys
 from argparse import Namespace
 from typing import Any, Optional
 
+from fairseq_ext import patch_scope
 from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.model_overrides import literal_overrides
+from fairseq_ext.output_files import generating_exclusively
 from fairseq_ext.paths import (refuse_cut_dictionary, require_readable_file, require_readable_folder,
                                require_writable_folder)
 
@@ -102,6 +112,9 @@ def check_command(cfg, command: str) -> None:
     bpe = getattr(cfg, "bpe", None) if isinstance(cfg, Namespace) else _option(cfg, "bpe", "_name")
     if bpe == "sentencepiece":
         check_sentencepiece_model(_option(cfg, "bpe", "sentencepiece_model"))
+    overrides = _option(cfg, "common_eval", "model_overrides")
+    if command in ("generate", "interactive") and overrides is not None:
+        literal_overrides(overrides)
 
 
 def check_model_folder(folder: str, data_folder: str, fix: str = "give the folder that holds the checkpoint") -> None:
@@ -118,23 +131,33 @@ def _command_of(main) -> str:
 
 
 def checking_generate(main):
-    """``fairseq_cli.generate.main(cfg)``: ``check_command`` first."""
+    """``fairseq_cli.generate.main(cfg)`` serving ``cfg``'s task; for the plugin's tasks
+    ``check_command`` first, and the results file written whole (``generating_exclusively``)."""
 
     @functools.wraps(main)
-    def checked_main(cfg, *args, **kwargs):
-        check_command(cfg, "generate")
-        return main(cfg, *args, **kwargs)
+    def checked_main(cfg):
+        task = patch_scope.task_of_cfg(cfg)
+        with patch_scope.serving(task):
+            if not patch_scope.serves(task):
+                return main(cfg)
+            check_command(cfg, "generate")
+            return generating_exclusively(main, cfg)
 
     return checked_main
 
 
 def checking_call_main(call_main):
     """``distributed_utils.call_main(cfg, main)``, which fairseq-train, -interactive and -validate
-    start with: ``check_command`` for the command of ``main``, before any worker is spawned."""
+    start with, serving ``cfg``'s task (also in the ranks it spawns: ``patch_scope.ForTask``); for
+    the plugin's tasks ``check_command`` for the command of ``main`` first, before any worker is
+    spawned."""
 
     @functools.wraps(call_main)
     def checked_call_main(cfg, main, **kwargs):
-        check_command(cfg, _command_of(main))
-        return call_main(cfg, main, **kwargs)
+        task = patch_scope.task_of_cfg(cfg)
+        with patch_scope.serving(task):
+            if patch_scope.serves(task):
+                check_command(cfg, _command_of(main))
+            return call_main(cfg, patch_scope.ForTask(main, task), **kwargs)
 
     return checked_call_main

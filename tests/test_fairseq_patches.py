@@ -1,8 +1,9 @@
 """What the plugin changes in fairseq (``fairseq_ext.fairseq_patches``): fairseq's own
 ``translation`` trains and decodes the same with ``--user-dir fairseq_ext`` as without it; each
-change is scoped to the plugin's tasks unless ``FAIRSEQ_EXT_PATCH_ALL=1``; ``FAIRSEQ_EXT_PATCHES``
+no row replaces a module object or shadows a builtin; ``FAIRSEQ_EXT_PATCHES``
 turns changes off; the table of ``docs/fairseq-patches.md`` is the table's, and the README links it
-(``python -m tests.test_fairseq_patches`` rewrites them)."""
+(``python -m tests.test_fairseq_patches`` rewrites them). Whom each change serves:
+``tests/test_patch_scope.py``."""
 from __future__ import annotations
 
 import subprocess
@@ -95,22 +96,6 @@ def test_translation_trains_and_decodes_the_same_with_and_without_the_plugin(tmp
     assert hypotheses["plain"] and hypotheses["plugin"] == hypotheses["plain"]
 
 
-def test_changes_serve_the_plugins_tasks_unless_opted_in():
-    code = ("import os, sys\nfrom fairseq_ext import plugin, patch_scope\nplugin.load()\n"
-            "print(patch_scope.serves(), patch_scope.names_the_plugin())\n"  # Python code, not a command
-            "for task in ('translation', 'cmlm_hybrid'):\n"
-            "    for opt_in in ('', '1'):\n"
-            "        os.environ['FAIRSEQ_EXT_PATCH_ALL'] = opt_in\n"
-            "        sys.argv = ['fairseq-train', '--task', task]\n"
-            "        print(task, opt_in or '-', patch_scope.serves(), patch_scope.names_the_plugin())\n"
-            "sys.argv = ['fairseq-generate']\n"
-            "os.environ['FAIRSEQ_EXT_PATCH_ALL'] = ''\n"
-            "print(patch_scope.serves())")  # no --task: fairseq's translation
-    out = _together({"check": [sys.executable, "-c", code]})["check"]
-    assert out.splitlines() == ["True False", "translation - False False", "translation 1 True True",
-                                "cmlm_hybrid - True True", "cmlm_hybrid 1 True True", "False"]
-
-
 def test_patches_off_changes_nothing_and_off_by_name_leaves_out_those():
     code = ("import sys\nfrom fairseq import checkpoint_utils, options\nfrom fairseq.file_io import PathManager\n"
             "before = (checkpoint_utils.load_checkpoint_to_cpu, PathManager.copy, options.parse_args_and_arch, "
@@ -129,13 +114,30 @@ def test_patches_off_changes_nothing_and_off_by_name_leaves_out_those():
 
 
 def test_every_row_names_an_attribute_that_exists_and_why():
-    names = [p.name for p in fairseq_patches.PATCHES]
+    names = [p.name for p in fairseq_patches.PATCHES] + [g.name for g in fairseq_patches.GONE]
     assert len(names) == len(set(names))
     for patch in fairseq_patches.PATCHES:
         assert patch.why and patch.since and patch.serves, patch.name
+        assert "No hook: " in patch.why or "Hook: " in patch.why, f"{patch.name}: say which hook is missing"
         if not patch.target.startswith("fairseq_cli."):  # those exist once their command runs
             for owner, attribute in fairseq_patches._owners(patch.target):
                 assert hasattr(owner, attribute), patch.target
+
+
+def test_no_row_replaces_a_module_object_or_shadows_a_builtin():
+    """Every row changes a function (or a method of fairseq's), ``sys.excepthook`` (Python's hook)
+    or calls torch's allow-list: in each command module, the attribute a row names is there before
+    the plugin changes it (not a builtin a module would shadow), and is no module."""
+    code = ("import builtins, inspect, sys\n"
+            "import fairseq_cli.generate, fairseq_cli.interactive\n"
+            "from fairseq_ext import fairseq_patches\n"
+            "for p in fairseq_patches.PATCHES:\n"
+            "    for owner, attribute in fairseq_patches._owners(p.target):\n"
+            "        value = inspect.getattr_static(owner, attribute, vars(builtins).get(attribute))\n"
+            "        print(p.name, inspect.ismodule(value), getattr(builtins, attribute, None) is value)\n")
+    out = _together({"check": [sys.executable, "-c", code]})["check"].splitlines()
+    assert sorted({line.split()[0] for line in out}) == sorted(p.name for p in fairseq_patches.PATCHES)
+    assert all(line.split()[1:] == ["False", "False"] for line in out), out
 
 
 def test_checkpoints_from_before_the_task_state_record_are_still_read():

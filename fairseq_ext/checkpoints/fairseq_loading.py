@@ -7,16 +7,18 @@ is not called when training resumes. So ``checkpoint_utils.load_checkpoint_to_cp
 foreign or non-finite file is one line (``loading.safe_load`` tells why), and a load for a task
 checks ``--model-overrides``, the task family and the dictionaries (``checks``, ``overrides``).
 A load for fairseq's own task runs fairseq's loader untouched; only a checkpoint that a task of
-the plugin trained is checked after it loads. fairseq's two loaders that know the task
-(``load_model_ensemble_and_task`` and ``Trainer.load_checkpoint``) only say which task the
-load is for (``loading_for_task``).
+the plugin trained is checked after it loads. fairseq's loader that knows the task
+(``load_model_ensemble_and_task``) only says which task the load is for (``loading_for_task``);
+a training says it for every load when it starts (``loading_for``, from
+``saving.starting_safely``, with the trainer at hand).
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import os
-from typing import Optional
+from typing import Iterator, Optional
 
 from fairseq_ext.checkpoints import checks
 from fairseq_ext.checkpoints.loading import safe_load
@@ -35,7 +37,7 @@ def _task_of_load(path: str):
     if loading is None:
         return None
     task, paths = loading
-    return task if os.path.abspath(path) in paths else None
+    return task if paths is None or os.path.abspath(path) in paths else None
 
 
 def _apply_overrides(state: dict, overrides: dict) -> None:
@@ -97,18 +99,25 @@ def guarded_loader(load_fn):
     return load_checkpoint_to_cpu
 
 
+@contextlib.contextmanager
+def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
+    """While the block runs, ``guarded_loader``'s ``load_checkpoint_to_cpu`` checks the checkpoints
+    of ``paths`` (None: every checkpoint it loads) against ``task``."""
+    token = _LOADING_FOR.set((task, None if paths is None else {os.path.abspath(p) for p in paths}))
+    try:
+        yield
+    finally:
+        _LOADING_FOR.reset(token)
+
+
 def loading_for_task(fn, task_of, paths_of):
     """Wrap a fairseq loader that knows the task, so that ``guarded_loader``'s
     ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against ``task_of(...)``."""
 
     @functools.wraps(fn)
     def loader(*args, **kwargs):
-        paths = {os.path.abspath(p) for p in paths_of(*args, **kwargs)}
-        token = _LOADING_FOR.set((task_of(*args, **kwargs), paths))
-        try:
+        with loading_for(task_of(*args, **kwargs), paths_of(*args, **kwargs)):
             return fn(*args, **kwargs)
-        finally:
-            _LOADING_FOR.reset(token)
 
     return loader
 
@@ -119,11 +128,3 @@ def ensemble_task(filenames, arg_overrides=None, task=None, *args, **kwargs):
 
 def ensemble_paths(filenames, *args, **kwargs):
     return list(filenames)
-
-
-def trainer_task(trainer, *args, **kwargs):
-    return trainer.task
-
-
-def trainer_path(trainer, filename, *args, **kwargs):
-    return [filename]

@@ -1,16 +1,16 @@
 """One training per ``--save-dir``: a lock held for the length of the run.
 
 fairseq lets two trainings share a ``--save-dir``: both exit 0 and the folder keeps the
-checkpoints of whichever saved last, the other run's are gone. ``hold(save_dir)`` (called before
-the first update, from the ``save-dir-check`` row of ``fairseq_patches``) takes the one-writer lock
-of ``output_files.take_lock`` on ``SAVE_DIR/train.lock``, which records the pid, host and start
-time of the run:
+checkpoints of whichever saved last, the other run's are gone. ``hold(save_dir)`` (called when
+training starts, before fairseq reads a checkpoint: the ``resume-newest`` row of
+``fairseq_patches``) takes the one-writer lock of ``output_files.take_lock`` on
+``SAVE_DIR/train.lock``, which records the pid, host and start time of the run:
 
 * a second training on the folder stops at once with one line naming the holder and what to do;
 * the lock goes with the process (the kernel releases it however the process ends); the file is
   removed when the process exits, so a kill leaves only the file, which the next run takes over
   and names (``took over ...``);
-* a process holds the lock of a folder once, however often fairseq verifies it.
+* a process holds the lock of a folder once, however often it starts training on it.
 """
 from __future__ import annotations
 

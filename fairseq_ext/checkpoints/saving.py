@@ -3,7 +3,7 @@ last complete one.
 
 fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
 over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``fairseq_patches`` changes six things, for the plugin's tasks:
+times and logs a traceback. ``fairseq_patches`` changes this, for the plugin's tasks:
 
 * the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
   destination is always the old file or the new one (``atomic_copy``);
@@ -13,11 +13,12 @@ times and logs a traceback. ``fairseq_patches`` changes six things, for the plug
   than a complete ``checkpoint_N_M.pt`` (killed before the copy), resumes from the newest
   complete checkpoint in ``--save-dir`` and says so (``restore_last``);
 * no space left on the device while saving is one line naming the last good checkpoint (no
-  retries, no logged traceback), and the partial file is removed (``NoSpaceError``);
+  retries, no logged traceback), and the partial file is removed (``naming_full_disk``);
 * a ``--save-dir`` that cannot be written is one line before the first update
-  (``checking_save_dir``), which then takes the folder's one-writer lock (``save_dir_lock``);
-* a resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing
-  and says so (``starting_safely``).
+  (``checking_save_dir``);
+* when training starts, the run takes the folder's one-writer lock (``save_dir_lock``), and a
+  resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing and
+  says so (``starting_safely``).
 """
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.checkpoints import resume_budget, save_dir_lock
+from fairseq_ext import patch_scope
+from fairseq_ext.checkpoints import fairseq_loading, resume_budget, save_dir_lock
 from fairseq_ext.errors import NoSpaceError, full_disk, note
 from fairseq_ext.output_files import process_alive
 from fairseq_ext.paths import require_writable_folder
@@ -123,39 +125,29 @@ def atomic_copy(copy_fn):
     return copy
 
 
-def without_retries(save_fn):
-    """fairseq's ``_torch_persistent_save(obj, f)`` retries a failed write three times and logs a
-    traceback; a full disk stops at once (``naming_full_disk`` names it)."""
-
-    @functools.wraps(save_fn)
-    def save(obj, f):
-        if isinstance(f, str):
-            return save_fn(obj, f)
-        import torch
-
-        try:
-            return torch.save(obj, f)
-        except (OSError, RuntimeError) as exc:
-            if full_disk(exc):
-                raise NoSpaceError(str(exc)) from None
-        return save_fn(obj, f)  # another failure: fairseq's retries
-
-    return save
-
-
 def naming_full_disk(save_fn):
-    """fairseq's ``torch_persistent_save(obj, filename)``: a full disk is one line naming the
-    last good checkpoint, and the partial ``filename.tmp`` is removed."""
+    """fairseq's ``torch_persistent_save(obj, filename)``: a local file is written as fairseq
+    writes it (``filename.tmp``, then renamed into place), in one attempt, so that a full disk is
+    one line naming the last good checkpoint at once (fairseq retried three times and logged a
+    traceback) and the partial ``filename.tmp`` is removed; any other failure, an asynchronous
+    write and a URL get fairseq's own save, retries and all."""
 
     @functools.wraps(save_fn)
     def torch_persistent_save(obj, filename, async_write: bool = False):
-        try:
+        if async_write or not isinstance(filename, str) or "://" in filename:
             return save_fn(obj, filename, async_write=async_write)
-        except Exception as exc:  # OSError, torch's RuntimeError, or NoSpaceError from ``without_retries``
-            if not isinstance(filename, str) or not full_disk(exc):
-                raise
-            if os.path.lexists(filename + ".tmp"):
-                os.remove(filename + ".tmp")
+        import torch
+
+        tmp = filename + ".tmp"
+        try:
+            with open(tmp, "wb") as f:
+                torch.save(obj, f)
+            os.replace(tmp, filename)
+        except Exception as exc:  # OSError, or torch's RuntimeError closing its archive after one
+            if not full_disk(exc):
+                return save_fn(obj, filename, async_write=async_write)
+            if os.path.lexists(tmp):
+                os.remove(tmp)
             raise no_space_error(filename) from None
 
     return torch_persistent_save
@@ -189,36 +181,46 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
 
 
 def starting_safely(load_fn):
-    """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: remove leftovers,
-    restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the run if the
-    checkpoint has spent its budget (``resume_budget``)."""
+    """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: for every task, the
+    trainer's task becomes the task this process trains (``patch_scope.training``) and the task
+    each checkpoint fairseq loads here is checked against (``fairseq_loading.loading_for``). For a
+    task it serves (``_start``): hold the ``--save-dir`` lock (first rank: ``save_dir_lock.hold``),
+    remove leftovers, restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the
+    run if the checkpoint has spent its budget (``resume_budget``)."""
 
     @functools.wraps(load_fn)
     def load_checkpoint(cfg, trainer, **passthrough_args):
-        if os.path.isdir(cfg.save_dir) and "://" not in cfg.save_dir:
-            if trainer.data_parallel_rank == 0:
-                for path in remove_leftovers(cfg.save_dir, fairseq_tmp=True):
-                    note(f"removed {path}, left by a save that was interrupted")
-            if cfg.restore_file == "checkpoint_last.pt":
-                restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
-        extra_state, epoch_itr = load_fn(cfg, trainer, **passthrough_args)
-        resume_budget.stop_if_spent(cfg, trainer, extra_state, epoch_itr)
-        return extra_state, epoch_itr
+        patch_scope.training(trainer.task)
+        with fairseq_loading.loading_for(trainer.task):  # a resumed or fine-tuned checkpoint is for it
+            if not patch_scope.serves(trainer.task):
+                return load_fn(cfg, trainer, **passthrough_args)
+            return _start(load_fn, cfg, trainer, passthrough_args)
 
     return load_checkpoint
+
+
+def _start(load_fn, cfg, trainer, passthrough_args):
+    """The lock, the leftovers and ``checkpoint_last.pt`` first, fairseq's load, then the budget."""
+    if os.path.isdir(cfg.save_dir) and "://" not in cfg.save_dir:
+        if trainer.data_parallel_rank == 0:
+            save_dir_lock.hold(cfg.save_dir)
+            for path in remove_leftovers(cfg.save_dir, fairseq_tmp=True):
+                note(f"removed {path}, left by a save that was interrupted")
+        if cfg.restore_file == "checkpoint_last.pt":
+            restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
+    extra_state, epoch_itr = load_fn(cfg, trainer, **passthrough_args)
+    resume_budget.stop_if_spent(cfg, trainer, extra_state, epoch_itr)
+    return extra_state, epoch_itr
 
 
 def checking_save_dir(verify_fn):
     """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update (by the
     first rank only): a folder that cannot be written (read-only filesystem, no permission) is one
-    line, not a warning and a traceback; then the run holds the folder's lock
-    (``save_dir_lock.hold``), or stops because another training holds it."""
+    line, not a warning and a traceback."""
 
     @functools.wraps(verify_fn)
     def verify_checkpoint_directory(save_dir: str) -> None:
         require_writable_folder(save_dir, "--save-dir", "checkpoints")
-        os.makedirs(save_dir, exist_ok=True)  # a new folder: the lock lives in it
-        save_dir_lock.hold(save_dir)
         return verify_fn(save_dir)
 
     return verify_checkpoint_directory
