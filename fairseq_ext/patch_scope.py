@@ -137,9 +137,12 @@ def names_the_plugin(input_args: Optional[list[str]] = None) -> bool:
     from fairseq.criterions import CRITERION_REGISTRY
     from fairseq.models import ARCH_MODEL_REGISTRY
 
-    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
     for flags in (("--task",), ("--arch", "-a"), ("--criterion",)):
         finder.add_argument(*flags)
-    found = finder.parse_known_args(None if input_args is None else [str(a) for a in input_args])[0]
+    try:
+        found = finder.parse_known_args(None if input_args is None else [str(a) for a in input_args])[0]
+    except argparse.ArgumentError:  # e.g. "--task" without its value: fairseq's own parser answers that
+        return False
     return (all_tasks() or is_plugin_task(found.task) or _is_plugins(ARCH_MODEL_REGISTRY.get(found.arch))
             or _is_plugins(CRITERION_REGISTRY.get(found.criterion)))
