@@ -60,7 +60,7 @@ read_text() { case "$1" in *.gz) gzip -dc "$1" ;; *) cat "$1" ;; esac; }
 # Trains a joint sentencepiece model on the training pair (unless OUT/spm.model exists or
 # SPM_MODEL is set), encodes every split, and binarizes with one joined dictionary
 # (SRCDICT, if set, is reused instead of building a new one; the model must be the one it was
-# built with: fairseq_ext/tokenizer_check.py stops the script otherwise).
+# built with: fairseq_ext/common/tokenizer_check.py stops the script otherwise).
 spm_and_binarize() {
   local out="$1" src="$2" tgt="$3" vocab="$4" trainpref="$5" validpref="$6" testpref="${7:-}"
   local model="${SPM_MODEL:-$out/spm.model}"
@@ -71,7 +71,7 @@ spm_and_binarize() {
     model="$out/spm.model"
   fi
   if [ -n "${SRCDICT:-}" ]; then  # the model must be the one SRCDICT was built with (one line if not)
-    "$PYTHON" -m fairseq_ext.tokenizer_check "$model" "$SRCDICT" || exit 1
+    "$PYTHON" -m fairseq_ext.common.tokenizer_check "$model" "$SRCDICT" || exit 1
   fi
   local split pref
   for split in train valid test; do

@@ -13,7 +13,7 @@ binarized with its dictionary (``--dict``, the pre-training ``dict.txt``), as
 ``sentence_prediction`` expects: OUT/bin/input0 (titles), OUT/bin/input1 (articles),
 OUT/bin/label. The title comes first so that ``--shorten-method truncate`` cuts the end of
 a long article, never the title. A ``--spm`` model that is not the one ``--dict`` was built with
-stops the script before it writes anything (``fairseq_ext.tokenizer_check``).
+stops the script before it writes anything (``fairseq_ext.common.tokenizer_check``).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import random
 import sys
 from pathlib import Path
 
-from fairseq_ext.tokenizer_check import checked_sentencepiece
+from fairseq_ext.common.tokenizer_check import checked_sentencepiece
 from sentence_prediction_data import binarize
 
 SPLITS = {"train": "train10k", "valid": "valid1k"}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from collections import Counter
 
-from fairseq_ext import quiet
+from fairseq_ext.fairseq_changes import quiet
 
 
 def main(argv: list[str] | None = None) -> None:

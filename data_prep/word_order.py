@@ -17,7 +17,7 @@ pre-trains. Output, as ``sentence_prediction`` expects: OUT/bin/input0 (encoded 
 pre-training sentencepiece model, or with a converted checkpoint's own WordPiece tokenizer,
 ``--wordpiece``, and binarized with its ``dict.txt``) and OUT/bin/label. A ``--spm`` model that
 is not the one ``--dict`` was built with stops the script before it writes anything
-(``fairseq_ext.tokenizer_check``).
+(``fairseq_ext.common.tokenizer_check``).
 """
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def examples(sents: list[list[str]], span: int, seed: int) -> list[tuple[str, st
 def _encoder(args):
     """``text -> pieces`` of the chosen tokenizer."""
     if args.spm:
-        from fairseq_ext.tokenizer_check import checked_sentencepiece
+        from fairseq_ext.common.tokenizer_check import checked_sentencepiece
 
         sp = checked_sentencepiece(args.spm, "--spm", args.dict, "word_order.py")
         return lambda text: sp.encode(text, out_type=str)

@@ -31,7 +31,7 @@ FOLDER = os.path.dirname(os.path.abspath(__file__))
 def load() -> None:
     """Import ``fairseq_ext.models`` and ``fairseq_ext.tasks``, as ``--user-dir fairseq_ext`` does:
     their modules register every task, model, architecture and criterion of the plugin with
-    fairseq, and ``fairseq_ext.tasks`` applies ``fairseq_patches.install()`` (the changes its table
+    fairseq, and ``fairseq_ext.tasks`` applies ``fairseq_changes.install()`` (the changes its table
     lists, scoped to the plugin's tasks; ``FAIRSEQ_EXT_PATCHES=off`` makes none). A second call
     changes nothing."""
     import fairseq_ext.models  # noqa: F401

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 
 
 def write_between_markers(page: Path, block: str, start: str, end: str) -> None:

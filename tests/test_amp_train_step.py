@@ -1,4 +1,4 @@
-"""``TorchAmpTrainStep`` is fairseq's ``FairseqTask.train_step`` with torch's current autocast
+"""``amp_train_step.train_step`` is fairseq's ``FairseqTask.train_step`` with torch's current autocast
 spelling: on the same model, sample and criterion both give the same loss, sample size, logging
 output and gradients, and only fairseq's warns (``torch.cuda.amp.autocast`` is deprecated)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from fairseq.models import BaseFairseqModel
 from fairseq.tasks import FairseqTask
 
-from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
+from fairseq_ext.tasks import amp_train_step
 
 
 class _Model(BaseFairseqModel):
@@ -47,7 +47,7 @@ def test_the_step_is_fairseqs_without_its_deprecation_warning():
     for ignore_grad in (False, True):
         ours_model = _Model()
         theirs_model = copy.deepcopy(ours_model)
-        (loss, size, log), grads, ours_warned = _step(TorchAmpTrainStep().train_step, ours_model, sample, ignore_grad)
+        (loss, size, log), grads, ours_warned = _step(amp_train_step.train_step, ours_model, sample, ignore_grad)
         (f_loss, f_size, f_log), f_grads, theirs_warned = _step(
             lambda *a, **k: FairseqTask.train_step(None, *a, **k), theirs_model, sample, ignore_grad)
         assert torch.equal(loss, f_loss) and size == f_size and log == f_log

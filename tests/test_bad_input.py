@@ -19,7 +19,7 @@ from fairseq_cli import preprocess
 from fairseq import options
 from fairseq.dataclass.configs import GenerationConfig
 from fairseq_ext.data.size_checks import refuse_truncated_binaries
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from tests.conftest import ROOT, read_sample, write_lines
 from tests.helpers.families import build, dict_folder
 

@@ -4,7 +4,7 @@ any plugin code runs; ``examples/`` answers for itself); a corrupt or foreign
 and the save dir left as it was); a checkpoint of another family, a decoding option out of range
 and an incomplete ``.bin`` at generation.
 The paths a command is given, checked before any work with the shipped quickstart model
-(``fairseq_ext.preflight``): a missing checkpoint or ``--input``, a ``--results-path`` on a
+(``fairseq_ext.fairseq_changes.preflight``): a missing checkpoint or ``--input``, a ``--results-path`` on a
 read-only mount or that is a file, a dictionary that a full disk cut (a small tmpfs that fills
 while fairseq-preprocess writes it), a missing or unreadable ``--sentencepiece-model``."""
 import os

@@ -12,7 +12,7 @@ from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_ext.checkpoints.checks import check_dictionaries, check_task_family
 from fairseq_ext.checkpoints.dictionaries import RECORD_KEY
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from tests.conftest import TINY_DIMS, USER_DIR, generate_args, run, train_args
 from tests.helpers.families import build, dict_folder
 

@@ -16,7 +16,7 @@ import torch
 from fairseq import checkpoint_utils
 from fairseq.file_io import PathManager
 
-from fairseq_ext.errors import NoSpaceError
+from fairseq_ext.common.errors import NoSpaceError
 from tests.conftest import run, train_args
 from tests.helpers.filesystems import as_unprivileged, tmpfs
 

@@ -1,5 +1,5 @@
 """``--help`` lists the options of the ``--task``, ``--arch`` and ``--criterion`` it is given
-(``fairseq_ext.cli_help``): every option of every plugin model, task and criterion, with the
+(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and criterion, with the
 default the architecture gives it; the issue's command line through ``fairseq-train`` itself. A
 mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest registered name,
 exit status 2; every other error is argparse's own, and fairseq without the plugin is unchanged."""
@@ -10,8 +10,8 @@ import pytest
 from fairseq import options
 from fairseq.models import ARCH_MODEL_INV_REGISTRY
 
-from fairseq_ext.config_fields import flag
-from fairseq_ext.options_table import _own_fields, registered
+from fairseq_ext.common.config_fields import flag
+from fairseq_ext.common.options_table import _own_fields, registered
 from tests.conftest import USER_DIR, run
 
 ENTRIES = {kind: [e for e in registered() if e[0] == kind] for kind in ("Model", "Task", "Criterion")}

@@ -9,7 +9,7 @@ import torch
 from fairseq.data import Dictionary, indexed_dataset
 
 from fairseq_ext.checkpoints import pickled_globals, safe_load
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.tasks.prophetnet_denoising import ProphetNetDenoisingConfig, ProphetNetDenoisingTask
 from fairseq_ext.tasks.translation_prophetnet import TranslationProphetNetTask
 from tests.conftest import TINY_DIMS, USER_DIR, run

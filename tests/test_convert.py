@@ -23,7 +23,7 @@ from fairseq_ext.convert import bert, prophetnet  # noqa: E402
 from fairseq_ext.convert.prophetnet_transformers import correct_predicting_stream_layout  # noqa: E402
 from fairseq_ext.convert.transformers_folder import read_folder  # noqa: E402
 from fairseq_ext.convert.vocabulary import fairseq_rows, inverse  # noqa: E402
-from fairseq_ext.errors import FairseqExtError  # noqa: E402
+from fairseq_ext.common.errors import FairseqExtError  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(40)] + [f"##s{i}" for i in range(8)]
 # BERT's layout, specials in the middle: [PAD] 0 ... [UNK] [CLS] [SEP] [MASK] ...

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from fairseq_ext.checkpoints import safe_load
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.tasks.rouge_validation import GIGAWORD_DECODING
 from tests.conftest import ROOT, TINY_DIMS, USER_DIR, binarize, cli_env, read_sample, run
 

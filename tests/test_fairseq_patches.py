@@ -1,4 +1,4 @@
-"""What the plugin changes in fairseq (``fairseq_ext.fairseq_patches``): fairseq's own
+"""What the plugin changes in fairseq (``fairseq_ext.fairseq_changes``): fairseq's own
 ``translation`` trains and decodes the same with ``--user-dir fairseq_ext`` as without it; each
 no row replaces a module object or shadows a builtin; ``FAIRSEQ_EXT_PATCHES``
 turns changes off; the table of ``docs/fairseq-patches.md`` is the table's, and the README links it
@@ -11,7 +11,7 @@ import sys
 
 import torch
 
-from fairseq_ext import fairseq_patches
+from fairseq_ext import fairseq_changes
 from fairseq_ext.checkpoints.dictionaries import RECORD_KEY, recorded_dictionaries
 from tests.conftest import ROOT, TINY_DIMS, USER_DIR, cli_env, read_sample, run, write_lines
 
@@ -114,13 +114,13 @@ def test_patches_off_changes_nothing_and_off_by_name_leaves_out_those():
 
 
 def test_every_row_names_an_attribute_that_exists_and_why():
-    names = [p.name for p in fairseq_patches.PATCHES] + [g.name for g in fairseq_patches.GONE]
+    names = [p.name for p in fairseq_changes.PATCHES] + [g.name for g in fairseq_patches.GONE]
     assert len(names) == len(set(names))
-    for patch in fairseq_patches.PATCHES:
+    for patch in fairseq_changes.PATCHES:
         assert patch.why and patch.since and patch.serves, patch.name
         assert "No hook: " in patch.why or "Hook: " in patch.why, f"{patch.name}: say which hook is missing"
         if not patch.target.startswith("fairseq_cli."):  # those exist once their command runs
-            for owner, attribute in fairseq_patches._owners(patch.target):
+            for owner, attribute in fairseq_changes._owners(patch.target):
                 assert hasattr(owner, attribute), patch.target
 
 
@@ -130,13 +130,13 @@ def test_no_row_replaces_a_module_object_or_shadows_a_builtin():
     the plugin changes it (not a builtin a module would shadow), and is no module."""
     code = ("import builtins, inspect, sys\n"
             "import fairseq_cli.generate, fairseq_cli.interactive\n"
-            "from fairseq_ext import fairseq_patches\n"
-            "for p in fairseq_patches.PATCHES:\n"
-            "    for owner, attribute in fairseq_patches._owners(p.target):\n"
+            "from fairseq_ext import fairseq_changes\n"
+            "for p in fairseq_changes.PATCHES:\n"
+            "    for owner, attribute in fairseq_changes._owners(p.target):\n"
             "        value = inspect.getattr_static(owner, attribute, vars(builtins).get(attribute))\n"
             "        print(p.name, inspect.ismodule(value), getattr(builtins, attribute, None) is value)\n")
     out = _together({"check": [sys.executable, "-c", code]})["check"].splitlines()
-    assert sorted({line.split()[0] for line in out}) == sorted(p.name for p in fairseq_patches.PATCHES)
+    assert sorted({line.split()[0] for line in out}) == sorted(p.name for p in fairseq_changes.PATCHES)
     assert all(line.split()[1:] == ["False", "False"] for line in out), out
 
 
@@ -154,7 +154,7 @@ def _block(text: str, markers: tuple[str, str]) -> str:
 
 
 def test_docs_show_the_table_and_the_readme_links_it():
-    assert _block(PAGE.read_text(encoding="utf-8"), TABLE) == fairseq_patches.table(), \
+    assert _block(PAGE.read_text(encoding="utf-8"), TABLE) == fairseq_changes.table(), \
         "docs/fairseq-patches.md is stale: python -m tests.test_fairseq_patches"
     assert "(docs/fairseq-patches.md)" in README.read_text(encoding="utf-8")
 
@@ -163,7 +163,7 @@ def write() -> None:
     text = PAGE.read_text(encoding="utf-8")
     start, end = TABLE
     head, tail = text[: text.index(start) + len(start)], text[text.index(end):]
-    PAGE.write_text(f"{head}\n{fairseq_patches.table()}{tail}", encoding="utf-8")
+    PAGE.write_text(f"{head}\n{fairseq_changes.table()}{tail}", encoding="utf-8")
 
 
 if __name__ == "__main__":

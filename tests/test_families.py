@@ -1,4 +1,4 @@
-"""The family registry (``fairseq_ext.families``) names what fairseq registers, the hub reads it
+"""The family registry (``fairseq_ext.common.families``) names what fairseq registers, the hub reads it
 to pick an interface, and the mask layer knows no task of it."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from fairseq.tasks import TASK_REGISTRY
 
 from fairseq_ext import plugin
 from fairseq_ext.analysis.draw_mask import SCRIPTS
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.families import FAMILIES, hub_family, masks_of_task, tasks_of_mask
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.families import FAMILIES, hub_family, masks_of_task, tasks_of_mask
 from fairseq_ext.hub import encoder, generation, loading
 from fairseq_ext.masking import ATTENTION_VARIANTS
 from tests.conftest import ROOT

@@ -9,7 +9,7 @@ without FlexAttention, ``gpu.flex_vs_dense`` without CUDA) is one line."""
 import pytest
 import torch
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.masking import random_order
 from fairseq_ext.modules import flex_attention

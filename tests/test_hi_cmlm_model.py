@@ -7,7 +7,7 @@ import torch
 from fairseq import options, tasks
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 from fairseq_ext.data import CompleteBatchesDataset
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.masking import source_copy_weight
 from tests.conftest import TINY_DIMS, USER_DIR
 

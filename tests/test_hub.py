@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from fairseq_ext import hub
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from tests.conftest import ROOT, TINY_DIMS, USER_DIR, binarize, read_sample, run
 from tests.test_cli_posmask import _classification_data
 
@@ -279,7 +279,7 @@ def test_bad_input_is_one_clear_error(tmp_path, quickstart):
 
 
 def test_folder_that_is_missing_a_file_or_holds_a_cut_dictionary_is_one_error(tmp_path):
-    """The folder and its dictionaries are checked before fairseq reads them (``fairseq_ext.preflight``)."""
+    """The folder and its dictionaries are checked before fairseq reads them (``fairseq_ext.fairseq_changes.preflight``)."""
     (tmp_path / "afile").write_text("not a folder\n")
     for given, wrong in ((tmp_path / "missing", "does not exist"), (tmp_path / "afile", "is a file, not a folder")):
         with pytest.raises(FairseqExtError, match=f"^model folder {re.escape(str(given))} {wrong}; give the folder "

@@ -9,7 +9,7 @@ import warnings
 import pytest
 
 from fairseq_ext import hub
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from tests.conftest import run
 from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401  (fixtures)
 

@@ -59,7 +59,7 @@ def test_length_offset_out_of_range_is_one_line(tmp_path):
 
 def test_the_hub_takes_the_offset_and_refuses_one_out_of_range():
     from fairseq_ext import hub
-    from fairseq_ext.errors import FairseqExtError
+    from fairseq_ext.common.errors import FairseqExtError
 
     sentences = read_sample("test", "en", 6)
     plain = hub.from_pretrained(MODEL).translate(sentences, passes=4)

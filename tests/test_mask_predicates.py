@@ -12,16 +12,16 @@ import torch
 
 from fairseq.data import Dictionary
 from fairseq_ext.analysis.draw_mask import draw
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
-from fairseq_ext.families import FAMILIES, masks_of_task
+from fairseq_ext.common.families import FAMILIES, masks_of_task
 from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, mask_picture, ngram_stream_buckets, order_ranks, predicates, step_mask
 from fairseq_ext.masking.attention_variants import AttentionVariant
 from fairseq_ext.masking.derived import dense_mask, mask_at
 from fairseq_ext.masking.ngram_stream import decoding_keys, folded_keys
 from fairseq_ext.masking.relative_position import relative_position_bucket
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.interfaces import UniLMTask
+from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedTransformerLayer
 from fairseq_ext.tasks.permutation_lm import PermutationLMConfig, PermutationLMTask

@@ -21,8 +21,8 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.models import MODEL_DATACLASS_REGISTRY, MODEL_REGISTRY
 from fairseq.tasks import TASK_DATACLASS_REGISTRY, TASK_REGISTRY
 
-from fairseq_ext.config_fields import model_config
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.config_fields import model_config
+from fairseq_ext.common.errors import FairseqExtError
 from tests.helpers.families import build, dict_folder
 
 PLUGIN = "fairseq_ext."

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.output_files import _holder, exclusive_output
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.fairseq_changes.output_files import _holder, exclusive_output
 from tests.conftest import cli_env, generate_args, run
 from tests.helpers.filesystems import tmpfs
 

@@ -1,5 +1,5 @@
-"""Whom the changes of ``fairseq_patches`` serve is decided from the task at hand, never from the
-command line (``fairseq_ext.patch_scope``): the same training through ``fairseq-train`` and
+"""Whom the changes of ``fairseq_changes`` serve is decided from the task at hand, never from the
+command line (``fairseq_ext.fairseq_changes.patch_scope``): the same training through ``fairseq-train`` and
 through ``fairseq-hydra-train`` (the task in a config file, no ``--task`` anywhere) gets the same
 changes, and fairseq's own ``translation`` through ``fairseq-hydra-train`` gets none of them; a
 rank that fairseq spawns knows its command's task; with no task at hand the changes serve."""
@@ -112,7 +112,8 @@ def test_fairseq_train_and_hydra_train_apply_the_same_changes(tiny_data, tmp_pat
 
 SCOPE = """
 import os, pickle, sys
-from fairseq_ext import patch_scope, plugin
+from fairseq_ext import plugin
+from fairseq_ext.fairseq_changes import patch_scope
 plugin.load()
 sys.argv = ["fairseq-train", "--task", "cmlm_hybrid"]  # read by nothing
 print(patch_scope.serves())  # no task at hand: the one default
@@ -146,7 +147,7 @@ def test_the_scope_is_the_task_at_hand_and_never_the_command_line():
 
 SPAWNED = """
 import multiprocessing, sys
-from fairseq_ext import patch_scope
+from fairseq_ext.fairseq_changes import patch_scope
 from tests.helpers.scope_probe import served_after_loading
 
 if __name__ == "__main__":

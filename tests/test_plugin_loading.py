@@ -2,7 +2,7 @@
 ``fairseq_ext.models``, as fairseq's ``--user-dir fairseq_ext`` does (in any import order: also after
 ``fairseq_ext.masking`` or the hub, which fairseq's own ``import_user_module`` would skip) and as
 ``fairseq_ext.plugin.load()`` does from Python, any number of times, and it applies
-``fairseq_patches.install()``. ``import fairseq_ext.masking`` imports torch, not fairseq. Each
+``fairseq_changes.install()``. ``import fairseq_ext.masking`` imports torch, not fairseq. Each
 case runs in a fresh interpreter."""
 import subprocess
 import sys
@@ -26,7 +26,7 @@ def state():  # imports nothing of the plugin: fairseq skips a --user-dir that i
             "ngram_language_loss" in CRITERION_REGISTRY,
             getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_ext_patch", None) == "checked-loading",
             getattr(PathManager.copy, "fairseq_ext_patch", None) == "atomic-copy",
-            getattr(sys.excepthook, "__module__", None) == "fairseq_ext.errors"]
+            getattr(sys.excepthook, "__module__", None) == "fairseq_ext.common.errors"]
 """
 
 

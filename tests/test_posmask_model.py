@@ -14,7 +14,7 @@ from fairseq.data import data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.modules import MultiheadAttention
 from fairseq_ext.data import NO_POSITION_LABEL
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.masking import MASK_POSITION
 from fairseq_ext.models.position_masked_roberta import PositionMaskedRobertaModel
 from fairseq_ext.modules import StraightThroughDropout

@@ -18,7 +18,7 @@ from fairseq_ext.convert.prophetnet_transformers import (
     from_transformers_state_dict,
     to_transformers_state_dict,
 )
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.masking import additive_attention_mask, ngram_stream_buckets
 from fairseq_ext.masking.ngram_stream import ngram_stream_key_mask, ngram_stream_mask
 from fairseq_ext.masking.relative_position import relative_position_bucket

@@ -1,4 +1,4 @@
-"""Quiet by default (``fairseq_ext.quiet``): the plugin's command lines, fairseq's commands of the
+"""Quiet by default (``fairseq_ext.fairseq_changes.quiet``): the plugin's command lines, fairseq's commands of the
 plugin's tasks and the hub API print the results and the plugin's own messages, not fairseq's
 configuration and set-up log, Hydra's deprecation warnings or torch's ``pin_memory`` and
 autocast warnings; ``--verbose`` / ``verbose=True`` shows them. fairseq's own tasks print the
@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from fairseq_ext import quiet
+from fairseq_ext.fairseq_changes import quiet
 from tests.conftest import ROOT, TINY_DIMS, USER_DIR, cli_env, generate_args, train_args
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
@@ -55,7 +55,7 @@ def test_hush_drops_the_noise_and_verbose_brings_it_back():
 
 @pytest.mark.parametrize("command", [
     ["-m", "fairseq_ext.analysis", "--help"], ["-m", "fairseq_ext.analysis.draw_mask", "--help"],
-    ["-m", "fairseq_ext.checkpoints", "--help"], ["-m", "fairseq_ext.options_table"],
+    ["-m", "fairseq_ext.checkpoints", "--help"], ["-m", "fairseq_ext.common.options_table"],
     [ROOT / "data_prep" / "keep_tokens.py", "--help"],
 ], ids=lambda c: str(c[1]).rsplit("/", 1)[-1])
 def test_plugin_commands_print_no_fairseq_import_log(command):
@@ -63,7 +63,7 @@ def test_plugin_commands_print_no_fairseq_import_log(command):
 
 
 def test_options_table_verbose_shows_fairseqs_log():
-    assert FAIRSEQ_IMPORT_LOG in python("-m", "fairseq_ext.options_table", "--verbose").stderr
+    assert FAIRSEQ_IMPORT_LOG in python("-m", "fairseq_ext.common.options_table", "--verbose").stderr
 
 
 def test_convert_prints_only_the_plugins_messages_unless_verbose(tmp_path):

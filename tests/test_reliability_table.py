@@ -101,7 +101,7 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
      "that encoded its training data in the folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', "
      "sentencepiece_model=PATH), or pass the input as pieces` (before: `'▁Ein T - T - T ...'`, no word)",
      ("test_tokenizer_check.py::test_hub_refuses_another_tokenizer_and_raw_text_without_one",)),
-    # paths, checked before any work (fairseq_ext.preflight)
+    # paths, checked before any work (fairseq_ext.fairseq_changes.preflight)
     ("`--path` naming a checkpoint that does not exist (alone or a `:`-separated part of an ensemble), with the "
      "shipped quickstart model", "`checkpoint model/checkpoint_best.pt does not exist; model holds checkpoint.pt, "
      "teacher.pt: give --path one of them, or a checkpoint file fairseq-train wrote`; `--results-path` not made "

@@ -1,6 +1,6 @@
 """Each task of the plugin is fairseq's base task plus explicit helper calls, not a tower of
 mixins: at most two bases (fairseq's task, and at most one interface of
-``fairseq_ext.interfaces`` that a model reads), every behaviour it adds written in its own
+``fairseq_ext.common.interfaces`` that a model reads), every behaviour it adds written in its own
 class, and no cache keyed by ``id()`` or kept in the instance's ``__dict__`` behind the
 reader's back. The tasks are the ones ``TASK_REGISTRY`` holds from ``fairseq_ext.*``."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from fairseq.tasks import TASK_REGISTRY
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext import plugin
-from fairseq_ext.families import FAMILIES
+from fairseq_ext.common.families import FAMILIES
 
 plugin.load()
 PLUGIN_TASKS = {name: cls for name, cls in TASK_REGISTRY.items() if cls.__module__.startswith("fairseq_ext.")}
@@ -32,7 +32,7 @@ def composition_faults(cls: type) -> list[str]:
     for klass in cls.__mro__[1:]:
         if klass.__module__.startswith("fairseq.") or klass in (ABC, object):
             continue
-        if not klass.__module__.startswith("fairseq_ext.interfaces"):
+        if not klass.__module__.startswith("fairseq_ext.common.interfaces"):
             faults.append(f"behaviour inherited from {klass.__module__}.{klass.__name__}")
             continue
         concrete = [name for name, value in vars(klass).items()
@@ -78,4 +78,4 @@ def test_the_check_finds_a_tower_of_mixins():
     assert "3 bases" in faults
     assert any("CompleteBatchesMixin" in f for f in faults)
     assert any("id() or __dict__" in f for f in faults)
-    assert any("Interface" in f for f in faults)  # an interface of this test module, not of fairseq_ext.interfaces
+    assert any("Interface" in f for f in faults)  # an interface of this test module, not of fairseq_ext.common.interfaces

@@ -16,8 +16,8 @@ import sys
 import pytest
 
 from fairseq_ext import hub
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.tokenizer_check import check_coverage
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.tokenizer_check import check_coverage
 from tests.conftest import ROOT, USER_DIR, binarize, generate_args, read_sample, run, write_lines
 
 MODEL = ROOT / "examples" / "quickstart" / "model"

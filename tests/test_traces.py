@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from tests.conftest import ROOT, USER_DIR, cli_env, generate_args, read_sample, run, write_lines
 from tests.helpers.filesystems import tmpfs
 from tests.helpers.families import build, dict_folder

@@ -13,11 +13,11 @@ import torch.nn.functional as F
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.masking import random_order
 from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
-from fairseq_ext.interfaces import PositionMaskingTask
+from fairseq_ext.common.interfaces import PositionMaskingTask
 from fairseq_ext.models.unilm_init import init_from_pretrained
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedSelfAttention, MaskedTransformerLayer

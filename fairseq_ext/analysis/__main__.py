@@ -19,7 +19,7 @@ import math
 import os
 import sys
 
-from fairseq_ext import quiet
+from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below
     quiet.hush_command()

@@ -25,7 +25,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from fairseq_ext import quiet
+from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
     quiet.hush_command()

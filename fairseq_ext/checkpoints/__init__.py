@@ -4,7 +4,7 @@
   ``allow_list`` (which also lists what a file pickles: ``pickled_globals``, ``unsafe_globals``);
 * ``checks``, ``overrides``, ``families``, ``dictionaries``, ``shapes``: what a checkpoint must
   satisfy before a model is built from it;
-* ``fairseq_loading``: fairseq's loaders as ``fairseq_patches`` replaces them, running the checks;
+* ``fairseq_loading``: fairseq's loaders as ``fairseq_changes`` replaces them, running the checks;
 * ``saving``: saving without losing work to a kill or a full disk; ``save_dir_lock``: one training
   per ``--save-dir``; ``resume_budget``: a resume trains no further than its budget;
 * ``starting``: a new model started from the weights of another checkpoint;

@@ -9,14 +9,14 @@ import argparse
 import os
 import zipfile
 
-from fairseq_ext import quiet
+from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
     quiet.hush_command()
 
 from fairseq_ext.checkpoints.allow_list import pickled_globals, unsafe_globals  # noqa: E402
 from fairseq_ext.checkpoints.exporting import export_weights  # noqa: E402
-from fairseq_ext.errors import install_cli_excepthook, note  # noqa: E402
+from fairseq_ext.common.errors import install_cli_excepthook, note  # noqa: E402
 
 USAGE = __doc__
 

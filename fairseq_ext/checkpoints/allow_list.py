@@ -11,7 +11,7 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
   dtype class): fairseq's ``--eval-bleu`` keeps its n-gram counts as int64 arrays in the
   saved metrics.
 
-``fairseq_patches`` registers ``SAFE_CHECKPOINT_GLOBALS`` with torch's allow-list; ``pickled_globals``
+``fairseq_changes`` registers ``SAFE_CHECKPOINT_GLOBALS`` with torch's allow-list; ``pickled_globals``
 lists what a file pickles without running it.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ import numpy as np
 import torch
 from torch import _weights_only_unpickler
 
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.paths import require_readable_file
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.paths import require_readable_file
 
 
 def _numpy_reconstruct():

@@ -14,7 +14,7 @@ import torch
 from fairseq_ext.checkpoints.dictionaries import recorded_dictionaries, task_dictionaries
 from fairseq_ext.checkpoints.families import NON_AUTOREGRESSIVE, family_of
 from fairseq_ext.checkpoints.shapes import dictionary_mismatch
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def _section(cfg, name: str):

@@ -18,7 +18,7 @@ from typing import Dict, Iterable
 import torch
 from torch import Tensor
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ import torch
 
 from fairseq_ext.checkpoints.dictionaries import RECORD_KEY, recorded_dictionaries
 from fairseq_ext.checkpoints.loading import safe_load
-from fairseq_ext.output_files import exclusive_output
+from fairseq_ext.fairseq_changes.output_files import exclusive_output
 
 
 def export_weights(src: str, dst: str, fp16: bool = False) -> None:

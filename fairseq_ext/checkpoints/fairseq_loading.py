@@ -1,4 +1,4 @@
-"""fairseq's checkpoint loaders as ``fairseq_patches`` replaces them.
+"""fairseq's checkpoint loaders as ``fairseq_changes`` replaces them.
 
 fairseq has no hook between reading a checkpoint and building a model from it: a task's
 ``load_state_dict`` gets the ``task_state`` only (not the path, the config or the weights) and
@@ -23,8 +23,8 @@ from typing import Iterator, Optional
 from fairseq_ext.checkpoints import checks
 from fairseq_ext.checkpoints.loading import safe_load
 from fairseq_ext.checkpoints.overrides import check_model_overrides
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.patch_scope import is_plugin_task, serves
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.fairseq_changes.patch_scope import is_plugin_task, serves
 
 # (task, paths) of the load under way for a task: set by ``loading_for_task`` around fairseq's
 # two loaders that know the task, read by ``guarded_loader``'s ``load_checkpoint_to_cpu``
@@ -128,3 +128,9 @@ def ensemble_task(filenames, arg_overrides=None, task=None, *args, **kwargs):
 
 def ensemble_paths(filenames, *args, **kwargs):
     return list(filenames)
+
+
+def ensemble_loading(load_model_ensemble_and_task):
+    """fairseq's ``load_model_ensemble_and_task`` saying which task its loads are for (the
+    ``ensemble-task`` row)."""
+    return loading_for_task(load_model_ensemble_and_task, ensemble_task, ensemble_paths)

@@ -1,5 +1,5 @@
 """Which tasks may use each other's checkpoints: one function, ``family_of``, over the plugin's
-family registry (``fairseq_ext.families``).
+family registry (``fairseq_ext.common.families``).
 
 Tasks that train and decode the same models form a family (the plugin's tasks of a technique
 and fairseq's own tasks that share its checkpoints): a checkpoint of one may be used by another
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from fairseq_ext.families import FAMILIES
+from fairseq_ext.common.families import FAMILIES
 
 TASK_FAMILIES = tuple(frozenset(f.tasks + f.fairseq_tasks) for f in FAMILIES)
 # fairseq's `translation` cannot decode them

@@ -17,7 +17,7 @@ from fairseq_ext.checkpoints.allow_list import (
     static_pickle_globals,
     unsafe_globals,
 )
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def _explain_failure(path: str, exc: BaseException) -> FairseqExtError:
@@ -64,7 +64,7 @@ def safe_load(path: str) -> dict[str, Any]:
     """``torch.load(path, weights_only=True)`` on CPU, with the allow-list and clear errors."""
     require_file(path)
     # add_safe_globals, not the safe_globals context manager: the latter removes its entries on
-    # exit, which would undo fairseq_patches.install() for every later load in the same process.
+    # exit, which would undo fairseq_changes.install() for every later load in the same process.
     torch.serialization.add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     try:
         return torch.load(path, map_location="cpu", weights_only=True)

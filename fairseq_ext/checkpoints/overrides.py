@@ -10,7 +10,7 @@ import math
 from typing import Any, Optional
 
 from fairseq_ext.checkpoints.checks import trained_arch, trained_task
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def _known_options(state: dict) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from fairseq_ext.errors import note
+from fairseq_ext.common.errors import note
 
 
 def _checkpoint_path(cfg, trainer) -> str:

@@ -3,7 +3,7 @@
 fairseq lets two trainings share a ``--save-dir``: both exit 0 and the folder keeps the
 checkpoints of whichever saved last, the other run's are gone. ``hold(save_dir)`` (called when
 training starts, before fairseq reads a checkpoint: the ``resume-newest`` row of
-``fairseq_patches``) takes the one-writer lock of ``output_files.take_lock`` on
+``fairseq_changes``) takes the one-writer lock of ``output_files.take_lock`` on
 ``SAVE_DIR/train.lock``, which records the pid, host and start time of the run:
 
 * a second training on the folder stops at once with one line naming the holder and what to do;
@@ -18,8 +18,8 @@ import atexit
 import os
 import socket
 
-from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
-from fairseq_ext.output_files import LockRecord, describe, process_alive, read_record, release_lock, take_lock
+from fairseq_ext.common.errors import FairseqExtError, NoSpaceError, full_disk, note
+from fairseq_ext.fairseq_changes.output_files import LockRecord, describe, process_alive, read_record, release_lock, take_lock
 
 LOCK_NAME = "train.lock"
 _HELD: dict[str, int] = {}  # the real path of each lock this process holds -> its descriptor

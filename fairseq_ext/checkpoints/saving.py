@@ -3,7 +3,7 @@ last complete one.
 
 fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
 over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``fairseq_patches`` changes this, for the plugin's tasks:
+times and logs a traceback. ``fairseq_changes`` changes this, for the plugin's tasks:
 
 * the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
   destination is always the old file or the new one (``atomic_copy``);
@@ -30,11 +30,11 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext import patch_scope
+from fairseq_ext.fairseq_changes import patch_scope
 from fairseq_ext.checkpoints import fairseq_loading, resume_budget, save_dir_lock
-from fairseq_ext.errors import NoSpaceError, full_disk, note
-from fairseq_ext.output_files import process_alive
-from fairseq_ext.paths import require_writable_folder
+from fairseq_ext.common.errors import NoSpaceError, full_disk, note
+from fairseq_ext.fairseq_changes.output_files import process_alive
+from fairseq_ext.common.paths import require_writable_folder
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
 _NUMBERED = re.compile(r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$")  # what fairseq writes before its copies

@@ -14,7 +14,7 @@ from typing import Sequence, Union
 
 import torch
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 _VOCAB_PARAMS = ("embed_tokens.weight", "output_projection.weight", "lm_head.weight", "lm_head.bias")
 _TARGET_SIDE = ("decoder.", "output_projection", "lm_head")

@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 import torch
 from torch import nn
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 
 logger = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ import logging
 import sys
 from pathlib import Path
 
-from fairseq_ext import quiet
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.fairseq_changes import quiet
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def _from_transformers(a) -> dict:

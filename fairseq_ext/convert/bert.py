@@ -42,7 +42,7 @@ from fairseq_ext.checkpoints import converted
 from fairseq_ext.convert.training_options import training_args
 from fairseq_ext.convert.transformers_folder import TransformersFolder, copy_tokenizer
 from fairseq_ext.convert.vocabulary import fairseq_rows, write_dict
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 
 CONVERSION_FILE = "conversion.json"
 

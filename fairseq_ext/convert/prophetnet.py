@@ -41,7 +41,7 @@ from fairseq_ext.convert.transformers_folder import (
     write_folder,
 )
 from fairseq_ext.convert.vocabulary import FAIRSEQ_SPECIALS, MASK, checkpoint_rows, fairseq_rows, write_dict
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 
 FAIRSEQ_PAD = 1
 _WORD_EMBEDDINGS = ("prophetnet.word_embeddings.weight", "prophetnet.encoder.word_embeddings.weight",

@@ -24,7 +24,7 @@ import torch
 from torch import Tensor
 
 from fairseq_ext.checkpoints import unsafe_globals
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")

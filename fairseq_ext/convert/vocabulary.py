@@ -29,7 +29,7 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 
 FAIRSEQ_SPECIALS = (("<s>", "cls_token"), ("<pad>", "pad_token"), ("</s>", "sep_token"), ("<unk>", "unk_token"))
 MASK = ("<mask>", "mask_token")

@@ -17,8 +17,8 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.logging import metrics
 from omegaconf import II
 
-from fairseq_ext.config_fields import Range, check_config, option
-from fairseq_ext.errors import require
+from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.errors import require
 
 
 @dataclass

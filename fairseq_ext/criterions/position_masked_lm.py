@@ -12,10 +12,10 @@ from fairseq.criterions import register_criterion
 from fairseq.criterions.masked_lm import MaskedLmConfig, MaskedLmLoss
 from fairseq.logging import metrics
 
-from fairseq_ext.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.data import NO_POSITION_LABEL
-from fairseq_ext.errors import require
-from fairseq_ext.interfaces import PositionMaskingTask
+from fairseq_ext.common.errors import require
+from fairseq_ext.common.interfaces import PositionMaskingTask
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from fairseq.data import BaseWrapperDataset, FairseqDataset
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def _plain(size):

@@ -1,7 +1,7 @@
 """``fairseq-interactive`` input checked line by line for the plugin's sequence-to-sequence
 tasks: an empty line is answered with one line on stderr and skipped, a line the model cannot
 take ends the session with one clear error, as fairseq-generate does for a binarized split.
-``fairseq_patches`` makes fairseq-interactive (the plugin's tasks) name a line that is not UTF-8 (file and line number)
+``fairseq_changes`` makes fairseq-interactive (the plugin's tasks) name a line that is not UTF-8 (file and line number)
 instead of stopping with Python's ``UnicodeDecodeError``."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 import numpy as np
 from fairseq.data import BaseWrapperDataset
 
-from fairseq_ext.errors import FairseqExtError, note, require
+from fairseq_ext.common.errors import FairseqExtError, note, require
 
 
 def utf8_lines(stream, name: str) -> Iterator[str]:
@@ -90,3 +90,8 @@ class InteractiveInputLines:
         self.lines_seen = first - 1 + len(src_lengths)
         dataset = build(src_tokens, src_lengths, constraints=constraints)
         return SkippedRows(dataset, empty) if empty else dataset
+
+
+def replacing_buffered_read(fairseqs_buffered_read):
+    """The ``interactive-utf8`` row: ``buffered_read`` in place of fairseq-interactive's."""
+    return buffered_read

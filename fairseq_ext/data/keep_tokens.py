@@ -9,7 +9,7 @@ from typing import Iterable
 import torch
 from fairseq.data import BaseWrapperDataset, Dictionary
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def read_keep_list(path: str) -> list[str]:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from fairseq.data import FairseqDataset, data_utils
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.masking import block_span_mask, example_rng, replace_80_10_10, span_lengths
 
 

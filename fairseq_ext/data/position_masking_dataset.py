@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from fairseq.data import BaseWrapperDataset, Dictionary
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.masking import bert_token_mask, example_rng, position_mask
 
 # Label of the tokens whose position the classifier does not predict (and of padding);

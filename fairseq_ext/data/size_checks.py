@@ -14,8 +14,8 @@ import numpy as np
 from fairseq import utils
 from fairseq.data import data_utils, indexed_dataset
 
-from fairseq_ext.errors import FairseqExtError, note, require
-from fairseq_ext.preflight import check_data_folder
+from fairseq_ext.common.errors import FairseqExtError, note, require
+from fairseq_ext.fairseq_changes.preflight import check_data_folder
 
 UNKNOWN_SHARE = 0.01  # a split whose share of <unk> is above this was likely encoded with another tokenizer
 REMOVE_EMPTY_LINES = ("remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "

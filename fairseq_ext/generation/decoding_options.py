@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from fairseq.dataclass.configs import GenerationConfig
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 
 
 def generation_option(args, name: str) -> Any:

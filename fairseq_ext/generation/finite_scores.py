@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from fairseq.sequence_generator import SequenceGenerator
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def refuse_non_finite(values: torch.Tensor, sample: dict, what: str) -> None:

@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 
 QUANTIZED = "fairseq_ext_int8"  # set on a model once its Linear layers are int8
 

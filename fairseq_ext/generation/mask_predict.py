@@ -37,7 +37,7 @@ from __future__ import annotations
 import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.generation import lean_mask_predict
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 

@@ -23,7 +23,7 @@ from fairseq import utils
 from fairseq.data.data_utils import collate_tokens
 from fairseq.models.roberta import RobertaHubInterface
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
 
 MASK = "<mask>"

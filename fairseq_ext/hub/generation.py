@@ -32,11 +32,11 @@ from contextlib import contextmanager
 
 from fairseq.hub_utils import GeneratorHubInterface
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
 from fairseq_ext.masking import HYBRID_STRATEGIES
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
-from fairseq_ext.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
+from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
 # translate's arguments and the fairseq generation options they set

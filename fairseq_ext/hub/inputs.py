@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 
 TOO_LONG = ("error", "truncate")
 

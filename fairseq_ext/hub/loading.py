@@ -6,7 +6,7 @@ own tokenizer, and calls fairseq's ``hub_utils.from_pretrained`` (the loader beh
 ``TransformerModel.from_pretrained``), which builds the task from the data folder's
 dictionaries and the model from the checkpoint's saved configuration, keyword arguments
 overriding it as ``fairseq-generate --model-overrides`` would. The model comes back behind
-the interface of its family (``fairseq_ext.families``).
+the interface of its family (``fairseq_ext.common.families``).
 
 What a folder holds (a ``fairseq-train`` save folder, ``examples/quickstart/model``, or an
 output of ``python -m fairseq_ext.convert from-transformers``):
@@ -19,7 +19,7 @@ output of ``python -m fairseq_ext.convert from-transformers``):
   ``fairseq_ext.wordpiece.bpe``); ``bpe=...`` overrides it, and without either the input
   must already be split into the dictionary's tokens (raw text is refused where the dictionary
   holds sentencepiece pieces). A sentencepiece model is checked against the dictionary
-  (``fairseq_ext.tokenizer_check``): another model's is refused, or warned about.
+  (``fairseq_ext.common.tokenizer_check``): another model's is refused, or warned about.
 
 Instead of a folder, the name of a model the package ships (``SHIPPED``, a pip install included):
 ``hi-cmlm-multi30k-en-de`` is the quickstart's student (``examples/quickstart/model/checkpoint.pt``
@@ -35,10 +35,10 @@ import warnings
 from os import PathLike
 from pathlib import Path
 
-from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.families import hub_family, hub_offer
-from fairseq_ext.preflight import check_model_folder, check_sentencepiece_model
-from fairseq_ext.tokenizer_check import check_coverage, load_sentencepiece, pieces
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.families import hub_family, hub_offer
+from fairseq_ext.fairseq_changes.preflight import check_model_folder, check_sentencepiece_model
+from fairseq_ext.common.tokenizer_check import check_coverage, load_sentencepiece, pieces
 
 SHIPPED = Path(__file__).resolve().parent / "models"
 CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
@@ -145,8 +145,9 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
     (``hybrid_strategy``) as with ``--model-overrides``. ``int8_decoding``: mask-predict with int8
     weights on the CPU (``--int8-decoding``), ``length_offset``: tokens added to each predicted length
     (``--length-offset``); ``cmlm_hybrid`` checkpoints only. fairseq's INFO log and Hydra's and torch's
-    deprecation warnings are hidden from then on unless ``verbose`` (``fairseq_ext.quiet.hush``)."""
-    from fairseq_ext import plugin, quiet
+    deprecation warnings are hidden from then on unless ``verbose`` (``fairseq_ext.fairseq_changes.quiet.hush``)."""
+    from fairseq_ext import plugin
+    from fairseq_ext.fairseq_changes import quiet
 
     quiet.hush(verbose)  # before fairseq is imported
     from fairseq import hub_utils
@@ -195,7 +196,7 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
                     f"trained with --task {loaded['args'].task._name}")
             setattr(interface.task.cfg, option, value)
     if any(decoding.values()):
-        from fairseq_ext.config_fields import check_config  # imports fairseq: after quiet.hush
+        from fairseq_ext.common.config_fields import check_config  # imports fairseq: after quiet.hush
 
         check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))  # fairseq's register_task
     if sentencepiece_model is not None:

@@ -3,7 +3,7 @@ Su 2019 ("Transformer is like a play, it all depends on the mask") shows that on
 a different model by the mask alone. An entry names its rule (``masking.predicates``) and what
 the model needs to know about it; the option's choices, help and error message, the model's
 masks (full pass and cached decoding) and ``analysis.draw_mask`` all read this table, so a new
-mask is one entry (and its name among the masks a task trains, ``fairseq_ext.families``).
+mask is one entry (and its name among the masks a task trains, ``fairseq_ext.common.families``).
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from fairseq.dataclass import ChoiceEnum
 
-from fairseq_ext.config_fields import Range, option
+from fairseq_ext.common.config_fields import Range, option
 from fairseq_ext.masking import FENCE_FIRST, HYBRID_STRATEGIES, PAPER_MASK_WEIGHT, TRAINING_INPUTS
 from fairseq_ext.models.shared_options import StraightThroughConfig
 

@@ -16,8 +16,8 @@ from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecode
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes
-from fairseq_ext.errors import require
+from fairseq_ext.common.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes
+from fairseq_ext.common.errors import require
 from fairseq_ext.masking import (
     decoding_copies_source,
     mix_decoder_input,

@@ -22,9 +22,9 @@ from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor, nn
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, set_sizes
-from fairseq_ext.errors import require
-from fairseq_ext.interfaces import PositionMaskingTask
+from fairseq_ext.common.config_fields import add_config_args, check_config, fill_defaults, set_sizes
+from fairseq_ext.common.errors import require
+from fairseq_ext.common.interfaces import PositionMaskingTask
 from fairseq_ext.masking import MASK_POSITION
 from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
 from fairseq_ext.models.position_masked_roberta_config import PositionMaskedRobertaConfig

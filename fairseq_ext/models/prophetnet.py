@@ -19,8 +19,8 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes, set_unset
-from fairseq_ext.errors import require
+from fairseq_ext.common.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes, set_unset
+from fairseq_ext.common.errors import require
 from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
 from fairseq_ext.models.prophetnet_config import ProphetNetConfig
 from fairseq_ext.modules import ProphetNetDecoderLayer

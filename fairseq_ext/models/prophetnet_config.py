@@ -4,7 +4,7 @@ relative-position buckets of the decoder (section 2.3, Raffel et al. 2020)."""
 
 from dataclasses import dataclass
 
-from fairseq_ext.config_fields import Range, option
+from fairseq_ext.common.config_fields import Range, option
 from fairseq_ext.models.shared_options import AttentionBackendConfig
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 
-from fairseq_ext.config_fields import Range, option
+from fairseq_ext.common.config_fields import Range, option
 from fairseq_ext.modules.flex_attention import ATTENTION_BACKENDS
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 from fairseq.dataclass import ChoiceEnum
 from fairseq.utils import get_available_activation_fns
 
-from fairseq_ext.config_fields import Range, option
+from fairseq_ext.common.config_fields import Range, option
 from fairseq_ext.masking import ATTENTION_VARIANTS
 from fairseq_ext.models.shared_options import AttentionBackendConfig, LayerNormEpsConfig
 

@@ -10,7 +10,7 @@ import torch
 from fairseq.models import FairseqIncrementalDecoder
 from torch import Tensor
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.masking import predicates, step_mask
 from fairseq_ext.models.unilm_stack import UniLMStack
 

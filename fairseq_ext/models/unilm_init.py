@@ -13,10 +13,10 @@ import torch
 from fairseq.data import Dictionary
 
 from fairseq_ext.checkpoints.starting import copy_weights, load_start_checkpoint
-from fairseq_ext.config_fields import option_value
+from fairseq_ext.common.config_fields import option_value
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.families import masks_of_task, tasks_of_mask
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.families import masks_of_task, tasks_of_mask
 from fairseq_ext.models.shared_options import LayerNormEpsConfig
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
 

@@ -14,8 +14,8 @@ from fairseq.models.roberta.model import RobertaLMHead
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
-from fairseq_ext.config_fields import option_value
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.config_fields import option_value
+from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, check_order, padded_dense_mask, predicates
 from fairseq_ext.modules import MaskedTransformerLayer
 from fairseq_ext.modules.flex_attention import BlockMask, padded_block_mask

@@ -12,9 +12,9 @@ from fairseq.models import FairseqEncoderDecoderModel, register_model, register_
 from torch import Tensor
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.config_fields import check_config, fill_defaults, option_value, set_unset
-from fairseq_ext.errors import require
-from fairseq_ext.interfaces import UniLMTask
+from fairseq_ext.common.config_fields import check_config, fill_defaults, option_value, set_unset
+from fairseq_ext.common.errors import require
+from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
 from fairseq_ext.models.unilm_config import UniLMTransformerConfig
 from fairseq_ext.models.unilm_decoder import UniLMDecoder

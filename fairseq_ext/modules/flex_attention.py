@@ -10,7 +10,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.masking import predicates
 from fairseq_ext.masking.predicates import MaskMod
 

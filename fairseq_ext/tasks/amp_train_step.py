@@ -10,17 +10,15 @@ import torch
 from fairseq.optim.amp_optimizer import AMPOptimizer
 
 
-class TorchAmpTrainStep:
-    """Mixed in before a fairseq task class whose ``train_step`` is ``FairseqTask``'s."""
-
-    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        model.train()
-        model.set_num_updates(update_num)
-        with torch.autograd.profiler.record_function("forward"):
-            with torch.amp.autocast("cuda", enabled=isinstance(optimizer, AMPOptimizer)):
-                loss, sample_size, logging_output = criterion(model, sample)
-        if ignore_grad:
-            loss *= 0
-        with torch.autograd.profiler.record_function("backward"):
-            optimizer.backward(loss)
-        return loss, sample_size, logging_output
+def train_step(sample, model, criterion, optimizer, update_num, ignore_grad=False):
+    """``FairseqTask.train_step``'s body; a plugin task whose step is fairseq's returns it from its own."""
+    model.train()
+    model.set_num_updates(update_num)
+    with torch.autograd.profiler.record_function("forward"):
+        with torch.amp.autocast("cuda", enabled=isinstance(optimizer, AMPOptimizer)):
+            loss, sample_size, logging_output = criterion(model, sample)
+    if ignore_grad:
+        loss *= 0
+    with torch.autograd.profiler.record_function("backward"):
+        optimizer.backward(loss)
+    return loss, sample_size, logging_output

@@ -13,7 +13,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
-from fairseq_ext.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
@@ -24,14 +24,14 @@ from fairseq_ext.data.size_checks import (
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
 )
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.generation import MaskPredictGenerator, lean_mask_predict
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
-from fairseq_ext.tasks.quiet_commands import QuietCommands
-from fairseq_ext.tokenizer_check import checked_bpe
+from fairseq_ext.tasks import quiet_commands
+from fairseq_ext.common.tokenizer_check import checked_bpe
 
 
 CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
@@ -70,7 +70,7 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
 
 
 @register_task("cmlm_hybrid", dataclass=CMLMHybridConfig)
-class CMLMHybridTask(QuietCommands, TranslationLevenshteinTask):
+class CMLMHybridTask(TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
@@ -86,11 +86,17 @@ class CMLMHybridTask(QuietCommands, TranslationLevenshteinTask):
 
     def build_bpe(self, args):
         """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
-        checked against the source dictionary (``fairseq_ext.tokenizer_check``)."""
+        checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
         return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
 
     @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        quiet_commands.add_verbose(parser)
+
+    @classmethod
     def setup_task(cls, cfg, **kwargs):
+        quiet_commands.at_setup()
         check_config(cfg, CMLMHybridConfig)
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)

@@ -16,17 +16,16 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
-from fairseq_ext.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.data import complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
-from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.interfaces import UniLMTask
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
-from fairseq_ext.tasks.quiet_commands import QuietCommands
+from fairseq_ext.tasks import amp_train_step, quiet_commands
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +42,7 @@ class PermutationLMConfig(FairseqDataclass):
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(QuietCommands, TorchAmpTrainStep, UniLMTask, FairseqTask):
+class PermutationLMTask(UniLMTask, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
@@ -66,7 +65,13 @@ class PermutationLMTask(QuietCommands, TorchAmpTrainStep, UniLMTask, FairseqTask
         return "permutation"
 
     @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        quiet_commands.add_verbose(parser)
+
+    @classmethod
     def setup_task(cls, cfg: PermutationLMConfig, **kwargs):
+        quiet_commands.at_setup()
         require(cfg.data is not None, "permutation_lm needs a data directory (fairseq-preprocess --only-source)")
         check_config(cfg, PermutationLMConfig)
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
@@ -132,5 +137,5 @@ class PermutationLMTask(QuietCommands, TorchAmpTrainStep, UniLMTask, FairseqTask
         if ATTENTION_VARIANTS[self.attention_mask].random_order:
             tokens = sample["net_input"]["src_tokens"]
             sample["net_input"]["order"] = random_order(tokens.eq(self.dictionary.pad()), keep_first=1)
-        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
 

@@ -16,7 +16,7 @@ from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
-from fairseq_ext.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset, complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import (
@@ -25,10 +25,9 @@ from fairseq_ext.data.size_checks import (
     refuse_missing_dictionary,
     refuse_truncated_binaries,
 )
-from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.interfaces import PositionMaskingTask
-from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
-from fairseq_ext.tasks.quiet_commands import QuietCommands
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.interfaces import PositionMaskingTask
+from fairseq_ext.tasks import amp_train_step, quiet_commands
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +82,7 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
 
 
 @register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
-class PositionMaskedLMTask(QuietCommands, TorchAmpTrainStep, PositionMaskingTask, MaskedLMTask):
+class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
     """Masked LM whose examples also carry masked positions and their labels."""
 
     cfg: PositionMaskedLMConfig
@@ -94,7 +93,17 @@ class PositionMaskedLMTask(QuietCommands, TorchAmpTrainStep, PositionMaskingTask
         return with_dictionaries(super().state_dict(), self)
 
     @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        quiet_commands.add_verbose(parser)
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step with torch's current autocast (``amp_train_step``)."""
+        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+
+    @classmethod
     def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):
+        quiet_commands.at_setup()
         validate_config(cfg)
         refuse_missing_dictionary(os.path.join(utils.split_paths(cfg.data)[0], "dict.txt"))
         return super().setup_task(cfg, **kwargs)

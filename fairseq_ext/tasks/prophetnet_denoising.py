@@ -15,15 +15,14 @@ from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
-from fairseq_ext.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.data import complete_batches
 from fairseq_ext.data.mask_symbol import MASK_SYMBOL, load_with_mask_symbol
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
 from fairseq_ext.data.size_checks import (refuse_empty_lines, refuse_long_lines, refuse_missing_data_folder,
                                           refuse_truncated_binaries)
-from fairseq_ext.errors import FairseqExtError, require
-from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
-from fairseq_ext.tasks.quiet_commands import QuietCommands
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.tasks import amp_train_step, quiet_commands
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ def _language_model_data(folder: str) -> bool:
 
 
 @register_task("prophetnet_denoising", dataclass=ProphetNetDenoisingConfig)
-class ProphetNetDenoisingTask(QuietCommands, TorchAmpTrainStep, FairseqTask):
+class ProphetNetDenoisingTask(FairseqTask):
     """Span-masking pre-training of an encoder-decoder on monolingual text."""
 
     cfg: ProphetNetDenoisingConfig
@@ -78,7 +77,17 @@ class ProphetNetDenoisingTask(QuietCommands, TorchAmpTrainStep, FairseqTask):
         self.mask_idx = dictionary.index(MASK_SYMBOL)
 
     @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        quiet_commands.add_verbose(parser)
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step with torch's current autocast (``amp_train_step``)."""
+        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+
+    @classmethod
     def setup_task(cls, cfg: ProphetNetDenoisingConfig, **kwargs):
+        quiet_commands.at_setup()
         check_config(cfg, ProphetNetDenoisingConfig)
         refuse_missing_data_folder(cfg.data)
         folder = cfg.data.split(os.pathsep)[0]

@@ -1,5 +1,6 @@
-"""The plugin's tasks keep their commands quiet (``fairseq_ext.quiet``), decided by the task at
-hand through the two hooks fairseq calls on the task class a command runs.
+"""The plugin's tasks keep their commands quiet (``fairseq_ext.fairseq_changes.quiet``), decided by the task at
+hand through the two hooks fairseq calls on the task class a command runs; each task calls these
+from its own ``add_args`` and ``setup_task``.
 
 * ``add_args``: fairseq's ``parse_args_and_arch`` asks the command's ``--task`` for its options
   before it builds the configuration (where Hydra warns) and logs it; the task adds
@@ -14,19 +15,16 @@ from __future__ import annotations
 
 import argparse
 
-from fairseq_ext import quiet
+from fairseq_ext.fairseq_changes import quiet
 
 
-class QuietCommands:
-    """Mixed in before the fairseq task class a plugin task subclasses."""
+def add_verbose(parser) -> None:
+    """From a plugin task's ``add_args``: ``--verbose``, and the command quiet unless it is given
+    (nothing for the argument group fairseq builds its documentation with)."""
+    if isinstance(parser, argparse.ArgumentParser):
+        quiet.quiet_plugin_command(parser)
 
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        if isinstance(parser, argparse.ArgumentParser):
-            quiet.quiet_plugin_command(parser)
 
-    @classmethod
-    def setup_task(cls, cfg, **kwargs):
-        quiet.hush(verbose=quiet.verbose_asked())
-        return super().setup_task(cfg, **kwargs)
+def at_setup() -> None:
+    """From a plugin task's ``setup_task``: quiet unless ``--verbose`` or ``FAIRSEQ_EXT_VERBOSE=1``."""
+    quiet.hush(verbose=quiet.verbose_asked())

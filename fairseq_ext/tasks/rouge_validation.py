@@ -30,8 +30,8 @@ from fairseq.dataclass.configs import GenerationConfig
 from fairseq.logging import metrics
 
 from fairseq_ext.analysis.rouge import ROUGE_TYPES, f1_sums
-from fairseq_ext.config_fields import check_config, option, option_value
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.config_fields import check_config, option, option_value
+from fairseq_ext.common.errors import FairseqExtError, require
 
 logger = logging.getLogger(__name__)
 

@@ -14,12 +14,11 @@ from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (note_unknown_share, refuse_empty_lines, refuse_long_lines,
                                           refuse_truncated_binaries, refuse_unnamed_language_pair)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
-from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
-from fairseq_ext.tasks.quiet_commands import QuietCommands
+from fairseq_ext.tasks import amp_train_step, quiet_commands
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
-from fairseq_ext.tokenizer_check import checked_bpe
+from fairseq_ext.common.tokenizer_check import checked_bpe
 
 
 @dataclass
@@ -28,7 +27,7 @@ class TranslationProphetNetConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 
 @register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
-class TranslationProphetNetTask(QuietCommands, TorchAmpTrainStep, TranslationTask):
+class TranslationProphetNetTask(TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
@@ -45,11 +44,21 @@ class TranslationProphetNetTask(QuietCommands, TorchAmpTrainStep, TranslationTas
 
     def build_bpe(self, args):
         """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
-        checked against the source dictionary (``fairseq_ext.tokenizer_check``)."""
+        checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
         return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
 
     @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        quiet_commands.add_verbose(parser)
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step with torch's current autocast (``amp_train_step``)."""
+        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+
+    @classmethod
     def setup_task(cls, cfg, **kwargs):
+        quiet_commands.at_setup()
         # The decoder reads a right-padded target: padding comes after every real token, so
         # the causal attention never sees it and positions count from the start.
         require(not getattr(cfg, "left_pad_target", False),

@@ -18,15 +18,14 @@ from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (first_bad_row, note_unknown_share, refuse_empty_lines,
                                           refuse_truncated_binaries, refuse_unnamed_language_pair)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
-from fairseq_ext.interfaces import UniLMTask
+from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks.amp_train_step import TorchAmpTrainStep
-from fairseq_ext.tasks.quiet_commands import QuietCommands
+from fairseq_ext.tasks import amp_train_step, quiet_commands
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
-from fairseq_ext.tokenizer_check import checked_bpe
+from fairseq_ext.common.tokenizer_check import checked_bpe
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +50,7 @@ def source_fills_table(split: str, row: int, size: int, positions: int) -> Fairs
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(QuietCommands, TorchAmpTrainStep, UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
@@ -63,7 +62,7 @@ class UniLMSeq2SeqTask(QuietCommands, TorchAmpTrainStep, UniLMTask, TranslationT
 
     def build_bpe(self, args):
         """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
-        checked against the source dictionary (``fairseq_ext.tokenizer_check``)."""
+        checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
         return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
@@ -88,7 +87,17 @@ class UniLMSeq2SeqTask(QuietCommands, TorchAmpTrainStep, UniLMTask, TranslationT
         return "prefix"
 
     @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        quiet_commands.add_verbose(parser)
+
+    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
+        """fairseq's step with torch's current autocast (``amp_train_step``)."""
+        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+
+    @classmethod
     def setup_task(cls, cfg, **kwargs):
+        quiet_commands.at_setup()
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 

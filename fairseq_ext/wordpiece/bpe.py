@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 

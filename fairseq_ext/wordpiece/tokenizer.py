@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 FAIRSEQ_SPECIALS = frozenset({"<unk>", "<s>", "</s>", "<pad>", "<mask>"})
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import torch
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import student_digest
 

@@ -41,7 +41,7 @@ from reproduction.benchmarks import frontier
 from reproduction.benchmarks.common import ROOT, hardware, load_average
 from reproduction.benchmarks.plot import decode_rows, load_results, plot_maskpredict_speedup, plot_ratios
 from reproduction.results_page import write_between_markers
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 RESULTS = ROOT / "reproduction" / "benchmarks" / "results"
 BENCHMARKS = ["hicmlm", "frontier", "prophetnet", "posmask", "unilm"]
@@ -200,7 +200,7 @@ def benchmark(name: str):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from fairseq_ext.errors import require
+    from fairseq_ext.common.errors import require
 
     p = argparse.ArgumentParser(prog="python -m reproduction.benchmarks.run", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_ext.errors import install_cli_excepthook
+    from fairseq_ext.common.errors import install_cli_excepthook
 
     install_cli_excepthook()
     main()

@@ -42,7 +42,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 from reproduction.gpu.cli import write_json
 from reproduction.gpu.report import render
 from reproduction.gpu.wheels import DEFAULT_FOLDER, require_wheels

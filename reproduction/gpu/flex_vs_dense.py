@@ -43,7 +43,7 @@ from typing import Callable
 
 import torch
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, padded_dense_mask
 from fairseq_ext.modules import MaskedSelfAttention, NgramSelfAttention
 from fairseq_ext.modules.flex_attention import NgramStreamBlockMask, check_attention_backend, padded_block_mask

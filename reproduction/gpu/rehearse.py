@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from reproduction.results_page import write_between_markers
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 from reproduction.gpu.training import verdict
 from reproduction.gpu.wheels import DEFAULT_FOLDER, require_wheels
 

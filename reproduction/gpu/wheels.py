@@ -21,7 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fairseq_ext.errors import FairseqExtError, require
+from fairseq_ext.common.errors import FairseqExtError, require
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_FOLDER = ROOT / "reproduction" / "gpu" / "wheels"

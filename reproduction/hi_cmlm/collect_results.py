@@ -40,7 +40,7 @@ import sacrebleu
 
 from fairseq_ext.analysis.generate_output import read_generate_output
 from reproduction.results_page import write_between_markers
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.analysis.iterations import LENGTH_BINS, bin_label, bleu_by_length, bleu_per_iteration
 
 PASSES = (1, 2, 4, 10)

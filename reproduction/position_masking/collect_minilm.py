@@ -20,7 +20,7 @@ from pathlib import Path
 
 from fairseq_ext.analysis.hardware import cpu_and_cores
 from reproduction.results_page import write_between_markers
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 ROOT = Path(__file__).resolve().parents[2]
 START, END = "<!-- table3-minilm:start -->", "<!-- table3-minilm:end -->"

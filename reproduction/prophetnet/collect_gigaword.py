@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from reproduction.results_page import write_between_markers
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from reproduction.benchmarks import common
 from reproduction.benchmarks.hicmlm import Grid
 from reproduction.benchmarks.plot import RATIO_NAME
 from reproduction.benchmarks.run import BENCHMARKS, main
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 ROOT = Path(__file__).resolve().parents[2]
 # what only common.py may call: timers, CUDA synchronisation and memory, thread settings

@@ -12,7 +12,7 @@ from fairseq.data import Dictionary
 
 from reproduction.benchmarks import common, hicmlm, own_inputs, run
 from reproduction.benchmarks.plot import plot_maskpredict_speedup
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 ROW_KEYS = {"batch", "sentences", "passes", "length_beam", "teacher_beam", "student_sentences_per_s",
             "student_tokens_per_s", "teacher_sentences_per_s", "teacher_tokens_per_s", "speedup", "student_bleu",

@@ -11,7 +11,7 @@ import torch
 
 from fairseq import tasks
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from reproduction.gpu import check, flops, report, throughput, training, wheels
 from reproduction.gpu.fairseq_train import parse_training_args
 from tests.conftest import ROOT

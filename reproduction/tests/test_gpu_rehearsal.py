@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 from reproduction.gpu import rehearse, training
 from tests.conftest import ROOT
 

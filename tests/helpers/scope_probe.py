@@ -4,7 +4,8 @@ with no task of its own serves."""
 
 
 def served_after_loading() -> bool:
-    from fairseq_ext import patch_scope, plugin
+    from fairseq_ext import plugin
+    from fairseq_ext.fairseq_changes import patch_scope
 
     plugin.load()
     return patch_scope.serves()

@@ -5,7 +5,7 @@ import errno
 import sys
 from types import TracebackType
 
-from fairseq_ext import patch_scope
+from fairseq_ext.fairseq_changes import patch_scope
 
 
 class FairseqExtError(ValueError):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fairseq_ext.errors import FairseqExtError, install_cli_excepthook
+from fairseq_ext.common.errors import FairseqExtError, install_cli_excepthook
 
-PLUGIN_DIR = Path(__file__).resolve().parent
+PLUGIN_DIR = Path(__file__).resolve().parent.parent
 
 
 def refuse_as_user_dir(folder: str) -> None:

@@ -4,7 +4,7 @@ fairseq 0.12's ``options.parse_args_and_arch`` parses twice: the first pass find
 architecture and the other registry choices, then their ``add_args`` add their options and the
 second pass parses them. ``-h`` acts in the first pass, so ``fairseq-train --task cmlm_hybrid
 --arch hi_cmlm_transformer_tiny --help`` listed none of them (fairseq's own models and tasks
-neither). ``fairseq_patches`` wraps it (``help_after_first_pass``): with ``-h``/``--help``, the first pass runs without it and the
+neither). ``fairseq_changes`` wraps it (``help_after_first_pass``): with ``-h``/``--help``, the first pass runs without it and the
 help is printed where the second pass would begin, every added option in it with its default
 (a model's: its architecture's, which fairseq applies after parsing).
 

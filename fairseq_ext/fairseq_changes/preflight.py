@@ -1,4 +1,4 @@
-"""Every path a command of the plugin is given, checked before any work starts (``fairseq_ext.paths``
+"""Every path a command of the plugin is given, checked before any work starts (``fairseq_ext.common.paths``
 says how): before a model is built, a folder made or a line read, one line names the path, what is
 wrong and the fix.
 
@@ -14,7 +14,7 @@ wrong and the fix.
 ``--model-overrides`` of ``fairseq-generate`` and ``fairseq-interactive`` is checked there too: a
 Python literal dict (``model_overrides``), before fairseq's ``ast.literal_eval`` reads it.
 
-``fairseq_patches`` wraps where fairseq's commands start, with the command's configuration at
+``fairseq_changes`` wraps where fairseq's commands start, with the command's configuration at
 hand: ``fairseq_cli.generate.main(cfg)`` (``checking_generate``) and
 ``distributed_utils.call_main(cfg, main)`` (``checking_call_main``: train, hydra-train once the
 plugin is loaded, interactive, validate; before any worker is spawned). Each says which task the
@@ -31,11 +31,11 @@ import sys
 from argparse import Namespace
 from typing import Any, Optional
 
-from fairseq_ext import patch_scope
-from fairseq_ext.errors import FairseqExtError
-from fairseq_ext.model_overrides import literal_overrides
-from fairseq_ext.output_files import generating_exclusively
-from fairseq_ext.paths import (refuse_cut_dictionary, require_readable_file, require_readable_folder,
+from fairseq_ext.fairseq_changes import patch_scope
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.fairseq_changes.model_overrides import literal_overrides
+from fairseq_ext.fairseq_changes.output_files import generating_exclusively
+from fairseq_ext.common.paths import (refuse_cut_dictionary, require_readable_file, require_readable_folder,
                                require_writable_folder)
 
 DATA_FIX = "give the folder fairseq-preprocess wrote (its --destdir)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 EXAMPLE = "\"{'iter_decode_max_iter': 4}\""
 

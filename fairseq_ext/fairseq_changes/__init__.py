@@ -21,7 +21,16 @@ pickles, with torch's message (nothing unsafe is loaded); the plugin's own loadi
 (``fairseq_ext.checkpoints.safe_load``, ``python -m fairseq_ext.checkpoints inspect``, the hub)
 keeps its allow-list and one-line answers.
 
-``python -m fairseq_ext.fairseq_patches`` prints the table as ``docs/fairseq-patches.md`` shows it
+This folder holds the plugin's changes of fairseq's behaviour: whom they serve (``patch_scope``),
+``--help`` and mistyped names (``cli_help``), the paths checked before work (``preflight``), one
+writer per output file (``output_files``), ``--model-overrides`` (``model_overrides``), what the
+commands print (``quiet``) and a ``--user-dir`` naming the wrong folder (``user_dir``). Reading
+the table imports no fairseq: each row names the function that makes its change, imported when
+the row is applied (some live beside what they change: ``checkpoints.saving``,
+``checkpoints.fairseq_loading``, ``data.interactive_input``). Registration in any import order is
+``fairseq_ext.plugin``'s (docs/fairseq-patches.md).
+
+``python -m fairseq_ext.fairseq_changes`` prints the table as ``docs/fairseq-patches.md`` shows it
 (``tests/test_fairseq_patches.py`` checks both).
 """
 from __future__ import annotations
@@ -33,10 +42,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from fairseq_ext import cli_help, errors, patch_scope, preflight
-from fairseq_ext.checkpoints import fairseq_loading, saving
-from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS
-from fairseq_ext.data import interactive_input
+from fairseq_ext.fairseq_changes import patch_scope
 
 MARK = "fairseq_ext_patch"  # the attribute naming the row that made a replacement
 PLUGIN_TASKS = "the plugin's tasks"
@@ -61,11 +67,28 @@ class Patch:
     scoped: bool = True
 
 
+def _wrapped_by(spec: str) -> Callable[[Any], Any]:
+    """The row's ``make``: ``MODULE:FUNCTION`` called with fairseq's original. The module is
+    imported when the row is applied, so that reading this table imports no fairseq (the
+    package's ``quiet`` hushes fairseq before it is imported)."""
+
+    def make(original):
+        module, function = spec.split(":")
+        return getattr(importlib.import_module(module), function)(original)
+
+    make.__qualname__ = spec
+    return make
+
+
 def _help_served(parser, input_args=None, *args, **kwargs) -> bool:
+    from fairseq_ext.fairseq_changes import cli_help
+
     return patch_scope.names_the_plugin(input_args) or cli_help.names_an_unknown_choice(input_args)
 
 
 def _allow_list(add_safe_globals):
+    from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS
+
     add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     return add_safe_globals
 
@@ -82,28 +105,30 @@ PATCHES: tuple[Patch, ...] = (
           "loader and checks only a checkpoint a plugin task trained. No hook: a task's `load_state_dict` gets the "
           "`task_state` only (no path, config or weights) and is not called on resume; a model's "
           "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
-          "plugin's models", "fairseq 0.12, torch 2.6", CHECKPOINTS, fairseq_loading.guarded_loader, scoped=False),
+          "plugin's models", "fairseq 0.12, torch 2.6", CHECKPOINTS,
+          _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:guarded_loader"), scoped=False),
     Patch("ensemble-task", "fairseq.checkpoint_utils.load_model_ensemble_and_task",
           "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
           "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
           "fairseq 0.12", CHECKPOINTS,
-          lambda fn: fairseq_loading.loading_for_task(fn, fairseq_loading.ensemble_task,
-                                                      fairseq_loading.ensemble_paths), scoped=False),
+          _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:ensemble_loading"), scoped=False),
     Patch("atomic-copy", "fairseq.file_io.PathManager.copy",
           "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
           "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
-          "method of the task or the model runs around the copy", "fairseq 0.12", PLUGIN_TASKS, saving.atomic_copy),
+          "method of the task or the model runs around the copy", "fairseq 0.12", PLUGIN_TASKS,
+          _wrapped_by("fairseq_ext.checkpoints.saving:atomic_copy")),
     Patch("save-full-disk", "fairseq.checkpoint_utils.torch_persistent_save",
           "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
           "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
           "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
           "task's `state_dict` runs before the write, nothing of the plugin after it", "fairseq 0.12", PLUGIN_TASKS,
-          saving.naming_full_disk),
+          _wrapped_by("fairseq_ext.checkpoints.saving:naming_full_disk")),
     Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
           "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
           "traceback (fairseq-train's `checked-paths` says so earlier; this serves fairseq-hydra-train and Python "
           "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
-          "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS, saving.checking_save_dir),
+          "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS,
+          _wrapped_by("fairseq_ext.checkpoints.saving:checking_save_dir")),
     Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
           "when training starts, for every task: the trainer's task becomes the task the process trains "
           "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
@@ -113,38 +138,41 @@ PATCHES: tuple[Patch, ...] = (
           "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
           "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
           "and built the epoch iterator, and past `--max-epoch` not at all", "fairseq 0.12", PLUGIN_TASKS,
-          saving.starting_safely, scoped=False),
+          _wrapped_by("fairseq_ext.checkpoints.saving:starting_safely"), scoped=False),
     Patch("checked-paths-generate", "fairseq_cli.generate.main",
           "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path fairseq-generate is given "
           "(`--path` and each `:`-separated part, the data folder and its dictionaries, `--results-path`, "
           "`--sentencepiece-model`) is checked before any work, and `--model-overrides` is a Python literal dict: a "
           "missing, unreadable or unwritable path, a file for a folder, a cut dictionary or overrides that are no "
-          "dict is one line (`fairseq_ext.preflight`); the `--results-path` file has one writer (a lock) and is "
+          "dict is one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one writer (a lock) and is "
           "moved into place complete (fairseq-generate writes it in a folder of its own, "
           "`output_files.generating_exclusively`). No hook: fairseq-generate makes `--results-path`, opens its file "
           "and reads `--model-overrides` before it sets up the task, and `setup_task` sees the task's options only",
-          "fairseq 0.12", PLUGIN_TASKS, preflight.checking_generate, scoped=False),
+          "fairseq 0.12", PLUGIN_TASKS,
+          _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_generate"), scoped=False),
     Patch("checked-paths", "fairseq.distributed.utils.call_main",
           "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, `--model-overrides`) and "
           "fairseq-validate, before a worker is spawned; the task of `cfg` is the command's, in the ranks fairseq "
           "spawns too. No hook: these commands build the model before they read `--input` or write `--save-dir`",
-          "fairseq 0.12", PLUGIN_TASKS, preflight.checking_call_main, scoped=False),
+          "fairseq 0.12", PLUGIN_TASKS,
+          _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_call_main"), scoped=False),
     Patch("interactive-utf8", "fairseq_cli.interactive.buffered_read",
           "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the lines are "
           "decoded before anything of the task runs; the task sees tokens only", "fairseq 0.12", PLUGIN_TASKS,
-          lambda fn: interactive_input.buffered_read),
+          _wrapped_by("fairseq_ext.data.interactive_input:replacing_buffered_read")),
     Patch("help-after-options", "fairseq.options.parse_args_and_arch",
           "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
           "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
           "name (`did you mean 'cmlm_hybrid'?`), not the whole usage and every choice. No hook: fairseq prints "
           "both in its first pass", "fairseq 0.12",
           "a plugin `--task`, `--arch` or `--criterion`, or one that names nothing registered",
-          cli_help.help_after_first_pass, _help_served),
+          _wrapped_by("fairseq_ext.fairseq_changes.cli_help:help_after_first_pass"), _help_served),
     Patch("one-line-errors", "sys.excepthook",
           "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
           "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
           "Python's hook unchanged. Hook: `sys.excepthook` is Python's documented hook for an uncaught exception "
-          "(fairseq's commands have none of their own)", "fairseq 0.12", EVERY_TASK, errors.one_line_excepthook,
+          "(fairseq's commands have none of their own)", "fairseq 0.12", EVERY_TASK,
+          _wrapped_by("fairseq_ext.common.errors:one_line_excepthook"),
           scoped=False),
 )
 
@@ -244,7 +272,3 @@ def table() -> str:
     rows += ["", "| gone | what it replaced | where its work is now |", "|---|---|---|"]
     rows += [f"| `{g.name}` | `{g.target}` | {g.now} |" for g in GONE]
     return "\n".join(rows) + "\n"
-
-
-if __name__ == "__main__":
-    sys.stdout.write(table())

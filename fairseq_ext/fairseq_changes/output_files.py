@@ -13,7 +13,7 @@ of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under t
 * a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
 
 For the plugin's tasks ``fairseq-generate`` writes its results file this way
-(``generating_exclusively``, from the ``checked-paths-generate`` row of ``fairseq_patches``).
+(``generating_exclusively``, from the ``checked-paths-generate`` row of ``fairseq_changes``).
 ``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a ``--save-dir`` for
 the length of a training.
 """
@@ -27,7 +27,7 @@ import socket
 import time
 from typing import IO, Callable, NamedTuple, Optional
 
-from fairseq_ext.errors import FairseqExtError, NoSpaceError, full_disk, note
+from fairseq_ext.common.errors import FairseqExtError, NoSpaceError, full_disk, note
 
 
 class OutputInUseError(FairseqExtError):

@@ -2,7 +2,7 @@
 convention for model, task and criterion configs): ``option`` writes an option's default, its
 help (with the paper's section) and its range once; the command line (``add_config_args``), the
 defaults of a named architecture (``fill_defaults``), the build-time check (``check_config``) and
-the options table (``fairseq_ext.options_table``) all read that one field."""
+the options table (``fairseq_ext.common.options_table``) all read that one field."""
 from __future__ import annotations
 
 import dataclasses
@@ -14,7 +14,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 from fairseq.dataclass.utils import gen_parser_from_dataclass
 from fairseq.utils import safe_getattr, safe_hasattr
 
-from fairseq_ext.errors import require
+from fairseq_ext.common.errors import require
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Whom a change of ``fairseq_ext.fairseq_patches`` serves: the plugin's own tasks, unless the user
+"""Whom a change of ``fairseq_ext.fairseq_changes`` serves: the plugin's own tasks, unless the user
 opts in for every task or turns changes off. Decided from the task at hand, never from the
 command line.
 
@@ -21,7 +21,7 @@ the plugin and calls fairseq's functions itself (the hub), and, under ``fairseq-
 carries the command's task (``task_of``), for ``sys.excepthook``.
 
 ``FAIRSEQ_EXT_PATCHES=off`` (every change) or ``off:NAME,NAME`` (the changes named) is read by
-``fairseq_patches.install``: those are not made at all.
+``fairseq_changes.install``: those are not made at all.
 """
 from __future__ import annotations
 

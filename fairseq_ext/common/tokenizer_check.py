@@ -28,7 +28,7 @@ import re
 import sys
 from typing import Callable, Iterable
 
-from fairseq_ext.errors import FairseqExtError, note, require
+from fairseq_ext.common.errors import FairseqExtError, note, require
 
 COVERED = 0.9  # the share of the dictionary a model must cover not to be warned about
 REFUSED_BELOW = 0.5  # under this share the model is refused
@@ -140,7 +140,7 @@ def checked_sentencepiece(path: str, option: str, dictionary_path: str, script: 
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m fairseq_ext.tokenizer_check MODEL DICT``: ``checked_sentencepiece`` for
+    """``python -m fairseq_ext.common.tokenizer_check MODEL DICT``: ``checked_sentencepiece`` for
     ``data_prep/common.sh``, which encodes with MODEL and binarizes with the dictionary
     ``SRCDICT``."""
     model, dictionary = sys.argv[1:] if argv is None else argv

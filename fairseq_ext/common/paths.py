@@ -2,14 +2,14 @@
 the fix: a file or folder that is missing, of the other kind or unreadable, a folder that cannot
 be written (probed with an empty file, so a read-only mount or a folder without permission is
 found before any work), and a dictionary whose last line is cut (a ``fairseq-preprocess`` or a
-copy that ran out of disk space). ``fairseq_ext.preflight`` says which paths of a command are
+copy that ran out of disk space). ``fairseq_ext.fairseq_changes.preflight`` says which paths of a command are
 checked; nothing here writes anything that stays."""
 from __future__ import annotations
 
 import os
 import tempfile
 
-from fairseq_ext.errors import FairseqExtError
+from fairseq_ext.common.errors import FairseqExtError
 
 
 def _missing(label: str, path: str, fix: str) -> FairseqExtError:
