@@ -114,7 +114,7 @@ def test_patches_off_changes_nothing_and_off_by_name_leaves_out_those():
 
 
 def test_every_row_names_an_attribute_that_exists_and_why():
-    names = [p.name for p in fairseq_changes.PATCHES] + [g.name for g in fairseq_patches.GONE]
+    names = [p.name for p in fairseq_changes.PATCHES] + [g.name for g in fairseq_changes.GONE]
     assert len(names) == len(set(names))
     for patch in fairseq_changes.PATCHES:
         assert patch.why and patch.since and patch.serves, patch.name

@@ -32,7 +32,8 @@ def decode(data: Path, checkpoint: Path, ref: Path, out: Path, strategy: str = "
            "-s", "en", "-t", "de", "--path", str(checkpoint), "--gen-subset", "valid",
            "--model-overrides", f"{{'hybrid_strategy': '{strategy}'}}", "--iter-decode-max-iter", str(passes - 1),
            "--iter-decode-with-beam", str(length_beam), "--iter-decode-force-max-iter", "--retain-iter-history",
-           "--batch-size", "64", "--post-process", "sentencepiece"]
+           "--batch-size", "64", "--post-process", "sentencepiece",
+           "--verbose"]  # generate.log keeps the configuration it decoded with
     start = time.time()
     with open(out / "generate.txt", "w") as stdout, open(out / "generate.log", "w") as stderr:
         if subprocess.run(cmd, stdout=stdout, stderr=stderr).returncode != 0:
