@@ -40,8 +40,9 @@ through ``Zygote.script_env``: a folder of stand-ins named like the console scri
 folder and its own standard input, output and error (their file descriptors, over a Unix
 socket), forwards the signals it receives to the forked command and leaves with its exit
 status; a ``python`` stand-in does so for the Python programs above and runs the interpreter for
-any other. One command at a time is forked; a stand-in that finds the server busy (the ranks of a
-distributed run started side by side, or a command started by a forked one), or that runs with
+any other. One command at a time is forked; a stand-in that finds the server busy for longer than
+``BUSY_GRACE`` (the ranks of a distributed run started side by side, or a command started by a
+forked one; not the stand-in of the command before it, still collecting its exit status), or that runs with
 other privileges than the server (``setpriv``), runs the real console script instead.
 
     python -m tests.forked_cli FOLDER   (the server; ``Zygote`` starts it)
@@ -312,6 +313,12 @@ def serve(requests, answers, folder: Path) -> None:
         answers.flush()
 
 
+# How long a stand-in waits for a busy server before it runs the real command: a command that
+# read its predecessor's output (`read X < <(python -c ...)`, `$(...)`) can start while that
+# predecessor's stand-in is still collecting its exit status, a few milliseconds.
+BUSY_GRACE = 1.0
+
+
 def identity() -> str:
     """This process's users, groups and capabilities (``/proc/self/status``)."""
     keys = ("Uid:", "Gid:", "Groups:", "CapInh:", "CapPrm:", "CapEff:", "CapBnd:", "CapAmb:")
@@ -328,10 +335,15 @@ def stand_in(command: str, folder: str, real: str) -> None:
     if args is None:
         os.execv(real, [real, *sys.argv[1:]])
     lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)  # held until the stand-in exits
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.execv(real, [real, *sys.argv[1:]])
+    deadline = time.monotonic() + BUSY_GRACE
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.execv(real, [real, *sys.argv[1:]])
+            time.sleep(0.01)
     with open(os.path.join(folder, "identity")) as server:
         if identity() != server.read():
             os.execv(real, [real, *sys.argv[1:]])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import ROOT, USER_DIR, run, shared_data, write_lines
+from tests.conftest import ROOT, USER_DIR, run, script_env, shared_data, write_lines
 
 SCRIPT = ROOT / "data_prep" / "glue.py"
 WORDS = ["the", "film", "is", "good", "bad", "a", "cat", "sat", "on", "mat", "dog", "ran", "very", ",", "."]
@@ -39,9 +39,10 @@ def tokenizer(tmp_path) -> Path:
 
 
 def prep(tmp_path, tokenizer, task, local, *extra):
+    """data_prep/glue.py in a process of its own; the two fairseq-preprocess it calls are forked."""
     return subprocess.run([sys.executable, SCRIPT, "--task", task, "--local", local, "--tokenizer", tokenizer,
                            "--dict", tmp_path / "dict.txt", "--out", tmp_path / "out", *map(str, extra)],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, env=script_env())
 
 
 SST2_TRAIN = ["label\tcontent", "1\tthe film is good", "0\tthe film is bad", "1\ta very good film",

@@ -3,13 +3,14 @@ Matthews correlation for CoLA, accuracy for SST-2) checked against the formulas 
 from __future__ import annotations
 
 import math
-import subprocess
 import sys
 
 import pytest
 
 from fairseq_ext.analysis.glue import read_labels, score
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run
+
+pytestmark = pytest.mark.cli  # the module's command runs forked (tests.forked_cli)
 
 GOLD = "1 1 0 1 0 0 1 1 1 0 1 0".split()
 PRED = "1 0 0 1 1 0 1 1 0 0 1 1".split()
@@ -29,9 +30,8 @@ def test_mcc_and_accuracy_of_a_predictions_file(tmp_path):
     assert read_labels(tmp_path / "pred") == PRED
     assert score("CoLA", GOLD, PRED) == pytest.approx(100 * mcc_by_hand(GOLD, PRED))
     assert score("SST-2", GOLD, PRED) == pytest.approx(100 * 8 / 12)
-    out = subprocess.run([sys.executable, "-m", "fairseq_ext.analysis.glue", "score", "--task", "CoLA",
-                          "--gold", tmp_path / "gold", "--predictions", tmp_path / "pred"],
-                         capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    out = run([sys.executable, "-m", "fairseq_ext.analysis.glue", "score", "--task", "CoLA",
+               "--gold", tmp_path / "gold", "--predictions", tmp_path / "pred"], cwd=ROOT).stdout
     assert out == f"mcc {100 * mcc_by_hand(GOLD, PRED):.2f}\n"
     assert score("CoLA", GOLD, ["1"] * len(GOLD)) == 0.0  # one class predicted: no correlation
 
@@ -39,9 +39,8 @@ def test_mcc_and_accuracy_of_a_predictions_file(tmp_path):
 def test_a_short_predictions_file_is_refused(tmp_path):
     (tmp_path / "gold").write_text("\n".join(GOLD) + "\n")
     (tmp_path / "pred").write_text("\n".join(PRED[:-1]) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "fairseq_ext.analysis.glue", "score", "--task",
-                           "SST-2", "--gold", tmp_path / "gold", "--predictions", tmp_path / "pred"],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = run([sys.executable, "-m", "fairseq_ext.analysis.glue", "score", "--task",
+                "SST-2", "--gold", tmp_path / "gold", "--predictions", tmp_path / "pred"], check=False, cwd=ROOT)
     assert proc.returncode == 1 and proc.stderr.strip() == "error: 11 predictions for 12 dev examples; predict the whole dev split"
 
 
@@ -56,6 +55,5 @@ def test_missing_inputs_are_one_line(tmp_path):
     cases[("predict", "--checkpoint", tmp_path / "ckpt.pt", "--data", tmp_path, "--output", tmp_path / "p")] = (
         f"error: --data {tmp_path}: no label/dict.txt there")
     for args, start in cases.items():
-        proc = subprocess.run([sys.executable, "-m", "fairseq_ext.analysis.glue", *map(str, args)],
-                              capture_output=True, text=True, cwd=ROOT)
+        proc = run([sys.executable, "-m", "fairseq_ext.analysis.glue", *args], check=False, cwd=ROOT)
         assert proc.returncode == 2 and proc.stderr.startswith(start) and proc.stderr.count("\n") == 1, proc.stderr

@@ -131,7 +131,7 @@ def test_generate_names_a_split_encoded_with_another_model(wrong_model, tmp_path
     src, ref = read_sample("test", "en", 40), read_sample("test", "de", 40)
     for model, noted in ((MODEL / "spm.model", False), (wrong_model, True)):
         data = binarize(model, tmp_path / model.parent.name, {"test": (src, ref)}, srcdict=MODEL / "dict.txt")
-        proc = run(generate_args(data, MODEL / "checkpoint.pt"))
+        proc = run(generate_args(data, MODEL / "checkpoint.pt", "--iter-decode-max-iter", "1"))  # the note, not the decoding
         notes = [line for line in proc.stderr.splitlines() if line.startswith("fairseq_ext:")]
         assert len(notes) == (2 if noted else 0), notes
         for side, line in zip(("source", "target"), notes):

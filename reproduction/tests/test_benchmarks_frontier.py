@@ -3,30 +3,40 @@ model decodes the input its own task binarises, so that the bench's outputs are 
 ``fairseq-generate`` prints on ``fairseq-preprocess`` data (the teacher without ``<s>``, the
 student with it); CTranslate2's conversion of the teacher decodes what fairseq's beam search
 does; the goals read the rows as issue 76 states them; the figure draws every row."""
+import functools
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from reproduction.benchmarks import frontier, own_inputs, run
+from reproduction.tests.conftest import fork_commands_of
 from tests.conftest import ROOT
+from tests.conftest import run as run_command
 
 pytestmark = pytest.mark.cli
 N = 12
 
 
+@pytest.fixture(autouse=True)
+def _forked_commands(monkeypatch):
+    fork_commands_of(monkeypatch, own_inputs)  # the benches' fairseq-preprocess
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
-    return own_inputs.binarise_sample(N, tmp_path_factory.mktemp("frontier"))
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fork_commands_of(monkeypatch, own_inputs)
+        return own_inputs.binarise_sample(N, tmp_path_factory.mktemp("frontier"))
 
 
+@functools.cache  # the teacher's beam 5 is compared at two batch sizes: one command
 def _generate(data: Path, checkpoint: Path, *options: str) -> list[list[str]]:
-    """The H lines of ``fairseq-generate`` on ``data``, as pieces in line order."""
-    proc = subprocess.run(["fairseq-generate", str(data), "--user-dir", str(ROOT / "fairseq_ext"), "--path",
-                           str(checkpoint), "--gen-subset", "test", "--batch-size", "4", "--required-batch-size-multiple", "1", *options],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    """The H lines of ``fairseq-generate`` on ``data``, as pieces in line order (the command forked
+    from the tests' server, tests.forked_cli)."""
+    proc = run_command(["fairseq-generate", data, "--user-dir", ROOT / "fairseq_ext", "--path", checkpoint,
+                        "--gen-subset", "test", "--batch-size", "4", "--required-batch-size-multiple", "1", *options],
+                       cwd=ROOT)
     hyps = {int(line.split("\t")[0][2:]): line.split("\t")[2].split() for line in proc.stdout.splitlines()
             if line.startswith("H-")}
     return [hyps[i] for i in range(len(hyps))]

@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from reproduction.benchmarks import common
+from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import Grid
 from reproduction.benchmarks.plot import RATIO_NAME
 from reproduction.benchmarks.run import BENCHMARKS, main
+from reproduction.tests.conftest import fork_commands_of
 from fairseq_ext.common.errors import FairseqExtError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,6 +120,7 @@ def one_round(monkeypatch):
     monkeypatch.setattr(common, "timed", fake_timed)
     monkeypatch.setattr(common, "interleaved_medians", one_round_of)
     monkeypatch.setattr(common, "train_peak_memory", fake_memory)
+    fork_commands_of(monkeypatch, own_inputs)  # the decoding rows' fairseq-preprocess
     return seen
 
 

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from reproduction.gigaword_10k import collect, driver, page, protocol
+from reproduction.tests.conftest import fork_commands_of
 from reproduction.tests.gigaword_tiny import make_english, make_gigaword
 
 SIZES = ("--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --decoder-embed-dim 32 "
@@ -227,6 +228,13 @@ def test_length_penalty_is_chosen_by_valid_rouge1_ties_nearest_one():
     assert driver.choose_lenpen({**grid, "1.2": {"rouge1": 31.5}}) == "1.2"
 
 
+@pytest.fixture(autouse=True)
+def _forked_commands(monkeypatch):
+    """The driver's data preparation (data_prep/gigaword.sh, MiniLM's extraction and conversion)
+    with fairseq's commands and the plugin's programs forked from the tests' server."""
+    fork_commands_of(monkeypatch, driver)
+
+
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
     root = tmp_path_factory.mktemp("giga10k")
@@ -420,11 +428,12 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(tiny, mo
 def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
     pytest.importorskip("all_minilm_l6_v2")
     kept = tmp_path / "kept"
+    # one length penalty (the grid is the end-to-end test's): no second decode of valid
+    one_lenpen = ["--lenpens", "1.0"]
     base = [x for x in args(tiny, "unilm-minilm", kept=kept) if not x.startswith("--sizes")]
-    base[base.index("--max-updates") + 1] = "4"  # two validations at MiniLM's own sizes: its weights are loaded
-    driver.main(base)
+    driver.main([*with_cap(base, 4), *one_lenpen])  # two validations at MiniLM's own sizes: its weights are loaded
     small = "--encoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
-    driver.main([*args(tiny, "unilm-random", kept=kept)[:-1], f"--sizes={small}", "--in-process"])
+    driver.main([*with_cap(args(tiny, "unilm-random", kept=kept), 6), f"--sizes={small}", *one_lenpen])  # three validations
     for row in ("unilm-minilm", "unilm-random"):
         r = json.loads((kept / f"{row}-s1.json").read_text())
         assert r["test_sentences"] == 6 and len(r["curve"]) >= (2 if row == "unilm-minilm" else 3)
@@ -475,8 +484,7 @@ def test_a_pretraining_spread_over_two_calls_counts_the_seconds_of_both(tiny, mo
 
     monkeypatch.setattr(driver.Driver, "finetune", finetune)
     monkeypatch.setattr(driver, "fairseq_train", killed_after_update_2)
-    argv = args(tiny, "p2-pt", kept=tmp_path / "kept")
-    argv[argv.index("--work") + 1] = str(tmp_path / "work")
+    argv = own_work(args(tiny, "p2-pt", kept=tmp_path / "kept"), tiny, tmp_path)
     with pytest.raises(KeyboardInterrupt):
         driver.main(argv)
     assert driver.checkpoint_updates(save / "checkpoint_last.pt") == 2

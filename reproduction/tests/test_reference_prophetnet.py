@@ -6,40 +6,48 @@ option runs the script as a command."""
 import contextlib
 import io
 import json
-import subprocess
 import sys
 
 import pytest
 import torch
 
-from tests.conftest import ROOT, cli_env
+from tests.conftest import ROOT, binarize, read_sample, run
 
 pytest.importorskip("transformers")
 SCRIPT = ROOT / "reproduction" / "prophetnet" / "reference_transformers.py"
 SIZES = ["--arch", "prophetnet_tiny", "--max-tokens", "600", "--warmup", "2", "-s", "en", "-t", "de"]
 
 
-def reference(tiny_data, out, *extra):
-    """The script's main() on the tiny pairs; what it printed."""
+@pytest.fixture(scope="module")
+def few_valid(tmp_path_factory, spm_model):
+    """The 400 training pairs of ``tiny_data`` with 8 validation pairs: each point decodes the
+    validation pairs with beam 4, the cost of these runs."""
+    return binarize(spm_model, tmp_path_factory.mktemp("few_valid"), {
+        "train": (read_sample("train", "en", 400), read_sample("train", "de", 400)),
+        "valid": (read_sample("valid", "en", 8), read_sample("valid", "de", 8))})
+
+
+def reference(data, out, *extra):
+    """The script's main() on the binarized pairs DATA; what it printed."""
     from reproduction.prophetnet import reference_transformers
 
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        reference_transformers.main([str(tiny_data), "--refs", str(tiny_data.parent / "raw" / "valid.raw.de"),
+        reference_transformers.main([str(data), "--refs", str(data.parent / "raw" / "valid.raw.de"),
                                      "--out", str(out), *SIZES, *map(str, extra)])
     return printed.getvalue()
 
 
-def test_reference_scores_every_point_and_resumes_exactly(tiny_data, tmp_path):
+def test_reference_scores_every_point_and_resumes_exactly(few_valid, tmp_path):
     whole, split = tmp_path / "whole", tmp_path / "split"
-    reference(tiny_data, whole, "--updates", 4, "--eval-at", 2, 4)
-    reference(tiny_data, split, "--updates", 2, "--eval-at", 2)
-    out = reference(tiny_data, split, "--updates", 4, "--eval-at", 2, 4)
+    reference(few_valid, whole, "--updates", 4, "--eval-at", 2, 4)
+    reference(few_valid, split, "--updates", 2, "--eval-at", 2)
+    out = reference(few_valid, split, "--updates", 4, "--eval-at", 2, 4)
     assert "resumed from" in out and "at update 2" in out
     results = json.loads((whole / "results.json").read_text())
     assert sorted(results["points"]) == ["2", "4"]
     for point in results["points"].values():
-        assert point["sentences"] == 37 and 1 <= point["distinct_hypotheses"] <= 37
+        assert point["sentences"] == 8 and 1 <= point["distinct_hypotheses"] <= 8
         assert len(point["valid_accuracy_per_stream"]) == 2  # --ngram 2 (default)
         assert 0 <= point["rouge1_f1"] <= 100
     assert all(not c.startswith("/") and str(ROOT) not in c for c in results["commands"])
@@ -48,20 +56,19 @@ def test_reference_scores_every_point_and_resumes_exactly(tiny_data, tmp_path):
     assert a["update"] == b["update"] == 4
     assert all(torch.equal(a["model"][k], b["model"][k]) for k in a["model"])
     assert (whole / "hyp-4.title").read_text() == (split / "hyp-4.title").read_text()
-    assert "every point is done" in reference(tiny_data, whole, "--updates", 4, "--eval-at", 2, 4)
+    assert "every point is done" in reference(few_valid, whole, "--updates", 4, "--eval-at", 2, 4)
 
 
 @pytest.mark.parametrize("batching", ["unsorted", "fairseq-unsorted"])
-def test_this_plugins_model_runs_in_the_same_loop(tiny_data, tmp_path, batching):
-    reference(tiny_data, tmp_path, "--model", "fairseq_ext", "--ngram", 3, "--updates", 2, "--batching", batching)
+def test_this_plugins_model_runs_in_the_same_loop(few_valid, tmp_path, batching):
+    reference(few_valid, tmp_path, "--model", "fairseq_ext", "--ngram", 3, "--updates", 2, "--batching", batching)
     point = json.loads((tmp_path / "results.json").read_text())["points"]["2"]
     assert len(point["valid_accuracy_per_stream"]) == 3
 
 
 def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path, capsys):
-    proc = subprocess.run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
-                           "--out", tmp_path, *SIZES, "--model", "fairseq_ext", "--layout", "as-released"],
-                          capture_output=True, text=True, env=cli_env())
+    proc = run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
+                "--out", tmp_path, *SIZES, "--model", "fairseq_ext", "--layout", "as-released"], check=False)
     assert proc.returncode == 2 and "choose parts of the transformers" in proc.stderr and "Traceback" not in proc.stderr
     with pytest.raises(SystemExit) as stop:
         reference(tiny_data, tmp_path, "--eval-at", 9, "--updates", 4)
