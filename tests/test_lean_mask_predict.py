@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import copy
 from argparse import Namespace
-from contextlib import contextmanager
-from functools import partial
 
 import pytest
 import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
-from fairseq.models.nat import CMLMNATransformerModel
 
 from fairseq_ext.generation.int8 import quantize_for_decoding
-from tests.conftest import ROOT, load_shipped_student, read_sample
+from tests.conftest import ROOT, fairseq_pass, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 SENTENCES = 24
@@ -56,17 +53,6 @@ def batches(sources: list[torch.Tensor], pad: int, bsz: int) -> list[dict]:
         out.append({"id": torch.arange(start, start + len(part)),
                     "net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in part])}})
     return out
-
-
-@contextmanager
-def fairseq_pass(model):
-    """fairseq's CMLM pass in place of the plugin's, no cross-attention cache."""
-    model.forward_decoder = partial(CMLMNATransformerModel.forward_decoder, model)
-    model.cross_attention_cache = lambda encoder_out: None
-    try:
-        yield
-    finally:
-        del model.forward_decoder, model.cross_attention_cache
 
 
 def options(passes: int, beam: int, force: bool) -> Namespace:

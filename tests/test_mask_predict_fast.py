@@ -8,14 +8,11 @@ within 1e-5, at batch 1 and on a padded batch, with length beam 1 and 3, with an
 from __future__ import annotations
 
 from argparse import Namespace
-from contextlib import contextmanager
-from functools import partial
 
 import pytest
 import torch
-from fairseq.models.nat import CMLMNATransformerModel
 
-from tests.conftest import ROOT, load_shipped_student, read_sample
+from tests.conftest import ROOT, fairseq_pass, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 
@@ -40,17 +37,6 @@ def batch(sources: list[torch.Tensor], pad: int) -> dict:
         src[i, S - len(s):] = s
     return {"id": torch.arange(len(sources)),
             "net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in sources])}}
-
-
-@contextmanager
-def fairseq_pass(model):
-    """The unoptimised pass: fairseq's CMLM ``forward_decoder``, no cross-attention cache."""
-    model.forward_decoder = partial(CMLMNATransformerModel.forward_decoder, model)
-    model.cross_attention_cache = lambda encoder_out: None
-    try:
-        yield
-    finally:
-        del model.forward_decoder, model.cross_attention_cache
 
 
 def decode(model, task, sample, passes: int, beam: int, force: bool) -> list[dict]:
