@@ -3,6 +3,7 @@
 NAME is a script of ``data_prep/`` without its suffix (``wordpiece``, ``spm``, ``gigaword``, ...):
 a ``.py`` script runs in this interpreter with its folder first on ``sys.path`` (the scripts
 import each other by name), a ``.sh`` script runs with bash. Without NAME, list the scripts."""
+
 from __future__ import annotations
 
 import os
@@ -17,19 +18,26 @@ HELPERS = {"common", "sentence_prediction_data"}
 
 
 def scripts() -> dict[str, Path]:
-    return {p.stem: p for p in sorted(HERE.iterdir())
-            if p.suffix in {".py", ".sh"} and not p.stem.startswith("_") and p.stem not in HELPERS}
+    return {
+        p.stem: p
+        for p in sorted(HERE.iterdir())
+        if p.suffix in {".py", ".sh"} and not p.stem.startswith("_") and p.stem not in HELPERS
+    }
 
 
 def main(argv: list[str]) -> int:
     found = scripts()
     if not argv or argv[0] in {"-h", "--help"}:
-        print(f"usage: python -m fairseq_ext.data_prep NAME [ARGS]\nscripts in {HERE}: {', '.join(found)}")
+        print(
+            f"usage: python -m fairseq_ext.data_prep NAME [ARGS]\nscripts in {HERE}: {', '.join(found)}"
+        )
         return 0
     name, args = argv[0], argv[1:]
     if name not in found:
-        print(f"fairseq_ext.data_prep: error: no data script named {name!r}; one of: {', '.join(found)}",
-              file=sys.stderr)
+        print(
+            f"fairseq_ext.data_prep: error: no data script named {name!r}; one of: {', '.join(found)}",
+            file=sys.stderr,
+        )
         return 2
     script = found[name]
     if script.suffix == ".sh":

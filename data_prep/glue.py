@@ -29,6 +29,7 @@ OUT/raw/{train,valid}.{input0,label} and OUT/bin/{input0,label}; the label dicti
 fairseq's (ordered by frequency), so a predicted class c is the label
 ``OUT/bin/label/dict.txt``'s line c.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,10 @@ from sentence_prediction_data import binarize
 from wordpiece import WordpieceError, encode_lines, load_tokenizer
 
 LABELS = {"CoLA": ("0", "1"), "SST-2": ("0", "1")}
-GLUE_URLS = {"CoLA": "https://dl.fbaipublicfiles.com/glue/data/CoLA.zip",
-             "SST-2": "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip"}
+GLUE_URLS = {
+    "CoLA": "https://dl.fbaipublicfiles.com/glue/data/CoLA.zip",
+    "SST-2": "https://dl.fbaipublicfiles.com/glue/data/SST-2.zip",
+}
 TEXT_COLUMNS = ("sentence", "content")
 SPLITS = (("train", "train.tsv"), ("valid", "dev.tsv"))
 
@@ -57,6 +60,7 @@ class GlueDataError(ValueError):
 @dataclass(frozen=True)
 class Layout:
     """Where a file keeps its columns: 0-based label and sentence columns, header or not."""
+
     label: int
     sentence: int
     header: bool
@@ -69,8 +73,10 @@ def detect_layout(path: Path, first: str, labels: tuple[str, ...]) -> Layout:
     if "label" in names:
         text = [i for i, n in enumerate(names) if n in TEXT_COLUMNS]
         if not text:
-            raise GlueDataError(f"{path}:1: the header names no sentence column ({' / '.join(TEXT_COLUMNS)}); "
-                                f"rename the text column")
+            raise GlueDataError(
+                f"{path}:1: the header names no sentence column ({' / '.join(TEXT_COLUMNS)}); "
+                f"rename the text column"
+            )
         return Layout(names.index("label"), text[0], True)
     if len(fields) == 4:  # GLUE's CoLA: source, label, original mark, sentence
         return Layout(1, 3, False)
@@ -79,8 +85,10 @@ def detect_layout(path: Path, first: str, labels: tuple[str, ...]) -> Layout:
             return Layout(1, 0, False)
         if fields[0].strip() in labels:
             return Layout(0, 1, False)
-    raise GlueDataError(f"{path}:1: neither a header with a 'label' column nor a row with a label "
-                        f"({', '.join(labels)}) first or last; write 'sentence<TAB>label' rows")
+    raise GlueDataError(
+        f"{path}:1: neither a header with a 'label' column nor a row with a label "
+        f"({', '.join(labels)}) first or last; write 'sentence<TAB>label' rows"
+    )
 
 
 def read_tsv(path: Path, labels: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -88,8 +96,9 @@ def read_tsv(path: Path, labels: tuple[str, ...]) -> list[tuple[str, str]]:
     try:
         lines = path.read_text(encoding="utf-8").split("\n")
     except FileNotFoundError:
-        raise GlueDataError(f"{path} does not exist; pass --local the folder with the task's "
-                            f"train.tsv and dev.tsv") from None
+        raise GlueDataError(
+            f"{path} does not exist; pass --local the folder with the task's train.tsv and dev.tsv"
+        ) from None
     except (OSError, UnicodeDecodeError) as e:
         raise GlueDataError(f"cannot read {path} ({e}); it must be a UTF-8 TSV file") from None
     if lines and lines[-1] == "":
@@ -98,16 +107,22 @@ def read_tsv(path: Path, labels: tuple[str, ...]) -> list[tuple[str, str]]:
         raise GlueDataError(f"{path} is empty; it must hold one example a line")
     layout = detect_layout(path, lines[0], labels)
     rows = []
-    for number, line in enumerate(lines[1:] if layout.header else lines, start=2 if layout.header else 1):
+    for number, line in enumerate(
+        lines[1:] if layout.header else lines, start=2 if layout.header else 1
+    ):
         fields = line.rstrip("\r").split("\t")
         label = fields[layout.label].strip() if layout.label < len(fields) else ""
         sentence = fields[layout.sentence].strip() if layout.sentence < len(fields) else ""
         if not label:
-            raise GlueDataError(f"{path}:{number}: the row has no label; give every row a label "
-                                f"({', '.join(labels)}) or remove it")
+            raise GlueDataError(
+                f"{path}:{number}: the row has no label; give every row a label "
+                f"({', '.join(labels)}) or remove it"
+            )
         if label not in labels:
-            raise GlueDataError(f"{path}:{number}: label {label!r} is not one of the task's labels "
-                                f"({', '.join(labels)}); fix or remove the row")
+            raise GlueDataError(
+                f"{path}:{number}: label {label!r} is not one of the task's labels "
+                f"({', '.join(labels)}); fix or remove the row"
+            )
         if not sentence:
             raise GlueDataError(f"{path}:{number}: the sentence is empty; fix or remove the row")
         rows.append((sentence, label))
@@ -130,8 +145,10 @@ def task_folder(local: str | None, task: str, out: Path) -> Path:
         if (folder / task / "dev.tsv").is_file() and not (folder / "dev.tsv").is_file():
             folder = folder / task
         if not folder.is_dir():
-            raise GlueDataError(f"--local {local} is not a folder; pass the folder with {task}'s train.tsv "
-                                f"and dev.tsv")
+            raise GlueDataError(
+                f"--local {local} is not a folder; pass the folder with {task}'s train.tsv "
+                f"and dev.tsv"
+            )
         return folder
     url = GLUE_URLS[task]
     print(f"glue: downloading {url}", file=sys.stderr)
@@ -146,17 +163,32 @@ def task_folder(local: str | None, task: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--task", required=True, choices=sorted(LABELS))
-    p.add_argument("--local", help="folder with the task's train.tsv and dev.tsv (or its parent); "
-                                   "without it the GLUE archive is downloaded")
-    p.add_argument("--tokenizer", required=True, help="the transformers checkpoint folder (tokenizer.json or vocab.txt)")
+    p.add_argument(
+        "--local",
+        help="folder with the task's train.tsv and dev.tsv (or its parent); "
+        "without it the GLUE archive is downloaded",
+    )
+    p.add_argument(
+        "--tokenizer",
+        required=True,
+        help="the transformers checkpoint folder (tokenizer.json or vocab.txt)",
+    )
     p.add_argument("--dict", required=True, help="the converted checkpoint's dict.txt")
     p.add_argument("--out", required=True)
-    p.add_argument("--train-limit", type=int, help="keep N training examples (random.Random(0), file order)")
-    p.add_argument("--max-tokens", type=int, default=62,
-                   help="keep the first N WordPiece pieces of a sentence (default 62: 64 positions with "
-                        "<s> and </s>)")
+    p.add_argument(
+        "--train-limit", type=int, help="keep N training examples (random.Random(0), file order)"
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=62,
+        help="keep the first N WordPiece pieces of a sentence (default 62: 64 positions with "
+        "<s> and </s>)",
+    )
     args = p.parse_args(argv)
     if args.train_limit is not None and args.train_limit < 1:
         p.error("--train-limit must be >= 1")
@@ -165,8 +197,10 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     try:
         if not Path(args.dict).is_file():
-            raise GlueDataError(f"--dict {args.dict} does not exist; pass the converted checkpoint's dict.txt "
-                                f"(python -m fairseq_ext.convert from-transformers writes it)")
+            raise GlueDataError(
+                f"--dict {args.dict} does not exist; pass the converted checkpoint's dict.txt "
+                f"(python -m fairseq_ext.convert from-transformers writes it)"
+            )
         tok = load_tokenizer(args.tokenizer)
         folder = task_folder(args.local, args.task, out)
         (out / "raw").mkdir(parents=True, exist_ok=True)
@@ -174,11 +208,20 @@ def main(argv: list[str] | None = None) -> None:
             rows = read_tsv(folder / name, LABELS[args.task])
             kept = subset(rows, args.train_limit if split == "train" else None)
             pieces, cut = encode_lines(tok, [s for s, _ in kept], args.max_tokens)
-            (out / "raw" / f"{split}.input0").write_text("".join(x + "\n" for x in pieces), encoding="utf-8")
-            (out / "raw" / f"{split}.label").write_text("".join(lab + "\n" for _, lab in kept), encoding="utf-8")
-            counts = ", ".join(f"label {lab}: {sum(1 for _, x in kept if x == lab)}" for lab in LABELS[args.task])
-            print(f"glue: {folder / name}: read {len(rows)} examples, wrote {len(kept)} to {out / 'raw'}/{split}.* "
-                  f"({counts}; {cut} cut to {args.max_tokens} pieces)", file=sys.stderr)
+            (out / "raw" / f"{split}.input0").write_text(
+                "".join(x + "\n" for x in pieces), encoding="utf-8"
+            )
+            (out / "raw" / f"{split}.label").write_text(
+                "".join(lab + "\n" for _, lab in kept), encoding="utf-8"
+            )
+            counts = ", ".join(
+                f"label {lab}: {sum(1 for _, x in kept if x == lab)}" for lab in LABELS[args.task]
+            )
+            print(
+                f"glue: {folder / name}: read {len(rows)} examples, wrote {len(kept)} to {out / 'raw'}/{split}.* "
+                f"({counts}; {cut} cut to {args.max_tokens} pieces)",
+                file=sys.stderr,
+            )
     except (GlueDataError, WordpieceError) as e:
         print(f"glue: error: {e}", file=sys.stderr)
         sys.exit(2)

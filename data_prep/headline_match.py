@@ -15,6 +15,7 @@ OUT/bin/label. The title comes first so that ``--shorten-method truncate`` cuts 
 a long article, never the title. A ``--spm`` model that is not the one ``--dict`` was built with
 stops the script before it writes anything (``fairseq_ext.common.tokenizer_check``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,16 +23,22 @@ import random
 import sys
 from pathlib import Path
 
-from fairseq_ext.common.tokenizer_check import checked_sentencepiece
 from sentence_prediction_data import binarize
+
+from fairseq_ext.common.tokenizer_check import checked_sentencepiece
 
 SPLITS = {"train": "train10k", "valid": "valid1k"}
 
 
 def read(path: Path) -> list[str]:
     if not path.exists():
-        raise SystemExit(f"error: {path} does not exist (pass --gigaword DIR with train10k/valid1k files)")
-    return [" ".join(line.replace("<unk>", "UNK").split()) for line in path.read_text(encoding="utf-8").splitlines()]
+        raise SystemExit(
+            f"error: {path} does not exist (pass --gigaword DIR with train10k/valid1k files)"
+        )
+    return [
+        " ".join(line.replace("<unk>", "UNK").split())
+        for line in path.read_text(encoding="utf-8").splitlines()
+    ]
 
 
 def pairs(articles: list[str], titles: list[str], seed: int) -> list[tuple[str, str, str]]:
@@ -53,8 +60,12 @@ def pairs(articles: list[str], titles: list[str], seed: int) -> list[tuple[str, 
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--gigaword", required=True, type=Path, help="folder with train10k.* and valid1k.* files")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--gigaword", required=True, type=Path, help="folder with train10k.* and valid1k.* files"
+    )
     p.add_argument("--spm", required=True, help="the pre-training sentencepiece model")
     p.add_argument("--dict", required=True, help="the pre-training fairseq dict.txt")
     p.add_argument("--out", required=True, type=Path)
@@ -64,13 +75,18 @@ def main(argv: list[str] | None = None) -> None:
     raw = args.out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
     for split, name in SPLITS.items():
-        rows = pairs(read(args.gigaword / f"{name}.article.txt"), read(args.gigaword / f"{name}.title.txt"),
-                     args.seed)
+        rows = pairs(
+            read(args.gigaword / f"{name}.article.txt"),
+            read(args.gigaword / f"{name}.title.txt"),
+            args.seed,
+        )
         for column, field in ((1, "input0"), (0, "input1")):
             with open(raw / f"{split}.{field}", "w", encoding="utf-8") as f:
                 for row in rows:
                     f.write(" ".join(sp.encode(row[column], out_type=str)) + "\n")
-        (raw / f"{split}.label").write_text("".join(row[2] + "\n" for row in rows), encoding="utf-8")
+        (raw / f"{split}.label").write_text(
+            "".join(row[2] + "\n" for row in rows), encoding="utf-8"
+        )
         print(f"{split}: {len(rows)} pairs ({len(rows) // 2} articles)", file=sys.stderr)
     binarize(raw, args.out, ("input0", "input1"), args.dict)
 

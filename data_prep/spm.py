@@ -17,6 +17,7 @@ naming the file, the line and the byte, before anything is written. What ``train
 ``clean-pair`` write goes to temporary names (``NAME.partial-PID.EXT``), renamed when complete:
 a full disk or a kill leaves no cut file under a final name.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,9 @@ def train(args: argparse.Namespace) -> None:
             eos_id=-1,
             unk_id=0,
             pad_id=-1,
-            user_defined_symbols=args.user_defined_symbols.split(",") if args.user_defined_symbols else [],
+            user_defined_symbols=args.user_defined_symbols.split(",")
+            if args.user_defined_symbols
+            else [],
             minloglevel=2,
         )
 
@@ -73,8 +76,10 @@ def complete_files(*paths: str):
 
 
 def _refuse_not_utf8(name: str, line: int, column: int, byte: int) -> None:
-    sys.exit(f"spm.py: error: {name} line {line} is not valid UTF-8 (byte 0x{byte:02x} at column {column}); "
-             "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written")
+    sys.exit(
+        f"spm.py: error: {name} line {line} is not valid UTF-8 (byte 0x{byte:02x} at column {column}); "
+        "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written"
+    )
 
 
 def utf8_lines(data: bytes, name: str) -> list[str]:
@@ -84,7 +89,9 @@ def utf8_lines(data: bytes, name: str) -> list[str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        _refuse_not_utf8(name, line, exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1, data[exc.start])
+        _refuse_not_utf8(
+            name, line, exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1, data[exc.start]
+        )
     return list(io.StringIO(text, newline=None))
 
 
@@ -121,21 +128,30 @@ def clean_pair(args: argparse.Namespace) -> None:
     kept = dropped = 0
     src, tgt = _read(args.src), _read(args.tgt)
     if len(src) != len(tgt):
-        sys.exit(f"spm.py: error: {args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}: the sides of a "
-                 "parallel corpus must align line by line. Nothing was written")
-    with complete_files(args.out_src, args.out_tgt) as (out_src, out_tgt), \
-            open(out_src, "w", encoding="utf-8") as os_, open(out_tgt, "w", encoding="utf-8") as ot:
+        sys.exit(
+            f"spm.py: error: {args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}: the sides of a "
+            "parallel corpus must align line by line. Nothing was written"
+        )
+    with (
+        complete_files(args.out_src, args.out_tgt) as (out_src, out_tgt),
+        open(out_src, "w", encoding="utf-8") as os_,
+        open(out_tgt, "w", encoding="utf-8") as ot,
+    ):
         for s, t in zip(src, tgt):
             s, t = s.strip(), t.strip()
-            too_long = args.max_words and (len(s.split()) > args.max_words or len(t.split()) > args.max_words)
+            too_long = args.max_words and (
+                len(s.split()) > args.max_words or len(t.split()) > args.max_words
+            )
             if not s or not t or too_long:
                 dropped += 1
                 continue
             os_.write(s + "\n")
             ot.write(t + "\n")
             kept += 1
-    print(f"clean-pair: kept {kept} pairs, dropped {dropped} (empty side or over {args.max_words} words)",
-          file=sys.stderr)
+    print(
+        f"clean-pair: kept {kept} pairs, dropped {dropped} (empty side or over {args.max_words} words)",
+        file=sys.stderr,
+    )
 
 
 def check_files(args: argparse.Namespace) -> None:
@@ -144,14 +160,20 @@ def check_files(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train")
-    t.add_argument("--model", required=True, help="output prefix (writes PREFIX.model and PREFIX.vocab)")
+    t.add_argument(
+        "--model", required=True, help="output prefix (writes PREFIX.model and PREFIX.vocab)"
+    )
     t.add_argument("--vocab-size", type=int, default=8000)
     t.add_argument("--character-coverage", type=float, default=1.0)
     t.add_argument("--input-sentence-size", type=int, default=2_000_000)
-    t.add_argument("--user-defined-symbols", default="", help="comma-separated pieces kept whole (e.g. UNK)")
+    t.add_argument(
+        "--user-defined-symbols", default="", help="comma-separated pieces kept whole (e.g. UNK)"
+    )
     t.add_argument("files", nargs="+")
     t.set_defaults(fn=train)
     for name, fn in (("encode", encode), ("decode", decode)):
@@ -163,7 +185,9 @@ def main(argv: list[str] | None = None) -> None:
     c.add_argument("tgt")
     c.add_argument("out_src")
     c.add_argument("out_tgt")
-    c.add_argument("--max-words", type=int, default=0, help="also drop pairs longer than this (0: no limit)")
+    c.add_argument(
+        "--max-words", type=int, default=0, help="also drop pairs longer than this (0: no limit)"
+    )
     c.set_defaults(fn=clean_pair)
     u = sub.add_parser("check-utf8")
     u.add_argument("files", nargs="+")
@@ -172,8 +196,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         args.fn(args)
     except OSError as exc:  # a missing input, a full disk: nothing is kept under a final name
-        full = " (free space there and run again)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
-        sys.exit(f"spm.py: error: {exc.filename or 'a file'}: {exc.strerror}{full}. Nothing was kept")
+        full = (
+            " (free space there and run again)" if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        )
+        sys.exit(
+            f"spm.py: error: {exc.filename or 'a file'}: {exc.strerror}{full}. Nothing was kept"
+        )
 
 
 if __name__ == "__main__":

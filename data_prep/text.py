@@ -1,20 +1,21 @@
 #!/usr/bin/env python
 """Small text filters for the data_prep scripts (stdin -> stdout).
 
-    python data_prep/text.py unescape            # &apos; &quot; &amp; ... -> characters (Moses escapes)
-    python data_prep/text.py sgm                 # the <seg> lines of a WMT .sgm file, as text
-    python data_prep/text.py romanian [--keep-diacritics]
-        WMT16 Romanian normalisation: cedilla s/t (U+015F, U+0163, and capitals) -> comma-below
-        (U+0219, U+021B), typographic quotes -> ASCII; then, unless --keep-diacritics, remove the
-        diacritics (a-breve, a-circumflex, i-circumflex, s/t-comma) as the standard WMT16 En-Ro
-        NAT setups do (Gu et al. 2018; Ghazvininejad et al. 2019).
-    python data_prep/text.py gigaword-style [--wikitext] [FILE ...]
-        English text in the style of Gigaword's articles, for span pre-training beside them
-        (examples/prophetnet/gigaword.sh --pretrain-text): Moses escapes undone, lowercased,
-        digits as '#', paragraphs cut into lines of at most 100 words, lines under 3 words
-        dropped; --wikitext also drops WikiText's headings and blank lines and joins its
-        @-@ @,@ @.@ separators. Reads the FILEs (.gz too) or stdin.
+python data_prep/text.py unescape            # &apos; &quot; &amp; ... -> characters (Moses escapes)
+python data_prep/text.py sgm                 # the <seg> lines of a WMT .sgm file, as text
+python data_prep/text.py romanian [--keep-diacritics]
+    WMT16 Romanian normalisation: cedilla s/t (U+015F, U+0163, and capitals) -> comma-below
+    (U+0219, U+021B), typographic quotes -> ASCII; then, unless --keep-diacritics, remove the
+    diacritics (a-breve, a-circumflex, i-circumflex, s/t-comma) as the standard WMT16 En-Ro
+    NAT setups do (Gu et al. 2018; Ghazvininejad et al. 2019).
+python data_prep/text.py gigaword-style [--wikitext] [FILE ...]
+    English text in the style of Gigaword's articles, for span pre-training beside them
+    (examples/prophetnet/gigaword.sh --pretrain-text): Moses escapes undone, lowercased,
+    digits as '#', paragraphs cut into lines of at most 100 words, lines under 3 words
+    dropped; --wikitext also drops WikiText's headings and blank lines and joins its
+    @-@ @,@ @.@ separators. Reads the FILEs (.gz too) or stdin.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,9 +25,22 @@ import re
 import sys
 import unicodedata
 
-_CEDILLA_TO_COMMA = str.maketrans({"\u015f": "\u0219", "\u015e": "\u0218", "\u0163": "\u021b", "\u0162": "\u021a"})
-_QUOTES = str.maketrans({"\u201e": '"', "\u201d": '"', "\u201c": '"', "\u00ab": '"', "\u00bb": '"',
-                         "\u2019": "'", "\u2018": "'", "\u2013": "-", "\u2014": "-"})
+_CEDILLA_TO_COMMA = str.maketrans(
+    {"\u015f": "\u0219", "\u015e": "\u0218", "\u0163": "\u021b", "\u0162": "\u021a"}
+)
+_QUOTES = str.maketrans(
+    {
+        "\u201e": '"',
+        "\u201d": '"',
+        "\u201c": '"',
+        "\u00ab": '"',
+        "\u00bb": '"',
+        "\u2019": "'",
+        "\u2018": "'",
+        "\u2013": "-",
+        "\u2014": "-",
+    }
+)
 _SEG = re.compile(r"<seg[^>]*>(.*)</seg>", re.IGNORECASE)
 
 
@@ -36,7 +50,9 @@ def normalise_romanian(line: str) -> str:
 
 def remove_diacritics(line: str) -> str:
     decomposed = unicodedata.normalize("NFD", line)
-    return unicodedata.normalize("NFC", "".join(c for c in decomposed if unicodedata.category(c) != "Mn"))
+    return unicodedata.normalize(
+        "NFC", "".join(c for c in decomposed if unicodedata.category(c) != "Mn")
+    )
 
 
 LINE_WORDS = 100  # longer paragraphs (WikiText) are cut into lines of at most this many words
@@ -52,7 +68,11 @@ def gigaword_style(line: str, wikitext: bool) -> list[str]:
             return []
         line = line.replace(" @-@ ", "-").replace(" @,@ ", ",").replace(" @.@ ", ".")
     words = re.sub(r"[0-9]", "#", html.unescape(line).lower()).split()
-    return [" ".join(words[i:i + LINE_WORDS]) for i in range(0, len(words), LINE_WORDS) if len(words[i:i + LINE_WORDS]) >= 3]
+    return [
+        " ".join(words[i : i + LINE_WORDS])
+        for i in range(0, len(words), LINE_WORDS)
+        if len(words[i : i + LINE_WORDS]) >= 3
+    ]
 
 
 def read_text(path: str):
@@ -63,7 +83,9 @@ def read_text(path: str):
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     sub.add_parser("unescape")
     sub.add_parser("sgm")

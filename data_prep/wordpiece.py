@@ -40,6 +40,7 @@ fairseq-generate may print, are dropped; the checkpoint's own special tokens ([U
 lowercases (uncased checkpoints) and splits punctuation, score against references that went
 through the same normalisation if exact casing matters.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,7 +82,9 @@ def _open_input(path: str | None) -> TextIO:
     try:
         return open(path, encoding="utf-8", newline="\n")
     except OSError as e:
-        raise WordpieceError(f"cannot read --input {path} ({e.strerror}); check the path and its permissions") from None
+        raise WordpieceError(
+            f"cannot read --input {path} ({e.strerror}); check the path and its permissions"
+        ) from None
 
 
 def _open_output(path: str | None, input_path: str | None) -> TextIO:
@@ -94,8 +97,9 @@ def _open_output(path: str | None, input_path: str | None) -> TextIO:
     try:
         return open(path, "w", encoding="utf-8", newline="\n")
     except OSError as e:
-        raise WordpieceError(f"cannot write --output {path} ({e.strerror}); check the folder exists and is writable") \
-            from None
+        raise WordpieceError(
+            f"cannot write --output {path} ({e.strerror}); check the folder exists and is writable"
+        ) from None
 
 
 def _run(args: argparse.Namespace) -> None:
@@ -111,13 +115,17 @@ def _run(args: argparse.Namespace) -> None:
                     lines, cut = encode_lines(tok, chunk, args.max_tokens)
                     truncated += cut
                 else:
-                    drop = FAIRSEQ_SPECIALS | (checkpoint_specials(tok) if args.drop_checkpoint_specials else set())
+                    drop = FAIRSEQ_SPECIALS | (
+                        checkpoint_specials(tok) if args.drop_checkpoint_specials else set()
+                    )
                     lines = decode_lines(tok, chunk, drop)
                 dst.writelines(line + "\n" for line in lines)
                 total += len(chunk)
         except UnicodeDecodeError:
-            raise WordpieceError(f"{name} is not UTF-8 text (after line {total}); convert it, e.g. with "
-                                 f"iconv -t UTF-8") from None
+            raise WordpieceError(
+                f"{name} is not UTF-8 text (after line {total}); convert it, e.g. with "
+                f"iconv -t UTF-8"
+            ) from None
         dst.flush()
     finally:
         if args.input is not None:
@@ -125,24 +133,39 @@ def _run(args: argparse.Namespace) -> None:
         if args.output is not None:
             dst.close()
     if args.cmd == "encode" and args.max_tokens is not None:
-        print(f"wordpiece: truncated {truncated} of {total} lines to --max-tokens {args.max_tokens}", file=sys.stderr)
+        print(
+            f"wordpiece: truncated {truncated} of {total} lines to --max-tokens {args.max_tokens}",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
-    for cmd, help_ in (("encode", "raw text -> space-separated WordPiece tokens"),
-                       ("decode", "space-separated WordPiece tokens (hypotheses) -> text")):
+    for cmd, help_ in (
+        ("encode", "raw text -> space-separated WordPiece tokens"),
+        ("decode", "space-separated WordPiece tokens (hypotheses) -> text"),
+    ):
         s = sub.add_parser(cmd, help=help_)
-        s.add_argument("--tokenizer", required=True,
-                       help="transformers checkpoint folder with tokenizer.json, vocab.txt or prophetnet.tokenizer")
+        s.add_argument(
+            "--tokenizer",
+            required=True,
+            help="transformers checkpoint folder with tokenizer.json, vocab.txt or prophetnet.tokenizer",
+        )
         s.add_argument("--input", help="input file (default: stdin), one sentence a line, UTF-8")
         s.add_argument("--output", help="output file (default: stdout)")
         if cmd == "encode":
-            s.add_argument("--max-tokens", type=int, help="keep at most N tokens a line (reported on stderr)")
+            s.add_argument(
+                "--max-tokens", type=int, help="keep at most N tokens a line (reported on stderr)"
+            )
         else:
-            s.add_argument("--drop-checkpoint-specials", action="store_true",
-                           help="also drop the checkpoint's special tokens ([CLS], [SEP], [PAD], [MASK], [UNK])")
+            s.add_argument(
+                "--drop-checkpoint-specials",
+                action="store_true",
+                help="also drop the checkpoint's special tokens ([CLS], [SEP], [PAD], [MASK], [UNK])",
+            )
     args = p.parse_args(argv)
     if getattr(args, "max_tokens", None) is not None and args.max_tokens < 1:
         p.error("--max-tokens must be >= 1")

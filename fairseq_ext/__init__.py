@@ -5,6 +5,7 @@ does not import fairseq and registers nothing. fairseq's tools load the plugin t
 ``--user-dir fairseq_ext``, in any import order (``fairseq_ext.plugin.load_on_user_dir``);
 Python code calls ``fairseq_ext.plugin.load()`` or uses ``fairseq_ext.hub``.
 """
+
 from fairseq_ext import plugin as _plugin
 
 __version__ = "0.2.0"

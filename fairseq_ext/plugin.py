@@ -15,6 +15,7 @@ need fairseq at import, or an import of fairseq that registers without being ask
 other ``--user-dir`` is fairseq's alone. Importing a module of the plugin registers what it
 defines exactly once, in any order; ``load()`` only imports.
 """
+
 from __future__ import annotations
 
 import functools
@@ -41,7 +42,9 @@ def load() -> None:
 def names_this_plugin(user_dir) -> bool:
     """Whether a ``--user-dir`` value is this package's folder (as fairseq resolves it: relative
     to the working directory)."""
-    return user_dir is not None and os.path.realpath(os.path.abspath(user_dir)) == os.path.realpath(FOLDER)
+    return user_dir is not None and os.path.realpath(os.path.abspath(user_dir)) == os.path.realpath(
+        FOLDER
+    )
 
 
 def _loading(import_user_module):

@@ -1,5 +1,6 @@
 """One finished run's record: a JSON file written whole (a temporary file renamed into place), so
 that an interrupted driver never leaves half a record that a later call would take as done."""
+
 from __future__ import annotations
 
 import json

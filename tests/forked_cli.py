@@ -47,6 +47,7 @@ other privileges than the server (``setpriv``), runs the real console script ins
 
     python -m tests.forked_cli FOLDER   (the server; ``Zygote`` starts it)
 """
+
 from __future__ import annotations
 
 import atexit
@@ -77,13 +78,35 @@ ENTRY_POINTS = {
 # what every command imports before fairseq, with no effect on logging (checked at start-up);
 # torch._dynamo is what fairseq-train's first torch optimizer imports (about 1 s of CPU), and
 # rouge_score's scorer what the plugin imports for --eval-rouge (NLTK with it, about 0.6 s)
-PRELOAD = ("torch", "torch.distributed", "torch.utils.data", "torch._dynamo", "numpy", "scipy.stats", "sklearn.metrics",
-           "omegaconf", "hydra", "sentencepiece", "sacrebleu", "regex", "bitarray", "rouge_score.rouge_scorer")
+PRELOAD = (
+    "torch",
+    "torch.distributed",
+    "torch.utils.data",
+    "torch._dynamo",
+    "numpy",
+    "scipy.stats",
+    "sklearn.metrics",
+    "omegaconf",
+    "hydra",
+    "sentencepiece",
+    "sacrebleu",
+    "regex",
+    "bitarray",
+    "rouge_score.rouge_scorer",
+)
 
 
 # fairseq and the modules its commands import from it (about 1.5 s of CPU a command)
-FAIRSEQ = ("fairseq", "fairseq.checkpoint_utils", "fairseq.options", "fairseq.trainer", "fairseq.binarizer",
-           "fairseq.sequence_generator", "fairseq.dataclass.utils", "fairseq.logging.progress_bar")
+FAIRSEQ = (
+    "fairseq",
+    "fairseq.checkpoint_utils",
+    "fairseq.options",
+    "fairseq.trainer",
+    "fairseq.binarizer",
+    "fairseq.sequence_generator",
+    "fairseq.dataclass.utils",
+    "fairseq.logging.progress_bar",
+)
 
 
 # A fairseq command that a forked program starts finds the server busy and starts afresh (the same
@@ -105,7 +128,11 @@ def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
         return ["code", cmd[2]], cmd[3:]
     if len(cmd) >= 2 and cmd[1] == "-":
         return ["stdin", "<stdin>"], cmd[2:]
-    if len(cmd) >= 2 and cmd[1].endswith(".py") and UNFORKED_FOLDER not in Path(cmd[1]).resolve().parents:
+    if (
+        len(cmd) >= 2
+        and cmd[1].endswith(".py")
+        and UNFORKED_FOLDER not in Path(cmd[1]).resolve().parents
+    ):
         return ["path", os.path.abspath(cmd[1])], cmd[2:]
     return None
 
@@ -140,14 +167,20 @@ def _import_recording_logging(modules) -> list[tuple]:
 
     events = []
     basic, handle, enabled = logging.basicConfig, logging.Logger.handle, logging.Logger.isEnabledFor
-    logging.basicConfig = lambda *args, **kwargs: events.append(("basicConfig", (args, kwargs))) or basic(*args, **kwargs)
+    logging.basicConfig = lambda *args, **kwargs: (
+        events.append(("basicConfig", (args, kwargs))) or basic(*args, **kwargs)
+    )
     logging.Logger.handle = lambda logger, record: events.append(("record", (logger, record)))
     logging.Logger.isEnabledFor = lambda logger, level: True
     try:
         for module in modules:
             importlib.import_module(module)
     finally:
-        logging.basicConfig, logging.Logger.handle, logging.Logger.isEnabledFor = basic, handle, enabled
+        logging.basicConfig, logging.Logger.handle, logging.Logger.isEnabledFor = (
+            basic,
+            handle,
+            enabled,
+        )
         root = logging.getLogger()
         for handler in list(root.handlers):
             root.removeHandler(handler)
@@ -199,9 +232,11 @@ def _child(request: dict, fairseq_logging: list[tuple], streams: list[int] | Non
         os.environ.clear()
         os.environ.update(request["env"])
         if streams is None:
-            streams = [os.open(request["stdin"], os.O_RDONLY),
-                       os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644),
-                       os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)]
+            streams = [
+                os.open(request["stdin"], os.O_RDONLY),
+                os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644),
+                os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644),
+            ]
         for fd, opened in enumerate(streams):
             os.dup2(opened, fd)
             os.close(opened)
@@ -223,7 +258,9 @@ def _child(request: dict, fairseq_logging: list[tuple], streams: list[int] | Non
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
             if not isinstance(stop.code, (int, type(None))):
                 print(stop.code, file=sys.stderr)
-        except BaseException:  # as the interpreter does: the excepthook (the plugin's, if loaded), then 1
+        except (
+            BaseException
+        ):  # as the interpreter does: the excepthook (the plugin's, if loaded), then 1
             sys.excepthook(*sys.exc_info())
             code = 1
     finally:
@@ -285,7 +322,9 @@ def serve(requests, answers, folder: Path) -> None:
         importlib.import_module(module)
     root = logging.getLogger()
     if root.handlers or root.level != logging.WARNING:
-        raise RuntimeError(f"a preloaded library configured logging: {root.handlers}, level {root.level}")
+        raise RuntimeError(
+            f"a preloaded library configured logging: {root.handlers}, level {root.level}"
+        )
     fairseq_logging = _import_recording_logging(FAIRSEQ)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(folder / "socket"))
@@ -330,11 +369,16 @@ def stand_in(command: str, folder: str, real: str) -> None:
     ``folder``, or ``real`` itself when the server is serving another command or has other
     privileges. The ``python`` stand-in forks the programs ``python_program`` names and runs the
     interpreter for anything else."""
-    program, args = (python_program([sys.executable, *sys.argv[1:]]) or (None, None)) if command == "python" \
+    program, args = (
+        (python_program([sys.executable, *sys.argv[1:]]) or (None, None))
+        if command == "python"
         else (None, sys.argv[1:])
+    )
     if args is None:
         os.execv(real, [real, *sys.argv[1:]])
-    lock = os.open(os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644)  # held until the stand-in exits
+    lock = os.open(
+        os.path.join(folder, "lock"), os.O_RDWR | os.O_CREAT, 0o644
+    )  # held until the stand-in exits
     deadline = time.monotonic() + BUSY_GRACE
     while True:
         try:
@@ -349,8 +393,14 @@ def stand_in(command: str, folder: str, real: str) -> None:
             os.execv(real, [real, *sys.argv[1:]])
     conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     conn.connect(os.path.join(folder, "socket"))
-    request = {"command": command, "program": program, "argv0": real, "args": args, "env": dict(os.environ),
-               "cwd": os.getcwd()}
+    request = {
+        "command": command,
+        "program": program,
+        "argv0": real,
+        "args": args,
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+    }
     socket.send_fds(conn, [(json.dumps(request) + "\n").encode()], [0, 1, 2])
     answers = conn.makefile("r")
     pid = int(answers.readline())
@@ -371,9 +421,17 @@ class Zygote:
 
     def __init__(self, env: dict, root: Path):
         self.root = root
-        self.folder = Path(tempfile.mkdtemp(prefix="forked-cli-"))  # the socket, the lock, the stand-ins
-        self.server = subprocess.Popen([sys.executable, "-m", "tests.forked_cli", str(self.folder)], cwd=root, env=env,
-                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        self.folder = Path(
+            tempfile.mkdtemp(prefix="forked-cli-")
+        )  # the socket, the lock, the stand-ins
+        self.server = subprocess.Popen(
+            [sys.executable, "-m", "tests.forked_cli", str(self.folder)],
+            cwd=root,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+        )
         ready = self._line(None)
         if ready != "ready":
             raise RuntimeError(f"tests.forked_cli did not start: {ready!r}")
@@ -383,24 +441,39 @@ class Zygote:
         real = Path(sys.executable).parent  # the console scripts
         for command in [*ENTRY_POINTS, "python"]:
             path = self.folder / "bin" / command
-            path.write_text(f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
-                            f"from tests.forked_cli import stand_in\n"
-                            f"stand_in({command!r}, {str(self.folder)!r}, {str(real / command)!r})\n")
+            path.write_text(
+                f"#!{sys.executable} -S\nimport sys\nsys.path.insert(0, {str(root)!r})\n"
+                f"from tests.forked_cli import stand_in\n"
+                f"stand_in({command!r}, {str(self.folder)!r}, {str(real / command)!r})\n"
+            )
             path.chmod(0o755)
 
     def script_env(self, env: dict) -> dict:
         """``env`` with the stand-ins first on ``PATH``: a script's fairseq commands are forked here."""
         return {**env, "PATH": str(self.folder / "bin") + os.pathsep + env["PATH"]}
 
-    def run(self, cmd: list[str], env: dict, scratch: Path, cwd=None, input: str | None = None,
-            timeout: float | None = None) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        cmd: list[str],
+        env: dict,
+        scratch: Path,
+        cwd=None,
+        input: str | None = None,
+        timeout: float | None = None,
+    ) -> subprocess.CompletedProcess:
         scratch.mkdir(parents=True, exist_ok=True)
         files = {name: scratch / name for name in ("stdin", "stdout", "stderr")}
         files["stdin"].write_text(input or "", encoding="utf-8")
         program, args = python_program(cmd) or (None, cmd[1:])
-        request = {"command": os.path.basename(cmd[0]), "program": program, "argv0": cmd[0],
-                   "args": args, "env": env, "cwd": str(cwd or os.getcwd()),
-                   **{k: str(v) for k, v in files.items()}}
+        request = {
+            "command": os.path.basename(cmd[0]),
+            "program": program,
+            "argv0": cmd[0],
+            "args": args,
+            "env": env,
+            "cwd": str(cwd or os.getcwd()),
+            **{k: str(v) for k, v in files.items()},
+        }
         fcntl.flock(self.lock, fcntl.LOCK_EX)  # a stand-in started meanwhile runs its real command
         try:
             self.server.stdin.write((json.dumps(request) + "\n").encode())
@@ -413,7 +486,9 @@ class Zygote:
                 raise subprocess.TimeoutExpired(cmd, timeout)
         finally:
             fcntl.flock(self.lock, fcntl.LOCK_UN)
-        read = {k: files[k].read_text(encoding="utf-8", errors="replace") for k in ("stdout", "stderr")}
+        read = {
+            k: files[k].read_text(encoding="utf-8", errors="replace") for k in ("stdout", "stderr")
+        }
         return subprocess.CompletedProcess(cmd, status, read["stdout"], read["stderr"])
 
     def _line(self, timeout: float | None) -> str:
@@ -421,7 +496,10 @@ class Zygote:
         deadline = None if timeout is None else time.monotonic() + timeout
         fd, line = self.server.stdout.fileno(), b""
         while not line.endswith(b"\n"):
-            if deadline is not None and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            if (
+                deadline is not None
+                and not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]
+            ):
                 raise subprocess.TimeoutExpired("fairseq", timeout)
             byte = os.read(fd, 1)
             if not byte:

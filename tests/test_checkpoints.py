@@ -1,6 +1,7 @@
 """Safe checkpoint loading: the exact allow-list, refusal of foreign globals (without running
 them, in zip checkpoints, raw pickles and torch's legacy format), clear errors for truncated
 files, random bytes and folders (corrupt, not malicious), and the weights-only export."""
+
 import argparse
 import os
 import pickle
@@ -10,18 +11,30 @@ import sys
 
 import pytest
 import torch
-
 from fairseq import checkpoint_utils
-from fairseq_ext.checkpoints import SAFE_CHECKPOINT_GLOBALS, pickled_globals, safe_load, unsafe_globals
+
+from fairseq_ext.checkpoints import (
+    SAFE_CHECKPOINT_GLOBALS,
+    pickled_globals,
+    safe_load,
+    unsafe_globals,
+)
 from fairseq_ext.checkpoints.__main__ import main as checkpoints_main
 from fairseq_ext.checkpoints.allow_list import CorruptCheckpointError, UnsafeCheckpointError
 from tests.conftest import ROOT, generate_args, run, train_args
 
 NAMESPACE = "argparse.Namespace"
-NUMPY_GLOBALS = {"numpy.ndarray", "numpy.dtype", "numpy.dtypes.Int64DType",
-                 "numpy._core.multiarray._reconstruct", "numpy.core.multiarray._reconstruct"}
+NUMPY_GLOBALS = {
+    "numpy.ndarray",
+    "numpy.dtype",
+    "numpy.dtypes.Int64DType",
+    "numpy._core.multiarray._reconstruct",
+    "numpy.core.multiarray._reconstruct",
+}
 
-MODEL = ROOT / "examples" / "quickstart" / "model"  # its folder holds the dictionaries generate reads
+MODEL = (
+    ROOT / "examples" / "quickstart" / "model"
+)  # its folder holds the dictionaries generate reads
 
 
 def _loads_with(path, allowed) -> bool:
@@ -49,7 +62,9 @@ def test_allow_list_is_exactly_what_plugin_checkpoints_need(tiny_data, tiny_chec
     assert set(pickled_globals(str(tiny_checkpoint))) - {NAMESPACE} <= NUMPY_GLOBALS
     assert _loads_with(tiny_checkpoint, SAFE_CHECKPOINT_GLOBALS)
     for g in SAFE_CHECKPOINT_GLOBALS:
-        assert not _loads_with(tiny_checkpoint, [x for x in SAFE_CHECKPOINT_GLOBALS if x is not g]), g
+        assert not _loads_with(
+            tiny_checkpoint, [x for x in SAFE_CHECKPOINT_GLOBALS if x is not g]
+        ), g
     assert unsafe_globals(str(tiny_checkpoint)) == []
 
 
@@ -160,12 +175,19 @@ def test_raw_pickles_are_inspected_without_running_them(tmp_path, protocol, caps
     checkpoints_main(["inspect", str(evil)])
     out = capsys.readouterr()
     assert out.out == f"{SYSTEM}\tREFUSED\n"
-    assert out.err == (f"fairseq_ext: {evil} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
-                       "format): these are the globals its pickles name, read without running them\n")
-    with pytest.raises(UnsafeCheckpointError, match=f"refusing to load {evil}: it pickles {SYSTEM}, which"):
+    assert out.err == (
+        f"fairseq_ext: {evil} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
+        "format): these are the globals its pickles name, read without running them\n"
+    )
+    with pytest.raises(
+        UnsafeCheckpointError, match=f"refusing to load {evil}: it pickles {SYSTEM}, which"
+    ):
         checkpoints_main(["export", str(evil), str(tmp_path / "out.pt")])
-    with pytest.raises(CorruptCheckpointError, match=f"cannot read checkpoint {plain}: it is a pickle that the "
-                                                     r"weights-only loader cannot read \(a raw pickle"):
+    with pytest.raises(
+        CorruptCheckpointError,
+        match=f"cannot read checkpoint {plain}: it is a pickle that the "
+        r"weights-only loader cannot read \(a raw pickle",
+    ):
         checkpoints_main(["export", str(plain), str(tmp_path / "out.pt")])
     assert sorted(os.listdir(tmp_path)) == ["evil.pkl", "plain.pkl"]  # nothing run, nothing written
 
@@ -173,8 +195,11 @@ def test_raw_pickles_are_inspected_without_running_them(tmp_path, protocol, caps
 def test_inspect_of_a_raw_or_legacy_pickle_is_no_traceback(tmp_path):
     """The command line: torch's legacy format is listed like a raw pickle."""
     legacy = tmp_path / "legacy.pt"
-    torch.save({"args": argparse.Namespace(arch="x"), "model": {"w": torch.ones(2)}}, legacy,
-               _use_new_zipfile_serialization=False)
+    torch.save(
+        {"args": argparse.Namespace(arch="x"), "model": {"w": torch.ones(2)}},
+        legacy,
+        _use_new_zipfile_serialization=False,
+    )
     proc = run([*INSPECT, legacy])
     assert proc.stdout == f"{NAMESPACE}\tallowed\n" and "Traceback" not in proc.stderr
     evil = tmp_path / "evil.pkl"
@@ -189,15 +214,19 @@ def _random_bytes(tmp_path, seed):
     return path
 
 
-RANDOM_BYTES = (r"it is neither a torch checkpoint \(a zip archive\) nor a pickle: corrupt, or not a checkpoint "
-                r"\(\w+: .*\)\. Not malicious: it pickles no foreign global, and nothing in it was run")
+RANDOM_BYTES = (
+    r"it is neither a torch checkpoint \(a zip archive\) nor a pickle: corrupt, or not a checkpoint "
+    r"\(\w+: .*\)\. Not malicious: it pickles no foreign global, and nothing in it was run"
+)
 
 
 def test_random_bytes_are_corrupt_not_malicious_in_every_loader(tmp_path):
     for seed in range(8):
         path = _random_bytes(tmp_path, seed)
         for load in (safe_load, checkpoint_utils.load_checkpoint_to_cpu):
-            with pytest.raises(CorruptCheckpointError, match=f"cannot read checkpoint {path}: {RANDOM_BYTES}"):
+            with pytest.raises(
+                CorruptCheckpointError, match=f"cannot read checkpoint {path}: {RANDOM_BYTES}"
+            ):
                 load(str(path))
         with pytest.raises(CorruptCheckpointError, match="neither a torch checkpoint"):
             checkpoints_main(["inspect", str(path)])
@@ -214,21 +243,29 @@ def test_random_bytes_that_start_with_a_few_pickle_opcodes_are_not_a_pickle(tmp_
     path = tmp_path / "random.pt"
     path.write_bytes(start + random.Random(0).randbytes(4096))
     for load in (safe_load, checkpoint_utils.load_checkpoint_to_cpu):
-        with pytest.raises(CorruptCheckpointError, match=f"cannot read checkpoint {path}: {RANDOM_BYTES}"):
+        with pytest.raises(
+            CorruptCheckpointError, match=f"cannot read checkpoint {path}: {RANDOM_BYTES}"
+        ):
             load(str(path))
     with pytest.raises(CorruptCheckpointError, match="neither a torch checkpoint"):
         checkpoints_main(["inspect", str(path)])
     line = _error_line(run(generate_args(MODEL, path), check=False))
-    assert re.fullmatch(f"fairseq_ext: error: cannot read checkpoint {path}: {RANDOM_BYTES}.*", line), line
+    assert re.fullmatch(
+        f"fairseq_ext: error: cannot read checkpoint {path}: {RANDOM_BYTES}.*", line
+    ), line
 
 
 def test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line(tiny_data, tmp_path):
     path = _random_bytes(tmp_path, 0)
-    assert re.fullmatch(f"fairseq_ext: error: cannot read checkpoint {path}: {RANDOM_BYTES}.*",
-                        _error_line(run(generate_args(tiny_data, path), check=False)))
+    assert re.fullmatch(
+        f"fairseq_ext: error: cannot read checkpoint {path}: {RANDOM_BYTES}.*",
+        _error_line(run(generate_args(tiny_data, path), check=False)),
+    )
     assert _error_line(run([*INSPECT, path], check=False)) == (
         f"fairseq_ext: error: cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a "
-        "pickle. The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train")
+        "pickle. The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train"
+    )
     assert _error_line(run(generate_args(tiny_data, tmp_path), check=False)) == (
         f"fairseq_ext: error: checkpoint {tmp_path} is a folder, not a file; give a checkpoint file in it, e.g. "
-        f"{tmp_path / 'checkpoint_best.pt'}")
+        f"{tmp_path / 'checkpoint_best.pt'}"
+    )

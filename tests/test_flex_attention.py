@@ -6,6 +6,7 @@ steps) matches its flex full pass. On CPU torch's flex_attention runs forward on
 run without gradients; the forward + backward comparisons are CUDA-marked. The option parses,
 and every refusal (unknown backend, attention dropout in training, a CPU backward, a torch
 without FlexAttention, ``gpu.flex_vs_dense`` without CUDA) is one line."""
+
 import pytest
 import torch
 
@@ -38,7 +39,9 @@ def _unilm_inputs(d, attention_mask: str) -> dict:
     (permutation)."""
     if attention_mask == "permutation":
         tokens = unilm._lm_tokens(d)
-        order = random_order(tokens.eq(d.pad()), keep_first=1, generator=torch.Generator().manual_seed(5))
+        order = random_order(
+            tokens.eq(d.pad()), keep_first=1, generator=torch.Generator().manual_seed(5)
+        )
         return {"src_tokens": tokens, "order": order}
     src, _, prev = unilm.batch(d)
     return {"src_tokens": src, "prev_output_tokens": prev}
@@ -56,7 +59,11 @@ def _prophetnet_inputs(given_positions: bool) -> dict:
     inside the article) or fine-tuning's (numbered from the start)."""
     src, prev = prophetnet.batch()
     prev[1, 6:] = 1  # padding
-    inputs = {"src_tokens": src, "src_lengths": torch.full((3,), src.size(1)), "prev_output_tokens": prev}
+    inputs = {
+        "src_tokens": src,
+        "src_lengths": torch.full((3,), src.size(1)),
+        "prev_output_tokens": prev,
+    }
     if given_positions:
         inputs["decoder_positions"] = torch.arange(prev.size(1)) + torch.tensor([[3], [20], [2]])
     return inputs
@@ -72,7 +79,9 @@ def test_unilm_flex_forward_equals_dense(attention_mask):
     inputs = _unilm_inputs(d, attention_mask)
     padding = inputs["src_tokens"].eq(d.pad())
     assert padding.any()
-    assert flex_attention.is_block_mask(flex.encoder._full_mask(padding, torch.zeros_like(padding).long()))
+    assert flex_attention.is_block_mask(
+        flex.encoder._full_mask(padding, torch.zeros_like(padding).long())
+    )
     with torch.no_grad():
         want, got = dense(**inputs)[0], flex(**inputs)[0]
     assert got.shape == want.shape
@@ -84,7 +93,9 @@ def test_prophetnet_flex_forward_equals_dense(given_positions):
     dense, flex = _prophetnet_pair()
     inputs = _prophetnet_inputs(given_positions)
     length = inputs["prev_output_tokens"].size(1)
-    assert isinstance(flex.decoder._self_attention_mask(length, "cpu"), flex_attention.NgramStreamBlockMask)
+    assert isinstance(
+        flex.decoder._self_attention_mask(length, "cpu"), flex_attention.NgramStreamBlockMask
+    )
     with torch.no_grad():
         want, got = _stream_logits(dense, inputs), _stream_logits(flex, inputs)
     assert len(got) == len(want) == 2
@@ -100,7 +111,7 @@ def test_prophetnet_cached_steps_of_a_flex_model_equal_its_flex_full_pass():
         full, _ = flex.decoder(prev, enc)
         state, steps = {}, []
         for t in range(prev.size(1)):
-            steps.append(flex.decoder(prev[:, :t + 1], enc, incremental_state=state)[0])
+            steps.append(flex.decoder(prev[:, : t + 1], enc, incremental_state=state)[0])
     assert (torch.cat(steps, 1) - full).abs().max() <= TOLERANCE
 
 
@@ -108,9 +119,14 @@ def test_unilm_cached_beam_search_of_a_flex_model_equals_the_dense_model():
     """The flex model's source pass is flex, its decoding steps dense."""
     d, dense, flex = _unilm_pair("prefix")
     src, _, _ = unilm.batch(d, src_lens=(7, 3, 5), tgt_lens=(2, 2, 2), seed=3)
-    sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}, "id": torch.arange(3)}
-    hypotheses = [UniLMSequenceGenerator([m], d, beam_size=2, max_len_b=6, min_len=3).generate([m], sample)
-                  for m in (dense, flex)]
+    sample = {
+        "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
+        "id": torch.arange(3),
+    }
+    hypotheses = [
+        UniLMSequenceGenerator([m], d, beam_size=2, max_len_b=6, min_len=3).generate([m], sample)
+        for m in (dense, flex)
+    ]
     for want, got in zip(*hypotheses):
         assert torch.equal(got[0]["tokens"], want[0]["tokens"])
         assert (got[0]["positional_scores"] - want[0]["positional_scores"]).abs().max() <= TOLERANCE
@@ -122,8 +138,9 @@ def folder(tmp_path_factory):
     return dict_folder(tmp_path_factory.mktemp("dicts"), 30)
 
 
-@pytest.mark.parametrize("family, part", [("unilm", "encoder"), ("permutation_lm", "encoder"),
-                                          ("prophetnet", "decoder")])
+@pytest.mark.parametrize(
+    "family, part", [("unilm", "encoder"), ("permutation_lm", "encoder"), ("prophetnet", "decoder")]
+)
 def test_option_parses_and_defaults_to_dense(folder, family, part):
     _, default, _ = build(folder, family)
     _, chosen, _ = build(folder, family, "--attention-backend", "flex")
@@ -145,21 +162,34 @@ def test_unknown_backend_is_refused_in_one_line(folder, capsys):
     for family in ("unilm", "prophetnet"):
         with pytest.raises(SystemExit):
             build(folder, family, "--attention-backend", "sparse")
-        assert "argument --attention-backend: invalid choice: 'sparse'" in capsys.readouterr().err.splitlines()[-1]
-    _one_line_error(lambda: unilm.build(attention_backend="sparse"), "--attention-backend 'sparse' is unknown")
-    _one_line_error(lambda: prophetnet.build(attention_backend="sparse"), "--attention-backend 'sparse' is unknown")
+        assert (
+            "argument --attention-backend: invalid choice: 'sparse'"
+            in capsys.readouterr().err.splitlines()[-1]
+        )
+    _one_line_error(
+        lambda: unilm.build(attention_backend="sparse"), "--attention-backend 'sparse' is unknown"
+    )
+    _one_line_error(
+        lambda: prophetnet.build(attention_backend="sparse"),
+        "--attention-backend 'sparse' is unknown",
+    )
 
 
 def test_a_torch_without_flex_attention_is_refused_in_one_line(monkeypatch):
     monkeypatch.setattr(flex_attention, "flex_attention", None)
-    _one_line_error(lambda: flex_attention.check_attention_backend("flex"),
-                    "--attention-backend flex needs torch >= 2.5", "--attention-backend dense")
+    _one_line_error(
+        lambda: flex_attention.check_attention_backend("flex"),
+        "--attention-backend flex needs torch >= 2.5",
+        "--attention-backend dense",
+    )
     flex_attention.check_attention_backend("dense")
 
 
 def _training_step(folder, family: str, attention_dropout: str):
     """One forward + backward of a flex model built from a training command line."""
-    task, model, _ = build(folder, family, "--attention-backend", "flex", "--attention-dropout", attention_dropout)
+    task, model, _ = build(
+        folder, family, "--attention-backend", "flex", "--attention-dropout", attention_dropout
+    )
     d = task.source_dictionary
     g = torch.Generator().manual_seed(0)
     src = torch.randint(d.nspecial, len(d), (2, 6), generator=g)
@@ -170,38 +200,69 @@ def _training_step(folder, family: str, attention_dropout: str):
 
 @pytest.mark.parametrize("family", ["unilm", "prophetnet"])
 def test_attention_dropout_in_training_is_refused_in_one_line(folder, family):
-    _one_line_error(_training_step(folder, family, "0.1"), "--attention-backend flex has no attention dropout",
-                    "--attention-dropout 0.1", "train with --attention-dropout 0")
+    _one_line_error(
+        _training_step(folder, family, "0.1"),
+        "--attention-backend flex has no attention dropout",
+        "--attention-dropout 0.1",
+        "train with --attention-dropout 0",
+    )
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
 @pytest.mark.parametrize("family", ["unilm", "prophetnet"])
 def test_gradients_on_cpu_are_refused_in_one_line(folder, family):
-    _one_line_error(_training_step(folder, family, "0"), "cannot compute gradients on CPU",
-                    "--attention-backend dense")
+    _one_line_error(
+        _training_step(folder, family, "0"),
+        "cannot compute gradients on CPU",
+        "--attention-backend dense",
+    )
 
 
 def test_benchmark_without_cuda_stops_with_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(SystemExit) as caught:
         flex_vs_dense.main(["--results", str(tmp_path / "out")])
-    assert caught.value.code == ("flex_vs_dense: no CUDA device here (torch.cuda.is_available() is False): run it "
-                                 "on a machine with an NVIDIA GPU (make gpu-check)")
+    assert caught.value.code == (
+        "flex_vs_dense: no CUDA device here (torch.cuda.is_available() is False): run it "
+        "on a machine with an NVIDIA GPU (make gpu-check)"
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_benchmark_names_the_lengths_where_flex_wins():
     def row(case, tokens, dense_ms, flex_ms):
-        return {"case": case, "tokens": tokens, "dense": {"ms": dense_ms, "peak_mib": 1.0},
-                "flex": {"ms": flex_ms, "peak_mib": 1.0}, "flex_speedup": dense_ms / flex_ms,
-                "relative_error_fp32": 0.0, "relative_error_bf16": 0.0, "equal_fp32": True, "equal_bf16": True}
-    rows = [row("unilm_prefix", 128, 1.0, 2.0), row("unilm_prefix", 1024, 3.0, 2.0),
-            row("prophetnet_ngram2", 128, 1.0, 1.5), {"case": "prophetnet_ngram2", "tokens": 1024, "error": "E: x"}]
+        return {
+            "case": case,
+            "tokens": tokens,
+            "dense": {"ms": dense_ms, "peak_mib": 1.0},
+            "flex": {"ms": flex_ms, "peak_mib": 1.0},
+            "flex_speedup": dense_ms / flex_ms,
+            "relative_error_fp32": 0.0,
+            "relative_error_bf16": 0.0,
+            "equal_fp32": True,
+            "equal_bf16": True,
+        }
+
+    rows = [
+        row("unilm_prefix", 128, 1.0, 2.0),
+        row("unilm_prefix", 1024, 3.0, 2.0),
+        row("prophetnet_ngram2", 128, 1.0, 1.5),
+        {"case": "prophetnet_ngram2", "tokens": 1024, "error": "E: x"},
+    ]
     wins = flex_vs_dense.flex_wins(rows)
     assert wins == {"unilm_prefix": [1024], "prophetnet_ngram2": []}
     assert not flex_vs_dense.passed(rows) and flex_vs_dense.passed(rows[:3])
-    table = flex_vs_dense.render({"device": "GPU", "torch": "2", "layers": 4, "batch": 8, "repeats": 10,
-                                  "rows": rows, "flex_wins": wins})
+    table = flex_vs_dense.render(
+        {
+            "device": "GPU",
+            "torch": "2",
+            "layers": 4,
+            "batch": 8,
+            "repeats": 10,
+            "rows": rows,
+            "flex_wins": wins,
+        }
+    )
     assert "- unilm_prefix: flex is faster at 1024 tokens." in table
     assert "| unilm_prefix | 1024 | 3.00 | 2.00 | 1.50x |" in table
     assert "| prophetnet_ngram2 | 1024 | failed: E: x |" in table
@@ -240,10 +301,19 @@ def _forward_backward(model, run) -> dict:
     ramp (so that every output matters)."""
     model.zero_grad(set_to_none=True)
     outputs = run(model)
-    loss = sum((o.float() * torch.linspace(-1, 1, o.numel(), device=o.device).view_as(o)).sum() for o in outputs)
+    loss = sum(
+        (o.float() * torch.linspace(-1, 1, o.numel(), device=o.device).view_as(o)).sum()
+        for o in outputs
+    )
     loss.backward()
     found = {f"output{i}": o.detach() for i, o in enumerate(outputs)}
-    found.update({name: p.grad.detach().clone() for name, p in model.named_parameters() if p.grad is not None})
+    found.update(
+        {
+            name: p.grad.detach().clone()
+            for name, p in model.named_parameters()
+            if p.grad is not None
+        }
+    )
     return found
 
 
@@ -273,7 +343,9 @@ def test_prophetnet_flex_forward_and_backward_equal_dense_on_cuda(given_position
     want = _forward_backward(dense.cuda(), lambda m: _stream_logits(m, inputs))
     got = _forward_backward(flex.cuda(), lambda m: _stream_logits(m, inputs))
     assert got.keys() == want.keys()
-    assert any("relative_pos_proj" in name for name in want)  # the bias's gradient passes through score_mod
+    assert any(
+        "relative_pos_proj" in name for name in want
+    )  # the bias's gradient passes through score_mod
     errors = _relative_errors(got, want)
     assert max(errors.values()) <= TOLERANCE, errors
 
@@ -281,7 +353,11 @@ def test_prophetnet_flex_forward_and_backward_equal_dense_on_cuda(given_position
 def test_gradient_comparison_flags_a_wrong_gradient_and_reads_zero_gradients_against_the_whole():
     """The CUDA tests' measure: each gradient relative to its own norm, except an exactly zero
     one (a key projection's bias), whose rounding noise is measured against the whole gradient."""
-    want = {"output0": torch.ones(3), "w": torch.tensor([3.0, 4.0]), "k_proj.bias": torch.tensor([1e-13, -1e-13])}
+    want = {
+        "output0": torch.ones(3),
+        "w": torch.tensor([3.0, 4.0]),
+        "k_proj.bias": torch.tensor([1e-13, -1e-13]),
+    }
     noisy_zero = dict(want, **{"k_proj.bias": torch.tensor([-2e-13, 1e-13])})
     assert max(_relative_errors(noisy_zero, want).values()) < 1e-12
     wrong = dict(want, w=torch.tensor([3.0, 4.5]))

@@ -2,6 +2,7 @@
 layout) and the fine-tuning it feeds, from a tiny converted BERT, with and without the enhanced
 dropout gradient (Wagner et al. 2020, section 2.2: the attention dropout mask is applied in the
 forward pass only)."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -16,7 +17,23 @@ import torch
 from tests.conftest import ROOT, USER_DIR, run, script_env, shared_data, write_lines
 
 SCRIPT = ROOT / "data_prep" / "glue.py"
-WORDS = ["the", "film", "is", "good", "bad", "a", "cat", "sat", "on", "mat", "dog", "ran", "very", ",", "."]
+WORDS = [
+    "the",
+    "film",
+    "is",
+    "good",
+    "bad",
+    "a",
+    "cat",
+    "sat",
+    "on",
+    "mat",
+    "dog",
+    "ran",
+    "very",
+    ",",
+    ".",
+]
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS, "##s"]
 
 _spec = importlib.util.spec_from_file_location("glue_data_prep", SCRIPT)
@@ -40,24 +57,56 @@ def tokenizer(tmp_path) -> Path:
 
 def prep(tmp_path, tokenizer, task, local, *extra):
     """data_prep/glue.py in a process of its own; the two fairseq-preprocess it calls are forked."""
-    return subprocess.run([sys.executable, SCRIPT, "--task", task, "--local", local, "--tokenizer", tokenizer,
-                           "--dict", tmp_path / "dict.txt", "--out", tmp_path / "out", *map(str, extra)],
-                          capture_output=True, text=True, env=script_env())
+    return subprocess.run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--task",
+            task,
+            "--local",
+            local,
+            "--tokenizer",
+            tokenizer,
+            "--dict",
+            tmp_path / "dict.txt",
+            "--out",
+            tmp_path / "out",
+            *map(str, extra),
+        ],
+        capture_output=True,
+        text=True,
+        env=script_env(),
+    )
 
 
-SST2_TRAIN = ["label\tcontent", "1\tthe film is good", "0\tthe film is bad", "1\ta very good film",
-              "0\tbad , bad film", "1\tgood dogs ."]
-COLA_TRAIN = ["the cat sat on the mat\t1", "sat the on cat mat\t0", "the dog ran\t1", "ran dog the the\t0"]
+SST2_TRAIN = [
+    "label\tcontent",
+    "1\tthe film is good",
+    "0\tthe film is bad",
+    "1\ta very good film",
+    "0\tbad , bad film",
+    "1\tgood dogs .",
+]
+COLA_TRAIN = [
+    "the cat sat on the mat\t1",
+    "sat the on cat mat\t0",
+    "the dog ran\t1",
+    "ran dog the the\t0",
+]
 
 
 def test_both_layouts_labels_pieces_and_counts(tmp_path, tokenizer):
     sst, cola = tmp_path / "SST-2", tmp_path / "CoLA"
-    for folder, train, dev in ((sst, SST2_TRAIN, ["label\tcontent", "0\tthe film is bad .", "1\tgood"]),
-                               (cola, COLA_TRAIN, ["the dog sat\t1", "dog the sat\t0"])):
+    for folder, train, dev in (
+        (sst, SST2_TRAIN, ["label\tcontent", "0\tthe film is bad .", "1\tgood"]),
+        (cola, COLA_TRAIN, ["the dog sat\t1", "dog the sat\t0"]),
+    ):
         folder.mkdir()
         write_lines(folder / "train.tsv", train)
         write_lines(folder / "dev.tsv", dev)
-    proc = prep(tmp_path, tokenizer, "SST-2", tmp_path)  # the parent folder: --local DIR/TASK is found
+    proc = prep(
+        tmp_path, tokenizer, "SST-2", tmp_path
+    )  # the parent folder: --local DIR/TASK is found
     assert proc.returncode == 0, proc.stderr
     raw = tmp_path / "out" / "raw"
     assert (raw / "train.label").read_text().split() == ["1", "0", "1", "0", "1"]
@@ -68,13 +117,18 @@ def test_both_layouts_labels_pieces_and_counts(tmp_path, tokenizer):
     from fairseq.data import Dictionary, data_utils
 
     labels = Dictionary.load(str(tmp_path / "out" / "bin" / "label" / "dict.txt"))
-    dataset = data_utils.load_indexed_dataset(str(tmp_path / "out" / "bin" / "label" / "train"), labels)
+    dataset = data_utils.load_indexed_dataset(
+        str(tmp_path / "out" / "bin" / "label" / "train"), labels
+    )
     assert [labels.string(dataset[i][:1]) for i in range(len(dataset))] == ["1", "0", "1", "0", "1"]
 
     rows = glue.read_tsv(cola / "train.tsv", ("0", "1"))
     assert rows == [(s.split("\t")[0], s.split("\t")[1]) for s in COLA_TRAIN]
     write_lines(tmp_path / "glue4.tsv", ["gj04\t1\t\tthe cat sat", "gj04\t0\t*\tcat the sat"])
-    assert glue.read_tsv(tmp_path / "glue4.tsv", ("0", "1")) == [("the cat sat", "1"), ("cat the sat", "0")]
+    assert glue.read_tsv(tmp_path / "glue4.tsv", ("0", "1")) == [
+        ("the cat sat", "1"),
+        ("cat the sat", "0"),
+    ]
     write_lines(tmp_path / "glue_sst.tsv", ["sentence\tlabel", "a good film\t1"])
     assert glue.read_tsv(tmp_path / "glue_sst.tsv", ("0", "1")) == [("a good film", "1")]
 
@@ -86,12 +140,15 @@ def test_train_limit_is_a_fixed_subset_in_file_order(tmp_path, tokenizer):
     assert glue.subset(rows, None) == rows and glue.subset(rows, 80) == rows
 
 
-@pytest.mark.parametrize("row, problem", [
-    ("the film is good", "has no label"),
-    ("the film is good\t", "has no label"),
-    ("the film is good\t2", "label '2' is not one of the task's labels"),
-    ("\t1", "the sentence is empty"),
-])
+@pytest.mark.parametrize(
+    "row, problem",
+    [
+        ("the film is good", "has no label"),
+        ("the film is good\t", "has no label"),
+        ("the film is good\t2", "label '2' is not one of the task's labels"),
+        ("\t1", "the sentence is empty"),
+    ],
+)
 def test_bad_rows_get_one_line_naming_file_and_line(tmp_path, tokenizer, row, problem):
     cola = tmp_path / "CoLA"
     cola.mkdir()
@@ -112,6 +169,7 @@ def test_the_shipped_files_are_read_whole():
 
 # ---- fine-tuning a tiny converted BERT on it, with and without the straight-through flag ------------
 
+
 @pytest.fixture(scope="module")
 def glue_finetuned(tmp_path_factory):
     """A tiny random BERT saved by transformers, converted, fine-tuned for 2 updates on a tiny
@@ -120,29 +178,89 @@ def glue_finetuned(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("glue_ft")
     bert = tmp / "bert"
     torch.manual_seed(0)
-    cfg = transformers.BertConfig(vocab_size=len(VOCAB), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-                                  intermediate_size=64, max_position_embeddings=32)
+    cfg = transformers.BertConfig(
+        vocab_size=len(VOCAB),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=32,
+    )
     transformers.BertModel(cfg).save_pretrained(bert)
     write_lines(bert / "vocab.txt", VOCAB)
     run([sys.executable, "-m", "fairseq_ext.convert", "from-transformers", bert, tmp / "converted"])
     (tmp / "CoLA").mkdir()
     write_lines(tmp / "CoLA" / "train.tsv", COLA_TRAIN * 4)
     write_lines(tmp / "CoLA" / "dev.tsv", COLA_TRAIN)
-    run([sys.executable, SCRIPT, "--task", "CoLA", "--local", tmp / "CoLA", "--tokenizer", bert,
-         "--dict", tmp / "converted" / "dict.txt", "--out", tmp / "data"])
+    run(
+        [
+            sys.executable,
+            SCRIPT,
+            "--task",
+            "CoLA",
+            "--local",
+            tmp / "CoLA",
+            "--tokenizer",
+            bert,
+            "--dict",
+            tmp / "converted" / "dict.txt",
+            "--out",
+            tmp / "data",
+        ]
+    )
     options = (tmp / "converted" / "options.txt").read_text().split()
     logs = {}
     for st in (False, True):
         save = tmp / f"ft{int(st)}"
-        proc = run(["fairseq-train", tmp / "data" / "bin", "--user-dir", USER_DIR, "--task", "sentence_prediction",
-                    "--num-classes", "2", "--init-token", "0", "--separator-token", "2", "--arch",
-                    "position_masked_roberta", *options, *(["--attention-dropout-straight-through"] if st else []),
-                    "--criterion", "sentence_prediction", "--report-mcc", "--restore-file",
-                    tmp / "converted" / "model.pt", "--reset-optimizer", "--reset-dataloader", "--reset-meters",
-                    "--optimizer", "adam", "--lr", "1e-4", "--batch-size", "4", "--required-batch-size-multiple", "1",
-                    "--max-update", "2",
-                    "--log-format", "simple", "--log-interval", "1", "--no-progress-bar", "--num-workers", "0",
-                    "--no-epoch-checkpoints", "--no-save-optimizer-state", "--save-dir", save])
+        proc = run(
+            [
+                "fairseq-train",
+                tmp / "data" / "bin",
+                "--user-dir",
+                USER_DIR,
+                "--task",
+                "sentence_prediction",
+                "--num-classes",
+                "2",
+                "--init-token",
+                "0",
+                "--separator-token",
+                "2",
+                "--arch",
+                "position_masked_roberta",
+                *options,
+                *(["--attention-dropout-straight-through"] if st else []),
+                "--criterion",
+                "sentence_prediction",
+                "--report-mcc",
+                "--restore-file",
+                tmp / "converted" / "model.pt",
+                "--reset-optimizer",
+                "--reset-dataloader",
+                "--reset-meters",
+                "--optimizer",
+                "adam",
+                "--lr",
+                "1e-4",
+                "--batch-size",
+                "4",
+                "--required-batch-size-multiple",
+                "1",
+                "--max-update",
+                "2",
+                "--log-format",
+                "simple",
+                "--log-interval",
+                "1",
+                "--no-progress-bar",
+                "--num-workers",
+                "0",
+                "--no-epoch-checkpoints",
+                "--no-save-optimizer-state",
+                "--save-dir",
+                save,
+            ]
+        )
         logs[st] = proc.stdout + proc.stderr
     return tmp, logs
 
@@ -151,7 +269,9 @@ def test_sentence_prediction_fine_tunes_a_converted_bert_with_either_dropout(glu
     _, logs = glue_finetuned
     for st, log in logs.items():
         assert re.search(r"\| valid \|.*\| accuracy [\d.]+ .*\| mcc [-\d.]+", log)
-        assert ("1 attention modules drop their weights with the straight-through gradient" in log) == st
+        assert (
+            "1 attention modules drop their weights with the straight-through gradient" in log
+        ) == st
 
 
 def test_straight_through_forward_is_identical_and_gradients_differ_where_dropped(glue_finetuned):
@@ -168,8 +288,13 @@ def test_straight_through_forward_is_identical_and_gradients_differ_where_droppe
     for st in (False, True):
         (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
             [str(tmp / "ft0" / "checkpoint_last.pt")],
-            arg_overrides={"data": str(tmp / "data" / "bin"), "attention_dropout": p, "dropout": 0.0,
-                           "attention_dropout_straight_through": st})
+            arg_overrides={
+                "data": str(tmp / "data" / "bin"),
+                "attention_dropout": p,
+                "dropout": 0.0,
+                "attention_dropout_straight_through": st,
+            },
+        )
         attention = [m for m in model.modules() if isinstance(m, MultiheadAttention)]
         assert len(attention) == 1
         attention[0].skip_embed_dim_check = True  # both through fairseq's Python attention path
@@ -181,17 +306,29 @@ def test_straight_through_forward_is_identical_and_gradients_differ_where_droppe
         dropout.register_full_backward_hook(lambda m, gi, go: seen.update(gx=gi[0], gy=go[0]))
         model.train()
         torch.manual_seed(7)
-        logits = model(**batch["net_input"], features_only=True, classification_head_name="sentence_classification_head")[0]
+        logits = model(
+            **batch["net_input"],
+            features_only=True,
+            classification_head_name="sentence_classification_head",
+        )[0]
         logits.sum().backward()
-        results[st] = (logits.detach(), seen, model.encoder.sentence_encoder.embed_tokens.weight.grad.clone())
+        results[st] = (
+            logits.detach(),
+            seen,
+            model.encoder.sentence_encoder.embed_tokens.weight.grad.clone(),
+        )
     (lo, so, eo), (ls, ss, es) = results[False], results[True]
     assert torch.equal(lo, ls) and torch.equal(so["y"], ss["y"])
     live = so["x"] > 0  # attention weights that exist (padding keys have weight 0)
     dropped = live & so["y"].eq(0)
     kept = live & so["y"].ne(0)
     assert dropped.any() and kept.any()
-    assert torch.equal(so["gy"], ss["gy"])  # one layer: the gradient reaching the dropout is the same
+    assert torch.equal(
+        so["gy"], ss["gy"]
+    )  # one layer: the gradient reaching the dropout is the same
     assert torch.allclose(ss["gx"], ss["gy"])  # straight-through: passed as it is
-    assert torch.allclose(so["gx"][kept], so["gy"][kept] / (1 - p)) and so["gx"][dropped].eq(0).all()
+    assert (
+        torch.allclose(so["gx"][kept], so["gy"][kept] / (1 - p)) and so["gx"][dropped].eq(0).all()
+    )
     assert ss["gx"][dropped].ne(0).any()
     assert not torch.allclose(eo, es)  # and so the parameters get different gradients

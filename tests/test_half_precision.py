@@ -9,11 +9,17 @@ attention-mask builder with an exact reference softmax, ``soft_copy`` against fl
 forward passes of ``hi_cmlm_transformer`` (soft copy into the decoder input), ``prophetnet``
 (all streams, and incremental decoding with its per-step masks) and
 ``position_masked_roberta`` (the mask-position embedding and position classifier)."""
+
 import pytest
 import torch
 
 from fairseq_ext.masking import additive_attention_mask, random_order, soft_copy
-from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
+from fairseq_ext.masking.attention import (
+    bidirectional_mask,
+    causal_mask,
+    permutation_mask,
+    prefix_lm_mask,
+)
 from fairseq_ext.masking.ngram_stream import ngram_stream_key_mask
 from fairseq_ext.masking.position_masking import MASK_POSITION
 from tests.helpers.families import build, dict_folder
@@ -32,9 +38,13 @@ def _masks() -> dict:
     pad = _padding()
     segments = torch.tensor([[0, 0, 0, 1, 1, 1, 1]] * 3)
     order = random_order(pad, generator=torch.Generator().manual_seed(0))
-    return {"bidirectional": bidirectional_mask(pad), "causal": causal_mask(pad),
-            "prefix": prefix_lm_mask(segments, pad), "permutation": permutation_mask(order, pad),
-            "ngram": ngram_stream_key_mask(5, 2)}
+    return {
+        "bidirectional": bidirectional_mask(pad),
+        "causal": causal_mask(pad),
+        "prefix": prefix_lm_mask(segments, pad),
+        "permutation": permutation_mask(order, pad),
+        "ngram": ngram_stream_key_mask(5, 2),
+    }
 
 
 @pytest.mark.parametrize("dtype", HALF)
@@ -48,8 +58,11 @@ def test_additive_mask_of_every_builder_gives_the_exact_softmax(dtype, name):
     probs = torch.softmax((scores + add).float(), dim=-1)
     # reference: softmax over the allowed keys only, one row at a time, in float64
     want = torch.zeros(allowed.shape, dtype=torch.float64)
-    flat_allowed, flat_scores, flat_want = allowed.reshape(-1, allowed.size(-1)), scores.double().reshape(
-        -1, allowed.size(-1)), want.view(-1, allowed.size(-1))
+    flat_allowed, flat_scores, flat_want = (
+        allowed.reshape(-1, allowed.size(-1)),
+        scores.double().reshape(-1, allowed.size(-1)),
+        want.view(-1, allowed.size(-1)),
+    )
     for r in range(flat_allowed.size(0)):
         keys = flat_allowed[r]
         assert keys.any()  # every builder leaves each query a key
@@ -111,8 +124,16 @@ def test_hi_cmlm_forward_with_soft_copy_in_half_precision(folder, dtype):
 
 @pytest.mark.parametrize("dtype", HALF)
 def test_prophetnet_streams_and_incremental_decoding_in_half_precision(folder, dtype):
-    _, model, _ = build(folder, "prophetnet", "--dropout", "0", "--attention-dropout", "0",
-                        "--activation-dropout", "0")
+    _, model, _ = build(
+        folder,
+        "prophetnet",
+        "--dropout",
+        "0",
+        "--attention-dropout",
+        "0",
+        "--activation-dropout",
+        "0",
+    )
     model.eval()
     src, lengths, prev = _pairs()
     prev[:, 0] = 2
@@ -121,7 +142,9 @@ def test_prophetnet_streams_and_incremental_decoding_in_half_precision(folder, d
         encoder_out = m.encoder(src, src_lengths=lengths)
         state, out = {}, []
         for t in range(prev.size(1)):
-            out.append(m.decoder(prev[:, :t + 1], encoder_out=encoder_out, incremental_state=state)[0])
+            out.append(
+                m.decoder(prev[:, : t + 1], encoder_out=encoder_out, incremental_state=state)[0]
+            )
         return torch.cat(out, 1)
 
     with torch.no_grad():
@@ -133,7 +156,9 @@ def test_prophetnet_streams_and_incremental_decoding_in_half_precision(folder, d
     for k, (got, want) in enumerate(zip(got_streams, want_streams)):
         _close(got, want, dtype, f"stream {k + 1}")
     _close(got_steps, want_steps, dtype, "incremental")
-    assert torch.allclose(want_steps, want_streams[0], atol=1e-4)  # the float32 reference is consistent
+    assert torch.allclose(
+        want_steps, want_streams[0], atol=1e-4
+    )  # the float32 reference is consistent
 
 
 @pytest.mark.parametrize("dtype", HALF)

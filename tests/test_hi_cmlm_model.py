@@ -1,13 +1,14 @@
 """hi_cmlm_transformer: all_mask is fairseq's CMLM, the hybrid input is where it belongs,
 mask-predict equals fairseq's generator, and bad options are refused clearly."""
+
 import numpy as np
 import pytest
 import torch
-
 from fairseq import options, tasks
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
-from fairseq_ext.data import CompleteBatchesDataset
+
 from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.data import CompleteBatchesDataset
 from fairseq_ext.masking import source_copy_weight
 from tests.conftest import TINY_DIMS, USER_DIR
 
@@ -15,8 +16,27 @@ from tests.conftest import TINY_DIMS, USER_DIR
 def build(data, arch="hi_cmlm_transformer_tiny", *extra, seed=0):
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(
-        parser, [str(data), "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-                 "--arch", arch, *TINY_DIMS, "--dropout", "0", "--criterion", "nat_loss", *extra])
+        parser,
+        [
+            str(data),
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "cmlm_hybrid",
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--arch",
+            arch,
+            *TINY_DIMS,
+            "--dropout",
+            "0",
+            "--criterion",
+            "nat_loss",
+            *extra,
+        ],
+    )
     task = tasks.setup_task(args)
     torch.manual_seed(seed)
     model = task.build_model(args)
@@ -31,12 +51,20 @@ def a_batch(task, split="test", n=None):
     return ds.collater([ds[i] for i in idx])
 
 
-@pytest.mark.parametrize("cmlm_setting", [["--train-copy-share", "0"],
-                                          ["--train-decoder-input", "decoding_rule"]])
+@pytest.mark.parametrize(
+    "cmlm_setting", [["--train-copy-share", "0"], ["--train-decoder-input", "decoding_rule"]]
+)
 def test_all_mask_without_training_copies_is_exactly_fairseq_cmlm(tiny_data, cmlm_setting):
     """The table's "CMLM" row: training loss forward, logit for logit."""
     task, cmlm = build(tiny_data, "cmlm_transformer")
-    _, hybrid = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", *cmlm_setting, seed=1)
+    _, hybrid = build(
+        tiny_data,
+        "hi_cmlm_transformer_tiny",
+        "--hybrid-strategy",
+        "all_mask",
+        *cmlm_setting,
+        seed=1,
+    )
     hybrid.load_state_dict(cmlm.state_dict())
     sample = a_batch(task)
     prev = task.inject_noise(sample["target"])
@@ -56,8 +84,10 @@ def _brute_copy(src_emb, src_mask, tgt_mask, tau):
         js = [j for j in range(src_mask.size(1)) if src_mask[b, j]]
         is_ = [i for i in range(T) if tgt_mask[b, i]]
         for ti, i in enumerate(is_):
-            logits = torch.tensor([-abs(ti / len(is_) - sj / len(js)) / tau for sj in range(len(js))],
-                                  dtype=torch.float64)
+            logits = torch.tensor(
+                [-abs(ti / len(is_) - sj / len(js)) / tau for sj in range(len(js))],
+                dtype=torch.float64,
+            )
             a = torch.softmax(logits, 0)
             z[b, i] = (a[:, None] * src_emb[b, js].double()).sum(0)
     return z
@@ -71,7 +101,9 @@ def test_decoder_input_of_each_strategy(tiny_data, strategy):
     prev = task.inject_noise(sample["target"])
     net = sample["net_input"]
     captured = {}
-    model.decoder.layers[0].register_forward_pre_hook(lambda mod, args: captured.setdefault("x", args[0]))
+    model.decoder.layers[0].register_forward_pre_hook(
+        lambda mod, args: captured.setdefault("x", args[0])
+    )
     with torch.no_grad():
         enc = model.encoder(net["src_tokens"], src_lengths=net["src_lengths"])
         model.decoder(normalize=False, prev_output_tokens=prev, encoder_out=enc)
@@ -111,7 +143,9 @@ def _training_inputs(model, task, sample, seed):
     torch.manual_seed(seed)
     prev = task.inject_noise(sample["target"])
     captured = {}
-    hook = model.decoder.layers[0].register_forward_pre_hook(lambda mod, args: captured.setdefault("x", args[0]))
+    hook = model.decoder.layers[0].register_forward_pre_hook(
+        lambda mod, args: captured.setdefault("x", args[0])
+    )
     with torch.no_grad():
         out = model(net["src_tokens"], net["src_lengths"], prev, sample["target"])
         enc = model.encoder(net["src_tokens"], src_lengths=net["src_lengths"])
@@ -121,7 +155,12 @@ def _training_inputs(model, task, sample, seed):
     pos = dec.embed_positions(prev)
     x_in = captured["x"].transpose(0, 1)
     emb = dec.embed_scale * dec.embed_tokens(prev) + pos
-    z = dec.forward_copying_source(enc["encoder_embedding"][0], net["src_tokens"].ne(pad), prev.ne(pad)) + pos
+    z = (
+        dec.forward_copying_source(
+            enc["encoder_embedding"][0], net["src_tokens"].ne(pad), prev.ne(pad)
+        )
+        + pos
+    )
     return x_in, emb, z, prev, out
 
 
@@ -136,11 +175,13 @@ def test_paper_training_gives_z_to_a_random_share_of_masked_slots(tiny_data, sha
     for seed in range(40):
         x_in, emb, z, prev, out = _training_inputs(model, task, sample, seed)
         masked = prev.eq(unk)
-        assert torch.equal(out["word_ins"]["mask"], masked)  # the loss covers CMLM's corrupted slots
+        assert torch.equal(
+            out["word_ins"]["mask"], masked
+        )  # the loss covers CMLM's corrupted slots
         is_z = (x_in - z).abs().amax(-1) < 1e-5
         is_m = (x_in - emb).abs().amax(-1) < 1e-5
         assert (is_z | is_m)[prev.ne(task.tgt_dict.pad())].all()  # every slot is X or Z, none a mix
-        assert not (is_z & ~is_m & ~masked).any()                 # observed tokens keep their embedding
+        assert not (is_z & ~is_m & ~masked).any()  # observed tokens keep their embedding
         n_masked += int(masked.sum())
         n_z += int((is_z & ~is_m & masked).sum())
     got = n_z / n_masked
@@ -151,13 +192,17 @@ def test_every_strategy_trains_the_same_way(tiny_data):
     """The strategy is a decoding choice: the paper's training loss is the same for all."""
     outs = []
     for strategy in ("all_mask", "all_copied", "weighted_sum", "fence_replace"):
-        task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=2)
+        task, model = build(
+            tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=2
+        )
         outs.append(_training_inputs(model, task, a_batch(task), seed=9)[-1]["word_ins"]["out"])
     assert all(torch.equal(o, outs[0]) for o in outs)
 
 
 def test_decoding_rule_ablation_trains_with_the_decoding_input(tiny_data):
-    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--train-decoder-input", "decoding_rule")
+    task, model = build(
+        tiny_data, "hi_cmlm_transformer_tiny", "--train-decoder-input", "decoding_rule"
+    )
     sample = a_batch(task)
     x_in, emb, z, prev, _ = _training_inputs(model, task, sample, seed=3)
     w = source_copy_weight(prev.eq(task.tgt_dict.unk()), "fence_replace", 0.6, "mask").unsqueeze(-1)
@@ -167,21 +212,33 @@ def test_decoding_rule_ablation_trains_with_the_decoding_input(tiny_data):
 def test_all_mask_decoding_of_a_copy_trained_model_uses_no_z(tiny_data, monkeypatch):
     """HI-CMLM + All Mask: trained with copies, decoded as CMLM decodes (no soft copy at all)."""
     task, cmlm = build(tiny_data, "cmlm_transformer")
-    _, hybrid = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", seed=1)
+    _, hybrid = build(
+        tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_mask", seed=1
+    )
     assert hybrid.train_copy_share == 0.5 and hybrid.trains_with_copy
     hybrid.load_state_dict(cmlm.state_dict())
     sample = a_batch(task)
-    monkeypatch.setattr(type(hybrid.decoder), "forward_copying_source",
-                        lambda *a, **k: pytest.fail("all_mask decoding computed Z"))
-    gen = IterativeRefinementGenerator(task.tgt_dict, max_iter=4, beam_size=2, retain_history=True, adaptive=False)
+    monkeypatch.setattr(
+        type(hybrid.decoder),
+        "forward_copying_source",
+        lambda *a, **k: pytest.fail("all_mask decoding computed Z"),
+    )
+    gen = IterativeRefinementGenerator(
+        task.tgt_dict, max_iter=4, beam_size=2, retain_history=True, adaptive=False
+    )
     for a, b in zip(gen.generate([hybrid], sample), gen.generate([cmlm], sample)):
         assert torch.equal(a[0]["tokens"], b[0]["tokens"])
         assert torch.equal(a[0]["positional_scores"], b[0]["positional_scores"])
 
 
 def test_copy_gradient_reaches_source_embeddings(tiny_data):
-    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", "all_copied",
-                        "--no-scale-embedding")
+    task, model = build(
+        tiny_data,
+        "hi_cmlm_transformer_tiny",
+        "--hybrid-strategy",
+        "all_copied",
+        "--no-scale-embedding",
+    )
     sample = a_batch(task, n=4)
     prev = task.inject_noise(sample["target"])
     net = sample["net_input"]
@@ -193,7 +250,9 @@ def test_copy_gradient_reaches_source_embeddings(tiny_data):
 
 
 def _random_model_batch(tiny_data, strategy):
-    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=3)
+    task, model = build(
+        tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=3
+    )
     return task, model, a_batch(task)
 
 
@@ -202,9 +261,15 @@ def _random_model_batch(tiny_data, strategy):
 def test_mask_predict_matches_fairseq_generator_on_cpu(tiny_data, beam, strategy):
     task, model, sample = _random_model_batch(tiny_data, strategy)
     kwargs = dict(max_iter=4, beam_size=beam, retain_history=True, adaptive=False)
-    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=4, iter_decode_with_beam=beam,
-                                                            retain_iter_history=True,
-                                                            iter_decode_force_max_iter=True))
+    ours = task.build_generator(
+        [model],
+        argparse_namespace(
+            iter_decode_max_iter=4,
+            iter_decode_with_beam=beam,
+            retain_iter_history=True,
+            iter_decode_force_max_iter=True,
+        ),
+    )
     ref = IterativeRefinementGenerator(task.tgt_dict, **kwargs)
     a = ours.generate([model], sample)
     b = ref.generate([model], sample)
@@ -213,8 +278,12 @@ def test_mask_predict_matches_fairseq_generator_on_cpu(tiny_data, beam, strategy
         assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])
         assert torch.allclose(ha[0]["positional_scores"], hb[0]["positional_scores"])
         assert ha[0]["steps"] == hb[0]["steps"] == 4
-        assert [h["tokens"].tolist() for h in ha[0]["history"]] == [h["tokens"].tolist() for h in hb[0]["history"]]
-        assert len(ha[0]["history"]) == 2 * 5 - 1 + 1  # initial + (predict, re-mask) x 4 + final predict
+        assert [h["tokens"].tolist() for h in ha[0]["history"]] == [
+            h["tokens"].tolist() for h in hb[0]["history"]
+        ]
+        assert (
+            len(ha[0]["history"]) == 2 * 5 - 1 + 1
+        )  # initial + (predict, re-mask) x 4 + final predict
 
 
 def test_mask_predict_adaptive_stop_matches_fairseq_without_its_masks(tiny_data):
@@ -241,10 +310,13 @@ def test_adaptive_stop_does_not_finalize_masked_slots(tiny_data):
         model.decoder.output_projection.weight.zero_()
     # <s>, 3 slots, </s> for every sentence of whatever (sub-)batch the generator decodes
     model.decoder.forward_length_prediction = lambda length_out, encoder_out=None, **k: torch.full(
-        (encoder_out["encoder_out"][0].size(1),), 5, dtype=torch.long)
+        (encoder_out["encoder_out"][0].size(1),), 5, dtype=torch.long
+    )
     unk = task.tgt_dict.unk()
     ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9).generate([model], sample)
-    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9)).generate([model], sample)
+    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9)).generate(
+        [model], sample
+    )
     assert all(h[0]["tokens"].eq(unk).sum() == 2 and h[0]["steps"] == 1 for h in ref)
     for h in ours:
         assert len(h[0]["tokens"]) == 5 and not h[0]["tokens"].eq(unk).any()
@@ -265,15 +337,21 @@ def argparse_namespace(**kw):
     return argparse.Namespace(**kw)
 
 
-@pytest.mark.parametrize("extra, match", [
-    (["--copy-temperature", "0"], "copy-temperature must be > 0"),
-    (["--copy-temperature", "-1"], "copy-temperature must be > 0"),
-    (["--mask-weight", "1.5"], r"mask-weight must be in \[0, 1\]"),
-    (["--mask-weight", "-0.1"], r"mask-weight must be in \[0, 1\]"),
-    (["--decoder-embed-dim", "48", "--no-scale-embedding"], "must equal --decoder-embed-dim"),
-    (["--hybrid-strategy", "all_mask", "--decoder-embed-dim", "48"], "must equal --decoder-embed-dim"),
-    (["--train-copy-share", "1.5"], r"train-copy-share must be in \[0, 1\]"),
-])
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--copy-temperature", "0"], "copy-temperature must be > 0"),
+        (["--copy-temperature", "-1"], "copy-temperature must be > 0"),
+        (["--mask-weight", "1.5"], r"mask-weight must be in \[0, 1\]"),
+        (["--mask-weight", "-0.1"], r"mask-weight must be in \[0, 1\]"),
+        (["--decoder-embed-dim", "48", "--no-scale-embedding"], "must equal --decoder-embed-dim"),
+        (
+            ["--hybrid-strategy", "all_mask", "--decoder-embed-dim", "48"],
+            "must equal --decoder-embed-dim",
+        ),
+        (["--train-copy-share", "1.5"], r"train-copy-share must be in \[0, 1\]"),
+    ],
+)
 def test_bad_model_options_are_refused(tiny_data, extra, match):
     with pytest.raises(FairseqExtError, match=match):
         build(tiny_data, "hi_cmlm_transformer_tiny", *extra)
@@ -291,7 +369,9 @@ def test_complete_batches_cover_every_index(tiny_data, n):
     ds = task.dataset("test")
     indices = np.arange(min(n, len(ds)))
     stock = ds.batch_by_size(indices, max_sentences=4, required_batch_size_multiple=8)
-    ours = CompleteBatchesDataset(ds).batch_by_size(indices, max_sentences=4, required_batch_size_multiple=8)
+    ours = CompleteBatchesDataset(ds).batch_by_size(
+        indices, max_sentences=4, required_batch_size_multiple=8
+    )
     covered = sorted(int(i) for b in ours for i in b)
     assert covered == list(range(len(indices)))
     assert sum(len(b) for b in stock) <= len(indices)
@@ -301,19 +381,37 @@ def test_complete_batches_cover_every_index(tiny_data, n):
 
 def test_init_encoder_and_decoder_from_checkpoint(tiny_data, tiny_checkpoint, tmp_path):
     source = torch.load(str(tiny_checkpoint), map_location="cpu", weights_only=True)["model"]
-    _, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint),
-                     "--init-decoder-from", str(tiny_checkpoint), seed=7)
+    _, model = build(
+        tiny_data,
+        "hi_cmlm_transformer_tiny",
+        "--init-encoder-from",
+        str(tiny_checkpoint),
+        "--init-decoder-from",
+        str(tiny_checkpoint),
+        seed=7,
+    )
     for part in ("encoder", "decoder"):
         for name, value in getattr(model, part).state_dict().items():
             assert torch.equal(value, source[f"{part}.{name}"]), name
     # fairseq's own cmlm_transformer takes the task's options too
-    _, cmlm = build(tiny_data, "cmlm_transformer", "--init-encoder-from", str(tiny_checkpoint), seed=7)
+    _, cmlm = build(
+        tiny_data, "cmlm_transformer", "--init-encoder-from", str(tiny_checkpoint), seed=7
+    )
     assert torch.equal(cmlm.encoder.layers[0].fc1.weight, source["encoder.layers.0.fc1.weight"])
     with pytest.raises(FairseqExtError, match="same encoder sizes and dictionary"):
-        build(tiny_data, "hi_cmlm_transformer_tiny", "--init-encoder-from", str(tiny_checkpoint),
-              "--encoder-ffn-embed-dim", "48")
+        build(
+            tiny_data,
+            "hi_cmlm_transformer_tiny",
+            "--init-encoder-from",
+            str(tiny_checkpoint),
+            "--encoder-ffn-embed-dim",
+            "48",
+        )
     decoder_only = {k: v for k, v in source.items() if not k.startswith("decoder.layers.")}
-    torch.save({**torch.load(str(tiny_checkpoint), weights_only=True), "model": decoder_only}, tmp_path / "x.pt")
+    torch.save(
+        {**torch.load(str(tiny_checkpoint), weights_only=True), "model": decoder_only},
+        tmp_path / "x.pt",
+    )
     with pytest.raises(FairseqExtError, match="no decoder layers"):
         build(tiny_data, "hi_cmlm_transformer_tiny", "--init-decoder-from", str(tmp_path / "x.pt"))
 
@@ -322,7 +420,9 @@ def test_task_iterator_yields_every_validation_example(tiny_data):
     task, _ = build(tiny_data)
     task.load_dataset("valid")
     ds = task.dataset("valid")
-    itr = task.get_batch_iterator(ds, max_sentences=16, required_batch_size_multiple=8).next_epoch_itr(shuffle=False)
+    itr = task.get_batch_iterator(
+        ds, max_sentences=16, required_batch_size_multiple=8
+    ).next_epoch_itr(shuffle=False)
     ids = sorted(int(i) for batch in itr for i in batch["id"])
     assert ids == list(range(len(ds))) and len(ds) == 37
 
@@ -332,17 +432,42 @@ def test_deep_shallow_architecture_has_six_encoder_layers_under_one_decoder_laye
     generator on it."""
     parser = options.get_training_parser()
     args = options.parse_args_and_arch(
-        parser, [str(tiny_data), "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-                 "--arch", "hi_cmlm_transformer_tiny_deep_shallow", "--criterion", "nat_loss"])
-    assert (args.encoder_layers, args.decoder_layers, args.encoder_embed_dim, args.decoder_embed_dim,
-            args.encoder_ffn_embed_dim, args.encoder_attention_heads) == (6, 1, 192, 192, 768, 4)
+        parser,
+        [
+            str(tiny_data),
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "cmlm_hybrid",
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--arch",
+            "hi_cmlm_transformer_tiny_deep_shallow",
+            "--criterion",
+            "nat_loss",
+        ],
+    )
+    assert (
+        args.encoder_layers,
+        args.decoder_layers,
+        args.encoder_embed_dim,
+        args.decoder_embed_dim,
+        args.encoder_ffn_embed_dim,
+        args.encoder_attention_heads,
+    ) == (6, 1, 192, 192, 768, 4)
     task = tasks.setup_task(args)
     torch.manual_seed(0)
     model = task.build_model(args).eval()
     assert (len(model.encoder.layers), len(model.decoder.layers)) == (6, 1)
     sample = a_batch(task)
-    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=3, iter_decode_with_beam=2,
-                                                            iter_decode_force_max_iter=True))
+    ours = task.build_generator(
+        [model],
+        argparse_namespace(
+            iter_decode_max_iter=3, iter_decode_with_beam=2, iter_decode_force_max_iter=True
+        ),
+    )
     ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=3, beam_size=2, adaptive=False)
     for ha, hb in zip(ours.generate([model], sample), ref.generate([model], sample)):
         assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])

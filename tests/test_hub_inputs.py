@@ -3,6 +3,7 @@ returns one output per input, in order, whatever the input holds: empty and whit
 inputs give an empty output (or one error naming the index), inputs longer than the model
 takes are refused or truncated with a warning naming the index and the limit, wrong types and
 unknown keywords are one clear line, and text the vocabulary lacks is warned about."""
+
 import sys
 import warnings
 
@@ -14,8 +15,12 @@ from tests.conftest import run
 from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401  (fixtures)
 
 # method, a good input, the output of an empty input
-CASES = {"translate": ("A man is riding a bike.", ""), "summarize": ("A man is riding a bike.", ""),
-         "fill_mask": ("A man is riding a <mask>.", []), "classify": ("A man is riding a bike.", None)}
+CASES = {
+    "translate": ("A man is riding a bike.", ""),
+    "summarize": ("A man is riding a bike.", ""),
+    "fill_mask": ("A man is riding a <mask>.", []),
+    "classify": ("A man is riding a bike.", None),
+}
 
 
 @pytest.fixture(scope="module")
@@ -29,17 +34,32 @@ def models(request, tiny_data, spm_model, mono_data):
                 loaded[method] = request.getfixturevalue("quickstart")
             elif method == "summarize":
                 checkpoint, _ = request.getfixturevalue("prophetnet")
-                loaded[method] = hub.from_pretrained(checkpoint.parent, checkpoint.name, str(tiny_data),
-                                                     bpe="sentencepiece", sentencepiece_model=str(spm_model))
+                loaded[method] = hub.from_pretrained(
+                    checkpoint.parent,
+                    checkpoint.name,
+                    str(tiny_data),
+                    bpe="sentencepiece",
+                    sentencepiece_model=str(spm_model),
+                )
             elif method == "fill_mask":
-                loaded[method] = hub.from_pretrained(request.getfixturevalue("masked_lm"), "checkpoint_last.pt",
-                                                     str(mono_data), bpe="sentencepiece",
-                                                     sentencepiece_model=str(spm_model))
+                loaded[method] = hub.from_pretrained(
+                    request.getfixturevalue("masked_lm"),
+                    "checkpoint_last.pt",
+                    str(mono_data),
+                    bpe="sentencepiece",
+                    sentencepiece_model=str(spm_model),
+                )
             else:
                 folder = request.getfixturevalue("classifier")
-                loaded[method] = hub.from_pretrained(folder / "ft", "checkpoint_last.pt", str(folder / "bin"),
-                                                     bpe="sentencepiece", sentencepiece_model=str(spm_model))
+                loaded[method] = hub.from_pretrained(
+                    folder / "ft",
+                    "checkpoint_last.pt",
+                    str(folder / "bin"),
+                    bpe="sentencepiece",
+                    sentencepiece_model=str(spm_model),
+                )
         return loaded[method]
+
     return get
 
 
@@ -54,14 +74,18 @@ def test_one_output_per_input_and_empty_inputs_give_empty_outputs(models, method
     assert call(models, method, ["", good, "  \t", good]) == [nothing, alone, nothing, alone]
     assert call(models, method, " ") == nothing
     assert call(models, method, ["", " "]) == [nothing, nothing]
-    with pytest.raises(FairseqExtError, match=rf"{method}: sentences\[2\] is empty or whitespace only.*allow_empty"):
+    with pytest.raises(
+        FairseqExtError, match=rf"{method}: sentences\[2\] is empty or whitespace only.*allow_empty"
+    ):
         call(models, method, [good, good, " "], allow_empty=False)
 
 
 def test_empty_input_counts_no_lines_and_prints_nothing(quickstart, capsys):
     """The fairseq-interactive note ("input line N is empty") is not the API's: nothing on stderr."""
-    assert quickstart.translate(["", "A dog runs.", "A cat sleeps."]) == ["", *quickstart.translate(
-        ["A dog runs.", "A cat sleeps."])]
+    assert quickstart.translate(["", "A dog runs.", "A cat sleeps."]) == [
+        "",
+        *quickstart.translate(["A dog runs.", "A cat sleeps."]),
+    ]
     assert "is empty" not in capsys.readouterr().err
 
 
@@ -69,13 +93,23 @@ def test_empty_input_counts_no_lines_and_prints_nothing(quickstart, capsys):
 def test_too_long_is_refused_or_truncated_with_a_warning(models, method):
     good, _ = CASES[method]
     model = models(method)
-    limit = model.input_limit()[0] if method in ("translate", "summarize") else model.model.max_positions()
+    limit = (
+        model.input_limit()[0]
+        if method in ("translate", "summarize")
+        else model.model.max_positions()
+    )
     long = good + " bike" * (limit + 5)
-    with pytest.raises(FairseqExtError, match=rf"{method}: sentences\[1\] has \d+ tokens, more than the {limit} "
-                                              r".*too_long='truncate'"):
+    with pytest.raises(
+        FairseqExtError,
+        match=rf"{method}: sentences\[1\] has \d+ tokens, more than the {limit} "
+        r".*too_long='truncate'",
+    ):
         call(models, method, [good, long])
-    with pytest.warns(UserWarning, match=rf"{method}: sentences\[1\] has \d+ tokens, more than the {limit} .*"
-                                         rf"truncated to its first {limit}"):
+    with pytest.warns(
+        UserWarning,
+        match=rf"{method}: sentences\[1\] has \d+ tokens, more than the {limit} .*"
+        rf"truncated to its first {limit}",
+    ):
         out = call(models, method, [good, long], too_long="truncate")
     assert len(out) == 2 and out[0] == call(models, method, good)
     for sentences in (good, ""):  # checked before anything else, even with nothing to cut
@@ -84,8 +118,15 @@ def test_too_long_is_refused_or_truncated_with_a_warning(models, method):
 
 
 @pytest.mark.parametrize("method", CASES)
-@pytest.mark.parametrize("bad,where", [(42, "sentences must be"), ([42], r"sentences\[0\] must be"),
-                                       (None, "sentences must be"), (["ok", b"bytes"], r"sentences\[1\] must be")])
+@pytest.mark.parametrize(
+    "bad,where",
+    [
+        (42, "sentences must be"),
+        ([42], r"sentences\[0\] must be"),
+        (None, "sentences must be"),
+        (["ok", b"bytes"], r"sentences\[1\] must be"),
+    ],
+)
 def test_wrong_types_are_one_type_error(models, method, bad, where):
     with pytest.raises(TypeError, match=rf"^{method}: {where} a str"):
         call(models, method, bad)
@@ -94,35 +135,58 @@ def test_wrong_types_are_one_type_error(models, method, bad, where):
 @pytest.mark.parametrize("method", CASES)
 def test_unknown_keywords_are_refused_with_the_accepted_ones(models, method):
     good, _ = CASES[method]
-    with pytest.raises(TypeError, match=rf"^{method}\(\) got unknown keyword\(s\) bogus_option; it accepts "
-                                        r".*allow_empty.*too_long"):
+    with pytest.raises(
+        TypeError,
+        match=rf"^{method}\(\) got unknown keyword\(s\) bogus_option; it accepts "
+        r".*allow_empty.*too_long",
+    ):
         call(models, method, good, bogus_option=3)
 
 
-def test_unilm_leaves_the_target_positions_and_translate_is_summarize(unilm, models, tiny_data, spm_model):
+def test_unilm_leaves_the_target_positions_and_translate_is_summarize(
+    unilm, models, tiny_data, spm_model
+):
     """UniLM's source and target share one position table (--max-positions 256): an input may
     take all but two of its positions. ProphetNet and UniLM answer ``translate`` as ``summarize``."""
     checkpoint, _ = unilm
-    model = hub.from_pretrained(checkpoint.parent, checkpoint.name, str(tiny_data), bpe="sentencepiece",
-                                sentencepiece_model=str(spm_model))
+    model = hub.from_pretrained(
+        checkpoint.parent,
+        checkpoint.name,
+        str(tiny_data),
+        bpe="sentencepiece",
+        sentencepiece_model=str(spm_model),
+    )
     assert model.input_limit()[0] == model.task.model_positions - 2 == 254
     good = CASES["summarize"][0]
     assert model.summarize(["", good]) == ["", model.summarize(good)] == ["", model.translate(good)]
-    with pytest.raises(FairseqExtError, match=r"summarize: sentences\[0\] has \d+ tokens, more than the 254 "):
+    with pytest.raises(
+        FairseqExtError, match=r"summarize: sentences\[0\] has \d+ tokens, more than the 254 "
+    ):
         model.summarize(good + " bike" * 300)
     assert models("summarize").translate(["", good]) == models("summarize").summarize(["", good])
 
 
 def test_generation_options_by_fairseq_name_are_accepted(quickstart):
-    assert quickstart.translate("A dog runs.", iter_decode_max_iter=9) == quickstart.translate("A dog runs.", passes=10)
+    assert quickstart.translate("A dog runs.", iter_decode_max_iter=9) == quickstart.translate(
+        "A dog runs.", passes=10
+    )
 
 
-@pytest.mark.parametrize("kw,message", [
-    (dict(passes=0), "passes must be an integer >= 1"), (dict(passes=True), "passes must be an integer >= 1"),
-    (dict(length_beam="3"), "length_beam must be an integer >= 1"),
-    (dict(force_passes=1), "force_passes must be True or False"), (dict(allow_empty=None), "allow_empty must be"),
-    (dict(passes=4, iter_decode_max_iter=3), "give passes or iter_decode_max_iter, not both"),
-    (dict(length_beam=2, iter_decode_with_beam=3), "give length_beam or iter_decode_with_beam, not both")])
+@pytest.mark.parametrize(
+    "kw,message",
+    [
+        (dict(passes=0), "passes must be an integer >= 1"),
+        (dict(passes=True), "passes must be an integer >= 1"),
+        (dict(length_beam="3"), "length_beam must be an integer >= 1"),
+        (dict(force_passes=1), "force_passes must be True or False"),
+        (dict(allow_empty=None), "allow_empty must be"),
+        (dict(passes=4, iter_decode_max_iter=3), "give passes or iter_decode_max_iter, not both"),
+        (
+            dict(length_beam=2, iter_decode_with_beam=3),
+            "give length_beam or iter_decode_with_beam, not both",
+        ),
+    ],
+)
 def test_bad_translate_arguments_name_the_argument(quickstart, kw, message):
     with pytest.raises((TypeError, ValueError), match=message):
         quickstart.translate("A dog runs.", **kw)
@@ -133,7 +197,9 @@ def test_bad_encoder_arguments_name_the_argument(models):
         models("fill_mask").fill_mask(CASES["fill_mask"][0], topk=2.5)
     with pytest.raises(FairseqExtError, match="fill_mask: topk 100000 is more than"):
         models("fill_mask").fill_mask(CASES["fill_mask"][0], topk=100000)
-    with pytest.raises(FairseqExtError, match=r"fill_mask: sentences\[1\] has 2 <mask>, it needs exactly one"):
+    with pytest.raises(
+        FairseqExtError, match=r"fill_mask: sentences\[1\] has 2 <mask>, it needs exactly one"
+    ):
         models("fill_mask").fill_mask([CASES["fill_mask"][0], "A <mask> <mask>."])
     with pytest.raises(FairseqExtError, match="classify: return_probs must be True or False"):
         models("classify").classify("A dog.", return_probs="yes")
@@ -146,14 +212,19 @@ def test_pieces_the_vocabulary_lacks_are_warned_about(models, method):
         warnings.simplefilter("always")
         call(models, method, [good])
     assert not [w for w in caught if "vocabulary lacks" in str(w.message)]
-    with pytest.warns(UserWarning, match=rf"{method}: sentences\[1\] has [1-9]\d* piece\(s\) the model's "
-                                         "vocabulary lacks"):
-        out = call(models, method, [good, good.replace("man", "man \U0001F600 \u4e2d\u6587")])
+    with pytest.warns(
+        UserWarning,
+        match=rf"{method}: sentences\[1\] has [1-9]\d* piece\(s\) the model's "
+        "vocabulary lacks",
+    ):
+        out = call(models, method, [good, good.replace("man", "man \U0001f600 \u4e2d\u6587")])
     assert len(out) == 2
 
 
-@pytest.mark.parametrize("folder,message", [(None, "model_dir must be a folder's path"),
-                                            (42, "model_dir must be a folder's path")])
+@pytest.mark.parametrize(
+    "folder,message",
+    [(None, "model_dir must be a folder's path"), (42, "model_dir must be a folder's path")],
+)
 def test_from_pretrained_refuses_wrong_types(folder, message):
     with pytest.raises(TypeError, match=f"^from_pretrained: {message}"):
         hub.from_pretrained(folder)
@@ -163,8 +234,11 @@ def test_from_pretrained_refuses_wrong_types(folder, message):
 
 def test_from_pretrained_refuses_unknown_options_with_the_closest_names():
     """fairseq itself ignores an override that names no option."""
-    with pytest.raises(TypeError, match=r"^from_pretrained\(\) got unknown keyword\(s\) beem, bogus_option: .*"
-                                        r"\(close: beam\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"^from_pretrained\(\) got unknown keyword\(s\) beem, bogus_option: .*"
+        r"\(close: beam\)",
+    ):
         hub.from_pretrained(MODEL, beem=2, bogus_option=3)
 
 
@@ -172,8 +246,12 @@ def test_from_pretrained_warms_up_what_torch_imports_on_the_first_call():
     """torch imports torch.fx.experimental.symbolic_shapes (hundreds of modules) on the first
     attention forward; loading imports it, so the first call is not the slow one (a fresh
     process, as a user's)."""
-    code = ("import sys\nfrom fairseq_ext import hub\n"
-            f"hub.from_pretrained({str(MODEL)!r})\n"
-            "print('torch.fx.experimental.symbolic_shapes' in sys.modules)\n")
+    code = (
+        "import sys\nfrom fairseq_ext import hub\n"
+        f"hub.from_pretrained({str(MODEL)!r})\n"
+        "print('torch.fx.experimental.symbolic_shapes' in sys.modules)\n"
+    )
     fresh = run([sys.executable, "-c", code], fresh=True)
-    assert fresh.stdout.split()[-1] == "True"  # fresh, not forked: the tests' server has imported torch._dynamo
+    assert (
+        fresh.stdout.split()[-1] == "True"
+    )  # fresh, not forked: the tests' server has imported torch._dynamo

@@ -1,6 +1,7 @@
 """A BERT checkpoint converted without its MLM head (a ``BertModel``, as all-MiniLM-L6-v2 is)
 has an untrained ``lm_head``: the converted folder records it and the Python API warns once,
 at load, that ``fill_mask`` is meaningless; with the head converted there is no warning."""
+
 import json
 import warnings
 
@@ -22,8 +23,13 @@ def converted(tmp_path, head: bool):
 
 def test_untrained_head_warns_once_at_load(tmp_path):
     out = converted(tmp_path, head=False)
-    assert json.loads((out / "conversion.json").read_text()) == {"model_type": "bert", "mlm_head": "new"}
-    with pytest.warns(UserWarning, match="without an MLM head .* fill_mask's fillings are meaningless"):
+    assert json.loads((out / "conversion.json").read_text()) == {
+        "model_type": "bert",
+        "mlm_head": "new",
+    }
+    with pytest.warns(
+        UserWarning, match="without an MLM head .* fill_mask's fillings are meaningless"
+    ):
         model = hub.from_pretrained(out)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -5,6 +5,7 @@ no module reads or writes a private attribute of argparse (options go through fa
 ``gen_parser_from_dataclass`` and argparse's public methods).
 The graph is read from the source with ``ast``; cycles are found by Tarjan's algorithm and
 cross-checked on a hand-made graph."""
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,12 @@ def import_graph() -> dict[str, set[str]]:
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 # ``from pkg import mod`` imports the submodule when there is one
-                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
-                           for a in node.names]
+                targets = [
+                    f"{node.module}.{a.name}"
+                    if f"{node.module}.{a.name}" in modules
+                    else node.module
+                    for a in node.names
+                ]
             graph[name].update(t for t in targets if t in modules and t != name)
     return graph
 
@@ -77,23 +82,41 @@ def test_cycle_finder_on_a_known_graph():
 
 def test_no_import_circle_in_the_plugin():
     graph = import_graph()
-    assert "fairseq_ext.plugin" in graph and graph["fairseq_ext.tasks"], "the graph reader found no imports"
+    assert "fairseq_ext.plugin" in graph and graph["fairseq_ext.tasks"], (
+        "the graph reader found no imports"
+    )
     assert cycles(graph) == []
 
 
 def test_product_never_imports_the_reproduction_machinery():
-    offenders = [str(p.relative_to(ROOT)) for p in PACKAGE.rglob("*.py")
-                 if any((isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] in {"reproduction", "tests"})
-                        or (isinstance(n, ast.Import) and any(a.name.split(".")[0] in {"reproduction", "tests"} for a in n.names))
-                        for n in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    offenders = [
+        str(p.relative_to(ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if any(
+            (
+                isinstance(n, ast.ImportFrom)
+                and (n.module or "").split(".")[0] in {"reproduction", "tests"}
+            )
+            or (
+                isinstance(n, ast.Import)
+                and any(a.name.split(".")[0] in {"reproduction", "tests"} for a in n.names)
+            )
+            for n in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        )
+    ]
     assert offenders == []
 
 
 def test_masking_layer_imports_no_fairseq():
     for path in (PACKAGE / "masking").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             assert not any(n == "fairseq" or n.startswith("fairseq.") for n in names), path
 
 
@@ -101,14 +124,23 @@ def private_argparse_names() -> set[str]:
     """The private attributes of an argparse parser and of its argument groups, and argparse's own."""
     parser = argparse.ArgumentParser()
     group = parser.add_argument_group("options")
-    names = set(dir(parser)) | set(vars(parser)) | set(dir(group)) | set(vars(group)) | set(dir(argparse))
+    names = (
+        set(dir(parser))
+        | set(vars(parser))
+        | set(dir(group))
+        | set(vars(group))
+        | set(dir(argparse))
+    )
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
 def test_no_private_argparse_attribute_in_the_plugin():
     private = private_argparse_names()
     assert {"_actions", "_option_string_actions", "_group_actions", "_StoreAction"} <= private
-    offenders = [f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}"
-                 for path in PACKAGE.rglob("*.py") for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-                 if isinstance(node, ast.Attribute) and node.attr in private]
+    offenders = [
+        f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}"
+        for path in PACKAGE.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr in private
+    ]
     assert offenders == []

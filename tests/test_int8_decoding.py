@@ -2,6 +2,7 @@
 becomes torch's dynamically quantised int8 one; its outputs stay close to the float model's (the
 logits of a pass within the quantisation error, the hypotheses mostly the same tokens), it is
 what ``fairseq-generate --int8-decoding`` decodes, and it is refused for training."""
+
 from __future__ import annotations
 
 import copy
@@ -11,7 +12,15 @@ import pytest
 import sacrebleu
 import torch
 
-from tests.conftest import ROOT, binarize, generate_args, load_shipped_student, read_sample, run, train_args
+from tests.conftest import (
+    ROOT,
+    binarize,
+    generate_args,
+    load_shipped_student,
+    read_sample,
+    run,
+    train_args,
+)
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 
@@ -25,13 +34,18 @@ def _sample(task, n: int) -> dict:
     import sentencepiece as spm
 
     sp, d = spm.SentencePieceProcessor(model_file=str(MODEL / "spm.model")), task.src_dict
-    sources = [torch.tensor([d.bos(), *(d.index(p) for p in sp.encode(line, out_type=str)), d.eos()])
-               for line in read_sample("test", "en", n)]
+    sources = [
+        torch.tensor([d.bos(), *(d.index(p) for p in sp.encode(line, out_type=str)), d.eos()])
+        for line in read_sample("test", "en", n)
+    ]
     S = max(len(s) for s in sources)
     src = torch.full((n, S), d.pad())
     for i, s in enumerate(sources):
-        src[i, S - len(s):] = s
-    return {"id": torch.arange(n), "net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in sources])}}
+        src[i, S - len(s) :] = s
+    return {
+        "id": torch.arange(n),
+        "net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in sources])},
+    }
 
 
 def test_every_linear_layer_becomes_int8_and_a_pass_stays_within_the_quantisation_error(student):
@@ -41,17 +55,28 @@ def test_every_linear_layer_becomes_int8_and_a_pass_stays_within_the_quantisatio
     q = quantize_for_decoding(copy.deepcopy(model))
     assert not any(type(m) is torch.nn.Linear for m in q.modules())
     n_linear = sum(type(m) is torch.nn.Linear for m in model.modules())
-    assert sum(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in q.modules()) == n_linear > 10
+    assert (
+        sum(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in q.modules())
+        == n_linear
+        > 10
+    )
     assert quantize_for_decoding(q) is q  # a second call changes nothing
     sample = _sample(task, 8)
     tgt = torch.full((8, 12), task.tgt_dict.unk())
     tgt[:, 0], tgt[:, -1] = task.tgt_dict.bos(), task.tgt_dict.eos()
     with torch.no_grad():
-        outs = [m(**sample["net_input"], prev_output_tokens=tgt, tgt_tokens=tgt)["word_ins"]["out"] for m in (model, q)]
+        outs = [
+            m(**sample["net_input"], prev_output_tokens=tgt, tgt_tokens=tgt)["word_ins"]["out"]
+            for m in (model, q)
+        ]
     float_logits, int8_logits = outs
     relative = (int8_logits - float_logits).norm() / float_logits.norm()
-    assert 0 < relative < 0.2  # changed (int8), by the quantisation error (0.12 when measured), not more
-    assert (int8_logits.argmax(-1) == float_logits.argmax(-1)).float().mean() > 0.85  # 0.90-0.94 measured
+    assert (
+        0 < relative < 0.2
+    )  # changed (int8), by the quantisation error (0.12 when measured), not more
+    assert (
+        int8_logits.argmax(-1) == float_logits.argmax(-1)
+    ).float().mean() > 0.85  # 0.90-0.94 measured
 
 
 def test_int8_hypotheses_are_mostly_the_float_ones(student):
@@ -62,30 +87,59 @@ def test_int8_hypotheses_are_mostly_the_float_ones(student):
     sample = _sample(task, 16)
     args = Namespace(iter_decode_max_iter=9, iter_decode_with_beam=3)
     with torch.no_grad():
-        hyps = [[task.tgt_dict.string(h[0]["tokens"]) for h in task.build_generator([m], args).generate([m], sample)]
-                for m in (model, q)]
-    assert sacrebleu.corpus_bleu(hyps[1], [hyps[0]]).score > 70  # the float outputs as the reference
+        hyps = [
+            [
+                task.tgt_dict.string(h[0]["tokens"])
+                for h in task.build_generator([m], args).generate([m], sample)
+            ]
+            for m in (model, q)
+        ]
+    assert (
+        sacrebleu.corpus_bleu(hyps[1], [hyps[0]]).score > 70
+    )  # the float outputs as the reference
 
 
 def test_fairseq_generate_int8_decoding_decodes_close_to_float(tmp_path):
-    data = binarize(MODEL / "spm.model", tmp_path, {"test": (read_sample("test", "en", 16), read_sample("test", "de", 16))},
-                    srcdict=MODEL / "dict.txt")
+    data = binarize(
+        MODEL / "spm.model",
+        tmp_path,
+        {"test": (read_sample("test", "en", 16), read_sample("test", "de", 16))},
+        srcdict=MODEL / "dict.txt",
+    )
     outputs = {}
     for name, extra in (("float", ()), ("int8", ("--int8-decoding",))):
-        proc = run(generate_args(data, MODEL / "checkpoint.pt", "--iter-decode-max-iter", "9",
-                                 "--iter-decode-with-beam", "3", *extra))
-        outputs[name] = dict(line.split("\t", 2)[::2] for line in proc.stdout.splitlines() if line.startswith("H-"))
+        proc = run(
+            generate_args(
+                data,
+                MODEL / "checkpoint.pt",
+                "--iter-decode-max-iter",
+                "9",
+                "--iter-decode-with-beam",
+                "3",
+                *extra,
+            )
+        )
+        outputs[name] = dict(
+            line.split("\t", 2)[::2] for line in proc.stdout.splitlines() if line.startswith("H-")
+        )
     assert sorted(outputs["int8"]) == sorted(outputs["float"]) and len(outputs["float"]) == 16
     ids = sorted(outputs["float"])
-    assert sacrebleu.corpus_bleu([outputs["int8"][i] for i in ids], [[outputs["float"][i] for i in ids]]).score > 70
+    assert (
+        sacrebleu.corpus_bleu(
+            [outputs["int8"][i] for i in ids], [[outputs["float"][i] for i in ids]]
+        ).score
+        > 70
+    )
 
 
 def test_int8_decoding_is_refused_for_training(tiny_data, tmp_path):
     proc = run(train_args(tiny_data, tmp_path / "save", "--int8-decoding", updates=1), check=False)
     assert proc.returncode != 0
     errors = [line for line in proc.stderr.splitlines() if line.startswith("fairseq_ext: error:")]
-    assert errors == ["fairseq_ext: error: --int8-decoding is a decoding option (fairseq-generate, "
-                      "fairseq-interactive, the hub); drop it from fairseq-train"]
+    assert errors == [
+        "fairseq_ext: error: --int8-decoding is a decoding option (fairseq-generate, "
+        "fairseq-interactive, the hub); drop it from fairseq-train"
+    ]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "save" / "checkpoint_last.pt").exists()
 
@@ -98,7 +152,11 @@ def test_the_hub_decodes_with_int8_weights_when_asked():
     sentences = read_sample("test", "en", 6)
     out_plain = plain.translate(sentences, passes=10, length_beam=3)
     out_q = q.translate(sentences, passes=10, length_beam=3)
-    assert sum(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in q.models[0].modules()) > 10
-    assert not any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in plain.models[0].modules())
+    assert (
+        sum(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in q.models[0].modules()) > 10
+    )
+    assert not any(
+        isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in plain.models[0].modules()
+    )
     assert len(out_q) == 6 and all(out_q)
     assert sacrebleu.corpus_bleu(out_q, [out_plain]).score > 60

@@ -2,6 +2,7 @@
 group; the command ends quietly (no ``KeyboardInterrupt`` traceback), by SIGINT, which the shell
 shows as status 130, and leaves its data as they were. Checked mid-way through decoding
 (``fairseq-generate``) and while ``fairseq-interactive`` waits for input."""
+
 import hashlib
 import os
 import signal
@@ -15,7 +16,10 @@ DEADLINE_S = 300
 
 
 def _hashes(folder):
-    return {name: hashlib.sha256((folder / name).read_bytes()).hexdigest() for name in sorted(os.listdir(folder))}
+    return {
+        name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
+        for name in sorted(os.listdir(folder))
+    }
 
 
 def _interrupted(args, started, stream):
@@ -24,9 +28,16 @@ def _interrupted(args, started, stream):
     and the whole standard error."""
     # SIGINT as a terminal user's command has it: `make test` runs pytest in the background, where the
     # shell ignores SIGINT and its children inherit that (Python then installs no handler of its own)
-    proc = subprocess.Popen([str(a) for a in args], env=cli_env() | {"PYTHONUNBUFFERED": "1"}, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    proc = subprocess.Popen(
+        [str(a) for a in args],
+        env=cli_env() | {"PYTHONUNBUFFERED": "1"},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     try:
         seen = []
         for line in getattr(proc, stream):
@@ -45,12 +56,26 @@ def _interrupted(args, started, stream):
 @pytest.mark.parametrize("command", ["fairseq-generate", "fairseq-interactive"])
 def test_ctrl_c_ends_the_command_quietly_with_status_130(command, tiny_data, tiny_checkpoint):
     before = _hashes(tiny_data)
-    if command == "fairseq-generate":  # one sentence a batch over the 400 training pairs: seconds of decoding
+    if (
+        command == "fairseq-generate"
+    ):  # one sentence a batch over the 400 training pairs: seconds of decoding
         args = generate_args(tiny_data, tiny_checkpoint, "--batch-size", "1", subset="train")
         code, err = _interrupted(args, "H-", "stdout")
     else:
-        args = [command, tiny_data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-                "--path", tiny_checkpoint]
+        args = [
+            command,
+            tiny_data,
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "cmlm_hybrid",
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--path",
+            tiny_checkpoint,
+        ]
         code, err = _interrupted(args, "Type the input sentence", "stderr")
     assert code == -signal.SIGINT  # what the shell shows as $? 130
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err[-2000:]

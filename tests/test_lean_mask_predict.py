@@ -7,6 +7,7 @@ over that pass under adaptive termination (where fairseq's own stop keeps masked
 ``mask_predict``). The same tokens and steps, scores within 1e-5, at 1, 4 and 10 passes, length
 beam 1 and 3, with and without ``--length-offset``, one sentence at a time and in padded batches
 of eight (the sentences in the task's own input format: ``<s>`` in front)."""
+
 from __future__ import annotations
 
 import copy
@@ -36,8 +37,10 @@ def student(tmp_path_factory):
     lines = read_sample("test", "en", SENTENCES - len(SHORT))
     for at, line in sorted(SHORT.items()):
         lines.insert(at, line)
-    sources = [torch.tensor([d.bos()] + [d.index(p) for p in sp.encode(line, out_type=str)] + [d.eos()])
-               for line in lines]
+    sources = [
+        torch.tensor([d.bos()] + [d.index(p) for p in sp.encode(line, out_type=str)] + [d.eos()])
+        for line in lines
+    ]
     return model, task, sources
 
 
@@ -45,18 +48,29 @@ def batches(sources: list[torch.Tensor], pad: int, bsz: int) -> list[dict]:
     """fairseq's left-padded source batches of ``bsz`` sentences."""
     out = []
     for start in range(0, len(sources), bsz):
-        part = sources[start:start + bsz]
+        part = sources[start : start + bsz]
         S = max(len(s) for s in part)
         src = torch.full((len(part), S), pad)
         for i, s in enumerate(part):
-            src[i, S - len(s):] = s
-        out.append({"id": torch.arange(start, start + len(part)),
-                    "net_input": {"src_tokens": src, "src_lengths": torch.tensor([len(s) for s in part])}})
+            src[i, S - len(s) :] = s
+        out.append(
+            {
+                "id": torch.arange(start, start + len(part)),
+                "net_input": {
+                    "src_tokens": src,
+                    "src_lengths": torch.tensor([len(s) for s in part]),
+                },
+            }
+        )
     return out
 
 
 def options(passes: int, beam: int, force: bool) -> Namespace:
-    return Namespace(iter_decode_max_iter=passes - 1, iter_decode_with_beam=beam, iter_decode_force_max_iter=force)
+    return Namespace(
+        iter_decode_max_iter=passes - 1,
+        iter_decode_with_beam=beam,
+        iter_decode_force_max_iter=force,
+    )
 
 
 def assert_same(got: list, want: list) -> None:
@@ -65,12 +79,19 @@ def assert_same(got: list, want: list) -> None:
         g, w = g[0], w[0]
         assert torch.equal(g["tokens"], w["tokens"])
         assert g["steps"] == w["steps"]
-        torch.testing.assert_close(g["positional_scores"], w["positional_scores"], rtol=0, atol=1e-5)
+        torch.testing.assert_close(
+            g["positional_scores"], w["positional_scores"], rtol=0, atol=1e-5
+        )
         torch.testing.assert_close(g["score"], w["score"], rtol=0, atol=1e-5)
 
 
-CASES = [(passes, beam, force) for passes in (1, 4, 10) for beam in (1, 3) for force in (True, False)
-         if force or passes > 1]  # one pass decodes the same with either stop
+CASES = [
+    (passes, beam, force)
+    for passes in (1, 4, 10)
+    for beam in (1, 3)
+    for force in (True, False)
+    if force or passes > 1
+]  # one pass decodes the same with either stop
 
 
 @pytest.mark.parametrize("bsz", [1, 8])
@@ -82,7 +103,9 @@ def test_lean_loop_decodes_as_the_reference(student, passes, beam, force, offset
     lean = task.build_generator([model], options(passes, beam, force))
     assert lean.lean
     if force:
-        reference = IterativeRefinementGenerator(task.tgt_dict, max_iter=passes - 1, beam_size=beam, adaptive=False)
+        reference = IterativeRefinementGenerator(
+            task.tgt_dict, max_iter=passes - 1, beam_size=beam, adaptive=False
+        )
     else:
         reference = task.build_generator([model], options(passes, beam, force))
         reference.lean = False
@@ -94,11 +117,17 @@ def test_lean_loop_decodes_as_the_reference(student, passes, beam, force, offset
             with torch.no_grad(), fairseq_pass(model):
                 want = reference.generate([model], sample)
             assert_same(got, want)
-            assert all(not h[0][k].is_inference() for h in got for k in ("tokens", "positional_scores", "score"))
+            assert all(
+                not h[0][k].is_inference()
+                for h in got
+                for k in ("tokens", "positional_scores", "score")
+            )
             steps += [h[0]["steps"] for h in got]
     finally:
         task.cfg.length_offset = 0
-    if not force and passes == 10 and beam == 3 and offset == 0:  # rows left the batch, others decoded on
+    if (
+        not force and passes == 10 and beam == 3 and offset == 0
+    ):  # rows left the batch, others decoded on
         assert min(steps) < passes - 1 == max(steps)
 
 

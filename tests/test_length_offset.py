@@ -1,6 +1,7 @@
 """``--length-offset N`` (``cmlm_hybrid``): every target length the shipped student predicts at
 decoding grows by N before the length beam, and only at decoding (training predicts the
 reference's length as before); out of range and on fairseq's own CMLM decoder it is refused."""
+
 from __future__ import annotations
 
 from argparse import Namespace
@@ -23,38 +24,72 @@ def test_decoding_lengths_are_fairseqs_prediction_plus_the_offset(student, offse
     with torch.no_grad():
         encoder_out = model.forward_encoder([net["src_tokens"], net["src_lengths"]])
         length_out = model.decoder.forward_length(normalize=True, encoder_out=encoder_out)
-        reference = NATransformerDecoder.forward_length_prediction(model.decoder, length_out, encoder_out)
+        reference = NATransformerDecoder.forward_length_prediction(
+            model.decoder, length_out, encoder_out
+        )
         task.cfg.length_offset = offset
-        gen = task.build_generator([model], Namespace(iter_decode_max_iter=0, iter_decode_with_beam=1))
+        gen = task.build_generator(
+            [model], Namespace(iter_decode_max_iter=0, iter_decode_with_beam=1)
+        )
         hypos = gen.generate([model], sample)
         target = torch.full((8, 5), 7)
-        trained = model.decoder.forward_length_prediction(length_out, encoder_out, tgt_tokens=target)
+        trained = model.decoder.forward_length_prediction(
+            length_out, encoder_out, tgt_tokens=target
+        )
     task.cfg.length_offset = 0
     assert model.decoder.length_offset == offset
-    lengths = torch.tensor([len(h[0]["tokens"]) for h in hypos])  # <s> ... </s>, as long as predicted
+    lengths = torch.tensor(
+        [len(h[0]["tokens"]) for h in hypos]
+    )  # <s> ... </s>, as long as predicted
     assert lengths.tolist() == (reference + offset).clamp(min=2).tolist()
-    untouched = NATransformerDecoder.forward_length_prediction(model.decoder, length_out, encoder_out, tgt_tokens=target)
-    assert trained.tolist() == untouched.tolist()  # training targets: the reference's length, no offset
+    untouched = NATransformerDecoder.forward_length_prediction(
+        model.decoder, length_out, encoder_out, tgt_tokens=target
+    )
+    assert (
+        trained.tolist() == untouched.tolist()
+    )  # training targets: the reference's length, no offset
 
 
 def test_fairseq_generate_length_offset_lengthens_every_hypothesis(tmp_path):
-    data = binarize(MODEL / "spm.model", tmp_path, {"test": (read_sample("test", "en", 12), read_sample("test", "de", 12))},
-                    srcdict=MODEL / "dict.txt")
+    data = binarize(
+        MODEL / "spm.model",
+        tmp_path,
+        {"test": (read_sample("test", "en", 12), read_sample("test", "de", 12))},
+        srcdict=MODEL / "dict.txt",
+    )
     lengths = {}
     for offset in (0, 3):
-        proc = run(generate_args(data, MODEL / "checkpoint.pt", "--iter-decode-max-iter", "3",
-                                 "--length-offset", str(offset)))
-        lengths[offset] = {line.split("\t")[0]: len(line.split("\t")[2].split()) for line in proc.stdout.splitlines()
-                           if line.startswith("H-")}
+        proc = run(
+            generate_args(
+                data,
+                MODEL / "checkpoint.pt",
+                "--iter-decode-max-iter",
+                "3",
+                "--length-offset",
+                str(offset),
+            )
+        )
+        lengths[offset] = {
+            line.split("\t")[0]: len(line.split("\t")[2].split())
+            for line in proc.stdout.splitlines()
+            if line.startswith("H-")
+        }
     assert len(lengths[0]) == 12 and {k: v + 3 for k, v in lengths[0].items()} == lengths[3]
 
 
 def test_length_offset_out_of_range_is_one_line(tmp_path):
-    data = binarize(MODEL / "spm.model", tmp_path, {"test": (read_sample("test", "en", 2), read_sample("test", "de", 2))},
-                    srcdict=MODEL / "dict.txt")
+    data = binarize(
+        MODEL / "spm.model",
+        tmp_path,
+        {"test": (read_sample("test", "en", 2), read_sample("test", "de", 2))},
+        srcdict=MODEL / "dict.txt",
+    )
     proc = run(generate_args(data, MODEL / "checkpoint.pt", "--length-offset", "17"), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "fairseq_ext: error: --length-offset must be in [-16, 16], got 17" in proc.stderr.splitlines()
+    assert (
+        "fairseq_ext: error: --length-offset must be in [-16, 16], got 17"
+        in proc.stderr.splitlines()
+    )
 
 
 def test_the_hub_takes_the_offset_and_refuses_one_out_of_range():

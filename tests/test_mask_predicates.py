@@ -3,25 +3,34 @@ loops over example, query and key), and every form derived from it against the r
 dense masks, the rows of one cached-decoding step, the pictures of ``draw_mask``, the tables
 ProphetNet's decoder slices, the masks the models run, FlexAttention's own evaluation of the
 rules, and the ``--attention-mask`` registry and default-mask interface of ``unilm_transformer``."""
+
 import argparse
 import subprocess
 import sys
 
 import pytest
 import torch
-
 from fairseq.data import Dictionary
+
 from fairseq_ext.analysis.draw_mask import draw
 from fairseq_ext.common.errors import FairseqExtError
-from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.common.families import FAMILIES, masks_of_task
-from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, mask_picture, ngram_stream_buckets, order_ranks, predicates, step_mask
+from fairseq_ext.common.interfaces import UniLMTask
+from fairseq_ext.generation import UniLMSequenceGenerator
+from fairseq_ext.masking import (
+    ATTENTION_VARIANTS,
+    NgramStreamTables,
+    mask_picture,
+    ngram_stream_buckets,
+    order_ranks,
+    predicates,
+    step_mask,
+)
 from fairseq_ext.masking.attention_variants import AttentionVariant
 from fairseq_ext.masking.derived import dense_mask, mask_at
 from fairseq_ext.masking.ngram_stream import decoding_keys, folded_keys
 from fairseq_ext.masking.relative_position import relative_position_bucket
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedTransformerLayer
 from fairseq_ext.tasks.permutation_lm import PermutationLMConfig, PermutationLMTask
@@ -29,7 +38,9 @@ from fairseq_ext.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
 B, H, T = 3, 2, 7
 SEGMENTS = torch.tensor([[0, 0, 0, 1, 1, 1, 1], [0, 0, 0, 0, 0, 1, 1], [0, 0, 1, 1, 1, 1, 1]])
-PADDED = torch.tensor([[False] * 6 + [True], [True, False, False, False, False, False, True], [False] * 7])
+PADDED = torch.tensor(
+    [[False] * 6 + [True], [True, False, False, False, False, False, True], [False] * 7]
+)
 ORDERS = torch.tensor([[0, 4, 2, 5, 1, 3, 6], [0, 1, 2, 3, 4, 5, 6], [0, 6, 5, 4, 3, 2, 1]])
 RANKS = order_ranks(ORDERS)
 
@@ -59,11 +70,13 @@ def definition(sees, batch=B, heads=H, queries=T, keys=T):
 def ngram_sees(length):
     """Qi et al. 2020, section 2.3: main t sees main j <= t; stream k at t sees main
     j <= max(t - k + 1, 0) and itself."""
+
     def sees(b, i, j):
         s, t, ks, jj = i // length, i % length, j // length, j % length
         if s == 0:
             return ks == 0 and jj <= t
         return (ks == 0 and jj <= max(t - s + 1, 0)) or i == j
+
     return sees
 
 
@@ -74,12 +87,20 @@ def padded_sees(b, i, j):
 RULES = {
     "causal": (predicates.causal, lambda b, i, j: j <= i),
     "bidirectional": (predicates.bidirectional, lambda b, i, j: True),
-    "prefix": (predicates.prefix_lm(SEGMENTS), lambda b, i, j: SEGMENTS[b, j] == 0 or (SEGMENTS[b, i] == 1 and j <= i)),
+    "prefix": (
+        predicates.prefix_lm(SEGMENTS),
+        lambda b, i, j: SEGMENTS[b, j] == 0 or (SEGMENTS[b, i] == 1 and j <= i),
+    ),
     "permutation": (predicates.permutation(RANKS), lambda b, i, j: RANKS[b, j] <= RANKS[b, i]),
-    "permutation_strict": (predicates.permutation(RANKS, strict=True), lambda b, i, j: RANKS[b, j] < RANKS[b, i]),
+    "permutation_strict": (
+        predicates.permutation(RANKS, strict=True),
+        lambda b, i, j: RANKS[b, j] < RANKS[b, i],
+    ),
     "padding": (predicates.padding(PADDED), padded_sees),
-    "padding_strict": (predicates.padding(PADDED, query_sees_itself=False),
-                       lambda b, i, j: not PADDED[b, i] and not PADDED[b, j]),
+    "padding_strict": (
+        predicates.padding(PADDED, query_sees_itself=False),
+        lambda b, i, j: not PADDED[b, i] and not PADDED[b, j],
+    ),
 }
 
 
@@ -103,10 +124,16 @@ def test_ngram_stream_rule_equals_its_definition_and_its_dense_form(length, ngra
 def test_and_or_masks_combine_pointwise():
     prefix, prefix_sees = RULES["prefix"]
     perm, perm_sees = RULES["permutation"]
-    assert torch.equal(dense_mask(predicates.and_masks(prefix, perm, predicates.padding(PADDED)), B, H, T, T),
-                       definition(lambda b, i, j: prefix_sees(b, i, j) and perm_sees(b, i, j) and padded_sees(b, i, j)))
-    assert torch.equal(dense_mask(predicates.or_masks(prefix, perm), B, H, T, T),
-                       definition(lambda b, i, j: prefix_sees(b, i, j) or perm_sees(b, i, j)))
+    assert torch.equal(
+        dense_mask(predicates.and_masks(prefix, perm, predicates.padding(PADDED)), B, H, T, T),
+        definition(
+            lambda b, i, j: prefix_sees(b, i, j) and perm_sees(b, i, j) and padded_sees(b, i, j)
+        ),
+    )
+    assert torch.equal(
+        dense_mask(predicates.or_masks(prefix, perm), B, H, T, T),
+        definition(lambda b, i, j: prefix_sees(b, i, j) or perm_sees(b, i, j)),
+    )
     with pytest.raises(ValueError, match="at least one"):
         predicates.and_masks()
 
@@ -115,7 +142,10 @@ def test_and_or_masks_combine_pointwise():
 def test_padding_leaves_a_padded_query_itself_under_every_reflexive_rule(name):
     rule, sees = RULES[name]
     got = dense_mask(predicates.and_masks(rule, predicates.padding(PADDED)), B, H, T, T)
-    assert torch.equal(got, definition(lambda b, i, j: i == j if PADDED[b, i] else sees(b, i, j) and not PADDED[b, j]))
+    assert torch.equal(
+        got,
+        definition(lambda b, i, j: i == j if PADDED[b, i] else sees(b, i, j) and not PADDED[b, j]),
+    )
 
 
 @pytest.mark.parametrize("name", list(RULES))
@@ -123,7 +153,9 @@ def test_one_decoding_step_is_the_dense_rows_cut_to_the_cache(name):
     rule, _ = RULES[name]
     full = dense_mask(rule, B, H, T, T)
     for step in range(T):
-        assert torch.equal(step_mask(rule, B, H, step, step + 1), full[:, :, step:step + 1, :step + 1])
+        assert torch.equal(
+            step_mask(rule, B, H, step, step + 1), full[:, :, step : step + 1, : step + 1]
+        )
     assert torch.equal(step_mask(rule, B, H, [5, 2], T), full[:, :, [5, 2]])
 
 
@@ -145,16 +177,22 @@ def test_flex_attention_takes_every_rule_unchanged():
     rules = [rule for rule, _ in RULES.values()]
     rules.append(predicates.and_masks(RULES["prefix"][0], predicates.padding(PADDED)))
     for rule in rules:
-        assert torch.equal(flex.create_mask(rule, B, H, T, T, device="cpu"), dense_mask(rule, B, H, T, T))
+        assert torch.equal(
+            flex.create_mask(rule, B, H, T, T, device="cpu"), dense_mask(rule, B, H, T, T)
+        )
     ngram = predicates.ngram_stream(4)
-    assert torch.equal(flex.create_mask(ngram, 1, 1, 12, 12, device="cpu"), dense_mask(ngram, 1, 1, 12, 12))
+    assert torch.equal(
+        flex.create_mask(ngram, 1, 1, 12, 12, device="cpu"), dense_mask(ngram, 1, 1, 12, 12)
+    )
 
     rule = rules[-1]
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(B, H, T, 8, generator=g) for _ in range(3))
     block_mask = flex.create_block_mask(rule, B, H, T, T, device="cpu", BLOCK_SIZE=4)
     got = flex.flex_attention(q, k, v, block_mask=block_mask)
-    want = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=dense_mask(rule, B, H, T, T))
+    want = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=dense_mask(rule, B, H, T, T)
+    )
     assert torch.allclose(got, want, atol=1e-5)
 
 
@@ -164,6 +202,7 @@ def test_masking_states_its_rules_without_flex_attention():
 
 
 # --- pictures --------------------------------------------------------------------------------
+
 
 def test_mask_picture_is_example_zero_of_the_rule():
     rule, sees = RULES["prefix"]
@@ -186,12 +225,15 @@ def test_draw_mask_pictures_are_the_registered_rules():
     assert torch.equal(pic.matrix.bool(), mask_picture(predicates.causal, [0, 1, 2, 3], 5))
     pic = draw("prefix", source="a b", target="x")
     segments = torch.tensor([[0, 0, 0, 0, 1, 1]])
-    assert torch.equal(pic.matrix.bool(), pointwise(predicates.prefix_lm(segments), 1, 1, 6, 6)[0, 0])
+    assert torch.equal(
+        pic.matrix.bool(), pointwise(predicates.prefix_lm(segments), 1, 1, 6, 6)[0, 0]
+    )
     pic = draw("ngram", length=3, ngram=2)
     assert torch.equal(pic.matrix.bool(), definition(ngram_sees(3), 1, 1, 9, 9)[0, 0])
 
 
 # --- ProphetNet: the tables the decoder slices -----------------------------------------------
+
 
 @pytest.mark.parametrize("ngram", [1, 3])
 def test_ngram_tables_slice_to_the_rule_at_every_length_and_step(ngram):
@@ -200,13 +242,31 @@ def test_ngram_tables_slice_to_the_rule_at_every_length_and_step(ngram):
     for length in (1, 4, longest):
         rows = torch.arange((1 + ngram) * length)
         sees = ngram_sees(length)
-        folded = torch.tensor([[sees(0, int(r), j) for j in range(length)] + [int(r) >= length and sees(0, int(r), int(r))]
-                               for r in rows])
+        folded = torch.tensor(
+            [
+                [sees(0, int(r), j) for j in range(length)]
+                + [int(r) >= length and sees(0, int(r), int(r))]
+                for r in rows
+            ]
+        )
         assert torch.equal(tables.key_mask(length) == 0, folded)
-        assert torch.equal(tables.numbered_buckets(length), ngram_stream_buckets(torch.arange(length), ngram, buckets, distance))
-        assert torch.equal(folded_keys(rows, length, length)[:, -1], torch.where(rows >= length, rows, -1))
+        assert torch.equal(
+            tables.numbered_buckets(length),
+            ngram_stream_buckets(torch.arange(length), ngram, buckets, distance),
+        )
+        assert torch.equal(
+            folded_keys(rows, length, length)[:, -1], torch.where(rows >= length, rows, -1)
+        )
     rows, keys = decoding_keys(longest)
-    assert rows[:, 4].tolist() == [4, longest + 4] and keys[1, 4, :7].tolist() == [0, 1, 2, 3, 4, longest + 4, -1]
+    assert rows[:, 4].tolist() == [4, longest + 4] and keys[1, 4, :7].tolist() == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        longest + 4,
+        -1,
+    ]
     for step in range(longest):
         length = step + 1  # step t computes rows [main t, stream 1 t] of the sequence so far
         sees = ngram_sees(length)
@@ -215,11 +275,14 @@ def test_ngram_tables_slice_to_the_rule_at_every_length_and_step(ngram):
             want = [sees(0, row, j) for j in range(length)] + [r == 1]
             assert (key_mask[r] == 0).tolist() == want
             query = step + r  # a predicting row stands for the token it predicts
-            assert step_buckets[r].tolist() == [int(relative_position_bucket(torch.tensor(j - query), buckets, distance))
-                                                for j in range(length)]
+            assert step_buckets[r].tolist() == [
+                int(relative_position_bucket(torch.tensor(j - query), buckets, distance))
+                for j in range(length)
+            ]
 
 
 # --- unilm_transformer: registry, interface, and the masks it runs ---------------------------
+
 
 def dictionary(n=30):
     d = Dictionary()
@@ -230,9 +293,16 @@ def dictionary(n=30):
 
 
 def build(task, attention_mask=None):
-    args = argparse.Namespace(encoder_layers=2, encoder_embed_dim=16, encoder_ffn_embed_dim=32,
-                              encoder_attention_heads=2, max_positions=40, attention_mask=attention_mask,
-                              dropout=0.0, attention_dropout=0.0)
+    args = argparse.Namespace(
+        encoder_layers=2,
+        encoder_embed_dim=16,
+        encoder_ffn_embed_dim=32,
+        encoder_attention_heads=2,
+        max_positions=40,
+        attention_mask=attention_mask,
+        dropout=0.0,
+        attention_dropout=0.0,
+    )
     unilm_transformer_tiny(args)
     torch.manual_seed(0)
     return UniLMTransformerModel.build_model(args, task).eval()
@@ -261,24 +331,45 @@ def test_attention_mask_option_reads_the_registry(monkeypatch):
     parser = argparse.ArgumentParser()
     UniLMTransformerModel.add_args(parser)
     words = " ".join(parser.format_help().split())
-    assert all(" ".join(f"{name}: {v.help}".split()) in words for name, v in ATTENTION_VARIANTS.items())
-    assert parser.parse_args(["--attention-mask", "bidirectional"]).attention_mask == "bidirectional"
+    assert all(
+        " ".join(f"{name}: {v.help}".split()) in words for name, v in ATTENTION_VARIANTS.items()
+    )
+    assert (
+        parser.parse_args(["--attention-mask", "bidirectional"]).attention_mask == "bidirectional"
+    )
     d = dictionary()
-    with pytest.raises(FairseqExtError, match="'nope' is unknown; choose one of prefix, causal, permutation$"):
+    with pytest.raises(
+        FairseqExtError, match="'nope' is unknown; choose one of prefix, causal, permutation$"
+    ):
         build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "nope")
-    monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", AttentionVariant(
-        lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone", incremental=False))
-    assert build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "bidirectional").attention_mask == "bidirectional"
-    with pytest.raises(FairseqExtError, match="choose one of prefix, causal, permutation, bidirectional$"):
+    monkeypatch.setitem(
+        ATTENTION_VARIANTS,
+        "bidirectional",
+        AttentionVariant(
+            lambda segment_ids, ranks: predicates.bidirectional,
+            "everyone sees everyone",
+            incremental=False,
+        ),
+    )
+    assert (
+        build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "bidirectional").attention_mask
+        == "bidirectional"
+    )
+    with pytest.raises(
+        FairseqExtError, match="choose one of prefix, causal, permutation, bidirectional$"
+    ):
         build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "nope")
 
 
 def _seq2seq_sample(d):
     src = torch.full((3, 5), d.pad())
     for b, n in enumerate((5, 2, 4)):
-        src[b, 5 - n:] = torch.arange(n) + d.nspecial + 3 * b
+        src[b, 5 - n :] = torch.arange(n) + d.nspecial + 3 * b
         src[b, -1] = d.eos()
-    return {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}, "id": torch.arange(3)}
+    return {
+        "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
+        "id": torch.arange(3),
+    }
 
 
 def test_the_masks_the_model_runs_are_the_rule(monkeypatch):
@@ -300,7 +391,9 @@ def test_the_masks_the_model_runs_are_the_rule(monkeypatch):
     model(src, None, prev)
     allowed, _ = seen[0]
     width = src.size(1) + 1  # <s> source </s>, left-padded
-    pad = torch.cat([model.encoder.with_cls(src).eq(d.pad()), torch.zeros(3, 3, dtype=torch.bool)], 1)
+    pad = torch.cat(
+        [model.encoder.with_cls(src).eq(d.pad()), torch.zeros(3, 3, dtype=torch.bool)], 1
+    )
 
     def sees(b, i, j):
         return i == j if pad[b, i] else not pad[b, j] and (j < width or width <= i and j <= i)
@@ -308,7 +401,9 @@ def test_the_masks_the_model_runs_are_the_rule(monkeypatch):
     assert torch.equal(allowed, definition(sees, 3, 1, width + 3, width + 3)[:, 0])
 
     seen.clear()
-    UniLMSequenceGenerator([model], d, beam_size=2, max_len_b=4, min_len=4).generate([model], sample)
+    UniLMSequenceGenerator([model], d, beam_size=2, max_len_b=4, min_len=4).generate(
+        [model], sample
+    )
     steps = [(allowed, cached) for allowed, cached in seen if cached]
     assert steps
     for allowed, cached in steps:  # the newest target row against the cached keys and itself
@@ -323,31 +418,54 @@ def test_each_task_accepts_the_masks_the_registry_lists_for_it(monkeypatch):
     refused with the task that trains it."""
     assert masks_of_task("unilm_seq2seq") == ("prefix", "causal")
     assert masks_of_task("permutation_lm") == ("causal", "permutation")
-    monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", AttentionVariant(
-        lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone", incremental=False))
+    monkeypatch.setitem(
+        ATTENTION_VARIANTS,
+        "bidirectional",
+        AttentionVariant(
+            lambda segment_ids, ranks: predicates.bidirectional,
+            "everyone sees everyone",
+            incremental=False,
+        ),
+    )
     unilm = next(f for f in FAMILIES if "permutation_lm" in f.tasks)
-    monkeypatch.setitem(unilm.attention_masks, "permutation_lm", ("causal", "permutation", "bidirectional"))
+    monkeypatch.setitem(
+        unilm.attention_masks, "permutation_lm", ("causal", "permutation", "bidirectional")
+    )
     assert masks_of_task("permutation_lm") == ("causal", "permutation", "bidirectional")
     d = dictionary()
     lm = PermutationLMTask(PermutationLMConfig(), d)
     cfg = argparse.Namespace(init_from=None)
-    prepare_unilm_model(build(lm, "bidirectional"), cfg, task="permutation_lm", dictionary=d, from_checkpoint=False)
+    prepare_unilm_model(
+        build(lm, "bidirectional"), cfg, task="permutation_lm", dictionary=d, from_checkpoint=False
+    )
     for mask, task, message in (
-            ("bidirectional", "unilm_seq2seq",
-             "--attention-mask bidirectional is for --task permutation_lm; unilm_seq2seq takes prefix or causal"),
-            ("prefix", "permutation_lm",
-             "--attention-mask prefix is for --task unilm_seq2seq; permutation_lm takes causal or permutation or "
-             "bidirectional")):
+        (
+            "bidirectional",
+            "unilm_seq2seq",
+            "--attention-mask bidirectional is for --task permutation_lm; unilm_seq2seq takes prefix or causal",
+        ),
+        (
+            "prefix",
+            "permutation_lm",
+            "--attention-mask prefix is for --task unilm_seq2seq; permutation_lm takes causal or permutation or "
+            "bidirectional",
+        ),
+    ):
         with pytest.raises(FairseqExtError, match=message):
-            prepare_unilm_model(build(lm, mask), cfg, task=task, dictionary=d, from_checkpoint=False)
+            prepare_unilm_model(
+                build(lm, mask), cfg, task=task, dictionary=d, from_checkpoint=False
+            )
 
 
 def test_a_new_mask_is_one_registry_entry_and_decodes_by_recomputation(monkeypatch):
     """A registered variant that is not incremental (here: everyone sees everyone) is built,
     runs its rule in the full pass, and beam search decodes it by recomputing the whole
     sequence: with or without fairseq's cache, the same hypotheses."""
-    bidirectional = AttentionVariant(lambda segment_ids, ranks: predicates.bidirectional, "everyone sees everyone",
-                                     incremental=False)
+    bidirectional = AttentionVariant(
+        lambda segment_ids, ranks: predicates.bidirectional,
+        "everyone sees everyone",
+        incremental=False,
+    )
     monkeypatch.setitem(ATTENTION_VARIANTS, "bidirectional", bidirectional)
     d = dictionary()
     model = build(UniLMSeq2SeqTask(UniLMSeq2SeqConfig(), d, d), "bidirectional").double()

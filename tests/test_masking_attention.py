@@ -1,16 +1,22 @@
 """The attention-mask builders against brute-force definitions (nested loops over i, j)."""
+
 import pytest
 import torch
 
 from fairseq_ext.masking import check_order, order_ranks, random_order
-from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
+from fairseq_ext.masking.attention import (
+    bidirectional_mask,
+    causal_mask,
+    permutation_mask,
+    prefix_lm_mask,
+)
 
 
 def _padding(lengths, width, left=False):
     p = torch.ones(len(lengths), width, dtype=torch.bool)
     for b, n in enumerate(lengths):
         if left:
-            p[b, width - n:] = False
+            p[b, width - n :] = False
         else:
             p[b, :n] = False
     return p
@@ -43,9 +49,9 @@ def _segments(src_lens, tgt_lens, left_pad_source=True):
     seg = torch.zeros(len(src_lens), S + T, dtype=torch.long)
     pad = torch.zeros(len(src_lens), S + T, dtype=torch.bool)
     for b, (s, t) in enumerate(zip(src_lens, tgt_lens)):
-        pad[b, :S - s] = True
+        pad[b, : S - s] = True
         seg[b, S:] = 1
-        pad[b, S + t:] = True
+        pad[b, S + t :] = True
     return seg, pad
 
 
@@ -58,11 +64,13 @@ def test_prefix_mask_matches_definition_with_padding():
 def test_prefix_mask_source_is_bidirectional_and_target_causal():
     seg = torch.tensor([[0, 0, 0, 1, 1]])
     m = prefix_lm_mask(seg, torch.zeros(1, 5, dtype=torch.bool))[0].int().tolist()
-    assert m == [[1, 1, 1, 0, 0],
-                 [1, 1, 1, 0, 0],
-                 [1, 1, 1, 0, 0],
-                 [1, 1, 1, 1, 0],
-                 [1, 1, 1, 1, 1]]
+    assert m == [
+        [1, 1, 1, 0, 0],
+        [1, 1, 1, 0, 0],
+        [1, 1, 1, 0, 0],
+        [1, 1, 1, 1, 0],
+        [1, 1, 1, 1, 1],
+    ]
 
 
 def test_prefix_mask_rejects_other_segment_ids():
@@ -117,12 +125,15 @@ def test_order_ranks_invert_the_order():
             assert rank[b, order[b, k]] == k
 
 
-@pytest.mark.parametrize("bad, message", [
-    (torch.tensor([[0, 1, 1, 3]]), "position 1 appears 2 times"),
-    (torch.tensor([[0, 1, 2, 4]]), "entry 3 is 4, outside the range"),
-    (torch.tensor([[0, -1, 2, 3]]), "outside the range"),
-    (torch.tensor([[0.0, 1.0]]), "integer tensor"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (torch.tensor([[0, 1, 1, 3]]), "position 1 appears 2 times"),
+        (torch.tensor([[0, 1, 2, 4]]), "entry 3 is 4, outside the range"),
+        (torch.tensor([[0, -1, 2, 3]]), "outside the range"),
+        (torch.tensor([[0.0, 1.0]]), "integer tensor"),
+    ],
+)
 def test_an_order_that_is_not_a_permutation_is_refused(bad, message):
     with pytest.raises(ValueError, match=message):
         check_order(bad)

@@ -1,10 +1,17 @@
 """HI-CMLM's masking functions against brute-force definitions."""
+
 import math
 
 import pytest
 import torch
 
-from fairseq_ext.masking import mix_decoder_input, soft_copy, source_copy_weight, training_copy_weight, uniform_count_mask
+from fairseq_ext.masking import (
+    mix_decoder_input,
+    soft_copy,
+    source_copy_weight,
+    training_copy_weight,
+    uniform_count_mask,
+)
 from fairseq_ext.masking.hybrid import decoder_fence, fence_pattern, random_copy_slots
 from fairseq_ext.masking.soft_copy import relative_position_copy_weights
 
@@ -13,13 +20,14 @@ def _rows_masks(lengths, width, left=False):
     m = torch.zeros(len(lengths), width, dtype=torch.bool)
     for b, n in enumerate(lengths):
         if left:
-            m[b, width - n:] = True
+            m[b, width - n :] = True
         else:
             m[b, :n] = True
     return m
 
 
 # --- uniform_count_mask -------------------------------------------------------------------
+
 
 def test_uniform_count_never_masks_unmaskable_and_masks_at_least_one():
     g = torch.Generator().manual_seed(0)
@@ -57,6 +65,7 @@ def test_uniform_count_rejects_non_bool():
 
 
 # --- soft copy ----------------------------------------------------------------------------
+
 
 def _brute_weights(tgt_mask, src_mask, tau):
     B, T = tgt_mask.shape
@@ -145,8 +154,12 @@ def _brute_weight(masked, strategy, w, fence_first="mask"):
         for i in range(masked.size(1)):
             if not masked[b, i]:
                 continue
-            out[b, i] = {"all_mask": 0.0, "all_copied": 1.0, "weighted_sum": 1 - w,
-                         "fence_replace": float(literal[i - 1]) if i >= 1 else 0.0}[strategy]
+            out[b, i] = {
+                "all_mask": 0.0,
+                "all_copied": 1.0,
+                "weighted_sum": 1 - w,
+                "fence_replace": float(literal[i - 1]) if i >= 1 else 0.0,
+            }[strategy]
     return out
 
 
@@ -162,8 +175,12 @@ def test_source_copy_weight_matches_definition(strategy, fence_first):
 
 def test_fence_gives_the_first_target_word_m_and_the_second_z():
     masked = torch.tensor([[False, True, True, True, False]])  # <s> y1 y2 y3 </s>
-    assert source_copy_weight(masked, "fence_replace", 0.6, "mask").tolist() == [[0.0, 0.0, 1.0, 0.0, 0.0]]
-    assert source_copy_weight(masked, "fence_replace", 0.6, "copy").tolist() == [[0.0, 1.0, 0.0, 1.0, 0.0]]
+    assert source_copy_weight(masked, "fence_replace", 0.6, "mask").tolist() == [
+        [0.0, 0.0, 1.0, 0.0, 0.0]
+    ]
+    assert source_copy_weight(masked, "fence_replace", 0.6, "copy").tolist() == [
+        [0.0, 1.0, 0.0, 1.0, 0.0]
+    ]
 
 
 def _corrupt(rows, width, seed):
@@ -198,7 +215,9 @@ def test_paper_training_input_is_the_same_for_every_strategy():
     weights = []
     for strategy in ("all_mask", "all_copied", "weighted_sum", "fence_replace"):
         g = torch.Generator().manual_seed(11)
-        weights.append(training_copy_weight(masked, "paper", 0.5, strategy, 0.6, "mask", generator=g))
+        weights.append(
+            training_copy_weight(masked, "paper", 0.5, strategy, 0.6, "mask", generator=g)
+        )
     assert all(torch.equal(w, weights[0]) for w in weights)
     assert set(weights[0][masked].unique().tolist()) == {0.0, 1.0}
     assert (weights[0][~masked] == 0).all()
@@ -207,8 +226,10 @@ def test_paper_training_input_is_the_same_for_every_strategy():
 @pytest.mark.parametrize("strategy", ["all_mask", "all_copied", "weighted_sum", "fence_replace"])
 def test_decoding_rule_training_input_is_the_decoding_input(strategy):
     masked, _ = _corrupt([9, 12, 5], 14, seed=4)
-    assert torch.equal(training_copy_weight(masked, "decoding_rule", 0.5, strategy, 0.6, "mask"),
-                       source_copy_weight(masked, strategy, 0.6, "mask"))
+    assert torch.equal(
+        training_copy_weight(masked, "decoding_rule", 0.5, strategy, 0.6, "mask"),
+        source_copy_weight(masked, strategy, 0.6, "mask"),
+    )
     with pytest.raises(ValueError, match="training input"):
         training_copy_weight(masked, "sometimes", 0.5, strategy, 0.6, "mask")
 
@@ -216,18 +237,20 @@ def test_decoding_rule_training_input_is_the_decoding_input(strategy):
 @pytest.mark.parametrize("strategy", ["all_mask", "all_copied", "weighted_sum", "fence_replace"])
 def test_mix_puts_m_and_z_where_they_belong(strategy):
     B, T, C = 2, 8, 3
-    M = torch.full((B, T, C), 1.0)       # every slot "is" M (masked) or a token embedding
-    M[:, ::3] = 7.0                       # some observed-token embeddings
+    M = torch.full((B, T, C), 1.0)  # every slot "is" M (masked) or a token embedding
+    M[:, ::3] = 7.0  # some observed-token embeddings
     Z = torch.full((B, T, C), -1.0)
     masked = torch.zeros(B, T, dtype=torch.bool)
     masked[:, 1:6] = True
-    masked[1, 6:] = False                 # row 1 padded at the end, never masked
+    masked[1, 6:] = False  # row 1 padded at the end, never masked
     x = mix_decoder_input(M, Z, source_copy_weight(masked, strategy, 0.6, "mask"))
     for b in range(B):
         for i in range(T):
             if not masked[b, i]:
                 expected = M[b, i]
-            elif strategy == "all_mask" or (strategy == "fence_replace" and PAPER_FENCE[i - 1] == 0):
+            elif strategy == "all_mask" or (
+                strategy == "fence_replace" and PAPER_FENCE[i - 1] == 0
+            ):
                 expected = M[b, i]
             elif strategy == "weighted_sum":
                 expected = 0.6 * M[b, i] + 0.4 * Z[b, i]

@@ -1,15 +1,16 @@
 """Position masking's corruption functions and the straight-through attention dropout:
 rates over many draws, the 80/10/10 and 90/5/5 splits, special tokens and padding never
 chosen, draw-for-draw equality with fairseq's MaskTokensDataset, hand-computed gradients."""
+
 import math
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from fairseq.data import Dictionary, MaskTokensDataset
 from fairseq.modules import MultiheadAttention
+
 from fairseq_ext.masking import MASK_POSITION, bert_token_mask, position_mask
 from fairseq_ext.modules import (
     StraightThroughDropout,
@@ -66,8 +67,12 @@ def test_token_mask_expected_count_is_exact_with_random_rounding():
     """``int(p * n + u)`` has mean ``p * n`` even when ``p * n`` is not an integer."""
     rng = np.random.default_rng(1)
     maskable = np.ones(7, dtype=bool)
-    counts = [bert_token_mask(np.arange(4, 11), maskable, rng, MASK, replacement_weights=_weights()).chosen.sum()
-              for _ in range(20000)]
+    counts = [
+        bert_token_mask(
+            np.arange(4, 11), maskable, rng, MASK, replacement_weights=_weights()
+        ).chosen.sum()
+        for _ in range(20000)
+    ]
     assert set(counts) == {1, 2}  # 0.15 * 7 = 1.05
     assert abs(np.mean(counts) - 1.05) < 5 * math.sqrt(0.05 * 0.95 / 20000)
 
@@ -79,19 +84,29 @@ def test_token_mask_is_fairseq_mask_tokens_dataset_draw_for_draw():
         d.add_symbol(f"w{i}", n=i + 1)
     mask_idx = d.add_symbol("<mask>")
     rng = np.random.default_rng(2)
-    items = [torch.from_numpy(np.concatenate([[d.bos()], rng.integers(d.nspecial, mask_idx, n), [d.eos()]]))
-             for n in rng.integers(3, 60, 200)]
+    items = [
+        torch.from_numpy(
+            np.concatenate([[d.bos()], rng.integers(d.nspecial, mask_idx, n), [d.eos()]])
+        )
+        for n in rng.integers(3, 60, 200)
+    ]
     weights = np.array(d.count, dtype=np.float64)
     weights[: d.nspecial] = 0
     weights /= weights.sum()
-    src, tgt = MaskTokensDataset.apply_mask(items, d, pad_idx=d.pad(), mask_idx=mask_idx, seed=7,
-                                            freq_weighted_replacement=True)
+    src, tgt = MaskTokensDataset.apply_mask(
+        items, d, pad_idx=d.pad(), mask_idx=mask_idx, seed=7, freq_weighted_replacement=True
+    )
     src.set_epoch(3)
     tgt.set_epoch(3)
     for index, item in enumerate(items):
         draw = np.random.default_rng(int(hash((7, 3, index)) % 1e6))
-        out = bert_token_mask(item.numpy(), np.ones(len(item), dtype=bool), draw, mask_idx,
-                              replacement_weights=weights)
+        out = bert_token_mask(
+            item.numpy(),
+            np.ones(len(item), dtype=bool),
+            draw,
+            mask_idx,
+            replacement_weights=weights,
+        )
         assert np.array_equal(out.tokens, src[index].numpy()), index
         expected_target = np.where(out.chosen, item.numpy(), d.pad())
         assert np.array_equal(expected_target, tgt[index].numpy()), index

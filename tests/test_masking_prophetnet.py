@@ -1,13 +1,25 @@
 """ProphetNet's masks, relative-position buckets and span corruption against brute-force
 definitions (nested loops over i, j), and their dtype safety."""
+
 import math
 
 import numpy as np
 import pytest
 import torch
 
-from fairseq_ext.masking import additive_attention_mask, block_span_mask, ngram_stream_buckets, replace_80_10_10, span_lengths
-from fairseq_ext.masking.ngram_stream import main_stream_mask, ngram_stream_key_mask, ngram_stream_mask, predicting_stream_main_mask
+from fairseq_ext.masking import (
+    additive_attention_mask,
+    block_span_mask,
+    ngram_stream_buckets,
+    replace_80_10_10,
+    span_lengths,
+)
+from fairseq_ext.masking.ngram_stream import (
+    main_stream_mask,
+    ngram_stream_key_mask,
+    ngram_stream_mask,
+    predicting_stream_main_mask,
+)
 from fairseq_ext.masking.relative_position import relative_position_bucket
 
 
@@ -73,12 +85,16 @@ def brute_bucket(rel, num_buckets, max_distance, bidirectional):
     return offset + min(far, num_buckets - 1)
 
 
-@pytest.mark.parametrize("num_buckets,max_distance,bidirectional",
-                         [(32, 128, False), (8, 16, False), (2, 3, False), (32, 128, True), (10, 40, True)])
+@pytest.mark.parametrize(
+    "num_buckets,max_distance,bidirectional",
+    [(32, 128, False), (8, 16, False), (2, 3, False), (32, 128, True), (10, 40, True)],
+)
 def test_relative_position_bucket_matches_brute_force(num_buckets, max_distance, bidirectional):
     rel = torch.arange(-300, 301)
     got = relative_position_bucket(rel, num_buckets, max_distance, bidirectional)
-    want = torch.tensor([brute_bucket(int(r), num_buckets, max_distance, bidirectional) for r in rel])
+    want = torch.tensor(
+        [brute_bucket(int(r), num_buckets, max_distance, bidirectional) for r in rel]
+    )
     assert torch.equal(got, want)
     assert got.min() >= 0 and got.max() == num_buckets - 1
 
@@ -106,7 +122,7 @@ def test_ngram_stream_buckets_match_brute_force():
 
 def _blocks(maskable, block_size):
     where = np.flatnonzero(maskable).tolist()
-    return [where[i:i + block_size] for i in range(0, len(where), block_size)]
+    return [where[i : i + block_size] for i in range(0, len(where), block_size)]
 
 
 def test_block_span_mask_one_contiguous_span_per_block():
@@ -121,9 +137,13 @@ def test_block_span_mask_one_contiguous_span_per_block():
         for i, block in enumerate(_blocks(maskable, block_size)):
             picked = [k for k, pos in enumerate(block) if chosen[pos]]
             assert len(picked) == max(1, round(ratio * len(block)))
-            assert picked == list(range(picked[0], picked[0] + len(picked)))  # contiguous in the block
+            assert picked == list(
+                range(picked[0], picked[0] + len(picked))
+            )  # contiguous in the block
             starts[i].add(picked[0])
-        assert int(chosen.sum()) == sum(max(1, round(ratio * len(b))) for b in _blocks(maskable, block_size))
+        assert int(chosen.sum()) == sum(
+            max(1, round(ratio * len(b))) for b in _blocks(maskable, block_size)
+        )
     # uniform starts: every possible start of the full blocks turned up in 300 draws
     assert starts[0] == set(range(64 - 10 + 1)) and starts[1] == set(range(64 - 10 + 1))
 
@@ -156,8 +176,13 @@ def test_replace_80_10_10_statistics():
     tokens = np.arange(10, 20010)
     chosen = np.zeros(len(tokens), dtype=bool)
     chosen[::2] = True
-    out, kind = replace_80_10_10(tokens, chosen, np.random.default_rng(0), mask_value=7,
-                                 replacement_weights=_uniform_weights(4, 7))
+    out, kind = replace_80_10_10(
+        tokens,
+        chosen,
+        np.random.default_rng(0),
+        mask_value=7,
+        replacement_weights=_uniform_weights(4, 7),
+    )
     assert np.array_equal(out[~chosen], tokens[~chosen]) and not kind[~chosen].any()
     n = int(chosen.sum())
     share = [float((kind == k).sum()) / n for k in (1, 2, 3)]

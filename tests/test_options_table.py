@@ -1,6 +1,7 @@
 """docs/options.md is what ``fairseq_ext.common.options_table`` generates from the dataclass configs
 (regenerate with ``python -m fairseq_ext.common.options_table > docs/options.md``), and the table
 reads the configs rather than a copy: a changed default shows up in it."""
+
 import dataclasses
 
 from fairseq_ext.common import options_table
@@ -11,15 +12,26 @@ from tests.conftest import ROOT
 
 def test_committed_options_page_equals_the_generated_one():
     committed = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
-    assert committed == options_table.options_page(), \
+    assert committed == options_table.options_page(), (
         "docs/options.md is stale: python -m fairseq_ext.common.options_table > docs/options.md"
+    )
 
 
 def test_every_plugin_model_task_and_criterion_has_a_section():
     page = options_table.options_page()
-    for name in ("hi_cmlm_transformer", "prophetnet", "unilm_transformer", "position_masked_roberta",
-                 "cmlm_hybrid", "translation_prophetnet", "prophetnet_denoising", "position_masked_lm",
-                 "unilm_seq2seq", "permutation_lm", "ngram_language_loss"):
+    for name in (
+        "hi_cmlm_transformer",
+        "prophetnet",
+        "unilm_transformer",
+        "position_masked_roberta",
+        "cmlm_hybrid",
+        "translation_prophetnet",
+        "prophetnet_denoising",
+        "position_masked_lm",
+        "unilm_seq2seq",
+        "permutation_lm",
+        "ngram_language_loss",
+    ):
         assert f"`{name}`" in page.split("## ", 1)[1], name
 
 
@@ -47,6 +59,10 @@ def test_every_numeric_option_states_its_range_in_its_config():
     missing = []
     for _kind, name, config, _note in options_table.registered():
         for f in options_table._own_fields(config):
-            if f.type in (int, float) and "range" not in f.metadata and (name, f.name) not in CROSS_CHECKED:
+            if (
+                f.type in (int, float)
+                and "range" not in f.metadata
+                and (name, f.name) not in CROSS_CHECKED
+            ):
                 missing.append(f"{name} --{f.name.replace('_', '-')}")
     assert not missing, missing

@@ -3,6 +3,7 @@ command line (``fairseq_ext.fairseq_changes.patch_scope``): the same training th
 through ``fairseq-hydra-train`` (the task in a config file, no ``--task`` anywhere) gets the same
 changes, and fairseq's own ``translation`` through ``fairseq-hydra-train`` gets none of them; a
 rank that fairseq spawns knows its command's task; with no task at hand the changes serve."""
+
 from __future__ import annotations
 
 import socket
@@ -17,19 +18,45 @@ DEAD_START = "2026-01-01 00:00:00 UTC"
 OPTIONS = {
     "unilm_seq2seq": {
         "task": {"_name": "unilm_seq2seq", "source_lang": "en", "target_lang": "de"},
-        "model": {"_name": "unilm_transformer_tiny", "attention_mask": "prefix", "encoder_layers": 1,
-                  "encoder_embed_dim": 32, "encoder_ffn_embed_dim": 64, "encoder_attention_heads": 2},
-        "criterion": {"_name": "label_smoothed_cross_entropy", "label_smoothing": 0.1}},
+        "model": {
+            "_name": "unilm_transformer_tiny",
+            "attention_mask": "prefix",
+            "encoder_layers": 1,
+            "encoder_embed_dim": 32,
+            "encoder_ffn_embed_dim": 64,
+            "encoder_attention_heads": 2,
+        },
+        "criterion": {"_name": "label_smoothed_cross_entropy", "label_smoothing": 0.1},
+    },
     "translation": {
         "task": {"_name": "translation", "source_lang": "en", "target_lang": "de"},
-        "model": {"_name": "transformer", "encoder_layers": 1, "decoder_layers": 1, "encoder_embed_dim": 32,
-                  "decoder_embed_dim": 32, "encoder_ffn_embed_dim": 64, "decoder_ffn_embed_dim": 64,
-                  "encoder_attention_heads": 2, "decoder_attention_heads": 2},
-        "criterion": {"_name": "cross_entropy"}},
+        "model": {
+            "_name": "transformer",
+            "encoder_layers": 1,
+            "decoder_layers": 1,
+            "encoder_embed_dim": 32,
+            "decoder_embed_dim": 32,
+            "encoder_ffn_embed_dim": 64,
+            "decoder_ffn_embed_dim": 64,
+            "encoder_attention_heads": 2,
+            "decoder_attention_heads": 2,
+        },
+        "criterion": {"_name": "cross_entropy"},
+    },
 }
-COMMON = {"common": {"user_dir": USER_DIR, "cpu": True, "seed": 1, "log_format": "simple", "no_progress_bar": True},
-          "dataset": {"max_tokens": 2000, "num_workers": 0}, "optimization": {"max_update": 2, "lr": [0.0005]},
-          "optimizer": {"_name": "adam"}, "lr_scheduler": {"_name": "fixed"}}
+COMMON = {
+    "common": {
+        "user_dir": USER_DIR,
+        "cpu": True,
+        "seed": 1,
+        "log_format": "simple",
+        "no_progress_bar": True,
+    },
+    "dataset": {"max_tokens": 2000, "num_workers": 0},
+    "optimization": {"max_update": 2, "lr": [0.0005]},
+    "optimizer": {"_name": "adam"},
+    "lr_scheduler": {"_name": "fixed"},
+}
 
 
 def _yaml(value, indent: str = "") -> str:
@@ -39,7 +66,13 @@ def _yaml(value, indent: str = "") -> str:
         if isinstance(item, dict):
             lines += [f"{indent}{key}:", _yaml(item, indent + "  ")]
         else:
-            text = "true" if item is True else "[" + ", ".join(map(str, item)) + "]" if isinstance(item, list) else item
+            text = (
+                "true"
+                if item is True
+                else "[" + ", ".join(map(str, item)) + "]"
+                if isinstance(item, list)
+                else item
+            )
             lines.append(f"{indent}{key}: {text}")
     return "\n".join(lines)
 
@@ -56,7 +89,10 @@ def _flags(value: dict) -> list[str]:
             elif item is True:
                 flags.append(f"--{key.replace('_', '-')}")
             else:
-                flags += [f"--{key.replace('_', '-')}", ",".join(map(str, item)) if isinstance(item, list) else item]
+                flags += [
+                    f"--{key.replace('_', '-')}",
+                    ",".join(map(str, item)) if isinstance(item, list) else item,
+                ]
     return [str(f) for f in flags]
 
 
@@ -78,17 +114,21 @@ def _save_dir_left_by_a_killed_run(save):
 
 
 def _changes_seen(save, stderr: str) -> dict:
-    return {"lock taken over": f"fairseq_ext: took over {save / 'train.lock'} from process" in stderr
-            and not (save / "train.lock").exists(),
-            "leftover removed": not (save / "checkpoint_1_9.pt.tmp").exists()
-            and f"fairseq_ext: removed {save / 'checkpoint_1_9.pt.tmp'}" in stderr,
-            "copy renamed into place": (save / "witness").read_bytes() == b"witness"}
+    return {
+        "lock taken over": f"fairseq_ext: took over {save / 'train.lock'} from process" in stderr
+        and not (save / "train.lock").exists(),
+        "leftover removed": not (save / "checkpoint_1_9.pt.tmp").exists()
+        and f"fairseq_ext: removed {save / 'checkpoint_1_9.pt.tmp'}" in stderr,
+        "copy renamed into place": (save / "witness").read_bytes() == b"witness",
+    }
 
 
 def _train(command: str, task: str, data, folder) -> dict:
     save = folder / f"{command}-{task}"
     _save_dir_left_by_a_killed_run(save)
-    restore = {"checkpoint": {"save_dir": save, "restore_file": save / "none.pt"}}  # witness is not read
+    restore = {
+        "checkpoint": {"save_dir": save, "restore_file": save / "none.pt"}
+    }  # witness is not read
     options = {**COMMON, **OPTIONS[task], **restore}
     options["task"] = {**options["task"], "data": data}
     if command == "fairseq-train":
@@ -96,8 +136,11 @@ def _train(command: str, task: str, data, folder) -> dict:
     else:
         config = folder / f"{task}.yaml"
         config.write_text(_yaml(options) + "\n", encoding="utf-8")
-        proc = run(["fairseq-hydra-train", "--config-dir", folder, "--config-name", config.stem], fresh=True,
-                   cwd=folder)
+        proc = run(
+            ["fairseq-hydra-train", "--config-dir", folder, "--config-name", config.stem],
+            fresh=True,
+            cwd=folder,
+        )
     assert "num_updates 2" in proc.stdout + proc.stderr, proc.stderr[-3000:]
     return _changes_seen(save, proc.stderr)
 
@@ -107,7 +150,9 @@ def test_fairseq_train_and_hydra_train_apply_the_same_changes(tiny_data, tmp_pat
     assert _train("fairseq-train", "unilm_seq2seq", tiny_data, tmp_path) == every
     assert _train("fairseq-hydra-train", "unilm_seq2seq", tiny_data, tmp_path) == every
     # fairseq's own task, in a config file with the plugin as its user_dir: fairseq's behaviour
-    assert _train("fairseq-hydra-train", "translation", tiny_data, tmp_path) == {k: False for k in every}
+    assert _train("fairseq-hydra-train", "translation", tiny_data, tmp_path) == {
+        k: False for k in every
+    }
 
 
 SCOPE = """
@@ -138,11 +183,20 @@ print(patch_scope.names_the_plugin(["data", "--arch", "hi_cmlm_transformer_tiny"
 
 
 def test_the_scope_is_the_task_at_hand_and_never_the_command_line():
-    proc = subprocess.run([sys.executable, "-c", SCOPE], capture_output=True, text=True, env=cli_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", SCOPE], capture_output=True, text=True, env=cli_env()
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.splitlines() == [
-        "True", "translation False True False", "translation all True", "cmlm_hybrid True True False",
-        "cmlm_hybrid all True", "translation False", "training False", "True False"]
+        "True",
+        "translation False True False",
+        "translation all True",
+        "cmlm_hybrid True True False",
+        "cmlm_hybrid all True",
+        "translation False",
+        "training False",
+        "True False",
+    ]
 
 
 SPAWNED = """

@@ -4,6 +4,7 @@
 ``fairseq_ext.plugin.load()`` does from Python, any number of times, and it applies
 ``fairseq_changes.install()``. ``import fairseq_ext.masking`` imports torch, not fairseq. Each
 case runs in a fresh interpreter."""
+
 import subprocess
 import sys
 
@@ -31,65 +32,87 @@ def state():  # imports nothing of the plugin: fairseq skips a --user-dir that i
 
 
 def python(code: str) -> str:
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=cli_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env()
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout.strip()
 
 
 def test_masking_imports_torch_only():
-    assert python("import fairseq_ext.masking, sys\n"
-                  "assert 'fairseq' not in sys.modules, sorted(m for m in sys.modules if m.startswith('fairseq'))\n"
-                  "assert 'torch' in sys.modules\n"
-                  "print('ok')") == "ok"
+    assert (
+        python(
+            "import fairseq_ext.masking, sys\n"
+            "assert 'fairseq' not in sys.modules, sorted(m for m in sys.modules if m.startswith('fairseq'))\n"
+            "assert 'torch' in sys.modules\n"
+            "print('ok')"
+        )
+        == "ok"
+    )
 
 
 def test_the_package_masks_and_hub_import_where_fairseq_cannot_be_imported():
     """``sys.modules['fairseq'] = None`` makes every import of fairseq fail, as without fairseq."""
-    out = python("import sys\nsys.modules['fairseq'] = None\n"
-                 "import fairseq_ext, fairseq_ext.masking, fairseq_ext.hub\n"
-                 "from fairseq_ext.masking import ATTENTION_VARIANTS, predicates\n"
-                 "import torch\n"
-                 "lower_triangle = predicates.causal(None, None, torch.arange(3)[:, None], torch.arange(3))\n"
-                 "print(sorted(ATTENTION_VARIANTS), lower_triangle.sum().item())")
+    out = python(
+        "import sys\nsys.modules['fairseq'] = None\n"
+        "import fairseq_ext, fairseq_ext.masking, fairseq_ext.hub\n"
+        "from fairseq_ext.masking import ATTENTION_VARIANTS, predicates\n"
+        "import torch\n"
+        "lower_triangle = predicates.causal(None, None, torch.arange(3)[:, None], torch.arange(3))\n"
+        "print(sorted(ATTENTION_VARIANTS), lower_triangle.sum().item())"
+    )
     assert out.splitlines()[-1] == "['causal', 'permutation', 'prefix'] 6"
 
 
 def test_import_changes_nothing_and_load_registers_and_patches():
-    out = python("import fairseq_ext, fairseq_ext.masking\n" + STATE +
-                 "print(state())\n"
-                 "from fairseq_ext import plugin\n"
-                 "plugin.load()\n"
-                 "print(state())\n"
-                 "plugin.load()\n"
-                 "print(state())")
-    assert out.splitlines() == ["[False, False, False, False, False, False]"] + ["[True, True, True, True, True, True]"] * 2
+    out = python(
+        "import fairseq_ext, fairseq_ext.masking\n" + STATE + "print(state())\n"
+        "from fairseq_ext import plugin\n"
+        "plugin.load()\n"
+        "print(state())\n"
+        "plugin.load()\n"
+        "print(state())"
+    )
+    assert (
+        out.splitlines()
+        == ["[False, False, False, False, False, False]"]
+        + ["[True, True, True, True, True, True]"] * 2
+    )
 
 
 def test_user_dir_loads_the_plugin_as_the_command_line_tools_do():
     """fairseq's option parsing imports ``--user-dir`` (``utils.import_user_module``)."""
-    out = python(STATE + "from fairseq import options\n"
-                 "print(state())\n"
-                 f"args = options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r},"
-                 " '--task', 'cmlm_hybrid', '--arch', 'hi_cmlm_transformer_tiny', '--criterion', 'nat_loss'])\n"
-                 "print(state(), args.hybrid_strategy)")
-    assert out.splitlines() == ["[False, False, False, False, False, False]",
-                                "[True, True, True, True, True, True] fence_replace"]
+    out = python(
+        STATE + "from fairseq import options\n"
+        "print(state())\n"
+        f"args = options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r},"
+        " '--task', 'cmlm_hybrid', '--arch', 'hi_cmlm_transformer_tiny', '--criterion', 'nat_loss'])\n"
+        "print(state(), args.hybrid_strategy)"
+    )
+    assert out.splitlines() == [
+        "[False, False, False, False, False, False]",
+        "[True, True, True, True, True, True] fence_replace",
+    ]
 
 
 def test_any_order_registers_once():
     """Modules first, then ``load()``, then ``--user-dir``: fairseq would raise on a second
     registration of a name, so a clean run is the check."""
-    out = python(STATE + "import fairseq_ext.models, fairseq_ext.criterions\n"
-                 "print(state())\n"
-                 "import fairseq_ext.tasks\n"
-                 "from fairseq_ext import plugin\n"
-                 "plugin.load(); plugin.load()\n"
-                 "from fairseq import options\n"
-                 f"args = options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r},"
-                 " '--task', 'translation_prophetnet', '--arch', 'prophetnet_tiny', '--criterion', 'ngram_language_loss'])\n"
-                 "print(state(), args.arch)")
-    assert out.splitlines() == ["[False, True, True, False, False, False]",
-                                "[True, True, True, True, True, True] prophetnet_tiny"]
+    out = python(
+        STATE + "import fairseq_ext.models, fairseq_ext.criterions\n"
+        "print(state())\n"
+        "import fairseq_ext.tasks\n"
+        "from fairseq_ext import plugin\n"
+        "plugin.load(); plugin.load()\n"
+        "from fairseq import options\n"
+        f"args = options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r},"
+        " '--task', 'translation_prophetnet', '--arch', 'prophetnet_tiny', '--criterion', 'ngram_language_loss'])\n"
+        "print(state(), args.arch)"
+    )
+    assert out.splitlines() == [
+        "[False, True, True, False, False, False]",
+        "[True, True, True, True, True, True] prophetnet_tiny",
+    ]
 
 
 FAIRSEQ_TRAIN_HELP = f"""
@@ -104,13 +127,17 @@ except SystemExit as stop:
 """
 
 
-@pytest.mark.parametrize("first", [
-    "import fairseq_ext\nassert 'fairseq' not in sys.modules\n",
-    "import fairseq_ext.masking\nassert 'fairseq' not in sys.modules\n",
-    "import fairseq_ext.hub\nassert 'fairseq' not in sys.modules\n",
-    "import fairseq, fairseq_ext\n",
-    "import fairseq, fairseq_ext.masking\n",
-], ids=["package-first", "masking-first", "hub-first", "fairseq-first", "fairseq-then-masking"])
+@pytest.mark.parametrize(
+    "first",
+    [
+        "import fairseq_ext\nassert 'fairseq' not in sys.modules\n",
+        "import fairseq_ext.masking\nassert 'fairseq' not in sys.modules\n",
+        "import fairseq_ext.hub\nassert 'fairseq' not in sys.modules\n",
+        "import fairseq, fairseq_ext\n",
+        "import fairseq, fairseq_ext.masking\n",
+    ],
+    ids=["package-first", "masking-first", "hub-first", "fairseq-first", "fairseq-then-masking"],
+)
 def test_user_dir_registers_whatever_was_imported_first(first):
     """fairseq's ``import_user_module`` skips a package already in ``sys.modules``; the plugin's
     step after it (``plugin.load_on_user_dir``) registers anyway. fairseq-train's main, in process."""
@@ -122,26 +149,36 @@ def test_user_dir_registers_whatever_was_imported_first(first):
 def test_user_dir_registers_when_asked_again_after_the_masks():
     """The same ``--user-dir`` twice (fairseq remembers it) and fairseq imported before the masks:
     one registration, the options parsed both times."""
-    parse = (f"options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r}, "
-             "'--task', 'unilm_seq2seq', '--arch', 'unilm_transformer_tiny'])")
-    out = python("from fairseq import options, utils\nimport fairseq_ext.masking\n"
-                 f"print({parse}.task, {parse}.arch, utils.import_user_module.fairseq_ext_loads)")
+    parse = (
+        f"options.parse_args_and_arch(options.get_training_parser(), ['data', '--user-dir', {USER_DIR!r}, "
+        "'--task', 'unilm_seq2seq', '--arch', 'unilm_transformer_tiny'])"
+    )
+    out = python(
+        "from fairseq import options, utils\nimport fairseq_ext.masking\n"
+        f"print({parse}.task, {parse}.arch, utils.import_user_module.fairseq_ext_loads)"
+    )
     assert out.splitlines()[-1] == "unilm_seq2seq unilm_transformer_tiny True"
 
 
 def test_plain_fairseq_train_registers():
-    proc = subprocess.run(["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "--help"],
-                          capture_output=True, text=True, env=cli_env())
+    proc = subprocess.run(
+        ["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "--help"],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "  --noise {random_mask,full_mask,no_noise}" in proc.stdout.splitlines()
 
 
 def test_fairseqs_from_pretrained_with_user_dir_after_import_fairseq_ext():
     """docs/python-api.md: ``user_dir=`` the package's folder, in a process that imported it."""
-    out = python("import os, fairseq_ext\n"
-                 "from fairseq.models.nat import CMLMNATransformerModel\n"
-                 "hub = CMLMNATransformerModel.from_pretrained(\n"
-                 f"    {str(ROOT / 'examples' / 'quickstart' / 'model')!r}, checkpoint_file='checkpoint.pt',\n"
-                 "    user_dir=os.path.dirname(fairseq_ext.__file__))\n"
-                 "print(type(hub.task).__name__, type(hub.models[0]).__name__)")
+    out = python(
+        "import os, fairseq_ext\n"
+        "from fairseq.models.nat import CMLMNATransformerModel\n"
+        "hub = CMLMNATransformerModel.from_pretrained(\n"
+        f"    {str(ROOT / 'examples' / 'quickstart' / 'model')!r}, checkpoint_file='checkpoint.pt',\n"
+        "    user_dir=os.path.dirname(fairseq_ext.__file__))\n"
+        "print(type(hub.task).__name__, type(hub.models[0]).__name__)"
+    )
     assert out.splitlines()[-1] == "CMLMHybridTask HiCMLMTransformerModel"

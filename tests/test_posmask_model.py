@@ -1,6 +1,7 @@
 """position_masked_lm + position_masked_roberta + its criterion, in process: probability 0
 is fairseq's masked_lm + roberta exactly, the position labels and inputs are where they
 belong, the loss is the paper's sum, fine-tuning drops the head, bad input is refused."""
+
 import logging
 import types
 
@@ -8,31 +9,69 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-
 from fairseq import options, tasks
 from fairseq.data import data_utils
 from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 from fairseq.modules import MultiheadAttention
-from fairseq_ext.data import NO_POSITION_LABEL
+
 from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.data import NO_POSITION_LABEL
 from fairseq_ext.masking import MASK_POSITION
 from fairseq_ext.models.position_masked_roberta import PositionMaskedRobertaModel
 from fairseq_ext.modules import StraightThroughDropout
 from tests.conftest import TINY_DIMS, USER_DIR
 
-ENCODER_DIMS = ["--encoder-layers", "2", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
-                "--encoder-attention-heads", "2"]
-NEW_KEYS = {"encoder.mask_position_embedding", "encoder.position_classifier.weight",
-            "encoder.position_classifier.bias"}
+ENCODER_DIMS = [
+    "--encoder-layers",
+    "2",
+    "--encoder-embed-dim",
+    "32",
+    "--encoder-ffn-embed-dim",
+    "64",
+    "--encoder-attention-heads",
+    "2",
+]
+NEW_KEYS = {
+    "encoder.mask_position_embedding",
+    "encoder.position_classifier.weight",
+    "encoder.position_classifier.bias",
+}
 
 
-def build(data, *extra, task="position_masked_lm", arch="position_masked_roberta_tiny",
-          criterion="position_masked_lm", seed=0, break_mode="eos"):
+def build(
+    data,
+    *extra,
+    task="position_masked_lm",
+    arch="position_masked_roberta_tiny",
+    criterion="position_masked_lm",
+    seed=0,
+    break_mode="eos",
+):
     parser = options.get_training_parser()
-    args = options.parse_args_and_arch(parser, [
-        str(data), "--user-dir", USER_DIR, "--task", task, "--arch", arch, *ENCODER_DIMS,
-        "--criterion", criterion, "--tokens-per-sample", "64", "--sample-break-mode", break_mode,
-        "--seed", "3", "--batch-size", "8", *extra])
+    args = options.parse_args_and_arch(
+        parser,
+        [
+            str(data),
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            task,
+            "--arch",
+            arch,
+            *ENCODER_DIMS,
+            "--criterion",
+            criterion,
+            "--tokens-per-sample",
+            "64",
+            "--sample-break-mode",
+            break_mode,
+            "--seed",
+            "3",
+            "--batch-size",
+            "8",
+            *extra,
+        ],
+    )
     cfg = convert_namespace_to_omegaconf(args)
     t = tasks.setup_task(cfg.task)
     torch.manual_seed(seed)
@@ -42,8 +81,9 @@ def build(data, *extra, task="position_masked_lm", arch="position_masked_roberta
 
 def batches(task, split="valid"):
     task.load_dataset(split)
-    itr = task.get_batch_iterator(task.dataset(split), max_sentences=8, seed=3,
-                                  required_batch_size_multiple=8)
+    itr = task.get_batch_iterator(
+        task.dataset(split), max_sentences=8, seed=3, required_batch_size_multiple=8
+    )
     return list(itr.next_epoch_itr(shuffle=False))
 
 
@@ -51,10 +91,17 @@ def test_probability_zero_is_fairseq_masked_lm_and_roberta(mono_data):
     """Same batches token for token (with --mask-special-tokens, which lets <s> and </s> be
     masked as masked_lm does), the same parameter names, and the same loss and gradients
     with dropout on."""
-    ours, model, crit = build(mono_data, "--position-mask-prob", "0", "--mask-special-tokens",
-                              arch="position_masked_roberta", break_mode="none")
-    stock, roberta, stock_crit = build(mono_data, task="masked_lm", arch="roberta", criterion="masked_lm",
-                                       break_mode="none")
+    ours, model, crit = build(
+        mono_data,
+        "--position-mask-prob",
+        "0",
+        "--mask-special-tokens",
+        arch="position_masked_roberta",
+        break_mode="none",
+    )
+    stock, roberta, stock_crit = build(
+        mono_data, task="masked_lm", arch="roberta", criterion="masked_lm", break_mode="none"
+    )
     shared = {k: v for k, v in model.state_dict().items() if k not in NEW_KEYS}
     assert set(model.state_dict()) - set(shared) == NEW_KEYS
     roberta.load_state_dict(shared, strict=True)  # every shared parameter keeps fairseq's name
@@ -88,8 +135,12 @@ def test_probability_zero_is_fairseq_masked_lm_and_roberta(mono_data):
 def test_probability_zero_same_batch_same_loss_by_default(mono_data):
     """Without --mask-special-tokens the batches differ from masked_lm's only in that <s> and
     </s> are never masked; on the same batch the two losses are equal."""
-    ours, model, crit = build(mono_data, "--position-mask-prob", "0", arch="position_masked_roberta")
-    _, roberta, stock_crit = build(mono_data, task="masked_lm", arch="roberta", criterion="masked_lm")
+    ours, model, crit = build(
+        mono_data, "--position-mask-prob", "0", arch="position_masked_roberta"
+    )
+    _, roberta, stock_crit = build(
+        mono_data, task="masked_lm", arch="roberta", criterion="masked_lm"
+    )
     roberta.load_state_dict({k: v for k, v in model.state_dict().items() if k not in NEW_KEYS})
     model.eval()
     roberta.eval()
@@ -153,7 +204,9 @@ def test_input_position_embeddings_brute_force(mono_data):
 
 
 def test_loss_is_mlm_plus_weighted_position_loss(mono_data):
-    task, model, crit = build(mono_data, "--position-mask-prob", "0.3", "--position-loss-weight", "0.7")
+    task, model, crit = build(
+        mono_data, "--position-mask-prob", "0.3", "--position-loss-weight", "0.7"
+    )
     model.eval()
     batch = batches(task)[1]
     loss, sample_size, log = crit(model, batch)
@@ -170,7 +223,9 @@ def test_loss_is_mlm_plus_weighted_position_loss(mono_data):
     assert int(sample_size) == n_tok and log["position_sample_size"] == n_pos > 0
     assert torch.allclose(loss, mlm + 0.7 * position * n_tok / n_pos, rtol=1e-5)
     assert int(log["mlm_correct"]) == int((lm_logits.argmax(-1) == target[tok]).sum())
-    assert int(log["position_correct"]) == int((pos_logits.argmax(-1) == batch["position_target"][pos]).sum())
+    assert int(log["position_correct"]) == int(
+        (pos_logits.argmax(-1) == batch["position_target"][pos]).sum()
+    )
 
 
 def test_fine_tuning_model_drops_the_position_head(mono_data, caplog):
@@ -178,7 +233,9 @@ def test_fine_tuning_model_drops_the_position_head(mono_data, caplog):
     state = pretrained.state_dict()
     assert NEW_KEYS <= set(state)
     args = pretrained.args
-    finetune_task = types.SimpleNamespace(source_dictionary=task.source_dictionary, max_positions=lambda: 64)
+    finetune_task = types.SimpleNamespace(
+        source_dictionary=task.source_dictionary, max_positions=lambda: 64
+    )
     model = PositionMaskedRobertaModel.build_model(args, finetune_task)
     assert not NEW_KEYS & set(model.state_dict())
     with caplog.at_level(logging.INFO):
@@ -192,19 +249,43 @@ def test_fine_tuning_model_drops_the_position_head(mono_data, caplog):
         model(tokens, src_positions=torch.arange(7).expand(2, 7))
 
 
-@pytest.mark.parametrize("arch, extra, expected", [
-    ("position_masked_roberta_tiny", [], 2),
-    ("hi_cmlm_transformer_tiny", [], 3),
-])
+@pytest.mark.parametrize(
+    "arch, extra, expected",
+    [("position_masked_roberta_tiny", [], 2), ("hi_cmlm_transformer_tiny", [], 3)],
+)
 def test_straight_through_flag_switches_every_attention(mono_data, tmp_path, arch, extra, expected):
     if arch.startswith("hi_cmlm"):
         for lang in ("en", "de"):
             (tmp_path / f"dict.{lang}.txt").write_text("".join(f"w{i} 1\n" for i in range(20)))
-        argv = [str(tmp_path), "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-                "--arch", arch, *TINY_DIMS, "--criterion", "nat_loss"]
+        argv = [
+            str(tmp_path),
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "cmlm_hybrid",
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--arch",
+            arch,
+            *TINY_DIMS,
+            "--criterion",
+            "nat_loss",
+        ]
     else:
-        argv = [str(mono_data), "--user-dir", USER_DIR, "--task", "position_masked_lm", "--arch", arch,
-                *ENCODER_DIMS, "--criterion", "position_masked_lm"]
+        argv = [
+            str(mono_data),
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "position_masked_lm",
+            "--arch",
+            arch,
+            *ENCODER_DIMS,
+            "--criterion",
+            "position_masked_lm",
+        ]
     for flag, count in (([], 0), (["--attention-dropout-straight-through"], expected)):
         args = options.parse_args_and_arch(options.get_training_parser(), argv + flag + extra)
         model = tasks.setup_task(args).build_model(args)
@@ -213,17 +294,20 @@ def test_straight_through_flag_switches_every_attention(mono_data, tmp_path, arc
         assert sum(isinstance(m.dropout_module, StraightThroughDropout) for m in attention) == count
 
 
-@pytest.mark.parametrize("extra, match", [
-    (["--position-mask-prob", "1.5"], r"--position-mask-prob must be in \[0, 1\]"),
-    (["--position-mask-prob", "-0.1"], r"--position-mask-prob must be in \[0, 1\]"),
-    (["--mask-prob", "0"], "--mask-prob must be > 0"),
-    (["--mask-prob", "1.2"], r"--mask-prob must be in \[0, 1\]"),
-    (["--position-keep-prob", "0.6", "--position-random-prob", "0.6"], "must be <= 1"),
-    (["--leave-unmasked-prob", "0.7", "--random-token-prob", "0.7"], "must be <= 1"),
-    (["--mask-whole-words"], "does not support"),
-    (["--position-loss-weight", "-1"], "--position-loss-weight must be a finite number >= 0"),
-    (["--max-positions", "32"], "more than the 32 classes of the position classifier"),
-])
+@pytest.mark.parametrize(
+    "extra, match",
+    [
+        (["--position-mask-prob", "1.5"], r"--position-mask-prob must be in \[0, 1\]"),
+        (["--position-mask-prob", "-0.1"], r"--position-mask-prob must be in \[0, 1\]"),
+        (["--mask-prob", "0"], "--mask-prob must be > 0"),
+        (["--mask-prob", "1.2"], r"--mask-prob must be in \[0, 1\]"),
+        (["--position-keep-prob", "0.6", "--position-random-prob", "0.6"], "must be <= 1"),
+        (["--leave-unmasked-prob", "0.7", "--random-token-prob", "0.7"], "must be <= 1"),
+        (["--mask-whole-words"], "does not support"),
+        (["--position-loss-weight", "-1"], "--position-loss-weight must be a finite number >= 0"),
+        (["--max-positions", "32"], "more than the 32 classes of the position classifier"),
+    ],
+)
 def test_bad_options_are_refused(mono_data, extra, match):
     with pytest.raises(FairseqExtError, match=match):
         build(mono_data, *extra)
@@ -231,8 +315,11 @@ def test_bad_options_are_refused(mono_data, extra, match):
 
 def test_bad_data_and_inputs_are_refused(mono_data):
     task, model, _ = build(mono_data, "--tokens-per-sample", "8")
-    with pytest.raises(FairseqExtError, match=r"valid example \d+ has \d+ tokens with <s>, more than "
-                                              "--tokens-per-sample 8"):
+    with pytest.raises(
+        FairseqExtError,
+        match=r"valid example \d+ has \d+ tokens with <s>, more than "
+        "--tokens-per-sample 8",
+    ):
         task.load_dataset("valid")
     with pytest.raises(FairseqExtError, match="Dataset not found: test"):
         task.load_dataset("test")

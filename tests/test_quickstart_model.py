@@ -1,6 +1,7 @@
 """The checkpoint shipped for `make quickstart` (examples/quickstart/model): it pickles nothing
 beyond the allow-list, matches the shipped dictionary, and translates held-out sentences
 (sacreBLEU well above an untrained model's 0-1) through the real fairseq-generate."""
+
 import re
 
 import sacrebleu
@@ -26,9 +27,32 @@ def test_shipped_checkpoints_are_safe_and_match_the_dictionary():
 def test_shipped_student_translates_held_out_sentences(tmp_path):
     src, ref = read_sample("test", "en", N), read_sample("test", "de", N)
     data = binarize(MODEL / "spm.model", tmp_path, {"test": (src, ref)}, srcdict=MODEL / "dict.txt")
-    out = run(["fairseq-generate", data, "--user-dir", USER_DIR, "--task", "cmlm_hybrid", "-s", "en", "-t", "de",
-               "--path", MODEL / "checkpoint.pt", "--gen-subset", "test", "--batch-size", "50",
-               "--iter-decode-max-iter", "4", "--iter-decode-with-beam", "2", "--post-process", "sentencepiece"])
+    out = run(
+        [
+            "fairseq-generate",
+            data,
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "cmlm_hybrid",
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--path",
+            MODEL / "checkpoint.pt",
+            "--gen-subset",
+            "test",
+            "--batch-size",
+            "50",
+            "--iter-decode-max-iter",
+            "4",
+            "--iter-decode-with-beam",
+            "2",
+            "--post-process",
+            "sentencepiece",
+        ]
+    )
     hyps = {}
     for line in out.stdout.splitlines():
         if line.startswith("D-"):
@@ -43,14 +67,26 @@ def test_make_quickstart_continues_the_student_as_it_was_trained():
     """examples/quickstart/run.sh continues the shipped student with the layout and training input its saved
     configuration records (HI-CMLM section 3.3 or a decoding rule, copy share, fence start), and
     that configuration is the paper's (Wang et al. 2021, section 3.3: first target word [MASK])."""
-    cfg = vars(safe_load(str(MODEL / "checkpoint.pt"))["cfg"]["model"])  # an argparse Namespace (add_args)
+    cfg = vars(
+        safe_load(str(MODEL / "checkpoint.pt"))["cfg"]["model"]
+    )  # an argparse Namespace (add_args)
     script = (ROOT / "examples" / "quickstart" / "run.sh").read_text()
-    flags = dict(re.findall(r"--(arch|encoder-layers|decoder-layers|train-decoder-input|train-copy-share|fence-first|"
-                            r"hybrid-strategy) (\S+)", script))
-    assert flags == {"arch": cfg["arch"], "encoder-layers": str(cfg["encoder_layers"]),
-                     "decoder-layers": str(cfg["decoder_layers"]),
-                     "train-decoder-input": cfg["train_decoder_input"], "train-copy-share": str(cfg["train_copy_share"]),
-                     "fence-first": cfg["fence_first"], "hybrid-strategy": cfg["hybrid_strategy"]}
+    flags = dict(
+        re.findall(
+            r"--(arch|encoder-layers|decoder-layers|train-decoder-input|train-copy-share|fence-first|"
+            r"hybrid-strategy) (\S+)",
+            script,
+        )
+    )
+    assert flags == {
+        "arch": cfg["arch"],
+        "encoder-layers": str(cfg["encoder_layers"]),
+        "decoder-layers": str(cfg["decoder_layers"]),
+        "train-decoder-input": cfg["train_decoder_input"],
+        "train-copy-share": str(cfg["train_copy_share"]),
+        "fence-first": cfg["fence_first"],
+        "hybrid-strategy": cfg["hybrid_strategy"],
+    }
     assert (cfg["train_decoder_input"], cfg["fence_first"]) == ("paper", "mask")
     assert safe_load(str(MODEL / "checkpoint.pt"))["optimizer_history"][-1]["num_updates"] == 4000
 
@@ -66,11 +102,40 @@ def test_distilled_targets_are_the_shipped_teachers_beam_search(tmp_path):
     assert distilled != (data_dir / "train.de").read_text(encoding="utf-8").splitlines()
     picked = [0, 1, 2, 3, 500, 1500, 2999]
     src = [sources[i] for i in picked]
-    data = binarize(MODEL / "spm.model", tmp_path, {"train": (src, src)}, srcdict=MODEL / "dict.txt")
-    out = run(["fairseq-generate", data, "--user-dir", USER_DIR, "--task", "translation", "-s", "en", "-t", "de",
-               "--path", MODEL / "teacher.pt", "--gen-subset", "train", "--beam", "5", "--batch-size", "128",
-               "--required-batch-size-multiple", "1", "--post-process", "sentencepiece"])
-    hyps = {int(line.split("\t")[0][2:]): line.split("\t")[2] for line in out.stdout.splitlines() if line.startswith("D-")}
+    data = binarize(
+        MODEL / "spm.model", tmp_path, {"train": (src, src)}, srcdict=MODEL / "dict.txt"
+    )
+    out = run(
+        [
+            "fairseq-generate",
+            data,
+            "--user-dir",
+            USER_DIR,
+            "--task",
+            "translation",
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--path",
+            MODEL / "teacher.pt",
+            "--gen-subset",
+            "train",
+            "--beam",
+            "5",
+            "--batch-size",
+            "128",
+            "--required-batch-size-multiple",
+            "1",
+            "--post-process",
+            "sentencepiece",
+        ]
+    )
+    hyps = {
+        int(line.split("\t")[0][2:]): line.split("\t")[2]
+        for line in out.stdout.splitlines()
+        if line.startswith("D-")
+    }
     assert [hyps[i] for i in range(len(picked))] == [distilled[i] for i in picked]
 
 
@@ -86,13 +151,27 @@ def test_the_packaged_student_is_the_shipped_one_with_its_tied_tables_stored_onc
     ours = torch.load(packaged / "checkpoint.pt", map_location="cpu", weights_only=True)
     theirs = torch.load(MODEL / "checkpoint.pt", map_location="cpu", weights_only=True)
     assert sorted(ours) == sorted(theirs) and sorted(ours["model"]) == sorted(theirs["model"])
-    assert all(torch.equal(ours["model"][k], theirs["model"][k]) and ours["model"][k].dtype == theirs["model"][k].dtype
-               for k in theirs["model"])
+    assert all(
+        torch.equal(ours["model"][k], theirs["model"][k])
+        and ours["model"][k].dtype == theirs["model"][k].dtype
+        for k in theirs["model"]
+    )
     assert ours["cfg"] == theirs["cfg"] and ours["task_state"] == theirs["task_state"]
-    tied = {ours["model"][k].untyped_storage().data_ptr() for k in
-            ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "decoder.output_projection.weight")}
+    tied = {
+        ours["model"][k].untyped_storage().data_ptr()
+        for k in (
+            "encoder.embed_tokens.weight",
+            "decoder.embed_tokens.weight",
+            "decoder.output_projection.weight",
+        )
+    }
     assert len(tied) == 1
     assert (packaged / "checkpoint.pt").stat().st_size < 7_000_000
     for name in ("spm.model", "dict.en.txt", "dict.de.txt"):
         assert (packaged / name).read_bytes() == (MODEL / name).read_bytes()
-    assert sorted(p.name for p in packaged.iterdir()) == ["checkpoint.pt", "dict.de.txt", "dict.en.txt", "spm.model"]
+    assert sorted(p.name for p in packaged.iterdir()) == [
+        "checkpoint.pt",
+        "dict.de.txt",
+        "dict.en.txt",
+        "spm.model",
+    ]

@@ -11,6 +11,7 @@ written, and its test says why: a data script that downloads runs in its offline
 (``--local DIR``, the README's own words, and ``--vocab 200`` for the tiny data); ``make`` and
 ``pip`` are not run at all (the suite itself, a 7-minute quickstart, PyPI). The README's results
 summary quotes only numbers its linked pages hold."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,13 @@ def bash_blocks() -> list[tuple[str, str | None, bool]]:
         if lines[i] == "```bash":
             end = lines.index("```", i + 1)
             mark = MARK.fullmatch(lines[i - 1]) if i else None
-            blocks.append(("\n".join(lines[i + 1:end]) + "\n", mark.group(2) if mark else None,
-                           bool(mark and mark.group(1))))
+            blocks.append(
+                (
+                    "\n".join(lines[i + 1 : end]) + "\n",
+                    mark.group(2) if mark else None,
+                    bool(mark and mark.group(1)),
+                )
+            )
             i = end
         i += 1
     return blocks
@@ -69,8 +75,11 @@ def workspace(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("readme")
     for name in ("fairseq_ext", "data_prep", "examples"):
         (folder / name).symlink_to(ROOT / name)
-    local = {"multi30k": request.getfixturevalue("multi30k"), "gigaword": request.getfixturevalue("gigaword"),
-             "wikitext2": request.getfixturevalue("wikitext")}
+    local = {
+        "multi30k": request.getfixturevalue("multi30k"),
+        "gigaword": request.getfixturevalue("gigaword"),
+        "wikitext2": request.getfixturevalue("wikitext"),
+    }
     return {"folder": folder, "ran": set(), "local": local}
 
 
@@ -80,7 +89,9 @@ def offline(code: str, local: dict) -> str:
     for line in code.splitlines():
         m = DATA_SCRIPT.match(line)
         assert m, f"a block marked as downloading holds {line!r}, which is no data script"
-        out.append(f"bash data_prep/{m.group(1)}.sh {m.group(2)} --local {local[m.group(1)]} --vocab {TINY_VOCAB}")
+        out.append(
+            f"bash data_prep/{m.group(1)}.sh {m.group(2)} --local {local[m.group(1)]} --vocab {TINY_VOCAB}"
+        )
     return "\n".join(out) + "\n"
 
 
@@ -89,10 +100,17 @@ def run_block(index: int, space: dict) -> None:
     if why is not None:
         code = offline(code, space["local"])
     code = re.sub(r"(?m)^UPDATES=\d+", "UPDATES=2", code)
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=space["folder"], capture_output=True,
-                          text=True, env=script_env())
-    assert proc.returncode == 0, f"README block {IDS[index]} failed ({proc.returncode}):\n{code}\n" \
-                                 f"{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        cwd=space["folder"],
+        capture_output=True,
+        text=True,
+        env=script_env(),
+    )
+    assert proc.returncode == 0, (
+        f"README block {IDS[index]} failed ({proc.returncode}):\n{code}\n"
+        f"{proc.stdout[-3000:]}\n{proc.stderr[-4000:]}"
+    )
     check_outputs(code, space["folder"])
     space["ran"].add(index)
 
@@ -100,21 +118,36 @@ def run_block(index: int, space: dict) -> None:
 def check_outputs(code: str, folder) -> None:
     """What the block says it writes is there."""
     for out in re.findall(r"--out (\S+)", code):
-        assert sorted(p.name for p in (folder / out / "bin").glob("dict*.txt")), f"{out}/bin has no dictionary"
+        assert sorted(p.name for p in (folder / out / "bin").glob("dict*.txt")), (
+            f"{out}/bin has no dictionary"
+        )
     for save in re.findall(r"--save-dir (\S+)", code) + re.findall(r"pretrain\.sh \S+ (\S+)", code):
         assert (folder / save / "checkpoint_last.pt").is_file(), f"{save} has no checkpoint_last.pt"
-    for data, target in re.findall(r"fairseq-generate (\S+) .*?-t (\w+) ", code.replace("\\\n", " ")):
+    for data, target in re.findall(
+        r"fairseq-generate (\S+) .*?-t (\w+) ", code.replace("\\\n", " ")
+    ):
         (references,) = (folder / data).parent.glob(f"raw/val*.{target}")
-        hypotheses = re.findall(r"^H-(\d+)\t", (folder / "gen.txt").read_text(encoding="utf-8"), re.M)
-        assert sorted(map(int, hypotheses)) == list(range(len(references.read_text(encoding="utf-8").splitlines())))
+        hypotheses = re.findall(
+            r"^H-(\d+)\t", (folder / "gen.txt").read_text(encoding="utf-8"), re.M
+        )
+        assert sorted(map(int, hypotheses)) == list(
+            range(len(references.read_text(encoding="utf-8").splitlines()))
+        )
 
 
 def test_the_readme_has_a_block_per_technique_and_every_block_is_accounted_for():
     assert len(BLOCKS) >= 6
     text = "".join(code for code, _, _ in BLOCKS)
-    for task in ("cmlm_hybrid", "translation_prophetnet", "unilm_seq2seq", "position_masking/pretrain.sh"):
+    for task in (
+        "cmlm_hybrid",
+        "translation_prophetnet",
+        "unilm_seq2seq",
+        "position_masking/pretrain.sh",
+    ):
         assert task in text
-    not_run = [(IDS[n], why) for n, (_, why, offline_form) in enumerate(BLOCKS) if why and not offline_form]
+    not_run = [
+        (IDS[n], why) for n, (_, why, offline_form) in enumerate(BLOCKS) if why and not offline_form
+    ]
     assert [i.split("-")[1] for i, _ in not_run] == ["make", "pip"], not_run
 
 
@@ -137,5 +170,9 @@ def test_results_summary_quotes_only_numbers_its_pages_hold():
     for row in rows:
         pages = re.findall(r"\]\((docs/results/[\w.-]+\.md)\)", row)
         text = "".join((ROOT / p).read_text(encoding="utf-8") for p in pages)
-        missing = [x for x in re.findall(r"\d+\.\d+", row) if not re.search(rf"(?<![\d.]){re.escape(x)}(?!\d)", text)]
+        missing = [
+            x
+            for x in re.findall(r"\d+\.\d+", row)
+            if not re.search(rf"(?<![\d.]){re.escape(x)}(?!\d)", text)
+        ]
         assert pages and not missing, f"{pages}: {missing} not found there"

@@ -1,7 +1,8 @@
 """The shared ROUGE scorer against hand-computed F1 values."""
-import pytest
 
 import json
+
+import pytest
 
 from fairseq_ext.analysis.rouge import f1_sums, lead, main, rouge_f1
 
@@ -9,7 +10,9 @@ from fairseq_ext.analysis.rouge import f1_sums, lead, main, rouge_f1
 def test_rouge_matches_hand_computation():
     # hyp "the cat sat" vs ref "the cat sat down": unigrams P=1, R=3/4; bigrams P=1, R=2/3;
     # LCS 3 -> same as unigrams. Second pair identical -> 1. Means over the two sentences.
-    s = rouge_f1(["the cat sat", "police arrest two men"], ["the cat sat down", "police arrest two men"])
+    s = rouge_f1(
+        ["the cat sat", "police arrest two men"], ["the cat sat down", "police arrest two men"]
+    )
     f1 = 2 * 1 * 0.75 / 1.75
     f2 = 2 * 1 * (2 / 3) / (1 + 2 / 3)
     assert s["rouge1"] == pytest.approx(100 * (f1 + 1) / 2)
@@ -18,7 +21,9 @@ def test_rouge_matches_hand_computation():
 
 
 def test_rouge_stems_and_rejects_mismatched_lengths():
-    assert rouge_f1(["police arrested men"], ["police arrest man"])["rouge1"] == pytest.approx(100 * 2 / 3)
+    assert rouge_f1(["police arrested men"], ["police arrest man"])["rouge1"] == pytest.approx(
+        100 * 2 / 3
+    )
     with pytest.raises(ValueError, match="hypotheses for"):
         rouge_f1(["a"], ["a", "b"])
 
@@ -29,14 +34,31 @@ def test_lead_baseline_is_scored_beside_the_hypotheses(tmp_path, capsys):
     (tmp_path / "hyp").write_text("police arrest two men\n")
     (tmp_path / "ref").write_text("police arrest two men\n")
     (tmp_path / "src").write_text("police arrest two suspects in the city on monday\n")
-    main(["--hyp", str(tmp_path / "hyp"), "--ref", str(tmp_path / "ref"), "--source", str(tmp_path / "src"),
-          "--lead", "3", "--json", str(tmp_path / "out.json")])
+    main(
+        [
+            "--hyp",
+            str(tmp_path / "hyp"),
+            "--ref",
+            str(tmp_path / "ref"),
+            "--source",
+            str(tmp_path / "src"),
+            "--lead",
+            "3",
+            "--json",
+            str(tmp_path / "out.json"),
+        ]
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("ROUGE-1=100.00 ROUGE-2=100.00 ROUGE-L=100.00")
     f1 = 2 * 0.75 / 1.75
-    assert lines[1] == f"ROUGE-1={100 * f1:.2f} ROUGE-2={100 * 2 * (2 / 3) / (1 + 2 / 3):.2f} ROUGE-L={100 * f1:.2f} " \
-                       "lead-3 (the first 3 words of each article)"
-    assert json.loads((tmp_path / "out.json").read_text())["lead3"]["rouge1"] == pytest.approx(100 * f1)
+    assert (
+        lines[1]
+        == f"ROUGE-1={100 * f1:.2f} ROUGE-2={100 * 2 * (2 / 3) / (1 + 2 / 3):.2f} ROUGE-L={100 * f1:.2f} "
+        "lead-3 (the first 3 words of each article)"
+    )
+    assert json.loads((tmp_path / "out.json").read_text())["lead3"]["rouge1"] == pytest.approx(
+        100 * f1
+    )
     assert lead("a b c", 8) == "a b c"
 
 
@@ -44,8 +66,13 @@ def test_unk_markers_of_both_releases_are_one_word():
     assert rouge_f1(["UNK wins"], ["<unk> wins"])["rouge1"] == pytest.approx(100)
 
 
-@pytest.mark.parametrize("extra, message", [(["--source", "MISSING"], "error: cannot read MISSING: No such file"),
-                                           (["--lead", "0"], "--lead 0: the baseline needs at least 1 word")])
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--source", "MISSING"], "error: cannot read MISSING: No such file"),
+        (["--lead", "0"], "--lead 0: the baseline needs at least 1 word"),
+    ],
+)
 def test_bad_scorer_input_is_one_line(tmp_path, monkeypatch, capsys, extra, message):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "a").write_text("x\n")

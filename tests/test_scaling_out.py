@@ -3,6 +3,7 @@ No GPU here, so each printed command (DRY_RUN=1) goes through the real parsers i
 torchrun's own argument parser, then fairseq-train's (``options.parse_args_and_arch``, which
 exits on an unknown option or a bad choice), and the distributed settings fairseq reads are
 checked. The cpu-gloo recipe uses the options that test_reliability.py runs for real."""
+
 import os
 import shlex
 import subprocess
@@ -18,13 +19,24 @@ from tests.test_reliability import GLOO
 SCRIPT = ROOT / "examples" / "scaling_out.sh"
 FAMILIES = ["hi_cmlm", "prophetnet", "posmask", "unilm", "permutation_lm"]
 MODES = ["gpus", "torchrun", "multinode", "torchrun-multinode", "cpu-gloo"]
-ENV = {"DRY_RUN": "1", "GPUS": "8", "NNODES": "2", "NODE_RANK": "1", "MASTER_ADDR": "10.0.0.1",
-       "MASTER_PORT": "29511", "NPROC": "3"}
+ENV = {
+    "DRY_RUN": "1",
+    "GPUS": "8",
+    "NNODES": "2",
+    "NODE_RANK": "1",
+    "MASTER_ADDR": "10.0.0.1",
+    "MASTER_PORT": "29511",
+    "NPROC": "3",
+}
 
 
 def printed_commands(family, mode, *extra):
-    proc = subprocess.run(["bash", str(SCRIPT), family, mode, "data-bin/x", *extra], env=cli_env() | ENV,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["bash", str(SCRIPT), family, mode, "data-bin/x", *extra],
+        env=cli_env() | ENV,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     return [shlex.split(line) for line in proc.stdout.splitlines()]
 
@@ -48,7 +60,11 @@ def test_every_command_line_parses(family, mode):
             if mode == "torchrun":
                 assert launcher.standalone
             else:
-                assert (launcher.nnodes, launcher.rdzv_backend, launcher.rdzv_endpoint) == ("2", "c10d", "10.0.0.1:29511")
+                assert (launcher.nnodes, launcher.rdzv_backend, launcher.rdzv_endpoint) == (
+                    "2",
+                    "c10d",
+                    "10.0.0.1:29511",
+                )
         else:
             assert argv[0] == "fairseq-train"
             argv = argv[1:]
@@ -58,9 +74,13 @@ def test_every_command_line_parses(family, mode):
         assert args.find_unused_parameters == (family == "unilm" and mode != "cpu-gloo")
         if mode == "cpu-gloo":
             assert args.cpu and all(option in argv for option in GLOO)
-            assert (dist.ddp_backend, dist.distributed_backend, dist.distributed_world_size,
-                    dist.distributed_rank, dist.distributed_init_method) == (
-                        "legacy_ddp", "gloo", 3, rank, "tcp://127.0.0.1:29511")
+            assert (
+                dist.ddp_backend,
+                dist.distributed_backend,
+                dist.distributed_world_size,
+                dist.distributed_rank,
+                dist.distributed_init_method,
+            ) == ("legacy_ddp", "gloo", 3, rank, "tcp://127.0.0.1:29511")
             continue
         assert (dist.ddp_backend, dist.distributed_backend) == ("c10d", "nccl")
         assert dist.distributed_world_size == {"gpus": 8, "torchrun": 8}.get(mode, 16)
@@ -73,6 +93,10 @@ def test_every_command_line_parses(family, mode):
 
 def test_unknown_family_or_mode_is_refused():
     for family, mode in (("bert", "gpus"), ("unilm", "slurm")):
-        proc = subprocess.run(["bash", str(SCRIPT), family, mode, "data"], env=cli_env() | ENV,
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            ["bash", str(SCRIPT), family, mode, "data"],
+            env=cli_env() | ENV,
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 2 and "error: unknown" in proc.stderr

@@ -3,6 +3,7 @@ and its Transformer teacher) load through the real fairseq-generate and decode t
 quickstart test sentences to exactly the hypotheses they gave when they were committed
 (recorded below), so a change of the model configs cannot silently change what an old
 checkpoint computes."""
+
 import subprocess
 
 from tests.conftest import ROOT, USER_DIR, binarize, read_sample, run
@@ -52,7 +53,10 @@ def test_every_checkpoint_in_git_is_covered():
     # the bench's deep-shallow peer (reproduction/hi_cmlm/deep_shallow_teacher.sh) is read by the
     # decoding bench only, which the frontier bench's results file records; the hub's copy of the
     # student is checkpoint.pt's tensors (tests/test_quickstart_model.py compares them one by one)
-    others = {"reproduction/hi_cmlm/models/teacher_3_1.pt", "fairseq_ext/hub/models/hi-cmlm-multi30k-en-de/checkpoint.pt"}
+    others = {
+        "reproduction/hi_cmlm/models/teacher_3_1.pt",
+        "fairseq_ext/hub/models/hi-cmlm-multi30k-en-de/checkpoint.pt",
+    }
     shipped = [p for p in tracked.stdout.split() if p not in others]
     assert sorted(shipped) == sorted(f"examples/quickstart/model/{n}" for n in EXPECTED)
 
@@ -60,10 +64,44 @@ def test_every_checkpoint_in_git_is_covered():
 def test_shipped_checkpoints_decode_as_when_committed(tmp_path):
     src, ref = read_sample("test", "en", N), read_sample("test", "de", N)
     data = binarize(MODEL / "spm.model", tmp_path, {"test": (src, ref)}, srcdict=MODEL / "dict.txt")
-    common = [data, "--user-dir", USER_DIR, "-s", "en", "-t", "de", "--gen-subset", "test", "--batch-size", "8"]
-    student = run(["fairseq-generate", *common, "--task", "cmlm_hybrid", "--path", MODEL / "checkpoint.pt",
-                   "--iter-decode-max-iter", "4", "--iter-decode-with-beam", "2"])
-    teacher = run(["fairseq-generate", *common, "--task", "translation", "--path", MODEL / "teacher.pt",
-                   "--beam", "4"])
+    common = [
+        data,
+        "--user-dir",
+        USER_DIR,
+        "-s",
+        "en",
+        "-t",
+        "de",
+        "--gen-subset",
+        "test",
+        "--batch-size",
+        "8",
+    ]
+    student = run(
+        [
+            "fairseq-generate",
+            *common,
+            "--task",
+            "cmlm_hybrid",
+            "--path",
+            MODEL / "checkpoint.pt",
+            "--iter-decode-max-iter",
+            "4",
+            "--iter-decode-with-beam",
+            "2",
+        ]
+    )
+    teacher = run(
+        [
+            "fairseq-generate",
+            *common,
+            "--task",
+            "translation",
+            "--path",
+            MODEL / "teacher.pt",
+            "--beam",
+            "4",
+        ]
+    )
     assert hypotheses(student.stdout) == EXPECTED["checkpoint.pt"]
     assert hypotheses(teacher.stdout) == EXPECTED["teacher.pt"]

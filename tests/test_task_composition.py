@@ -3,6 +3,7 @@ mixins: at most two bases (fairseq's task, and at most one interface of
 ``fairseq_ext.common.interfaces`` that a model reads), every behaviour it adds written in its own
 class, and no cache keyed by ``id()`` or kept in the instance's ``__dict__`` behind the
 reader's back. The tasks are the ones ``TASK_REGISTRY`` holds from ``fairseq_ext.*``."""
+
 from __future__ import annotations
 
 import inspect
@@ -17,7 +18,9 @@ from fairseq_ext import plugin
 from fairseq_ext.common.families import FAMILIES
 
 plugin.load()
-PLUGIN_TASKS = {name: cls for name, cls in TASK_REGISTRY.items() if cls.__module__.startswith("fairseq_ext.")}
+PLUGIN_TASKS = {
+    name: cls for name, cls in TASK_REGISTRY.items() if cls.__module__.startswith("fairseq_ext.")
+}
 ID_KEYED = re.compile(r"\bid\(|__dict__")
 
 
@@ -35,8 +38,13 @@ def composition_faults(cls: type) -> list[str]:
         if not klass.__module__.startswith("fairseq_ext.common.interfaces"):
             faults.append(f"behaviour inherited from {klass.__module__}.{klass.__name__}")
             continue
-        concrete = [name for name, value in vars(klass).items()
-                    if callable(value) and not name.startswith("__") and not getattr(value, "__isabstractmethod__", False)]
+        concrete = [
+            name
+            for name, value in vars(klass).items()
+            if callable(value)
+            and not name.startswith("__")
+            and not getattr(value, "__isabstractmethod__", False)
+        ]
         if concrete:
             faults.append(f"{klass.__name__} implements {', '.join(concrete)}")
     source = inspect.getsource(inspect.getmodule(cls))
@@ -78,4 +86,6 @@ def test_the_check_finds_a_tower_of_mixins():
     assert "3 bases" in faults
     assert any("CompleteBatchesMixin" in f for f in faults)
     assert any("id() or __dict__" in f for f in faults)
-    assert any("Interface" in f for f in faults)  # an interface of this test module, not of fairseq_ext.common.interfaces
+    assert any(
+        "Interface" in f for f in faults
+    )  # an interface of this test module, not of fairseq_ext.common.interfaces

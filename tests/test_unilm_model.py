@@ -2,6 +2,7 @@
 the key/value cache, cached beam search == full recomputation, the loss covers target tokens
 only, the permutation LM (Su 2019's shuffle == the permutation mask, no leak), and the
 initialisation from RoBERTa with and without --keep-tokens."""
+
 import argparse
 import logging
 import math
@@ -9,22 +10,32 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-
 from fairseq.criterions.label_smoothed_cross_entropy import LabelSmoothedCrossEntropyCriterion
 from fairseq.data import Dictionary
 from fairseq.models.roberta import RobertaModel
+
 from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.interfaces import PositionMaskingTask
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.masking import random_order
-from fairseq_ext.masking.attention import bidirectional_mask, causal_mask, permutation_mask, prefix_lm_mask
-from fairseq_ext.common.interfaces import PositionMaskingTask
+from fairseq_ext.masking.attention import (
+    bidirectional_mask,
+    causal_mask,
+    permutation_mask,
+    prefix_lm_mask,
+)
 from fairseq_ext.models.unilm_init import init_from_pretrained
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedSelfAttention, MaskedTransformerLayer
 from fairseq_ext.tasks.unilm_seq2seq import UniLMSeq2SeqConfig, UniLMSeq2SeqTask
 
-DIMS = dict(encoder_layers=2, encoder_embed_dim=32, encoder_ffn_embed_dim=64, encoder_attention_heads=4,
-            max_positions=48)
+DIMS = dict(
+    encoder_layers=2,
+    encoder_embed_dim=32,
+    encoder_ffn_embed_dim=64,
+    encoder_attention_heads=4,
+    max_positions=48,
+)
 
 
 def dictionary(n=40) -> Dictionary:
@@ -38,8 +49,9 @@ def dictionary(n=40) -> Dictionary:
 def build(d=None, attention_mask="prefix", keep_tokens=None, seed=0, **dims):
     d = d or dictionary()
     task = UniLMSeq2SeqTask(UniLMSeq2SeqConfig(keep_tokens=keep_tokens), d, d)
-    args = argparse.Namespace(**{**DIMS, **dims}, attention_mask=attention_mask, dropout=0.0,
-                              attention_dropout=0.0)
+    args = argparse.Namespace(
+        **{**DIMS, **dims}, attention_mask=attention_mask, dropout=0.0, attention_dropout=0.0
+    )
     unilm_transformer_tiny(args)
     torch.manual_seed(seed)
     return task, UniLMTransformerModel.build_model(args, task).eval()
@@ -52,18 +64,19 @@ def batch(d, src_lens=(6, 3, 5), tgt_lens=(4, 2, 5), seed=1):
     src = torch.full((B, S), d.pad())
     tgt = torch.full((B, T), d.pad())
     for b, (s, t) in enumerate(zip(src_lens, tgt_lens)):
-        src[b, S - s:] = torch.randint(d.nspecial, len(d) - 1, (s,), generator=g)
+        src[b, S - s :] = torch.randint(d.nspecial, len(d) - 1, (s,), generator=g)
         src[b, -1] = d.eos()
         tgt[b, :t] = torch.randint(d.nspecial, len(d) - 1, (t,), generator=g)
         tgt[b, t - 1] = d.eos()
     prev = torch.full_like(tgt, d.pad())
     prev[:, 0] = d.eos()
     for b, t in enumerate(tgt_lens):
-        prev[b, 1:t] = tgt[b, :t - 1]
+        prev[b, 1:t] = tgt[b, : t - 1]
     return src, tgt, prev
 
 
 # --- the attention path --------------------------------------------------------------------
+
 
 def _reference_attention(attn, x, allowed):
     B, T, C = x.shape
@@ -103,7 +116,7 @@ def test_cache_gives_the_full_pass_one_token_at_a_time():
     full, _ = layer(x, causal_mask(torch.zeros(2, 5, dtype=torch.bool)))
     past, steps = None, []
     for t in range(5):
-        y, past = layer(x[:, t:t + 1], torch.ones(2, 1, t + 1, dtype=torch.bool), past)
+        y, past = layer(x[:, t : t + 1], torch.ones(2, 1, t + 1, dtype=torch.bool), past)
         steps.append(y)
     assert torch.allclose(torch.cat(steps, 1), full, atol=1e-12)
 
@@ -117,10 +130,13 @@ def test_half_precision_is_finite_and_close(dtype):
     ref, _ = layer(x, allowed)
     out, _ = layer.to(dtype)(x.to(dtype), allowed)
     assert torch.isfinite(out).all()
-    assert torch.allclose(out.float()[~pad], ref[~pad], atol=0.1 if dtype == torch.bfloat16 else 0.02)
+    assert torch.allclose(
+        out.float()[~pad], ref[~pad], atol=0.1 if dtype == torch.bfloat16 else 0.02
+    )
 
 
 # --- seq2seq ---------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("attention_mask", ["prefix", "causal"])
 def test_cached_beam_search_equals_full_recomputation(attention_mask):
@@ -128,7 +144,10 @@ def test_cached_beam_search_equals_full_recomputation(attention_mask):
     _, model = build(d, attention_mask)
     model = model.double()
     src, _, _ = batch(d, src_lens=(7, 3, 5, 1 + 1), tgt_lens=(2, 2, 2, 2), seed=3)
-    sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}, "id": torch.arange(4)}
+    sample = {
+        "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
+        "id": torch.arange(4),
+    }
     gen = UniLMSequenceGenerator([model], d, beam_size=4, max_len_b=15, min_len=3)
     cached = gen.generate([model], sample)
     assert gen.model.has_incremental_states()
@@ -145,7 +164,10 @@ def test_generation_never_runs_past_the_positions_table():
     d = dictionary()
     _, model = build(d, max_positions=16)
     src, _, _ = batch(d, src_lens=(10, 4), tgt_lens=(2, 2))
-    sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)}, "id": torch.arange(2)}
+    sample = {
+        "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1)},
+        "id": torch.arange(2),
+    }
     gen = UniLMSequenceGenerator([model], d, beam_size=2, max_len_b=200, min_len=5)
     out = gen.generate([model], sample)
     assert max(len(h["tokens"]) for hyps in out for h in hyps) <= 16 - 10
@@ -166,7 +188,9 @@ def _full_sequence_logits(model, src, prev, d):
         tok = torch.tensor([tokens])
         seg = torch.tensor([seg])
         pad = torch.zeros_like(tok, dtype=torch.bool)
-        x, _ = stack.hidden_states(tok, torch.arange(tok.size(1)).unsqueeze(0), seg, prefix_lm_mask(seg, pad))
+        x, _ = stack.hidden_states(
+            tok, torch.arange(tok.size(1)).unsqueeze(0), seg, prefix_lm_mask(seg, pad)
+        )
         out.append((stack.lm_head(x)[0], seg[0], tok[0]))
     return out
 
@@ -176,8 +200,16 @@ def test_loss_covers_target_tokens_only():
     task, model = build(d)
     model = model.double()
     src, tgt, prev = batch(d)
-    sample = {"net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1), "prev_output_tokens": prev},
-              "target": tgt, "ntokens": int(tgt.ne(d.pad()).sum()), "id": torch.arange(3)}
+    sample = {
+        "net_input": {
+            "src_tokens": src,
+            "src_lengths": src.ne(d.pad()).sum(1),
+            "prev_output_tokens": prev,
+        },
+        "target": tgt,
+        "ntokens": int(tgt.ne(d.pad()).sum()),
+        "id": torch.arange(3),
+    }
     criterion = LabelSmoothedCrossEntropyCriterion(task, sentence_avg=False, label_smoothing=0.0)
     with torch.no_grad():
         loss, sample_size, _ = criterion(model, sample)
@@ -210,7 +242,9 @@ def test_source_is_bidirectional_and_target_causal_in_the_model():
     later_target = prev.clone()
     later_target[0, 3] = d.index("w9") if prev[0, 3] != d.index("w9") else d.index("w10")
     changed, _ = model(src, None, later_target)
-    assert torch.allclose(changed[0, :3], base[0, :3], atol=1e-6)  # the past does not see the future
+    assert torch.allclose(
+        changed[0, :3], base[0, :3], atol=1e-6
+    )  # the past does not see the future
     assert not torch.allclose(changed[0, 3], base[0, 3])
 
 
@@ -221,7 +255,7 @@ def test_right_padded_source_gives_the_same_logits():
     right = torch.full_like(src, d.pad())
     for b in range(src.size(0)):
         real = src[b][src[b].ne(d.pad())]
-        right[b, :len(real)] = real
+        right[b, : len(real)] = real
     a, _ = model(src, None, prev)
     b, _ = model(right, None, prev)
     assert torch.allclose(a, b, atol=1e-5)
@@ -229,13 +263,14 @@ def test_right_padded_source_gives_the_same_logits():
 
 # --- permutation language model -------------------------------------------------------------
 
+
 def _lm_tokens(d, lengths=(7, 5, 6), seed=2):
     g = torch.Generator().manual_seed(seed)
     L = max(lengths) + 2
     tokens = torch.full((len(lengths), L), d.pad())
     for b, n in enumerate(lengths):
         tokens[b, 0] = d.bos()
-        tokens[b, 1:n + 1] = torch.randint(d.nspecial, len(d) - 1, (n,), generator=g)
+        tokens[b, 1 : n + 1] = torch.randint(d.nspecial, len(d) - 1, (n,), generator=g)
         tokens[b, n + 1] = d.eos()
     return tokens
 
@@ -260,8 +295,13 @@ def test_shuffled_input_under_causal_mask_equals_permutation_mask():
             if k + 1 < tokens.size(1) and not pad[b, order[b, k + 1]]:
                 nxt[b, p] = order[b, k + 1]
     positions = torch.arange(tokens.size(1)).expand_as(tokens)
-    x, _ = stack.hidden_states(tokens, positions, torch.zeros_like(tokens), permutation_mask(order, pad),
-                               next_positions=nxt)
+    x, _ = stack.hidden_states(
+        tokens,
+        positions,
+        torch.zeros_like(tokens),
+        permutation_mask(order, pad),
+        next_positions=nxt,
+    )
     logits = stack.lm_head(x)
     for b in range(tokens.size(0)):
         for p in range(1, tokens.size(1)):
@@ -282,8 +322,8 @@ def test_permutation_lm_never_sees_what_it_predicts():
         changed_tokens = tokens.clone()
         changed_tokens[0, p] = d.index("w3") if tokens[0, p] != d.index("w3") else d.index("w4")
         changed = model(changed_tokens, order=order)[0]
-        earlier = order[0, 1:k + 1] - 1  # predictions of positions up to and including p
-        later = order[0, k + 1:] - 1
+        earlier = order[0, 1 : k + 1] - 1  # predictions of positions up to and including p
+        later = order[0, k + 1 :] - 1
         assert torch.allclose(changed[0, earlier], base[0, earlier], atol=1e-6)
         if len(later):
             assert not torch.allclose(changed[0, later], base[0, later])
@@ -301,13 +341,16 @@ def test_order_that_is_not_a_permutation_is_refused_by_the_model():
     d = dictionary()
     _, model = build(d, "permutation")
     tokens = _lm_tokens(d, lengths=(3,))
-    with pytest.raises(FairseqExtError, match="not a permutation of 0..4: position 1 appears 0 times"):
+    with pytest.raises(
+        FairseqExtError, match="not a permutation of 0..4: position 1 appears 0 times"
+    ):
         model(tokens, order=torch.tensor([[0, 2, 2, 3, 4]]))
     with pytest.raises(FairseqExtError, match="start with position 0"):
         model(tokens, order=torch.tensor([[1, 0, 2, 3, 4]]))
 
 
 # --- initialisation from RoBERTa, --keep-tokens -----------------------------------------------
+
 
 class _Task:
     def __init__(self, d):
@@ -316,16 +359,31 @@ class _Task:
 
 def fake_roberta(path, d, **dims):
     """A fairseq RoBERTa model (random weights) saved the way fairseq-train saves it."""
-    args = argparse.Namespace(**{**DIMS, **dims}, dropout=0.0, attention_dropout=0.0, arch="roberta")
+    args = argparse.Namespace(
+        **{**DIMS, **dims}, dropout=0.0, attention_dropout=0.0, arch="roberta"
+    )
     torch.manual_seed(7)
     roberta = RobertaModel.build_model(args, _Task(d)).eval()
     with torch.no_grad():  # a non-zero LM bias, so that pruning it is visible
         roberta.encoder.lm_head.bias.normal_()
     state = roberta.state_dict()
     state["encoder.classification_heads.x.dense.weight"] = torch.zeros(2, 2)
-    torch.save({"model": state, "cfg": {"model": args}, "optimizer_history": [{
-        "criterion_name": "masked_lm", "optimizer_name": "adam", "lr_scheduler_state": {}, "num_updates": 0}],
-        "extra_state": {"train_iterator": None}}, path)
+    torch.save(
+        {
+            "model": state,
+            "cfg": {"model": args},
+            "optimizer_history": [
+                {
+                    "criterion_name": "masked_lm",
+                    "optimizer_name": "adam",
+                    "lr_scheduler_state": {},
+                    "num_updates": 0,
+                }
+            ],
+            "extra_state": {"train_iterator": None},
+        },
+        path,
+    )
     return roberta
 
 
@@ -339,13 +397,16 @@ def test_init_from_roberta_reproduces_roberta(tmp_path, caplog):
     tokens = torch.tensor([[d.bos(), 5, 9, 12, 7, d.eos()], [d.bos(), 8, 6, 5, d.eos(), d.pad()]])
     pad = tokens.eq(d.pad())
     stack = model.encoder
-    x, _ = stack.hidden_states(tokens, torch.arange(6).expand(2, 6), torch.zeros_like(tokens),
-                               bidirectional_mask(pad))
+    x, _ = stack.hidden_states(
+        tokens, torch.arange(6).expand(2, 6), torch.zeros_like(tokens), bidirectional_mask(pad)
+    )
     theirs = roberta(tokens, features_only=True)[0]
     assert torch.allclose(x[~pad], theirs[~pad], atol=1e-5)
     assert torch.allclose(stack.lm_head(x[~pad]), roberta.encoder.lm_head(theirs[~pad]), atol=1e-5)
     # and the seq2seq source pass is that computation
-    sep = model.encoder(torch.tensor([[5, 9, 12, 7, d.eos()], [d.pad(), 8, 6, 5, d.eos()]]))["sep_state"][0]
+    sep = model.encoder(torch.tensor([[5, 9, 12, 7, d.eos()], [d.pad(), 8, 6, 5, d.eos()]]))[
+        "sep_state"
+    ][0]
     assert torch.allclose(sep[:, 0], torch.stack([theirs[0, 5], theirs[1, 4]]), atol=1e-5)
 
 
@@ -364,25 +425,46 @@ def test_init_from_position_masked_roberta_reproduces_its_encoder(tmp_path, capl
     from fairseq_ext.models.position_masked_roberta import PositionMaskedRobertaModel
 
     d = dictionary()
-    args = argparse.Namespace(**DIMS, dropout=0.0, attention_dropout=0.0, arch="position_masked_roberta")
+    args = argparse.Namespace(
+        **DIMS, dropout=0.0, attention_dropout=0.0, arch="position_masked_roberta"
+    )
     torch.manual_seed(11)
     pm = PositionMaskedRobertaModel.build_model(args, _PositionMaskingTask(d)).eval()
     state = pm.state_dict()
     assert {"encoder.mask_position_embedding", "encoder.position_classifier.weight"} <= set(state)
-    torch.save({"model": state, "cfg": {"model": args}, "optimizer_history": [{
-        "criterion_name": "position_masked_lm", "optimizer_name": "adam", "lr_scheduler_state": {},
-        "num_updates": 0}], "extra_state": {"train_iterator": None}}, tmp_path / "pm.pt")
+    torch.save(
+        {
+            "model": state,
+            "cfg": {"model": args},
+            "optimizer_history": [
+                {
+                    "criterion_name": "position_masked_lm",
+                    "optimizer_name": "adam",
+                    "lr_scheduler_state": {},
+                    "num_updates": 0,
+                }
+            ],
+            "extra_state": {"train_iterator": None},
+        },
+        tmp_path / "pm.pt",
+    )
     _, model = build(d)
     with caplog.at_level(logging.INFO):
         init_from_pretrained(model, str(tmp_path / "pm.pt"), d)
-    assert "encoder.mask_position_embedding" in caplog.text and "encoder.position_classifier" in caplog.text
+    assert (
+        "encoder.mask_position_embedding" in caplog.text
+        and "encoder.position_classifier" in caplog.text
+    )
     tokens = torch.tensor([[d.bos(), 5, 9, 12, 7, d.eos()], [d.bos(), 8, 6, 5, d.eos(), d.pad()]])
     pad = tokens.eq(d.pad())
-    x, _ = model.encoder.hidden_states(tokens, torch.arange(6).expand(2, 6), torch.zeros_like(tokens),
-                                       bidirectional_mask(pad))
+    x, _ = model.encoder.hidden_states(
+        tokens, torch.arange(6).expand(2, 6), torch.zeros_like(tokens), bidirectional_mask(pad)
+    )
     theirs = pm(tokens, features_only=True)[0]
     assert torch.allclose(x[~pad], theirs[~pad], atol=1e-5)
-    assert torch.allclose(model.encoder.lm_head(x[~pad]), pm.encoder.lm_head(theirs[~pad]), atol=1e-5)
+    assert torch.allclose(
+        model.encoder.lm_head(x[~pad]), pm.encoder.lm_head(theirs[~pad]), atol=1e-5
+    )
 
 
 def test_keep_tokens_keeps_the_listed_rows(tmp_path):
@@ -424,7 +506,9 @@ def test_init_refuses_mismatches(tmp_path):
 
 def test_keep_tokens_refuses_unknown_tokens(tmp_path):
     (tmp_path / "keep.txt").write_text("w1\nnot-a-token\n")
-    with pytest.raises(FairseqExtError, match="'not-a-token' .entry 2. is not in the data's dictionary"):
+    with pytest.raises(
+        FairseqExtError, match="'not-a-token' .entry 2. is not in the data's dictionary"
+    ):
         build(keep_tokens=str(tmp_path / "keep.txt"))
 
 
@@ -460,8 +544,9 @@ def test_options_saved_as_an_argparse_namespace_still_build_the_model(arch):
 
     d = dictionary()
     task, new = build(d)
-    saved = argparse.Namespace(**DIMS, attention_mask="prefix", dropout=0.0, attention_dropout=0.0, arch=arch,
-                               _name=arch)  # no --layernorm-eps, --attention-backend, ...
+    saved = argparse.Namespace(
+        **DIMS, attention_mask="prefix", dropout=0.0, attention_dropout=0.0, arch=arch, _name=arch
+    )  # no --layernorm-eps, --attention-backend, ...
     old = build_model(saved, task)
     assert isinstance(old, UniLMTransformerModel)
     old.load_state_dict(new.state_dict())

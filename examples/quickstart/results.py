@@ -8,6 +8,7 @@ training, which then reaches fewer updates in its minutes).
 
     python examples/quickstart/results.py --work DIR --minutes M --start EPOCH_SECONDS --out FILE
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,22 +32,36 @@ def training(log: Path) -> dict:
     updates = re.findall(r"num_updates (\d+)", text)
     seconds = re.findall(r"done training in ([\d.]+) seconds", text)
     lr = re.search(r"'lr': \[([^\]]+)\]", text)  # the configuration fairseq-train logs first
-    return {"updates": int(updates[-1]) if updates else 0, "seconds": float(seconds[-1]) if seconds else None,
-            "lr": float(lr.group(1)) if lr else None}
+    return {
+        "updates": int(updates[-1]) if updates else 0,
+        "seconds": float(seconds[-1]) if seconds else None,
+        "lr": float(lr.group(1)) if lr else None,
+    }
 
 
 def decoding(work: Path, name: str, analysis: dict) -> dict:
     bleu = json.loads((work / name / "bleu.json").read_text(encoding="utf-8"))
-    return {"bleu": bleu["score"], "signature": bleu["signature"],
-            "bleu_per_pass": analysis[name]["bleu_per_iteration"], "bleu_by_length": analysis[name]["bleu_by_length"],
-            "seconds": int((work / name / "seconds").read_text())}
+    return {
+        "bleu": bleu["score"],
+        "signature": bleu["signature"],
+        "bleu_per_pass": analysis[name]["bleu_per_iteration"],
+        "bleu_by_length": analysis[name]["bleu_by_length"],
+        "seconds": int((work / name / "seconds").read_text()),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--work", required=True, type=Path)
     p.add_argument("--minutes", required=True, type=float)
-    p.add_argument("--start", required=True, type=int, help="when make quickstart started (seconds since the epoch)")
+    p.add_argument(
+        "--start",
+        required=True,
+        type=int,
+        help="when make quickstart started (seconds since the epoch)",
+    )
     p.add_argument("--out", required=True, type=Path)
     args = p.parse_args(argv)
     analysis = json.loads((args.work / "analysis" / "analysis.json").read_text(encoding="utf-8"))
@@ -54,17 +69,25 @@ def main(argv: list[str] | None = None) -> None:
     data = Path(__file__).resolve().parent / "data"
     shipped = Path(__file__).resolve().parent / "model" / "checkpoint.pt"
     results = {
-        "command": "make quickstart" + (f" (QUICKSTART_MINUTES={args.minutes:g})" if args.minutes != 3 else ""),
+        "command": "make quickstart"
+        + (f" (QUICKSTART_MINUTES={args.minutes:g})" if args.minutes != 3 else ""),
         "date": datetime.date.today().isoformat(),
-        "data": {"train_pairs": lines(data / "train.en"), "test_sentences": lines(data / "test.en")},
+        "data": {
+            "train_pairs": lines(data / "train.en"),
+            "test_sentences": lines(data / "test.en"),
+        },
         "student_sha256": hashlib.sha256(shipped.read_bytes()).hexdigest(),
         "decoding": "mask-predict, 10 passes (--iter-decode-max-iter 9), length beam 3",
         "training_minutes_budget": args.minutes,
         "training": training(args.work / "train.log"),
         **{name: decoding(args.work, name, analysis) for name in DECODINGS},
         "wall_seconds": round(time.time() - args.start),
-        "hardware": {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-                     "load_average_1_5_15_min": [round(x, 2) for x in os.getloadavg()]},
+        "hardware": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "load_average_1_5_15_min": [round(x, 2) for x in os.getloadavg()],
+        },
     }
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 

@@ -11,6 +11,7 @@ them as PNG plots and ``analysis.json`` under ``--out-dir``. A run named after a
 strategy uses it for the copy share; ``NAME=PATH@STRATEGY`` names it explicitly.
 ``--max-iter`` counts decoder passes (fairseq's ``--iter-decode-max-iter`` + 1).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -37,7 +38,9 @@ from fairseq_ext.masking.hybrid import FENCE_FIRST, HYBRID_STRATEGIES, PAPER_MAS
 
 def _parse_run(spec: str) -> tuple[str, str, str]:
     if "=" not in spec:
-        raise argparse.ArgumentTypeError(f"--run {spec!r}: expected NAME=PATH or NAME=PATH@STRATEGY")
+        raise argparse.ArgumentTypeError(
+            f"--run {spec!r}: expected NAME=PATH or NAME=PATH@STRATEGY"
+        )
     name, rest = spec.split("=", 1)
     path, _, strategy = rest.partition("@")
     strategy = strategy or (name if name in HYBRID_STRATEGIES else "all_mask")
@@ -50,8 +53,9 @@ def _fmt(x: float) -> str:
     return "   -  " if math.isnan(x) else f"{x:6.2f}"
 
 
-def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float,
-            fence_first: str) -> dict:
+def analyse(
+    runs, max_iter: int, post_process: str | None, mask_weight: float, fence_first: str
+) -> dict:
     results = {}
     for name, path, strategy in runs:
         sentences = read_generate_output(path)
@@ -60,10 +64,17 @@ def analyse(runs, max_iter: int, post_process: str | None, mask_weight: float,
             "strategy": strategy,
             "sentences": len(sentences),
             "bleu_per_iteration": bleu_per_iteration(sentences, max_iter, post_process),
-            "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences))),
-            "copy_share_of_masked": dict(zip([bin_label(*b) for b in LENGTH_BINS],
-                                             copy_share_per_iteration(sentences, max_iter, strategy, mask_weight,
-                                                                      fence_first))),
+            "bleu_by_length": dict(
+                zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences))
+            ),
+            "copy_share_of_masked": dict(
+                zip(
+                    [bin_label(*b) for b in LENGTH_BINS],
+                    copy_share_per_iteration(
+                        sentences, max_iter, strategy, mask_weight, fence_first
+                    ),
+                )
+            ),
         }
     return results
 
@@ -74,17 +85,25 @@ def print_tables(results: dict, max_iter: int, out=sys.stdout) -> None:
     print("BLEU after each iteration (Figure 2)", file=out)
     print("iter".ljust(6) + "".join(n.rjust(width + 1) for n in names), file=out)
     for t in range(max_iter):
-        print(str(t + 1).ljust(6) + "".join(_fmt(results[n]["bleu_per_iteration"][t]).rjust(width + 1)
-                                          for n in names), file=out)
+        print(
+            str(t + 1).ljust(6)
+            + "".join(_fmt(results[n]["bleu_per_iteration"][t]).rjust(width + 1) for n in names),
+            file=out,
+        )
     print("\nBLEU by reference length in words, final output (Table 2)", file=out)
     print("bin".ljust(10) + "".join(n.rjust(width + 1) for n in names), file=out)
     for b in LENGTH_BINS:
         label = bin_label(*b)
-        print(label.ljust(10) + "".join(_fmt(results[n]["bleu_by_length"][label]).rjust(width + 1)
-                                        for n in names), file=out)
+        print(
+            label.ljust(10)
+            + "".join(_fmt(results[n]["bleu_by_length"][label]).rjust(width + 1) for n in names),
+            file=out,
+        )
     for n in names:
-        print(f"\nShare of copied embeddings among masked slots, {n} ({results[n]['strategy']}) (Figure 3)",
-              file=out)
+        print(
+            f"\nShare of copied embeddings among masked slots, {n} ({results[n]['strategy']}) (Figure 3)",
+            file=out,
+        )
         print("bin".ljust(10) + "".join(f"{t + 1:>7d}" for t in range(max_iter)), file=out)
         for label, shares in results[n]["copy_share_of_masked"].items():
             print(label.ljust(10) + "".join(f"{_fmt(s):>7}" for s in shares), file=out)
@@ -113,8 +132,12 @@ def plot(results: dict, max_iter: int, out_dir: str) -> list[str]:
     fig, ax = plt.subplots(figsize=(6, 4))
     width = 0.8 / max(1, len(results))
     for k, (n, r) in enumerate(results.items()):
-        ax.bar([i + k * width for i in range(len(labels))], [r["bleu_by_length"][lb] for lb in labels],
-               width=width, label=n)
+        ax.bar(
+            [i + k * width for i in range(len(labels))],
+            [r["bleu_by_length"][lb] for lb in labels],
+            width=width,
+            label=n,
+        )
     ax.set_xticks([i + width * (len(results) - 1) / 2 for i in range(len(labels))], labels)
     ax.set(xlabel="reference length (words)", ylabel="sacreBLEU", title="BLEU by target length")
     ax.legend()
@@ -127,8 +150,12 @@ def plot(results: dict, max_iter: int, out_dir: str) -> list[str]:
         fig, ax = plt.subplots(figsize=(6, 4))
         for label, shares in r["copy_share_of_masked"].items():
             ax.plot(iters, shares, marker="o", label=label)
-        ax.set(xlabel="decoder pass (iteration)", ylabel="copied share of masked slots",
-               title=f"Copied embeddings in the masked area: {n}", ylim=(0, 1.05))
+        ax.set(
+            xlabel="decoder pass (iteration)",
+            ylabel="copied share of masked slots",
+            title=f"Copied embeddings in the masked area: {n}",
+            ylim=(0, 1.05),
+        )
         ax.legend(title="reference length")
         ax.grid(alpha=0.3)
         paths.append(os.path.join(out_dir, f"copy_share_{n}.png"))
@@ -139,17 +166,36 @@ def plot(results: dict, max_iter: int, out_dir: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--run", action="append", type=_parse_run, required=True,
-                   help="NAME=PATH[@STRATEGY]: a fairseq-generate output with --retain-iter-history")
+    p = argparse.ArgumentParser(
+        prog="python -m fairseq_ext.analysis",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--run",
+        action="append",
+        type=_parse_run,
+        required=True,
+        help="NAME=PATH[@STRATEGY]: a fairseq-generate output with --retain-iter-history",
+    )
     p.add_argument("--max-iter", type=int, default=10, help="decoder passes to report (default 10)")
-    p.add_argument("--post-process", default="sentencepiece",
-                   help="how the history lines are detokenised: sentencepiece, subword_nmt or none")
-    p.add_argument("--mask-weight", type=float, default=PAPER_MASK_WEIGHT,
-                   help=f"the --mask-weight the weighted_sum runs decoded with (default {PAPER_MASK_WEIGHT})")
-    p.add_argument("--fence-first", choices=FENCE_FIRST, default=FENCE_FIRST[0],
-                   help=f"the --fence-first the fence_replace runs decoded with (default {FENCE_FIRST[0]})")
+    p.add_argument(
+        "--post-process",
+        default="sentencepiece",
+        help="how the history lines are detokenised: sentencepiece, subword_nmt or none",
+    )
+    p.add_argument(
+        "--mask-weight",
+        type=float,
+        default=PAPER_MASK_WEIGHT,
+        help=f"the --mask-weight the weighted_sum runs decoded with (default {PAPER_MASK_WEIGHT})",
+    )
+    p.add_argument(
+        "--fence-first",
+        choices=FENCE_FIRST,
+        default=FENCE_FIRST[0],
+        help=f"the --fence-first the fence_replace runs decoded with (default {FENCE_FIRST[0]})",
+    )
     p.add_argument("--out-dir", default=None, help="write PNG plots and analysis.json here")
     p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     args = p.parse_args(argv)

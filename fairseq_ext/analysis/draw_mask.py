@@ -14,6 +14,7 @@ Every attention picture is the rule that runs, drawn: ``masking.mask_picture`` o
 ``masking.ATTENTION_VARIANTS`` (the ``--attention-mask`` choices of ``unilm_transformer``). A
 script is one entry of ``SCRIPTS``: a function of its options that returns a ``MaskPicture``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,8 +68,10 @@ class MaskPicture:
     def __post_init__(self):
         self.matrix = self.matrix.long()
         if tuple(self.matrix.shape) != (len(self.rows), len(self.cols)):
-            raise ValueError(f"matrix {tuple(self.matrix.shape)} for {len(self.rows)} rows and "
-                             f"{len(self.cols)} columns")
+            raise ValueError(
+                f"matrix {tuple(self.matrix.shape)} for {len(self.rows)} rows and "
+                f"{len(self.cols)} columns"
+            )
 
 
 @dataclass(frozen=True)
@@ -102,8 +105,12 @@ def _language_model_picture(name: str, words: list[str], order: list[int]) -> Te
 
 def draw_bidirectional(words: str = DEFAULT_WORDS) -> MaskPicture:
     tokens = ["[CLS]", *words.split(), "[SEP]"]
-    return MaskPicture(mask_picture(predicates.bidirectional, len(tokens), len(tokens)), tokens, tokens,
-                       "bidirectional (BERT): every token sees every token")
+    return MaskPicture(
+        mask_picture(predicates.bidirectional, len(tokens), len(tokens)),
+        tokens,
+        tokens,
+        "bidirectional (BERT): every token sees every token",
+    )
 
 
 def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
@@ -111,21 +118,29 @@ def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
     before it, which sees <s> and x_1 .. x_{i-1}."""
     words_ = words.split()
     m = _language_model_picture("causal", words_, list(range(len(words_) + 1)))
-    return MaskPicture(m, words_, ["<s>", *words_], "causal LM: x_i is predicted from <s>, x_1 .. x_{i-1}")
+    return MaskPicture(
+        m, words_, ["<s>", *words_], "causal LM: x_i is predicted from <s>, x_1 .. x_{i-1}"
+    )
 
 
 def _parse_order(order: str, n: int) -> list[int]:
     try:
         positions = [int(p) for p in order.replace(" ", "").split(",") if p]
     except ValueError:
-        raise ValueError(f"--order {order!r}: give comma-separated word positions, e.g. 4,2,5,3,1") from None
+        raise ValueError(
+            f"--order {order!r}: give comma-separated word positions, e.g. 4,2,5,3,1"
+        ) from None
     if sorted(positions) != list(range(1, n + 1)):
-        raise ValueError(f"--order {order!r} is not a permutation of the word positions 1..{n}: "
-                         "each position must appear exactly once")
+        raise ValueError(
+            f"--order {order!r} is not a permutation of the word positions 1..{n}: "
+            "each position must appear exactly once"
+        )
     return positions
 
 
-def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed: int = -1) -> MaskPicture:
+def draw_permutation(
+    words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed: int = -1
+) -> MaskPicture:
     """Su 2019's permutation LM picture: x_i sees <s> and the words before it in the order."""
     words_ = words.split()
     n = len(words_)
@@ -136,18 +151,32 @@ def draw_permutation(words: str = DEFAULT_WORDS, order: str = "4,2,5,3,1", seed:
         positions = _parse_order(order, n)
     m = _language_model_picture("permutation", words_, [0, *positions])
     path = " -> ".join(["<s>", *(words_[p - 1] for p in positions)])
-    return MaskPicture(m, words_, ["<s>", *words_], f"permutation LM, order {path}",
-                       note="the same as the causal mask with rows and columns shuffled into the order")
+    return MaskPicture(
+        m,
+        words_,
+        ["<s>", *words_],
+        f"permutation LM, order {path}",
+        note="the same as the causal mask with rows and columns shuffled into the order",
+    )
 
 
-def draw_prefix(source: str = "what do you want to eat", target: str = "white cut chicken") -> MaskPicture:
+def draw_prefix(
+    source: str = "what do you want to eat", target: str = "white cut chicken"
+) -> MaskPicture:
     """UniLM's seq2seq mask on [CLS] source [SEP] target [SEP] (Su 2019's right figure)."""
     src, tgt = ["[CLS]", *source.split(), "[SEP]"], [*target.split(), "[SEP]"]
     tokens = src + tgt
     segment_ids = [0] * len(src) + [1] * len(tgt)
-    m = mask_picture(_variant_rule("prefix", segment_ids, list(range(len(tokens)))), len(tokens), len(tokens))
-    return MaskPicture(m, tokens, tokens, "UniLM seq2seq: bidirectional source, causal target",
-                       note="segment 0 = [CLS] source [SEP], segment 1 = target [SEP]")
+    m = mask_picture(
+        _variant_rule("prefix", segment_ids, list(range(len(tokens)))), len(tokens), len(tokens)
+    )
+    return MaskPicture(
+        m,
+        tokens,
+        tokens,
+        "UniLM seq2seq: bidirectional source, causal target",
+        note="segment 0 = [CLS] source [SEP], segment 1 = target [SEP]",
+    )
 
 
 def hicmlm_masked_slots(length: int, iterations: int, iteration: int, seed: int = 0) -> Tensor:
@@ -156,8 +185,10 @@ def hicmlm_masked_slots(length: int, iterations: int, iteration: int, seed: int 
     ``floor(length * (iterations - t) / iterations)`` least confident ones before pass t. A
     picture has no model confidences, so the slots are a seeded uniform choice."""
     if not 0 <= iteration < iterations:
-        raise ValueError(f"--iteration must be in 0..{iterations - 1} (0-based pass of --iterations "
-                         f"{iterations}), got {iteration}")
+        raise ValueError(
+            f"--iteration must be in 0..{iterations - 1} (0-based pass of --iterations "
+            f"{iterations}), got {iteration}"
+        )
     count = length * (iterations - iteration) // iterations
     g = torch.Generator().manual_seed(seed)
     chosen = torch.randperm(length, generator=g)[:count]
@@ -166,26 +197,38 @@ def hicmlm_masked_slots(length: int, iterations: int, iteration: int, seed: int 
     return masked
 
 
-def draw_hicmlm(length: int = 12, iterations: int = 10, iteration: int = 2,
-                mask_weight: float = HiCMLMConfig.mask_weight, seed: int = 0) -> MaskPicture:
+def draw_hicmlm(
+    length: int = 12,
+    iterations: int = 10,
+    iteration: int = 2,
+    mask_weight: float = HiCMLMConfig.mask_weight,
+    seed: int = 0,
+) -> MaskPicture:
     """HI-CMLM's decoder input per hybrid strategy (rows) and slot (columns) at one pass."""
     if length < 1 or iterations < 1:
         raise ValueError("--length and --iterations must be >= 1")
     words = hicmlm_masked_slots(length, iterations, iteration, seed)
-    masked = torch.cat([torch.zeros(1, dtype=torch.bool), words, torch.zeros(1, dtype=torch.bool)]).unsqueeze(0)
+    masked = torch.cat(
+        [torch.zeros(1, dtype=torch.bool), words, torch.zeros(1, dtype=torch.bool)]
+    ).unsqueeze(0)
     rows = []
     for strategy in HYBRID_STRATEGIES:
         w = source_copy_weight(masked, strategy, mask_weight, HiCMLMConfig.fence_first)[0]
         code = torch.where(w >= 1.0, 2, torch.where(w > 0.0, 3, 1))
         rows.append(torch.where(masked[0], code, 0))
     cols = ["<s>", *(f"y{i}" for i in range(1, length + 1)), "</s>"]
-    return MaskPicture(torch.stack(rows), list(HYBRID_STRATEGIES), cols,
-                       f"HI-CMLM decoder input, pass {iteration + 1} of {iterations}: "
-                       f"{int(words.sum())} of {length} slots masked",
-                       legend=DECODER_INPUT_LEGEND, xlabel="decoder input slot (fairseq index)",
-                       ylabel="--hybrid-strategy",
-                       note=f"masked slots: a seeded random choice (seed {seed}) standing in for the "
-                            "least confident tokens")
+    return MaskPicture(
+        torch.stack(rows),
+        list(HYBRID_STRATEGIES),
+        cols,
+        f"HI-CMLM decoder input, pass {iteration + 1} of {iterations}: "
+        f"{int(words.sum())} of {length} slots masked",
+        legend=DECODER_INPUT_LEGEND,
+        xlabel="decoder input slot (fairseq index)",
+        ylabel="--hybrid-strategy",
+        note=f"masked slots: a seeded random choice (seed {seed}) standing in for the "
+        "least confident tokens",
+    )
 
 
 def draw_ngram(length: int = 5, ngram: int = ProphetNetConfig.ngram) -> MaskPicture:
@@ -198,32 +241,63 @@ def draw_ngram(length: int = 5, ngram: int = ProphetNetConfig.ngram) -> MaskPict
     m = mask_picture(predicates.ngram_stream(length), size, size)
     names = ["h"] + [f"s{k}" for k in range(1, ngram + 1)]
     labels = [f"{name}_{t}" for name in names for t in range(length)]
-    return MaskPicture(m, labels, labels, f"ProphetNet n-stream self-attention, n = {ngram}",
-                       note="h = main stream, sk = predicting stream k (predicts the token k - 1 "
-                            "after the next one); parameters are shared between streams")
+    return MaskPicture(
+        m,
+        labels,
+        labels,
+        f"ProphetNet n-stream self-attention, n = {ngram}",
+        note="h = main stream, sk = predicting stream k (predicts the token k - 1 "
+        "after the next one); parameters are shared between streams",
+    )
 
 
 SCRIPTS: dict[str, Script] = {
-    "bidirectional": Script(draw_bidirectional, "BERT: everyone sees everyone",
-                            {"words": (str, DEFAULT_WORDS, "space-separated words")}),
-    "causal": Script(draw_causal, "left-to-right LM (lower triangle)",
-                     {"words": (str, DEFAULT_WORDS, "space-separated words")}),
-    "permutation": Script(draw_permutation, "XLNet's permutation LM for one factorisation order",
-                          {"words": (str, DEFAULT_WORDS, "space-separated words"),
-                           "order": (str, "4,2,5,3,1", "1-based word positions in generation order"),
-                           "seed": (int, -1, "draw a random order with this seed instead of --order")}),
-    "prefix": Script(draw_prefix, "UniLM seq2seq (prefix LM) from segment ids",
-                     {"source": (str, "what do you want to eat", "source words"),
-                      "target": (str, "white cut chicken", "target words")}),
-    "hicmlm": Script(draw_hicmlm, "HI-CMLM decoder input of each hybrid strategy at one mask-predict pass",
-                     {"length": (int, 12, "target length L"),
-                      "iterations": (int, 10, "decoder passes T"),
-                      "iteration": (int, 2, "0-based pass t; L*(T-t)/T slots are masked"),
-                      "mask_weight": (float, HiCMLMConfig.mask_weight, "M weight of weighted_sum"),
-                      "seed": (int, 0, "seed of the masked-slot choice")}),
-    "ngram": Script(draw_ngram, "ProphetNet's main stream and n predicting streams",
-                    {"length": (int, 5, "target positions T"),
-                     "ngram": (int, ProphetNetConfig.ngram, "predicting streams n")}),
+    "bidirectional": Script(
+        draw_bidirectional,
+        "BERT: everyone sees everyone",
+        {"words": (str, DEFAULT_WORDS, "space-separated words")},
+    ),
+    "causal": Script(
+        draw_causal,
+        "left-to-right LM (lower triangle)",
+        {"words": (str, DEFAULT_WORDS, "space-separated words")},
+    ),
+    "permutation": Script(
+        draw_permutation,
+        "XLNet's permutation LM for one factorisation order",
+        {
+            "words": (str, DEFAULT_WORDS, "space-separated words"),
+            "order": (str, "4,2,5,3,1", "1-based word positions in generation order"),
+            "seed": (int, -1, "draw a random order with this seed instead of --order"),
+        },
+    ),
+    "prefix": Script(
+        draw_prefix,
+        "UniLM seq2seq (prefix LM) from segment ids",
+        {
+            "source": (str, "what do you want to eat", "source words"),
+            "target": (str, "white cut chicken", "target words"),
+        },
+    ),
+    "hicmlm": Script(
+        draw_hicmlm,
+        "HI-CMLM decoder input of each hybrid strategy at one mask-predict pass",
+        {
+            "length": (int, 12, "target length L"),
+            "iterations": (int, 10, "decoder passes T"),
+            "iteration": (int, 2, "0-based pass t; L*(T-t)/T slots are masked"),
+            "mask_weight": (float, HiCMLMConfig.mask_weight, "M weight of weighted_sum"),
+            "seed": (int, 0, "seed of the masked-slot choice"),
+        },
+    ),
+    "ngram": Script(
+        draw_ngram,
+        "ProphetNet's main stream and n predicting streams",
+        {
+            "length": (int, 5, "target positions T"),
+            "ngram": (int, ProphetNetConfig.ngram, "predicting streams n"),
+        },
+    ),
 }
 
 
@@ -238,9 +312,12 @@ def render_text(picture: MaskPicture) -> str:
     lines.append(" " * (width + 2) + " ".join(str(j % 10) for j in range(len(picture.cols))))
     for label, row in zip(picture.rows, picture.matrix.tolist()):
         lines.append(label.rjust(width) + "  " + " ".join(chars[v] for v in row))
-    lines += ["", f"rows: {picture.ylabel}; columns: {picture.xlabel}:",
-              "  " + " ".join(f"{j}={c}" for j, c in enumerate(picture.cols)),
-              "legend: " + ", ".join(f"{c} {label}" for label, c, _ in picture.legend)]
+    lines += [
+        "",
+        f"rows: {picture.ylabel}; columns: {picture.xlabel}:",
+        "  " + " ".join(f"{j}={c}" for j, c in enumerate(picture.cols)),
+        "legend: " + ", ".join(f"{c} {label}" for label, c, _ in picture.legend),
+    ]
     if picture.note:
         lines.append(f"note: {picture.note}")
     return "\n".join(lines)
@@ -257,7 +334,9 @@ def render_png(picture: MaskPicture, path: str) -> None:
     colours = [c for _, _, c in picture.legend]
     R, C = picture.matrix.shape
     fig, ax = plt.subplots(figsize=(max(3.5, 0.3 * C + 2.0), max(2.5, 0.3 * R + 1.5)))
-    ax.imshow(picture.matrix.numpy(), cmap=ListedColormap(colours), vmin=-0.5, vmax=len(colours) - 0.5)
+    ax.imshow(
+        picture.matrix.numpy(), cmap=ListedColormap(colours), vmin=-0.5, vmax=len(colours) - 0.5
+    )
     ax.set_xticks(range(C), picture.cols, rotation=60, ha="right")
     ax.set_yticks(range(R), picture.rows)
     ax.set_xticks([x - 0.5 for x in range(1, C)], minor=True)
@@ -268,8 +347,16 @@ def render_png(picture: MaskPicture, path: str) -> None:
     title = picture.title + (f"\n({picture.note})" if picture.note else "")
     ax.set_title(title, fontsize=9)
     used = sorted(set(picture.matrix.flatten().tolist()))
-    ax.legend(handles=[Patch(facecolor=colours[v], edgecolor="#888888", label=picture.legend[v][0]) for v in used],
-              loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(
+        handles=[
+            Patch(facecolor=colours[v], edgecolor="#888888", label=picture.legend[v][0])
+            for v in used
+        ],
+        loc="upper left",
+        bbox_to_anchor=(1.01, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
 
@@ -282,11 +369,16 @@ def draw(name: str, **options) -> MaskPicture:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis.draw_mask", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m fairseq_ext.analysis.draw_mask",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("mask", nargs="?", choices=list(SCRIPTS), help="which mask to draw")
     p.add_argument("--png", help="also write the picture as a PNG here")
-    p.add_argument("--all", metavar="DIR", help="write every mask with its defaults to DIR/NAME.png")
+    p.add_argument(
+        "--all", metavar="DIR", help="write every mask with its defaults to DIR/NAME.png"
+    )
     p.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
     added = set()  # an option that several masks take is listed once, with the first of them
     for name, script in SCRIPTS.items():
@@ -294,8 +386,12 @@ def main(argv: list[str] | None = None) -> None:
         for option, (kind, default, help_text) in script.options.items():
             if option not in added:
                 added.add(option)
-                group.add_argument("--" + option.replace("_", "-"), type=kind, default=None,
-                                   help=f"{help_text} (default {default})")
+                group.add_argument(
+                    "--" + option.replace("_", "-"),
+                    type=kind,
+                    default=None,
+                    help=f"{help_text} (default {default})",
+                )
     args = p.parse_args(argv)
     if args.all:
         os.makedirs(args.all, exist_ok=True)
@@ -306,7 +402,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.mask is None:
         p.error("name a mask to draw, or pass --all DIR")
-    options = {k: getattr(args, k) for k in SCRIPTS[args.mask].options if getattr(args, k) is not None}
+    options = {
+        k: getattr(args, k) for k in SCRIPTS[args.mask].options if getattr(args, k) is not None
+    }
     try:
         picture = draw(args.mask, **options)
     except ValueError as exc:

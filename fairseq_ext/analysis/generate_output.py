@@ -1,4 +1,5 @@
 """Read ``fairseq-generate`` output (S/T/H/D/E/I lines) of a mask-predict run."""
+
 from __future__ import annotations
 
 import re

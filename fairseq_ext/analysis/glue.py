@@ -11,6 +11,7 @@ c to the label dictionary's c-th symbol (fairseq orders ``OUT/bin/label/dict.txt
 frequency). ``score`` prints the metric in percent (MCC x 100, as GLUE reports it). GLUE's test
 labels are not public: test predictions are scored by GLUE's server, not here.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,7 +26,9 @@ METRICS = {"CoLA": "mcc", "SST-2": "accuracy"}
 def score(task: str, gold: list[str], predictions: list[str]) -> float:
     """The task's GLUE metric (percent) of ``predictions`` against ``gold`` (label strings)."""
     if len(gold) != len(predictions):
-        raise ValueError(f"{len(predictions)} predictions for {len(gold)} dev examples; predict the whole dev split")
+        raise ValueError(
+            f"{len(predictions)} predictions for {len(gold)} dev examples; predict the whole dev split"
+        )
     if METRICS[task] == "mcc":
         return 100.0 * float(matthews_corrcoef(gold, predictions))
     return 100.0 * float(accuracy_score(gold, predictions))
@@ -44,7 +47,9 @@ def predict(checkpoint: str, data: str, batch_size: int = 64) -> list[str]:
     from fairseq_ext import plugin
 
     plugin.load()
-    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([checkpoint], arg_overrides={"data": data})
+    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [checkpoint], arg_overrides={"data": data}
+    )
     model.eval()
     task.load_dataset("valid")
     dataset = task.dataset("valid")
@@ -53,8 +58,12 @@ def predict(checkpoint: str, data: str, batch_size: int = 64) -> list[str]:
     out: dict[int, str] = {}
     with torch.no_grad():
         for start in range(0, len(dataset), batch_size):
-            batch = dataset.collater([dataset[i] for i in range(start, min(start + batch_size, len(dataset)))])
-            logits = model(**batch["net_input"], features_only=True, classification_head_name=head)[0]
+            batch = dataset.collater(
+                [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
+            )
+            logits = model(**batch["net_input"], features_only=True, classification_head_name=head)[
+                0
+            ]
             for example, cls in zip(batch["id"].tolist(), logits.argmax(-1).tolist()):
                 out[example] = labels[cls + labels.nspecial]
     return [out[i] for i in range(len(dataset))]
@@ -66,8 +75,10 @@ def _problem(args: argparse.Namespace) -> str | None:
         if not Path(args.checkpoint).is_file():
             return f"--checkpoint {args.checkpoint}: no such file (fairseq-train writes SAVE_DIR/checkpoint_last.pt)"
         if not (Path(args.data) / "label" / "dict.txt").is_file():
-            return (f"--data {args.data}: no label/dict.txt there; give the bin folder of data_prep/glue.py "
-                    "(it holds input0/ and label/)")
+            return (
+                f"--data {args.data}: no label/dict.txt there; give the bin folder of data_prep/glue.py "
+                "(it holds input0/ and label/)"
+            )
         return None
     for flag in ("gold", "predictions"):
         if not Path(getattr(args, flag)).is_file():
@@ -76,14 +87,21 @@ def _problem(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis.glue", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m fairseq_ext.analysis.glue",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     pr = sub.add_parser("predict", help="one predicted label a line for the dev split")
     pr.add_argument("--checkpoint", required=True, help="a sentence_prediction checkpoint")
-    pr.add_argument("--data", required=True, help="the bin folder of data_prep/glue.py (input0/, label/)")
+    pr.add_argument(
+        "--data", required=True, help="the bin folder of data_prep/glue.py (input0/, label/)"
+    )
     pr.add_argument("--output", required=True, help="the predictions file to write")
-    sc = sub.add_parser("score", help="the GLUE metric of a predictions file against the gold labels")
+    sc = sub.add_parser(
+        "score", help="the GLUE metric of a predictions file against the gold labels"
+    )
     sc.add_argument("--task", required=True, choices=sorted(METRICS))
     sc.add_argument("--gold", required=True, help="OUT/raw/valid.label of data_prep/glue.py")
     sc.add_argument("--predictions", required=True, help="the file predict wrote")

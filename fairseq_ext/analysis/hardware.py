@@ -1,5 +1,6 @@
 """The machine a measurement ran on, as results files record it: the processor's name
 (``/proc/cpuinfo``'s ``model name``, else what ``platform`` says) and the core count."""
+
 from __future__ import annotations
 
 import os
@@ -10,7 +11,9 @@ def cpu_name() -> str:
     """The processor's name, e.g. ``Intel(R) Xeon(R) ...``."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
-            return next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+            return next(
+                line.split(":", 1)[1].strip() for line in f if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
 

@@ -1,6 +1,7 @@
 """The HI-CMLM paper's three views of mask-predict, from ``fairseq-generate`` output:
 BLEU after each iteration (Figure 2), BLEU by target-length bin (Table 2) and the share of
 copied embeddings among the masked slots per iteration (Figure 3)."""
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -39,17 +40,25 @@ def hypothesis_after(d: Decoded, iteration: int, post_process: str | None) -> st
     last output."""
     preds = d.predictions
     if not preds:
-        raise ValueError("the output has no iteration history: run fairseq-generate with --retain-iter-history")
+        raise ValueError(
+            "the output has no iteration history: run fairseq-generate with --retain-iter-history"
+        )
     return detokenize(preds[min(iteration, len(preds)) - 1], post_process)
 
 
-def bleu_per_iteration(sentences: list[Decoded], max_iter: int, post_process: str | None) -> list[float]:
+def bleu_per_iteration(
+    sentences: list[Decoded], max_iter: int, post_process: str | None
+) -> list[float]:
     refs = [d.reference for d in sentences]
-    return [corpus_bleu([hypothesis_after(d, t, post_process) for d in sentences], refs)
-            for t in range(1, max_iter + 1)]
+    return [
+        corpus_bleu([hypothesis_after(d, t, post_process) for d in sentences], refs)
+        for t in range(1, max_iter + 1)
+    ]
 
 
-def bleu_by_length(sentences: list[Decoded], bins: Sequence[tuple[int, float]] = LENGTH_BINS) -> list[float]:
+def bleu_by_length(
+    sentences: list[Decoded], bins: Sequence[tuple[int, float]] = LENGTH_BINS
+) -> list[float]:
     """Final-output BLEU of each reference-length bin (the paper's Table 2)."""
     groups: list[list[Decoded]] = [[] for _ in bins]
     for d in sentences:
@@ -57,8 +66,12 @@ def bleu_by_length(sentences: list[Decoded], bins: Sequence[tuple[int, float]] =
     return [corpus_bleu([d.hypothesis for d in g], [d.reference for d in g]) for g in groups]
 
 
-def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = PAPER_MASK_WEIGHT,
-                fence_first: str = FENCE_FIRST[0]) -> tuple[float, int, int]:
+def copy_counts(
+    pass_input: list[str],
+    strategy: str,
+    mask_weight: float = PAPER_MASK_WEIGHT,
+    fence_first: str = FENCE_FIRST[0],
+) -> tuple[float, int, int]:
     """Z mass, masked slots and all slots of one decoder input (a printed history line).
 
     The line's tokens (``<s>`` and ``</s>`` stripped) are laid back into a decoder input
@@ -71,10 +84,15 @@ def copy_counts(pass_input: list[str], strategy: str, mask_weight: float = PAPER
     return float(z.sum()), int(masked.sum()), len(pass_input)
 
 
-def copy_share_per_iteration(sentences: list[Decoded], max_iter: int, strategy: str,
-                             mask_weight: float = PAPER_MASK_WEIGHT,
-                             fence_first: str = FENCE_FIRST[0], of: str = "masked",
-                             bins: Sequence[tuple[int, float]] = LENGTH_BINS) -> list[list[float]]:
+def copy_share_per_iteration(
+    sentences: list[Decoded],
+    max_iter: int,
+    strategy: str,
+    mask_weight: float = PAPER_MASK_WEIGHT,
+    fence_first: str = FENCE_FIRST[0],
+    of: str = "masked",
+    bins: Sequence[tuple[int, float]] = LENGTH_BINS,
+) -> list[list[float]]:
     """``[bin][iteration]``: Z among the masked slots (``of="masked"``, the paper's Figure 3)
     or among all target slots (``of="all"``) fed to each pass, pooled over the sentences
     of the bin that were still decoding (NaN when none was)."""
@@ -88,4 +106,7 @@ def copy_share_per_iteration(sentences: list[Decoded], max_iter: int, strategy: 
             zt, masked, total = copy_counts(inp, strategy, mask_weight, fence_first)
             z[b][t] += zt
             n[b][t] += masked if of == "masked" else total
-    return [[z[b][t] / n[b][t] if n[b][t] else float("nan") for t in range(max_iter)] for b in range(len(bins))]
+    return [
+        [z[b][t] / n[b][t] if n[b][t] else float("nan") for t in range(max_iter)]
+        for b in range(len(bins))
+    ]

@@ -15,6 +15,7 @@ beside the hypotheses: each article's first N words (``--lead``, default 8), the
 headline model must beat (Rush et al. 2015, section 7). The OOV markers of the Gigaword
 releases, ``UNK`` and ``<unk>``, are the same word ``unk`` to this tokenizer.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -64,12 +65,17 @@ def _line(scores: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.analysis.rouge", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m fairseq_ext.analysis.rouge",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--hyp", required=True, help="one hypothesis per line")
     p.add_argument("--ref", required=True, help="one reference per line, aligned with --hyp")
     p.add_argument("--json", help="also write the scores here")
-    p.add_argument("--source", help="the articles, aligned with --ref: also score the lead-N baseline")
+    p.add_argument(
+        "--source", help="the articles, aligned with --ref: also score the lead-N baseline"
+    )
     p.add_argument("--lead", type=int, default=8, help="N of the lead-N baseline (default 8)")
     args = p.parse_args(argv)
     if args.lead < 1:

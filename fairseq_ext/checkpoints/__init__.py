@@ -14,8 +14,19 @@
 
 Importing this package changes nothing in fairseq.
 """
-from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS, pickled_globals, unsafe_globals
+
+from fairseq_ext.checkpoints.allow_list import (
+    SAFE_CHECKPOINT_GLOBALS,
+    pickled_globals,
+    unsafe_globals,
+)
 from fairseq_ext.checkpoints.exporting import export_weights
 from fairseq_ext.checkpoints.loading import safe_load
 
-__all__ = ["SAFE_CHECKPOINT_GLOBALS", "export_weights", "pickled_globals", "safe_load", "unsafe_globals"]
+__all__ = [
+    "SAFE_CHECKPOINT_GLOBALS",
+    "export_weights",
+    "pickled_globals",
+    "safe_load",
+    "unsafe_globals",
+]

@@ -1,8 +1,9 @@
 """``python -m fairseq_ext.checkpoints``: what a checkpoint pickles, and a weights-only copy.
 
-    python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint (or a raw pickle) pickles
-    python -m fairseq_ext.checkpoints export CKPT OUT [--fp16]   # weights-only copy
+python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint (or a raw pickle) pickles
+python -m fairseq_ext.checkpoints export CKPT OUT [--fp16]   # weights-only copy
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,8 +23,11 @@ USAGE = __doc__
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.checkpoints", description=USAGE,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m fairseq_ext.checkpoints",
+        description=USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     i = sub.add_parser("inspect", help="list the pickled globals of a checkpoint")
     i.add_argument("checkpoint")
@@ -37,8 +41,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.cmd == "inspect":
         found = pickled_globals(args.checkpoint)
         if not zipfile.is_zipfile(args.checkpoint):
-            note(f"{args.checkpoint} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
-                 "format): these are the globals its pickles name, read without running them")
+            note(
+                f"{args.checkpoint} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
+                "format): these are the globals its pickles name, read without running them"
+            )
         bad = unsafe_globals(args.checkpoint)
         for g in found:
             print(f"{g}\t{'REFUSED' if g in bad else 'allowed'}")

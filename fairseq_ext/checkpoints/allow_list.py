@@ -14,6 +14,7 @@ checkpoints that fairseq writes for this plugin's models contain exactly these g
 ``fairseq_changes`` registers ``SAFE_CHECKPOINT_GLOBALS`` with torch's allow-list; ``pickled_globals``
 lists what a file pickles without running it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -96,7 +97,8 @@ def pickled_globals(path: str) -> list[str]:
         if found is None:
             raise CorruptCheckpointError(
                 f"cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a pickle. "
-                "The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train")
+                "The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train"
+            )
         return sorted(found - set(_weights_only_unpickler._get_allowed_globals()))
     registered = torch.serialization.get_safe_globals()
     torch.serialization.clear_safe_globals()
@@ -114,6 +116,9 @@ def unsafe_globals(path: str) -> list[str]:
 
 def require_file(path: str, missing_fix: str = "check the --path/--restore-file argument") -> None:
     """``path`` is a checkpoint file that can be read (``missing_fix``: what to do when it is missing)."""
-    fix = f"give a checkpoint file in it, e.g. {os.path.join(path, 'checkpoint_best.pt')}" if os.path.isdir(path) \
+    fix = (
+        f"give a checkpoint file in it, e.g. {os.path.join(path, 'checkpoint_best.pt')}"
+        if os.path.isdir(path)
         else missing_fix
+    )
     require_readable_file(path, "checkpoint", fix)

@@ -4,6 +4,7 @@ it (``families``), and the dictionaries it was trained with (``dictionaries``).
 ``fairseq_loading`` runs these checks on every load that serves the plugin; ``overrides``
 checks ``--model-overrides``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -53,7 +54,11 @@ def refuse_non_checkpoint(path: str, state: Any) -> None:
     """A fairseq checkpoint is a dict with ``model`` and ``cfg`` or ``args``."""
     if isinstance(state, dict) and "model" in state and ("cfg" in state or "args" in state):
         return
-    if isinstance(state, dict) and state and all(isinstance(v, torch.Tensor) for v in state.values()):
+    if (
+        isinstance(state, dict)
+        and state
+        and all(isinstance(v, torch.Tensor) for v in state.values())
+    ):
         what = f"a bare state dict of {len(state)} tensors"
     elif isinstance(state, dict):
         what = f"a dict with the keys {sorted(map(str, state))[:6]}" if state else "an empty dict"
@@ -62,7 +67,8 @@ def refuse_non_checkpoint(path: str, state: Any) -> None:
     raise FairseqExtError(
         f"{path} is not a fairseq checkpoint: it holds {what}, not 'model' with 'cfg'. Give a checkpoint "
         "written by fairseq-train (checkpoint_last.pt, checkpoint_best.pt, checkpoint_N_M.pt); weights from "
-        "elsewhere are converted with 'python -m fairseq_ext.convert'")
+        "elsewhere are converted with 'python -m fairseq_ext.convert'"
+    )
 
 
 def refuse_non_finite(path: str, state: dict) -> None:
@@ -76,7 +82,8 @@ def refuse_non_finite(path: str, state: dict) -> None:
                     f"refusing to load {path}: {name} holds {int(bad.sum())} non-finite value(s) (NaN or Inf) "
                     f"of {value.numel()}; a model with them decodes empty or garbage output. Use an earlier "
                     "checkpoint (checkpoint_best.pt or an earlier checkpoint_N_M.pt); if training diverged, "
-                    "resume from it with a lower --lr or --clip-norm")
+                    "resume from it with a lower --lr or --clip-norm"
+                )
 
 
 def check_task_family(path: str, state: dict, task_name: Optional[str]) -> None:
@@ -89,16 +96,24 @@ def check_task_family(path: str, state: dict, task_name: Optional[str]) -> None:
     if task_name == "translation" and family_of(trained) == NON_AUTOREGRESSIVE:
         raise FairseqExtError(
             f"{path} was trained with --task {trained} (--arch {trained_arch(state)}); --task translation (fairseq's "
-            f"default when no --task is given) decodes autoregressively and cannot use it. Give --task {trained}")
-    if family_of(trained) is None or family_of(task_name) is None or _same_family(trained, task_name):
+            f"default when no --task is given) decodes autoregressively and cannot use it. Give --task {trained}"
+        )
+    if (
+        family_of(trained) is None
+        or family_of(task_name) is None
+        or _same_family(trained, task_name)
+    ):
         return
     raise FairseqExtError(
         f"{path} was trained with --task {trained} (--arch {trained_arch(state)}); --task {task_name} cannot use it. "
-        f"Give --task {trained}, or a checkpoint trained with --task {task_name}")
+        f"Give --task {trained}, or a checkpoint trained with --task {task_name}"
+    )
 
 
 def _same_family(trained: Optional[str], task_name: Optional[str]) -> bool:
-    return trained == task_name or (family_of(trained) is not None and family_of(trained) == family_of(task_name))
+    return trained == task_name or (
+        family_of(trained) is not None and family_of(trained) == family_of(task_name)
+    )
 
 
 def check_dictionaries(path: str, state: dict, task, task_name: Optional[str]) -> None:
@@ -119,4 +134,6 @@ def check_dictionaries(path: str, state: dict, task, task_name: Optional[str]) -
     for side in sides:
         symbols = recorded.get(side)
         if symbols is not None and side in ours and list(ours[side].symbols) != list(symbols):
-            raise dictionary_mismatch(side, list(symbols), list(ours[side].symbols), where=str(path), hint=hint)
+            raise dictionary_mismatch(
+                side, list(symbols), list(ours[side].symbols), where=str(path), hint=hint
+            )

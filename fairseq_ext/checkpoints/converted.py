@@ -8,6 +8,7 @@ what fairseq's own checkpoints hold (tensors, plain containers, ``argparse.Names
 the plugin's weights-only loader reads it (``loading``). The options come from
 ``fairseq_ext.convert.training_options``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,7 +32,9 @@ def build_model(args: Namespace):
     return task, task.build_model(args)
 
 
-def fill(model: torch.nn.Module, converted: Dict[str, Tensor], extra: Iterable[str] = ()) -> Dict[str, Tensor]:
+def fill(
+    model: torch.nn.Module, converted: Dict[str, Tensor], extra: Iterable[str] = ()
+) -> Dict[str, Tensor]:
     """``converted`` checked against ``model``'s own parameters: every one present with its
     shape; names in ``extra`` may be added (read by another model of the plugin)."""
     own = model.state_dict()
@@ -42,12 +45,18 @@ def fill(model: torch.nn.Module, converted: Dict[str, Tensor], extra: Iterable[s
     missing = [k for k in own if k not in converted]
     unexpected = [k for k in converted if k not in own and k not in set(extra)]
     if missing or unexpected:
-        raise FairseqExtError(f"conversion error: parameters missing {missing[:3]}, unexpected {unexpected[:3]}")
+        raise FairseqExtError(
+            f"conversion error: parameters missing {missing[:3]}, unexpected {unexpected[:3]}"
+        )
     for name, value in own.items():
         if converted[name].shape != value.shape:
-            raise FairseqExtError(f"conversion error: {name} has shape {tuple(converted[name].shape)}, the "
-                                  f"model's {tuple(value.shape)}")
-    return {k: v.to(own[k].dtype if k in own else v.dtype).contiguous() for k, v in converted.items()}
+            raise FairseqExtError(
+                f"conversion error: {name} has shape {tuple(converted[name].shape)}, the "
+                f"model's {tuple(value.shape)}"
+            )
+    return {
+        k: v.to(own[k].dtype if k in own else v.dtype).contiguous() for k, v in converted.items()
+    }
 
 
 def save(path, args: Namespace, state: Dict[str, Tensor]) -> None:
@@ -55,12 +64,24 @@ def save(path, args: Namespace, state: Dict[str, Tensor]) -> None:
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.to_container(convert_namespace_to_omegaconf(args), resolve=True, enum_to_str=True)
+    cfg = OmegaConf.to_container(
+        convert_namespace_to_omegaconf(args), resolve=True, enum_to_str=True
+    )
     checkpoint = {
-        "args": None, "cfg": cfg, "model": state, "criterion": None,
-        "optimizer_history": [{"criterion_name": str(args.criterion), "optimizer_name": str(args.optimizer),
-                               "lr_scheduler_state": {}, "num_updates": 0}],
-        "task_state": {}, "extra_state": {"metrics": {}, "previous_training_time": 0},
+        "args": None,
+        "cfg": cfg,
+        "model": state,
+        "criterion": None,
+        "optimizer_history": [
+            {
+                "criterion_name": str(args.criterion),
+                "optimizer_name": str(args.optimizer),
+                "lr_scheduler_state": {},
+                "num_updates": 0,
+            }
+        ],
+        "task_state": {},
+        "extra_state": {"metrics": {}, "previous_training_time": 0},
         "last_optimizer_state": None,
     }
     Path(path).parent.mkdir(parents=True, exist_ok=True)

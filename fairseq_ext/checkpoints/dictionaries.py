@@ -10,6 +10,7 @@ them with the task's (``checks.check_dictionaries``). Checkpoints saved before t
 into ``task_state`` hold it at the top level (``RECORD_KEY``); ``recorded_dictionaries`` reads
 both. Checkpoints without any record keep the size check of ``shapes``.
 """
+
 from __future__ import annotations
 
 from typing import Any, Iterable, Optional

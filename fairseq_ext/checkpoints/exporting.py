@@ -1,5 +1,6 @@
 """A small weights-only copy of a checkpoint (``python -m fairseq_ext.checkpoints export``): the
 model weights, the config and the recorded dictionaries, no optimizer state."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,7 +16,9 @@ def export_weights(src: str, dst: str, fp16: bool = False) -> None:
     """Write a small checkpoint with the model weights and config only (no optimizer state),
     loadable by ``fairseq-generate --path`` and ``fairseq-train --finetune-from-model``."""
     state = safe_load(src)
-    model = {k: (v.half() if fp16 and v.is_floating_point() else v) for k, v in state["model"].items()}
+    model = {
+        k: (v.half() if fp16 and v.is_floating_point() else v) for k, v in state["model"].items()
+    }
     cfg = state.get("cfg")
     if cfg is not None:  # where this checkpoint was initialised from is local history
         for section in (cfg.get("model"), cfg.get("task")):
@@ -27,9 +30,16 @@ def export_weights(src: str, dst: str, fp16: bool = False) -> None:
     history = state.get("optimizer_history", [])[-1:]
     # No metrics (numpy arrays) and no previous_training_time: a run that starts from this
     # file must not count the pre-training time against its own --stop-time-hours.
-    extra = {"train_iterator": {"version": 2, "epoch": 1, "iterations_in_epoch": 0, "shuffle": True}}
-    out = {"args": state.get("args"), "cfg": cfg, "model": model, "optimizer_history": history,
-           "extra_state": extra}
+    extra = {
+        "train_iterator": {"version": 2, "epoch": 1, "iterations_in_epoch": 0, "shuffle": True}
+    }
+    out = {
+        "args": state.get("args"),
+        "cfg": cfg,
+        "model": model,
+        "optimizer_history": history,
+        "extra_state": extra,
+    }
     recorded = recorded_dictionaries(state)
     if recorded:  # written where fairseq keeps a task's state
         out["task_state"] = {RECORD_KEY: recorded}

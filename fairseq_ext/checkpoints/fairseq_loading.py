@@ -12,6 +12,7 @@ the plugin trained is checked after it loads. fairseq's loader that knows the ta
 a training says it for every load when it starts (``loading_for``, from
 ``saving.starting_safely``, with the trainer at hand).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -28,8 +29,9 @@ from fairseq_ext.fairseq_changes.patch_scope import is_plugin_task, serves
 
 # (task, paths) of the load under way for a task: set by ``loading_for_task`` around fairseq's
 # two loaders that know the task, read by ``guarded_loader``'s ``load_checkpoint_to_cpu``
-_LOADING_FOR: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar("fairseq_ext_loading_for",
-                                                                             default=None)
+_LOADING_FOR: contextvars.ContextVar[Optional[tuple]] = contextvars.ContextVar(
+    "fairseq_ext_loading_for", default=None
+)
 
 
 def _task_of_load(path: str):

@@ -2,6 +2,7 @@
 ``allow_list.SAFE_CHECKPOINT_GLOBALS``, and one line for a file it cannot load: a foreign global
 (unsafe, refused, nothing run), a truncated or corrupt file (told apart from a malicious one), a
 folder or a missing path."""
+
 from __future__ import annotations
 
 import re
@@ -48,8 +49,10 @@ def _kind_of_unreadable(path: str) -> str:
     if zip_header:
         return "a torch checkpoint (a zip archive) that is truncated or corrupt (an interrupted copy or save?)"
     if static_pickle_globals(path) is not None:
-        return ("a pickle that the weights-only loader cannot read (a raw pickle, or torch's legacy format), "
-                "not a checkpoint fairseq-train writes")
+        return (
+            "a pickle that the weights-only loader cannot read (a raw pickle, or torch's legacy format), "
+            "not a checkpoint fairseq-train writes"
+        )
     return "neither a torch checkpoint (a zip archive) nor a pickle: corrupt, or not a checkpoint"
 
 
@@ -57,7 +60,13 @@ def _reason(exc: BaseException) -> str:
     """torch's reason in a few words, without its advice to turn the weights-only loading off."""
     text = str(exc).strip()
     detail = re.search(r"WeightsUnpickler error:\s*(\S[^\n]*)", text)
-    return detail.group(1).strip() if detail else text.split(". ")[0].splitlines()[0].rstrip(".") if text else ""
+    return (
+        detail.group(1).strip()
+        if detail
+        else text.split(". ")[0].splitlines()[0].rstrip(".")
+        if text
+        else ""
+    )
 
 
 def safe_load(path: str) -> dict[str, Any]:
@@ -68,5 +77,7 @@ def safe_load(path: str) -> dict[str, Any]:
     torch.serialization.add_safe_globals(list(SAFE_CHECKPOINT_GLOBALS))
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
+    except (
+        Exception
+    ) as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
         raise _explain_failure(path, exc) from None

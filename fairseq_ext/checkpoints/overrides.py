@@ -2,6 +2,7 @@
 has, set to values of their type (and among their choices). fairseq sets an unknown key
 without a word, so a typo is ignored, and a bad value fails only when decoding uses it.
 ``fairseq_cli``'s reading of the text itself is ``model_overrides.literal_overrides``."""
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,10 @@ def _option_actions(state: dict) -> dict[str, argparse.Action]:
     from fairseq.tasks import TASK_REGISTRY
 
     parser = _ActionsByDest()
-    for registry, name in ((ARCH_MODEL_REGISTRY, trained_arch(state)), (TASK_REGISTRY, trained_task(state))):
+    for registry, name in (
+        (ARCH_MODEL_REGISTRY, trained_arch(state)),
+        (TASK_REGISTRY, trained_task(state)),
+    ):
         cls = registry.get(name) if name else None
         if cls is not None and hasattr(cls, "add_args"):
             try:
@@ -64,20 +68,31 @@ def _option_actions(state: dict) -> dict[str, argparse.Action]:
     return parser.by_dest
 
 
-def _value_problem(key: str, value: Any, current: Any, action: Optional[argparse.Action]) -> Optional[str]:
+def _value_problem(
+    key: str, value: Any, current: Any, action: Optional[argparse.Action]
+) -> Optional[str]:
     if action is not None and action.choices is not None and value not in action.choices:
         return f"must be one of {', '.join(map(str, action.choices))}"
-    if isinstance(current, bool) or (action is not None and isinstance(action.const, bool) and action.nargs == 0):
+    if isinstance(current, bool) or (
+        action is not None and isinstance(action.const, bool) and action.nargs == 0
+    ):
         return None if isinstance(value, bool) else "must be True or False"
     if isinstance(current, int):
-        return None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
+        return (
+            None if isinstance(value, int) and not isinstance(value, bool) else "must be an integer"
+        )
     if isinstance(current, float):
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             return "must be a number"
         return None if math.isfinite(value) else "must be a finite number"
     if isinstance(current, str) and not isinstance(value, str):
         return "must be a string"
-    if action is not None and callable(action.type) and action.type not in (str,) and value is not None:
+    if (
+        action is not None
+        and callable(action.type)
+        and action.type not in (str,)
+        and value is not None
+    ):
         try:
             action.type(str(value))
         except (TypeError, ValueError, argparse.ArgumentTypeError):
@@ -95,11 +110,14 @@ def check_model_overrides(path: str, state: dict, overrides: Optional[dict]) -> 
     actions = None
     for key, value in overrides.items():
         if key not in known:
-            close = difflib.get_close_matches(key, [k for k in known if not k.startswith("_")], n=1, cutoff=0.75)
+            close = difflib.get_close_matches(
+                key, [k for k in known if not k.startswith("_")], n=1, cutoff=0.75
+            )
             guess = f" (did you mean {close[0]!r}?)" if close else ""
             raise FairseqExtError(
                 f"--model-overrides: {key!r} is not an option of {path}{guess}; keys are option names with "
-                "underscores, e.g. \"{'iter_decode_max_iter': 4}\"")
+                "underscores, e.g. \"{'iter_decode_max_iter': 4}\""
+            )
         if actions is None:
             actions = _option_actions(state)
         problem = _value_problem(key, value, known[key], actions.get(key))

@@ -9,6 +9,7 @@ budget is spent, it says so in one line and ends the run with exit status 0 befo
 trained or written, so that a driver may run a finished training's command again and find the
 checkpoint byte for byte as it was.
 """
+
 from __future__ import annotations
 
 import os
@@ -40,11 +41,17 @@ def stop_if_spent(cfg, trainer, extra_state, epoch_itr) -> None:
     if extra_state is None:
         return
     optimization = trainer.cfg.optimization
-    why = spent_budget(trainer.get_num_updates(), epoch_itr.next_epoch_idx, optimization.max_update,
-                       optimization.max_epoch)
+    why = spent_budget(
+        trainer.get_num_updates(),
+        epoch_itr.next_epoch_idx,
+        optimization.max_update,
+        optimization.max_epoch,
+    )
     if why is None:
         return
     if trainer.data_parallel_rank == 0:
-        note(f"{_checkpoint_path(cfg, trainer)} {why}: nothing to train; the checkpoints in {cfg.save_dir} are left "
-             "as they are (give a larger --max-update or --max-epoch to train on)")
+        note(
+            f"{_checkpoint_path(cfg, trainer)} {why}: nothing to train; the checkpoints in {cfg.save_dir} are left "
+            "as they are (give a larger --max-update or --max-epoch to train on)"
+        )
     raise SystemExit(0)

@@ -12,6 +12,7 @@ training starts, before fairseq reads a checkpoint: the ``resume-newest`` row of
   and names (``took over ...``);
 * a process holds the lock of a folder once, however often it starts training on it.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -19,7 +20,14 @@ import os
 import socket
 
 from fairseq_ext.common.errors import FairseqExtError, NoSpaceError, full_disk, note
-from fairseq_ext.fairseq_changes.output_files import LockRecord, describe, process_alive, read_record, release_lock, take_lock
+from fairseq_ext.fairseq_changes.output_files import (
+    LockRecord,
+    describe,
+    process_alive,
+    read_record,
+    release_lock,
+    take_lock,
+)
 
 LOCK_NAME = "train.lock"
 _HELD: dict[str, int] = {}  # the real path of each lock this process holds -> its descriptor
@@ -41,23 +49,32 @@ def hold(save_dir: str) -> None:
     lock_path = os.path.realpath(os.path.join(save_dir, LOCK_NAME))
     if lock_path in _HELD:
         return
-    if os.path.exists(lock_path):  # a rank that fairseq spawned: the launching process holds it for the run
+    if os.path.exists(
+        lock_path
+    ):  # a rank that fairseq spawned: the launching process holds it for the run
         record = read_record(lock_path)
-        if record is not None and str(record.pid) == str(os.getppid()) and record.host in ("", socket.gethostname()):
+        if (
+            record is not None
+            and str(record.pid) == str(os.getppid())
+            and record.host in ("", socket.gethostname())
+        ):
             return
 
     def refused() -> SaveDirInUseError:
         return SaveDirInUseError(
             f"--save-dir {save_dir} is in use by another training: {describe(read_record(lock_path))} holds "
-            f"{lock_path}; wait for it to end (or stop it), or give this run another --save-dir")
+            f"{lock_path}; wait for it to end (or stop it), or give this run another --save-dir"
+        )
 
     try:
         fd, previous = take_lock(lock_path, refused)
     except OSError as exc:
         if not full_disk(exc):
             raise
-        raise NoSpaceError(f"no space left on the device of --save-dir {save_dir}, not even for its lock "
-                           f"{lock_path}; free space there (or give another --save-dir) and run again") from None
+        raise NoSpaceError(
+            f"no space left on the device of --save-dir {save_dir}, not even for its lock "
+            f"{lock_path}; free space there (or give another --save-dir) and run again"
+        ) from None
     _HELD[lock_path] = fd
     atexit.register(_release, lock_path)
     if previous is not None and int(previous.pid) != os.getpid():

@@ -20,6 +20,7 @@ times and logs a traceback. ``fairseq_changes`` changes this, for the plugin's t
   resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing and
   says so (``starting_safely``).
 """
+
 from __future__ import annotations
 
 import functools
@@ -30,15 +31,19 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.fairseq_changes import patch_scope
 from fairseq_ext.checkpoints import fairseq_loading, resume_budget, save_dir_lock
 from fairseq_ext.common.errors import NoSpaceError, full_disk, note
-from fairseq_ext.fairseq_changes.output_files import process_alive
 from fairseq_ext.common.paths import require_writable_folder
+from fairseq_ext.fairseq_changes import patch_scope
+from fairseq_ext.fairseq_changes.output_files import process_alive
 
 _PARTIAL = re.compile(r"\.partial-(\d+)$")
-_NUMBERED = re.compile(r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$")  # what fairseq writes before its copies
-_SAVED = re.compile(r"checkpoint(\d+|_\d+_\d+|_best|_last)(-[\w-]+)?\.pt$")  # (-suffix: sharded saves)
+_NUMBERED = re.compile(
+    r"checkpoint(\d+|_\d+_\d+)(-[\w-]+)?\.pt$"
+)  # what fairseq writes before its copies
+_SAVED = re.compile(
+    r"checkpoint(\d+|_\d+_\d+|_best|_last)(-[\w-]+)?\.pt$"
+)  # (-suffix: sharded saves)
 
 
 def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
@@ -50,7 +55,11 @@ def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
         if match and not process_alive(int(match.group(1))):
             removed.append(path)
     if fairseq_tmp:  # regular files only: a killed save leaves one, a link is the user's
-        removed += sorted(p for p in glob.glob(os.path.join(glob.escape(folder), "*.pt.tmp")) if not os.path.islink(p))
+        removed += sorted(
+            p
+            for p in glob.glob(os.path.join(glob.escape(folder), "*.pt.tmp"))
+            if not os.path.islink(p)
+        )
     for path in removed:
         try:
             os.remove(path)
@@ -69,13 +78,18 @@ def is_complete(path: str) -> bool:
         return False
 
 
-def newest_complete_checkpoint(folder: str, exclude: tuple[str, ...] = (), pattern=None) -> Optional[str]:
+def newest_complete_checkpoint(
+    folder: str, exclude: tuple[str, ...] = (), pattern=None
+) -> Optional[str]:
     """The most recently written complete checkpoint of ``folder`` with a name that fairseq-train
     gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``, ``checkpoint_last.pt``;
     only those ``pattern`` matches, when given)."""
     pattern = pattern or _SAVED
-    found = [p for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt"))
-             if pattern.match(os.path.basename(p)) and os.path.basename(p) not in exclude]
+    found = [
+        p
+        for p in glob.glob(os.path.join(glob.escape(folder), "checkpoint*.pt"))
+        if pattern.match(os.path.basename(p)) and os.path.basename(p) not in exclude
+    ]
     for path in sorted(found, key=lambda p: (os.path.getmtime(p), p), reverse=True):
         if is_complete(path):
             return path
@@ -95,7 +109,8 @@ def no_space_error(final: str) -> NoSpaceError:
     return NoSpaceError(
         f"no space left on the device while saving {final}; the last good checkpoint is "
         f"{_last_good(folder, final)}. Free space (or keep fewer checkpoints: --keep-interval-updates N, "
-        "--keep-last-epochs N, --no-epoch-checkpoints) and run the same command again to resume from it")
+        "--keep-last-epochs N, --no-epoch-checkpoints) and run the same command again to resume from it"
+    )
 
 
 def atomic_copy(copy_fn):
@@ -166,7 +181,11 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
         why = f"{last} is missing (a run killed while writing it?)"
     else:
         found = newest_complete_checkpoint(save_dir, pattern=_NUMBERED)
-        if found is None or not is_complete(last) or os.path.getmtime(last) >= os.path.getmtime(found):
+        if (
+            found is None
+            or not is_complete(last)
+            or os.path.getmtime(last) >= os.path.getmtime(found)
+        ):
             return
         why = f"{last} is older than {os.path.basename(found)} (a run killed before copying it?)"
     if found is None:
@@ -177,7 +196,9 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
     except OSError:
         shutil.copyfile(found, tmp)
     os.replace(tmp, last)
-    note(f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}")
+    note(
+        f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}"
+    )
 
 
 def starting_safely(load_fn):
@@ -191,7 +212,9 @@ def starting_safely(load_fn):
     @functools.wraps(load_fn)
     def load_checkpoint(cfg, trainer, **passthrough_args):
         patch_scope.training(trainer.task)
-        with fairseq_loading.loading_for(trainer.task):  # a resumed or fine-tuned checkpoint is for it
+        with fairseq_loading.loading_for(
+            trainer.task
+        ):  # a resumed or fine-tuned checkpoint is for it
             if not patch_scope.serves(trainer.task):
                 return load_fn(cfg, trainer, **passthrough_args)
             return _start(load_fn, cfg, trainer, passthrough_args)

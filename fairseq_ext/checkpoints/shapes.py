@@ -7,6 +7,7 @@ symbols a checkpoint records (``checks.check_dictionaries``) or, for a checkpoin
 without them, from the rows of its vocabulary-sized parameters. A shape that differs in
 another dimension names the option behind it (embedding or FFN dimension, positions, n-gram
 streams); other parameter names name the layers and the architecture."""
+
 from __future__ import annotations
 
 import re
@@ -16,37 +17,63 @@ import torch
 
 from fairseq_ext.common.errors import FairseqExtError
 
-_VOCAB_PARAMS = ("embed_tokens.weight", "output_projection.weight", "lm_head.weight", "lm_head.bias")
+_VOCAB_PARAMS = (
+    "embed_tokens.weight",
+    "output_projection.weight",
+    "lm_head.weight",
+    "lm_head.bias",
+)
 _TARGET_SIDE = ("decoder.", "output_projection", "lm_head")
-DICTIONARY_FIX = ("binarize the data with the checkpoint's dictionary (fairseq-preprocess --srcdict DICT "
-                  "[--tgtdict DICT]) or give the data directory it was trained with")
+DICTIONARY_FIX = (
+    "binarize the data with the checkpoint's dictionary (fairseq-preprocess --srcdict DICT "
+    "[--tgtdict DICT]) or give the data directory it was trained with"
+)
 
 
 def _differences(checkpoint: Sequence[str], data: Sequence[str], shown: int = 3) -> str:
-    diffs = [i for i in range(max(len(checkpoint), len(data)))
-             if i >= len(checkpoint) or i >= len(data) or checkpoint[i] != data[i]][:shown]
+    diffs = [
+        i
+        for i in range(max(len(checkpoint), len(data)))
+        if i >= len(checkpoint) or i >= len(data) or checkpoint[i] != data[i]
+    ][:shown]
 
     def at(symbols, i):
         return repr(symbols[i]) if i < len(symbols) else "nothing"
 
-    return "; ".join(f"entry {i} is {at(checkpoint, i)} in the checkpoint's, {at(data, i)} in the data's"
-                     for i in diffs)
+    return "; ".join(
+        f"entry {i} is {at(checkpoint, i)} in the checkpoint's, {at(data, i)} in the data's"
+        for i in diffs
+    )
 
 
-def dictionary_mismatch(side: str, checkpoint: Union[Sequence[str], int], data: Union[Sequence[str], int], *,
-                        where: str = "the checkpoint", rows_of: str = "", hint: str = "") -> FairseqExtError:
+def dictionary_mismatch(
+    side: str,
+    checkpoint: Union[Sequence[str], int],
+    data: Union[Sequence[str], int],
+    *,
+    where: str = "the checkpoint",
+    rows_of: str = "",
+    hint: str = "",
+) -> FairseqExtError:
     """The error for data whose ``side`` (source/target) dictionary is not the checkpoint's.
     ``checkpoint`` and ``data`` are the symbols in order, or (a checkpoint without recorded
     symbols) the entry counts, ``rows_of`` naming the parameter the count comes from."""
     if isinstance(checkpoint, int):
-        detail = (f"{where}'s {rows_of} has {checkpoint} rows, the data's {side} dictionary has {data} "
-                  "entries")
+        detail = (
+            f"{where}'s {rows_of} has {checkpoint} rows, the data's {side} dictionary has {data} "
+            "entries"
+        )
     else:
-        size = (f"the same {len(data)} entries in another order" if sorted(checkpoint) == sorted(data)
-                else f"{len(checkpoint)} entries in {where}'s, {len(data)} in the data's")
+        size = (
+            f"the same {len(data)} entries in another order"
+            if sorted(checkpoint) == sorted(data)
+            else f"{len(checkpoint)} entries in {where}'s, {len(data)} in the data's"
+        )
         detail = f"{size}: {_differences(checkpoint, data)}"
-    return FairseqExtError(f"dictionary mismatch: the {side} dictionary of the data is not the one {where} was "
-                           f"trained with ({detail}); {DICTIONARY_FIX}{hint}")
+    return FairseqExtError(
+        f"dictionary mismatch: the {side} dictionary of the data is not the one {where} was "
+        f"trained with ({detail}); {DICTIONARY_FIX}{hint}"
+    )
 
 
 def _side(name: str) -> str:
@@ -58,9 +85,12 @@ def _dimension_option(name: str, what: str) -> str:
     return f"--{stack}-{what}"
 
 
-def check_state_dict_shapes(model: torch.nn.Module, state_dict: dict,
-                            shape_options: tuple[tuple[str, str], ...] = (),
-                            dictionary_hint: str = "") -> None:
+def check_state_dict_shapes(
+    model: torch.nn.Module,
+    state_dict: dict,
+    shape_options: tuple[tuple[str, str], ...] = (),
+    dictionary_hint: str = "",
+) -> None:
     """Raise ``FairseqExtError`` naming the first parameter whose shape differs.
 
     ``shape_options`` pairs a parameter-name suffix with the option that sets its shape
@@ -69,8 +99,11 @@ def check_state_dict_shapes(model: torch.nn.Module, state_dict: dict,
     (``dictionary_hint`` is added to its fix); one with another width, the embedding dimension.
     """
     own = model.state_dict()
-    differing = [(name, value, own[name]) for name, value in state_dict.items()
-                 if name in own and hasattr(value, "shape") and own[name].shape != value.shape]
+    differing = [
+        (name, value, own[name])
+        for name, value in state_dict.items()
+        if name in own and hasattr(value, "shape") and own[name].shape != value.shape
+    ]
 
     def vocabulary_first(item):  # a wider embedding first, then other rows, then the rest
         name, value, mine = item
@@ -83,10 +116,17 @@ def check_state_dict_shapes(model: torch.nn.Module, state_dict: dict,
         if name.endswith(_VOCAB_PARAMS):
             if value.shape[1:] != mine.shape[1:]:
                 option = _dimension_option(name, "embed-dim")
-                raise FairseqExtError(f"{option} differs from the checkpoint's ({shapes}); use the --arch and "
-                                      f"{option} the checkpoint was trained with")
-            raise dictionary_mismatch(_side(name), int(value.shape[0]), int(mine.shape[0]), rows_of=name,
-                                      hint=dictionary_hint)
+                raise FairseqExtError(
+                    f"{option} differs from the checkpoint's ({shapes}); use the --arch and "
+                    f"{option} the checkpoint was trained with"
+                )
+            raise dictionary_mismatch(
+                _side(name),
+                int(value.shape[0]),
+                int(mine.shape[0]),
+                rows_of=name,
+                hint=dictionary_hint,
+            )
         for suffix, option in shape_options:
             if name.endswith(suffix):
                 raise FairseqExtError(
@@ -95,9 +135,13 @@ def check_state_dict_shapes(model: torch.nn.Module, state_dict: dict,
                 )
         if name.endswith(("fc1.weight", "fc1.bias", "fc2.weight")) and value.dim() >= 1:
             option = _dimension_option(name, "ffn-embed-dim")
-            raise FairseqExtError(f"{option} (or the embedding dimension) differs from the checkpoint's ({shapes}); "
-                                  f"use the --arch and {option} the checkpoint was trained with")
-        raise FairseqExtError(f"{shapes}; use the --arch and size options the checkpoint was trained with")
+            raise FairseqExtError(
+                f"{option} (or the embedding dimension) differs from the checkpoint's ({shapes}); "
+                f"use the --arch and {option} the checkpoint was trained with"
+            )
+        raise FairseqExtError(
+            f"{shapes}; use the --arch and size options the checkpoint was trained with"
+        )
 
 
 def _key_list(text: str, kind: str) -> str:
@@ -121,12 +165,16 @@ class CheckpointShapeCheckMixin:
     def load_state_dict(self, state_dict, strict=True, model_cfg=None, args=None):
         check_state_dict_shapes(self, state_dict, self.shape_options, self.dictionary_hint)
         try:
-            return super().load_state_dict(state_dict, strict=strict, model_cfg=model_cfg, args=args)
+            return super().load_state_dict(
+                state_dict, strict=strict, model_cfg=model_cfg, args=args
+            )
         except RuntimeError as exc:
             text = str(exc)
             if "Missing key(s)" not in text and "Unexpected key(s)" not in text:
                 raise
-            keys = "; ".join(k for k in (_key_list(text, "Missing"), _key_list(text, "Unexpected")) if k)
+            keys = "; ".join(
+                k for k in (_key_list(text, "Missing"), _key_list(text, "Unexpected")) if k
+            )
             raise FairseqExtError(
                 f"the checkpoint's parameters do not match this {type(self).__name__} ({keys}); use the "
                 "--arch and size options (e.g. --encoder-layers, --decoder-layers) it was trained with"

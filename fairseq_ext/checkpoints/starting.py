@@ -5,6 +5,7 @@ the plugin's checkpoint starts, ``cmlm_hybrid``'s ``--init-encoder-from`` / ``--
 (so with the plugin's weights-only loading), every copied weight's shape is checked, and the
 weights the model keeps new are logged. fairseq's ``--finetune-from-model`` starts the whole
 model from a checkpoint of the same architecture and needs nothing of this."""
+
 from __future__ import annotations
 
 import logging
@@ -34,9 +35,17 @@ def load_start_checkpoint(path: str) -> StartCheckpoint:
     options = cfg.get("model") if hasattr(cfg, "get") else None
     if options is None:
         options = state.get("args")
-    options = vars(options) if isinstance(options, Namespace) else dict(options) if options is not None else {}
+    options = (
+        vars(options)
+        if isinstance(options, Namespace)
+        else dict(options)
+        if options is not None
+        else {}
+    )
     task = cfg.get("task") if hasattr(cfg, "get") else None
-    data = (task.get("data") if hasattr(task, "get") else getattr(task, "data", None)) or options.get("data")
+    data = (
+        task.get("data") if hasattr(task, "get") else getattr(task, "data", None)
+    ) or options.get("data")
     return StartCheckpoint(state["model"], options, data)
 
 
@@ -46,10 +55,14 @@ def copy_weights(module: nn.Module, weights: dict, option: str, fix: str) -> lis
     and ``fix``. Returns the names kept new."""
     own = module.state_dict()
     for name, value in weights.items():
-        require(value.shape == own[name].shape,
-                f"{option}: {name} has shape {tuple(value.shape)} there and {tuple(own[name].shape)} here; {fix}")
+        require(
+            value.shape == own[name].shape,
+            f"{option}: {name} has shape {tuple(value.shape)} there and {tuple(own[name].shape)} here; {fix}",
+        )
     with torch.no_grad():
-        module.load_state_dict({**own, **{k: v.to(own[k].dtype) for k, v in weights.items()}}, strict=True)
+        module.load_state_dict(
+            {**own, **{k: v.to(own[k].dtype) for k, v in weights.items()}}, strict=True
+        )
     return sorted(set(own) - set(weights))
 
 
@@ -63,15 +76,29 @@ def init_part_from_checkpoint(model: nn.Module, part: str, path: str) -> None:
     option = f"--init-{part}-from {path}"
     state = load_start_checkpoint(path).weights
     prefix = f"{part}."
-    theirs = {k[len(prefix):]: v for k, v in state.items() if k.startswith(prefix)}
+    theirs = {k[len(prefix) :]: v for k, v in state.items() if k.startswith(prefix)}
     own = getattr(model, part).state_dict()
     if part == "encoder":
         missing = sorted(set(own) - set(theirs))
-        require(not missing, f"{option}: the checkpoint lacks encoder weights {missing[:3]}...; it "
-                             "needs the same encoder architecture")
+        require(
+            not missing,
+            f"{option}: the checkpoint lacks encoder weights {missing[:3]}...; it "
+            "needs the same encoder architecture",
+        )
     shared = {name: theirs[name] for name in own if name in theirs}
-    require(any(".layers." in f".{name}" for name in shared),
-            f"{option}: the checkpoint has no {part} layers under the names of this model")
-    kept = copy_weights(getattr(model, part), shared, option,
-                        f"the checkpoint needs the same {part} sizes and dictionary")
-    logger.info("initialised the %s from %s%s", part, path, f" (kept new: {', '.join(kept)})" if kept else "")
+    require(
+        any(".layers." in f".{name}" for name in shared),
+        f"{option}: the checkpoint has no {part} layers under the names of this model",
+    )
+    kept = copy_weights(
+        getattr(model, part),
+        shared,
+        option,
+        f"the checkpoint needs the same {part} sizes and dictionary",
+    )
+    logger.info(
+        "initialised the %s from %s%s",
+        part,
+        path,
+        f" (kept new: {', '.join(kept)})" if kept else "",
+    )

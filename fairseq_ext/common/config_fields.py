@@ -3,6 +3,7 @@ convention for model, task and criterion configs): ``option`` writes an option's
 help (with the paper's section) and its range once; the command line (``add_config_args``), the
 defaults of a named architecture (``fill_defaults``), the build-time check (``check_config``) and
 the options table (``fairseq_ext.common.options_table``) all read that one field."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -28,7 +29,9 @@ class Range:
     finite: bool = False
 
     def __contains__(self, value) -> bool:
-        if value is None or (isinstance(value, float) and (math.isnan(value) or (self.finite and math.isinf(value)))):
+        if value is None or (
+            isinstance(value, float) and (math.isnan(value) or (self.finite and math.isinf(value)))
+        ):
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
@@ -43,7 +46,9 @@ class Range:
         return f"{finite}{'<' if self.high_open else '<='} {self.high:g}"
 
 
-def option(default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None) -> Any:
+def option(
+    default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None
+) -> Any:
     """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in. The
     choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs; or,
     where they are the keys of a ``registry`` that can grow after import (a mask registered by a
@@ -97,7 +102,9 @@ def model_config(model: type) -> type:
 def fill_defaults(args, config: type) -> None:
     """``args.<name> = default`` for every option of ``config`` that ``args`` leaves unset."""
     for f in fields_of(config):
-        if safe_getattr(args, f.name, None) is None and (f.default is not None or not safe_hasattr(args, f.name)):
+        if safe_getattr(args, f.name, None) is None and (
+            f.default is not None or not safe_hasattr(args, f.name)
+        ):
             setattr(args, f.name, f.default)
 
 
@@ -113,7 +120,9 @@ def check_config(args, config: type) -> None:
         v = option_value(args, f.name)
         choices = choices_of(f)
         if choices is not None and v is not None:
-            require(v in choices, f"{flag(f.name)} {v!r} is unknown; choose one of {', '.join(choices)}")
+            require(
+                v in choices, f"{flag(f.name)} {v!r} is unknown; choose one of {', '.join(choices)}"
+            )
         bounds = f.metadata.get("range")
         if bounds is not None:
             require(v in bounds, f"{flag(f.name)} must be {bounds}, got {v}")
@@ -127,9 +136,23 @@ def set_unset(args, **values) -> None:
             setattr(args, name, v)
 
 
-def set_sizes(args, *, layers: int, embed_dim: int, ffn_embed_dim: int, attention_heads: int,
-              sides: tuple[str, ...] = ("encoder", "decoder")) -> None:
+def set_sizes(
+    args,
+    *,
+    layers: int,
+    embed_dim: int,
+    ffn_embed_dim: int,
+    attention_heads: int,
+    sides: tuple[str, ...] = ("encoder", "decoder"),
+) -> None:
     """A named architecture's sizes of the Transformer stacks in ``sides``, where unset."""
     for side in sides:
-        set_unset(args, **{f"{side}_layers": layers, f"{side}_embed_dim": embed_dim,
-                           f"{side}_ffn_embed_dim": ffn_embed_dim, f"{side}_attention_heads": attention_heads})
+        set_unset(
+            args,
+            **{
+                f"{side}_layers": layers,
+                f"{side}_embed_dim": embed_dim,
+                f"{side}_ffn_embed_dim": ffn_embed_dim,
+                f"{side}_attention_heads": attention_heads,
+            },
+        )

@@ -1,4 +1,5 @@
 """User-facing errors: one message that names the problem and the fix, no deep stack trace."""
+
 from __future__ import annotations
 
 import errno
@@ -22,7 +23,9 @@ def full_disk(exc: BaseException | None) -> bool:
     RuntimeError, ``unexpected pos``, while closing its archive after the OSError)."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, NoSpaceError) or (isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)):
+        if isinstance(exc, NoSpaceError) or (
+            isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
+        ):
             return True
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
@@ -63,7 +66,9 @@ def one_line_excepthook(previous):
     if getattr(previous, "prints_user_errors", False):
         return previous
 
-    def excepthook(exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+    def excepthook(
+        exc_type: type[BaseException], exc: BaseException, tb: TracebackType | None
+    ) -> None:
         user_error = user_error_in_chain(exc)
         if user_error is not None:
             sys.stderr.write(f"fairseq_ext: error: {user_error}\n")

@@ -7,6 +7,7 @@ Names only (no fairseq, no torch): the hub reads which interface serves a checkp
 and the one-stack model which ``--attention-mask`` a task trains; the masks themselves are
 rules of ``masking`` that know no task.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -46,18 +47,46 @@ class Family:
 
 
 FAMILIES: tuple[Family, ...] = (
-    Family("HI-CMLM", tasks=("cmlm_hybrid",), models=("hi_cmlm_transformer",),
-           hub_interface="HICMLMHubInterface", hub_tasks=("cmlm_hybrid",), mask_pictures=("hicmlm",),
-           fairseq_tasks=("translation_lev",), autoregressive=False),
-    Family("ProphetNet", tasks=("prophetnet_denoising", "translation_prophetnet"), models=("prophetnet",),
-           hub_interface="Seq2SeqHubInterface", hub_tasks=("translation_prophetnet",), mask_pictures=("ngram",)),
-    Family("UniLM", tasks=("unilm_seq2seq", "permutation_lm"), models=("unilm_transformer",),
-           hub_interface="Seq2SeqHubInterface", hub_tasks=("unilm_seq2seq",),
-           mask_pictures=("prefix", "causal", "permutation"),
-           attention_masks={"unilm_seq2seq": ("prefix", "causal"), "permutation_lm": ("causal", "permutation")}),
-    Family("position masking", tasks=("position_masked_lm",), models=("position_masked_roberta",),
-           hub_interface="PositionMaskedHubInterface", hub_tasks=("position_masked_lm", "sentence_prediction"),
-           hub_model="position_masked_roberta", mask_pictures=("bidirectional",), fairseq_tasks=("masked_lm",)),
+    Family(
+        "HI-CMLM",
+        tasks=("cmlm_hybrid",),
+        models=("hi_cmlm_transformer",),
+        hub_interface="HICMLMHubInterface",
+        hub_tasks=("cmlm_hybrid",),
+        mask_pictures=("hicmlm",),
+        fairseq_tasks=("translation_lev",),
+        autoregressive=False,
+    ),
+    Family(
+        "ProphetNet",
+        tasks=("prophetnet_denoising", "translation_prophetnet"),
+        models=("prophetnet",),
+        hub_interface="Seq2SeqHubInterface",
+        hub_tasks=("translation_prophetnet",),
+        mask_pictures=("ngram",),
+    ),
+    Family(
+        "UniLM",
+        tasks=("unilm_seq2seq", "permutation_lm"),
+        models=("unilm_transformer",),
+        hub_interface="Seq2SeqHubInterface",
+        hub_tasks=("unilm_seq2seq",),
+        mask_pictures=("prefix", "causal", "permutation"),
+        attention_masks={
+            "unilm_seq2seq": ("prefix", "causal"),
+            "permutation_lm": ("causal", "permutation"),
+        },
+    ),
+    Family(
+        "position masking",
+        tasks=("position_masked_lm",),
+        models=("position_masked_roberta",),
+        hub_interface="PositionMaskedHubInterface",
+        hub_tasks=("position_masked_lm", "sentence_prediction"),
+        hub_model="position_masked_roberta",
+        mask_pictures=("bidirectional",),
+        fairseq_tasks=("masked_lm",),
+    ),
 )
 
 
@@ -68,16 +97,26 @@ def masks_of_task(task: str) -> tuple[str, ...]:
 
 def tasks_of_mask(mask: str) -> tuple[str, ...]:
     """The tasks that train the ``--attention-mask`` ``mask``."""
-    return tuple(task for f in FAMILIES for task, masks in f.attention_masks.items() if mask in masks)
+    return tuple(
+        task for f in FAMILIES for task, masks in f.attention_masks.items() if mask in masks
+    )
 
 
 def hub_family(task: str, arch: str) -> Optional[Family]:
     """The family whose Python API serves a checkpoint of ``task`` and ``arch``, if any."""
-    return next((f for f in FAMILIES
-                 if task in f.hub_tasks and (f.hub_model is None or arch.startswith(f.hub_model))), None)
+    return next(
+        (
+            f
+            for f in FAMILIES
+            if task in f.hub_tasks and (f.hub_model is None or arch.startswith(f.hub_model))
+        ),
+        None,
+    )
 
 
 def hub_offer() -> str:
     """What the Python API serves, in words."""
-    return ", ".join(f"{' or '.join(f.hub_tasks)}" + (f" ({f.hub_model} only)" if f.hub_model else "")
-                     for f in FAMILIES)
+    return ", ".join(
+        f"{' or '.join(f.hub_tasks)}" + (f" ({f.hub_model} only)" if f.hub_model else "")
+        for f in FAMILIES
+    )

@@ -2,6 +2,7 @@
 implements: the attention script a one-stack model runs by default (Su 2019, "From Language
 Models to Seq2Seq") and the position masking of Wagner et al. 2020 (section 2.1). Tasks and
 models both import this module; neither imports the other for it."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod

@@ -4,6 +4,7 @@ be written (probed with an empty file, so a read-only mount or a folder without 
 found before any work), and a dictionary whose last line is cut (a ``fairseq-preprocess`` or a
 copy that ran out of disk space). ``fairseq_ext.fairseq_changes.preflight`` says which paths of a command are
 checked; nothing here writes anything that stays."""
+
 from __future__ import annotations
 
 import os
@@ -15,13 +16,17 @@ from fairseq_ext.common.errors import FairseqExtError
 def _missing(label: str, path: str, fix: str) -> FairseqExtError:
     parent = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(parent):
-        return FairseqExtError(f"{label} {path} does not exist (nor does its folder {os.path.dirname(path) or '.'}); "
-                               f"{fix}")
+        return FairseqExtError(
+            f"{label} {path} does not exist (nor does its folder {os.path.dirname(path) or '.'}); "
+            f"{fix}"
+        )
     return FairseqExtError(f"{label} {path} does not exist; {fix}")
 
 
 def _unreadable(label: str, path: str, exc: OSError, fix: str) -> FairseqExtError:
-    return FairseqExtError(f"{label} {path} cannot be read: {exc.strerror}; make it readable (chmod a+r), or {fix}")
+    return FairseqExtError(
+        f"{label} {path} cannot be read: {exc.strerror}; make it readable (chmod a+r), or {fix}"
+    )
 
 
 def require_readable_file(path: str, label: str, fix: str) -> None:
@@ -62,17 +67,25 @@ def require_writable_folder(path: str, option: str, what: str) -> None:
     probe file, removed at once."""
     existing = _nearest_existing(path)
     if not os.path.isdir(existing):
-        what_is_wrong = ("is a file, not a folder" if existing == os.path.abspath(path)
-                         else f"cannot be made: {existing} is a file, not a folder")
-        raise FairseqExtError(f"{option} {path} {what_is_wrong}; give {option} a folder (new or existing) for the "
-                              f"{what}")
+        what_is_wrong = (
+            "is a file, not a folder"
+            if existing == os.path.abspath(path)
+            else f"cannot be made: {existing} is a file, not a folder"
+        )
+        raise FairseqExtError(
+            f"{option} {path} {what_is_wrong}; give {option} a folder (new or existing) for the "
+            f"{what}"
+        )
     try:
-        descriptor, probe = tempfile.mkstemp(prefix="write-test.", suffix=f".partial-{os.getpid()}", dir=existing)
+        descriptor, probe = tempfile.mkstemp(
+            prefix="write-test.", suffix=f".partial-{os.getpid()}", dir=existing
+        )
         os.close(descriptor)
     except OSError as exc:
         raise FairseqExtError(
             f"cannot write {what} to {option} {path}: {exc.strerror}. Give a {option} on a writable filesystem that "
-            "you may create files in (or make this one writable), and run again") from None
+            "you may create files in (or make this one writable), and run again"
+        ) from None
     os.remove(probe)
 
 
@@ -85,10 +98,11 @@ def refuse_cut_dictionary(path: str) -> None:
         data = f.read()
     if not data or data.endswith(b"\n"):
         return
-    last = data[data.rfind(b"\n") + 1:].decode("utf-8", "replace")
+    last = data[data.rfind(b"\n") + 1 :].decode("utf-8", "replace")
     count = " (no count)" if len(last.split()) < 2 else ""
     line = data.count(b"\n") + 1
     raise FairseqExtError(
         f"dictionary {path} is cut short: its last line, line {line} {last[:40]!r}{count}, ends "
         "without a newline, as when fairseq-preprocess runs out of disk space while writing it. Check the free disk "
-        "space (df -h), then run fairseq-preprocess again into an empty --destdir")
+        "space (df -h), then run fairseq-preprocess again into an empty --destdir"
+    )

@@ -21,6 +21,7 @@ fairseq. So:
 Without a tokenizer the hub takes pieces; ``refuse_raw_text`` refuses text that holds none of
 the ``\u2581`` word marks of a sentencepiece dictionary.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,7 +34,9 @@ from fairseq_ext.common.errors import FairseqExtError, note, require
 COVERED = 0.9  # the share of the dictionary a model must cover not to be warned about
 REFUSED_BELOW = 0.5  # under this share the model is refused
 WORD_MARK = "\u2581"  # sentencepiece's mark of a piece that starts a word
-_NOT_PIECES = re.compile(r"<.*>|madeupword\d+")  # special symbols, fairseq's padding of the dictionary
+_NOT_PIECES = re.compile(
+    r"<.*>|madeupword\d+"
+)  # special symbols, fairseq's padding of the dictionary
 
 
 def load_sentencepiece(path: str, option: str):
@@ -41,15 +44,20 @@ def load_sentencepiece(path: str, option: str):
     model is one line naming ``option``."""
     import sentencepiece
 
-    require(os.path.isfile(path), f"{option} {path} does not exist; give the sentencepiece model (a .model file) "
-                                  "that encoded the training data")
+    require(
+        os.path.isfile(path),
+        f"{option} {path} does not exist; give the sentencepiece model (a .model file) "
+        "that encoded the training data",
+    )
     try:
         return sentencepiece.SentencePieceProcessor(model_file=path)
     except (RuntimeError, OSError) as exc:
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-        raise FairseqExtError(f"{option} {path} is not a sentencepiece model (sentencepiece cannot read it: {reason}); "
-                              "give the .model file that spm_train (data_prep/spm.py train) wrote and that encoded "
-                              "the training data, e.g. the spm.model beside the checkpoint") from None
+        raise FairseqExtError(
+            f"{option} {path} is not a sentencepiece model (sentencepiece cannot read it: {reason}); "
+            "give the .model file that spm_train (data_prep/spm.py train) wrote and that encoded "
+            "the training data, e.g. the spm.model beside the checkpoint"
+        ) from None
 
 
 def pieces(processor) -> set[str]:
@@ -70,22 +78,33 @@ def coverage(model_pieces: set[str], symbols: Iterable[str]) -> tuple[int, int]:
     return sum(s in model_pieces for s in words), len(words)
 
 
-def check_coverage(model_pieces: set[str], symbols: Iterable[str], model: str, dictionary: str,
-                   warn: Callable[[str], None]) -> None:
+def check_coverage(
+    model_pieces: set[str],
+    symbols: Iterable[str],
+    model: str,
+    dictionary: str,
+    warn: Callable[[str], None],
+) -> None:
     """Refuse a model that covers under ``REFUSED_BELOW`` of the dictionary, ``warn`` about one
     under ``COVERED`` (module docstring). ``model`` and ``dictionary`` name them in the message."""
     covered, total = coverage(model_pieces, symbols)
     if total == 0 or covered >= COVERED * total:
         return
-    share = f"the sentencepiece model {model} ({len(model_pieces)} pieces) has only {covered} of the {total} " \
-            f"symbols of {dictionary} ({100 * covered / total:.0f}%)"
+    share = (
+        f"the sentencepiece model {model} ({len(model_pieces)} pieces) has only {covered} of the {total} "
+        f"symbols of {dictionary} ({100 * covered / total:.0f}%)"
+    )
     if covered < REFUSED_BELOW * total:
-        raise FairseqExtError(f"{share}: it is not the model whose pieces the dictionary holds, so text encoded "
-                              "with it reaches the model as pieces it was not trained on (and <unk>); give the "
-                              "sentencepiece model that encoded the training data, e.g. the spm.model beside the "
-                              "checkpoint")
-    warn(f"{share}: expected only if the dictionary was joined from several models (one per language); otherwise "
-         "give the sentencepiece model that encoded the training data")
+        raise FairseqExtError(
+            f"{share}: it is not the model whose pieces the dictionary holds, so text encoded "
+            "with it reaches the model as pieces it was not trained on (and <unk>); give the "
+            "sentencepiece model that encoded the training data, e.g. the spm.model beside the "
+            "checkpoint"
+        )
+    warn(
+        f"{share}: expected only if the dictionary was joined from several models (one per language); otherwise "
+        "give the sentencepiece model that encoded the training data"
+    )
 
 
 def is_sentencepiece_dictionary(symbols: list[str]) -> bool:
@@ -98,12 +117,14 @@ def is_sentencepiece_dictionary(symbols: list[str]) -> bool:
 def refuse_raw_text(sentence: str, index: int, method: str) -> None:
     """Without a tokenizer a model of a sentencepiece dictionary takes pieces: a non-empty input
     with no ``WORD_MARK`` is raw text, refused with one line saying how to give the tokenizer."""
-    require(not sentence.strip() or WORD_MARK in sentence,
-            f"{method}: sentences[{index}] is raw text ({sentence.strip()!r:.60}), but this model was loaded without "
-            f"a tokenizer (no spm.model in its folder), so it takes sentencepiece pieces (e.g. "
-            f"'{WORD_MARK}A {WORD_MARK}man ...'): put the sentencepiece model that encoded its training data in the "
-            "folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', sentencepiece_model=PATH), or pass "
-            "the input as pieces")
+    require(
+        not sentence.strip() or WORD_MARK in sentence,
+        f"{method}: sentences[{index}] is raw text ({sentence.strip()!r:.60}), but this model was loaded without "
+        f"a tokenizer (no spm.model in its folder), so it takes sentencepiece pieces (e.g. "
+        f"'{WORD_MARK}A {WORD_MARK}man ...'): put the sentencepiece model that encoded its training data in the "
+        "folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', sentencepiece_model=PATH), or pass "
+        "the input as pieces",
+    )
 
 
 def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
@@ -123,17 +144,25 @@ def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
     return bpe
 
 
-def checked_sentencepiece(path: str, option: str, dictionary_path: str, script: str, dictionary_option: str = "--dict"):
+def checked_sentencepiece(
+    path: str, option: str, dictionary_path: str, script: str, dictionary_option: str = "--dict"
+):
     """For a data script: the sentencepiece model ``path`` (``option``), checked against the fairseq
     ``dict.txt`` the script binarizes with (``dictionary_option``); a refusal exits with one line
     (``SCRIPT: error: ...``) before anything is written, a warning is one line on stderr."""
+
     def warn(message: str) -> None:
         sys.stderr.write(f"{script}: warning: {message}\n")
 
     try:
         processor = load_sentencepiece(path, option)
-        check_coverage(pieces(processor), dictionary_symbols(dictionary_path), path,
-                       f"{dictionary_option} {dictionary_path}", warn)
+        check_coverage(
+            pieces(processor),
+            dictionary_symbols(dictionary_path),
+            path,
+            f"{dictionary_option} {dictionary_path}",
+            warn,
+        )
     except FairseqExtError as exc:
         raise SystemExit(f"{script}: error: {exc}") from None
     return processor
@@ -144,7 +173,9 @@ def main(argv: list[str] | None = None) -> None:
     ``data_prep/common.sh``, which encodes with MODEL and binarizes with the dictionary
     ``SRCDICT``."""
     model, dictionary = sys.argv[1:] if argv is None else argv
-    checked_sentencepiece(model, "the sentencepiece model", dictionary, "data_prep/common.sh", "SRCDICT")
+    checked_sentencepiece(
+        model, "the sentencepiece model", dictionary, "data_prep/common.sh", "SRCDICT"
+    )
 
 
 if __name__ == "__main__":

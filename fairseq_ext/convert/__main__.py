@@ -17,6 +17,7 @@
 Every problem is one line on stderr and exit status 1. ``--verbose`` also shows fairseq's INFO
 log and Hydra's deprecation warnings, hidden by default.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,8 @@ import logging
 import sys
 from pathlib import Path
 
-from fairseq_ext.fairseq_changes import quiet
 from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.fairseq_changes import quiet
 
 
 def _from_transformers(a) -> dict:
@@ -34,10 +35,14 @@ def _from_transformers(a) -> dict:
     from fairseq_ext.convert.transformers_folder import read_config, read_folder
 
     converters = {"bert": bert.convert, "prophetnet": prophetnet.convert_from_transformers}
-    model_type = read_config(a.folder).get("model_type", "")  # before the weights and the vocabulary
+    model_type = read_config(a.folder).get(
+        "model_type", ""
+    )  # before the weights and the vocabulary
     if model_type not in converters:
-        raise FairseqExtError(f"{a.folder}: model_type {model_type!r} is not supported; this converts "
-                              f"{' and '.join(converters)} checkpoints")
+        raise FairseqExtError(
+            f"{a.folder}: model_type {model_type!r} is not supported; this converts "
+            f"{' and '.join(converters)} checkpoints"
+        )
     info = converters[model_type](read_folder(a.folder), Path(a.out))
     (Path(a.out) / "options.txt").write_text(" ".join(info["options"]) + "\n")
     return info
@@ -50,23 +55,37 @@ def _to_transformers(a) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m fairseq_ext.convert", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m fairseq_ext.convert",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
-    f = sub.add_parser("from-transformers", parents=[common],
-                       help="BERT or ProphetNet folder -> fairseq checkpoint + dict.txt")
+    f = sub.add_parser(
+        "from-transformers",
+        parents=[common],
+        help="BERT or ProphetNet folder -> fairseq checkpoint + dict.txt",
+    )
     f.add_argument("folder", type=Path)
     f.add_argument("out", type=Path)
-    t = sub.add_parser("to-transformers", parents=[common], help="prophetnet checkpoint -> save_pretrained folder")
+    t = sub.add_parser(
+        "to-transformers", parents=[common], help="prophetnet checkpoint -> save_pretrained folder"
+    )
     t.add_argument("checkpoint", type=Path)
     t.add_argument("out", type=Path)
-    t.add_argument("--dict", type=Path, help="the model's dict.txt (default: beside the checkpoint)")
-    t.add_argument("--vocab", type=Path, help="the transformers folder the model was converted from")
+    t.add_argument(
+        "--dict", type=Path, help="the model's dict.txt (default: beside the checkpoint)"
+    )
+    t.add_argument(
+        "--vocab", type=Path, help="the transformers folder the model was converted from"
+    )
     a = p.parse_args(argv)
     quiet.hush(a.verbose)  # before fairseq is imported
-    logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.INFO, stream=sys.stderr)
+    logging.basicConfig(
+        format="%(levelname)s %(name)s: %(message)s", level=logging.INFO, stream=sys.stderr
+    )
     try:
         info = _from_transformers(a) if a.command == "from-transformers" else _to_transformers(a)
     except FairseqExtError as exc:

@@ -18,6 +18,7 @@ plugin's encoder table has ``max_source_positions + pad + 1`` rows and its decod
 transformers model with ``P`` rows equals a ``prophetnet`` with ``max_source_positions =
 P - pad - 1`` and ``max_target_positions = P - pad - 2``.
 """
+
 from __future__ import annotations
 
 import types
@@ -26,22 +27,40 @@ from typing import Dict
 import torch
 from torch import Tensor
 
-_PROJ = {"q_proj": "query_proj", "k_proj": "key_proj", "v_proj": "value_proj", "out_proj": "out_proj"}
-_BLOCK = {"self_attn_layer_norm": "self_attn_layer_norm", "fc1": "feed_forward.intermediate",
-          "fc2": "feed_forward.output", "final_layer_norm": "feed_forward_layer_norm"}
+_PROJ = {
+    "q_proj": "query_proj",
+    "k_proj": "key_proj",
+    "v_proj": "value_proj",
+    "out_proj": "out_proj",
+}
+_BLOCK = {
+    "self_attn_layer_norm": "self_attn_layer_norm",
+    "fc1": "feed_forward.intermediate",
+    "fc2": "feed_forward.output",
+    "final_layer_norm": "feed_forward_layer_norm",
+}
 _LAYER_NAMES = {
     "encoder": dict(_BLOCK, **{f"self_attn.{a}": f"self_attn.{b}" for a, b in _PROJ.items()}),
-    "decoder": dict(_BLOCK, **{f"self_attn.{a}": f"self_attn.{b}" for a, b in _PROJ.items()},
-                    **{f"encoder_attn.{a}": f"cross_attn.{b}" for a, b in _PROJ.items()},
-                    **{"self_attn.relative_pos_proj": "self_attn.relative_pos_embeddings",
-                       "encoder_attn_layer_norm": "cross_attn_layer_norm"}),
+    "decoder": dict(
+        _BLOCK,
+        **{f"self_attn.{a}": f"self_attn.{b}" for a, b in _PROJ.items()},
+        **{f"encoder_attn.{a}": f"cross_attn.{b}" for a, b in _PROJ.items()},
+        **{
+            "self_attn.relative_pos_proj": "self_attn.relative_pos_embeddings",
+            "encoder_attn_layer_norm": "cross_attn_layer_norm",
+        },
+    ),
 }
-_EMBEDDING_COPIES = ("prophetnet.word_embeddings.weight", "prophetnet.encoder.word_embeddings.weight",
-                     "prophetnet.decoder.word_embeddings.weight", "lm_head.weight")
+_EMBEDDING_COPIES = (
+    "prophetnet.word_embeddings.weight",
+    "prophetnet.encoder.word_embeddings.weight",
+    "prophetnet.decoder.word_embeddings.weight",
+    "lm_head.weight",
+)
 
 
 def _layer_count(sd: Dict[str, Tensor], prefix: str) -> int:
-    indices = {int(k[len(prefix):].split(".", 1)[0]) for k in sd if k.startswith(prefix)}
+    indices = {int(k[len(prefix) :].split(".", 1)[0]) for k in sd if k.startswith(prefix)}
     return max(indices) + 1 if indices else 0
 
 
@@ -54,13 +73,18 @@ def _name_pairs(sd_ours: Dict[str, Tensor]):
         for i in range(_layer_count(sd_ours, f"{side}.layers.")):
             for ours, theirs in _LAYER_NAMES[side].items():
                 for p in ("weight", "bias"):
-                    yield f"{side}.layers.{i}.{ours}.{p}", f"prophetnet.{side}.layers.{i}.{theirs}.{p}"
+                    yield (
+                        f"{side}.layers.{i}.{ours}.{p}",
+                        f"prophetnet.{side}.layers.{i}.{theirs}.{p}",
+                    )
 
 
 def to_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
     """A ``prophetnet`` state dict -> ``ProphetNetForConditionalGeneration``'s."""
     out = {name: sd["encoder.embed_tokens.weight"] for name in _EMBEDDING_COPIES}
-    out["prophetnet.decoder.ngram_embeddings.weight"] = sd["decoder.ngram_embeddings.weight"].roll(-1, 0)
+    out["prophetnet.decoder.ngram_embeddings.weight"] = sd["decoder.ngram_embeddings.weight"].roll(
+        -1, 0
+    )
     for ours, theirs in _name_pairs(sd):
         out[theirs] = sd[ours]
     return out
@@ -70,9 +94,16 @@ def from_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
     """``ProphetNetForConditionalGeneration``'s state dict -> a ``prophetnet`` one (the
     inverse of ``to_transformers_state_dict``)."""
     embed = sd["prophetnet.word_embeddings.weight"]
-    out = {"encoder.embed_tokens.weight": embed, "decoder.embed_tokens.weight": embed,
-           "decoder.ngram_embeddings.weight": sd["prophetnet.decoder.ngram_embeddings.weight"].roll(1, 0)}
-    layers = {side: _layer_count(sd, f"prophetnet.{side}.layers.") for side in ("encoder", "decoder")}
+    out = {
+        "encoder.embed_tokens.weight": embed,
+        "decoder.embed_tokens.weight": embed,
+        "decoder.ngram_embeddings.weight": sd["prophetnet.decoder.ngram_embeddings.weight"].roll(
+            1, 0
+        ),
+    }
+    layers = {
+        side: _layer_count(sd, f"prophetnet.{side}.layers.") for side in ("encoder", "decoder")
+    }
     skeleton = {f"{side}.layers.{i}.": None for side, n in layers.items() for i in range(n)}
     for ours, theirs in _name_pairs(skeleton):
         out[ours] = sd[theirs]
@@ -90,22 +121,37 @@ def transformers_config(args, dictionary, **overrides):
     if args.max_source_positions + pad + 1 != rows:
         raise ValueError(
             f"transformers' ProphetNet has one positions table for both sides: use --max-source-positions "
-            f"{args.max_target_positions + 1} with --max-target-positions {args.max_target_positions}")
+            f"{args.max_target_positions + 1} with --max-target-positions {args.max_target_positions}"
+        )
     options = dict(
-        vocab_size=len(dictionary), hidden_size=args.encoder_embed_dim, encoder_ffn_dim=args.encoder_ffn_embed_dim,
-        decoder_ffn_dim=args.decoder_ffn_embed_dim, num_encoder_layers=args.encoder_layers,
-        num_decoder_layers=args.decoder_layers, num_encoder_attention_heads=args.encoder_attention_heads,
-        num_decoder_attention_heads=args.decoder_attention_heads, ngram=args.ngram, num_buckets=args.num_buckets,
-        relative_max_distance=args.relative_max_distance, max_position_embeddings=rows, dropout=args.dropout,
-        attention_dropout=args.attention_dropout, activation_dropout=args.activation_dropout,
-        activation_function=args.activation_fn, pad_token_id=pad, bos_token_id=dictionary.bos(),
-        eos_token_id=dictionary.eos(), decoder_start_token_id=dictionary.eos())
+        vocab_size=len(dictionary),
+        hidden_size=args.encoder_embed_dim,
+        encoder_ffn_dim=args.encoder_ffn_embed_dim,
+        decoder_ffn_dim=args.decoder_ffn_embed_dim,
+        num_encoder_layers=args.encoder_layers,
+        num_decoder_layers=args.decoder_layers,
+        num_encoder_attention_heads=args.encoder_attention_heads,
+        num_decoder_attention_heads=args.decoder_attention_heads,
+        ngram=args.ngram,
+        num_buckets=args.num_buckets,
+        relative_max_distance=args.relative_max_distance,
+        max_position_embeddings=rows,
+        dropout=args.dropout,
+        attention_dropout=args.attention_dropout,
+        activation_dropout=args.activation_dropout,
+        activation_function=args.activation_fn,
+        pad_token_id=pad,
+        bos_token_id=dictionary.bos(),
+        eos_token_id=dictionary.eos(),
+        decoder_start_token_id=dictionary.eos(),
+    )
     options.update(overrides)
     return transformers.ProphetNetConfig(**options)
 
 
-def _predict_relative_bias(self, hidden_states: Tensor, attn_weights: Tensor, position_ids: Tensor,
-                           buckets: Tensor) -> Tensor:
+def _predict_relative_bias(
+    self, hidden_states: Tensor, attn_weights: Tensor, position_ids: Tensor, buckets: Tensor
+) -> Tensor:
     """Relative-position logits of the predicting streams, every query its own:
     ``out[b, k, h, t, s] = proj(hidden[b, t, k])[bucket(b, t, s), h]``, shape
     ``(B, ngram, H, T, S)``. A replacement for transformers'
@@ -115,12 +161,21 @@ def _predict_relative_bias(self, hidden_states: Tensor, attn_weights: Tensor, po
     bsz, length = hidden_states.shape[:2]
     keys = attn_weights.size(-1)
     if buckets is None:  # one decoding step: distances from the step's position to every key
-        distance = torch.arange(keys, device=position_ids.device).view(1, 1, keys) - position_ids.view(-1, 1, 1)
-        buckets = compute_relative_buckets(self.num_buckets, self.relative_max_distance,
-                                           distance.expand(bsz, length, keys), False)
+        distance = torch.arange(keys, device=position_ids.device).view(
+            1, 1, keys
+        ) - position_ids.view(-1, 1, 1)
+        buckets = compute_relative_buckets(
+            self.num_buckets, self.relative_max_distance, distance.expand(bsz, length, keys), False
+        )
     rel = self.relative_pos_embeddings(hidden_states)  # (B, T, ngram, buckets * H)
-    rel = rel.view(bsz, length, self.ngram, self.num_buckets, self.num_attn_heads).permute(0, 2, 4, 1, 3)
-    index = buckets.long().view(bsz, 1, 1, length, keys).expand(bsz, self.ngram, self.num_attn_heads, length, keys)
+    rel = rel.view(bsz, length, self.ngram, self.num_buckets, self.num_attn_heads).permute(
+        0, 2, 4, 1, 3
+    )
+    index = (
+        buckets.long()
+        .view(bsz, 1, 1, length, keys)
+        .expand(bsz, self.ngram, self.num_attn_heads, length, keys)
+    )
     return rel.gather(-1, index)
 
 
@@ -133,6 +188,8 @@ def correct_predicting_stream_layout(model) -> int:
     changed = 0
     for module in model.modules():
         if isinstance(module, ProphetNetNgramSelfAttention):
-            module.get_predict_relative_pos_embeddings = types.MethodType(_predict_relative_bias, module)
+            module.get_predict_relative_pos_embeddings = types.MethodType(
+                _predict_relative_bias, module
+            )
             changed += 1
     return changed

@@ -1,5 +1,6 @@
 """The ``fairseq-train`` options a converted model is built with (``checkpoints.converted`` builds
 and writes it)."""
+
 from __future__ import annotations
 
 from argparse import Namespace

@@ -11,6 +11,7 @@ file, a foreign pickle, a vocabulary whose size differs from the config's) with 
 ``FairseqExtError`` that names the file and the fix. ``write_folder`` writes the same layout
 (safetensors, the tokenizer files); ``copy_tokenizer`` copies a folder's tokenizer files.
 """
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,13 @@ from fairseq_ext.common.errors import FairseqExtError, require
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")
 SPECIAL_KEYS = ("cls_token", "pad_token", "sep_token", "unk_token", "mask_token")
-BERT_SPECIALS = {"cls_token": "[CLS]", "pad_token": "[PAD]", "sep_token": "[SEP]", "unk_token": "[UNK]",
-                 "mask_token": "[MASK]"}
+BERT_SPECIALS = {
+    "cls_token": "[CLS]",
+    "pad_token": "[PAD]",
+    "sep_token": "[SEP]",
+    "unk_token": "[UNK]",
+    "mask_token": "[MASK]",
+}
 
 
 @dataclass
@@ -68,27 +74,40 @@ def _load_weights(path: Path) -> Dict[str, Tensor]:
             try:
                 return load_file(str(file))
             except Exception as exc:  # safetensors raises its own error types
-                raise FairseqExtError(f"{file} is not a readable safetensors file ({exc}); "
-                                      "save the model again with save_pretrained") from None
+                raise FairseqExtError(
+                    f"{file} is not a readable safetensors file ({exc}); "
+                    "save the model again with save_pretrained"
+                ) from None
         try:
             state = torch.load(file, map_location="cpu", weights_only=True)
-        except pickle.UnpicklingError as exc:
+        except pickle.UnpicklingError:
             names = ", ".join(_foreign_globals(file))
             if not names:  # random bytes, a pickle torch cannot read: corrupt, not foreign
-                raise FairseqExtError(f"{file} is not a readable torch checkpoint (truncated or corrupt; nothing in "
-                                      "it was run); save the model again with save_pretrained") from None
-            raise FairseqExtError(f"{file} pickles objects other than tensors ({names}; nothing was run); "
-                                  "only weights-only checkpoints are loaded: re-save it with "
-                                  "save_pretrained(..., safe_serialization=True)") from None
-        except Exception as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
-            raise FairseqExtError(f"{file} is not a readable torch checkpoint ({type(exc).__name__}: "
-                                  f"{str(exc).splitlines()[0] if str(exc) else ''}); save the model again with "
-                                  "save_pretrained") from None
-        require(isinstance(state, dict) and all(isinstance(v, Tensor) for v in state.values()),
-                f"{file} is not a state dict of tensors; save the model with save_pretrained")
+                raise FairseqExtError(
+                    f"{file} is not a readable torch checkpoint (truncated or corrupt; nothing in "
+                    "it was run); save the model again with save_pretrained"
+                ) from None
+            raise FairseqExtError(
+                f"{file} pickles objects other than tensors ({names}; nothing was run); "
+                "only weights-only checkpoints are loaded: re-save it with "
+                "save_pretrained(..., safe_serialization=True)"
+            ) from None
+        except (
+            Exception
+        ) as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
+            raise FairseqExtError(
+                f"{file} is not a readable torch checkpoint ({type(exc).__name__}: "
+                f"{str(exc).splitlines()[0] if str(exc) else ''}); save the model again with "
+                "save_pretrained"
+            ) from None
+        require(
+            isinstance(state, dict) and all(isinstance(v, Tensor) for v in state.values()),
+            f"{file} is not a state dict of tensors; save the model with save_pretrained",
+        )
         return state
-    raise FairseqExtError(f"{path} has no {' or '.join(WEIGHT_FILES)}; give the folder that "
-                          "save_pretrained wrote")
+    raise FairseqExtError(
+        f"{path} has no {' or '.join(WEIGHT_FILES)}; give the folder that save_pretrained wrote"
+    )
 
 
 def load_vocab(path: Path) -> List[str]:
@@ -98,15 +117,21 @@ def load_vocab(path: Path) -> List[str]:
             return (path / name).read_text(encoding="utf-8").rstrip("\n").split("\n")
     if (path / "tokenizer.json").exists():
         model = json.loads((path / "tokenizer.json").read_text(encoding="utf-8")).get("model", {})
-        require(model.get("type") == "WordPiece" and isinstance(model.get("vocab"), dict),
-                f"{path / 'tokenizer.json'} is not a WordPiece tokenizer; BERT-family and ProphetNet "
-                "checkpoints use one (give a folder with vocab.txt)")
+        require(
+            model.get("type") == "WordPiece" and isinstance(model.get("vocab"), dict),
+            f"{path / 'tokenizer.json'} is not a WordPiece tokenizer; BERT-family and ProphetNet "
+            "checkpoints use one (give a folder with vocab.txt)",
+        )
         by_id = sorted(model["vocab"].items(), key=lambda kv: kv[1])
-        require([i for _, i in by_id] == list(range(len(by_id))),
-                f"{path / 'tokenizer.json'}: the vocabulary ids are not 0 .. {len(by_id) - 1}")
+        require(
+            [i for _, i in by_id] == list(range(len(by_id))),
+            f"{path / 'tokenizer.json'}: the vocabulary ids are not 0 .. {len(by_id) - 1}",
+        )
         return [token for token, _ in by_id]
-    raise FairseqExtError(f"{path} has none of {', '.join(VOCABULARY_FILES)}, tokenizer.json; save the tokenizer "
-                          "next to the model (tokenizer.save_pretrained(folder))")
+    raise FairseqExtError(
+        f"{path} has none of {', '.join(VOCABULARY_FILES)}, tokenizer.json; save the tokenizer "
+        "next to the model (tokenizer.save_pretrained(folder))"
+    )
 
 
 def load_specials(path: Path) -> Dict[str, str]:
@@ -123,9 +148,15 @@ def load_specials(path: Path) -> Dict[str, str]:
 def read_config(path) -> dict:
     """``config.json`` of a ``save_pretrained`` folder."""
     path = Path(path)
-    require(path.is_dir(), f"{path} is not a folder; give the folder that save_pretrained wrote "
-                           "(config.json, model.safetensors or pytorch_model.bin, the tokenizer files)")
-    require((path / "config.json").exists(), f"{path} has no config.json; give the folder that save_pretrained wrote")
+    require(
+        path.is_dir(),
+        f"{path} is not a folder; give the folder that save_pretrained wrote "
+        "(config.json, model.safetensors or pytorch_model.bin, the tokenizer files)",
+    )
+    require(
+        (path / "config.json").exists(),
+        f"{path} has no config.json; give the folder that save_pretrained wrote",
+    )
     try:
         return json.loads((path / "config.json").read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -139,12 +170,20 @@ def read_folder(path) -> TransformersFolder:
     state = _load_weights(path)
     vocab = load_vocab(path)
     size = config.get("vocab_size")
-    require(size == len(vocab), f"vocabulary mismatch: {path} lists {len(vocab)} tokens but config.json says "
-                                f"vocab_size {size}; give the tokenizer files saved with this model")
+    require(
+        size == len(vocab),
+        f"vocabulary mismatch: {path} lists {len(vocab)} tokens but config.json says "
+        f"vocab_size {size}; give the tokenizer files saved with this model",
+    )
     return TransformersFolder(path, config, state, vocab, load_specials(path))
 
 
-TOKENIZER_FILES = (*VOCABULARY_FILES, "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+TOKENIZER_FILES = (
+    *VOCABULARY_FILES,
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+)
 
 
 def copy_tokenizer(source: Path, destination: Path) -> List[str]:
@@ -155,8 +194,14 @@ def copy_tokenizer(source: Path, destination: Path) -> List[str]:
     return copied
 
 
-def write_folder(path, config: dict, state: Dict[str, Tensor], vocab: List[str], specials: Dict[str, str],
-                 tokenizer_from: Optional[Path] = None) -> None:
+def write_folder(
+    path,
+    config: dict,
+    state: Dict[str, Tensor],
+    vocab: List[str],
+    specials: Dict[str, str],
+    tokenizer_from: Optional[Path] = None,
+) -> None:
     """Write ``config.json`` and ``model.safetensors``, and the tokenizer: the files of
     ``tokenizer_from`` (the folder the model was converted from) when given, so that
     ``AutoTokenizer.from_pretrained`` reads the folder, else ``vocab.txt`` and
@@ -166,11 +211,18 @@ def write_folder(path, config: dict, state: Dict[str, Tensor], vocab: List[str],
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    save_file({k: v.detach().contiguous().clone() for k, v in state.items()}, str(path / "model.safetensors"),
-              metadata={"format": "pt"})
+    (path / "config.json").write_text(
+        json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    save_file(
+        {k: v.detach().contiguous().clone() for k, v in state.items()},
+        str(path / "model.safetensors"),
+        metadata={"format": "pt"},
+    )
     copied = copy_tokenizer(tokenizer_from, path) if tokenizer_from else []
     if not set(copied) & {*VOCABULARY_FILES, "tokenizer.json"}:
         (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
     if "special_tokens_map.json" not in copied:
-        (path / "special_tokens_map.json").write_text(json.dumps(specials, indent=2) + "\n", encoding="utf-8")
+        (path / "special_tokens_map.json").write_text(
+            json.dumps(specials, indent=2) + "\n", encoding="utf-8"
+        )

@@ -21,6 +21,7 @@ permutes every vocabulary-sized parameter. A data set encoded with the checkpoin
 tokenizer (``data_prep/wordpiece.py``) and binarized with ``fairseq-preprocess --srcdict
 dict.txt`` then gives the model the ids it was trained on.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,7 +32,12 @@ from torch import Tensor
 
 from fairseq_ext.common.errors import FairseqExtError, require
 
-FAIRSEQ_SPECIALS = (("<s>", "cls_token"), ("<pad>", "pad_token"), ("</s>", "sep_token"), ("<unk>", "unk_token"))
+FAIRSEQ_SPECIALS = (
+    ("<s>", "cls_token"),
+    ("<pad>", "pad_token"),
+    ("</s>", "sep_token"),
+    ("<unk>", "unk_token"),
+)
 MASK = ("<mask>", "mask_token")
 
 
@@ -40,25 +46,36 @@ def fairseq_rows(vocab: List[str], specials: Dict[str, str]) -> Tuple[List[str],
     dictionary with ``<mask>`` appended, the checkpoint id it takes its row from."""
     index = {}
     for i, token in enumerate(vocab):
-        require(token and not any(c.isspace() for c in token),
-                f"vocabulary entry {i} ({token!r}) is empty or contains whitespace, which a fairseq "
-                "dict.txt cannot hold")
-        require(token not in index, f"vocabulary entry {i} ({token!r}) repeats entry {index.get(token)}")
+        require(
+            token and not any(c.isspace() for c in token),
+            f"vocabulary entry {i} ({token!r}) is empty or contains whitespace, which a fairseq "
+            "dict.txt cannot hold",
+        )
+        require(
+            token not in index, f"vocabulary entry {i} ({token!r}) repeats entry {index.get(token)}"
+        )
         index[token] = i
     special_ids = []
     for symbol, role in (*FAIRSEQ_SPECIALS, MASK):
         token = specials.get(role)
-        require(token in index, f"the vocabulary has no {role} {token!r}; fairseq's {symbol} needs it "
-                                "(check special_tokens_map.json)")
+        require(
+            token in index,
+            f"the vocabulary has no {role} {token!r}; fairseq's {symbol} needs it "
+            "(check special_tokens_map.json)",
+        )
         special_ids.append(index[token])
-    require(len(set(special_ids)) == len(special_ids),
-            f"the special tokens {[vocab[i] for i in special_ids]} are not distinct; fairseq needs "
-            "<s>, <pad>, </s>, <unk> and <mask> on different rows")
+    require(
+        len(set(special_ids)) == len(special_ids),
+        f"the special tokens {[vocab[i] for i in special_ids]} are not distinct; fairseq needs "
+        "<s>, <pad>, </s>, <unk> and <mask> on different rows",
+    )
     reserved = {s for s, _ in (*FAIRSEQ_SPECIALS, MASK)}
     clash = [t for t in vocab if t in reserved]
     if clash:
-        raise FairseqExtError(f"the vocabulary has the token {clash[0]!r}, one of fairseq's own symbols, "
-                              "as an ordinary word; it cannot be mapped to a fairseq dictionary")
+        raise FairseqExtError(
+            f"the vocabulary has the token {clash[0]!r}, one of fairseq's own symbols, "
+            "as an ordinary word; it cannot be mapped to a fairseq dictionary"
+        )
     taken = set(special_ids)
     words = [i for i in range(len(vocab)) if i not in taken]
     rows = special_ids[:4] + words + special_ids[4:]
@@ -85,9 +102,15 @@ def checkpoint_rows(symbols: List[str], vocab: List[str], specials: Dict[str, st
     words, rows = fairseq_rows(vocab, specials)
     expected = [s for s, _ in FAIRSEQ_SPECIALS] + words + [MASK[0]]
     if list(symbols) != expected:
-        first = next(i for i, (a, b) in enumerate(zip(list(symbols) + [None] * len(expected), expected)) if a != b)
+        first = next(
+            i
+            for i, (a, b) in enumerate(zip(list(symbols) + [None] * len(expected), expected))
+            if a != b
+        )
         theirs = symbols[first] if first < len(symbols) else "(nothing)"
-        raise FairseqExtError(f"vocabulary mismatch: the model's dictionary has {theirs!r} at id {first} where "
-                              f"the vocabulary gives {expected[first]!r}; give the vocab.txt the model was "
-                              "converted from (or none, to export the model's own dictionary)")
+        raise FairseqExtError(
+            f"vocabulary mismatch: the model's dictionary has {theirs!r} at id {first} where "
+            f"the vocabulary gives {expected[first]!r}; give the vocab.txt the model was "
+            "converted from (or none, to export the model's own dictionary)"
+        )
     return inverse(rows)

@@ -3,6 +3,7 @@
 2.3, eq. 2), ``L = sum_{j=0}^{n-1} alpha_j CE(stream j + 1)`` with ``alpha_j = gamma^j / sum_i
 gamma^i``: label-smoothed cross-entropy of every predicting stream, normalised by the target
 tokens as fairseq's criteria are, logged per stream (``loss_s{k}``, ``acc_s{k}``)."""
+
 import math
 from argparse import Namespace
 from dataclasses import dataclass, field
@@ -24,28 +25,45 @@ from fairseq_ext.common.errors import require
 @dataclass
 class NgramLanguageLossConfig(FairseqDataclass):
     ngram_gamma: float = option(
-        1.0, "attenuation gamma of the stream weights alpha_j = gamma^j / sum_i gamma^i (eq. 2; 1.0: equal "
-             "weights, as in the paper)", range=Range(0, low_open=True, finite=True))
-    label_smoothing: float = option(0.0, "label smoothing epsilon", range=Range(0, 1, high_open=True))
+        1.0,
+        "attenuation gamma of the stream weights alpha_j = gamma^j / sum_i gamma^i (eq. 2; 1.0: equal "
+        "weights, as in the paper)",
+        range=Range(0, low_open=True, finite=True),
+    )
+    label_smoothing: float = option(
+        0.0, "label smoothing epsilon", range=Range(0, 1, high_open=True)
+    )
     disable_ngram_loss: bool = field(
-        default=False, metadata={"help": "train with the next-token stream only (the other streams are "
-                                         "still computed and logged)"})
+        default=False,
+        metadata={
+            "help": "train with the next-token stream only (the other streams are "
+            "still computed and logged)"
+        },
+    )
     sentence_avg: bool = II("optimization.sentence_avg")
 
 
 def stream_weights(ngram: int, gamma: float) -> List[float]:
     """``alpha_j = gamma^j / sum_{i<n} gamma^i`` for ``j = 0 .. n-1`` (paper eq. 2)."""
-    total = sum(gamma ** i for i in range(ngram))
-    return [gamma ** j / total for j in range(ngram)]
+    total = sum(gamma**i for i in range(ngram))
+    return [gamma**j / total for j in range(ngram)]
 
 
 @register_criterion("ngram_language_loss", dataclass=NgramLanguageLossConfig)
 class NgramLanguageLoss(FairseqCriterion):
-    def __init__(self, task, ngram_gamma: float = NgramLanguageLossConfig.ngram_gamma,
-                 label_smoothing: float = NgramLanguageLossConfig.label_smoothing,
-                 disable_ngram_loss: bool = NgramLanguageLossConfig.disable_ngram_loss, sentence_avg: bool = False):
+    def __init__(
+        self,
+        task,
+        ngram_gamma: float = NgramLanguageLossConfig.ngram_gamma,
+        label_smoothing: float = NgramLanguageLossConfig.label_smoothing,
+        disable_ngram_loss: bool = NgramLanguageLossConfig.disable_ngram_loss,
+        sentence_avg: bool = False,
+    ):
         super().__init__(task)
-        check_config(Namespace(ngram_gamma=ngram_gamma, label_smoothing=label_smoothing), NgramLanguageLossConfig)
+        check_config(
+            Namespace(ngram_gamma=ngram_gamma, label_smoothing=label_smoothing),
+            NgramLanguageLossConfig,
+        )
         self.gamma = ngram_gamma
         self.eps = label_smoothing
         self.disable_ngram_loss = disable_ngram_loss
@@ -63,8 +81,11 @@ class NgramLanguageLoss(FairseqCriterion):
     def forward(self, model, sample, reduce: bool = True):
         net_output = model(**sample["net_input"])
         streams = net_output[1].get("stream_logits")
-        require(streams is not None, "criterion ngram_language_loss needs a model with predicting streams "
-                                     "(--arch prophetnet*); use label_smoothed_cross_entropy for other models")
+        require(
+            streams is not None,
+            "criterion ngram_language_loss needs a model with predicting streams "
+            "(--arch prophetnet*); use label_smoothed_cross_entropy for other models",
+        )
         ntokens = sample["ntokens"]
         require(ntokens > 0, "a batch without target tokens; every target needs at least one token")
         ngram = len(streams)
@@ -75,7 +96,11 @@ class NgramLanguageLoss(FairseqCriterion):
         for j, (logits, target) in enumerate(zip(streams, targets)):
             lprobs = F.log_softmax(logits.float(), dim=-1)
             stream_loss, stream_nll = label_smoothed_nll_loss(
-                lprobs.view(-1, lprobs.size(-1)), target.reshape(-1), self.eps, ignore_index=self.padding_idx)
+                lprobs.view(-1, lprobs.size(-1)),
+                target.reshape(-1),
+                self.eps,
+                ignore_index=self.padding_idx,
+            )
             if j < len(weights):
                 loss = loss + weights[j] * stream_loss
             scored = target.ne(self.padding_idx)
@@ -86,8 +111,12 @@ class NgramLanguageLoss(FairseqCriterion):
             if j == 0:
                 logging_output["nll_loss"] = stream_nll.data
         sample_size = sample["target"].size(0) if self.sentence_avg else ntokens
-        logging_output.update(loss=loss.data, ntokens=ntokens, nsentences=sample["target"].size(0),
-                              sample_size=sample_size)
+        logging_output.update(
+            loss=loss.data,
+            ntokens=ntokens,
+            nsentences=sample["target"].size(0),
+            sample_size=sample_size,
+        )
         return loss, sample_size, logging_output
 
     @classmethod
@@ -103,8 +132,12 @@ class NgramLanguageLoss(FairseqCriterion):
         while any(f"s{k}_count" in log for log in logging_outputs):
             count = total(f"s{k}_count")
             if count > 0:
-                metrics.log_scalar(f"loss_s{k}", total(f"s{k}_loss") / count / math.log(2), count, round=3)
-                metrics.log_scalar(f"acc_s{k}", 100.0 * total(f"s{k}_correct") / count, count, round=2)
+                metrics.log_scalar(
+                    f"loss_s{k}", total(f"s{k}_loss") / count / math.log(2), count, round=3
+                )
+                metrics.log_scalar(
+                    f"acc_s{k}", 100.0 * total(f"s{k}_correct") / count, count, round=2
+                )
             k += 1
 
     @staticmethod

@@ -2,6 +2,7 @@
 """Criterion ``position_masked_lm``: ``CE_mlm + --position-loss-weight x CE_position``, the masked
 LM cross-entropy plus the position classifier's (Wagner et al. 2020, section 2.1), each a mean
 per predicted token; logs both losses and accuracies (the paper's Figures 3, 5 and 7)."""
+
 import math
 from dataclasses import dataclass
 
@@ -13,16 +14,18 @@ from fairseq.criterions.masked_lm import MaskedLmConfig, MaskedLmLoss
 from fairseq.logging import metrics
 
 from fairseq_ext.common.config_fields import Range, check_config, option
-from fairseq_ext.data import NO_POSITION_LABEL
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.interfaces import PositionMaskingTask
+from fairseq_ext.data import NO_POSITION_LABEL
 
 
 @dataclass
 class PositionMaskedLMCriterionConfig(MaskedLmConfig):
     position_loss_weight: float = option(
-        1.0, "weight of the position cross-entropy added to the MLM cross-entropy (section 2.1)",
-        range=Range(0, finite=True))
+        1.0,
+        "weight of the position cross-entropy added to the MLM cross-entropy (section 2.1)",
+        range=Range(0, finite=True),
+    )
 
 
 @register_criterion("position_masked_lm", dataclass=PositionMaskedLMCriterionConfig)
@@ -32,9 +35,11 @@ class PositionMaskedLMLoss(MaskedLmLoss):
     def __init__(self, cfg: PositionMaskedLMCriterionConfig, task):
         super().__init__(cfg, task)
         check_config(cfg, PositionMaskedLMCriterionConfig)
-        require(isinstance(task, PositionMaskingTask),
-                "--criterion position_masked_lm needs --task position_masked_lm (it reads the "
-                "masked positions from the batch)")
+        require(
+            isinstance(task, PositionMaskingTask),
+            "--criterion position_masked_lm needs --task position_masked_lm (it reads the "
+            "masked positions from the batch)",
+        )
         self.position_loss_weight = cfg.position_loss_weight
 
     def forward(self, model, sample, reduce=True):
@@ -46,20 +51,29 @@ class PositionMaskedLMLoss(MaskedLmLoss):
             if not masked_tokens.any():
                 masked_tokens = None
         else:
-            masked_tokens = torch.where(masked_tokens.any(), masked_tokens, masked_tokens.new([True]))
+            masked_tokens = torch.where(
+                masked_tokens.any(), masked_tokens, masked_tokens.new([True])
+            )
 
         position_target = sample["position_target"]
         masked_positions = position_target.ne(NO_POSITION_LABEL)
-        logits, extra = model(**sample["net_input"], masked_tokens=masked_tokens,
-                              masked_positions=masked_positions)
-        require("position_logits" in extra,
-                "--criterion position_masked_lm needs a model with a position classifier "
-                "(--arch position_masked_roberta_*)")
+        logits, extra = model(
+            **sample["net_input"], masked_tokens=masked_tokens, masked_positions=masked_positions
+        )
+        require(
+            "position_logits" in extra,
+            "--criterion position_masked_lm needs a model with a position classifier "
+            "(--arch position_masked_roberta_*)",
+        )
         targets = model.get_targets(sample, [logits])
         if masked_tokens is not None:
             targets = targets[masked_tokens]
-        mlm_loss = modules.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1),
-                                         reduction="sum", ignore_index=self.padding_idx)
+        mlm_loss = modules.cross_entropy(
+            logits.view(-1, logits.size(-1)),
+            targets.view(-1),
+            reduction="sum",
+            ignore_index=self.padding_idx,
+        )
         with torch.no_grad():
             hits = logits.argmax(-1).eq(targets)
             if masked_tokens is None:  # every token was projected: count the masked ones only
@@ -95,12 +109,26 @@ class PositionMaskedLMLoss(MaskedLmLoss):
         # the number of examples the batches covered: a whole split at validation
         metrics.log_scalar_sum("examples", total("nsentences"), priority=900)
         if sample_size > 0:
-            metrics.log_scalar("loss", total("loss") / sample_size / math.log(2), sample_size, round=3)
-            metrics.log_scalar("mlm_loss", total("mlm_loss") / sample_size / math.log(2), sample_size, round=3)
+            metrics.log_scalar(
+                "loss", total("loss") / sample_size / math.log(2), sample_size, round=3
+            )
+            metrics.log_scalar(
+                "mlm_loss", total("mlm_loss") / sample_size / math.log(2), sample_size, round=3
+            )
             metrics.log_derived("ppl", lambda meters: utils.get_perplexity(meters["mlm_loss"].avg))
-            metrics.log_scalar("mlm_accuracy", 100.0 * total("mlm_correct") / sample_size, sample_size, round=2)
+            metrics.log_scalar(
+                "mlm_accuracy", 100.0 * total("mlm_correct") / sample_size, sample_size, round=2
+            )
         if n_position > 0:
-            metrics.log_scalar("position_loss", total("position_loss") / n_position / math.log(2),
-                               n_position, round=3)
-            metrics.log_scalar("position_accuracy", 100.0 * total("position_correct") / n_position,
-                               n_position, round=2)
+            metrics.log_scalar(
+                "position_loss",
+                total("position_loss") / n_position / math.log(2),
+                n_position,
+                round=3,
+            )
+            metrics.log_scalar(
+                "position_accuracy",
+                100.0 * total("position_correct") / n_position,
+                n_position,
+                round=2,
+            )

@@ -1,6 +1,7 @@
 """Dataset-side code shared by the tasks of the plugin: batching that keeps every example
 (``complete_batches``), the checks of binarized splits (``size_checks``) and of interactive input
 (``interactive_input``), and the position-masking datasets."""
+
 from fairseq_ext.data.complete_batches import CompleteBatchesDataset, complete_batches
 from fairseq_ext.data.interactive_input import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.position_masking_dataset import (

@@ -4,6 +4,7 @@ batch whose size is no multiple of ``--required-batch-size-multiple``, and its
 ``Exception``. Each task of the plugin hands fairseq ``complete_batches(dataset, options)`` from
 its own ``get_batch_iterator``: that tail is one more batch, and an oversized example is one
 clear error unless the user asked fairseq to skip it (``--skip-invalid-size-inputs-valid-test``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,11 @@ class CompleteBatchesDataset(BaseWrapperDataset):
         self.skip_oversized = skip_oversized
 
     def __eq__(self, other):
-        return (isinstance(other, CompleteBatchesDataset) and other.dataset is self.dataset
-                and other.skip_oversized == self.skip_oversized)
+        return (
+            isinstance(other, CompleteBatchesDataset)
+            and other.dataset is self.dataset
+            and other.skip_oversized == self.skip_oversized
+        )
 
     def __hash__(self):
         return hash((self.dataset, self.skip_oversized))
@@ -51,7 +55,9 @@ class CompleteBatchesDataset(BaseWrapperDataset):
             )
         return kept, ignored
 
-    def batch_by_size(self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1):
+    def batch_by_size(
+        self, indices, max_tokens=None, max_sentences=None, required_batch_size_multiple=1
+    ):
         batches = list(
             self.dataset.batch_by_size(
                 indices,
@@ -71,4 +77,6 @@ def complete_batches(dataset: FairseqDataset, options: dict) -> CompleteBatchesD
     """The dataset a task's ``get_batch_iterator`` hands fairseq for ``dataset``, given the
     keyword ``options`` it was called with (their ``ignore_invalid_inputs`` skips oversized
     examples, as fairseq does)."""
-    return CompleteBatchesDataset(dataset, skip_oversized=options.get("ignore_invalid_inputs", False))
+    return CompleteBatchesDataset(
+        dataset, skip_oversized=options.get("ignore_invalid_inputs", False)
+    )

@@ -3,6 +3,7 @@ tasks: an empty line is answered with one line on stderr and skipped, a line the
 take ends the session with one clear error, as fairseq-generate does for a binarized split.
 ``fairseq_changes`` makes fairseq-interactive (the plugin's tasks) name a line that is not UTF-8 (file and line number)
 instead of stopping with Python's ``UnicodeDecodeError``."""
+
 from __future__ import annotations
 
 import sys
@@ -23,7 +24,8 @@ def utf8_lines(stream, name: str) -> Iterator[str]:
         except UnicodeDecodeError as exc:
             raise FairseqExtError(
                 f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8") from None
+                "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8"
+            ) from None
 
 
 def buffered_read(input: str, buffer_size: int) -> Iterator[list[str]]:
@@ -58,10 +60,15 @@ class SkippedRows(BaseWrapperDataset):
 
 def refuse_beyond_source_positions(limit: int) -> Callable[[int, int], None]:
     """The default rule for an input line: no more tokens than ``--max-source-positions``."""
+
     def check(line: int, length: int) -> None:
-        require(length <= limit, f"input line {line} has {length} tokens, more than --max-source-positions "
-                                 f"{limit}, the model's positions (fixed when it was trained); split or "
-                                 "shorten the line")
+        require(
+            length <= limit,
+            f"input line {line} has {length} tokens, more than --max-source-positions "
+            f"{limit}, the model's positions (fixed when it was trained); split or "
+            "shorten the line",
+        )
+
     return check
 
 
@@ -74,7 +81,9 @@ class InteractiveInputLines:
     def __init__(self):
         self.lines_seen = 0
 
-    def dataset(self, build, src_tokens, src_lengths, constraints, check_line: Callable[[int, int], None]):
+    def dataset(
+        self, build, src_tokens, src_lengths, constraints, check_line: Callable[[int, int], None]
+    ):
         """``build(src_tokens, src_lengths, constraints=constraints)`` (fairseq's
         ``build_dataset_for_inference``) without the empty lines, once every other line passed
         ``check_line(line, length)`` (1-based line number, tokens with ``</s>``)."""
@@ -82,8 +91,10 @@ class InteractiveInputLines:
         empty = []
         for i, length in enumerate(int(n) for n in src_lengths):
             if length <= 1:  # only </s>
-                note(f"input line {first + i} is empty: skipped, nothing is printed for id {first + i - 1} "
-                     "(give one source sentence per line)")
+                note(
+                    f"input line {first + i} is empty: skipped, nothing is printed for id {first + i - 1} "
+                    "(give one source sentence per line)"
+                )
                 empty.append(i)
             else:
                 check_line(first + i, length)

@@ -2,6 +2,7 @@
 kept tokens prunes the dictionary, maps the binarized data to the pruned ids (a token outside
 the list becomes ``<unk>``) and selects the rows of a pretrained model's embedding and output
 layer (``models.unilm_init``)."""
+
 from __future__ import annotations
 
 from typing import Iterable
@@ -21,13 +22,16 @@ def read_keep_list(path: str) -> list[str]:
     except OSError as exc:
         raise FairseqExtError(f"--keep-tokens {path}: cannot read it ({exc.strerror})") from None
     if not tokens:
-        raise FairseqExtError(f"--keep-tokens {path} lists no token; write one token per line "
-                              "(python -m fairseq_ext.data.keep_tokens builds one from the data)")
+        raise FairseqExtError(
+            f"--keep-tokens {path} lists no token; write one token per line "
+            "(python -m fairseq_ext.data.keep_tokens builds one from the data)"
+        )
     return tokens
 
 
-def prune_dictionary(full: Dictionary, keep: Iterable[str], source: str = "--keep-tokens"
-                     ) -> tuple[Dictionary, torch.Tensor, torch.Tensor]:
+def prune_dictionary(
+    full: Dictionary, keep: Iterable[str], source: str = "--keep-tokens"
+) -> tuple[Dictionary, torch.Tensor, torch.Tensor]:
     """The pruned dictionary, the kept rows of ``full`` and the full -> pruned id map.
 
     Returns:
@@ -38,13 +42,17 @@ def prune_dictionary(full: Dictionary, keep: Iterable[str], source: str = "--kee
     wanted = set()
     for i, token in enumerate(keep):
         if token not in full.indices:
-            raise FairseqExtError(f"{source}: token {token!r} (entry {i + 1}) is not in the data's "
-                                  "dictionary; list tokens of the dictionary the data was binarized with")
+            raise FairseqExtError(
+                f"{source}: token {token!r} (entry {i + 1}) is not in the data's "
+                "dictionary; list tokens of the dictionary the data was binarized with"
+            )
         wanted.add(full.indices[token])
     pruned = Dictionary(bos=full.bos_word, pad=full.pad_word, eos=full.eos_word, unk=full.unk_word)
     specials = {full.bos(), full.pad(), full.eos(), full.unk()}
     if [pruned.index(full[i]) for i in sorted(specials)] != sorted(specials):
-        raise FairseqExtError(f"{source}: the data's dictionary has its special tokens at unusual ids")
+        raise FairseqExtError(
+            f"{source}: the data's dictionary has its special tokens at unusual ids"
+        )
     keep_ids = list(range(pruned.nspecial))
     for j in range(full.nspecial, len(full)):
         if j in wanted:

@@ -1,5 +1,6 @@
 """The examples of a one-stack language-model task as fairseq's ``masked_lm`` batches them
 (``permutation_lm``, ``position_masked_lm``)."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -17,9 +18,16 @@ from fairseq.data import (
 )
 
 
-def language_model_batches(source: FairseqDataset, target: FairseqDataset, *, pad: int, seed: int,
-                           counted: FairseqDataset, net_input: Optional[dict] = None,
-                           fields: Optional[dict] = None) -> SortDataset:
+def language_model_batches(
+    source: FairseqDataset,
+    target: FairseqDataset,
+    *,
+    pad: int,
+    seed: int,
+    counted: FairseqDataset,
+    net_input: Optional[dict] = None,
+    fields: Optional[dict] = None,
+) -> SortDataset:
     """One example per row of ``source``: ``id``, ``net_input`` (``src_tokens`` and
     ``src_lengths`` of ``source``, plus ``net_input``), ``target``, the extra ``fields``,
     ``nsentences`` and ``ntokens`` (the tokens of ``counted``), right-padded with ``pad`` and
@@ -27,8 +35,11 @@ def language_model_batches(source: FairseqDataset, target: FairseqDataset, *, pa
     dataset = NestedDictionaryDataset(
         {
             "id": IdDataset(),
-            "net_input": {"src_tokens": RightPadDataset(source, pad_idx=pad),
-                          "src_lengths": NumelDataset(source, reduce=False), **(net_input or {})},
+            "net_input": {
+                "src_tokens": RightPadDataset(source, pad_idx=pad),
+                "src_lengths": NumelDataset(source, reduce=False),
+                **(net_input or {}),
+            },
             "target": RightPadDataset(target, pad_idx=pad),
             **(fields or {}),
             "nsentences": NumSamplesDataset(),

@@ -3,6 +3,7 @@ section 2.4; Song et al. 2019): per example and epoch, one span per block replac
 the encoder input (``masking.block_span_mask``, ``masking.replace_80_10_10``), the span tokens as
 the decoder target at their article positions, and each target's offset in its span for
 ``criterions.ngram_language_loss``."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -14,8 +15,17 @@ from fairseq_ext.masking import block_span_mask, example_rng, replace_80_10_10, 
 
 
 class MassSpanDataset(FairseqDataset):
-    def __init__(self, tokens: FairseqDataset, sizes: np.ndarray, dictionary, mask_idx: int, seed: int,
-                 block_size: int = 64, ratio: float = 0.15, shuffle: bool = True):
+    def __init__(
+        self,
+        tokens: FairseqDataset,
+        sizes: np.ndarray,
+        dictionary,
+        mask_idx: int,
+        seed: int,
+        block_size: int = 64,
+        ratio: float = 0.15,
+        shuffle: bool = True,
+    ):
         self.tokens = tokens
         self.src_sizes = np.asarray(sizes)
         self.dictionary = dictionary
@@ -27,11 +37,16 @@ class MassSpanDataset(FairseqDataset):
         self.epoch = 1
         self.tgt_sizes = span_lengths(self.src_sizes - 1, block_size, ratio)
         # BERT's random replacement: uniform over the ordinary tokens before <mask>.
-        require(mask_idx > dictionary.nspecial, f"<mask> has id {mask_idx}, but the ordinary tokens that "
-                                                f"replace 10% of the span start at {dictionary.nspecial}; "
-                                                "add <mask> after the data's dictionary")
+        require(
+            mask_idx > dictionary.nspecial,
+            f"<mask> has id {mask_idx}, but the ordinary tokens that "
+            f"replace 10% of the span start at {dictionary.nspecial}; "
+            "add <mask> after the data's dictionary",
+        )
         self.replacement_weights = np.zeros(len(dictionary))
-        self.replacement_weights[dictionary.nspecial:mask_idx] = 1.0 / (mask_idx - dictionary.nspecial)
+        self.replacement_weights[dictionary.nspecial : mask_idx] = 1.0 / (
+            mask_idx - dictionary.nspecial
+        )
 
     @property
     def sizes(self):
@@ -53,8 +68,9 @@ class MassSpanDataset(FairseqDataset):
         d = self.dictionary
         maskable = tokens.ne(d.eos()) & tokens.ne(d.pad()) & tokens.ne(d.bos())
         chosen = block_span_mask(maskable.numpy(), rng, self.block_size, self.ratio)
-        source = replace_80_10_10(tokens.numpy(), chosen, rng, self.mask_idx,
-                                  replacement_weights=self.replacement_weights).values
+        source = replace_80_10_10(
+            tokens.numpy(), chosen, rng, self.mask_idx, replacement_weights=self.replacement_weights
+        ).values
         where = torch.from_numpy(np.flatnonzero(chosen))
         before = tokens.new_full(where.shape, d.eos())
         has_before = where > 0

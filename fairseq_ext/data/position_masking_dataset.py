@@ -1,5 +1,6 @@
 """Dataset side of ``position_masked_lm``: one draw of token and position masking per
 example and epoch, and the four tensors the model and criterion read from it."""
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -33,31 +34,53 @@ class PositionMaskingDataset(BaseWrapperDataset):
     ``mask_special_tokens`` the token masking is fairseq's draw for draw.
     """
 
-    def __init__(self, dataset, dictionary: Dictionary, mask_idx: int, split: str, seed: int = 1,
-                 mask_prob: float = 0.15, leave_unmasked_prob: float = 0.1,
-                 random_token_prob: float = 0.1, freq_weighted_replacement: bool = False,
-                 position_mask_prob: float = 0.10, position_keep_prob: float = 0.05,
-                 position_random_prob: float = 0.05, position_mask_source: str = "independent",
-                 mask_special_tokens: bool = False):
+    def __init__(
+        self,
+        dataset,
+        dictionary: Dictionary,
+        mask_idx: int,
+        split: str,
+        seed: int = 1,
+        mask_prob: float = 0.15,
+        leave_unmasked_prob: float = 0.1,
+        random_token_prob: float = 0.1,
+        freq_weighted_replacement: bool = False,
+        position_mask_prob: float = 0.10,
+        position_keep_prob: float = 0.05,
+        position_random_prob: float = 0.05,
+        position_mask_source: str = "independent",
+        mask_special_tokens: bool = False,
+    ):
         super().__init__(dataset)
-        require(position_mask_source in POSITION_MASK_SOURCES,
-                f"--position-mask-source {position_mask_source!r} is unknown; choose one of "
-                f"{', '.join(POSITION_MASK_SOURCES)}")
+        require(
+            position_mask_source in POSITION_MASK_SOURCES,
+            f"--position-mask-source {position_mask_source!r} is unknown; choose one of "
+            f"{', '.join(POSITION_MASK_SOURCES)}",
+        )
         self.dictionary = dictionary
         self.mask_idx = mask_idx
         self.split = split
         self.seed = seed
-        self.token_options = dict(mask_prob=mask_prob, leave_unmasked_prob=leave_unmasked_prob,
-                                  random_token_prob=random_token_prob)
-        self.position_options = dict(prob=position_mask_prob, keep_prob=position_keep_prob,
-                                     random_prob=position_random_prob)
+        self.token_options = dict(
+            mask_prob=mask_prob,
+            leave_unmasked_prob=leave_unmasked_prob,
+            random_token_prob=random_token_prob,
+        )
+        self.position_options = dict(
+            prob=position_mask_prob, keep_prob=position_keep_prob, random_prob=position_random_prob
+        )
         self.position_mask_source = position_mask_source
         self.mask_special_tokens = mask_special_tokens
-        self.specials = np.array(sorted({dictionary.bos(), dictionary.eos(), dictionary.pad(), mask_idx}))
+        self.specials = np.array(
+            sorted({dictionary.bos(), dictionary.eos(), dictionary.pad(), mask_idx})
+        )
         self.replacement_weights = None
         if random_token_prob > 0.0:
-            weights = np.array(dictionary.count, dtype=np.float64) if freq_weighted_replacement \
+            weights = (
+                np.array(dictionary.count, dtype=np.float64)
+                if freq_weighted_replacement
                 else np.ones(len(dictionary))
+            )
             weights[: dictionary.nspecial] = 0
             self.replacement_weights = weights / weights.sum()
         self.epoch = 0
@@ -78,14 +101,24 @@ class PositionMaskingDataset(BaseWrapperDataset):
         rng = example_rng(seed, epoch, index)
         item = self.dataset[index]
         item = item.numpy() if torch.is_tensor(item) else np.asarray(item)
-        require(not (item == self.mask_idx).any(),
-                f"{self.split} example {index} contains the <mask> symbol itself; remove the "
-                "literal '<mask>' from the text before fairseq-preprocess")
+        require(
+            not (item == self.mask_idx).any(),
+            f"{self.split} example {index} contains the <mask> symbol itself; remove the "
+            "literal '<mask>' from the text before fairseq-preprocess",
+        )
         ordinary = ~np.isin(item, self.specials)
         token_maskable = np.ones(len(item), dtype=bool) if self.mask_special_tokens else ordinary
-        tokens = bert_token_mask(item, token_maskable, rng, self.mask_idx,
-                                 replacement_weights=self.replacement_weights, **self.token_options)
-        candidates = ordinary & tokens.chosen if self.position_mask_source == "token_masked" else ordinary
+        tokens = bert_token_mask(
+            item,
+            token_maskable,
+            rng,
+            self.mask_idx,
+            replacement_weights=self.replacement_weights,
+            **self.token_options,
+        )
+        candidates = (
+            ordinary & tokens.chosen if self.position_mask_source == "token_masked" else ordinary
+        )
         positions = position_mask(candidates, rng, **self.position_options)
         target = np.full(len(item), self.dictionary.pad(), dtype=np.int64)
         target[tokens.chosen] = item[tokens.chosen]

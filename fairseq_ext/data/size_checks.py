@@ -3,6 +3,7 @@ otherwise skip, clamp or learn as garbage, a split or dictionary that is missing
 split, and files that fairseq would fail on deep inside numpy, are refused with one clear
 message naming the split, the line or file, and the fix; an evaluation split with a share of
 ``<unk>`` that only another tokenizer gives is named in one line (``note_unknown_share``)."""
+
 from __future__ import annotations
 
 import glob
@@ -17,17 +18,24 @@ from fairseq.data import data_utils, indexed_dataset
 from fairseq_ext.common.errors import FairseqExtError, note, require
 from fairseq_ext.fairseq_changes.preflight import check_data_folder
 
-UNKNOWN_SHARE = 0.01  # a split whose share of <unk> is above this was likely encoded with another tokenizer
-REMOVE_EMPTY_LINES = ("remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
-                      "does this for training data)")
+UNKNOWN_SHARE = (
+    0.01  # a split whose share of <unk> is above this was likely encoded with another tokenizer
+)
+REMOVE_EMPTY_LINES = (
+    "remove empty lines or pairs before fairseq-preprocess (data_prep/spm.py clean-pair "
+    "does this for training data)"
+)
 
 
 def refuse_missing_dictionary(path: str) -> None:
     """The dictionary ``path`` (``dict.LANG.txt`` or ``dict.txt``, which fairseq-preprocess writes
     beside the binarized splits) exists; fairseq would stop with a bare ``FileNotFoundError``."""
-    require(os.path.isfile(path), f"{path} does not exist: give the data directory fairseq-preprocess wrote (its "
-                                  "--destdir holds dict.*.txt beside the binarized splits), with the languages "
-                                  "(-s/-t) it was binarized with")
+    require(
+        os.path.isfile(path),
+        f"{path} does not exist: give the data directory fairseq-preprocess wrote (its "
+        "--destdir holds dict.*.txt beside the binarized splits), with the languages "
+        "(-s/-t) it was binarized with",
+    )
 
 
 def refuse_missing_data_folder(data: str) -> None:
@@ -45,9 +53,11 @@ def refuse_unnamed_language_pair(cfg) -> None:
     refuse_missing_data_folder(cfg.data)
     if cfg.source_lang is None or cfg.target_lang is None:
         folder = utils.split_paths(cfg.data)[0]
-        require(data_utils.infer_language_pair(folder) != (None, None),
-                f"{folder} holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages from: give -s "
-                "and -t, the languages fairseq-preprocess binarized")
+        require(
+            data_utils.infer_language_pair(folder) != (None, None),
+            f"{folder} holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages from: give -s "
+            "and -t, the languages fairseq-preprocess binarized",
+        )
 
 
 def first_bad_row(bad: np.ndarray) -> Optional[int]:
@@ -56,27 +66,45 @@ def first_bad_row(bad: np.ndarray) -> Optional[int]:
     return int(rows[0]) if len(rows) else None
 
 
-def refuse_empty_lines(sizes: np.ndarray, *, split: str, row_name: str, data: str,
-                       markers: tuple[str, ...] = ("</s>",), fix: str = REMOVE_EMPTY_LINES) -> None:
+def refuse_empty_lines(
+    sizes: np.ndarray,
+    *,
+    split: str,
+    row_name: str,
+    data: str,
+    markers: tuple[str, ...] = ("</s>",),
+    fix: str = REMOVE_EMPTY_LINES,
+) -> None:
     """Every line needs a token besides the ``markers`` that ``sizes`` count."""
     bad = np.asarray(sizes) <= len(markers)
     row = first_bad_row(bad)
     if row is not None:
         raise FairseqExtError(
             f"{split} {row_name} {row + 1} is empty: it has only {' and '.join(markers)} ({int(bad.sum())} of "
-            f"the {len(bad)} in {data}); {fix}")
+            f"the {len(bad)} in {data}); {fix}"
+        )
 
 
-def refuse_long_lines(sizes: np.ndarray, *, split: str, row_name: str, limit: int, option: Optional[str] = None,
-                      limit_name: Optional[str] = None, fix: Optional[str] = None,
-                      markers: tuple[str, ...] = ()) -> None:
+def refuse_long_lines(
+    sizes: np.ndarray,
+    *,
+    split: str,
+    row_name: str,
+    limit: int,
+    option: Optional[str] = None,
+    limit_name: Optional[str] = None,
+    fix: Optional[str] = None,
+    markers: tuple[str, ...] = (),
+) -> None:
     """No line longer than ``limit`` tokens (the message says the count includes ``markers``).
     ``option`` names the option that sets the limit; ``limit_name`` (where the limit comes
     from) and ``fix`` replace what the message says by default: the option, its value and how
     to raise it."""
     limit_name = limit_name or f"{option} {limit}"
-    fix = fix or (f"split or filter long lines before fairseq-preprocess (a larger {option} helps only a model "
-                  "trained with it: a trained model keeps the positions it was trained with)")
+    fix = fix or (
+        f"split or filter long lines before fairseq-preprocess (a larger {option} helps only a model "
+        "trained with it: a trained model keeps the positions it was trained with)"
+    )
     counted = f" with {' and '.join(markers)}" if markers else ""
     sizes = np.asarray(sizes)
     bad = sizes > limit
@@ -84,7 +112,8 @@ def refuse_long_lines(sizes: np.ndarray, *, split: str, row_name: str, limit: in
     if row is not None:
         raise FairseqExtError(
             f"{split} {row_name} {row + 1} has {int(sizes[row])} tokens{counted}, more than {limit_name} "
-            f"({int(bad.sum())} of the {len(bad)}); {fix}")
+            f"({int(bad.sum())} of the {len(bad)}); {fix}"
+        )
 
 
 def _indexed_bytes(prefix: str) -> Optional[int]:
@@ -116,7 +145,9 @@ def _entries(prefix: str) -> Optional[int]:
     write)."""
     impl = indexed_dataset.infer_dataset_impl(prefix)
     if impl == "mmap":
-        return len(indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix)))
+        return len(
+            indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
+        )
     if impl == "cached":
         return len(indexed_dataset.IndexedDataset(prefix))
     return None
@@ -129,22 +160,31 @@ def refuse_missing_or_empty_split(data: str, split: str) -> None:
     folders = utils.split_paths(data)
     indexes = sorted(i for folder in folders for i in _split_indexes(folder, split))
     if not indexes:
-        found = sorted({os.path.basename(i).split(".")[0] for folder in folders
-                        for i in glob.glob(os.path.join(glob.escape(folder), "*.idx"))})
+        found = sorted(
+            {
+                os.path.basename(i).split(".")[0]
+                for folder in folders
+                for i in glob.glob(os.path.join(glob.escape(folder), "*.idx"))
+            }
+        )
         option = _SPLIT_OPTION.get(split.rstrip("0123456789"), "--testpref (or --validpref)")
         raise FairseqExtError(
             f"Dataset not found: {split} (no {split}*.idx in {data}); binarize it with fairseq-preprocess {option} "
             f"PREFIX --destdir {folders[0]} "
             f"(with the same dictionaries), or name a split the folder has ({', '.join(found) or 'none'}) with "
-            "--gen-subset/--valid-subset")
+            "--gen-subset/--valid-subset"
+        )
     for index in indexes:
         prefix = index[: -len(".idx")]
         try:
             entries = _entries(prefix)
         except (AssertionError, ValueError, IndexError, OSError, struct.error):
             continue  # refuse_truncated_binaries names the damaged index
-        require(entries != 0, f"the {split} split {prefix}.{{idx,bin}} is empty (0 lines): binarize it again from a "
-                              "non-empty text file, or name another split with --gen-subset/--valid-subset")
+        require(
+            entries != 0,
+            f"the {split} split {prefix}.{{idx,bin}} is empty (0 lines): binarize it again from a "
+            "non-empty text file, or name another split with --gen-subset/--valid-subset",
+        )
 
 
 def refuse_truncated_binaries(data: str, split: str) -> None:
@@ -161,14 +201,17 @@ def refuse_truncated_binaries(data: str, split: str) -> None:
             except (AssertionError, ValueError, struct.error) as exc:
                 raise FairseqExtError(
                     f"cannot read {index} ({type(exc).__name__}): the binarized {split} split is incomplete "
-                    "or not made by fairseq-preprocess; binarize it again with fairseq-preprocess") from None
+                    "or not made by fairseq-preprocess; binarize it again with fairseq-preprocess"
+                ) from None
             if expected is None:
                 continue
             actual = os.path.getsize(prefix + ".bin")
-            require(actual >= expected,
-                    f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized {split} "
-                    "split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it again "
-                    "with fairseq-preprocess")
+            require(
+                actual >= expected,
+                f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized {split} "
+                "split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it again "
+                "with fairseq-preprocess",
+            )
 
 
 def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -> None:
@@ -183,7 +226,9 @@ def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -
         count = int((tokens == unk).sum())
         unknown, lines, total = unknown + count, lines + (count > 0), total + len(tokens)
     if total and unknown > UNKNOWN_SHARE * total:
-        note(f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} are <unk> ({unknown} "
-             f"of {total}, in {lines} of its {len(dataset)} lines): it was probably encoded with another sentencepiece "
-             "model than the one the dictionary was built from (or holds characters the vocabulary lacks); encode the "
-             "text with the checkpoint's own model (data_prep/spm.py encode --model SPM.model) and binarize it again")
+        note(
+            f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} are <unk> ({unknown} "
+            f"of {total}, in {lines} of its {len(dataset)} lines): it was probably encoded with another sentencepiece "
+            "model than the one the dictionary was built from (or holds characters the vocabulary lacks); encode the "
+            "text with the checkpoint's own model (data_prep/spm.py encode --model SPM.model) and binarize it again"
+        )

@@ -10,6 +10,7 @@ and resumed (in another process, at any update) trains on what one uninterrupted
 fairseq's iterator cache would otherwise keep the batches of the epoch its process started in:
 a run resumed in a later epoch would cut other batches, see some pairs of that epoch twice and
 others not at all."""
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,16 +21,22 @@ from fairseq.tasks.translation import TranslationConfig
 @dataclass
 class UnsortedBatchesConfig(TranslationConfig):
     unsorted_batches: bool = field(
-        default=False, metadata={"help": "cut batches from the pairs in a random order (drawn from --seed "
-                                         "and the epoch, again at each epoch) instead of fairseq's order by "
-                                         "source length, so that a batch mixes lengths"})
+        default=False,
+        metadata={
+            "help": "cut batches from the pairs in a random order (drawn from --seed "
+            "and the epoch, again at each epoch) instead of fairseq's order by "
+            "source length, so that a batch mixes lengths"
+        },
+    )
 
 
 class UnsortedPairs(BaseWrapperDataset):
     """A ``LanguagePairDataset`` whose pairs come in a random order, drawn again at each epoch;
     sizes are the wrapped ones."""
 
-    can_reuse_epoch_itr_across_epochs = False  # fairseq batches each epoch under numpy_seed(seed + epoch)
+    can_reuse_epoch_itr_across_epochs = (
+        False  # fairseq batches each epoch under numpy_seed(seed + epoch)
+    )
 
     @property
     def src_sizes(self):

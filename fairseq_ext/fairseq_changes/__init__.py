@@ -33,6 +33,7 @@ the row is applied (some live beside what they change: ``checkpoints.saving``,
 ``python -m fairseq_ext.fairseq_changes`` prints the table as ``docs/fairseq-patches.md`` shows it
 (``tests/test_fairseq_patches.py`` checks both).
 """
+
 from __future__ import annotations
 
 import functools
@@ -94,86 +95,149 @@ def _allow_list(add_safe_globals):
 
 
 PATCHES: tuple[Patch, ...] = (
-    Patch("allow-list", "torch.serialization.add_safe_globals",
-          "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's int64 array "
-          "reconstruction, which fairseq's checkpoints pickle; without them torch refuses every fairseq 0.12 "
-          "checkpoint. Hook: torch's own extension point", "torch 2.6 (weights-only loading by default)", EVERY_TASK,
-          _allow_list, scoped=False),
-    Patch("checked-loading", "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
-          "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task checks "
-          "`--model-overrides`, the task family and the dictionaries. A load for fairseq's own task runs fairseq's "
-          "loader and checks only a checkpoint a plugin task trained. No hook: a task's `load_state_dict` gets the "
-          "`task_state` only (no path, config or weights) and is not called on resume; a model's "
-          "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
-          "plugin's models", "fairseq 0.12, torch 2.6", CHECKPOINTS,
-          _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:guarded_loader"), scoped=False),
-    Patch("ensemble-task", "fairseq.checkpoint_utils.load_model_ensemble_and_task",
-          "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
-          "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
-          "fairseq 0.12", CHECKPOINTS,
-          _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:ensemble_loading"), scoped=False),
-    Patch("atomic-copy", "fairseq.file_io.PathManager.copy",
-          "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
-          "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
-          "method of the task or the model runs around the copy", "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.checkpoints.saving:atomic_copy")),
-    Patch("save-full-disk", "fairseq.checkpoint_utils.torch_persistent_save",
-          "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
-          "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
-          "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
-          "task's `state_dict` runs before the write, nothing of the plugin after it", "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.checkpoints.saving:naming_full_disk")),
-    Patch("save-dir-check", "fairseq.checkpoint_utils.verify_checkpoint_directory",
-          "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
-          "traceback (fairseq-train's `checked-paths` says so earlier; this serves fairseq-hydra-train and Python "
-          "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
-          "`--save-dir`", "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.checkpoints.saving:checking_save_dir")),
-    Patch("resume-newest", "fairseq.checkpoint_utils.load_checkpoint",
-          "when training starts, for every task: the trainer's task becomes the task the process trains "
-          "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
-          "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second "
-          "training on it stops with one line naming the first), leftovers of killed saves are removed, a missing "
-          "or stale `checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
-          "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
-          "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
-          "and built the epoch iterator, and past `--max-epoch` not at all", "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.checkpoints.saving:starting_safely"), scoped=False),
-    Patch("checked-paths-generate", "fairseq_cli.generate.main",
-          "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path fairseq-generate is given "
-          "(`--path` and each `:`-separated part, the data folder and its dictionaries, `--results-path`, "
-          "`--sentencepiece-model`) is checked before any work, and `--model-overrides` is a Python literal dict: a "
-          "missing, unreadable or unwritable path, a file for a folder, a cut dictionary or overrides that are no "
-          "dict is one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one writer (a lock) and is "
-          "moved into place complete (fairseq-generate writes it in a folder of its own, "
-          "`output_files.generating_exclusively`). No hook: fairseq-generate makes `--results-path`, opens its file "
-          "and reads `--model-overrides` before it sets up the task, and `setup_task` sees the task's options only",
-          "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_generate"), scoped=False),
-    Patch("checked-paths", "fairseq.distributed.utils.call_main",
-          "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, `--model-overrides`) and "
-          "fairseq-validate, before a worker is spawned; the task of `cfg` is the command's, in the ranks fairseq "
-          "spawns too. No hook: these commands build the model before they read `--input` or write `--save-dir`",
-          "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_call_main"), scoped=False),
-    Patch("interactive-utf8", "fairseq_cli.interactive.buffered_read",
-          "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the lines are "
-          "decoded before anything of the task runs; the task sees tokens only", "fairseq 0.12", PLUGIN_TASKS,
-          _wrapped_by("fairseq_ext.data.interactive_input:replacing_buffered_read")),
-    Patch("help-after-options", "fairseq.options.parse_args_and_arch",
-          "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
-          "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
-          "name (`did you mean 'cmlm_hybrid'?`), not the whole usage and every choice. No hook: fairseq prints "
-          "both in its first pass", "fairseq 0.12",
-          "a plugin `--task`, `--arch` or `--criterion`, or one that names nothing registered",
-          _wrapped_by("fairseq_ext.fairseq_changes.cli_help:help_after_first_pass"), _help_served),
-    Patch("one-line-errors", "sys.excepthook",
-          "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
-          "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
-          "Python's hook unchanged. Hook: `sys.excepthook` is Python's documented hook for an uncaught exception "
-          "(fairseq's commands have none of their own)", "fairseq 0.12", EVERY_TASK,
-          _wrapped_by("fairseq_ext.common.errors:one_line_excepthook"),
-          scoped=False),
+    Patch(
+        "allow-list",
+        "torch.serialization.add_safe_globals",
+        "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's int64 array "
+        "reconstruction, which fairseq's checkpoints pickle; without them torch refuses every fairseq 0.12 "
+        "checkpoint. Hook: torch's own extension point",
+        "torch 2.6 (weights-only loading by default)",
+        EVERY_TASK,
+        _allow_list,
+        scoped=False,
+    ),
+    Patch(
+        "checked-loading",
+        "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
+        "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task checks "
+        "`--model-overrides`, the task family and the dictionaries. A load for fairseq's own task runs fairseq's "
+        "loader and checks only a checkpoint a plugin task trained. No hook: a task's `load_state_dict` gets the "
+        "`task_state` only (no path, config or weights) and is not called on resume; a model's "
+        "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
+        "plugin's models",
+        "fairseq 0.12, torch 2.6",
+        CHECKPOINTS,
+        _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:guarded_loader"),
+        scoped=False,
+    ),
+    Patch(
+        "ensemble-task",
+        "fairseq.checkpoint_utils.load_model_ensemble_and_task",
+        "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
+        "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
+        "fairseq 0.12",
+        CHECKPOINTS,
+        _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:ensemble_loading"),
+        scoped=False,
+    ),
+    Patch(
+        "atomic-copy",
+        "fairseq.file_io.PathManager.copy",
+        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
+        "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
+        "method of the task or the model runs around the copy",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.checkpoints.saving:atomic_copy"),
+    ),
+    Patch(
+        "save-full-disk",
+        "fairseq.checkpoint_utils.torch_persistent_save",
+        "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
+        "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
+        "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
+        "task's `state_dict` runs before the write, nothing of the plugin after it",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.checkpoints.saving:naming_full_disk"),
+    ),
+    Patch(
+        "save-dir-check",
+        "fairseq.checkpoint_utils.verify_checkpoint_directory",
+        "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
+        "traceback (fairseq-train's `checked-paths` says so earlier; this serves fairseq-hydra-train and Python "
+        "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
+        "`--save-dir`",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.checkpoints.saving:checking_save_dir"),
+    ),
+    Patch(
+        "resume-newest",
+        "fairseq.checkpoint_utils.load_checkpoint",
+        "when training starts, for every task: the trainer's task becomes the task the process trains "
+        "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
+        "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second "
+        "training on it stops with one line naming the first), leftovers of killed saves are removed, a missing "
+        "or stale `checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
+        "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
+        "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
+        "and built the epoch iterator, and past `--max-epoch` not at all",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.checkpoints.saving:starting_safely"),
+        scoped=False,
+    ),
+    Patch(
+        "checked-paths-generate",
+        "fairseq_cli.generate.main",
+        "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path fairseq-generate is given "
+        "(`--path` and each `:`-separated part, the data folder and its dictionaries, `--results-path`, "
+        "`--sentencepiece-model`) is checked before any work, and `--model-overrides` is a Python literal dict: a "
+        "missing, unreadable or unwritable path, a file for a folder, a cut dictionary or overrides that are no "
+        "dict is one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one writer (a lock) and is "
+        "moved into place complete (fairseq-generate writes it in a folder of its own, "
+        "`output_files.generating_exclusively`). No hook: fairseq-generate makes `--results-path`, opens its file "
+        "and reads `--model-overrides` before it sets up the task, and `setup_task` sees the task's options only",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_generate"),
+        scoped=False,
+    ),
+    Patch(
+        "checked-paths",
+        "fairseq.distributed.utils.call_main",
+        "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, `--model-overrides`) and "
+        "fairseq-validate, before a worker is spawned; the task of `cfg` is the command's, in the ranks fairseq "
+        "spawns too. No hook: these commands build the model before they read `--input` or write `--save-dir`",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_call_main"),
+        scoped=False,
+    ),
+    Patch(
+        "interactive-utf8",
+        "fairseq_cli.interactive.buffered_read",
+        "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the lines are "
+        "decoded before anything of the task runs; the task sees tokens only",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.data.interactive_input:replacing_buffered_read"),
+    ),
+    Patch(
+        "help-after-options",
+        "fairseq.options.parse_args_and_arch",
+        "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
+        "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
+        "name (`did you mean 'cmlm_hybrid'?`), not the whole usage and every choice. No hook: fairseq prints "
+        "both in its first pass",
+        "fairseq 0.12",
+        "a plugin `--task`, `--arch` or `--criterion`, or one that names nothing registered",
+        _wrapped_by("fairseq_ext.fairseq_changes.cli_help:help_after_first_pass"),
+        _help_served,
+    ),
+    Patch(
+        "one-line-errors",
+        "sys.excepthook",
+        "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
+        "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
+        "Python's hook unchanged. Hook: `sys.excepthook` is Python's documented hook for an uncaught exception "
+        "(fairseq's commands have none of their own)",
+        "fairseq 0.12",
+        EVERY_TASK,
+        _wrapped_by("fairseq_ext.common.errors:one_line_excepthook"),
+        scoped=False,
+    ),
 )
 
 
@@ -188,20 +252,35 @@ class Gone:
 
 
 GONE: tuple[Gone, ...] = (
-    Gone("results-file", "fairseq_cli.generate.open",
-         "the builtin `open` was shadowed in fairseq-generate's module; now `checked-paths-generate` takes the lock "
-         "and gives fairseq-generate a `--results-path` folder of its own, whose file it moves into place"),
-    Gone("overrides-generate", "fairseq_cli.generate.ast",
-         "the `ast` module object was replaced; now `checked-paths-generate` checks `cfg.common_eval.model_overrides` "
-         "before fairseq's `ast.literal_eval` reads it"),
-    Gone("overrides-interactive", "fairseq_cli.interactive.ast",
-         "the same; now `checked-paths` (fairseq-interactive's `call_main`) checks it"),
-    Gone("trainer-task", "fairseq.trainer.Trainer.load_checkpoint",
-         "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which fairseq calls with "
-         "the trainer, says it for every checkpoint loaded when training starts"),
-    Gone("save-no-retries", "fairseq.checkpoint_utils._torch_persistent_save",
-         "a private function of fairseq's, replaced so that a full disk stopped its retries; now `save-full-disk` "
-         "writes a local checkpoint in one attempt itself and hands any other failure to fairseq's save"),
+    Gone(
+        "results-file",
+        "fairseq_cli.generate.open",
+        "the builtin `open` was shadowed in fairseq-generate's module; now `checked-paths-generate` takes the lock "
+        "and gives fairseq-generate a `--results-path` folder of its own, whose file it moves into place",
+    ),
+    Gone(
+        "overrides-generate",
+        "fairseq_cli.generate.ast",
+        "the `ast` module object was replaced; now `checked-paths-generate` checks `cfg.common_eval.model_overrides` "
+        "before fairseq's `ast.literal_eval` reads it",
+    ),
+    Gone(
+        "overrides-interactive",
+        "fairseq_cli.interactive.ast",
+        "the same; now `checked-paths` (fairseq-interactive's `call_main`) checks it",
+    ),
+    Gone(
+        "trainer-task",
+        "fairseq.trainer.Trainer.load_checkpoint",
+        "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which fairseq calls with "
+        "the trainer, says it for every checkpoint loaded when training starts",
+    ),
+    Gone(
+        "save-no-retries",
+        "fairseq.checkpoint_utils._torch_persistent_save",
+        "a private function of fairseq's, replaced so that a full disk stopped its retries; now `save-full-disk` "
+        "writes a local checkpoint in one attempt itself and hands any other failure to fairseq's save",
+    ),
 )
 
 
@@ -223,8 +302,11 @@ def _owners(target: str) -> list[tuple[Any, str]]:
     if path == "sys":
         return [(sys, attribute)]
     if path.startswith("fairseq_cli."):
-        found = [m for m in (sys.modules.get(path), sys.modules.get("__main__"))
-                 if m is not None and getattr(getattr(m, "__spec__", None), "name", None) == path]
+        found = [
+            m
+            for m in (sys.modules.get(path), sys.modules.get("__main__"))
+            if m is not None and getattr(getattr(m, "__spec__", None), "name", None) == path
+        ]
         return [(m, attribute) for m in dict.fromkeys(found)]
     try:
         return [(importlib.import_module(path), attribute)]
@@ -244,7 +326,9 @@ def _apply(patch: Patch) -> None:
         if patch.scoped and callable(replacement):
             replacement = _scoped(original, replacement, patch.served)
         setattr(replacement, MARK, patch.name)
-        if inspect.isclass(owner) and isinstance(inspect.getattr_static(owner, attribute), staticmethod):
+        if inspect.isclass(owner) and isinstance(
+            inspect.getattr_static(owner, attribute), staticmethod
+        ):
             replacement = staticmethod(replacement)
         setattr(owner, attribute, replacement)
 
@@ -260,15 +344,23 @@ def install() -> None:
 def table() -> str:
     """``PATCHES``, and the rows ``GONE``, as Markdown (the block of ``docs/fairseq-patches.md``)."""
     before = [p.name for p in PATCHES] + [g.name for g in GONE]
-    header = ("| name | what is changed | why, and the hook that is missing | needed since | serves by default "
-              "| turn off |")
-    rows = [f"Before issue 77: {len(before)} rows. After: {len(PATCHES)} rows, each a function (or a method of "
-            f"fairseq's) wrapped where fairseq has no hook, or a hook itself (`allow-list`, `one-line-errors`); "
-            f"{len(GONE)} rows gone, none left that replaces a module object or shadows a builtin.", "",
-            header, "|---|---|---|---|---|---|"]
+    header = (
+        "| name | what is changed | why, and the hook that is missing | needed since | serves by default "
+        "| turn off |"
+    )
+    rows = [
+        f"Before issue 77: {len(before)} rows. After: {len(PATCHES)} rows, each a function (or a method of "
+        f"fairseq's) wrapped where fairseq has no hook, or a hook itself (`allow-list`, `one-line-errors`); "
+        f"{len(GONE)} rows gone, none left that replaces a module object or shadows a builtin.",
+        "",
+        header,
+        "|---|---|---|---|---|---|",
+    ]
     for p in PATCHES:
-        rows.append(f"| `{p.name}` | `{p.target}` | {p.why} | {p.since} | {p.serves} | "
-                    f"`FAIRSEQ_EXT_PATCHES=off:{p.name}` |")
+        rows.append(
+            f"| `{p.name}` | `{p.target}` | {p.why} | {p.since} | {p.serves} | "
+            f"`FAIRSEQ_EXT_PATCHES=off:{p.name}` |"
+        )
     rows += ["", "| gone | what it replaced | where its work is now |", "|---|---|---|"]
     rows += [f"| `{g.name}` | `{g.target}` | {g.now} |" for g in GONE]
     return "\n".join(rows) + "\n"

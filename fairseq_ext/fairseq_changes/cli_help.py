@@ -14,6 +14,7 @@ The same wrapper answers a ``--task``, ``--arch`` or ``--criterion`` that names 
 every choice: while fairseq parses, the parser raises its ``ArgumentError`` (argparse's public
 ``exit_on_error``) and ``one_line_choice_errors`` answers it; any other error is argparse's own
 (``parser.error``), and valid input parses as before."""
+
 from __future__ import annotations
 
 import argparse
@@ -25,14 +26,22 @@ from typing import Iterator, Optional
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
 HELP = ("-h", "--help")
-REGISTRY_OPTIONS = ("--task", "--arch", "--criterion")  # fairseq's options whose choices are registered names
+REGISTRY_OPTIONS = (
+    "--task",
+    "--arch",
+    "--criterion",
+)  # fairseq's options whose choices are registered names
 
 
 def _registries() -> dict:
     from fairseq.criterions import CRITERION_REGISTRY
     from fairseq.tasks import TASK_REGISTRY
 
-    return {"--task": TASK_REGISTRY, "--arch": ARCH_MODEL_REGISTRY, "--criterion": CRITERION_REGISTRY}
+    return {
+        "--task": TASK_REGISTRY,
+        "--arch": ARCH_MODEL_REGISTRY,
+        "--criterion": CRITERION_REGISTRY,
+    }
 
 
 def _given(argv: Optional[list[str]]) -> dict[str, Optional[str]]:
@@ -64,12 +73,16 @@ def _choice_message(error: argparse.ArgumentError, argv: Optional[list[str]]) ->
     close = difflib.get_close_matches(value, list(registry), n=1, cutoff=0.6)
     if not close:
         return str(error)
-    return (f"argument {error.argument_name}: invalid choice: {value!r}; did you mean {close[0]!r}? "
-            "(--help lists the choices)")
+    return (
+        f"argument {error.argument_name}: invalid choice: {value!r}; did you mean {close[0]!r}? "
+        "(--help lists the choices)"
+    )
 
 
 @contextlib.contextmanager
-def one_line_choice_errors(parser: argparse.ArgumentParser, argv: Optional[list[str]]) -> Iterator[None]:
+def one_line_choice_errors(
+    parser: argparse.ArgumentParser, argv: Optional[list[str]]
+) -> Iterator[None]:
     """While fairseq parses with ``parser``: an unknown ``--task``, ``--arch`` or ``--criterion``
     is one line and exit status 2; every other error is argparse's own."""
     before = parser.exit_on_error
@@ -104,17 +117,22 @@ def _architecture_defaults(argv: list[str]) -> dict:
 def _print_help(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     defaults = _architecture_defaults(argv)
     # a model's options carry no default (fairseq's SUPPRESS): the architecture sets them
-    parser.set_defaults(**{k: v for k, v in defaults.items() if parser.get_default(k) is argparse.SUPPRESS})
+    parser.set_defaults(
+        **{k: v for k, v in defaults.items() if parser.get_default(k) is argparse.SUPPRESS}
+    )
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.print_help()
 
 
 def help_after_first_pass(original):
-    def parse_args_and_arch(parser, input_args=None, parse_known=False, suppress_defaults=False,
-                            modify_parser=None):
+    def parse_args_and_arch(
+        parser, input_args=None, parse_known=False, suppress_defaults=False, modify_parser=None
+    ):
         argv = list(sys.argv[1:] if input_args is None else input_args)
         with one_line_choice_errors(parser, argv):
-            return _parse(original, parser, input_args, parse_known, suppress_defaults, modify_parser, argv)
+            return _parse(
+                original, parser, input_args, parse_known, suppress_defaults, modify_parser, argv
+            )
 
     return parse_args_and_arch
 
@@ -151,5 +169,7 @@ def _print_help_without_arch(parser: argparse.ArgumentParser, argv: list[str]) -
     if getattr(args, "task", None) in TASK_REGISTRY:
         TASK_REGISTRY[args.task].add_args(parser)
     _print_help(parser, argv)
-    print("\nThe model's options are listed with --arch ARCH (the architectures: the --arch choices above).")
+    print(
+        "\nThe model's options are listed with --arch ARCH (the architectures: the --arch choices above)."
+    )
     parser.exit()

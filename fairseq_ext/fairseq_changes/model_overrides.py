@@ -2,6 +2,7 @@
 of the text, with one line for text that is no Python literal (``float('nan')``, a typo) or no
 dict. The keys and values are checked against the checkpoint when it loads
 (``checkpoints.overrides.check_model_overrides``)."""
+
 from __future__ import annotations
 
 import ast
@@ -18,7 +19,10 @@ def literal_overrides(text: str) -> dict:
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise FairseqExtError(
             f"--model-overrides {text!r} is not a Python literal ({type(exc).__name__}); give a dict of plain values "
-            f"(numbers, strings, True/False, None; no calls such as float('nan')), e.g. {EXAMPLE}") from None
+            f"(numbers, strings, True/False, None; no calls such as float('nan')), e.g. {EXAMPLE}"
+        ) from None
     if not isinstance(value, dict):
-        raise FairseqExtError(f"--model-overrides must be a dict, e.g. {EXAMPLE}; got a {type(value).__name__}")
+        raise FairseqExtError(
+            f"--model-overrides must be a dict, e.g. {EXAMPLE}; got a {type(value).__name__}"
+        )
     return value

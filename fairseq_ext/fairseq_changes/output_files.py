@@ -17,6 +17,7 @@ For the plugin's tasks ``fairseq-generate`` writes its results file this way
 ``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a ``--save-dir`` for
 the length of a training.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -155,8 +156,10 @@ class _ExclusiveTarget:
 
     def _acquire(self, option: str) -> int:
         def refused() -> OutputInUseError:
-            return OutputInUseError(f"{self.path} is being written by {_holder(self.lock_path)}; wait for it to end "
-                                    f"or give another {option}")
+            return OutputInUseError(
+                f"{self.path} is being written by {_holder(self.lock_path)}; wait for it to end "
+                f"or give another {option}"
+            )
 
         return take_lock(self.lock_path, refused)[0]
 
@@ -174,11 +177,19 @@ class _ExclusiveTarget:
         release_lock(self.lock_path, self._lock_fd)
 
     def _no_space(self) -> NoSpaceError:
-        kept = f"the earlier complete {self.path} is kept" if os.path.exists(self.path) else "nothing was kept"
-        return NoSpaceError(f"no space left on the device while writing {self.path}; {kept}. Free space there "
-                            f"(or give another {self.option}) and run the same command again")
+        kept = (
+            f"the earlier complete {self.path} is kept"
+            if os.path.exists(self.path)
+            else "nothing was kept"
+        )
+        return NoSpaceError(
+            f"no space left on the device while writing {self.path}; {kept}. Free space there "
+            f"(or give another {self.option}) and run the same command again"
+        )
 
-    def finish(self, written: str, failure: Optional[BaseException], raised: Optional[BaseException]) -> None:
+    def finish(
+        self, written: str, failure: Optional[BaseException], raised: Optional[BaseException]
+    ) -> None:
         """Move ``written`` (the complete text) to ``path`` when there is no ``failure``; else remove
         the partial text, and raise the full disk as one line, or ``failure`` where it is not
         ``raised`` (the exception already under way). The lock is released either way."""

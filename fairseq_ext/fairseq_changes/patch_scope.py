@@ -23,6 +23,7 @@ carries the command's task (``task_of``), for ``sys.excepthook``.
 ``FAIRSEQ_EXT_PATCHES=off`` (every change) or ``off:NAME,NAME`` (the changes named) is read by
 ``fairseq_changes.install``: those are not made at all.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,13 @@ from typing import Any, Iterator, Optional
 ALL_TASKS = "FAIRSEQ_EXT_PATCH_ALL"  # "1": the changes serve fairseq's own tasks too
 SWITCH = "FAIRSEQ_EXT_PATCHES"  # "off": install() changes nothing; "off:NAME,NAME": not those
 PLUGIN_PACKAGE = "fairseq_ext."
-TASK_MARK = "fairseq_ext_task"  # the attribute an exception leaving a command gets: the command's task
+TASK_MARK = (
+    "fairseq_ext_task"  # the attribute an exception leaving a command gets: the command's task
+)
 
-_COMMAND_TASK: contextvars.ContextVar[Optional[Any]] = contextvars.ContextVar("fairseq_ext_command_task",
-                                                                               default=None)
+_COMMAND_TASK: contextvars.ContextVar[Optional[Any]] = contextvars.ContextVar(
+    "fairseq_ext_command_task", default=None
+)
 _TRAINED: list[Any] = []  # the task this process trains (one entry), from the start of training
 
 
@@ -141,8 +145,16 @@ def names_the_plugin(input_args: Optional[list[str]] = None) -> bool:
     for flags in (("--task",), ("--arch", "-a"), ("--criterion",)):
         finder.add_argument(*flags)
     try:
-        found = finder.parse_known_args(None if input_args is None else [str(a) for a in input_args])[0]
-    except argparse.ArgumentError:  # e.g. "--task" without its value: fairseq's own parser answers that
+        found = finder.parse_known_args(
+            None if input_args is None else [str(a) for a in input_args]
+        )[0]
+    except (
+        argparse.ArgumentError
+    ):  # e.g. "--task" without its value: fairseq's own parser answers that
         return False
-    return (all_tasks() or is_plugin_task(found.task) or _is_plugins(ARCH_MODEL_REGISTRY.get(found.arch))
-            or _is_plugins(CRITERION_REGISTRY.get(found.criterion)))
+    return (
+        all_tasks()
+        or is_plugin_task(found.task)
+        or _is_plugins(ARCH_MODEL_REGISTRY.get(found.arch))
+        or _is_plugins(CRITERION_REGISTRY.get(found.criterion))
+    )

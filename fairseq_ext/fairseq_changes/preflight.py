@@ -22,6 +22,7 @@ command serves (``patch_scope.serving``) and, for the plugin's tasks, runs ``che
 fairseq-generate's results file is then written whole or not at all
 (``output_files.generating_exclusively``). ``fairseq_ext.hub`` runs ``check_model_folder``.
 """
+
 from __future__ import annotations
 
 import functools
@@ -31,17 +32,23 @@ import sys
 from argparse import Namespace
 from typing import Any, Optional
 
-from fairseq_ext.fairseq_changes import patch_scope
 from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.paths import (
+    refuse_cut_dictionary,
+    require_readable_file,
+    require_readable_folder,
+    require_writable_folder,
+)
+from fairseq_ext.fairseq_changes import patch_scope
 from fairseq_ext.fairseq_changes.model_overrides import literal_overrides
 from fairseq_ext.fairseq_changes.output_files import generating_exclusively
-from fairseq_ext.common.paths import (refuse_cut_dictionary, require_readable_file, require_readable_folder,
-                               require_writable_folder)
 
 DATA_FIX = "give the folder fairseq-preprocess wrote (its --destdir)"
 # the folder a command writes: (option group, option, flag, what it writes there)
-WRITES = {"generate": ("common_eval", "results_path", "--results-path", "results"),
-          "train": ("checkpoint", "save_dir", "--save-dir", "checkpoints")}
+WRITES = {
+    "generate": ("common_eval", "results_path", "--results-path", "results"),
+    "train": ("checkpoint", "save_dir", "--save-dir", "checkpoints"),
+}
 
 
 def _option(cfg, group: str, name: str) -> Any:
@@ -88,7 +95,9 @@ def check_data_folder(folder: str, label: str = "data folder") -> None:
 def check_sentencepiece_model(path: Optional[str]) -> None:
     """``--bpe sentencepiece`` has a ``--sentencepiece-model`` that is a readable file (what is in
     it is sentencepiece's to read)."""
-    fix = "give the spm.model the data was encoded with (data_prep/spm.py train writes PREFIX.model)"
+    fix = (
+        "give the spm.model the data was encoded with (data_prep/spm.py train writes PREFIX.model)"
+    )
     if path in (None, "???"):  # fairseq's mark of an option not given
         raise FairseqExtError(f"--bpe sentencepiece needs --sentencepiece-model PATH; {fix}")
     if "://" not in str(path):
@@ -104,7 +113,9 @@ def check_command(cfg, command: str) -> None:
         check_checkpoint(path)
     source = _option(cfg, "interactive", "input")
     if command == "interactive" and source and source != "-":
-        require_readable_file(source, "--input", "give the text file to translate, or - for standard input")
+        require_readable_file(
+            source, "--input", "give the text file to translate, or - for standard input"
+        )
     if command in WRITES:
         group, name, flag, what = WRITES[command]
         for folder in _local_paths(_option(cfg, group, name)):
@@ -117,7 +128,9 @@ def check_command(cfg, command: str) -> None:
         literal_overrides(overrides)
 
 
-def check_model_folder(folder: str, data_folder: str, fix: str = "give the folder that holds the checkpoint") -> None:
+def check_model_folder(
+    folder: str, data_folder: str, fix: str = "give the folder that holds the checkpoint"
+) -> None:
     """``fairseq_ext.hub.from_pretrained``'s folder and the folder of its dictionaries; ``fix``:
     what the error for a missing folder tells the user to give instead."""
     require_readable_folder(folder, "model folder", fix)

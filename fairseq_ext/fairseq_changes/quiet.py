@@ -21,6 +21,7 @@ Who is quiet:
 
 fairseq's own tasks are left as they are: their commands print the same with the plugin loaded
 as without it."""
+
 from __future__ import annotations
 
 import argparse
@@ -30,11 +31,16 @@ import sys
 import warnings
 
 LOGGERS = ("fairseq", "fairseq_cli", "hydra")
-PROGRESS = "fairseq.logging.progress_bar"  # logs as train_inner, train, valid (fairseq's rename_logger)
+PROGRESS = (
+    "fairseq.logging.progress_bar"  # logs as train_inner, train, valid (fairseq's rename_logger)
+)
 RESULTS = {  # logger: the start of each INFO message kept
     "fairseq_cli.train": ("num. shared model params", "done training", "early stop"),
     "fairseq.trainer": ("Loaded checkpoint",),
-    "fairseq.checkpoint_utils": ("Saved checkpoint", "loading pretrained model from"),  # --finetune-from-model
+    "fairseq.checkpoint_utils": (
+        "Saved checkpoint",
+        "loading pretrained model from",
+    ),  # --finetune-from-model
     "fairseq_cli.generate": ("Translated ",),
     "fairseq_cli.interactive": ("Type the input", "Total time"),
 }
@@ -48,8 +54,10 @@ NOISE = (
     r"'pin_memory' argument is set as true but no accelerator is found",
 )
 VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"  # "1": everything, as --verbose (which sets it for the processes it starts)
-VERBOSE_HELP = ("show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
-                "deprecation warnings (hidden by default)")
+VERBOSE_HELP = (
+    "show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
+    "deprecation warnings (hidden by default)"
+)
 _chosen: list[bool] = []  # the verbose of the last hush(): --verbose parsed, the hub's verbose=
 
 
@@ -57,7 +65,9 @@ class _KeepResults(logging.Filter):
     """Below WARNING, only the messages ``RESULTS`` names for the record's logger."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or record.getMessage().startswith(RESULTS.get(record.name, ()))
+        return record.levelno >= logging.WARNING or record.getMessage().startswith(
+            RESULTS.get(record.name, ())
+        )
 
 
 KEEP_RESULTS = _KeepResults()
@@ -73,7 +83,9 @@ def hush(verbose: bool = False) -> None:
     _chosen[:] = [verbose]
     for name in LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
-    kept = logging.NOTSET if verbose else max(logging.INFO, logging.getLogger().level)  # LOGLEVEL=WARNING holds
+    kept = (
+        logging.NOTSET if verbose else max(logging.INFO, logging.getLogger().level)
+    )  # LOGLEVEL=WARNING holds
     for name in (PROGRESS, *RESULTS):
         logger = logging.getLogger(name)
         logger.setLevel(kept)
@@ -89,7 +101,12 @@ def hush(verbose: bool = False) -> None:
 def verbose_asked() -> bool:
     """Whether the last ``hush()`` of this process was ``hush(True)`` (``--verbose``, the hub's
     ``verbose=True``) or ``FAIRSEQ_EXT_VERBOSE=1`` is set."""
-    return (_chosen or [False])[-1] or os.environ.get(VERBOSE_ENV, "").strip().lower() in ("1", "on", "true", "yes")
+    return (_chosen or [False])[-1] or os.environ.get(VERBOSE_ENV, "").strip().lower() in (
+        "1",
+        "on",
+        "true",
+        "yes",
+    )
 
 
 class _Verbose(argparse.Action):

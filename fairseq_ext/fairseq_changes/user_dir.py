@@ -7,6 +7,7 @@ line's ``--user-dir`` names that folder: one line naming it and the folder that 
 A folder without an ``__init__.py``, the repository root among them, is imported as an empty
 namespace package: nothing of the plugin runs, and fairseq's own answer stands.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,6 +21,8 @@ def refuse_as_user_dir(folder: str) -> None:
     """Stop the fairseq command whose ``--user-dir`` is ``folder`` with one line; the plugin's
     excepthook is installed first, since nothing of the plugin is loaded yet."""
     install_cli_excepthook()
-    raise FairseqExtError(f"--user-dir {folder} holds no fairseq plugin: it registers no task, model or criterion "
-                          f"(so --task would be refused as an invalid choice); the plugin is {PLUGIN_DIR}: give "
-                          f"--user-dir {PLUGIN_DIR}")
+    raise FairseqExtError(
+        f"--user-dir {folder} holds no fairseq plugin: it registers no task, model or criterion "
+        f"(so --task would be refused as an invalid choice); the plugin is {PLUGIN_DIR}: give "
+        f"--user-dir {PLUGIN_DIR}"
+    )

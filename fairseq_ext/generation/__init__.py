@@ -1,4 +1,5 @@
 """Generators that the plugin's tasks build for fairseq-generate and fairseq-interactive."""
+
 from fairseq_ext.generation.finite_scores import FiniteScoresSequenceGenerator
 from fairseq_ext.generation.mask_predict import MaskPredictGenerator
 from fairseq_ext.generation.unilm_beam import UniLMSequenceGenerator

@@ -7,6 +7,7 @@ vocabulary less padding, an ``--nbest`` larger than the beam prints fewer hypoth
 stops on others with an ``assert`` deep in its code (``--temperature 0``, a ``--max-len-b``
 below ``--min-len``). Here each is one clear error naming the option.
 """
+
 from __future__ import annotations
 
 from typing import Any, Callable
@@ -30,30 +31,59 @@ def _require_option(args, name: str, in_range: Callable[[Any], bool], requiremen
 
 def check_mask_predict_options(args) -> None:
     """Options of ``MaskPredictGenerator`` (task ``cmlm_hybrid``)."""
-    _require_option(args, "iter_decode_with_beam", lambda v: v >= 1,
-                    "must be >= 1 (the number of length candidates per sentence)")
-    _require_option(args, "iter_decode_max_iter", lambda v: v >= 0,
-                    "must be >= 0 (fairseq counts from 0: 9 means 10 decoder passes)")
-    _require_option(args, "iter_decode_eos_penalty", lambda v: v == 0,
-                    "is not used by mask-predict (a CMLM predicts the target length before decoding); drop it")
-    _require_option(args, "nbest", lambda v: v == 1,
-                    "must be 1: mask-predict gives one hypothesis per sentence, the best of its "
-                    "--iter-decode-with-beam length candidates")
+    _require_option(
+        args,
+        "iter_decode_with_beam",
+        lambda v: v >= 1,
+        "must be >= 1 (the number of length candidates per sentence)",
+    )
+    _require_option(
+        args,
+        "iter_decode_max_iter",
+        lambda v: v >= 0,
+        "must be >= 0 (fairseq counts from 0: 9 means 10 decoder passes)",
+    )
+    _require_option(
+        args,
+        "iter_decode_eos_penalty",
+        lambda v: v == 0,
+        "is not used by mask-predict (a CMLM predicts the target length before decoding); drop it",
+    )
+    _require_option(
+        args,
+        "nbest",
+        lambda v: v == 1,
+        "must be 1: mask-predict gives one hypothesis per sentence, the best of its "
+        "--iter-decode-with-beam length candidates",
+    )
 
 
 def check_beam_search_options(args, vocabulary_size: int) -> None:
     """Options of fairseq's ``SequenceGenerator`` and its subclasses for a target vocabulary
     of ``vocabulary_size`` entries (padding included)."""
     beam, min_len = generation_option(args, "beam"), generation_option(args, "min_len")
-    _require_option(args, "beam", lambda v: 1 <= v <= vocabulary_size - 1,
-                    f"must be in [1, {vocabulary_size - 1}] (the target vocabulary less padding)")
+    _require_option(
+        args,
+        "beam",
+        lambda v: 1 <= v <= vocabulary_size - 1,
+        f"must be in [1, {vocabulary_size - 1}] (the target vocabulary less padding)",
+    )
     _require_option(args, "nbest", lambda v: 1 <= v <= beam, f"must be in [1, --beam {beam}]")
     _require_option(args, "min_len", lambda v: v >= 0, "must be >= 0")
-    _require_option(args, "max_len_a", lambda v: v >= 0,
-                    "must be >= 0 (the longest output is --max-len-a x source length + --max-len-b)")
-    _require_option(args, "max_len_b", lambda v: v >= 0 and (generation_option(args, "max_len_a") > 0 or v >= min_len),
-                    f"must be >= 0, and >= --min-len {min_len} when --max-len-a is 0 (the longest "
-                    "output is --max-len-a x source length + --max-len-b)")
-    _require_option(args, "no_repeat_ngram_size", lambda v: v >= 0, "must be >= 0 (0: no n-gram is blocked)")
+    _require_option(
+        args,
+        "max_len_a",
+        lambda v: v >= 0,
+        "must be >= 0 (the longest output is --max-len-a x source length + --max-len-b)",
+    )
+    _require_option(
+        args,
+        "max_len_b",
+        lambda v: v >= 0 and (generation_option(args, "max_len_a") > 0 or v >= min_len),
+        f"must be >= 0, and >= --min-len {min_len} when --max-len-a is 0 (the longest "
+        "output is --max-len-a x source length + --max-len-b)",
+    )
+    _require_option(
+        args, "no_repeat_ngram_size", lambda v: v >= 0, "must be >= 0 (0: no n-gram is blocked)"
+    )
     _require_option(args, "temperature", lambda v: v > 0, "must be > 0")
-

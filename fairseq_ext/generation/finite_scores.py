@@ -8,6 +8,7 @@ generators check the encoder output and every decoder step (``refuse_non_finite`
 with one line naming the batch's sentences; ``FiniteScoresSequenceGenerator`` adds the check
 to fairseq's beam search.
 """
+
 from __future__ import annotations
 
 import torch
@@ -26,7 +27,8 @@ def refuse_non_finite(values: torch.Tensor, sample: dict, what: str) -> None:
     raise FairseqExtError(
         f"decoding the batch of sentence ids {shown} gave non-finite {what} (NaN or Inf): the model's outputs "
         "are not finite, so its hypotheses would be empty or garbage; nothing more is decoded. Decode with an "
-        "earlier checkpoint, or in float32 (without --fp16/--bf16)")
+        "earlier checkpoint, or in float32 (without --fp16/--bf16)"
+    )
 
 
 class FiniteScoresSequenceGenerator(SequenceGenerator):
@@ -46,4 +48,6 @@ class FiniteScoresSequenceGenerator(SequenceGenerator):
 
     def _generate(self, sample, prefix_tokens=None, constraints=None, bos_token=None):
         self._sample = sample
-        return super()._generate(sample, prefix_tokens=prefix_tokens, constraints=constraints, bos_token=bos_token)
+        return super()._generate(
+            sample, prefix_tokens=prefix_tokens, constraints=constraints, bos_token=bos_token
+        )

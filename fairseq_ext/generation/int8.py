@@ -9,6 +9,7 @@ fairseq's ``MultiheadAttention`` hands its projection weights to torch's fused a
 projection has no weight tensor to hand, so the flag routes it through the projections' own
 ``forward``, which the quantised modules replace.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -25,19 +26,28 @@ def quantize_for_decoding(model: torch.nn.Module) -> torch.nn.Module:
     place; a second call changes nothing). Refused for a model in training mode or on a GPU."""
     if getattr(model, QUANTIZED, False):
         return model
-    require(not model.training, "--int8-decoding is a decoding option (fairseq-generate, fairseq-interactive, the "
-                                "hub): the model is in training mode here; drop it from fairseq-train")
-    require(all(p.device.type == "cpu" for p in model.parameters()),
-            "--int8-decoding runs on the CPU (torch's dynamic int8 quantisation has no CUDA kernels): add --cpu, "
-            "or decode without it on the GPU")
+    require(
+        not model.training,
+        "--int8-decoding is a decoding option (fairseq-generate, fairseq-interactive, the "
+        "hub): the model is in training mode here; drop it from fairseq-train",
+    )
+    require(
+        all(p.device.type == "cpu" for p in model.parameters()),
+        "--int8-decoding runs on the CPU (torch's dynamic int8 quantisation has no CUDA kernels): add --cpu, "
+        "or decode without it on the GPU",
+    )
     from fairseq.modules import MultiheadAttention
 
     for module in model.modules():
         if isinstance(module, MultiheadAttention):
             module.skip_embed_dim_check = True
-    with warnings.catch_warnings():  # torch announces the API's move to torchao; it is still torch's own
+    with (
+        warnings.catch_warnings()
+    ):  # torch announces the API's move to torchao; it is still torch's own
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
-        torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True)
+        torch.ao.quantization.quantize_dynamic(
+            model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+        )
     setattr(model, QUANTIZED, True)
     return model

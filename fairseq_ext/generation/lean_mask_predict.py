@@ -20,6 +20,7 @@ rows; the hypotheses are the same, the scores within float rounding
 decodes with this loop there; ``--retain-iter-history``, another model class or a decoder
 layer of a kind it does not know decode with the generic loop.
 """
+
 from __future__ import annotations
 
 import torch
@@ -40,7 +41,9 @@ def applies(model, retain_history: bool) -> bool:
     if not isinstance(model, HiCMLMTransformerModel) or retain_history:
         return False
     layers = model.decoder.layers
-    return all(layer.encoder_attn is not None and not layer.cross_self_attention for layer in layers)
+    return all(
+        layer.encoder_attn is not None and not layer.cross_self_attention for layer in layers
+    )
 
 
 class _Slots:
@@ -54,16 +57,22 @@ class _Slots:
             start = model.regenerate_length_beam(start, beam)
         self.tokens, self.scores = start.output_tokens, start.output_scores
         n = self.tokens.size(0)
-        self.sentence = torch.arange(src_tokens.size(0), device=src_tokens.device).repeat_interleave(beam)
-        self.row = torch.arange(n, device=src_tokens.device)  # this row's index in the flattened batch
+        self.sentence = torch.arange(
+            src_tokens.size(0), device=src_tokens.device
+        ).repeat_interleave(beam)
+        self.row = torch.arange(
+            n, device=src_tokens.device
+        )  # this row's index in the flattened batch
         self.padding = self.tokens.eq(decoder.padding_idx)
         self.non_pad = ~self.padding
-        self.positions = None if decoder.embed_positions is None else decoder.embed_positions(self.tokens)
+        self.positions = (
+            None if decoder.embed_positions is None else decoder.embed_positions(self.tokens)
+        )
         self.copy = None
         if decoder.copies_source():
             src_embedding = encoder_out["encoder_embedding"][0]
             masks = encoder_out["encoder_padding_mask"]
-            src_mask = (~masks[0] if masks else src_tokens.new_ones(*src_embedding.shape[:2]).bool())
+            src_mask = ~masks[0] if masks else src_tokens.new_ones(*src_embedding.shape[:2]).bool()
             if beam > 1:
                 src_embedding, src_mask = src_embedding[self.sentence], src_mask[self.sentence]
             self.copy = decoder.forward_copying_source(src_embedding, src_mask, self.non_pad)
@@ -72,7 +81,16 @@ class _Slots:
 
     def keep(self, rows: torch.Tensor) -> None:
         """Only ``rows`` (indices into the current rows) decode on."""
-        for name in ("tokens", "scores", "sentence", "row", "padding", "non_pad", "positions", "copy"):
+        for name in (
+            "tokens",
+            "scores",
+            "sentence",
+            "row",
+            "padding",
+            "non_pad",
+            "positions",
+            "copy",
+        ):
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, value[rows])
@@ -80,7 +98,9 @@ class _Slots:
         index = rows if self.kv_per_row else self.sentence
         for buffer in self.kv.values():
             for key in ("prev_key", "prev_value", "prev_key_padding_mask"):
-                if buffer.get(key) is not None:  # contiguous: fairseq views (B, heads) as one dimension
+                if (
+                    buffer.get(key) is not None
+                ):  # contiguous: fairseq views (B, heads) as one dimension
                     buffer[key] = buffer[key][index].contiguous()
         self.kv_per_row = True
 
@@ -100,8 +120,13 @@ def _features(decoder, slots: _Slots, encoder_out: dict) -> torch.Tensor:
     enc = encoder_out["encoder_out"][0]
     masks = encoder_out["encoder_padding_mask"]
     for layer in decoder.layers:
-        x, _, _ = layer(x, enc, masks[0] if masks else None, self_attn_mask=None,
-                        self_attn_padding_mask=slots.padding)
+        x, _, _ = layer(
+            x,
+            enc,
+            masks[0] if masks else None,
+            self_attn_mask=None,
+            self_attn_padding_mask=slots.padding,
+        )
     if decoder.layer_norm is not None:
         x = decoder.layer_norm(x)
     x = x.transpose(0, 1)
@@ -125,8 +150,12 @@ class VocabularyProjection:
 
     def __call__(self, decoder, features: torch.Tensor) -> torch.Tensor:
         proj = getattr(decoder, "output_projection", None)
-        plain = (type(proj) is torch.nn.Linear and proj.bias is None and decoder.adaptive_softmax is None
-                 and features.device.type == "cpu")
+        plain = (
+            type(proj) is torch.nn.Linear
+            and proj.bias is None
+            and decoder.adaptive_softmax is None
+            and features.device.type == "cpu"
+        )
         if not plain or features.size(0) > self.few_rows:
             return decoder.output_layer(features)
         w = proj.weight
@@ -138,12 +167,25 @@ class VocabularyProjection:
 
 def _hypothesis(step: int, tokens: torch.Tensor, scores: torch.Tensor, keep: torch.Tensor) -> dict:
     positional = scores[keep]
-    return {"steps": step, "tokens": tokens[keep], "positional_scores": positional, "score": positional.mean(),
-            "hypo_attn": None, "alignment": None}
+    return {
+        "steps": step,
+        "tokens": tokens[keep],
+        "positional_scores": positional,
+        "score": positional.mean(),
+        "hypo_attn": None,
+        "alignment": None,
+    }
 
 
-def decode(model, sample: dict, max_iter: int, beam: int, adaptive: bool, unk: int,
-           projection: VocabularyProjection) -> list[list[dict]]:
+def decode(
+    model,
+    sample: dict,
+    max_iter: int,
+    beam: int,
+    adaptive: bool,
+    unk: int,
+    projection: VocabularyProjection,
+) -> list[list[dict]]:
     """The best hypothesis of each sentence of ``sample`` after ``max_iter + 1`` passes (fewer
     for a row that ``adaptive`` termination stops: unchanged by a pass and no mask left), as
     ``MaskPredictGenerator._decode`` gives it."""
@@ -176,13 +218,20 @@ def decode(model, sample: dict, max_iter: int, beam: int, adaptive: bool, unk: i
                     done = (tokens == previous).all(dim=1) & tokens.ne(unk).all(dim=1)
                     if bool(done.any()):
                         for i in done.nonzero(as_tuple=False).view(-1).tolist():
-                            finalized[slots.row[i].item()] = _hypothesis(step, tokens[i], scores[i], slots.non_pad[i])
+                            finalized[slots.row[i].item()] = _hypothesis(
+                                step, tokens[i], scores[i], slots.non_pad[i]
+                            )
                         if bool(done.all()):
                             break
                         slots.keep((~done).nonzero(as_tuple=False).view(-1))
         if beam > 1:
-            best = torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
+            best = (
+                torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
+            )
             finalized = [finalized[i * beam + b] for i, b in enumerate(best)]
     # tensors made in inference mode accept no in-place update after it (fairseq-interactive
     # divides the positional scores in place): hand out copies made outside it
-    return [[{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in hypo.items()}] for hypo in finalized]
+    return [
+        [{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in hypo.items()}]
+        for hypo in finalized
+    ]

@@ -32,6 +32,7 @@ of T = ``--iter-decode-max-iter`` + 1 decoder passes, it predicts every masked s
 re-masks the ``L (T - t - 1) / T`` least confident tokens. fairseq counts from 0, so
 ``--iter-decode-max-iter 9`` means 10 decoder passes.
 """
+
 from __future__ import annotations
 
 import torch
@@ -71,12 +72,19 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
     @torch.no_grad()
     def generate(self, models, sample, prefix_tokens=None, constraints=None):
         if constraints is not None:
-            raise FairseqExtError("mask-predict cannot decode with lexical constraints; drop --constraints")
-        require(not self.reranking, "mask-predict here has no external reranker; drop "
-                                    "--iter-decode-with-external-reranker")
-        require(len(models) == 1, f"mask-predict decodes with one model, got {len(models)} "
-                                  "(--path a:b); average checkpoints with fairseq's "
-                                  "scripts/average_checkpoints.py instead")
+            raise FairseqExtError(
+                "mask-predict cannot decode with lexical constraints; drop --constraints"
+            )
+        require(
+            not self.reranking,
+            "mask-predict here has no external reranker; drop --iter-decode-with-external-reranker",
+        )
+        require(
+            len(models) == 1,
+            f"mask-predict decodes with one model, got {len(models)} "
+            "(--path a:b); average checkpoints with fairseq's "
+            "scripts/average_checkpoints.py instead",
+        )
         model = models[0]
         if not self.retain_dropout:
             model.eval()
@@ -97,8 +105,14 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         src, lengths = net["src_tokens"], net["src_lengths"]
         for idx in lengths.argsort(stable=True).split(self.cpu_chunk):
             tokens = src[idx]
-            part = {**sample, "net_input": {**net, "src_tokens": tokens[:, tokens.ne(self.pad).any(0)],
-                                            "src_lengths": lengths[idx]}}
+            part = {
+                **sample,
+                "net_input": {
+                    **net,
+                    "src_tokens": tokens[:, tokens.ne(self.pad).any(0)],
+                    "src_lengths": lengths[idx],
+                },
+            }
             if "id" in sample:
                 part["id"] = sample["id"][idx]
             yield idx.tolist(), part
@@ -106,8 +120,15 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
     def _decode(self, model, sample: dict) -> list:
         """Mask-predict on one batch (the module docstring)."""
         if self.lean:
-            return lean_mask_predict.decode(model, sample, self.max_iter, self.beam_size, self.adaptive, self.unk,
-                                            self.projection)
+            return lean_mask_predict.decode(
+                model,
+                sample,
+                self.max_iter,
+                self.beam_size,
+                self.adaptive,
+                self.unk,
+                self.projection,
+            )
         src_tokens = sample["net_input"]["src_tokens"]
         src_lengths = sample["net_input"]["src_lengths"]
         bsz = src_tokens.size(0)
@@ -134,8 +155,11 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         for step in range(self.max_iter + 1):
             decoder_out = decoder_out._replace(step=step, max_step=self.max_iter + 1)
             decoder_out = model.forward_decoder(
-                decoder_out, encoder_out, eos_penalty=self.eos_penalty,
-                max_ratio=self.max_ratio, decoding_format=self.decoding_format,
+                decoder_out,
+                encoder_out,
+                eos_penalty=self.eos_penalty,
+                max_ratio=self.max_ratio,
+                decoding_format=self.decoding_format,
                 **({} if kv is None else {"cross_attention_cache": kv}),
             )
             tokens, scores = decoder_out.output_tokens, decoder_out.output_scores
@@ -150,7 +174,9 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             for row in done.nonzero(as_tuple=False).view(-1).tolist():
                 hypo = self._hypothesis(step, tokens[row], scores[row])
                 if self.retain_history:
-                    hypo["history"] = [self._hypothesis(step, h[row], None) for h in decoder_out.history]
+                    hypo["history"] = [
+                        self._hypothesis(step, h[row], None) for h in decoder_out.history
+                    ]
                 finalized[alive[row].item()] = [hypo]
 
             if bool(done.all()):
@@ -161,9 +187,13 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
                     output_tokens=tokens[keep],
                     output_scores=scores[keep],
                     attn=None,
-                    history=None if decoder_out.history is None else [h[keep] for h in decoder_out.history],
+                    history=None
+                    if decoder_out.history is None
+                    else [h[keep] for h in decoder_out.history],
                 )
-                encoder_out = model.encoder.reorder_encoder_out(encoder_out, keep.nonzero(as_tuple=False).view(-1))
+                encoder_out = model.encoder.reorder_encoder_out(
+                    encoder_out, keep.nonzero(as_tuple=False).view(-1)
+                )
                 kv = None if cache is None else cache(encoder_out)
                 alive = alive[keep]
             prev_tokens = decoder_out.output_tokens.clone()

@@ -7,6 +7,7 @@ target. fairseq caps the output length by ``max_decoder_positions()`` alone; thi
 caps it per batch so that decoding never runs past the table. A non-finite score stops
 decoding with one line (``finite_scores``).
 """
+
 from __future__ import annotations
 
 from fairseq_ext.generation.finite_scores import FiniteScoresSequenceGenerator
@@ -25,5 +26,6 @@ class UniLMSequenceGenerator(FiniteScoresSequenceGenerator):
         # target token t (1-based) is fed at position source_width + t, and fairseq feeds
         # token max_len too (the step that forces </s>): max_len <= positions - 1 - width
         self.max_len = min(self._configured_max_len, self._positions - source_width)
-        return super()._generate(sample, prefix_tokens=prefix_tokens, constraints=constraints,
-                                 bos_token=bos_token)
+        return super()._generate(
+            sample, prefix_tokens=prefix_tokens, constraints=constraints, bos_token=bos_token
+        )

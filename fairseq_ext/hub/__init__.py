@@ -20,10 +20,13 @@ unknown input is handled as ``fairseq_ext.hub.inputs`` says.
 Importing this package imports neither fairseq nor the plugin; ``from_pretrained`` loads both
 (``fairseq_ext.plugin.load``).
 """
+
 from __future__ import annotations
 
 
-def from_pretrained(model_dir, checkpoint_file=None, data_name_or_path=".", device=None, **overrides):
+def from_pretrained(
+    model_dir, checkpoint_file=None, data_name_or_path=".", device=None, **overrides
+):
     """The model of ``model_dir`` (a folder, or a shipped model's name) behind the interface of its family; see
     ``fairseq_ext.hub.loading.from_pretrained``."""
     from fairseq_ext.hub.loading import from_pretrained as load

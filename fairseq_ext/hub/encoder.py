@@ -16,6 +16,7 @@ with ``allow_empty=False``; an input longer than the model's positions is refuse
 (``too_long="error"``) or cut with a warning (``too_long="truncate"``); an unknown keyword is
 refused with the list of accepted ones.
 """
+
 from __future__ import annotations
 
 import torch
@@ -24,7 +25,15 @@ from fairseq.data.data_utils import collate_tokens
 from fairseq.models.roberta import RobertaHubInterface
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
+from fairseq_ext.hub.inputs import (
+    as_list,
+    check_choices,
+    empty_rows,
+    fit,
+    positive_int,
+    refuse_unknown,
+    warn_unknown,
+)
 
 MASK = "<mask>"
 CALL_ARGUMENTS = ("batch_size", "allow_empty", "too_long")
@@ -35,25 +44,38 @@ class PositionMaskedHubInterface(RobertaHubInterface):
 
     def _fitted(self, method: str, tokens: torch.Tensor, index: int, too_long: str) -> torch.Tensor:
         """``tokens`` within the model's positions (``inputs.fit``), ``<unk>`` pieces warned about."""
-        tokens = fit(tokens, self.model.max_positions(), index, method, too_long, "its positions, with <s> and </s>")
+        tokens = fit(
+            tokens,
+            self.model.max_positions(),
+            index,
+            method,
+            too_long,
+            "its positions, with <s> and </s>",
+        )
         warn_unknown(tokens, self.task.source_dictionary.unk(), index, method)
         return tokens
 
     def _batches(self, tokens: list[torch.Tensor], batch_size: int):
         dictionary = self.task.source_dictionary
         for start in range(0, len(tokens), batch_size):
-            chunk = tokens[start:start + batch_size]
+            chunk = tokens[start : start + batch_size]
             yield start, chunk, collate_tokens(chunk, pad_idx=dictionary.pad()).to(self.device)
 
     def _encode_masked(self, sentence: str, index: int) -> torch.Tensor:
         """``<s> pieces <mask> pieces </s>`` as fairseq's ``fill_mask`` builds it."""
-        require(sentence.count(MASK) == 1, f"fill_mask: sentences[{index}] has {sentence.count(MASK)} {MASK}, it "
-                                           f"needs exactly one, e.g. 'He is a {MASK} guy'; got {sentence!r:.80}")
-        spans = [self.bpe.encode(span.rstrip()) if self.bpe is not None else span.strip()
-                 for span in sentence.split(MASK)]
+        require(
+            sentence.count(MASK) == 1,
+            f"fill_mask: sentences[{index}] has {sentence.count(MASK)} {MASK}, it "
+            f"needs exactly one, e.g. 'He is a {MASK} guy'; got {sentence!r:.80}",
+        )
+        spans = [
+            self.bpe.encode(span.rstrip()) if self.bpe is not None else span.strip()
+            for span in sentence.split(MASK)
+        ]
         pieces = f" {MASK} ".join(spans).strip()
-        return self.task.source_dictionary.encode_line(f"<s> {pieces} </s>", append_eos=False,
-                                                       add_if_not_exist=False).long()
+        return self.task.source_dictionary.encode_line(
+            f"<s> {pieces} </s>", append_eos=False, add_if_not_exist=False
+        ).long()
 
     def _filled(self, sentence: str, piece: str, probability: float):
         """fairseq's format: a piece that starts a word (sentencepiece's ``\u2581``, a WordPiece
@@ -69,24 +91,42 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         target = f" {MASK}" if f" {MASK}" in sentence else MASK
         return sentence.replace(target, token), probability, token
 
-    def fill_mask(self, sentences, topk: int = 5, batch_size: int = 32, allow_empty: bool = True,
-                  too_long: str = "error", **options):
+    def fill_mask(
+        self,
+        sentences,
+        topk: int = 5,
+        batch_size: int = 32,
+        allow_empty: bool = True,
+        too_long: str = "error",
+        **options,
+    ):
         """For a sentence (``str``) or a list of them, each with one ``<mask>``: the ``topk``
         fillings as ``(filled sentence, probability, token)``, most probable first."""
         refuse_unknown("fill_mask", options, ("topk", *CALL_ARGUMENTS))
         batch, single = as_list(sentences, "fill_mask")
         dictionary = self.task.source_dictionary
-        topk, batch_size = positive_int("fill_mask", "topk", topk), positive_int("fill_mask", "batch_size", batch_size)
-        require(topk <= len(dictionary), f"fill_mask: topk {topk} is more than the {len(dictionary)} words the model "
-                                         "knows; give a smaller topk")
+        topk, batch_size = (
+            positive_int("fill_mask", "topk", topk),
+            positive_int("fill_mask", "batch_size", batch_size),
+        )
+        require(
+            topk <= len(dictionary),
+            f"fill_mask: topk {topk} is more than the {len(dictionary)} words the model "
+            "knows; give a smaller topk",
+        )
         check_choices("fill_mask", allow_empty, too_long)
         empty = empty_rows(batch, "fill_mask", allow_empty, gives="[]")
         mask_id = dictionary.index(MASK)
         rows = [i for i in range(len(batch)) if i not in empty]
-        tokens = [self._fitted("fill_mask", self._encode_masked(batch[i], i), i, too_long) for i in rows]
+        tokens = [
+            self._fitted("fill_mask", self._encode_masked(batch[i], i), i, too_long) for i in rows
+        ]
         for i, t in zip(rows, tokens):
-            require(bool((t == mask_id).any()), f"fill_mask: the {MASK} of sentences[{i}] lies beyond the model's "
-                                                f"{self.model.max_positions()} positions; shorten the text before it")
+            require(
+                bool((t == mask_id).any()),
+                f"fill_mask: the {MASK} of sentences[{i}] lies beyond the model's "
+                f"{self.model.max_positions()} positions; shorten the text before it",
+            )
         results = [[] for _ in batch]
         with utils.model_eval(self.model), torch.no_grad():
             for start, chunk, padded in self._batches(tokens, batch_size):
@@ -95,28 +135,50 @@ class PositionMaskedHubInterface(RobertaHubInterface):
                     position = int((t == mask_id).nonzero()[0])
                     values, index = logits[row, position].float().softmax(dim=-1).topk(topk)
                     sentence = batch[rows[start + row]]
-                    results[rows[start + row]] = [self._filled(sentence, dictionary[i], p)
-                                                  for i, p in zip(index.tolist(), values.tolist())]
+                    results[rows[start + row]] = [
+                        self._filled(sentence, dictionary[i], p)
+                        for i, p in zip(index.tolist(), values.tolist())
+                    ]
         return results[0] if single else results
 
-    def classify(self, sentences, head: str = "sentence_classification_head", return_probs: bool = False,
-                 batch_size: int = 32, allow_empty: bool = True, too_long: str = "error", **options):
+    def classify(
+        self,
+        sentences,
+        head: str = "sentence_classification_head",
+        return_probs: bool = False,
+        batch_size: int = 32,
+        allow_empty: bool = True,
+        too_long: str = "error",
+        **options,
+    ):
         """The label (by name) of a sentence or a list of them; a sentence pair is a tuple.
         With ``return_probs``: ``(label, probabilities over the labels in label order)``."""
         refuse_unknown("classify", options, ("head", "return_probs", *CALL_ARGUMENTS))
         batch, single = as_list(sentences, "classify", pairs=True)
         batch_size = positive_int("classify", "batch_size", batch_size)
-        require(isinstance(return_probs, bool), f"classify: return_probs must be True or False, got {return_probs!r}")
-        require(isinstance(head, str) and head in self.model.classification_heads,
-                f"the checkpoint has no classification head {head!r} (it has "
-                f"{', '.join(self.model.classification_heads) or 'none'}); classify needs a checkpoint fine-tuned "
-                "with --task sentence_prediction (examples/position_masking/finetune.sh)")
+        require(
+            isinstance(return_probs, bool),
+            f"classify: return_probs must be True or False, got {return_probs!r}",
+        )
+        require(
+            isinstance(head, str) and head in self.model.classification_heads,
+            f"the checkpoint has no classification head {head!r} (it has "
+            f"{', '.join(self.model.classification_heads) or 'none'}); classify needs a checkpoint fine-tuned "
+            "with --task sentence_prediction (examples/position_masking/finetune.sh)",
+        )
         check_choices("classify", allow_empty, too_long)
         empty = empty_rows(batch, "classify", allow_empty, gives="None")
         labels = self.task.label_dictionary
         rows = [i for i in range(len(batch)) if i not in empty]
-        tokens = [self._fitted("classify", self.encode(*batch[i]) if isinstance(batch[i], tuple)
-                               else self.encode(batch[i]), i, too_long) for i in rows]
+        tokens = [
+            self._fitted(
+                "classify",
+                self.encode(*batch[i]) if isinstance(batch[i], tuple) else self.encode(batch[i]),
+                i,
+                too_long,
+            )
+            for i in rows
+        ]
         results = [None] * len(batch)
         with utils.model_eval(self.model), torch.no_grad():
             for start, _, padded in self._batches(tokens, batch_size):

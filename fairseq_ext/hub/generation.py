@@ -26,6 +26,7 @@ is refused with the list of accepted ones. Loaded without a tokenizer, a model w
 holds sentencepiece pieces takes pieces: raw text is refused with one line saying how to give
 the tokenizer (``tokenizer_check.refuse_raw_text``).
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -33,15 +34,26 @@ from contextlib import contextmanager
 from fairseq.hub_utils import GeneratorHubInterface
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.hub.inputs import as_list, check_choices, empty_rows, fit, positive_int, refuse_unknown, warn_unknown
+from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
+from fairseq_ext.hub.inputs import (
+    as_list,
+    check_choices,
+    empty_rows,
+    fit,
+    positive_int,
+    refuse_unknown,
+    warn_unknown,
+)
 from fairseq_ext.masking import HYBRID_STRATEGIES
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
-from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
 # translate's arguments and the fairseq generation options they set
-HICMLM_ARGUMENTS = {"passes": "iter_decode_max_iter", "length_beam": "iter_decode_with_beam",
-                    "force_passes": "iter_decode_force_max_iter"}
+HICMLM_ARGUMENTS = {
+    "passes": "iter_decode_max_iter",
+    "length_beam": "iter_decode_with_beam",
+    "force_passes": "iter_decode_force_max_iter",
+}
 
 
 class TextGenerator(GeneratorHubInterface):
@@ -55,11 +67,22 @@ class TextGenerator(GeneratorHubInterface):
         limit = min(p for p in self.max_positions if p is not None)
         return limit, "its source and target positions"
 
-    def generate_text(self, method: str, sentences, beam: int, arguments: tuple, options: dict, verbose: bool,
-                      allow_empty: bool, too_long: str):
+    def generate_text(
+        self,
+        method: str,
+        sentences,
+        beam: int,
+        arguments: tuple,
+        options: dict,
+        verbose: bool,
+        allow_empty: bool,
+        too_long: str,
+    ):
         """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
         the method's own, named when a keyword of ``options`` is unknown."""
-        refuse_unknown(method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")])
+        refuse_unknown(
+            method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")]
+        )
         batch, single = as_list(sentences, method)
         check_choices(method, allow_empty, too_long)
         empty = empty_rows(batch, method, allow_empty, gives='""')
@@ -93,31 +116,55 @@ class HICMLMHubInterface(TextGenerator):
         """The source positions, and at most the 255 tokens the length predictor can give the
         translation."""
         limit = min(self.max_positions[0], MAX_NAT_TARGET_LENGTH)
-        return limit, f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length predictor has"
+        return (
+            limit,
+            f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length predictor has",
+        )
 
-    def translate(self, sentences, passes: int | None = None, length_beam: int | None = None,
-                  strategy: str | None = None, force_passes: bool | None = None, allow_empty: bool = True,
-                  too_long: str = "error", verbose: bool = False, **options):
+    def translate(
+        self,
+        sentences,
+        passes: int | None = None,
+        length_beam: int | None = None,
+        strategy: str | None = None,
+        force_passes: bool | None = None,
+        allow_empty: bool = True,
+        too_long: str = "error",
+        verbose: bool = False,
+        **options,
+    ):
         """Translate a sentence (``str``) or a list of them. Unset arguments keep what
         ``from_pretrained`` was given, else ``DEFAULT_GENERATION`` (10 passes, length beam 3), else
         the checkpoint's saved configuration; ``allow_empty`` and ``too_long``: module docstring;
         ``options`` are further generation options by fairseq name."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
         for name, option in HICMLM_ARGUMENTS.items():
-            require(given[name] is None or option not in options,
-                    f"translate: give {name} or {option}, not both ({name} sets {option})")
+            require(
+                given[name] is None or option not in options,
+                f"translate: give {name} or {option}, not both ({name} sets {option})",
+            )
         if passes is not None:
             options["iter_decode_max_iter"] = positive_int("translate", "passes", passes) - 1
         if length_beam is not None:
             options["iter_decode_with_beam"] = positive_int("translate", "length_beam", length_beam)
         if force_passes is not None:
-            require(isinstance(force_passes, bool), f"translate: force_passes must be True or False, "
-                                                    f"got {force_passes!r}")
+            require(
+                isinstance(force_passes, bool),
+                f"translate: force_passes must be True or False, got {force_passes!r}",
+            )
             options["iter_decode_force_max_iter"] = force_passes
         arguments = (*HICMLM_ARGUMENTS, "strategy", *CALL_ARGUMENTS)
         with self.hybrid_strategy(strategy):
-            return self.generate_text("translate", sentences, self.cfg.generation.beam, arguments, options, verbose,
-                                      allow_empty, too_long)
+            return self.generate_text(
+                "translate",
+                sentences,
+                self.cfg.generation.beam,
+                arguments,
+                options,
+                verbose,
+                allow_empty,
+                too_long,
+            )
 
     @contextmanager
     def hybrid_strategy(self, strategy: str | None):
@@ -125,8 +172,10 @@ class HICMLMHubInterface(TextGenerator):
         if strategy is None:
             yield
             return
-        require(strategy in HYBRID_STRATEGIES,
-                f"strategy {strategy!r} is unknown; choose one of {', '.join(HYBRID_STRATEGIES)}")
+        require(
+            strategy in HYBRID_STRATEGIES,
+            f"strategy {strategy!r} is unknown; choose one of {', '.join(HYBRID_STRATEGIES)}",
+        )
         decoders = [model.decoder for model in self.models]
         saved = [decoder.hybrid_strategy for decoder in decoders]
         for decoder in decoders:
@@ -142,20 +191,46 @@ class Seq2SeqHubInterface(TextGenerator):
     """A ``translation_prophetnet`` (``prophetnet``) or ``unilm_seq2seq``
     (``unilm_transformer``) checkpoint."""
 
-    def summarize(self, sentences, beam: int | None = None, allow_empty: bool = True, too_long: str = "error",
-                  verbose: bool = False, **options):
+    def summarize(
+        self,
+        sentences,
+        beam: int | None = None,
+        allow_empty: bool = True,
+        too_long: str = "error",
+        verbose: bool = False,
+        **options,
+    ):
         """The best beam-search output for a source (``str``) or a list of them. ``beam``
         defaults to ``fairseq-generate``'s (the checkpoint's configuration, or
         ``from_pretrained``'s overrides); ``allow_empty`` and ``too_long``: module docstring;
         ``options`` are generation options by fairseq name."""
-        return self._beam_search("summarize", sentences, beam, allow_empty, too_long, verbose, options)
+        return self._beam_search(
+            "summarize", sentences, beam, allow_empty, too_long, verbose, options
+        )
 
-    def translate(self, sentences, beam: int | None = None, allow_empty: bool = True, too_long: str = "error",
-                  verbose: bool = False, **options):
+    def translate(
+        self,
+        sentences,
+        beam: int | None = None,
+        allow_empty: bool = True,
+        too_long: str = "error",
+        verbose: bool = False,
+        **options,
+    ):
         """``summarize`` by the name fairseq's translation interface uses."""
-        return self._beam_search("translate", sentences, beam, allow_empty, too_long, verbose, options)
+        return self._beam_search(
+            "translate", sentences, beam, allow_empty, too_long, verbose, options
+        )
 
     def _beam_search(self, method, sentences, beam, allow_empty, too_long, verbose, options):
         beam = self.cfg.generation.beam if beam is None else positive_int(method, "beam", beam)
-        return self.generate_text(method, sentences, beam, ("beam", *CALL_ARGUMENTS), options, verbose, allow_empty,
-                                  too_long)
+        return self.generate_text(
+            method,
+            sentences,
+            beam,
+            ("beam", *CALL_ARGUMENTS),
+            options,
+            verbose,
+            allow_empty,
+            too_long,
+        )

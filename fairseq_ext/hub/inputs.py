@@ -1,6 +1,7 @@
 """What every method of the Python API checks before it runs the model: the type of its
 input, its keywords, empty inputs, inputs longer than the model takes and text that the
 vocabulary cannot spell. One output per input, in input order, whatever the input holds."""
+
 from __future__ import annotations
 
 import warnings
@@ -15,34 +16,51 @@ TOO_LONG = ("error", "truncate")
 def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
     """``(the inputs as a list, whether a single input was given)``; with ``pairs`` a tuple of
     strings is one input (a sentence pair)."""
+
     def one(value) -> bool:
-        return isinstance(value, str) or (pairs and isinstance(value, tuple) and len(value) > 0
-                                          and all(isinstance(v, str) for v in value))
+        return isinstance(value, str) or (
+            pairs
+            and isinstance(value, tuple)
+            and len(value) > 0
+            and all(isinstance(v, str) for v in value)
+        )
 
     item = "a str or a tuple of str (a pair)" if pairs else "a str"
     if one(sentences):
         return [sentences], True
     if not isinstance(sentences, (list, tuple)):
-        raise TypeError(f"{method}: sentences must be {item} or a list of them, "
-                        f"got {type(sentences).__name__} {sentences!r:.60}")
+        raise TypeError(
+            f"{method}: sentences must be {item} or a list of them, "
+            f"got {type(sentences).__name__} {sentences!r:.60}"
+        )
     for i, value in enumerate(sentences):
         if not one(value):
-            raise TypeError(f"{method}: sentences[{i}] must be {item}, got {type(value).__name__} {value!r:.60}")
+            raise TypeError(
+                f"{method}: sentences[{i}] must be {item}, got {type(value).__name__} {value!r:.60}"
+            )
     return list(sentences), False
 
 
 def check_choices(method: str, allow_empty, too_long) -> None:
     """One error for an ``allow_empty`` that is not a bool or a ``too_long`` not in ``TOO_LONG``."""
-    require(isinstance(allow_empty, bool), f"{method}: allow_empty must be True or False, got {allow_empty!r}")
-    require(too_long in TOO_LONG, f"{method}: too_long must be one of {', '.join(TOO_LONG)}, got {too_long!r}")
+    require(
+        isinstance(allow_empty, bool),
+        f"{method}: allow_empty must be True or False, got {allow_empty!r}",
+    )
+    require(
+        too_long in TOO_LONG,
+        f"{method}: too_long must be one of {', '.join(TOO_LONG)}, got {too_long!r}",
+    )
 
 
 def empty_rows(sentences: list, method: str, allow_empty: bool, gives: str) -> set[int]:
     """The indices of inputs with no text (empty or whitespace only); refused unless ``allow_empty``."""
     empty = {i for i, s in enumerate(sentences) if not "".join(s).strip()}
     if empty and not allow_empty:
-        raise FairseqExtError(f"{method}: sentences[{min(empty)}] is empty or whitespace only; give it text, or "
-                              f"pass allow_empty=True to get {gives} for it")
+        raise FairseqExtError(
+            f"{method}: sentences[{min(empty)}] is empty or whitespace only; give it text, or "
+            f"pass allow_empty=True to get {gives} for it"
+        )
     return empty
 
 
@@ -50,33 +68,44 @@ def refuse_unknown(method: str, options: dict, accepted) -> None:
     """A ``TypeError`` naming the keywords of ``options`` not in ``accepted``, and ``accepted``."""
     unknown = sorted(set(options) - set(accepted))
     if unknown:
-        raise TypeError(f"{method}() got unknown keyword(s) {', '.join(unknown)}; it accepts "
-                        f"{', '.join(sorted(accepted))}")
+        raise TypeError(
+            f"{method}() got unknown keyword(s) {', '.join(unknown)}; it accepts "
+            f"{', '.join(sorted(accepted))}"
+        )
 
 
 def positive_int(method: str, name: str, value) -> int:
     """``value`` if it is an integer >= 1, else one error naming ``name``."""
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{method}: {name} must be an integer >= 1, got {type(value).__name__} {value!r}")
+        raise TypeError(
+            f"{method}: {name} must be an integer >= 1, got {type(value).__name__} {value!r}"
+        )
     require(value >= 1, f"{method}: {name} must be an integer >= 1, got {value}")
     return value
 
 
-def fit(tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str) -> torch.Tensor:
+def fit(
+    tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str
+) -> torch.Tensor:
     """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else refused
     (``too_long="error"``) or cut to the first ``limit`` with ``</s>`` kept, with a warning."""
     if len(tokens) <= limit:
         return tokens
     said = f"{method}: sentences[{index}] has {len(tokens)} tokens, more than the {limit} the model takes ({why})"
     if too_long == "error":
-        raise FairseqExtError(f"{said}; shorten it, or pass too_long='truncate' to keep its first {limit}")
+        raise FairseqExtError(
+            f"{said}; shorten it, or pass too_long='truncate' to keep its first {limit}"
+        )
     warnings.warn(f"{said}: truncated to its first {limit}", stacklevel=2)
-    return torch.cat([tokens[:limit - 1], tokens[-1:]])
+    return torch.cat([tokens[: limit - 1], tokens[-1:]])
 
 
 def warn_unknown(tokens: torch.Tensor, unk: int, index: int, method: str) -> None:
     """Warn when the vocabulary spelt pieces of input ``index`` as ``<unk>``."""
     count = int((tokens == unk).sum())
     if count:
-        warnings.warn(f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. emoji "
-                      "or another script); the model reads them as <unk>", stacklevel=2)
+        warnings.warn(
+            f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. emoji "
+            "or another script); the model reads them as <unk>",
+            stacklevel=2,
+        )

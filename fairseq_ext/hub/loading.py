@@ -27,6 +27,7 @@ with its three tied embedding tables stored once, 6.5 MB instead of 11 MB; the s
 tested in tests/test_quickstart_model.py), its sentencepiece model and dictionaries. A path that
 exists wins over a name.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -37,8 +38,8 @@ from pathlib import Path
 
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.families import hub_family, hub_offer
-from fairseq_ext.fairseq_changes.preflight import check_model_folder, check_sentencepiece_model
 from fairseq_ext.common.tokenizer_check import check_coverage, load_sentencepiece, pieces
+from fairseq_ext.fairseq_changes.preflight import check_model_folder, check_sentencepiece_model
 
 SHIPPED = Path(__file__).resolve().parent / "models"
 CHECKPOINT_NAMES = ("checkpoint.pt", "model.pt", "checkpoint_best.pt", "checkpoint_last.pt")
@@ -63,13 +64,18 @@ def checkpoint_name(folder: Path, checkpoint_file: str | None) -> str:
     """``checkpoint_file`` if given, else the first of ``CHECKPOINT_NAMES`` in ``folder``."""
     if checkpoint_file is not None:
         for name in checkpoint_file.split(":"):
-            require((folder / name).is_file(), f"{folder / name} does not exist; give checkpoint_file the name of "
-                                               f"a checkpoint in {folder}")
+            require(
+                (folder / name).is_file(),
+                f"{folder / name} does not exist; give checkpoint_file the name of "
+                f"a checkpoint in {folder}",
+            )
         return checkpoint_file
     for name in CHECKPOINT_NAMES:
         if (folder / name).is_file():
             return name
-    raise FairseqExtError(f"{folder} holds none of {', '.join(CHECKPOINT_NAMES)}; give checkpoint_file=NAME")
+    raise FairseqExtError(
+        f"{folder} holds none of {', '.join(CHECKPOINT_NAMES)}; give checkpoint_file=NAME"
+    )
 
 
 def tokenizer_options(folder: Path) -> dict:
@@ -95,9 +101,11 @@ def refuse_unknown_overrides(cfg, overrides: dict) -> None:
     unknown = sorted(set(overrides) - known)
     if unknown:
         close = sorted({m for k in unknown for m in difflib.get_close_matches(k, known, n=3)})
-        raise TypeError(f"from_pretrained() got unknown keyword(s) {', '.join(unknown)}: no fairseq option of this "
-                        f"checkpoint has that name{' (close: ' + ', '.join(close) + ')' if close else ''}; "
-                        "give options by their fairseq name with _ for -, e.g. beam, batch_size, bpe")
+        raise TypeError(
+            f"from_pretrained() got unknown keyword(s) {', '.join(unknown)}: no fairseq option of this "
+            f"checkpoint has that name{' (close: ' + ', '.join(close) + ')' if close else ''}; "
+            "give options by their fairseq name with _ for -, e.g. beam, batch_size, bpe"
+        )
 
 
 def warn_untrained_head(folder: Path, interface) -> None:
@@ -109,10 +117,13 @@ def warn_untrained_head(folder: Path, interface) -> None:
     record = folder / CONVERSION_FILE
     if isinstance(interface, PositionMaskedHubInterface) and record.is_file():
         if json.loads(record.read_text(encoding="utf-8")).get("mlm_head") == "new":
-            warnings.warn(f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel such as "
-                          "all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are meaningless "
-                          "until it is trained (--task position_masked_lm); classify after fine-tuning is not "
-                          "affected", stacklevel=4)
+            warnings.warn(
+                f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel such as "
+                "all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are meaningless "
+                "until it is trained (--task position_masked_lm); classify after fine-tuning is not "
+                "affected",
+                stacklevel=4,
+            )
 
 
 def _interface(cfg, task, models):
@@ -124,19 +135,32 @@ def _interface(cfg, task, models):
     arch = getattr(cfg.model, "arch", None) or getattr(cfg.model, "_name", "")
     family = hub_family(name, str(arch))
     if family is None:
-        raise FairseqExtError(f"the checkpoint was trained with --task {name} (--arch {arch}), which has no Python "
-                              f"API here; the API serves {hub_offer()}")
-    interface = {c.__name__: c for c in (HICMLMHubInterface, Seq2SeqHubInterface,
-                                          PositionMaskedHubInterface)}[family.hub_interface]
+        raise FairseqExtError(
+            f"the checkpoint was trained with --task {name} (--arch {arch}), which has no Python "
+            f"API here; the API serves {hub_offer()}"
+        )
+    interface = {
+        c.__name__: c for c in (HICMLMHubInterface, Seq2SeqHubInterface, PositionMaskedHubInterface)
+    }[family.hub_interface]
     if interface is PositionMaskedHubInterface:
-        require(len(models) == 1, "the position-masked encoder's API takes one checkpoint, not an ensemble")
+        require(
+            len(models) == 1,
+            "the position-masked encoder's API takes one checkpoint, not an ensemble",
+        )
         return interface(cfg, task, models[0])
     return interface(cfg, task, models)
 
 
-def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_path: str = ".",
-                    device=None, verbose: bool = False, int8_decoding: bool = False, length_offset: int = 0,
-                    **overrides):
+def from_pretrained(
+    model_dir,
+    checkpoint_file: str | None = None,
+    data_name_or_path: str = ".",
+    device=None,
+    verbose: bool = False,
+    int8_decoding: bool = False,
+    length_offset: int = 0,
+    **overrides,
+):
     """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
     evaluation mode (fairseq's RoBERTa interface otherwise starts in training mode, dropout on).
     ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
@@ -156,51 +180,80 @@ def from_pretrained(model_dir, checkpoint_file: str | None = None, data_name_or_
     # torch imports this (some 480 modules, 0.5 s and more) the first time an attention layer
     # checks its padding mask; importing it here makes the first call as fast as later ones
     import torch.fx.experimental.symbolic_shapes  # noqa: F401
+
     if not isinstance(model_dir, (str, PathLike)):
-        raise TypeError(f"from_pretrained: model_dir must be a folder's path (str or Path), got "
-                        f"{type(model_dir).__name__} {model_dir!r:.60}")
+        raise TypeError(
+            f"from_pretrained: model_dir must be a folder's path (str or Path), got "
+            f"{type(model_dir).__name__} {model_dir!r:.60}"
+        )
     if checkpoint_file is not None and not isinstance(checkpoint_file, str):
-        raise TypeError(f"from_pretrained: checkpoint_file must be a file name (str), got {checkpoint_file!r:.60}")
+        raise TypeError(
+            f"from_pretrained: checkpoint_file must be a file name (str), got {checkpoint_file!r:.60}"
+        )
     folder = model_folder(model_dir)
     options = {} if "bpe" in overrides else tokenizer_options(folder)
     options.update(overrides)
-    data = folder / data_name_or_path if data_name_or_path.startswith(".") else Path(data_name_or_path)
-    check_model_folder(str(folder), str(data), "give the folder that holds the checkpoint, or the name of a model "
-                                               f"the package ships ({', '.join(shipped_names())})")
+    data = (
+        folder / data_name_or_path if data_name_or_path.startswith(".") else Path(data_name_or_path)
+    )
+    check_model_folder(
+        str(folder),
+        str(data),
+        "give the folder that holds the checkpoint, or the name of a model "
+        f"the package ships ({', '.join(shipped_names())})",
+    )
     if options.get("bpe") == "sentencepiece":
         check_sentencepiece_model(options.get("sentencepiece_model"))
     name = checkpoint_name(folder, checkpoint_file)
     if options.get("bpe") == "wordpiece":
         register_wordpiece()
-    sentencepiece_model = options.get("sentencepiece_model") if options.get("bpe") == "sentencepiece" else None
+    sentencepiece_model = (
+        options.get("sentencepiece_model") if options.get("bpe") == "sentencepiece" else None
+    )
     if sentencepiece_model is not None and Path(sentencepiece_model).is_file():
         load_sentencepiece(str(sentencepiece_model), "sentencepiece_model")
     try:
-        loaded = hub_utils.from_pretrained(str(folder), checkpoint_file=name, data_name_or_path=data_name_or_path,
-                                           **options)
+        loaded = hub_utils.from_pretrained(
+            str(folder), checkpoint_file=name, data_name_or_path=data_name_or_path, **options
+        )
     except FileNotFoundError as exc:
         missing = exc.filename or str(exc)
-        raise FairseqExtError(f"loading {folder / name} needs {missing}, which does not exist; put it there "
-                              "(the dictionaries the model was trained with, or its tokenizer), or give "
-                              "data_name_or_path the data folder that holds the dictionaries") from None
+        raise FairseqExtError(
+            f"loading {folder / name} needs {missing}, which does not exist; put it there "
+            "(the dictionaries the model was trained with, or its tokenizer), or give "
+            "data_name_or_path the data folder that holds the dictionaries"
+        ) from None
     refuse_unknown_overrides(loaded["args"], overrides)
-    interface = _interface(loaded["args"], loaded["task"], loaded["models"]).eval()  # no dropout at inference
+    interface = _interface(
+        loaded["args"], loaded["task"], loaded["models"]
+    ).eval()  # no dropout at inference
     for option, value in getattr(interface, "DEFAULT_GENERATION", {}).items():
         if option not in overrides:  # the family's decoding defaults, unless given here
             interface.cfg.generation[option] = value
     decoding = {"int8_decoding": int8_decoding, "length_offset": length_offset}
     for option, value in decoding.items():
         if value:
-            require(hasattr(interface.task.cfg, option),
-                    f"{option}: only mask-predict checkpoints (--task cmlm_hybrid) take it; {folder / name} was "
-                    f"trained with --task {loaded['args'].task._name}")
+            require(
+                hasattr(interface.task.cfg, option),
+                f"{option}: only mask-predict checkpoints (--task cmlm_hybrid) take it; {folder / name} was "
+                f"trained with --task {loaded['args'].task._name}",
+            )
             setattr(interface.task.cfg, option, value)
     if any(decoding.values()):
-        from fairseq_ext.common.config_fields import check_config  # imports fairseq: after quiet.hush
+        from fairseq_ext.common.config_fields import (
+            check_config,
+        )  # imports fairseq: after quiet.hush
 
-        check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))  # fairseq's register_task
+        check_config(
+            interface.task.cfg, getattr(type(interface.task), "__dataclass")
+        )  # fairseq's register_task
     if sentencepiece_model is not None:
-        check_coverage(pieces(interface.bpe.sp), interface.task.source_dictionary.symbols, str(sentencepiece_model),
-                       f"the dictionary of {folder}", lambda message: warnings.warn(message, stacklevel=5))
+        check_coverage(
+            pieces(interface.bpe.sp),
+            interface.task.source_dictionary.symbols,
+            str(sentencepiece_model),
+            f"the dictionary of {folder}",
+            lambda message: warnings.warn(message, stacklevel=5),
+        )
     warn_untrained_head(folder, interface)
     return interface.to(device) if device is not None else interface

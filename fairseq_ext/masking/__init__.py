@@ -3,6 +3,7 @@ fairseq): which tokens are corrupted (Devlin et al. 2019, section 3.1; Wagner et
 section 2.1; Qi et al. 2020, section 2.4), what a masked slot is given (Wang et al. 2021,
 section 3.2) and who may attend to whom (Su 2019; Qi et al. 2020, eq. 3-5); docs/masking.md
 states the conventions (True = chosen / may attend, one generator per place)."""
+
 from fairseq_ext.masking import predicates
 from fairseq_ext.masking.attention import check_order, order_ranks, padded_dense_mask, random_order
 from fairseq_ext.masking.attention_variants import ATTENTION_VARIANTS

@@ -2,6 +2,7 @@
 "Permutation Language Model", "Seq2Seq"), as dense boolean ``(B, T, T)`` masks (rows = queries,
 True = may attend) derived from ``masking.predicates`` joined with padding, and the random
 factorisation orders of the permutation language model."""
+
 from __future__ import annotations
 
 import torch
@@ -14,8 +15,10 @@ from fairseq_ext.masking.predicates import MaskMod
 
 def _check_padding(padding: Tensor) -> None:
     if padding.dim() != 2 or padding.dtype != torch.bool:
-        raise ValueError(f"padding must be a (batch, length) bool tensor, got {tuple(padding.shape)} "
-                         f"{padding.dtype}")
+        raise ValueError(
+            f"padding must be a (batch, length) bool tensor, got {tuple(padding.shape)} "
+            f"{padding.dtype}"
+        )
 
 
 def padded_dense_mask(rule: MaskMod, padding: Tensor, query_sees_itself: bool = True) -> Tensor:
@@ -50,10 +53,14 @@ def check_segment_ids(segment_ids: Tensor, padding: Tensor) -> None:
     """Raise ``ValueError`` unless ``segment_ids`` has the shape of ``padding`` and is 0 (source)
     or 1 (target) at every non-padding position."""
     if segment_ids.shape != padding.shape:
-        raise ValueError(f"segment_ids {tuple(segment_ids.shape)} and padding {tuple(padding.shape)} "
-                         "must have the same shape")
+        raise ValueError(
+            f"segment_ids {tuple(segment_ids.shape)} and padding {tuple(padding.shape)} "
+            "must have the same shape"
+        )
     if ((segment_ids != 0) & (segment_ids != 1) & ~padding).any():
-        raise ValueError("segment_ids must be 0 (source) or 1 (target) at every non-padding position")
+        raise ValueError(
+            "segment_ids must be 0 (source) or 1 (target) at every non-padding position"
+        )
 
 
 def prefix_lm_mask(segment_ids: Tensor, padding: Tensor) -> Tensor:
@@ -79,20 +86,26 @@ def prefix_lm_mask(segment_ids: Tensor, padding: Tensor) -> Tensor:
 def check_order(order: Tensor) -> None:
     """Raise ``ValueError`` unless every row of ``order`` is a permutation of ``0..T-1``."""
     if order.dim() != 2 or order.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"an order must be a (batch, length) integer tensor, got {tuple(order.shape)} "
-                         f"{order.dtype}")
+        raise ValueError(
+            f"an order must be a (batch, length) integer tensor, got {tuple(order.shape)} "
+            f"{order.dtype}"
+        )
     T = order.size(1)
     ok = (order >= 0) & (order < T)
     if not ok.all():
         b, k = (~ok).nonzero()[0].tolist()
-        raise ValueError(f"order row {b} is not a permutation of 0..{T - 1}: entry {k} is "
-                         f"{int(order[b, k])}, outside the range")
+        raise ValueError(
+            f"order row {b} is not a permutation of 0..{T - 1}: entry {k} is "
+            f"{int(order[b, k])}, outside the range"
+        )
     counts = torch.zeros(order.size(0), T, dtype=torch.long, device=order.device)
     counts.scatter_add_(1, order.long(), torch.ones_like(order, dtype=torch.long))
     if (counts != 1).any():
         b, p = (counts != 1).nonzero()[0].tolist()
-        raise ValueError(f"order row {b} is not a permutation of 0..{T - 1}: position {p} appears "
-                         f"{int(counts[b, p])} times (each position must appear exactly once)")
+        raise ValueError(
+            f"order row {b} is not a permutation of 0..{T - 1}: position {p} appears "
+            f"{int(counts[b, p])} times (each position must appear exactly once)"
+        )
 
 
 def order_ranks(order: Tensor) -> Tensor:
@@ -125,13 +138,18 @@ def permutation_mask(order: Tensor, padding: Tensor, strict: bool = False) -> Te
     """
     _check_padding(padding)
     if order.shape != padding.shape:
-        raise ValueError(f"order {tuple(order.shape)} and padding {tuple(padding.shape)} must have "
-                         "the same shape")
-    return padded_dense_mask(predicates.permutation(order_ranks(order), strict), padding,
-                             query_sees_itself=not strict)
+        raise ValueError(
+            f"order {tuple(order.shape)} and padding {tuple(padding.shape)} must have "
+            "the same shape"
+        )
+    return padded_dense_mask(
+        predicates.permutation(order_ranks(order), strict), padding, query_sees_itself=not strict
+    )
 
 
-def random_order(padding: Tensor, keep_first: int = 1, generator: torch.Generator | None = None) -> Tensor:
+def random_order(
+    padding: Tensor, keep_first: int = 1, generator: torch.Generator | None = None
+) -> Tensor:
     """A uniformly random factorisation order per row.
 
     The first ``keep_first`` positions (e.g. ``<s>``) stay first and in place, the other

@@ -5,6 +5,7 @@ the model needs to know about it; the option's choices, help and error message, 
 masks (full pass and cached decoding) and ``analysis.draw_mask`` all read this table, so a new
 mask is one entry (and its name among the masks a task trains, ``fairseq_ext.common.families``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,13 +44,19 @@ class AttentionVariant:
 ATTENTION_VARIANTS: Dict[str, AttentionVariant] = {
     "prefix": AttentionVariant(
         lambda segment_ids, ranks: predicates.prefix_lm(segment_ids),
-        "UniLM seq2seq (Su 2019, 'Seq2Seq'): bidirectional source, causal target", incremental=True),
+        "UniLM seq2seq (Su 2019, 'Seq2Seq'): bidirectional source, causal target",
+        incremental=True,
+    ),
     "causal": AttentionVariant(
         lambda segment_ids, ranks: predicates.causal,
-        "left to right throughout (Su 2019, 'Unidirectional Language Model')", incremental=True),
+        "left to right throughout (Su 2019, 'Unidirectional Language Model')",
+        incremental=True,
+    ),
     "permutation": AttentionVariant(
         lambda segment_ids, ranks: predicates.permutation(ranks),
         "XLNet-style random factorisation order (Su 2019, 'Permutation Language Model'): the "
-        "tokens are fed in the order, where the rule is causal", incremental=True,
-        random_order=True),
+        "tokens are fed in the order, where the rule is causal",
+        incremental=True,
+        random_order=True,
+    ),
 }

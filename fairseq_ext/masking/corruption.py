@@ -1,6 +1,7 @@
 """Token corruption: which tokens a model has to recover (a share per example, or CMLM's uniform
 count per batch, Ghazvininejad et al. 2019, section 3) and what a chosen token becomes (BERT's
 80/10/10, Devlin et al. 2019, section 3.1)."""
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
@@ -21,7 +22,9 @@ class Replaced(NamedTuple):
 def check_example_rng(rng) -> None:
     """A per-example rule draws from a ``numpy.random.Generator``; say so if given another."""
     if not isinstance(rng, np.random.Generator):
-        raise ValueError(f"rng must be a numpy.random.Generator (masking.example_rng), got {type(rng).__name__}")
+        raise ValueError(
+            f"rng must be a numpy.random.Generator (masking.example_rng), got {type(rng).__name__}"
+        )
 
 
 def example_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
@@ -65,12 +68,20 @@ def check_replacement_shares(keep_prob: float, random_prob: float) -> None:
         if not 0.0 <= p <= 1.0:
             raise ValueError(f"{name} must be in [0, 1], got {p}")
     if keep_prob + random_prob > 1.0:
-        raise ValueError(f"the kept and random shares must sum to <= 1, got {keep_prob} + {random_prob}")
+        raise ValueError(
+            f"the kept and random shares must sum to <= 1, got {keep_prob} + {random_prob}"
+        )
 
 
-def replace_80_10_10(values: np.ndarray, chosen: np.ndarray, rng: np.random.Generator, mask_value: int,
-                     keep_prob: float = 0.1, random_prob: float = 0.1,
-                     replacement_weights: Optional[np.ndarray] = None) -> Replaced:
+def replace_80_10_10(
+    values: np.ndarray,
+    chosen: np.ndarray,
+    rng: np.random.Generator,
+    mask_value: int,
+    keep_prob: float = 0.1,
+    random_prob: float = 0.1,
+    replacement_weights: Optional[np.ndarray] = None,
+) -> Replaced:
     """BERT's replacement of the chosen positions (Devlin et al. 2019, section 3.1): each one
     independently becomes ``mask_value`` (80%), keeps its value (``keep_prob``, 10%) or
     becomes a value drawn from ``replacement_weights`` (``random_prob``, 10%). Unchosen
@@ -112,7 +123,9 @@ def replace_80_10_10(values: np.ndarray, chosen: np.ndarray, rng: np.random.Gene
     out[kind == MASKED] = mask_value
     num_random = int((kind == RANDOM).sum())
     if num_random:
-        out[kind == RANDOM] = rng.choice(len(replacement_weights), num_random, p=replacement_weights)
+        out[kind == RANDOM] = rng.choice(
+            len(replacement_weights), num_random, p=replacement_weights
+        )
     return Replaced(out, kind)
 
 

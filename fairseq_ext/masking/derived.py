@@ -1,6 +1,7 @@
 """The forms an attention rule of ``masking.predicates`` takes where it runs, each derived from
 the rule by evaluating it on index tensors: the dense mask of a full pass and its additive form,
 the rows of one cached decoding step, and the picture ``analysis.draw_mask`` draws."""
+
 from __future__ import annotations
 
 from typing import Sequence, Union
@@ -25,7 +26,9 @@ def _broadcast_shape(a: torch.Size, b: torch.Size) -> tuple:
     return tuple(max(x, y) for x, y in zip(a, b))
 
 
-def mask_at(mask_mod: MaskMod, q_idx: Tensor, kv_idx: Tensor, batch: int = 1, heads: int = 1) -> Tensor:
+def mask_at(
+    mask_mod: MaskMod, q_idx: Tensor, kv_idx: Tensor, batch: int = 1, heads: int = 1
+) -> Tensor:
     """``mask_mod`` at every example ``b < batch``, head ``h < heads`` and pair of query and key
     indices: ``q_idx`` and ``kv_idx`` are integer tensors that broadcast to a shape ``S``.
 
@@ -50,8 +53,9 @@ def _indices(rows: Indices, device) -> Tensor:
 def dense_mask(mask_mod: MaskMod, B: int, H: int, Q: int, KV: int, device=None) -> Tensor:
     """The full pass: ``mask_mod`` at every query ``< Q`` and key ``< KV``, ``(B, H, Q, KV)``
     bool (as FlexAttention's ``create_mask``)."""
-    return mask_at(mask_mod, torch.arange(Q, device=device).unsqueeze(1), torch.arange(KV, device=device),
-                   B, H)
+    return mask_at(
+        mask_mod, torch.arange(Q, device=device).unsqueeze(1), torch.arange(KV, device=device), B, H
+    )
 
 
 def step_mask(mask_mod: MaskMod, B: int, H: int, rows: Indices, KV: int, device=None) -> Tensor:

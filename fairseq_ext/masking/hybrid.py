@@ -3,6 +3,7 @@
 (section 3.2, Table 1) and the training rule (section 3.3: a random share of the masked slots
 gets Z). Slots are those of fairseq's decoder input (index 0 holds ``<s>``); only masked slots
 ever get Z."""
+
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -40,7 +41,9 @@ class HybridStrategy(NamedTuple):
     """One row of the decoding table (section 3.2)."""
 
     copies: bool  # whether any masked slot can get Z (else the decoder input is CMLM's)
-    weight: Callable[[Tensor, float, str], Tensor]  # (masked as float, mask_weight, fence_first) -> Z weight
+    weight: Callable[
+        [Tensor, float, str], Tensor
+    ]  # (masked as float, mask_weight, fence_first) -> Z weight
 
 
 def _on_fence(m: Tensor, mask_weight: float, first: str) -> Tensor:
@@ -63,7 +66,9 @@ def _row(strategy: str) -> HybridStrategy:
     return STRATEGY_TABLE[strategy]
 
 
-def source_copy_weight(masked: Tensor, strategy: str, mask_weight: float, fence_first: str) -> Tensor:
+def source_copy_weight(
+    masked: Tensor, strategy: str, mask_weight: float, fence_first: str
+) -> Tensor:
     """Decoding rule (section 3.2): weight of Z in each slot (``STRATEGY_TABLE``); M gets
     ``1 - weight``.
 
@@ -92,7 +97,9 @@ def decoding_copies_source(strategy: str) -> bool:
     return _row(strategy).copies
 
 
-def random_copy_slots(masked: Tensor, share: float, generator: torch.Generator | None = None) -> Tensor:
+def random_copy_slots(
+    masked: Tensor, share: float, generator: torch.Generator | None = None
+) -> Tensor:
     """Training rule (section 3.3): the random subset of masked slots that gets Z instead of M.
 
     Each masked slot is chosen independently with probability ``share``, so Z fills
@@ -113,8 +120,15 @@ def random_copy_slots(masked: Tensor, share: float, generator: torch.Generator |
     return masked & (draw < share)
 
 
-def training_copy_weight(masked: Tensor, training_input: str, share: float, strategy: str,
-                         mask_weight: float, fence_first: str, generator: torch.Generator | None = None) -> Tensor:
+def training_copy_weight(
+    masked: Tensor,
+    training_input: str,
+    share: float,
+    strategy: str,
+    mask_weight: float,
+    fence_first: str,
+    generator: torch.Generator | None = None,
+) -> Tensor:
     """Weight of Z in each slot of a training input.
 
     * ``paper`` (section 3.3): 1 at ``random_copy_slots(masked, share)``, 0 elsewhere, for
@@ -125,7 +139,9 @@ def training_copy_weight(masked: Tensor, training_input: str, share: float, stra
         ``(B, T)`` float weights in [0, 1].
     """
     if training_input not in TRAINING_INPUTS:
-        raise ValueError(f"unknown training input {training_input!r}; choose one of {TRAINING_INPUTS}")
+        raise ValueError(
+            f"unknown training input {training_input!r}; choose one of {TRAINING_INPUTS}"
+        )
     if training_input == "decoding_rule":
         return source_copy_weight(masked, strategy, mask_weight, fence_first)
     _row(strategy)

@@ -2,6 +2,7 @@
 eq. 3-5, Figure 3): the main stream is causal, predicting stream ``k`` at index ``t`` sees the
 main stream up to ``t - k + 1`` (and the start symbol) and itself; the masks, buckets and folded
 key layout the model runs, derived from ``predicates.ngram_stream``."""
+
 from __future__ import annotations
 
 from typing import Tuple
@@ -29,7 +30,9 @@ def predicting_stream_main_mask(length: int, ngram: int, device=None) -> Tensor:
     ``j <= max(t - k + 1, 0)``. Shape ``(n, T, T)``; entry ``[k - 1, t, j]``."""
     _check_ngram(ngram)
     rows = torch.arange(length, (1 + ngram) * length, device=device)
-    seen = mask_at(ngram_stream(length), rows.unsqueeze(1), torch.arange(length, device=device))[0, 0]
+    seen = mask_at(ngram_stream(length), rows.unsqueeze(1), torch.arange(length, device=device))[
+        0, 0
+    ]
     return seen.reshape(ngram, length, length)
 
 
@@ -73,7 +76,9 @@ def decoding_keys(length: int, device=None) -> Tuple[Tensor, Tensor]:
     slots = torch.arange(length + 1, device=device)
     t = steps.view(1, length, 1)
     own = torch.where(rows >= length, rows, torch.full_like(rows, -1)).unsqueeze(-1)
-    return rows, torch.where(slots <= t, slots, torch.where(slots == t + 1, own, torch.full_like(own, -1)))
+    return rows, torch.where(
+        slots <= t, slots, torch.where(slots == t + 1, own, torch.full_like(own, -1))
+    )
 
 
 def ngram_stream_folded_mask(rows: Tensor, keys: Tensor, length: int) -> Tensor:
@@ -113,13 +118,17 @@ class NgramStreamTables:
     is row ``t`` of the main stream and of stream 1.
     """
 
-    def __init__(self, max_length: int, ngram: int, num_buckets: int, max_distance: int, device=None):
+    def __init__(
+        self, max_length: int, ngram: int, num_buckets: int, max_distance: int, device=None
+    ):
         _check_ngram(ngram)
         self.max_length = max_length
         rows = torch.arange((1 + ngram) * max_length, device=device)
         sees = ngram_stream_folded_mask(rows, folded_keys(rows, max_length, max_length), max_length)
         self.sees = sees.view(1 + ngram, max_length, max_length + 1)
-        buckets = ngram_stream_buckets(torch.arange(max_length, device=device), ngram, num_buckets, max_distance)
+        buckets = ngram_stream_buckets(
+            torch.arange(max_length, device=device), ngram, num_buckets, max_distance
+        )
         compact = torch.uint8 if num_buckets <= 256 else torch.long
         self.buckets = buckets.to(compact).view(1 + ngram, max_length, max_length)
         step_sees = ngram_stream_folded_mask(*decoding_keys(max_length, device), max_length)
@@ -128,7 +137,7 @@ class NgramStreamTables:
     def key_mask(self, length: int) -> Tensor:
         """Additive float32 ``((1 + n) T, T + 1)`` mask over ``[main keys, own key]``."""
         sees = self.sees[:, :length]
-        allowed = torch.cat([sees[..., :length], sees[..., self.max_length:]], dim=-1)
+        allowed = torch.cat([sees[..., :length], sees[..., self.max_length :]], dim=-1)
         return additive_attention_mask(allowed.reshape(-1, length + 1), torch.float32)
 
     def numbered_buckets(self, length: int) -> Tensor:
@@ -138,4 +147,4 @@ class NgramStreamTables:
     def step(self, step: int) -> Tuple[Tensor, Tensor]:
         """Decoding step ``step`` (``step + 1`` cached main keys): rows ``[main, stream 1]`` at
         ``step``, as buckets ``(2, step + 1)`` and additive float32 key mask ``(2, step + 2)``."""
-        return self.buckets[:2, step, :step + 1].long(), self.step_key_mask[:, step, :step + 2]
+        return self.buckets[:2, step, : step + 1].long(), self.step_key_mask[:, step, : step + 2]

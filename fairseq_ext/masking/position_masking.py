@@ -1,6 +1,7 @@
 """Token masking and position masking of one sequence (Wagner et al. 2020, section 2.1): BERT's
 rule applied to token ids (80/10/10) and to positions (90% mask-position embedding, 5% kept, 5%
 random), drawn with the example's numpy generator; ``<s>``, ``</s>`` and padding are never chosen."""
+
 from __future__ import annotations
 
 from typing import NamedTuple, Optional
@@ -57,8 +58,15 @@ def bert_token_mask(
     """
     check_replacement_shares(leave_unmasked_prob, random_token_prob)
     chosen = choose_share(maskable, mask_prob, rng)
-    replaced = replace_80_10_10(tokens, chosen, rng, mask_idx, keep_prob=leave_unmasked_prob,
-                                random_prob=random_token_prob, replacement_weights=replacement_weights)
+    replaced = replace_80_10_10(
+        tokens,
+        chosen,
+        rng,
+        mask_idx,
+        keep_prob=leave_unmasked_prob,
+        random_prob=random_token_prob,
+        replacement_weights=replacement_weights,
+    )
     return TokenMask(replaced.values, chosen)
 
 
@@ -92,6 +100,13 @@ def position_mask(
     chosen = choose_share(candidates, prob, rng)
     if not chosen.any():
         return PositionMask(positions, chosen)
-    replaced = replace_80_10_10(positions, chosen, rng, MASK_POSITION, keep_prob=keep_prob,
-                                random_prob=random_prob, replacement_weights=np.full(size, 1.0 / size))
+    replaced = replace_80_10_10(
+        positions,
+        chosen,
+        rng,
+        MASK_POSITION,
+        keep_prob=keep_prob,
+        random_prob=random_prob,
+        replacement_weights=np.full(size, 1.0 / size),
+    )
     return PositionMask(replaced.values, chosen)

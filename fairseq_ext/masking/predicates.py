@@ -2,6 +2,7 @@
 2024): ``rule(b, h, q_idx, kv_idx) -> bool``, True = may attend, from elementwise tensor
 operations only; causal, bidirectional, prefix LM and permutation (Su 2019), padding and
 ProphetNet's n-stream rule (Qi et al. 2020, section 2.3), combined with ``and_masks`` / ``or_masks``."""
+
 from __future__ import annotations
 
 import operator
@@ -33,9 +34,11 @@ def prefix_lm(segment_ids: Tensor) -> MaskMod:
     So the source is bidirectional, a target token sees the whole source and its own past, and
     no source token sees the target; every query sees itself, whatever the segment id of a
     padded position."""
+
     def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         source_key = segment_ids[b, kv_idx] == 0
         return source_key | ((segment_ids[b, q_idx] != 0) & (kv_idx <= q_idx))
+
     return mask_mod
 
 
@@ -50,11 +53,14 @@ def permutation(ranks: Tensor, strict: bool = False) -> MaskMod:
     of the order sees nothing. With ``ranks = arange(T)`` (the tokens fed in their order) the
     content stream is ``causal``."""
     if strict:
+
         def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
             return ranks[b, kv_idx] < ranks[b, q_idx]
     else:
+
         def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
             return ranks[b, kv_idx] <= ranks[b, q_idx]
+
     return mask_mod
 
 
@@ -64,11 +70,14 @@ def padding(padded: Tensor, query_sees_itself: bool = True) -> MaskMod:
     output is meaningless and must be ignored). With ``query_sees_itself=False`` a padded query
     sees nothing (the strict permutation rule's query stream, whose rows may be empty)."""
     if query_sees_itself:
+
         def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
             return torch.where(padded[b, q_idx], q_idx == kv_idx, ~padded[b, kv_idx])
     else:
+
         def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
             return ~padded[b, q_idx] & ~padded[b, kv_idx]
+
     return mask_mod
 
 
@@ -81,11 +90,13 @@ def ngram_stream(length: int) -> MaskMod:
     Main ``t`` sees main ``j <= t``; predicting stream ``k`` at ``t`` sees main
     ``j <= max(t - k + 1, 0)`` (the start symbol always, as ProphetNet's release) and itself;
     nothing else (``masking.ngram_stream`` explains the indexing)."""
+
     def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
         q_stream, t = q_idx // length, q_idx % length
         main_key, j = kv_idx // length == 0, kv_idx % length
         last_seen = torch.where(q_stream == 0, t, (t - q_stream + 1).clamp(min=0))
         return (main_key & (j <= last_seen)) | ((q_stream > 0) & (kv_idx == q_idx))
+
     return mask_mod
 
 
@@ -98,6 +109,7 @@ def _combined(mask_mods: tuple, combine: Callable[[Tensor, Tensor], Tensor], nam
         for other in mask_mods[1:]:
             allowed = combine(allowed, other(b, h, q_idx, kv_idx))
         return allowed
+
     return mask_mod
 
 

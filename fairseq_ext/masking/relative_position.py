@@ -1,5 +1,6 @@
 """T5-style bucketed relative positions (Raffel et al. 2020, section 2.1), as ProphetNet's
 decoder uses them beside its absolute position embeddings (Qi et al. 2020, section 2.3)."""
+
 from __future__ import annotations
 
 import math
@@ -8,8 +9,12 @@ import torch
 from torch import Tensor
 
 
-def relative_position_bucket(relative_position: Tensor, num_buckets: int = 32, max_distance: int = 128,
-                             bidirectional: bool = False) -> Tensor:
+def relative_position_bucket(
+    relative_position: Tensor,
+    num_buckets: int = 32,
+    max_distance: int = 128,
+    bidirectional: bool = False,
+) -> Tensor:
     """Bucket of ``relative_position = key position - query position``.
 
     Rule (one direction): distance ``d = max(query - key, 0)``; ``d < num_buckets // 2`` gets
@@ -32,8 +37,10 @@ def relative_position_bucket(relative_position: Tensor, num_buckets: int = 32, m
         num_buckets //= 2
     exact = num_buckets // 2
     if exact < 1 or max_distance <= exact:
-        raise ValueError(f"need num_buckets >= {4 if bidirectional else 2} and max_distance > "
-                         f"{exact} (got num_buckets={num_buckets}, max_distance={max_distance})")
+        raise ValueError(
+            f"need num_buckets >= {4 if bidirectional else 2} and max_distance > "
+            f"{exact} (got num_buckets={num_buckets}, max_distance={max_distance})"
+        )
     distance = -relative_position.long()
     offset = torch.zeros_like(distance)
     if bidirectional:
@@ -41,8 +48,11 @@ def relative_position_bucket(relative_position: Tensor, num_buckets: int = 32, m
         distance = distance.abs()
     else:
         distance = distance.clamp(min=0)
-    far = exact + (torch.log(distance.float().clamp(min=1) / exact) / math.log(max_distance / exact)
-                   * (num_buckets - exact))
+    far = exact + (
+        torch.log(distance.float().clamp(min=1) / exact)
+        / math.log(max_distance / exact)
+        * (num_buckets - exact)
+    )
     far = far.clamp(max=num_buckets - 1).long()
     return offset + torch.where(distance < exact, distance, far)
 
@@ -61,7 +71,9 @@ def ngram_stream_positions(positions: Tensor, ngram: int) -> Tensor:
     return torch.cat([positions] + [positions + 1] * ngram, dim=-1)
 
 
-def ngram_stream_buckets(positions: Tensor, ngram: int, num_buckets: int, max_distance: int) -> Tensor:
+def ngram_stream_buckets(
+    positions: Tensor, ngram: int, num_buckets: int, max_distance: int
+) -> Tensor:
     """Relative-position buckets of the main keys for every query row of ProphetNet's decoder
     self-attention, rows ordered as in ``ngram_stream.ngram_stream_mask``: the bucket of main
     key ``j`` for row ``r`` is that of ``p_j - q_r``, with ``q_r`` from
@@ -75,4 +87,6 @@ def ngram_stream_buckets(positions: Tensor, ngram: int, num_buckets: int, max_di
         ``(B, (1 + ngram) * T, T)`` (or without ``B``) long buckets.
     """
     query = ngram_stream_positions(positions, ngram)
-    return relative_position_bucket(positions.unsqueeze(-2) - query.unsqueeze(-1), num_buckets, max_distance)
+    return relative_position_bucket(
+        positions.unsqueeze(-2) - query.unsqueeze(-1), num_buckets, max_distance
+    )

@@ -1,4 +1,5 @@
 """Soft copy of the source embedding by relative position (HI-CMLM paper, eq. 8-10)."""
+
 from __future__ import annotations
 
 import torch
@@ -13,7 +14,9 @@ def _relative_index(mask: Tensor) -> tuple[Tensor, Tensor]:
     return index, length
 
 
-def relative_position_copy_weights(tgt_mask: Tensor, src_mask: Tensor, temperature: float) -> Tensor:
+def relative_position_copy_weights(
+    tgt_mask: Tensor, src_mask: Tensor, temperature: float
+) -> Tensor:
     """alpha_ij = softmax_j(d_ij / tau) with d_ij = -|i / L_Y - j / L_X| (eq. 8-9).
 
     ``i`` and ``j`` are 0-based indices over the non-pad tokens of the target and source
@@ -41,7 +44,9 @@ def relative_position_copy_weights(tgt_mask: Tensor, src_mask: Tensor, temperatu
     return torch.softmax(logits, dim=-1)
 
 
-def soft_copy(src_embeddings: Tensor, src_mask: Tensor, tgt_mask: Tensor, temperature: float) -> Tensor:
+def soft_copy(
+    src_embeddings: Tensor, src_mask: Tensor, tgt_mask: Tensor, temperature: float
+) -> Tensor:
     """z_i = sum_j alpha_ij e_j (eq. 10): the copied source embedding for each target slot.
 
     Args:

@@ -2,6 +2,7 @@
 and 3.1; Song et al. 2019): in every block of 64 tokens one contiguous span of 15% of the
 block is masked in the encoder input, and the decoder recovers the span. The chosen tokens
 are then replaced by BERT's rule (``masking.corruption.replace_80_10_10``)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,11 +41,14 @@ def span_lengths(num_tokens, block_size: int = 64, ratio: float = 0.15) -> np.nd
     """
     _check_blocks(block_size, ratio)
     n = np.asarray(num_tokens, dtype=np.int64)
-    return n // block_size * block_span_length(block_size, ratio) + block_span_length(n % block_size, ratio)
+    return n // block_size * block_span_length(block_size, ratio) + block_span_length(
+        n % block_size, ratio
+    )
 
 
-def block_span_mask(maskable: np.ndarray, rng: np.random.Generator, block_size: int = 64,
-                    ratio: float = 0.15) -> np.ndarray:
+def block_span_mask(
+    maskable: np.ndarray, rng: np.random.Generator, block_size: int = 64, ratio: float = 0.15
+) -> np.ndarray:
     """One contiguous span per block of maskable tokens.
 
     Rule: the maskable positions (in order) are cut into blocks of ``block_size``; a block of
@@ -70,8 +74,8 @@ def block_span_mask(maskable: np.ndarray, rng: np.random.Generator, block_size: 
     where = np.flatnonzero(maskable)
     chosen = np.zeros(len(maskable), dtype=bool)
     for start in range(0, len(where), block_size):
-        block = where[start:start + block_size]
+        block = where[start : start + block_size]
         span = int(block_span_length(len(block), ratio))
         first = int(rng.integers(0, len(block) - span + 1))
-        chosen[block[first:first + span]] = True
+        chosen[block[first : first + span]] = True
     return chosen

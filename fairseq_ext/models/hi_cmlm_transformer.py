@@ -3,6 +3,7 @@ relative-position soft copy of the source embeddings (Z, eq. 8-10) or a mix (Wan
 "HI-CMLM", section 3.2 for decoding, section 3.3 for training); the options are
 ``hi_cmlm_config.HiCMLMConfig``, and ``--hybrid-strategy all_mask --train-copy-share 0`` is
 fairseq's ``cmlm_transformer``."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -16,7 +17,13 @@ from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecode
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.common.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes
+from fairseq_ext.common.config_fields import (
+    add_config_args,
+    check_config,
+    fill_defaults,
+    option_value,
+    set_sizes,
+)
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import (
     decoding_copies_source,
@@ -39,11 +46,13 @@ def validate_hybrid_args(args) -> None:
     between embeddings of different sizes."""
     check_config(args, HiCMLMConfig)
     if uses_source_copy(args):
-        require(args.encoder_embed_dim == args.decoder_embed_dim,
-                f"--hybrid-strategy {option_value(args, 'hybrid_strategy')} with --train-decoder-input "
-                f"{option_value(args, 'train_decoder_input')} and --train-copy-share {args.train_copy_share} "
-                f"copies source embeddings into the decoder, so --encoder-embed-dim "
-                f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})")
+        require(
+            args.encoder_embed_dim == args.decoder_embed_dim,
+            f"--hybrid-strategy {option_value(args, 'hybrid_strategy')} with --train-decoder-input "
+            f"{option_value(args, 'train_decoder_input')} and --train-copy-share {args.train_copy_share} "
+            f"copies source embeddings into the decoder, so --encoder-embed-dim "
+            f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})",
+        )
 
 
 def trains_with_source_copy(args) -> bool:
@@ -55,7 +64,9 @@ def trains_with_source_copy(args) -> bool:
 
 def uses_source_copy(args) -> bool:
     """Whether training or decoding ever gives a slot Z."""
-    return trains_with_source_copy(args) or decoding_copies_source(option_value(args, "hybrid_strategy"))
+    return trains_with_source_copy(args) or decoding_copies_source(
+        option_value(args, "hybrid_strategy")
+    )
 
 
 class HybridInputDecoder(NATransformerDecoder):
@@ -84,7 +95,11 @@ class HybridInputDecoder(NATransformerDecoder):
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
         """fairseq's predicted target lengths, ``--length-offset`` added at decoding (no target)."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
-        return lengths if tgt_tokens is not None or not self.length_offset else lengths + self.length_offset
+        return (
+            lengths
+            if tgt_tokens is not None or not self.length_offset
+            else lengths + self.length_offset
+        )
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""
@@ -97,13 +112,18 @@ class HybridInputDecoder(NATransformerDecoder):
         strategy's decoding rule."""
         if self._training:
             return self._training_copy_weight
-        return source_copy_weight(prev_output_tokens.eq(self.unk), self.hybrid_strategy,
-                                  self.mask_weight, self.fence_first)
+        return source_copy_weight(
+            prev_output_tokens.eq(self.unk),
+            self.hybrid_strategy,
+            self.mask_weight,
+            self.fence_first,
+        )
 
     @ensemble_decoder
     def forward(self, normalize, encoder_out, prev_output_tokens, step=0, **unused):
-        features, _ = self.extract_features(prev_output_tokens, encoder_out=encoder_out,
-                                            embedding_copy=self.copies_source())
+        features, _ = self.extract_features(
+            prev_output_tokens, encoder_out=encoder_out, embedding_copy=self.copies_source()
+        )
         logits = self.output_layer(features)
         return F.log_softmax(logits, -1) if normalize else logits
 
@@ -128,8 +148,10 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
 
     options_config = HiCMLMConfig  # the options it adds to CMLM's (config_fields.model_config)
 
-    shape_options = (("encoder.embed_positions.weight", "--max-source-positions"),
-                     ("decoder.embed_positions.weight", "--max-target-positions"))
+    shape_options = (
+        ("encoder.embed_positions.weight", "--max-source-positions"),
+        ("decoder.embed_positions.weight", "--max-target-positions"),
+    )
 
     @classmethod
     def add_args(cls, parser):
@@ -154,29 +176,43 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
         d = self.decoder
         weight = None
         if self.trains_with_copy:
-            weight = training_copy_weight(prev_output_tokens.eq(self.unk), self.train_decoder_input,
-                                          self.train_copy_share, d.hybrid_strategy, d.mask_weight,
-                                          d.fence_first)
+            weight = training_copy_weight(
+                prev_output_tokens.eq(self.unk),
+                self.train_decoder_input,
+                self.train_copy_share,
+                d.hybrid_strategy,
+                d.mask_weight,
+                d.fence_first,
+            )
         with d.training_input(weight):
-            return super().forward(src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs)
+            return super().forward(
+                src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs
+            )
 
     def cross_attention_cache(self, encoder_out):
         """The decoder's cross-attention keys and values of ``encoder_out``, for
         ``forward_decoder`` (``modules.cross_attention_cache``)."""
         return cross_attention_cache(self.decoder.layers, encoder_out)
 
-    def forward_decoder(self, decoder_out, encoder_out, decoding_format=None, cross_attention_cache=None, **kwargs):
+    def forward_decoder(
+        self, decoder_out, encoder_out, decoding_format=None, cross_attention_cache=None, **kwargs
+    ):
         """fairseq's CMLM mask-predict pass (Ghazvininejad et al. 2019, section 3.2: predict the
         masked slots, re-mask the least confident), the same tokens and scores with less work:
         the vocabulary projection runs at the masked slots only, the score is ``max - logsumexp``
         of their logits (no log-probabilities over the vocabulary), and the cross-attention reads
         ``cross_attention_cache`` when given."""
         step, max_step = decoder_out.step, decoder_out.max_step
-        tokens, scores, history = decoder_out.output_tokens, decoder_out.output_scores, decoder_out.history
+        tokens, scores, history = (
+            decoder_out.output_tokens,
+            decoder_out.output_scores,
+            decoder_out.history,
+        )
         masks = tokens.eq(self.unk)
         with reading_cache(self.decoder.layers, cross_attention_cache):
-            features, _ = self.decoder.extract_features(tokens, encoder_out=encoder_out,
-                                                        embedding_copy=self.decoder.copies_source())
+            features, _ = self.decoder.extract_features(
+                tokens, encoder_out=encoder_out, embedding_copy=self.decoder.copies_source()
+            )
         logits = self.decoder.output_layer(features[masks])
         best, index = logits.max(-1)
         tokens.masked_scatter_(masks, index)
@@ -189,7 +225,9 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
             scores.masked_fill_(remask, 0.0)
             if history is not None:
                 history.append(tokens.clone())
-        return decoder_out._replace(output_tokens=tokens, output_scores=scores, attn=None, history=history)
+        return decoder_out._replace(
+            output_tokens=tokens, output_scores=scores, attn=None, history=history
+        )
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):
@@ -228,6 +266,10 @@ def hi_cmlm_tiny_architecture(args):
 def hi_cmlm_tiny_deep_shallow_architecture(args):
     """6 encoder layers under 1 decoder layer, 192 dims (Kasai et al. 2021, "Deep Encoder,
     Shallow Decoder", section 3): every mask-predict pass runs one decoder layer."""
-    set_sizes(args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("encoder",))
-    set_sizes(args, layers=1, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("decoder",))
+    set_sizes(
+        args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("encoder",)
+    )
+    set_sizes(
+        args, layers=1, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("decoder",)
+    )
     hi_cmlm_base_architecture(args)

@@ -1,5 +1,6 @@
 """The epsilon of every layer norm of a model (``--layernorm-eps``, ``LayerNormEpsConfig``):
 BERT and its descendants use 1e-12 (Devlin et al. 2019's release), fairseq 1e-5."""
+
 from __future__ import annotations
 
 from torch import nn
@@ -9,7 +10,9 @@ def set_layernorm_eps(model: nn.Module, eps: float) -> int:
     """Set ``eps`` on every layer norm of ``model``; returns how many there are."""
     count = 0
     for module in model.modules():
-        if isinstance(module, nn.LayerNorm) or (hasattr(module, "normalized_shape") and hasattr(module, "eps")):
+        if isinstance(module, nn.LayerNorm) or (
+            hasattr(module, "normalized_shape") and hasattr(module, "eps")
+        ):
             module.eps = eps
             count += 1
     return count

@@ -2,6 +2,7 @@
 classifier (Wagner et al. 2020, section 2.1, Figure 2), built only for a task that masks
 positions (``interfaces.PositionMaskingTask``); otherwise it is RoBERTa's encoder, and a
 pre-trained position head is dropped when loaded."""
+
 from __future__ import annotations
 
 import logging
@@ -10,12 +11,8 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
-from fairseq.models.roberta.model import (
-    RobertaEncoder,
-    RobertaModel,
-    base_architecture as roberta_base_architecture,
-    roberta_large_architecture,
-)
+from fairseq.models.roberta.model import RobertaEncoder, RobertaModel, roberta_large_architecture
+from fairseq.models.roberta.model import base_architecture as roberta_base_architecture
 from fairseq.models.transformer import TransformerEncoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr, safe_hasattr
@@ -47,8 +44,14 @@ class GivenPositionsTransformerEncoder(TransformerEncoder):
         super().__init__(args, dictionary, embed_tokens)
         self._given_positions: Optional[Tensor] = None
 
-    def forward(self, src_tokens, src_lengths=None, return_all_hiddens: bool = False,
-                token_embeddings=None, position_embeddings: Optional[Tensor] = None):
+    def forward(
+        self,
+        src_tokens,
+        src_lengths=None,
+        return_all_hiddens: bool = False,
+        token_embeddings=None,
+        position_embeddings: Optional[Tensor] = None,
+    ):
         self._given_positions = position_embeddings
         try:
             return super().forward(src_tokens, src_lengths, return_all_hiddens, token_embeddings)
@@ -79,7 +82,9 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
         self.predicts_positions = predicts_positions
         if predicts_positions:
             dim = args.encoder_embed_dim
-            self.mask_position_embedding = nn.Parameter(torch.empty(dim).normal_(mean=0.0, std=0.02))
+            self.mask_position_embedding = nn.Parameter(
+                torch.empty(dim).normal_(mean=0.0, std=0.02)
+            )
             self.position_classifier = nn.Linear(dim, args.max_positions)
 
     def build_encoder(self, args, dictionary, embed_tokens):
@@ -94,14 +99,25 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
         pad = table.padding_idx
         # fairseq's learned positions: row pad + 1 + i for the i-th token, row pad for padding;
         # the mask-position embedding is looked up as one more row after the table
-        weight = torch.cat([table.weight, self.mask_position_embedding.to(table.weight.dtype)[None]])
-        rows = torch.where(src_positions == MASK_POSITION, table.num_embeddings, src_positions + pad + 1)
+        weight = torch.cat(
+            [table.weight, self.mask_position_embedding.to(table.weight.dtype)[None]]
+        )
+        rows = torch.where(
+            src_positions == MASK_POSITION, table.num_embeddings, src_positions + pad + 1
+        )
         rows = rows.masked_fill(src_tokens.eq(self.sentence_encoder.padding_idx), pad)
         return F.embedding(rows, weight, pad)
 
-    def forward(self, src_tokens, features_only=False, return_all_hiddens=False, masked_tokens=None,
-                src_positions: Optional[Tensor] = None, masked_positions: Optional[Tensor] = None,
-                **unused):
+    def forward(
+        self,
+        src_tokens,
+        features_only=False,
+        return_all_hiddens=False,
+        masked_tokens=None,
+        src_positions: Optional[Tensor] = None,
+        masked_positions: Optional[Tensor] = None,
+        **unused,
+    ):
         """As ``RobertaEncoder.forward``, plus:
 
         Args:
@@ -112,18 +128,29 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
                 (``(N, max_positions)``, in row-major order of the True entries).
         """
         limit = self.max_positions()
-        require(src_tokens.size(1) <= limit,
-                f"an input has {src_tokens.size(1)} tokens, more than the {limit} positions of "
-                "position_masked_roberta (its position embedding and classifier); use "
-                "--tokens-per-sample / --max-positions <= that, or shorten the input")
+        require(
+            src_tokens.size(1) <= limit,
+            f"an input has {src_tokens.size(1)} tokens, more than the {limit} positions of "
+            "position_masked_roberta (its position embedding and classifier); use "
+            "--tokens-per-sample / --max-positions <= that, or shorten the input",
+        )
         uses_head = src_positions is not None or masked_positions is not None
-        require(not uses_head or self.predicts_positions,
-                "position_masked_roberta was built without its position head (the task does "
-                "not mask positions); train it with --task position_masked_lm")
-        given = None if src_positions is None else self.input_position_embeddings(src_tokens, src_positions)
-        encoder_out = self.sentence_encoder(src_tokens, return_all_hiddens=return_all_hiddens,
-                                            token_embeddings=unused.get("token_embeddings"),
-                                            position_embeddings=given)
+        require(
+            not uses_head or self.predicts_positions,
+            "position_masked_roberta was built without its position head (the task does "
+            "not mask positions); train it with --task position_masked_lm",
+        )
+        given = (
+            None
+            if src_positions is None
+            else self.input_position_embeddings(src_tokens, src_positions)
+        )
+        encoder_out = self.sentence_encoder(
+            src_tokens,
+            return_all_hiddens=return_all_hiddens,
+            token_embeddings=unused.get("token_embeddings"),
+            position_embeddings=given,
+        )
         features = encoder_out["encoder_out"][0].transpose(0, 1)
         extra = {"inner_states": encoder_out["encoder_states"] if return_all_hiddens else None}
         if masked_positions is not None:
@@ -137,11 +164,15 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
 class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     """RoBERTa with the mask-position embedding and the position classifier."""
 
-    options_config = PositionMaskedRobertaConfig  # the options it adds to RoBERTa's (config_fields.model_config)
+    options_config = (
+        PositionMaskedRobertaConfig  # the options it adds to RoBERTa's (config_fields.model_config)
+    )
 
-    shape_options = (("embed_positions.weight", "--max-positions (--tokens-per-sample)"),
-                     ("position_classifier.weight", "--max-positions (--tokens-per-sample)"),
-                     ("position_classifier.bias", "--max-positions (--tokens-per-sample)"))
+    shape_options = (
+        ("embed_positions.weight", "--max-positions (--tokens-per-sample)"),
+        ("position_classifier.weight", "--max-positions (--tokens-per-sample)"),
+        ("position_classifier.bias", "--max-positions (--tokens-per-sample)"),
+    )
 
     @classmethod
     def add_args(cls, parser):
@@ -168,8 +199,11 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
         set_layernorm_eps(model, args.layernorm_eps)
         apply_straight_through_from_args(model, args)
         if not predicts:
-            logger.info("position_masked_roberta: built without the position head (task %s does not "
-                        "mask positions)", type(task).__name__)
+            logger.info(
+                "position_masked_roberta: built without the position head (task %s does not "
+                "mask positions)",
+                type(task).__name__,
+            )
         return model
 
     def upgrade_state_dict_named(self, state_dict, name):
@@ -179,16 +213,24 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
         for k in segments:
             del state_dict[k]
         if segments:
-            logger.info("position_masked_roberta: dropped the checkpoint's segment embeddings (%s): one "
-                        "segment, whose embedding is part of the position embeddings", ", ".join(segments))
+            logger.info(
+                "position_masked_roberta: dropped the checkpoint's segment embeddings (%s): one "
+                "segment, whose embedding is part of the position embeddings",
+                ", ".join(segments),
+            )
         if self.encoder.predicts_positions:
             return
-        dropped = [k for k in state_dict if any(k.startswith(prefix + h) for h in POSITION_HEAD_KEYS)]
+        dropped = [
+            k for k in state_dict if any(k.startswith(prefix + h) for h in POSITION_HEAD_KEYS)
+        ]
         for k in dropped:
             del state_dict[k]
         if dropped:
-            logger.info("position_masked_roberta: dropped the pre-training position head of the "
-                        "checkpoint (%s): the task does not mask positions", ", ".join(sorted(dropped)))
+            logger.info(
+                "position_masked_roberta: dropped the pre-training position head of the "
+                "checkpoint (%s): the task does not mask positions",
+                ", ".join(sorted(dropped)),
+            )
 
 
 def validate_position_args(args, task) -> None:
@@ -196,16 +238,20 @@ def validate_position_args(args, task) -> None:
     the position embedding or classifier cannot honour."""
     check_config(args, PositionMaskedRobertaConfig)
     require(args.max_positions >= 2, f"--max-positions must be >= 2, got {args.max_positions}")
-    require(safe_getattr(args, "encoder_learned_pos", True)
-            and not safe_getattr(args, "no_token_positional_embeddings", False),
-            "position_masked_roberta needs learned position embeddings (no "
-            "--no-token-positional-embeddings, --encoder-learned-pos)")
+    require(
+        safe_getattr(args, "encoder_learned_pos", True)
+        and not safe_getattr(args, "no_token_positional_embeddings", False),
+        "position_masked_roberta needs learned position embeddings (no "
+        "--no-token-positional-embeddings, --encoder-learned-pos)",
+    )
     if isinstance(task, PositionMaskingTask):
         longest = task.longest_example()
-        require(longest <= args.max_positions,
-                f"--tokens-per-sample {longest} is more than the {args.max_positions} "
-                "classes of the position classifier (one per position, --max-positions); "
-                "lower --tokens-per-sample or raise --max-positions")
+        require(
+            longest <= args.max_positions,
+            f"--tokens-per-sample {longest} is more than the {args.max_positions} "
+            "classes of the position classifier (one per position, --max-positions); "
+            "lower --tokens-per-sample or raise --max-positions",
+        )
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta")
@@ -232,5 +278,7 @@ def position_masked_roberta_large_architecture(args):
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_tiny")
 def position_masked_roberta_tiny_architecture(args):
     """BERT-Tiny sizes (2 layers x 128, 2 heads, FFN 512): tests and the CPU sweep."""
-    set_sizes(args, layers=2, embed_dim=128, ffn_embed_dim=512, attention_heads=2, sides=("encoder",))
+    set_sizes(
+        args, layers=2, embed_dim=128, ffn_embed_dim=512, attention_heads=2, sides=("encoder",)
+    )
     position_masked_roberta_architecture(args)

@@ -2,6 +2,7 @@
 at every step with n-stream self-attention and T5 relative-position buckets (Qi et al. 2020,
 section 2.3); incremental decoding runs the main stream and stream 1 only. The options are
 ``prophetnet_config.ProphetNetConfig``."""
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,14 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.common.config_fields import add_config_args, check_config, fill_defaults, option_value, set_sizes, set_unset
+from fairseq_ext.common.config_fields import (
+    add_config_args,
+    check_config,
+    fill_defaults,
+    option_value,
+    set_sizes,
+    set_unset,
+)
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
 from fairseq_ext.models.prophetnet_config import ProphetNetConfig
@@ -33,24 +41,34 @@ def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
     cannot honour together."""
     check_config(args, ProphetNetConfig)
     ngram, buckets, distance = args.ngram, args.num_buckets, args.relative_max_distance
-    require(ngram <= args.max_target_positions,
-            f"--ngram {ngram} is larger than the decoder's positions table (--max-target-positions "
-            f"{args.max_target_positions}); use a smaller --ngram")
-    require(distance > buckets // 2,
-            f"--relative-max-distance must be larger than --num-buckets // 2 = {buckets // 2} (the "
-            f"paper uses 128 with 32 buckets), got {distance}")
-    require(args.encoder_embed_dim == args.decoder_embed_dim,
-            f"prophetnet shares its embeddings, so --encoder-embed-dim ({args.encoder_embed_dim}) must "
-            f"equal --decoder-embed-dim ({args.decoder_embed_dim})")
+    require(
+        ngram <= args.max_target_positions,
+        f"--ngram {ngram} is larger than the decoder's positions table (--max-target-positions "
+        f"{args.max_target_positions}); use a smaller --ngram",
+    )
+    require(
+        distance > buckets // 2,
+        f"--relative-max-distance must be larger than --num-buckets // 2 = {buckets // 2} (the "
+        f"paper uses 128 with 32 buckets), got {distance}",
+    )
+    require(
+        args.encoder_embed_dim == args.decoder_embed_dim,
+        f"prophetnet shares its embeddings, so --encoder-embed-dim ({args.encoder_embed_dim}) must "
+        f"equal --decoder-embed-dim ({args.decoder_embed_dim})",
+    )
     for side in ("encoder", "decoder"):
         dim, heads = getattr(args, f"{side}_embed_dim"), getattr(args, f"{side}_attention_heads")
-        require(heads >= 1 and dim % heads == 0,
-                f"--{side}-embed-dim {dim} must be a multiple of --{side}-attention-heads {heads}")
+        require(
+            heads >= 1 and dim % heads == 0,
+            f"--{side}-embed-dim {dim} must be a multiple of --{side}-attention-heads {heads}",
+        )
     check_attention_backend(option_value(args, "attention_backend"))
-    require(src_dict == tgt_dict,
-            "prophetnet shares one embedding table between encoder, decoder and output layer (as in "
-            "the paper), so source and target need one dictionary: binarize with fairseq-preprocess "
-            "--joined-dictionary (or --srcdict with the target dictionary)")
+    require(
+        src_dict == tgt_dict,
+        "prophetnet shares one embedding table between encoder, decoder and output layer (as in "
+        "the paper), so source and target need one dictionary: binarize with fairseq-preprocess "
+        "--joined-dictionary (or --srcdict with the target dictionary)",
+    )
 
 
 class ProphetNetDecoder(FairseqIncrementalDecoder):
@@ -69,17 +87,30 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.embed_scale = 1.0 if args.no_scale_embedding else math.sqrt(embed_dim)
         # Rows padding_idx + 1 .. padding_idx + max_target_positions hold the input tokens'
         # positions; one more row holds the last predicting stream's position (one further).
-        self.embed_positions = nn.Embedding(args.max_target_positions + self.padding_idx + 2, embed_dim,
-                                            padding_idx=self.padding_idx)
+        self.embed_positions = nn.Embedding(
+            args.max_target_positions + self.padding_idx + 2,
+            embed_dim,
+            padding_idx=self.padding_idx,
+        )
         self.ngram_embeddings = nn.Embedding(self.ngram, embed_dim)
         self.layernorm_embedding = LayerNorm(embed_dim)
         self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
-        self.layers = nn.ModuleList([
-            ProphetNetDecoderLayer(embed_dim, args.decoder_ffn_embed_dim, args.decoder_attention_heads,
-                                   self.ngram, self.num_buckets, args.dropout, args.attention_dropout,
-                                   args.activation_dropout, args.activation_fn)
-            for _ in range(args.decoder_layers)
-        ])
+        self.layers = nn.ModuleList(
+            [
+                ProphetNetDecoderLayer(
+                    embed_dim,
+                    args.decoder_ffn_embed_dim,
+                    args.decoder_attention_heads,
+                    self.ngram,
+                    self.num_buckets,
+                    args.dropout,
+                    args.attention_dropout,
+                    args.activation_dropout,
+                    args.activation_fn,
+                )
+                for _ in range(args.decoder_layers)
+            ]
+        )
         self.share_input_output_embed = args.share_decoder_input_output_embed
         self.output_projection = None
         if not self.share_input_output_embed:
@@ -95,7 +126,12 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         tables = self._fixed_tables.get(device)
         if tables is None:
             tables = self._fixed_tables[device] = NgramStreamTables(
-                self.max_target_positions, self.ngram, self.num_buckets, self.relative_max_distance, device)
+                self.max_target_positions,
+                self.ngram,
+                self.num_buckets,
+                self.relative_max_distance,
+                device,
+            )
         return tables
 
     def _key_mask(self, length: int, device) -> Tensor:
@@ -121,16 +157,24 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         return self._tables(device).step(step)
 
     # --------------------------------------------------------------------------- forward
-    def forward(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
-                incremental_state: Optional[IncrementalState] = None, features_only: bool = False,
-                decoder_positions: Optional[Tensor] = None, **unused):
+    def forward(
+        self,
+        prev_output_tokens: Tensor,
+        encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+        incremental_state: Optional[IncrementalState] = None,
+        features_only: bool = False,
+        decoder_positions: Optional[Tensor] = None,
+        **unused,
+    ):
         """
         Returns:
             ``(stream-1 logits (B, T, V), extra)``; a full pass also returns every stream's
             logits in ``extra["stream_logits"]`` (a list of ``ngram`` tensors ``(B, T, V)``).
             Incrementally ``T = 1``: the next-token logits of the newest position.
         """
-        streams = self.extract_features(prev_output_tokens, encoder_out, incremental_state, decoder_positions)
+        streams = self.extract_features(
+            prev_output_tokens, encoder_out, incremental_state, decoder_positions
+        )
         extra = {"attn": [None], "inner_states": None}
         if features_only:
             return streams[0], extra
@@ -139,9 +183,13 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             extra["stream_logits"] = logits
         return logits[0], extra
 
-    def extract_features(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
-                         incremental_state: Optional[IncrementalState] = None,
-                         decoder_positions: Optional[Tensor] = None) -> List[Tensor]:
+    def extract_features(
+        self,
+        prev_output_tokens: Tensor,
+        encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+        incremental_state: Optional[IncrementalState] = None,
+        decoder_positions: Optional[Tensor] = None,
+    ) -> List[Tensor]:
         """Final hidden states of the predicting streams, each ``(B, T, C)`` (incrementally: one
         stream, ``T = 1``)."""
         enc, enc_mask = None, None
@@ -153,49 +201,73 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             return self._extract_step(prev_output_tokens, enc, enc_mask, incremental_state)
 
         length = prev_output_tokens.size(1)
-        require(length <= self.max_target_positions,
-                f"a decoder input of {length} tokens is longer than --max-target-positions "
-                f"{self.max_target_positions}; raise it or filter long targets")
+        require(
+            length <= self.max_target_positions,
+            f"a decoder input of {length} tokens is longer than --max-target-positions "
+            f"{self.max_target_positions}; raise it or filter long targets",
+        )
         device = prev_output_tokens.device
         if decoder_positions is None:
             positions = utils.make_positions(prev_output_tokens, self.padding_idx)
             buckets = self._numbered_buckets(length, device)
         else:
             positions = decoder_positions
-            buckets = ngram_stream_buckets(positions, self.ngram, self.num_buckets, self.relative_max_distance)
+            buckets = ngram_stream_buckets(
+                positions, self.ngram, self.num_buckets, self.relative_max_distance
+            )
         key_mask = self._self_attention_mask(length, device)
-        main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(positions)
+        main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(
+            positions
+        )
         ahead = self.embed_positions(positions + 1)
         rows = [main] + [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
         x = self.dropout_module(self.layernorm_embedding(torch.cat(rows, dim=1))).transpose(0, 1)
         x = self._layers(x, enc, enc_mask, buckets, key_mask, length)
         x = x.transpose(0, 1)
-        return [x[:, k * length:(k + 1) * length] for k in range(self.ngram)]
+        return [x[:, k * length : (k + 1) * length] for k in range(self.ngram)]
 
-    def _layers(self, x: Tensor, enc: Optional[Tensor], enc_mask: Optional[Tensor], buckets: Tensor,
-                key_mask: Union[Tensor, NgramStreamBlockMask], first_predicting: int,
-                incremental_state: Optional[IncrementalState] = None):
+    def _layers(
+        self,
+        x: Tensor,
+        enc: Optional[Tensor],
+        enc_mask: Optional[Tensor],
+        buckets: Tensor,
+        key_mask: Union[Tensor, NgramStreamBlockMask],
+        first_predicting: int,
+        incremental_state: Optional[IncrementalState] = None,
+    ):
         """All layers; the last one computes the predicting rows only (nothing reads the main
         stream's output), under the rows ``first_predicting ..`` of ``key_mask``."""
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
             if i == last:
                 buckets, key_mask = buckets[..., first_predicting:, :], key_mask[first_predicting:]
-            x = layer(x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last)
+            x = layer(
+                x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last
+            )
         return x
 
-    def _extract_step(self, prev_output_tokens: Tensor, enc: Optional[Tensor], enc_mask: Optional[Tensor],
-                      incremental_state: IncrementalState) -> List[Tensor]:
+    def _extract_step(
+        self,
+        prev_output_tokens: Tensor,
+        enc: Optional[Tensor],
+        enc_mask: Optional[Tensor],
+        incremental_state: IncrementalState,
+    ) -> List[Tensor]:
         """Rows ``[main, stream 1]`` of the newest token; the main stream's keys/values are cached."""
         step = prev_output_tokens.size(1) - 1
-        require(step < self.max_target_positions,
-                f"decoding step {step + 1} is beyond --max-target-positions {self.max_target_positions}")
+        require(
+            step < self.max_target_positions,
+            f"decoding step {step + 1} is beyond --max-target-positions {self.max_target_positions}",
+        )
         buckets, key_mask = self._step_tensors(step, prev_output_tokens.device)
         position = self.padding_idx + 1 + step
-        pos = self.embed_positions.weight[position:position + 2]
+        pos = self.embed_positions.weight[position : position + 2]
         main = self.embed_scale * self.embed_tokens(prev_output_tokens[:, -1:]) + pos[0]
         ahead = (pos[1] + self.ngram_embeddings.weight[0]).expand_as(main)
-        x = self.dropout_module(self.layernorm_embedding(torch.cat([main, ahead], dim=1))).transpose(0, 1)
+        x = self.dropout_module(
+            self.layernorm_embedding(torch.cat([main, ahead], dim=1))
+        ).transpose(0, 1)
         x = self._layers(x, enc, enc_mask, buckets, key_mask, 1, incremental_state)
         return [x.transpose(0, 1)]
 
@@ -212,14 +284,18 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
 class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
     """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
 
-    options_config = ProphetNetConfig  # the options it adds to the Transformer's (config_fields.model_config)
+    options_config = (
+        ProphetNetConfig  # the options it adds to the Transformer's (config_fields.model_config)
+    )
 
     # Fine-tuning must keep pre-training's --ngram and positions: they are weight shapes.
-    shape_options = (("decoder.ngram_embeddings.weight", "--ngram"),
-                     ("self_attn.relative_pos_proj.weight", "--num-buckets (or --decoder-attention-heads)"),
-                     ("self_attn.relative_pos_proj.bias", "--num-buckets (or --decoder-attention-heads)"),
-                     ("encoder.embed_positions.weight", "--max-source-positions"),
-                     ("decoder.embed_positions.weight", "--max-target-positions"))
+    shape_options = (
+        ("decoder.ngram_embeddings.weight", "--ngram"),
+        ("self_attn.relative_pos_proj.weight", "--num-buckets (or --decoder-attention-heads)"),
+        ("self_attn.relative_pos_proj.bias", "--num-buckets (or --decoder-attention-heads)"),
+        ("encoder.embed_positions.weight", "--max-source-positions"),
+        ("decoder.embed_positions.weight", "--max-target-positions"),
+    )
 
     @classmethod
     def add_args(cls, parser):
@@ -232,18 +308,31 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
         src_dict, tgt_dict = task.source_dictionary, task.target_dictionary
         validate_prophetnet_args(args, src_dict, tgt_dict)
         args.share_decoder_input_output_embed = True
-        embed_tokens = cls.build_embedding(args, src_dict, args.encoder_embed_dim, args.encoder_embed_path)
+        embed_tokens = cls.build_embedding(
+            args, src_dict, args.encoder_embed_dim, args.encoder_embed_path
+        )
         encoder = TransformerEncoder(args, src_dict, embed_tokens)
         decoder = ProphetNetDecoder(args, tgt_dict, embed_tokens)
         model = cls(args, encoder, decoder)
         model.apply(init_bert_params)
         return model
 
-    def forward(self, src_tokens, src_lengths, prev_output_tokens, decoder_positions: Optional[Tensor] = None,
-                features_only: bool = False, **unused):
+    def forward(
+        self,
+        src_tokens,
+        src_lengths,
+        prev_output_tokens,
+        decoder_positions: Optional[Tensor] = None,
+        features_only: bool = False,
+        **unused,
+    ):
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
-        return self.decoder(prev_output_tokens, encoder_out=encoder_out, features_only=features_only,
-                            decoder_positions=decoder_positions)
+        return self.decoder(
+            prev_output_tokens,
+            encoder_out=encoder_out,
+            features_only=features_only,
+            decoder_positions=decoder_positions,
+        )
 
 
 @register_model_architecture("prophetnet", "prophetnet")
@@ -253,10 +342,23 @@ def prophetnet_architecture(args):
     shared embedding table, dropout 0.1 everywhere; 6+6 layers x 768 dims."""
     fill_defaults(args, ProphetNetConfig)
     set_sizes(args, layers=6, embed_dim=768, ffn_embed_dim=3072, attention_heads=12)
-    set_unset(args, max_source_positions=1024, max_target_positions=1024,  # fairseq's, as the tasks set it
-              dropout=0.1, attention_dropout=0.1, activation_dropout=0.1, activation_fn="gelu")
-    for flag in ("encoder_learned_pos", "decoder_learned_pos", "layernorm_embedding", "no_scale_embedding",
-                 "share_all_embeddings", "share_decoder_input_output_embed"):
+    set_unset(
+        args,
+        max_source_positions=1024,
+        max_target_positions=1024,  # fairseq's, as the tasks set it
+        dropout=0.1,
+        attention_dropout=0.1,
+        activation_dropout=0.1,
+        activation_fn="gelu",
+    )
+    for flag in (
+        "encoder_learned_pos",
+        "decoder_learned_pos",
+        "layernorm_embedding",
+        "no_scale_embedding",
+        "share_all_embeddings",
+        "share_decoder_input_output_embed",
+    ):
         setattr(args, flag, True)
     base_architecture(args)
 

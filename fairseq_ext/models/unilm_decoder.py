@@ -2,6 +2,7 @@
 stack fed one target token per step, attending to the cached keys/values of ``<s> source </s>``
 and of its own past under the one-row mask of the variant's rule (``masking.step_mask``); a
 variant that is not incremental re-runs the whole sequence."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional
@@ -25,23 +26,36 @@ class UniLMDecoder(FairseqIncrementalDecoder):
     def max_positions(self) -> int:
         return self.stack.max_positions()
 
-    def forward(self, prev_output_tokens: Tensor, encoder_out: Optional[Dict[str, List[Tensor]]] = None,
-                incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None, **unused):
+    def forward(
+        self,
+        prev_output_tokens: Tensor,
+        encoder_out: Optional[Dict[str, List[Tensor]]] = None,
+        incremental_state: Optional[Dict[str, Dict[str, Optional[Tensor]]]] = None,
+        **unused,
+    ):
         if encoder_out is None:
             raise FairseqExtError("unilm_transformer's decoder needs the source (encoder_out)")
         if incremental_state is None or not self.stack.variant.incremental:
-            return self.stack.seq2seq_logits(encoder_out["src_tokens"][0], prev_output_tokens), {"attn": None}
+            return self.stack.seq2seq_logits(encoder_out["src_tokens"][0], prev_output_tokens), {
+                "attn": None
+            }
         return self._step(prev_output_tokens, encoder_out, incremental_state), {"attn": None}
 
-    def _step(self, prev_output_tokens: Tensor, encoder_out: Dict[str, List[Tensor]],
-              incremental_state: Dict[str, Dict[str, Optional[Tensor]]]) -> Tensor:
+    def _step(
+        self,
+        prev_output_tokens: Tensor,
+        encoder_out: Dict[str, List[Tensor]],
+        incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
+    ) -> Tensor:
         """One target token: the newest one attends to the cached source and target past."""
         stack = self.stack
         step = prev_output_tokens.size(1) - 1
         if step == 0:  # the source's </s> predicts the first target token
             if "keys" not in encoder_out:
-                raise FairseqExtError("this encoder_out was already used by an incremental decoding run; "
-                                      "run the encoder again for a new one")
+                raise FairseqExtError(
+                    "this encoder_out was already used by an incremental decoding run; "
+                    "run the encoder again for a new one"
+                )
             # The cache takes the source keys/values over: popping them from encoder_out spares
             # fairseq's per-step reorder_encoder_out from copying them a second time.
             keys, values = encoder_out.pop("keys"), encoder_out.pop("values")
@@ -51,16 +65,30 @@ class UniLMDecoder(FairseqIncrementalDecoder):
             self.set_incremental_state(incremental_state, "cache", cache)
             return stack.lm_head(encoder_out["sep_state"][0])
         cache = self.get_incremental_state(incremental_state, "cache")
-        padding = torch.cat([cache["padding"], cache["padding"].new_zeros(cache["padding"].size(0), 1)], 1)
+        padding = torch.cat(
+            [cache["padding"], cache["padding"].new_zeros(cache["padding"].size(0), 1)], 1
+        )
         source_padding = encoder_out["source_padding"][0]
         n_source = (~source_padding).sum(1, keepdim=True)
         keys = padding.size(1)  # <s> source </s> and the target so far, the newest token last
-        segments = (torch.arange(keys, device=padding.device) >= source_padding.size(1)).long().expand_as(padding)
-        allowed = step_mask(predicates.and_masks(stack.attention_rule(segments), predicates.padding(padding)),
-                            padding.size(0), 1, keys - 1, keys, device=padding.device)[:, 0]
+        segments = (
+            (torch.arange(keys, device=padding.device) >= source_padding.size(1))
+            .long()
+            .expand_as(padding)
+        )
+        allowed = step_mask(
+            predicates.and_masks(stack.attention_rule(segments), predicates.padding(padding)),
+            padding.size(0),
+            1,
+            keys - 1,
+            keys,
+            device=padding.device,
+        )[:, 0]
         token = prev_output_tokens[:, -1:]
         past = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(stack.layers))]
-        x, kvs = stack.hidden_states(token, n_source - 1 + step, torch.ones_like(token), allowed, past=past)
+        x, kvs = stack.hidden_states(
+            token, n_source - 1 + step, torch.ones_like(token), allowed, past=past
+        )
         cache["padding"] = padding
         for i, (k, v) in enumerate(kvs):
             cache[f"k{i}"], cache[f"v{i}"] = k, v

@@ -3,6 +3,7 @@
 ``encoder.sentence_encoder.*`` to the stack's names, keeping only the ``--keep-tokens`` rows and
 zero-initialising the segment and next-position embeddings, so the loaded stack computes
 RoBERTa's function on ``<s> source </s>``; and the checks both one-stack tasks make of their model."""
+
 from __future__ import annotations
 
 import logging
@@ -14,9 +15,9 @@ from fairseq.data import Dictionary
 
 from fairseq_ext.checkpoints.starting import copy_weights, load_start_checkpoint
 from fairseq_ext.common.config_fields import option_value
-from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.families import masks_of_task, tasks_of_mask
+from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.models.shared_options import LayerNormEpsConfig
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel
 
@@ -31,28 +32,38 @@ def _renamed(key: str) -> Optional[str]:
     """The model's name for a RoBERTa parameter, or None if it has none."""
     for old, new in RENAMES:
         if key.startswith(old):
-            return new + key[len(old):]
+            return new + key[len(old) :]
     return None
 
 
 def _check_structure(path: str, args: dict, model_args) -> None:
     """RoBERTa variants whose function this post-norm stack cannot reproduce."""
-    require(not args.get("encoder_normalize_before", False),
-            f"--init-from {path}: the checkpoint is a pre-norm RoBERTa (encoder_normalize_before); "
-            "unilm_transformer is post-norm like BERT/RoBERTa-base, so use a post-norm checkpoint")
-    require(args.get("layernorm_embedding", True),
-            f"--init-from {path}: the checkpoint has no embedding layer norm; use a RoBERTa-style checkpoint")
-    require(not args.get("untie_weights_roberta", False),
-            f"--init-from {path}: the checkpoint unties its LM head from the embedding; "
-            "unilm_transformer ties them, so use a checkpoint trained without --untie-weights-roberta")
+    require(
+        not args.get("encoder_normalize_before", False),
+        f"--init-from {path}: the checkpoint is a pre-norm RoBERTa (encoder_normalize_before); "
+        "unilm_transformer is post-norm like BERT/RoBERTa-base, so use a post-norm checkpoint",
+    )
+    require(
+        args.get("layernorm_embedding", True),
+        f"--init-from {path}: the checkpoint has no embedding layer norm; use a RoBERTa-style checkpoint",
+    )
+    require(
+        not args.get("untie_weights_roberta", False),
+        f"--init-from {path}: the checkpoint unties its LM head from the embedding; "
+        "unilm_transformer ties them, so use a checkpoint trained without --untie-weights-roberta",
+    )
     eps = args.get("layernorm_eps", LayerNormEpsConfig.layernorm_eps)
-    require(eps == model_args.layernorm_eps,
-            f"--init-from {path}: the checkpoint's layer norms use epsilon {eps:g}, the model's "
-            f"{model_args.layernorm_eps:g}; pass --layernorm-eps {eps:g}")
+    require(
+        eps == model_args.layernorm_eps,
+        f"--init-from {path}: the checkpoint's layer norms use epsilon {eps:g}, the model's "
+        f"{model_args.layernorm_eps:g}; pass --layernorm-eps {eps:g}",
+    )
     theirs, ours = args.get("activation_fn"), option_value(model_args, "activation_fn")
-    require(theirs is None or theirs == ours,
-            f"--init-from {path}: the checkpoint uses --activation-fn {theirs}, the model "
-            f"{ours}; pass --activation-fn {theirs}")
+    require(
+        theirs is None or theirs == ours,
+        f"--init-from {path}: the checkpoint uses --activation-fn {theirs}, the model "
+        f"{ours}; pass --activation-fn {theirs}",
+    )
 
 
 def _pretraining_dictionary(path: str, data: Optional[str]) -> Optional[str]:
@@ -66,13 +77,17 @@ def _pretraining_dictionary(path: str, data: Optional[str]) -> Optional[str]:
 def _check_dictionary(path: str, dict_path: str, dictionary: Dictionary) -> None:
     pretrained = load_with_mask_symbol(dict_path)
     for i, (a, b) in enumerate(zip(pretrained.symbols, dictionary.symbols)):
-        require(a == b, f"--init-from {path}: token {i} is {a!r} in the pretraining dictionary "
-                        f"{dict_path} but {b!r} in the data's; binarize the data with "
-                        f"fairseq-preprocess --srcdict {dict_path} --joined-dictionary")
+        require(
+            a == b,
+            f"--init-from {path}: token {i} is {a!r} in the pretraining dictionary "
+            f"{dict_path} but {b!r} in the data's; binarize the data with "
+            f"fairseq-preprocess --srcdict {dict_path} --joined-dictionary",
+        )
 
 
-def init_from_pretrained(model, path: str, dictionary: Dictionary,
-                         keep_ids: Optional[torch.Tensor] = None) -> None:
+def init_from_pretrained(
+    model, path: str, dictionary: Dictionary, keep_ids: Optional[torch.Tensor] = None
+) -> None:
     """Copy a RoBERTa-style checkpoint into ``model`` (a ``UniLMTransformerModel``).
 
     Args:
@@ -89,8 +104,11 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
     theirs = {new: start.weights[key] for key, new in renamed.items() if new is not None}
     own = model.state_dict()
     vocab = theirs.get("encoder.embed_tokens.weight")
-    require(vocab is not None, f"--init-from {path}: no encoder.sentence_encoder.embed_tokens.weight; "
-                               "is it a fairseq roberta checkpoint?")
+    require(
+        vocab is not None,
+        f"--init-from {path}: no encoder.sentence_encoder.embed_tokens.weight; "
+        "is it a fairseq roberta checkpoint?",
+    )
     if vocab.size(0) != len(dictionary):
         raise FairseqExtError(
             f"--init-from {path}: the checkpoint has {vocab.size(0)} vocabulary rows but the data's "
@@ -116,32 +134,60 @@ def init_from_pretrained(model, path: str, dictionary: Dictionary,
             weights[name] = theirs[name].index_select(0, keep_ids)
         else:
             weights[name] = theirs[name]
-    copy_weights(model, weights, f"--init-from {path}", "give the model the checkpoint's sizes "
-                 "(--encoder-embed-dim, --encoder-ffn-embed-dim, --max-positions)")
+    copy_weights(
+        model,
+        weights,
+        f"--init-from {path}",
+        "give the model the checkpoint's sizes "
+        "(--encoder-embed-dim, --encoder-ffn-embed-dim, --max-positions)",
+    )
     unused = sorted(k for k, new in renamed.items() if new not in own)
-    kept = f", keeping {len(keep_ids)} of {len(dictionary)} vocabulary rows" if keep_ids is not None else ""
-    logger.info("initialised unilm_transformer from %s%s; zero-initialised %s", path, kept,
-                ", ".join(k for k in ZERO_INITIALISED if k not in theirs))
+    kept = (
+        f", keeping {len(keep_ids)} of {len(dictionary)} vocabulary rows"
+        if keep_ids is not None
+        else ""
+    )
+    logger.info(
+        "initialised unilm_transformer from %s%s; zero-initialised %s",
+        path,
+        kept,
+        ", ".join(k for k in ZERO_INITIALISED if k not in theirs),
+    )
     if unused:
-        logger.info("--init-from %s: ignored %d checkpoint parameters the model does not use: %s",
-                    path, len(unused), ", ".join(unused))
+        logger.info(
+            "--init-from %s: ignored %d checkpoint parameters the model does not use: %s",
+            path,
+            len(unused),
+            ", ".join(unused),
+        )
 
 
-def prepare_unilm_model(model, cfg, *, task: str, dictionary: Dictionary,
-                        keep_ids: Optional[torch.Tensor] = None, from_checkpoint: bool) -> None:
+def prepare_unilm_model(
+    model,
+    cfg,
+    *,
+    task: str,
+    dictionary: Dictionary,
+    keep_ids: Optional[torch.Tensor] = None,
+    from_checkpoint: bool,
+) -> None:
     """What ``unilm_seq2seq`` and ``permutation_lm`` (``task``) do with the model fairseq built
     for them: it must be a ``unilm_transformer`` running one of the attention masks that
     ``families.masks_of_task`` lists for the task (else the error names the task that trains
     it), and a new model starts from ``--init-from`` (``init_from_pretrained`` with
     ``dictionary`` and ``keep_ids``)."""
-    require(isinstance(model, UniLMTransformerModel),
-            f"--task {task} runs on one stack: use --arch unilm_transformer, unilm_transformer_base or "
-            "unilm_transformer_tiny")
+    require(
+        isinstance(model, UniLMTransformerModel),
+        f"--task {task} runs on one stack: use --arch unilm_transformer, unilm_transformer_base or "
+        "unilm_transformer_tiny",
+    )
     mask = model.attention_mask
     accepted = masks_of_task(task)
-    require(mask in accepted,
-            f"--attention-mask {mask} is for --task {' or '.join(tasks_of_mask(mask))}; "
-            f"{task} takes {' or '.join(accepted)}")
+    require(
+        mask in accepted,
+        f"--attention-mask {mask} is for --task {' or '.join(tasks_of_mask(mask))}; "
+        f"{task} takes {' or '.join(accepted)}",
+    )
     init_from = getattr(cfg, "init_from", None)
     if init_from and not from_checkpoint:
         init_from_pretrained(model, init_from, dictionary, keep_ids)

@@ -3,6 +3,7 @@ is like a play, it all depends on the mask"): BERT's embeddings, post-norm layer
 under the attention rule of the chosen variant (``masking.ATTENTION_VARIANTS``) for a seq2seq
 pass over ``<s> source </s> target`` (section "Seq2Seq") or a language model in a factorisation
 order (section "Permutation Language Model")."""
+
 from __future__ import annotations
 
 from typing import Dict, List, Optional, Tuple, Union
@@ -47,13 +48,20 @@ class UniLMStack(FairseqEncoder):
         self.layernorm_embedding = nn.LayerNorm(C)
         self.dropout = args.dropout
         self.layers = nn.ModuleList(
-            MaskedTransformerLayer(C, args.encoder_ffn_embed_dim, args.encoder_attention_heads,
-                                   args.dropout, args.attention_dropout, args.activation_dropout,
-                                   option_value(args, "activation_fn"))
+            MaskedTransformerLayer(
+                C,
+                args.encoder_ffn_embed_dim,
+                args.encoder_attention_heads,
+                args.dropout,
+                args.attention_dropout,
+                args.activation_dropout,
+                option_value(args, "activation_fn"),
+            )
             for _ in range(args.encoder_layers)
         )
-        self.lm_head = RobertaLMHead(C, len(dictionary), option_value(args, "activation_fn"),
-                                     weight=self.embed_tokens.weight)
+        self.lm_head = RobertaLMHead(
+            C, len(dictionary), option_value(args, "activation_fn"), weight=self.embed_tokens.weight
+        )
         self.apply(init_bert_params)
 
     def max_positions(self) -> int:
@@ -72,9 +80,15 @@ class UniLMStack(FairseqEncoder):
             )
         return (positions + self.padding_idx + 1).masked_fill(padding, self.padding_idx)
 
-    def hidden_states(self, tokens: Tensor, positions: Tensor, segments: Tensor,
-                      allowed: Union[Tensor, BlockMask], next_positions: Optional[Tensor] = None,
-                      past: Optional[List[KeyValue]] = None) -> Tuple[Tensor, List[KeyValue]]:
+    def hidden_states(
+        self,
+        tokens: Tensor,
+        positions: Tensor,
+        segments: Tensor,
+        allowed: Union[Tensor, BlockMask],
+        next_positions: Optional[Tensor] = None,
+        past: Optional[List[KeyValue]] = None,
+    ) -> Tuple[Tensor, List[KeyValue]]:
         """Run the stack.
 
         Args:
@@ -89,11 +103,15 @@ class UniLMStack(FairseqEncoder):
             ``(B, T, C)`` final hidden states and per layer the ``(keys, values)`` of all ``S``.
         """
         padding = tokens.eq(self.padding_idx)
-        x = self.embed_tokens(tokens) + self.embed_positions(self._position_index(positions, padding))
+        x = self.embed_tokens(tokens) + self.embed_positions(
+            self._position_index(positions, padding)
+        )
         x = x + self.embed_segments(segments)
         if next_positions is not None:
             none = padding | next_positions.lt(0)
-            x = x + self.embed_next_positions(self._position_index(next_positions.clamp(min=0), none))
+            x = x + self.embed_next_positions(
+                self._position_index(next_positions.clamp(min=0), none)
+            )
         x = nn.functional.dropout(self.layernorm_embedding(x), self.dropout, self.training)
         keys_values = []
         for i, layer in enumerate(self.layers):
@@ -140,9 +158,11 @@ class UniLMStack(FairseqEncoder):
         positions = (~padding).long().cumsum(1) - 1
         segments = torch.cat([torch.zeros_like(src), torch.ones_like(tgt_in)], dim=1)
         x, _ = self.hidden_states(tokens, positions, segments, self._full_mask(padding, segments))
-        return self.lm_head(x[:, src.size(1) - 1:])
+        return self.lm_head(x[:, src.size(1) - 1 :])
 
-    def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused) -> Dict[str, List[Tensor]]:
+    def forward(
+        self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused
+    ) -> Dict[str, List[Tensor]]:
         """The source pass that incremental decoding caches: per layer the keys/values of
         ``<s> src </s>`` and the final state of its ``</s>``."""
         src = self.with_cls(src_tokens)
@@ -159,7 +179,10 @@ class UniLMStack(FairseqEncoder):
         }
 
     def reorder_encoder_out(self, encoder_out: Dict[str, List[Tensor]], new_order: Tensor):
-        return {name: [t.index_select(0, new_order) for t in tensors] for name, tensors in encoder_out.items()}
+        return {
+            name: [t.index_select(0, new_order) for t in tensors]
+            for name, tensors in encoder_out.items()
+        }
 
     # --- permutation / causal language model --------------------------------------------------
 
@@ -192,13 +215,21 @@ class UniLMStack(FairseqEncoder):
                 check_order(order)
             except ValueError as exc:
                 raise FairseqExtError(f"factorisation order: {exc}") from None
-            require(bool(order[:, 0].eq(0).all()), "a factorisation order must start with position 0 (<s>)")
+            require(
+                bool(order[:, 0].eq(0).all()),
+                "a factorisation order must start with position 0 (<s>)",
+            )
         inputs, predicted = order[:, :-1], order[:, 1:]
         shuffled = tokens.gather(1, inputs)
         padding = shuffled.eq(self.padding_idx)
         next_positions = predicted.masked_fill(tokens.gather(1, predicted).eq(self.padding_idx), -1)
         segments = torch.zeros_like(shuffled)
-        x, _ = self.hidden_states(shuffled, inputs, segments, self._full_mask(padding, segments),
-                                  next_positions=next_positions)
+        x, _ = self.hidden_states(
+            shuffled,
+            inputs,
+            segments,
+            self._full_mask(padding, segments),
+            next_positions=next_positions,
+        )
         natural = torch.empty_like(x).scatter_(1, (predicted - 1).unsqueeze(-1).expand_as(x), x)
         return self.lm_head(natural)

@@ -4,6 +4,7 @@ attention mask (``--attention-mask``, ``masking.ATTENTION_VARIANTS``) makes it a
 model (prefix), a left-to-right language model (causal) or XLNet's permutation language model
 (permutation). The stack is ``unilm_stack``, its cached decoding ``unilm_decoder``, the
 options ``unilm_config``."""
+
 from __future__ import annotations
 
 from typing import Optional
@@ -29,24 +30,32 @@ def validate_unilm_args(args) -> None:
     not fit together."""
     check_config(args, UniLMTransformerConfig)
     check_attention_backend(option_value(args, "attention_backend"))
-    require(args.encoder_embed_dim % args.encoder_attention_heads == 0,
-            f"--encoder-embed-dim {args.encoder_embed_dim} must be divisible by "
-            f"--encoder-attention-heads {args.encoder_attention_heads}")
+    require(
+        args.encoder_embed_dim % args.encoder_attention_heads == 0,
+        f"--encoder-embed-dim {args.encoder_embed_dim} must be divisible by "
+        f"--encoder-attention-heads {args.encoder_attention_heads}",
+    )
 
 
 @register_model("unilm_transformer", dataclass=UniLMTransformerConfig)
 class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderModel):
     """One BERT-like stack used by every ``--attention-mask`` of ``masking.ATTENTION_VARIANTS``."""
 
-    shape_options = (("embed_positions.weight", "--max-positions"), ("embed_next_positions.weight", "--max-positions"))
+    shape_options = (
+        ("embed_positions.weight", "--max-positions"),
+        ("embed_next_positions.weight", "--max-positions"),
+    )
     dictionary_hint = " (and the same --keep-tokens FILE if it was trained with one)"
 
     @classmethod
     def build_model(cls, args, task):
         fill_defaults(args, UniLMTransformerConfig)  # a checkpoint saved before an option existed
         if args.attention_mask is None:  # the task's own script by default
-            args.attention_mask = (task.default_attention_mask() if isinstance(task, UniLMTask)
-                                   else DEFAULT_ATTENTION_MASK)
+            args.attention_mask = (
+                task.default_attention_mask()
+                if isinstance(task, UniLMTask)
+                else DEFAULT_ATTENTION_MASK
+            )
         validate_unilm_args(args)
         stack = UniLMStack(args, task.source_dictionary)
         set_layernorm_eps(stack, args.layernorm_eps)
@@ -60,8 +69,14 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
     def attention_mask(self) -> str:
         return self.encoder.attention_mask
 
-    def forward(self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None,
-                prev_output_tokens: Optional[Tensor] = None, order: Optional[Tensor] = None, **unused):
+    def forward(
+        self,
+        src_tokens: Tensor,
+        src_lengths: Optional[Tensor] = None,
+        prev_output_tokens: Optional[Tensor] = None,
+        order: Optional[Tensor] = None,
+        **unused,
+    ):
         """Seq2seq (with ``prev_output_tokens``): target logits of the prefix/causal pass.
         Language model (without): natural-order logits of ``tokens[:, 1:]`` in factorisation
         order ``order``."""
@@ -82,12 +97,24 @@ def unilm_transformer_base(args):
 def unilm_transformer_small(args):
     """6 layers x 384, 12 heads, FFN 1536, 512 positions: all-MiniLM-L6-v2's sizes, those of the
     UniLM rows of the Gigaword 10k table (docs/results/gigaword-10k.md)."""
-    set_unset(args, encoder_layers=6, encoder_embed_dim=384, encoder_ffn_embed_dim=1536, encoder_attention_heads=12,
-              max_positions=512)
+    set_unset(
+        args,
+        encoder_layers=6,
+        encoder_embed_dim=384,
+        encoder_ffn_embed_dim=1536,
+        encoder_attention_heads=12,
+        max_positions=512,
+    )
 
 
 @register_model_architecture("unilm_transformer", "unilm_transformer_tiny")
 def unilm_transformer_tiny(args):
     """2 layers x 128, 4 heads, FFN 512, 256 positions: for tests and CPU smoke runs."""
-    set_unset(args, encoder_layers=2, encoder_embed_dim=128, encoder_ffn_embed_dim=512, encoder_attention_heads=4,
-              max_positions=256)
+    set_unset(
+        args,
+        encoder_layers=2,
+        encoder_embed_dim=128,
+        encoder_ffn_embed_dim=512,
+        encoder_attention_heads=4,
+        max_positions=256,
+    )

@@ -9,6 +9,7 @@ pre-hook hands that state to ``encoder_attn`` alone (the self-attention keeps no
 for the ``B`` sentences, the buffers serve ``B * beam`` length candidates through fairseq's
 shared-keys path (``bsz != kv_bsz``), without a copy per candidate.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -24,10 +25,18 @@ def cross_attention_cache(layers, encoder_out: dict) -> dict:
     state: dict = {}
     for layer in layers:
         att = layer.encoder_attn
-        k, v = (proj(enc).contiguous().view(src_len, bsz * att.num_heads, att.head_dim).transpose(0, 1)
-                .view(bsz, att.num_heads, src_len, att.head_dim) for proj in (att.k_proj, att.v_proj))
-        att._set_input_buffer(state, {"prev_key": k, "prev_value": v,
-                                      "prev_key_padding_mask": masks[0] if masks else None})
+        k, v = (
+            proj(enc)
+            .contiguous()
+            .view(src_len, bsz * att.num_heads, att.head_dim)
+            .transpose(0, 1)
+            .view(bsz, att.num_heads, src_len, att.head_dim)
+            for proj in (att.k_proj, att.v_proj)
+        )
+        att._set_input_buffer(
+            state,
+            {"prev_key": k, "prev_value": v, "prev_key_padding_mask": masks[0] if masks else None},
+        )
     return state
 
 
@@ -43,10 +52,12 @@ def reading_cache(layers, state: dict | None) -> Iterator[None]:
         kwargs["incremental_state"] = state
         return args, kwargs
 
-    hooks = [layer.encoder_attn.register_forward_pre_hook(with_state, with_kwargs=True) for layer in layers]
+    hooks = [
+        layer.encoder_attn.register_forward_pre_hook(with_state, with_kwargs=True)
+        for layer in layers
+    ]
     try:
         yield
     finally:
         for hook in hooks:
             hook.remove()
-

@@ -2,6 +2,7 @@
 al. 2024), the same ``masking.predicates`` rule as a ``BlockMask`` instead of a dense mask, for
 UniLM's variants (Su 2019) and ProphetNet's n-stream rule with its bucket bias as a ``score_mod``
 (Qi et al. 2020, section 2.3); full passes only, cached decoding stays dense."""
+
 from __future__ import annotations
 
 import functools
@@ -24,11 +25,15 @@ ATTENTION_BACKENDS = ("dense", "flex")
 
 def check_attention_backend(backend: str) -> None:
     """One clear error for an unknown backend, or for flex where this torch has none."""
-    require(backend in ATTENTION_BACKENDS,
-            f"--attention-backend {backend!r} is unknown; choose one of {', '.join(ATTENTION_BACKENDS)}")
-    require(backend != "flex" or flex_attention is not None,
-            f"--attention-backend flex needs torch >= 2.5 (torch.nn.attention.flex_attention); this is torch "
-            f"{torch.__version__}: upgrade torch or use --attention-backend dense")
+    require(
+        backend in ATTENTION_BACKENDS,
+        f"--attention-backend {backend!r} is unknown; choose one of {', '.join(ATTENTION_BACKENDS)}",
+    )
+    require(
+        backend != "flex" or flex_attention is not None,
+        f"--attention-backend flex needs torch >= 2.5 (torch.nn.attention.flex_attention); this is torch "
+        f"{torch.__version__}: upgrade torch or use --attention-backend dense",
+    )
 
 
 def is_block_mask(mask) -> bool:
@@ -53,22 +58,36 @@ def _compiled_flex_attention():
     return torch.compile(flex_attention)
 
 
-def flex_attend(q: Tensor, k: Tensor, v: Tensor, block_mask: BlockMask, *, training: bool, dropout: float,
-                score_mod=None, scale: Optional[float] = None) -> Tensor:
+def flex_attend(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    block_mask: BlockMask,
+    *,
+    training: bool,
+    dropout: float,
+    score_mod=None,
+    scale: Optional[float] = None,
+) -> Tensor:
     """``flex_attention`` of ``(B, H, Q, d)`` queries on ``(B, H, KV, d)`` keys and values
     under ``block_mask`` (and ``score_mod``): ``(B, H, Q, d)``, compiled on CUDA, eager
     elsewhere.
 
     Refused, in one line each: attention dropout in training (FlexAttention has none) and a
     backward on CPU (torch has none there)."""
-    require(not (training and dropout > 0),
-            f"--attention-backend flex has no attention dropout (torch's flex_attention has none), and this "
-            f"model trains with --attention-dropout {dropout}: train with --attention-dropout 0, or use "
-            "--attention-backend dense")
-    require(q.device.type != "cpu" or not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))),
-            "--attention-backend flex cannot compute gradients on CPU (torch's flex_attention has no CPU "
-            "backward): train on CUDA, or use --attention-backend dense (on CPU flex serves passes without "
-            "gradients only)")
+    require(
+        not (training and dropout > 0),
+        f"--attention-backend flex has no attention dropout (torch's flex_attention has none), and this "
+        f"model trains with --attention-dropout {dropout}: train with --attention-dropout 0, or use "
+        "--attention-backend dense",
+    )
+    require(
+        q.device.type != "cpu"
+        or not (torch.is_grad_enabled() and any(t.requires_grad for t in (q, k, v))),
+        "--attention-backend flex cannot compute gradients on CPU (torch's flex_attention has no CPU "
+        "backward): train on CUDA, or use --attention-backend dense (on CPU flex serves passes without "
+        "gradients only)",
+    )
     attend = _compiled_flex_attention() if q.device.type == "cuda" else flex_attention
     return attend(q, k, v, score_mod=score_mod, block_mask=block_mask, scale=scale)
 
@@ -91,14 +110,30 @@ class NgramStreamBlockMask:
         def rows_from_first(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
             return rule(b, h, q_idx + first_row, kv_idx)
 
-        self.block_mask = create_block_mask(rows_from_first, None, None, rows - first_row, rows, device=device)
+        self.block_mask = create_block_mask(
+            rows_from_first, None, None, rows - first_row, rows, device=device
+        )
 
     def __getitem__(self, rows: slice) -> "NgramStreamBlockMask":
-        require(rows.stop is None and rows.step is None, f"an n-stream block mask slices as [first:], got {rows}")
-        return NgramStreamBlockMask(self.length, self.ngram, self.device, self.first_row + (rows.start or 0))
+        require(
+            rows.stop is None and rows.step is None,
+            f"an n-stream block mask slices as [first:], got {rows}",
+        )
+        return NgramStreamBlockMask(
+            self.length, self.ngram, self.device, self.first_row + (rows.start or 0)
+        )
 
-    def attend(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor, buckets: Tensor, *, training: bool,
-               dropout: float) -> Tensor:
+    def attend(
+        self,
+        q: Tensor,
+        k: Tensor,
+        v: Tensor,
+        bias: Tensor,
+        buckets: Tensor,
+        *,
+        training: bool,
+        dropout: float,
+    ) -> Tensor:
         """Attention of the query rows on every row under the rule, plus the relative-position
         bias, as ``NgramSelfAttention``'s dense path computes it.
 
@@ -116,9 +151,19 @@ class NgramStreamBlockMask:
         table = (buckets if buckets.dim() == 3 else buckets.unsqueeze(0)).expand(q.size(0), -1, -1)
         bias = bias.to(q.dtype)
 
-        def relative_position_bias(score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        def relative_position_bias(
+            score: Tensor, b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor
+        ) -> Tensor:
             bucket = torch.where(kv_idx < T, table[b, q_idx, kv_idx.clamp(max=T - 1)], 0)
             return score + bias[b, h, q_idx, bucket]
 
-        return flex_attend(q, k, v, self.block_mask, training=training, dropout=dropout,
-                           score_mod=relative_position_bias, scale=1.0)
+        return flex_attend(
+            q,
+            k,
+            v,
+            self.block_mask,
+            training=training,
+            dropout=dropout,
+            score_mod=relative_position_bias,
+            scale=1.0,
+        )

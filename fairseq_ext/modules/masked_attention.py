@@ -2,6 +2,7 @@
 and values for a decoding cache: ``softmax(QK^T / sqrt(d_k)) V`` (Vaswani et al. 2017, eq. 1)
 under the dense form of a ``masking.predicates`` rule or its FlexAttention block mask, with
 fairseq's ``TransformerEncoderLayer`` parameter names so BERT/RoBERTa weights load unchanged."""
+
 from __future__ import annotations
 
 from typing import Optional, Tuple, Union
@@ -22,8 +23,10 @@ def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
     ``(B or 1, 1, T, S)`` float mask of ``scaled_dot_product_attention``
     (``masking.additive_attention_mask``: finite in fp16/bf16, unlike -inf)."""
     if allowed.dtype != torch.bool or allowed.dim() not in (2, 3):
-        raise ValueError(f"allowed must be a (B, T, S) or (T, S) bool tensor, got {tuple(allowed.shape)} "
-                         f"{allowed.dtype}")
+        raise ValueError(
+            f"allowed must be a (B, T, S) or (T, S) bool tensor, got {tuple(allowed.shape)} "
+            f"{allowed.dtype}"
+        )
     if allowed.dim() == 2:
         allowed = allowed.unsqueeze(0)
     return additive_attention_mask(allowed, dtype).unsqueeze(1)
@@ -49,8 +52,9 @@ class MaskedSelfAttention(nn.Module):
         B, T, _ = x.shape
         return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)
 
-    def forward(self, x: Tensor, allowed: Union[Tensor, BlockMask],
-                past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
+    def forward(
+        self, x: Tensor, allowed: Union[Tensor, BlockMask], past: Optional[KeyValue] = None
+    ) -> Tuple[Tensor, KeyValue]:
         """
         Args:
             x: ``(B, T, C)`` queries (and the new keys/values).
@@ -62,18 +66,26 @@ class MaskedSelfAttention(nn.Module):
         Returns:
             ``(B, T, C)`` outputs and the ``(keys, values)`` of all ``S`` positions.
         """
-        q, k, v = self._heads(self.q_proj(x)), self._heads(self.k_proj(x)), self._heads(self.v_proj(x))
+        q, k, v = (
+            self._heads(self.q_proj(x)),
+            self._heads(self.k_proj(x)),
+            self._heads(self.v_proj(x)),
+        )
         if past is not None:
             k = torch.cat([past[0], k], dim=2)
             v = torch.cat([past[1], v], dim=2)
         if allowed.shape[-2:] != (x.size(1), k.size(2)):
-            raise ValueError(f"mask of shape {tuple(allowed.shape)} for {x.size(1)} queries and "
-                             f"{k.size(2)} keys")
+            raise ValueError(
+                f"mask of shape {tuple(allowed.shape)} for {x.size(1)} queries and {k.size(2)} keys"
+            )
         if is_block_mask(allowed):
             out = flex_attend(q, k, v, allowed, training=self.training, dropout=self.dropout)
         else:
             out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=sdpa_attention_mask(allowed, q.dtype),
+                q,
+                k,
+                v,
+                attn_mask=sdpa_attention_mask(allowed, q.dtype),
                 dropout_p=self.dropout if self.training else 0.0,
             )
         out = out.transpose(1, 2).reshape(x.size(0), x.size(1), self.embed_dim)
@@ -83,9 +95,16 @@ class MaskedSelfAttention(nn.Module):
 class MaskedTransformerLayer(nn.Module):
     """A post-norm Transformer layer (BERT/RoBERTa) on ``MaskedSelfAttention``."""
 
-    def __init__(self, embed_dim: int, ffn_dim: int, num_heads: int, dropout: float = 0.1,
-                 attention_dropout: float = 0.1, activation_dropout: float = 0.0,
-                 activation_fn: str = "gelu"):
+    def __init__(
+        self,
+        embed_dim: int,
+        ffn_dim: int,
+        num_heads: int,
+        dropout: float = 0.1,
+        attention_dropout: float = 0.1,
+        activation_dropout: float = 0.0,
+        activation_fn: str = "gelu",
+    ):
         super().__init__()
         self.self_attn = MaskedSelfAttention(embed_dim, num_heads, attention_dropout)
         self.self_attn_layer_norm = nn.LayerNorm(embed_dim)
@@ -95,8 +114,9 @@ class MaskedTransformerLayer(nn.Module):
         self.activation_fn = utils.get_activation_fn(activation_fn)
         self.dropout, self.activation_dropout = dropout, activation_dropout
 
-    def forward(self, x: Tensor, allowed: Union[Tensor, BlockMask],
-                past: Optional[KeyValue] = None) -> Tuple[Tensor, KeyValue]:
+    def forward(
+        self, x: Tensor, allowed: Union[Tensor, BlockMask], past: Optional[KeyValue] = None
+    ) -> Tuple[Tensor, KeyValue]:
         """``x``: ``(B, T, C)``; ``allowed``/``past``: see ``MaskedSelfAttention.forward``."""
         h, kv = self.self_attn(x, allowed, past)
         x = self.self_attn_layer_norm(x + F.dropout(h, self.dropout, self.training))

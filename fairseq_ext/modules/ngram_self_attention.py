@@ -2,6 +2,7 @@
 predicting streams share projections, each query attends the ``T`` main-stream keys and its own
 key under ``masking.ngram_stream_key_mask``, plus a T5 relative-position bias per bucket; cached
 decoding keeps the main stream's keys and computes stream 1 only."""
+
 from __future__ import annotations
 
 from typing import Dict, Optional, Union
@@ -30,15 +31,21 @@ def _gather_bias(bias: Tensor, buckets: Tensor) -> Tensor:
 class NgramSelfAttention(nn.Module):
     """Multi-head self-attention over a main stream and ``ngram`` predicting streams."""
 
-    def __init__(self, embed_dim: int, num_heads: int, ngram: int, num_buckets: int,
-                 attention_dropout: float = 0.0):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        ngram: int,
+        num_buckets: int,
+        attention_dropout: float = 0.0,
+    ):
         super().__init__()
         if embed_dim % num_heads:
             raise ValueError(f"embed_dim {embed_dim} is not divisible by {num_heads} heads")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
-        self.scaling = self.head_dim ** -0.5
+        self.scaling = self.head_dim**-0.5
         self.ngram = ngram
         self.num_buckets = num_buckets
         self.q_proj = nn.Linear(embed_dim, embed_dim)
@@ -58,8 +65,14 @@ class NgramSelfAttention(nn.Module):
         rows, bsz, _ = x.shape
         return x.view(rows, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
-    def forward(self, x: Tensor, buckets: Tensor, key_mask: Union[Tensor, NgramStreamBlockMask],
-                incremental_state: Optional[IncrementalState] = None, predicting_only: bool = False) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        buckets: Tensor,
+        key_mask: Union[Tensor, NgramStreamBlockMask],
+        incremental_state: Optional[IncrementalState] = None,
+        predicting_only: bool = False,
+    ) -> Tensor:
         """
         Args:
             x: ``(R, B, C)``. Full pass: ``R = (1 + ngram) * T``, rows
@@ -84,10 +97,14 @@ class NgramSelfAttention(nn.Module):
         v = self._heads(self.v_proj(x))
         queries = x[first:] if predicting_only else x
         q = self._heads(self.q_proj(queries) * self.scaling)
-        bias = self.relative_pos_proj(queries).view(queries.size(0), bsz, self.num_buckets, self.num_heads)
+        bias = self.relative_pos_proj(queries).view(
+            queries.size(0), bsz, self.num_buckets, self.num_heads
+        )
         bias = bias.permute(1, 3, 0, 2).float()  # (B, H, R', num_buckets)
         if isinstance(key_mask, NgramStreamBlockMask):
-            out = key_mask.attend(q, k, v, bias, buckets, training=self.training, dropout=self.dropout_module.p)
+            out = key_mask.attend(
+                q, k, v, bias, buckets, training=self.training, dropout=self.dropout_module.p
+            )
             return self._output(out, bsz)
         k_own, v_own = (k[:, :, first:], v[:, :, first:]) if predicting_only else (k, v)
         if incremental_state is not None:
@@ -100,22 +117,30 @@ class NgramSelfAttention(nn.Module):
         scores = torch.cat([on_main, on_own], dim=-1) + key_mask
         probs = self.dropout_module(F.softmax(scores, dim=-1).to(x.dtype))
         keys = k_main.size(2)
-        return self._output(torch.matmul(probs[..., :keys], v_main) + probs[..., keys:] * v_own, bsz)
+        return self._output(
+            torch.matmul(probs[..., :keys], v_main) + probs[..., keys:] * v_own, bsz
+        )
 
     def _output(self, out: Tensor, bsz: int) -> Tensor:
         """``(B, H, R, d)`` heads -> ``(R, B, C)`` through the output projection."""
         return self.out_proj(out.permute(2, 0, 1, 3).reshape(out.size(2), bsz, self.embed_dim))
 
-    def _cached_main(self, k_new: Tensor, v_new: Tensor, incremental_state: IncrementalState) -> tuple:
+    def _cached_main(
+        self, k_new: Tensor, v_new: Tensor, incremental_state: IncrementalState
+    ) -> tuple:
         """Append the newest main-stream key/value to the cache; return all cached ones."""
         cache = self.get_incremental_state(incremental_state, "main_stream") or {}
         if cache.get("prev_key") is not None:
             k_new = torch.cat([cache["prev_key"], k_new], dim=2)
             v_new = torch.cat([cache["prev_value"], v_new], dim=2)
-        self.set_incremental_state(incremental_state, "main_stream", {"prev_key": k_new, "prev_value": v_new})
+        self.set_incremental_state(
+            incremental_state, "main_stream", {"prev_key": k_new, "prev_value": v_new}
+        )
         return k_new, v_new
 
-    def reorder_incremental_state(self, incremental_state: IncrementalState, new_order: Tensor) -> None:
+    def reorder_incremental_state(
+        self, incremental_state: IncrementalState, new_order: Tensor
+    ) -> None:
         """Follow beam search's reordering of the hypotheses."""
         cache = self.get_incremental_state(incremental_state, "main_stream")
         if cache is not None:

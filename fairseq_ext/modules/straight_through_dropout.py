@@ -1,6 +1,7 @@
 """Enhanced dropout gradient (Wagner et al. 2020, section 2.2): attention dropout in the forward
 pass, ``y = x m / (1 - p)``, and the identity in the backward pass, ``dL/dx = dL/dy``, for every
 fairseq ``MultiheadAttention`` of a model (``--attention-dropout-straight-through``)."""
+
 from __future__ import annotations
 
 import logging
@@ -28,8 +29,9 @@ class StraightThroughDropoutFunction(torch.autograd.Function):
         return grad_output, None
 
 
-def straight_through_dropout(x: Tensor, p: float, training: bool = True,
-                             generator: Optional[torch.Generator] = None) -> Tensor:
+def straight_through_dropout(
+    x: Tensor, p: float, training: bool = True, generator: Optional[torch.Generator] = None
+) -> Tensor:
     """Dropout with probability ``p`` whose gradient is passed through unmasked and unscaled."""
     if not 0.0 <= p < 1.0:
         raise ValueError(f"dropout probability must be in [0, 1), got {p}")
@@ -75,5 +77,10 @@ def apply_straight_through_from_args(model: nn.Module, args) -> None:
     """Switch ``model`` when its args ask for it (call at the end of ``build_model``)."""
     if getattr(args, "attention_dropout_straight_through", False):
         n = use_straight_through_attention_dropout(model)
-        logger.info("%s: %d attention modules drop their weights with the straight-through "
-                    "gradient (attention dropout %s)", FLAG, n, getattr(args, "attention_dropout", "?"))
+        logger.info(
+            "%s: %d attention modules drop their weights with the straight-through "
+            "gradient (attention dropout %s)",
+            FLAG,
+            n,
+            getattr(args, "attention_dropout", "?"),
+        )

@@ -4,6 +4,7 @@ fairseq 0.12 enters ``torch.cuda.amp.autocast(enabled=...)`` around the forward 
 update; torch >= 2.4 deprecates that spelling, and each training prints a ``FutureWarning``.
 ``torch.amp.autocast("cuda", enabled=...)`` is the same context (mixed precision on CUDA under
 ``--amp``, nothing otherwise) without the warning. No other line differs from fairseq's."""
+
 from __future__ import annotations
 
 import torch

@@ -3,6 +3,7 @@
 (Ghazvininejad et al. 2019, section 3; Wang et al. 2021, section 2.3), validation BLEU and
 mask-predict decoding, on fairseq's ``translation_lev``; data the model cannot honour is
 refused, never skipped or clamped."""
+
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -13,8 +14,10 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
-from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
+from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.errors import require
+from fairseq_ext.common.tokenizer_check import checked_bpe
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
     note_unknown_share,
@@ -24,15 +27,12 @@ from fairseq_ext.data.size_checks import (
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
 )
-from fairseq_ext.common.errors import require
 from fairseq_ext.generation import MaskPredictGenerator, lean_mask_predict
 from fairseq_ext.generation.decoding_options import check_mask_predict_options, generation_option
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 from fairseq_ext.tasks import quiet_commands
-from fairseq_ext.common.tokenizer_check import checked_bpe
-
 
 CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
 
@@ -41,31 +41,41 @@ CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
 class CMLMHybridConfig(TranslationLevenshteinConfig):
     noise: CMLM_NOISE = field(
         default="random_mask",
-        metadata={"help": "random_mask: CMLM's uniform number of masked target tokens; "
-                          "full_mask: mask every target token; no_noise: none"},
+        metadata={
+            "help": "random_mask: CMLM's uniform number of masked target tokens; "
+            "full_mask: mask every target token; no_noise: none"
+        },
     )
     init_encoder_from: Optional[str] = field(
         default=None,
-        metadata={"help": "start training with the encoder (and shared embeddings) of this fairseq "
-                          "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary"},
+        metadata={
+            "help": "start training with the encoder (and shared embeddings) of this fairseq "
+            "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary"
+        },
     )
     init_decoder_from: Optional[str] = field(
         default=None,
-        metadata={"help": "start training with every decoder weight of this checkpoint that the "
-                          "CMLM decoder has under the same name (an autoregressive decoder's layers; "
-                          "the length predictor stays new)"},
+        metadata={
+            "help": "start training with every decoder weight of this checkpoint that the "
+            "CMLM decoder has under the same name (an autoregressive decoder's layers; "
+            "the length predictor stays new)"
+        },
     )
     length_offset: int = option(
-        0, "decoding: tokens added to every predicted target length before the length beam (0: mask-predict as "
-           "Ghazvininejad et al. 2019 decode); a length predictor trained on distilled targets predicts short "
-           "translations, and docs/results/speed.md chooses the offset on Multi30k val; hi_cmlm_transformer only",
-        range=Range(-16, 16))
+        0,
+        "decoding: tokens added to every predicted target length before the length beam (0: mask-predict as "
+        "Ghazvininejad et al. 2019 decode); a length predictor trained on distilled targets predicts short "
+        "translations, and docs/results/speed.md chooses the offset on Multi30k val; hi_cmlm_transformer only",
+        range=Range(-16, 16),
+    )
     int8_decoding: bool = field(
         default=False,
-        metadata={"help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every Linear "
-                          "layer, as CTranslate2's int8): faster mask-predict, outputs not identical (the BLEU "
-                          "change is measured in docs/results/speed.md); fairseq-generate, fairseq-interactive "
-                          "and the hub only"},
+        metadata={
+            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every Linear "
+            "layer, as CTranslate2's int8): faster mask-predict, outputs not identical (the BLEU "
+            "change is measured in docs/results/speed.md); fairseq-generate, fairseq-interactive "
+            "and the hub only"
+        },
     )
 
 
@@ -87,7 +97,12 @@ class CMLMHybridTask(TranslationLevenshteinTask):
     def build_bpe(self, args):
         """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
         checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
-        return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
+        return checked_bpe(
+            super().build_bpe,
+            args,
+            self.source_dictionary,
+            f"the source dictionary in {self.cfg.data}",
+        )
 
     @classmethod
     def add_args(cls, parser):
@@ -116,20 +131,35 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         both = ("<s>", "</s>")  # translation_lev adds <s> to both sides
         for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
             if sizes is not None:
-                refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data, markers=both)
+                refuse_empty_lines(
+                    sizes, split=split, row_name=f"{side} line", data=self.cfg.data, markers=both
+                )
         if split != self.cfg.train_subset:
             for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
                 if tokens is not None:
-                    note_unknown_share(tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data)
+                    note_unknown_share(
+                        tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data
+                    )
         limit = min(self.cfg.max_target_positions, MAX_NAT_TARGET_LENGTH)
         if dataset.tgt_sizes is not None:
-            refuse_long_lines(dataset.tgt_sizes, split=split, row_name="target line", limit=limit, markers=both,
-                              limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
-                                         "see also --max-target-positions",
-                              fix="split or filter long sentences before fairseq-preprocess")
+            refuse_long_lines(
+                dataset.tgt_sizes,
+                split=split,
+                row_name="target line",
+                limit=limit,
+                markers=both,
+                limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
+                "see also --max-target-positions",
+                fix="split or filter long sentences before fairseq-preprocess",
+            )
         limit = self.cfg.max_source_positions
-        refuse_long_lines(dataset.src_sizes, split=split, row_name="source line", limit=limit,
-                          option="--max-source-positions")
+        refuse_long_lines(
+            dataset.src_sizes,
+            split=split,
+            row_name="source line",
+            limit=limit,
+            option="--max-source-positions",
+        )
 
     def get_batch_iterator(self, dataset, **options):
         """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
@@ -150,8 +180,11 @@ class CMLMHybridTask(TranslationLevenshteinTask):
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
         if not from_checkpoint:
-            require(not self.cfg.int8_decoding, "--int8-decoding is a decoding option (fairseq-generate, "
-                                                "fairseq-interactive, the hub); drop it from fairseq-train")
+            require(
+                not self.cfg.int8_decoding,
+                "--int8-decoding is a decoding option (fairseq-generate, "
+                "fairseq-interactive, the hub); drop it from fairseq-train",
+            )
             if self.cfg.init_encoder_from:
                 init_part_from_checkpoint(model, "encoder", self.cfg.init_encoder_from)
             if self.cfg.init_decoder_from:
@@ -160,27 +193,38 @@ class CMLMHybridTask(TranslationLevenshteinTask):
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
-        return self.input_lines.dataset(super().build_dataset_for_inference, src_tokens, src_lengths, constraints,
-                                        refuse_beyond_source_positions(self.cfg.max_source_positions))
+        return self.input_lines.dataset(
+            super().build_dataset_for_inference,
+            src_tokens,
+            src_lengths,
+            constraints,
+            refuse_beyond_source_positions(self.cfg.max_source_positions),
+        )
 
     def build_generator(self, models, args, **unused):
         for model in models:
-            require(isinstance(model, CMLMNATransformerModel),
-                    f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid decodes with "
-                    "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
-                    "cmlm_transformer); decode an autoregressive checkpoint with --task translation")
+            require(
+                isinstance(model, CMLMNATransformerModel),
+                f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid decodes with "
+                "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
+                "cmlm_transformer); decode an autoregressive checkpoint with --task translation",
+            )
         check_mask_predict_options(args)
         for model in models:
-            require(hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
-                    "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which predicts lengths "
-                    "without it; give a hi_cmlm_transformer checkpoint or drop --length-offset")
+            require(
+                hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
+                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which predicts lengths "
+                "without it; give a hi_cmlm_transformer checkpoint or drop --length-offset",
+            )
             if hasattr(model.decoder, "length_offset"):
                 model.decoder.length_offset = self.cfg.length_offset
         if self.cfg.int8_decoding:
             for model in models:
                 quantize_for_decoding(model)
         length_beam = generation_option(args, "iter_decode_with_beam")
-        if hasattr(args, "beam"):  # fairseq-generate's last line, "Generate SUBSET with beam=N": not --beam's 5
+        if hasattr(
+            args, "beam"
+        ):  # fairseq-generate's last line, "Generate SUBSET with beam=N": not --beam's 5
             args.beam = length_beam
         retain_history = generation_option(args, "retain_iter_history")
         return MaskPredictGenerator(
@@ -204,4 +248,3 @@ class CMLMHybridTask(TranslationLevenshteinTask):
                 logging_output[f"_bleu_counts_{i}"] = bleu.counts[i]
                 logging_output[f"_bleu_totals_{i}"] = bleu.totals[i]
         return loss, sample_size, logging_output
-

@@ -3,6 +3,7 @@
 (Su 2019, section "Permutation Language Model"): each training sequence in a random
 factorisation order (``masking.random_order``), validation in the natural order; with
 ``--attention-mask causal`` a left-to-right LM."""
+
 import logging
 import os
 from dataclasses import dataclass, field
@@ -17,12 +18,17 @@ from omegaconf import II
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.data import complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import first_bad_row, refuse_empty_lines, refuse_long_lines, refuse_truncated_binaries
-from fairseq_ext.common.errors import FairseqExtError, require
-from fairseq_ext.common.interfaces import UniLMTask
+from fairseq_ext.data.size_checks import (
+    first_bad_row,
+    refuse_empty_lines,
+    refuse_long_lines,
+    refuse_truncated_binaries,
+)
 from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
 from fairseq_ext.tasks import amp_train_step, quiet_commands
@@ -34,10 +40,16 @@ BREAK_MODES = ChoiceEnum(["eos", "none"])
 
 @dataclass
 class PermutationLMConfig(FairseqDataclass):
-    data: Optional[str] = field(default=None, metadata={"help": "fairseq-preprocess --only-source output"})
+    data: Optional[str] = field(
+        default=None, metadata={"help": "fairseq-preprocess --only-source output"}
+    )
     sample_break_mode: BREAK_MODES = field(
-        default="eos", metadata={"help": "eos: one line is one sequence; none: blocks of --tokens-per-sample"})
-    tokens_per_sample: int = option(512, "the longest sequence, <s> and </s> included", range=Range(3))
+        default="eos",
+        metadata={"help": "eos: one line is one sequence; none: blocks of --tokens-per-sample"},
+    )
+    tokens_per_sample: int = option(
+        512, "the longest sequence, <s> and </s> included", range=Range(3)
+    )
     seed: int = II("common.seed")
 
 
@@ -58,7 +70,9 @@ class PermutationLMTask(UniLMTask, FairseqTask):
         super().__init__(cfg)
         self.dictionary = dictionary
         self.attention_mask = None
-        self.model_positions: Optional[int] = None  # the one positions table, known once the model is built
+        self.model_positions: Optional[int] = (
+            None  # the one positions table, known once the model is built
+        )
 
     def default_attention_mask(self) -> str:
         """XLNet's random factorisation order (``UniLMTask``)."""
@@ -72,11 +86,17 @@ class PermutationLMTask(UniLMTask, FairseqTask):
     @classmethod
     def setup_task(cls, cfg: PermutationLMConfig, **kwargs):
         quiet_commands.at_setup()
-        require(cfg.data is not None, "permutation_lm needs a data directory (fairseq-preprocess --only-source)")
+        require(
+            cfg.data is not None,
+            "permutation_lm needs a data directory (fairseq-preprocess --only-source)",
+        )
         check_config(cfg, PermutationLMConfig)
         path = os.path.join(utils.split_paths(cfg.data)[0], "dict.txt")
-        require(os.path.isfile(path), f"{path} does not exist; binarize the text with "
-                                      "fairseq-preprocess --only-source (without --source-lang)")
+        require(
+            os.path.isfile(path),
+            f"{path} does not exist; binarize the text with "
+            "fairseq-preprocess --only-source (without --source-lang)",
+        )
         return cls(cfg, load_with_mask_symbol(path))
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
@@ -85,22 +105,42 @@ class PermutationLMTask(UniLMTask, FairseqTask):
         split_path = os.path.join(paths[(epoch - 1) % len(paths)], split)
         lines = data_utils.load_indexed_dataset(split_path, self.dictionary, combine=combine)
         if lines is None:
-            raise FairseqExtError(f"no {split} split at {split_path}.{{bin,idx}}; binarize it with "
-                                  "fairseq-preprocess --only-source")
+            raise FairseqExtError(
+                f"no {split} split at {split_path}.{{bin,idx}}; binarize it with "
+                "fairseq-preprocess --only-source"
+            )
         limit = self.cfg.tokens_per_sample - 1  # one position for <s>
         if self.cfg.sample_break_mode == "eos":
-            refuse_empty_lines(lines.sizes, split=split, row_name="line", data=self.cfg.data,
-                               fix="remove empty lines before fairseq-preprocess, or use --sample-break-mode none")
-            refuse_long_lines(lines.sizes, split=split, row_name="line", limit=limit, markers=("</s>",),
-                              limit_name=f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>",
-                              fix="raise it, split long lines, or use --sample-break-mode none (fixed-size blocks)")
+            refuse_empty_lines(
+                lines.sizes,
+                split=split,
+                row_name="line",
+                data=self.cfg.data,
+                fix="remove empty lines before fairseq-preprocess, or use --sample-break-mode none",
+            )
+            refuse_long_lines(
+                lines.sizes,
+                split=split,
+                row_name="line",
+                limit=limit,
+                markers=("</s>",),
+                limit_name=f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>",
+                fix="raise it, split long lines, or use --sample-break-mode none (fixed-size blocks)",
+            )
             blocks = lines
         else:
-            blocks = TokenBlockDataset(lines, lines.sizes, limit, pad=self.dictionary.pad(),
-                                       eos=self.dictionary.eos(), break_mode="none")
+            blocks = TokenBlockDataset(
+                lines,
+                lines.sizes,
+                limit,
+                pad=self.dictionary.pad(),
+                eos=self.dictionary.eos(),
+                break_mode="none",
+            )
         sequences = PrependTokenDataset(blocks, self.dictionary.bos())
-        self.datasets[split] = language_model_batches(sequences, blocks, pad=self.dictionary.pad(),
-                                                      seed=self.cfg.seed + epoch, counted=blocks)
+        self.datasets[split] = language_model_batches(
+            sequences, blocks, pad=self.dictionary.pad(), seed=self.cfg.seed + epoch, counted=blocks
+        )
         logger.info("%s: %d sequences from %s", split, len(sequences), split_path)
 
     def max_positions(self):
@@ -113,7 +153,9 @@ class PermutationLMTask(UniLMTask, FairseqTask):
             max_positions = min(p for p in max_positions if p is not None)
         if self.model_positions is not None:
             self.check_model_positions(dataset, self.model_positions)
-        return super().get_batch_iterator(complete_batches(dataset, options), max_positions=max_positions, **options)
+        return super().get_batch_iterator(
+            complete_batches(dataset, options), max_positions=max_positions, **options
+        )
 
     def check_model_positions(self, dataset, positions: int) -> None:
         """Every sequence, <s> and </s> included, must fit the model's positions table."""
@@ -122,12 +164,18 @@ class PermutationLMTask(UniLMTask, FairseqTask):
         if row is not None:
             raise FairseqExtError(
                 f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
-                f"{positions} positions (--max-positions); lower --tokens-per-sample")
+                f"{positions} positions (--max-positions); lower --tokens-per-sample"
+            )
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        prepare_unilm_model(model, cfg, task="permutation_lm", dictionary=self.dictionary,
-                            from_checkpoint=from_checkpoint)
+        prepare_unilm_model(
+            model,
+            cfg,
+            task="permutation_lm",
+            dictionary=self.dictionary,
+            from_checkpoint=from_checkpoint,
+        )
         self.attention_mask = model.attention_mask
         self.model_positions = model.encoder.max_positions()
         return model
@@ -136,6 +184,9 @@ class PermutationLMTask(UniLMTask, FairseqTask):
         """Each sequence in a fresh random order (fairseq seeds torch per update)."""
         if ATTENTION_VARIANTS[self.attention_mask].random_order:
             tokens = sample["net_input"]["src_tokens"]
-            sample["net_input"]["order"] = random_order(tokens.eq(self.dictionary.pad()), keep_first=1)
-        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
-
+            sample["net_input"]["order"] = random_order(
+                tokens.eq(self.dictionary.pad()), keep_first=1
+            )
+        return amp_train_step.train_step(
+            sample, model, criterion, optimizer, update_num, ignore_grad
+        )

@@ -3,6 +3,7 @@
 section 2.1): per example and epoch, BERT's token masking and, independently of it by default,
 ``--position-mask-prob`` of the tokens get the mask-position embedding (90/5/5) and their
 original position as a label; with ``--position-mask-prob 0`` it is fairseq's ``masked_lm``."""
+
 import logging
 import os
 from dataclasses import dataclass, field
@@ -17,7 +18,14 @@ from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.config_fields import Range, check_config, option
-from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset, complete_batches
+from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.interfaces import PositionMaskingTask
+from fairseq_ext.data import (
+    NO_POSITION_LABEL,
+    POSITION_MASK_SOURCES,
+    PositionMaskingDataset,
+    complete_batches,
+)
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
@@ -25,8 +33,6 @@ from fairseq_ext.data.size_checks import (
     refuse_missing_dictionary,
     refuse_truncated_binaries,
 )
-from fairseq_ext.common.errors import FairseqExtError, require
-from fairseq_ext.common.interfaces import PositionMaskingTask
 from fairseq_ext.tasks import amp_train_step, quiet_commands
 
 logger = logging.getLogger(__name__)
@@ -38,19 +44,30 @@ UNIT = Range(0, 1)
 @dataclass
 class PositionMaskedLMConfig(MaskedLMConfig):
     position_mask_prob: float = option(
-        0.10, "fraction of the tokens whose position is masked (section 5.1: the paper's best 0.10); 0 "
-              "gives fairseq's masked_lm", range=UNIT)
+        0.10,
+        "fraction of the tokens whose position is masked (section 5.1: the paper's best 0.10); 0 "
+        "gives fairseq's masked_lm",
+        range=UNIT,
+    )
     position_keep_prob: float = option(
-        0.05, "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 0.05); "
-              "with --position-random-prob at most 1", range=UNIT)
+        0.05,
+        "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 0.05); "
+        "with --position-random-prob at most 1",
+        range=UNIT,
+    )
     position_random_prob: float = option(
-        0.05, "of the position-masked tokens, the fraction that gets a random position of its sequence "
-              "(section 2.1: 0.05)", range=UNIT)
+        0.05,
+        "of the position-masked tokens, the fraction that gets a random position of its sequence "
+        "(section 2.1: 0.05)",
+        range=UNIT,
+    )
     position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
         default="independent",
-        metadata={"help": "independent: position-masked tokens are drawn from all tokens; "
-                          "token_masked: from the token-masked ones (--position-mask-prob is then "
-                          "a fraction of those)"},
+        metadata={
+            "help": "independent: position-masked tokens are drawn from all tokens; "
+            "token_masked: from the token-masked ones (--position-mask-prob is then "
+            "a fraction of those)"
+        },
     )
     mask_special_tokens: bool = field(
         default=False,
@@ -65,20 +82,36 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
     for name in ("mask_prob", "leave_unmasked_prob", "random_token_prob"):
         value = getattr(cfg, name)
         require(0.0 <= value <= 1.0, f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
-    require(cfg.mask_prob > 0.0, "--mask-prob must be > 0: the MLM loss needs token-masked tokens "
-                                 "(BERT uses 0.15)")
-    require(cfg.leave_unmasked_prob + cfg.random_token_prob <= 1.0,
-            f"--leave-unmasked-prob + --random-token-prob must be <= 1, got "
-            f"{cfg.leave_unmasked_prob} + {cfg.random_token_prob}")
-    require(cfg.position_keep_prob + cfg.position_random_prob <= 1.0,
-            f"--position-keep-prob + --position-random-prob must be <= 1, got "
-            f"{cfg.position_keep_prob} + {cfg.position_random_prob}")
-    require(cfg.tokens_per_sample >= 2, f"--tokens-per-sample must be >= 2, got {cfg.tokens_per_sample}")
-    for name, default in (("mask_whole_words", False), ("mask_multiple_length", 1), ("mask_stdev", 0.0),
-                          ("skip_masking", False), ("d2v2_multi", False), ("include_target_tokens", False)):
-        require(getattr(cfg, name) == default,
-                f"--{name.replace('_', '-')} is a masked_lm option that position_masked_lm does not "
-                f"support; leave it at its default ({default}) or use --task masked_lm")
+    require(
+        cfg.mask_prob > 0.0,
+        "--mask-prob must be > 0: the MLM loss needs token-masked tokens (BERT uses 0.15)",
+    )
+    require(
+        cfg.leave_unmasked_prob + cfg.random_token_prob <= 1.0,
+        f"--leave-unmasked-prob + --random-token-prob must be <= 1, got "
+        f"{cfg.leave_unmasked_prob} + {cfg.random_token_prob}",
+    )
+    require(
+        cfg.position_keep_prob + cfg.position_random_prob <= 1.0,
+        f"--position-keep-prob + --position-random-prob must be <= 1, got "
+        f"{cfg.position_keep_prob} + {cfg.position_random_prob}",
+    )
+    require(
+        cfg.tokens_per_sample >= 2, f"--tokens-per-sample must be >= 2, got {cfg.tokens_per_sample}"
+    )
+    for name, default in (
+        ("mask_whole_words", False),
+        ("mask_multiple_length", 1),
+        ("mask_stdev", 0.0),
+        ("skip_masking", False),
+        ("d2v2_multi", False),
+        ("include_target_tokens", False),
+    ):
+        require(
+            getattr(cfg, name) == default,
+            f"--{name.replace('_', '-')} is a masked_lm option that position_masked_lm does not "
+            f"support; leave it at its default ({default}) or use --task masked_lm",
+        )
 
 
 @register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
@@ -99,7 +132,9 @@ class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        return amp_train_step.train_step(
+            sample, model, criterion, optimizer, update_num, ignore_grad
+        )
 
     @classmethod
     def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):
@@ -124,8 +159,14 @@ class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
         lines = data_utils.load_indexed_dataset(split_path, self.source_dictionary, combine=combine)
         if lines is None:
             raise FileNotFoundError(f"Dataset not found: {split} ({split_path})")
-        lines = maybe_shorten_dataset(lines, split, self.cfg.shorten_data_split_list,
-                                      self.cfg.shorten_method, self.cfg.tokens_per_sample, self.cfg.seed)
+        lines = maybe_shorten_dataset(
+            lines,
+            split,
+            self.cfg.shorten_data_split_list,
+            self.cfg.shorten_method,
+            self.cfg.tokens_per_sample,
+            self.cfg.seed,
+        )
         logger.info("loaded %d lines (one block each) from: %s", len(lines), split_path)
         return PrependTokenDataset(lines, self.source_dictionary.bos())
 
@@ -141,11 +182,17 @@ class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
         self._check_block_sizes(split, blocks.sizes)
         cfg = self.cfg
         masked = PositionMaskingDataset(
-            blocks, self.source_dictionary, self.mask_idx, split, seed=cfg.seed,
-            mask_prob=cfg.mask_prob, leave_unmasked_prob=cfg.leave_unmasked_prob,
+            blocks,
+            self.source_dictionary,
+            self.mask_idx,
+            split,
+            seed=cfg.seed,
+            mask_prob=cfg.mask_prob,
+            leave_unmasked_prob=cfg.leave_unmasked_prob,
             random_token_prob=cfg.random_token_prob,
             freq_weighted_replacement=cfg.freq_weighted_replacement,
-            position_mask_prob=cfg.position_mask_prob, position_keep_prob=cfg.position_keep_prob,
+            position_mask_prob=cfg.position_mask_prob,
+            position_keep_prob=cfg.position_keep_prob,
             position_random_prob=cfg.position_random_prob,
             position_mask_source=cfg.position_mask_source,
             mask_special_tokens=cfg.mask_special_tokens,
@@ -154,24 +201,44 @@ class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
         net_input = {"src_positions": RightPadDataset(masked.field("positions"), pad_idx=0)}
         if cfg.include_index:
             net_input["src_id"] = IdDataset()
-        position_target = RightPadDataset(masked.field("position_target"), pad_idx=NO_POSITION_LABEL)
+        position_target = RightPadDataset(
+            masked.field("position_target"), pad_idx=NO_POSITION_LABEL
+        )
         # masked_lm's batches and shuffle, drawn from the same seed
         self.datasets[split] = language_model_batches(
-            source, masked.field("target"), pad=self.source_dictionary.pad(), seed=cfg.seed, counted=source,
-            net_input=net_input, fields={"position_target": position_target})
+            source,
+            masked.field("target"),
+            pad=self.source_dictionary.pad(),
+            seed=cfg.seed,
+            counted=source,
+            net_input=net_input,
+            fields={"position_target": position_target},
+        )
 
     def _check_block_sizes(self, split: str, sizes: np.ndarray) -> None:
         if self.cfg.sample_break_mode == "eos":  # a line is an example: <s> and </s> alone is empty
-            refuse_empty_lines(sizes, split=split, row_name="line", data=self.cfg.data, markers=("<s>", "</s>"),
-                               fix="with --sample-break-mode eos every line is an example: remove empty or "
-                                   "whitespace-only lines before fairseq-preprocess (data_prep/wikitext2.sh "
-                                   "drops them)")
+            refuse_empty_lines(
+                sizes,
+                split=split,
+                row_name="line",
+                data=self.cfg.data,
+                markers=("<s>", "</s>"),
+                fix="with --sample-break-mode eos every line is an example: remove empty or "
+                "whitespace-only lines before fairseq-preprocess (data_prep/wikitext2.sh "
+                "drops them)",
+            )
         limit = self.cfg.tokens_per_sample
-        refuse_long_lines(sizes, split=split, row_name="example", limit=limit, markers=("<s>",),
-                          option="--tokens-per-sample",
-                          fix="the position classifier has one class per position. Use --sample-break-mode none "
-                              "(blocks of exactly that size), raise --tokens-per-sample, or split long lines "
-                              "before fairseq-preprocess")
+        refuse_long_lines(
+            sizes,
+            split=split,
+            row_name="example",
+            limit=limit,
+            markers=("<s>",),
+            option="--tokens-per-sample",
+            fix="the position classifier has one class per position. Use --sample-break-mode none "
+            "(blocks of exactly that size), raise --tokens-per-sample, or split long lines "
+            "before fairseq-preprocess",
+        )
 
     def get_batch_iterator(self, dataset, **options):
         """Every example in a batch, an oversized one refused (``data.complete_batches``)."""

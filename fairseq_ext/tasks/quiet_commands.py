@@ -11,6 +11,7 @@ from its own ``add_args`` and ``setup_task``.
   (``fairseq-hydra-train``, Python code); ``FAIRSEQ_EXT_VERBOSE=1`` keeps everything there.
 
 A command of fairseq's own tasks reaches neither, and prints what it prints without the plugin."""
+
 from __future__ import annotations
 
 import argparse

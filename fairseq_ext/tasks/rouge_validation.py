@@ -16,6 +16,7 @@ and stops training when it has not improved for N validations.
 The references are the validation targets decoded the same way (fairseq's ``<unk>`` written as
 ``UNK``, the Gigaword references' marker), not the raw reference file a script scores against;
 docs/unilm.md says by how much the two differ."""
+
 import json
 import logging
 import os
@@ -36,11 +37,28 @@ from fairseq_ext.common.errors import FairseqExtError, require
 logger = logging.getLogger(__name__)
 
 # The Gigaword decoding of examples/pretrained/minilm_gigaword.sh and examples/prophetnet/gigaword.sh.
-GIGAWORD_DECODING = '{"beam": 4, "lenpen": 1.0, "no_repeat_ngram_size": 3, "max_len_a": 0, "max_len_b": 40}'
+GIGAWORD_DECODING = (
+    '{"beam": 4, "lenpen": 1.0, "no_repeat_ngram_size": 3, "max_len_a": 0, "max_len_b": 40}'
+)
 # fairseq-generate's options that its beam search (FairseqTask.build_generator) reads
-DECODING_OPTIONS = ("beam", "lenpen", "unkpen", "max_len_a", "max_len_b", "min_len", "no_repeat_ngram_size",
-                    "unnormalized", "temperature", "match_source_len", "sampling", "sampling_topk", "sampling_topp",
-                    "diverse_beam_groups", "diverse_beam_strength", "diversity_rate")
+DECODING_OPTIONS = (
+    "beam",
+    "lenpen",
+    "unkpen",
+    "max_len_a",
+    "max_len_b",
+    "min_len",
+    "no_repeat_ngram_size",
+    "unnormalized",
+    "temperature",
+    "match_source_len",
+    "sampling",
+    "sampling_topk",
+    "sampling_topp",
+    "diverse_beam_groups",
+    "diverse_beam_strength",
+    "diversity_rate",
+)
 ROUGE_DETOK = ChoiceEnum(["sentencepiece", "wordpiece", "none"])
 UNK = "UNK"  # the OOV marker of the Gigaword references (data_prep/gigaword.sh)
 BERT_UNK = "[UNK]"  # examples/pretrained/minilm_gigaword.sh writes fairseq's <unk> as this before joining pieces
@@ -50,24 +68,34 @@ SENTENCEPIECE_MARK = "\u2581"
 @dataclass
 class RougeValidationConfig(FairseqDataclass):
     eval_rouge: bool = option(
-        False, "at every validation, decode the validation split with beam search and log ROUGE-1/2/L F1 x 100 "
-               "(rouge1, rouge2, rougeL; fairseq_ext.analysis.rouge) against its targets; with "
-               "--best-checkpoint-metric rouge1 --maximize-best-checkpoint-metric [--patience N] the best "
-               "checkpoint and early stopping follow validation ROUGE-1")
+        False,
+        "at every validation, decode the validation split with beam search and log ROUGE-1/2/L F1 x 100 "
+        "(rouge1, rouge2, rougeL; fairseq_ext.analysis.rouge) against its targets; with "
+        "--best-checkpoint-metric rouge1 --maximize-best-checkpoint-metric [--patience N] the best "
+        "checkpoint and early stopping follow validation ROUGE-1",
+    )
     eval_rouge_args: str = option(
-        GIGAWORD_DECODING, "decoding options of --eval-rouge as a JSON object, fairseq-generate's names with "
-                           "underscores; default: the Gigaword decoding of the examples (beam 4, length penalty "
-                           "1.0, no repeated trigram, at most 40 tokens)")
+        GIGAWORD_DECODING,
+        "decoding options of --eval-rouge as a JSON object, fairseq-generate's names with "
+        "underscores; default: the Gigaword decoding of the examples (beam 4, length penalty "
+        "1.0, no repeated trigram, at most 40 tokens)",
+    )
     eval_rouge_detok: ROUGE_DETOK = option(
-        "sentencepiece", "how --eval-rouge turns pieces into text before scoring, as the scripts do: sentencepiece "
-                         "(fairseq-generate --post-process sentencepiece; data_prep/gigaword.sh), wordpiece (BERT's "
-                         "## pieces joined by the tokenizer of --eval-rouge-wordpiece-tokenizer, as "
-                         "data_prep/wordpiece.py decode), none (the pieces are words)")
+        "sentencepiece",
+        "how --eval-rouge turns pieces into text before scoring, as the scripts do: sentencepiece "
+        "(fairseq-generate --post-process sentencepiece; data_prep/gigaword.sh), wordpiece (BERT's "
+        "## pieces joined by the tokenizer of --eval-rouge-wordpiece-tokenizer, as "
+        "data_prep/wordpiece.py decode), none (the pieces are words)",
+    )
     eval_rouge_wordpiece_tokenizer: Optional[str] = option(
-        None, "with --eval-rouge-detok wordpiece: the transformers folder (tokenizer.json or vocab.txt) whose "
-              "WordPiece tokenizer encoded the data")
+        None,
+        "with --eval-rouge-detok wordpiece: the transformers folder (tokenizer.json or vocab.txt) whose "
+        "WordPiece tokenizer encoded the data",
+    )
     eval_rouge_print_samples: bool = option(
-        False, "log the first hypothesis and reference of every validation batch that --eval-rouge decodes")
+        False,
+        "log the first hypothesis and reference of every validation batch that --eval-rouge decodes",
+    )
 
 
 def _decoding_option_kind(name: str) -> type:
@@ -81,13 +109,20 @@ def decoding_args(text: str) -> Namespace:
     try:
         args = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise FairseqExtError(f"--eval-rouge-args {text!r} is not JSON ({exc.msg}, character {exc.pos + 1}); "
-                              f"give a JSON object of decoding options, {example}") from None
-    require(isinstance(args, dict), f"--eval-rouge-args {text!r} is not a JSON object; give one of decoding "
-                                    f"options, {example}")
+        raise FairseqExtError(
+            f"--eval-rouge-args {text!r} is not JSON ({exc.msg}, character {exc.pos + 1}); "
+            f"give a JSON object of decoding options, {example}"
+        ) from None
+    require(
+        isinstance(args, dict),
+        f"--eval-rouge-args {text!r} is not a JSON object; give one of decoding options, {example}",
+    )
     for name, value in args.items():
-        require(name in DECODING_OPTIONS, f"--eval-rouge-args: {name!r} is not a decoding option of beam search; "
-                                          f"the options are {', '.join(DECODING_OPTIONS)}")
+        require(
+            name in DECODING_OPTIONS,
+            f"--eval-rouge-args: {name!r} is not a decoding option of beam search; "
+            f"the options are {', '.join(DECODING_OPTIONS)}",
+        )
         kind = _decoding_option_kind(name)
         if kind is bool:
             fits, what = isinstance(value, bool), "true or false"
@@ -111,11 +146,15 @@ def check_rouge_config(cfg) -> None:
     check_config(cfg, RougeValidationConfig)
     decoding_args(cfg.eval_rouge_args)
     detok = option_value(cfg, "eval_rouge_detok")
-    require(detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
-            f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop one of them")
-    require(detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
-            "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
-            "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded the data)")
+    require(
+        detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
+        f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop one of them",
+    )
+    require(
+        detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
+        "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
+        "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded the data)",
+    )
 
 
 class PiecesToText:
@@ -128,27 +167,38 @@ class PiecesToText:
         self.dictionary, self.detok = dictionary, detok
         self.wordpiece = None
         if detok == "sentencepiece":
-            require(any(SENTENCEPIECE_MARK in s for s in dictionary.symbols),
-                    "--eval-rouge-detok sentencepiece: no symbol of the target dictionary holds sentencepiece's "
-                    f"word mark {SENTENCEPIECE_MARK!r}, so the data are not sentencepiece pieces; use "
-                    "--eval-rouge-detok wordpiece (BERT WordPiece, with --eval-rouge-wordpiece-tokenizer DIR) or "
-                    "none (words)")
+            require(
+                any(SENTENCEPIECE_MARK in s for s in dictionary.symbols),
+                "--eval-rouge-detok sentencepiece: no symbol of the target dictionary holds sentencepiece's "
+                f"word mark {SENTENCEPIECE_MARK!r}, so the data are not sentencepiece pieces; use "
+                "--eval-rouge-detok wordpiece (BERT WordPiece, with --eval-rouge-wordpiece-tokenizer DIR) or "
+                "none (words)",
+            )
         elif detok == "wordpiece":
-            require(os.path.isdir(wordpiece_tokenizer),
-                    f"--eval-rouge-wordpiece-tokenizer {wordpiece_tokenizer} is not a folder; give the transformers "
-                    "folder (tokenizer.json or vocab.txt) whose tokenizer encoded the data")
-            require(any(s.startswith("##") for s in dictionary.symbols),
-                    "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## continuation piece, "
-                    "so the data are not BERT WordPiece pieces; use --eval-rouge-detok sentencepiece or none")
-            self.wordpiece = encoders.build_bpe(Namespace(bpe="wordpiece", wordpiece_tokenizer=wordpiece_tokenizer))
+            require(
+                os.path.isdir(wordpiece_tokenizer),
+                f"--eval-rouge-wordpiece-tokenizer {wordpiece_tokenizer} is not a folder; give the transformers "
+                "folder (tokenizer.json or vocab.txt) whose tokenizer encoded the data",
+            )
+            require(
+                any(s.startswith("##") for s in dictionary.symbols),
+                "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## continuation piece, "
+                "so the data are not BERT WordPiece pieces; use --eval-rouge-detok sentencepiece or none",
+            )
+            self.wordpiece = encoders.build_bpe(
+                Namespace(bpe="wordpiece", wordpiece_tokenizer=wordpiece_tokenizer)
+            )
 
     def __call__(self, tokens, ignore) -> str:
         d = self.dictionary
         if self.wordpiece is not None:
             pieces = d.string(tokens, None, extra_symbols_to_ignore=ignore, unk_string=BERT_UNK)
             return self.wordpiece.decode(pieces).replace(BERT_UNK, UNK)
-        text = d.string(tokens, "sentencepiece" if self.detok == "sentencepiece" else None,
-                        extra_symbols_to_ignore=ignore)
+        text = d.string(
+            tokens,
+            "sentencepiece" if self.detok == "sentencepiece" else None,
+            extra_symbols_to_ignore=ignore,
+        )
         # a word of its own, as the marker of the references is: sentencepiece glues <unk> to its neighbours
         return " ".join(text.replace(d.unk_word, f" {UNK} ").split())
 
@@ -172,8 +222,11 @@ class RougeValidation:
             self._start(task, model)
 
     def _start(self, task, model) -> None:
-        self.text = PiecesToText(task.target_dictionary, option_value(self.cfg, "eval_rouge_detok"),
-                                 self.cfg.eval_rouge_wordpiece_tokenizer)
+        self.text = PiecesToText(
+            task.target_dictionary,
+            option_value(self.cfg, "eval_rouge_detok"),
+            self.cfg.eval_rouge_wordpiece_tokenizer,
+        )
         try:
             self.generator = task.build_generator([model], decoding_args(self.cfg.eval_rouge_args))
         except FairseqExtError as exc:
@@ -218,5 +271,9 @@ class RougeValidation:
         metrics.log_scalar("_rouge_sentences", sentences)
         for name in ROUGE_TYPES:
             metrics.log_scalar(f"_{name}_f1_sum", total(f"_{name}_f1_sum"))
-            metrics.log_derived(name, lambda meters, name=name: (
-                100.0 * meters[f"_{name}_f1_sum"].sum / meters["_rouge_sentences"].sum))
+            metrics.log_derived(
+                name,
+                lambda meters, name=name: (
+                    100.0 * meters[f"_{name}_f1_sum"].sum / meters["_rouge_sentences"].sum
+                ),
+            )

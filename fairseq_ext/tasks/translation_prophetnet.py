@@ -3,22 +3,28 @@
 source/target pairs (Qi et al. 2020, section 3.2), on fairseq's ``translation`` with the
 pre-training dictionary's ``<mask>``, checks that refuse what the model cannot honour, and
 validation ROUGE (``--eval-rouge``, ``tasks.rouge_validation``)."""
+
 from dataclasses import dataclass
 
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
+from fairseq_ext.common.errors import require
+from fairseq_ext.common.tokenizer_check import checked_bpe
 from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import (note_unknown_share, refuse_empty_lines, refuse_long_lines,
-                                          refuse_truncated_binaries, refuse_unnamed_language_pair)
+from fairseq_ext.data.size_checks import (
+    note_unknown_share,
+    refuse_empty_lines,
+    refuse_long_lines,
+    refuse_truncated_binaries,
+    refuse_unnamed_language_pair,
+)
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
-from fairseq_ext.common.errors import require
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.tasks import amp_train_step, quiet_commands
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
-from fairseq_ext.common.tokenizer_check import checked_bpe
 
 
 @dataclass
@@ -45,7 +51,12 @@ class TranslationProphetNetTask(TranslationTask):
     def build_bpe(self, args):
         """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
         checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
-        return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
+        return checked_bpe(
+            super().build_bpe,
+            args,
+            self.source_dictionary,
+            f"the source dictionary in {self.cfg.data}",
+        )
 
     @classmethod
     def add_args(cls, parser):
@@ -54,15 +65,19 @@ class TranslationProphetNetTask(TranslationTask):
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        return amp_train_step.train_step(
+            sample, model, criterion, optimizer, update_num, ignore_grad
+        )
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
         quiet_commands.at_setup()
         # The decoder reads a right-padded target: padding comes after every real token, so
         # the causal attention never sees it and positions count from the start.
-        require(not getattr(cfg, "left_pad_target", False),
-                "translation_prophetnet needs right-padded targets; drop --left-pad-target")
+        require(
+            not getattr(cfg, "left_pad_target", False),
+            "translation_prophetnet needs right-padded targets; drop --left-pad-target",
+        )
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 
@@ -74,17 +89,30 @@ class TranslationProphetNetTask(TranslationTask):
         refuse_truncated_binaries(self.cfg.data, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
         dataset = self.datasets[split]
-        sides = [("source", dataset.src_sizes, self.cfg.max_source_positions, "--max-source-positions")]
+        sides = [
+            ("source", dataset.src_sizes, self.cfg.max_source_positions, "--max-source-positions")
+        ]
         if dataset.tgt_sizes is not None:
-            sides.append(("target", dataset.tgt_sizes, self.cfg.max_target_positions, "--max-target-positions"))
+            sides.append(
+                (
+                    "target",
+                    dataset.tgt_sizes,
+                    self.cfg.max_target_positions,
+                    "--max-target-positions",
+                )
+            )
         for side, sizes, limit, option in sides:
             refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
             if side == "target" or not self.cfg.truncate_source:
-                refuse_long_lines(sizes, split=split, row_name=f"{side} line", limit=limit, option=option)
+                refuse_long_lines(
+                    sizes, split=split, row_name=f"{side} line", limit=limit, option=option
+                )
         if split != self.cfg.train_subset:
             for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
                 if tokens is not None:
-                    note_unknown_share(tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data)
+                    note_unknown_share(
+                        tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data
+                    )
         self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def build_model(self, cfg, from_checkpoint=False):
@@ -110,11 +138,21 @@ class TranslationProphetNetTask(TranslationTask):
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
-        return self.input_lines.dataset(super().build_dataset_for_inference, src_tokens, src_lengths, constraints,
-                                        refuse_beyond_source_positions(self.cfg.max_source_positions))
+        return self.input_lines.dataset(
+            super().build_dataset_for_inference,
+            src_tokens,
+            src_lengths,
+            constraints,
+            refuse_beyond_source_positions(self.cfg.max_source_positions),
+        )
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """fairseq's beam search, for decoding options in range only."""
         check_beam_search_options(args, len(self.target_dictionary))
-        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls,
-                                       extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)
+        return super().build_generator(
+            models,
+            args,
+            seq_gen_cls=seq_gen_cls,
+            extra_gen_cls_kwargs=extra_gen_cls_kwargs,
+            **kwargs,
+        )

@@ -3,6 +3,7 @@
 "Seq2Seq"): a pair becomes ``<s> source </s> target </s>`` with segment ids under the prefix
 mask, on fairseq's ``translation`` data with RoBERTa's ``<mask>``, ``--keep-tokens``, beam search
 that stays within the positions table and validation ROUGE (``--eval-rouge``, ``tasks.rouge_validation``)."""
+
 import logging
 from dataclasses import dataclass, field
 from typing import Optional
@@ -12,20 +13,30 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
 from fairseq_ext.checkpoints.dictionaries import with_dictionaries
-from fairseq_ext.data import InteractiveInputLines, complete_batches
-from fairseq_ext.data.keep_tokens import RemapTokensDataset, count_unmapped, prune_dictionary, read_keep_list
-from fairseq_ext.data.mask_symbol import load_with_mask_symbol
-from fairseq_ext.data.size_checks import (first_bad_row, note_unknown_share, refuse_empty_lines,
-                                          refuse_truncated_binaries, refuse_unnamed_language_pair)
-from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.interfaces import UniLMTask
+from fairseq_ext.common.tokenizer_check import checked_bpe
+from fairseq_ext.data import InteractiveInputLines, complete_batches
+from fairseq_ext.data.keep_tokens import (
+    RemapTokensDataset,
+    count_unmapped,
+    prune_dictionary,
+    read_keep_list,
+)
+from fairseq_ext.data.mask_symbol import load_with_mask_symbol
+from fairseq_ext.data.size_checks import (
+    first_bad_row,
+    note_unknown_share,
+    refuse_empty_lines,
+    refuse_truncated_binaries,
+    refuse_unnamed_language_pair,
+)
+from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
-from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.models.unilm_init import prepare_unilm_model
 from fairseq_ext.tasks import amp_train_step, quiet_commands
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
-from fairseq_ext.common.tokenizer_check import checked_bpe
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +45,11 @@ logger = logging.getLogger(__name__)
 class UniLMSeq2SeqConfig(RougeValidationConfig, UnsortedBatchesConfig):
     keep_tokens: Optional[str] = field(
         default=None,
-        metadata={"help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
-                          "dictionary, embedding and output layer; pass the same FILE to "
-                          "fairseq-generate"},
+        metadata={
+            "help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
+            "dictionary, embedding and output layer; pass the same FILE to "
+            "fairseq-generate"
+        },
     )
 
 
@@ -63,21 +76,35 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
     def build_bpe(self, args):
         """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
         checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
-        return checked_bpe(super().build_bpe, args, self.source_dictionary, f"the source dictionary in {self.cfg.data}")
+        return checked_bpe(
+            super().build_bpe,
+            args,
+            self.source_dictionary,
+            f"the source dictionary in {self.cfg.data}",
+        )
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
-        require(src_dict.symbols == tgt_dict.symbols,
-                f"unilm_seq2seq reads source and target with one embedding, so {cfg.data} needs one "
-                "dictionary for both sides: run fairseq-preprocess with --joined-dictionary")
+        require(
+            src_dict.symbols == tgt_dict.symbols,
+            f"unilm_seq2seq reads source and target with one embedding, so {cfg.data} needs one "
+            "dictionary for both sides: run fairseq-preprocess with --joined-dictionary",
+        )
         self.full_dictionary = src_dict
         self.keep_ids = self.lookup = None
-        self.model_positions: Optional[int] = None  # the one positions table, known once the model is built
+        self.model_positions: Optional[int] = (
+            None  # the one positions table, known once the model is built
+        )
         self.input_lines = InteractiveInputLines()
         if cfg.keep_tokens:
             pruned, self.keep_ids, self.lookup = prune_dictionary(
-                src_dict, read_keep_list(cfg.keep_tokens), f"--keep-tokens {cfg.keep_tokens}")
-            logger.info("--keep-tokens %s: %d of %d vocabulary entries kept", cfg.keep_tokens,
-                        len(pruned), len(src_dict))
+                src_dict, read_keep_list(cfg.keep_tokens), f"--keep-tokens {cfg.keep_tokens}"
+            )
+            logger.info(
+                "--keep-tokens %s: %d of %d vocabulary entries kept",
+                cfg.keep_tokens,
+                len(pruned),
+                len(src_dict),
+            )
             src_dict = pruned
         super().__init__(cfg, src_dict, src_dict)
         self.rouge = RougeValidation(cfg)
@@ -93,7 +120,9 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
 
     def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
         """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(sample, model, criterion, optimizer, update_num, ignore_grad)
+        return amp_train_step.train_step(
+            sample, model, criterion, optimizer, update_num, ignore_grad
+        )
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
@@ -112,26 +141,51 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
             paths = paths[:1]
         src, tgt = self.cfg.source_lang, self.cfg.target_lang
         dataset = load_langpair_dataset(
-            paths[(epoch - 1) % len(paths)], split, src, self.full_dictionary, tgt, self.full_dictionary,
-            combine=combine, dataset_impl=self.cfg.dataset_impl, upsample_primary=self.cfg.upsample_primary,
-            left_pad_source=self.cfg.left_pad_source, left_pad_target=self.cfg.left_pad_target,
+            paths[(epoch - 1) % len(paths)],
+            split,
+            src,
+            self.full_dictionary,
+            tgt,
+            self.full_dictionary,
+            combine=combine,
+            dataset_impl=self.cfg.dataset_impl,
+            upsample_primary=self.cfg.upsample_primary,
+            left_pad_source=self.cfg.left_pad_source,
+            left_pad_target=self.cfg.left_pad_target,
             max_source_positions=self.cfg.max_source_positions,
-            max_target_positions=self.cfg.max_target_positions, load_alignments=self.cfg.load_alignments,
-            truncate_source=self.cfg.truncate_source, num_buckets=self.cfg.num_batch_buckets,
-            shuffle=(split != "test"), pad_to_multiple=self.cfg.required_seq_len_multiple,
+            max_target_positions=self.cfg.max_target_positions,
+            load_alignments=self.cfg.load_alignments,
+            truncate_source=self.cfg.truncate_source,
+            num_buckets=self.cfg.num_batch_buckets,
+            shuffle=(split != "test"),
+            pad_to_multiple=self.cfg.required_seq_len_multiple,
         )
         self._check_empty(split, dataset)
         if split != self.cfg.train_subset:
             for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
                 if tokens is not None:
-                    note_unknown_share(tokens, self.full_dictionary.unk(), split=split, side=side, data=self.cfg.data)
+                    note_unknown_share(
+                        tokens,
+                        self.full_dictionary.unk(),
+                        split=split,
+                        side=side,
+                        data=self.cfg.data,
+                    )
         if self.lookup is not None:
             unk = self.full_dictionary.unk()
             for side in ("src", "tgt"):
                 lost, total = count_unmapped(getattr(dataset, side), self.lookup, unk)
                 if lost:
-                    logger.warning("%s %s: %d of %d tokens (%.2f%%) are not in --keep-tokens %s and became "
-                                   "<unk>", split, side, lost, total, 100.0 * lost / total, self.cfg.keep_tokens)
+                    logger.warning(
+                        "%s %s: %d of %d tokens (%.2f%%) are not in --keep-tokens %s and became "
+                        "<unk>",
+                        split,
+                        side,
+                        lost,
+                        total,
+                        100.0 * lost / total,
+                        self.cfg.keep_tokens,
+                    )
                 setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
             dataset.src_dict = dataset.tgt_dict = self.src_dict
         self.datasets[split] = in_batch_order(dataset, self.cfg)
@@ -173,8 +227,14 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
 
     def build_model(self, cfg, from_checkpoint=False):
         model = super().build_model(cfg, from_checkpoint)
-        prepare_unilm_model(model, cfg, task="unilm_seq2seq", dictionary=self.full_dictionary, keep_ids=self.keep_ids,
-                            from_checkpoint=from_checkpoint)
+        prepare_unilm_model(
+            model,
+            cfg,
+            task="unilm_seq2seq",
+            dictionary=self.full_dictionary,
+            keep_ids=self.keep_ids,
+            from_checkpoint=from_checkpoint,
+        )
         self.model_positions = model.encoder.max_positions()
         self.rouge.prepare(self, model, from_checkpoint)
         return model
@@ -192,12 +252,22 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
         """Interactive input: empty lines skipped, lines refused by ``check_input_length``."""
-        return self.input_lines.dataset(super().build_dataset_for_inference, src_tokens, src_lengths, constraints,
-                                        self.check_input_length)
+        return self.input_lines.dataset(
+            super().build_dataset_for_inference,
+            src_tokens,
+            src_lengths,
+            constraints,
+            self.check_input_length,
+        )
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """Beam search within the positions table (``UniLMSequenceGenerator``), for decoding
         options in range only."""
         check_beam_search_options(args, len(self.target_dictionary))
-        return super().build_generator(models, args, seq_gen_cls=seq_gen_cls or UniLMSequenceGenerator,
-                                       extra_gen_cls_kwargs=extra_gen_cls_kwargs, **kwargs)
+        return super().build_generator(
+            models,
+            args,
+            seq_gen_cls=seq_gen_cls or UniLMSequenceGenerator,
+            extra_gen_cls_kwargs=extra_gen_cls_kwargs,
+            **kwargs,
+        )

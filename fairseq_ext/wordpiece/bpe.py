@@ -8,6 +8,7 @@ by ``python -m fairseq_ext.convert`` (which copies the tokenizer files next to `
 Registered with the plugin (``--user-dir fairseq_ext``); the ``tokenizers`` library is
 imported only when a WordPiece BPE is built (``pip install 'fairseq_ext[convert]'``).
 """
+
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 from dataclasses import dataclass, field
 
@@ -17,12 +18,13 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq_ext.common.errors import FairseqExtError
 
 
-
 @dataclass
 class WordpieceBPEConfig(FairseqDataclass):
     wordpiece_tokenizer: str = field(
         default="???",
-        metadata={"help": "folder with the checkpoint's tokenizer.json, vocab.txt or prophetnet.tokenizer"},
+        metadata={
+            "help": "folder with the checkpoint's tokenizer.json, vocab.txt or prophetnet.tokenizer"
+        },
     )
 
 
@@ -34,8 +36,10 @@ class WordpieceBPE:
         try:
             from fairseq_ext.wordpiece import tokenizer as wordpiece
         except ImportError as exc:
-            raise FairseqExtError(f"--bpe wordpiece needs the tokenizers library ({exc}); "
-                                  "pip install 'fairseq_ext[convert]'") from None
+            raise FairseqExtError(
+                f"--bpe wordpiece needs the tokenizers library ({exc}); "
+                "pip install 'fairseq_ext[convert]'"
+            ) from None
         self.wordpiece = wordpiece
         self.tokenizer = wordpiece.load_tokenizer(cfg.wordpiece_tokenizer)
 

@@ -15,6 +15,7 @@ and special tokens are honoured too).
 Used by ``data_prep/wordpiece.py`` (files) and by the Python API's ``wordpiece`` BPE
 (``fairseq_ext.wordpiece.bpe``).
 """
+
 from __future__ import annotations
 
 import json
@@ -51,7 +52,9 @@ def _read_config(folder: Path) -> dict:
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise WordpieceError(f"cannot read {path} ({e}); fix or remove it (do_lower_case then defaults to true)") from None
+        raise WordpieceError(
+            f"cannot read {path} ({e}); fix or remove it (do_lower_case then defaults to true)"
+        ) from None
     if not isinstance(config, dict):
         raise WordpieceError(f"{path} is not a JSON object; fix or remove it")
     return config
@@ -63,24 +66,33 @@ def _from_vocab(vocab_file: Path, config: dict) -> Tokenizer:
     try:
         lines = vocab_file.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as e:
-        raise WordpieceError(f"cannot read {vocab_file} ({e}); it must be a UTF-8 file with one token a line") from None
+        raise WordpieceError(
+            f"cannot read {vocab_file} ({e}); it must be a UTF-8 file with one token a line"
+        ) from None
     if lines and lines[-1] == "":
         lines.pop()
     vocab = {tok.rstrip("\r"): i for i, tok in enumerate(lines)}
     if not vocab:
-        raise WordpieceError(f"{vocab_file} is empty; it must list the WordPiece tokens, one a line")
+        raise WordpieceError(
+            f"{vocab_file} is empty; it must list the WordPiece tokens, one a line"
+        )
     unk = _token_string(config.get("unk_token")) or "[UNK]"
     if unk not in vocab:
-        raise WordpieceError(f"the unknown token {unk!r} is not in {vocab_file}; add it to the vocabulary "
-                             f"or set \"unk_token\" in tokenizer_config.json")
+        raise WordpieceError(
+            f"the unknown token {unk!r} is not in {vocab_file}; add it to the vocabulary "
+            f'or set "unk_token" in tokenizer_config.json'
+        )
     lowercase = config.get("do_lower_case", True)
     lowercase = True if lowercase is None else bool(lowercase)
     strip_accents = config.get("strip_accents")
     chinese = config.get("tokenize_chinese_chars", True)
     tok = Tokenizer(models.WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(
-        clean_text=True, handle_chinese_chars=True if chinese is None else bool(chinese),
-        strip_accents=None if strip_accents is None else bool(strip_accents), lowercase=lowercase)
+        clean_text=True,
+        handle_chinese_chars=True if chinese is None else bool(chinese),
+        strip_accents=None if strip_accents is None else bool(strip_accents),
+        lowercase=lowercase,
+    )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     specials = list(BERT_SPECIALS)
@@ -109,20 +121,26 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     on bad input."""
     folder = Path(path)
     if not folder.is_dir():
-        raise WordpieceError(f"tokenizer folder {folder} does not exist; pass --tokenizer the transformers "
-                             f"checkpoint folder (the one with tokenizer.json, vocab.txt or prophetnet.tokenizer)")
+        raise WordpieceError(
+            f"tokenizer folder {folder} does not exist; pass --tokenizer the transformers "
+            f"checkpoint folder (the one with tokenizer.json, vocab.txt or prophetnet.tokenizer)"
+        )
     json_file = folder / "tokenizer.json"
     if json_file.is_file():
         try:
             tok = Tokenizer.from_file(str(json_file))
         except Exception as e:  # the Rust library raises a plain Exception
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
-            raise WordpieceError(f"cannot load {json_file} ({first}); re-save it with a recent tokenizers/transformers "
-                                 f"or remove it to use vocab.txt") from None
+            raise WordpieceError(
+                f"cannot load {json_file} ({first}); re-save it with a recent tokenizers/transformers "
+                f"or remove it to use vocab.txt"
+            ) from None
         if not isinstance(tok.model, models.WordPiece):
-            raise WordpieceError(f"{json_file} holds a {type(tok.model).__name__} model, not WordPiece; this script "
-                                 f"is for BERT-family vocabularies (use data_prep/spm.py or the checkpoint's own "
-                                 f"tokenizer for others)")
+            raise WordpieceError(
+                f"{json_file} holds a {type(tok.model).__name__} model, not WordPiece; this script "
+                f"is for BERT-family vocabularies (use data_prep/spm.py or the checkpoint's own "
+                f"tokenizer for others)"
+            )
         tok.no_truncation()
         tok.no_padding()
         if tok.decoder is None:
@@ -131,11 +149,15 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
     vocab_file = vocabulary_file(folder)
     if vocab_file is not None:
         return _from_vocab(vocab_file, _read_config(folder))
-    raise WordpieceError(f"{folder} has none of tokenizer.json, {', '.join(VOCABULARY_FILES)}; pass --tokenizer "
-                         f"the transformers checkpoint folder that holds them")
+    raise WordpieceError(
+        f"{folder} has none of tokenizer.json, {', '.join(VOCABULARY_FILES)}; pass --tokenizer "
+        f"the transformers checkpoint folder that holds them"
+    )
 
 
-def encode_lines(tok: Tokenizer, lines: Iterable[str], max_tokens: int | None = None) -> tuple[list[str], int]:
+def encode_lines(
+    tok: Tokenizer, lines: Iterable[str], max_tokens: int | None = None
+) -> tuple[list[str], int]:
     """Encode each line (a trailing newline is ignored) without special tokens. Returns the
     space-separated pieces, one string per line, and how many lines ``max_tokens`` cut."""
     texts = [line.rstrip("\n") for line in lines]
@@ -150,13 +172,17 @@ def encode_lines(tok: Tokenizer, lines: Iterable[str], max_tokens: int | None = 
         line = " ".join(tokens)
         if len(line.split()) != len(tokens):
             bad = next(t for t in tokens if not t or any(c.isspace() for c in t))
-            raise WordpieceError(f"the tokenizer produced the token {bad!r}, which holds whitespace and cannot be "
-                                 f"written space-separated; remove it from the tokenizer's added tokens")
+            raise WordpieceError(
+                f"the tokenizer produced the token {bad!r}, which holds whitespace and cannot be "
+                f"written space-separated; remove it from the tokenizer's added tokens"
+            )
         out.append(line)
     return out, truncated
 
 
-def decode_lines(tok: Tokenizer, lines: Iterable[str], drop: Iterable[str] = FAIRSEQ_SPECIALS) -> list[str]:
+def decode_lines(
+    tok: Tokenizer, lines: Iterable[str], drop: Iterable[str] = FAIRSEQ_SPECIALS
+) -> list[str]:
     """Join each line's space-separated WordPiece tokens into text with the tokenizer's decoder,
     dropping the tokens in ``drop`` (by default fairseq's ``<unk> <s> </s> <pad> <mask>``)."""
     drop = frozenset(drop)

@@ -16,6 +16,7 @@ settings and memory measurements here, so that every ratio is measured the same 
 * Load (``load_average``, ``load_note``): the 1-minute load average around a measurement, and
   a note when it says that more than the benchmark's own threads (``own_threads``) ran.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -63,12 +64,14 @@ def interleaved_medians(fns: dict, reps: int, device: str, warmup: int = 1) -> d
     names = list(fns)
     times: dict = {name: [] for name in names}
     for r in range(reps):
-        for name in (names if r % 2 == 0 else names[::-1]):
+        for name in names if r % 2 == 0 else names[::-1]:
             times[name].append(timed(fns[name], device))
     return {name: statistics.median(t) for name, t in times.items()}
 
 
-def share_of_time_in(modules: Sequence[torch.nn.Module], fn: Callable[[], object], reps: int, device: str) -> float:
+def share_of_time_in(
+    modules: Sequence[torch.nn.Module], fn: Callable[[], object], reps: int, device: str
+) -> float:
     """Share of the time of ``reps`` calls of ``fn`` spent inside the forward calls of
     ``modules`` (timed by hooks around each, synchronised on CUDA)."""
     spent = {"inside": 0.0, "started": 0.0}
@@ -81,7 +84,11 @@ def share_of_time_in(modules: Sequence[torch.nn.Module], fn: Callable[[], object
         synchronize(device)
         spent["inside"] += time.perf_counter() - spent["started"]
 
-    hooks = [h for m in modules for h in (m.register_forward_pre_hook(before), m.register_forward_hook(after))]
+    hooks = [
+        h
+        for m in modules
+        for h in (m.register_forward_pre_hook(before), m.register_forward_hook(after))
+    ]
     try:
         total = sum(timed(fn, device) for _ in range(reps))
     finally:
@@ -112,7 +119,9 @@ def cpu_threads(device: str, threads: int | None) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def run_on_threads(run_all: Callable[[str, bool], dict], device: str, quick: bool, threads: int | None) -> dict:
+def run_on_threads(
+    run_all: Callable[[str, bool], dict], device: str, quick: bool, threads: int | None
+) -> dict:
     """``run_all(device, quick)`` on ``threads`` CPU threads (``cpu_threads``), its result with
     the ``hardware`` it ran on."""
     with cpu_threads(device, threads):
@@ -168,8 +177,10 @@ def build(args_list: list[str], device: str = "cpu"):
     from fairseq import options, tasks
 
     load_plugin()
-    args = options.parse_args_and_arch(options.get_training_parser(),
-                                       ["--user-dir", USER_DIR, *args_list] + (["--cpu"] if device == "cpu" else []))
+    args = options.parse_args_and_arch(
+        options.get_training_parser(),
+        ["--user-dir", USER_DIR, *args_list] + (["--cpu"] if device == "cpu" else []),
+    )
     task = tasks.setup_task(args)
     model = task.build_model(args).to(device)
     model.train()
@@ -185,8 +196,15 @@ def to_device(sample: dict, device: str) -> dict:
     return utils.move_to_cuda(sample)
 
 
-def seq2seq_batches(dictionary, n_batches: int, bsz: int, src_len: tuple[int, int], tgt_len: tuple[int, int],
-                    device: str = "cpu", seed: int = 0) -> list[dict]:
+def seq2seq_batches(
+    dictionary,
+    n_batches: int,
+    bsz: int,
+    src_len: tuple[int, int],
+    tgt_len: tuple[int, int],
+    device: str = "cpu",
+    seed: int = 0,
+) -> list[dict]:
     """fairseq's translation batches of random ordinary ids with lengths drawn from
     ``[lo, hi]``: sources ``w.. </s>`` left-padded, targets ``w.. </s>`` right-padded, the
     decoder input ``</s> w..`` (the target shifted right)."""
@@ -201,16 +219,28 @@ def seq2seq_batches(dictionary, n_batches: int, bsz: int, src_len: tuple[int, in
         tgt = torch.full((bsz, T), d.pad())
         prev = torch.full((bsz, T), d.pad())
         for i, (s, t) in enumerate(zip(s_lens, t_lens)):
-            src[i, S - s:] = torch.randint(d.nspecial, len(d) - 1, (s,), generator=g)
+            src[i, S - s :] = torch.randint(d.nspecial, len(d) - 1, (s,), generator=g)
             src[i, -1] = d.eos()
             tgt[i, :t] = torch.randint(d.nspecial, len(d) - 1, (t,), generator=g)
             tgt[i, t - 1] = d.eos()
             prev[i, 0] = d.eos()
-            prev[i, 1:t] = tgt[i, :t - 1]
-        out.append(to_device({"id": torch.arange(bsz) + b * bsz, "nsentences": bsz,
-                              "ntokens": int(tgt.ne(d.pad()).sum()),
-                              "net_input": {"src_tokens": src, "src_lengths": src.ne(d.pad()).sum(1),
-                                            "prev_output_tokens": prev}, "target": tgt}, device))
+            prev[i, 1:t] = tgt[i, : t - 1]
+        out.append(
+            to_device(
+                {
+                    "id": torch.arange(bsz) + b * bsz,
+                    "nsentences": bsz,
+                    "ntokens": int(tgt.ne(d.pad()).sum()),
+                    "net_input": {
+                        "src_tokens": src,
+                        "src_lengths": src.ne(d.pad()).sum(1),
+                        "prev_output_tokens": prev,
+                    },
+                    "target": tgt,
+                },
+                device,
+            )
+        )
     return out
 
 
@@ -235,20 +265,26 @@ def vm_hwm_mb() -> float:
 def peak_rss_mb(module: str, *argv: str) -> float:
     """Peak resident memory (MB) of ``python -m module argv`` run in a child process; the child
     must print ``vm_hwm_mb()`` as its last line of output."""
-    proc = subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", module, *argv], capture_output=True, text=True, cwd=ROOT
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{module} {' '.join(argv)} failed: {proc.stderr[-2000:]}")
     return float(proc.stdout.strip().splitlines()[-1])
 
 
-def train_peak_memory(module: str, names: tuple[str, ...], train_updates: Callable[[str, str], None],
-                      device: str) -> dict[str, float]:
+def train_peak_memory(
+    module: str, names: tuple[str, ...], train_updates: Callable[[str, str], None], device: str
+) -> dict[str, float]:
     """Peak training memory (MB) of each side ``name``: on CPU the VmHWM of ``python -m module
     --train-one NAME`` (a child per side, so neither side nor the timing runs count for the
     other), on CUDA the allocator's peak during ``train_updates(name, "cuda")`` above what
     was allocated before it."""
     if device != "cuda":
-        return {f"train_peak_rss_mb_{name}": round(peak_rss_mb(module, "--train-one", name), 1) for name in names}
+        return {
+            f"train_peak_rss_mb_{name}": round(peak_rss_mb(module, "--train-one", name), 1)
+            for name in names
+        }
     out = {}
     for name in names:
         torch.cuda.empty_cache()
@@ -256,12 +292,18 @@ def train_peak_memory(module: str, names: tuple[str, ...], train_updates: Callab
         before = torch.cuda.memory_allocated()
         train_updates(name, device)
         synchronize(device)
-        out[f"train_peak_cuda_mb_{name}"] = round((torch.cuda.max_memory_allocated() - before) / 2**20, 1)
+        out[f"train_peak_cuda_mb_{name}"] = round(
+            (torch.cuda.max_memory_allocated() - before) / 2**20, 1
+        )
     return out
 
 
-def train_one_main(module: str, names: tuple[str, ...], train_updates: Callable[[str, str], None],
-                   threads: int | None) -> None:
+def train_one_main(
+    module: str,
+    names: tuple[str, ...],
+    train_updates: Callable[[str, str], None],
+    threads: int | None,
+) -> None:
     """The child of ``train_peak_memory``: ``python -m module --train-one NAME`` trains side
     ``NAME`` on the CPU with ``threads`` threads (None: torch's default) and prints its
     VmHWM."""
@@ -270,5 +312,7 @@ def train_one_main(module: str, names: tuple[str, ...], train_updates: Callable[
             train_updates(sys.argv[2], "cpu")
         print(vm_hwm_mb())
     else:
-        sys.exit(f"usage: python -m {module} --train-one {{{','.join(names)}}} "
-                 f"(python -m reproduction.benchmarks.run --only {module.rsplit('.', 1)[-1]} runs the benchmark)")
+        sys.exit(
+            f"usage: python -m {module} --train-one {{{','.join(names)}}} "
+            f"(python -m reproduction.benchmarks.run --only {module.rsplit('.', 1)[-1]} runs the benchmark)"
+        )

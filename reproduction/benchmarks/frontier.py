@@ -23,6 +23,7 @@ quality of each model on the whole 500-sentence sample (teacher beam 5, the stud
 
     python -m reproduction.benchmarks.run --only frontier      # writes results/cpu.json, frontier.png
 """
+
 from __future__ import annotations
 
 import logging
@@ -41,31 +42,48 @@ from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import student_digest
 
 STUDENT = own_inputs.MODEL_DIR / "checkpoint.pt"
-TEACHERS = {"teacher 3+3": own_inputs.MODEL_DIR / "teacher.pt",
-            "deep-shallow AR 3+1": common.ROOT / "reproduction" / "hi_cmlm" / "models" / "teacher_3_1.pt"}
+TEACHERS = {
+    "teacher 3+3": own_inputs.MODEL_DIR / "teacher.pt",
+    "deep-shallow AR 3+1": common.ROOT / "reproduction" / "hi_cmlm" / "models" / "teacher_3_1.pt",
+}
 SENTENCES = {1: 128, 64: 256}
 QUICK_SENTENCES = {1: 4, 64: 8}
 ROUNDS, QUICK_ROUNDS = 3, 1
-LENGTH_OFFSET = 2  # --length-offset chosen on Multi30k val outside the test sample (docs/results/speed.md)
+LENGTH_OFFSET = (
+    2  # --length-offset chosen on Multi30k val outside the test sample (docs/results/speed.md)
+)
 # (passes, length beam, --length-offset)
 MASK_PREDICT = [(2, 1, 0), (3, 1, 0), (4, 1, 0), (10, 1, 0), (2, 3, 0), (4, 3, 0), (10, 3, 0)] + [
-    (T, lb, LENGTH_OFFSET) for T, lb in ((2, 1), (4, 1), (4, 3), (10, 3))]
-MASK_PREDICT_INT8 = [(T, lb, LENGTH_OFFSET) for T, lb in ((2, 1), (4, 1), (4, 3), (10, 3))]  # with --int8-decoding
-ENGINES = [("fairseq", "float32", 1), ("fairseq", "float32", 5), ("ctranslate2", "float32", 1),
-           ("ctranslate2", "float32", 5), ("ctranslate2", "int8", 1), ("ctranslate2", "int8", 5)]
+    (T, lb, LENGTH_OFFSET) for T, lb in ((2, 1), (4, 1), (4, 3), (10, 3))
+]
+MASK_PREDICT_INT8 = [
+    (T, lb, LENGTH_OFFSET) for T, lb in ((2, 1), (4, 1), (4, 3), (10, 3))
+]  # with --int8-decoding
+ENGINES = [
+    ("fairseq", "float32", 1),
+    ("fairseq", "float32", 5),
+    ("ctranslate2", "float32", 1),
+    ("ctranslate2", "float32", 5),
+    ("ctranslate2", "int8", 1),
+    ("ctranslate2", "int8", 5),
+]
 WHOLE_SAMPLE = 500
 STUDENT_DEFAULT = (10, 3, 0)  # the README's setting
 STUDENT_BEST = (10, 3, LENGTH_OFFSET)
 # issue 76's goals, read by ``goals``: the best mask-predict setting at no lower BLEU over
 # CTranslate2 int8 beam 5 of the teacher, at batch 1 and 64; the student within 2 BLEU of its teacher
-GOALS = {"maskpredict_over_ct2_int8_beam5_b1": ">= 1", "maskpredict_over_ct2_int8_beam5_b64": ">= 1",
-         "student_gap_to_teacher_bleu": "<= 2"}
+GOALS = {
+    "maskpredict_over_ct2_int8_beam5_b1": ">= 1",
+    "maskpredict_over_ct2_int8_beam5_b64": ">= 1",
+    "student_gap_to_teacher_bleu": "<= 2",
+}
 
 
 @dataclass(frozen=True)
 class Decoder:
     """One decoder setting: the model it decodes, how, and the function that decodes a list of
     batches (its own input format) into pieces per sentence, in line order."""
+
     model: str
     engine: str
     setting: str
@@ -77,20 +95,34 @@ def _in_line_order(pairs: list[tuple[int, list[str]]]) -> list[list[str]]:
     return [p for _, p in sorted(pairs, key=lambda x: x[0])]
 
 
-def _fairseq_decoder(model_name: str, engine: str, setting: str, generator, model, task, sources) -> Decoder:
+def _fairseq_decoder(
+    model_name: str, engine: str, setting: str, generator, model, task, sources
+) -> Decoder:
     d = task.target_dictionary
 
     def decode(batches):
-        return _in_line_order([(int(i), own_inputs.pieces(hypos[0]["tokens"], d)) for b in batches
-                               for i, hypos in zip(b["id"], generator.generate([model], b))])
+        return _in_line_order(
+            [
+                (int(i), own_inputs.pieces(hypos[0]["tokens"], d))
+                for b in batches
+                for i, hypos in zip(b["id"], generator.generate([model], b))
+            ]
+        )
 
-    return Decoder(model_name, engine, setting, decode,
-                   lambda bsz, n: own_inputs.batches(task, sources[:n], bsz))
+    return Decoder(
+        model_name,
+        engine,
+        setting,
+        decode,
+        lambda bsz, n: own_inputs.batches(task, sources[:n], bsz),
+    )
 
 
 def setting_name(passes: int, length_beam: int, offset: int) -> str:
     """How the rows name a mask-predict setting."""
-    return f"{passes} passes, length beam {length_beam}" + (f", length offset {offset}" if offset else "")
+    return f"{passes} passes, length beam {length_beam}" + (
+        f", length offset {offset}" if offset else ""
+    )
 
 
 def mask_predict_decoders(data: Path, settings=MASK_PREDICT, int8: bool = False) -> list[Decoder]:
@@ -101,38 +133,71 @@ def mask_predict_decoders(data: Path, settings=MASK_PREDICT, int8: bool = False)
     model, task, sources = own_inputs.load(STUDENT, data)
     task.cfg.int8_decoding = int8
     engine = "fairseq_ext mask-predict" + (" int8" if int8 else "")
-    return [_mask_predict(model, task, sources, engine, T, lb, offset) for T, lb, offset in settings]
+    return [
+        _mask_predict(model, task, sources, engine, T, lb, offset) for T, lb, offset in settings
+    ]
 
 
-def _mask_predict(model, task, sources, engine: str, passes: int, length_beam: int, offset: int) -> Decoder:
+def _mask_predict(
+    model, task, sources, engine: str, passes: int, length_beam: int, offset: int
+) -> Decoder:
     d = task.target_dictionary
     args = Namespace(iter_decode_max_iter=passes - 1, iter_decode_with_beam=length_beam)
 
     def decode(batches):
         task.cfg.length_offset = offset
         generator = task.build_generator([model], args)
-        return _in_line_order([(int(i), own_inputs.pieces(hypos[0]["tokens"], d)) for b in batches
-                               for i, hypos in zip(b["id"], generator.generate([model], b))])
+        return _in_line_order(
+            [
+                (int(i), own_inputs.pieces(hypos[0]["tokens"], d))
+                for b in batches
+                for i, hypos in zip(b["id"], generator.generate([model], b))
+            ]
+        )
 
-    return Decoder("student 3+1", engine, setting_name(passes, length_beam, offset), decode,
-                   lambda bsz, n: own_inputs.batches(task, sources[:n], bsz))
+    return Decoder(
+        "student 3+1",
+        engine,
+        setting_name(passes, length_beam, offset),
+        decode,
+        lambda bsz, n: own_inputs.batches(task, sources[:n], bsz),
+    )
 
 
 def convert_ctranslate2(checkpoint: Path, quantization: str, out: Path) -> Path:
     """``out``: ``checkpoint`` converted by CTranslate2's ``ct2-fairseq-converter`` (it loads the
     checkpoint through fairseq with ``--user_dir`` the plugin, whose allow-list lets torch load it)."""
     converter = Path(sys.executable).parent / "ct2-fairseq-converter"
-    proc = subprocess.run([str(converter), "--model_path", str(checkpoint), "--data_dir", str(own_inputs.MODEL_DIR),
-                           "--user_dir", common.USER_DIR, "--source_lang", "en", "--target_lang", "de",
-                           "--quantization", quantization, "--output_dir", str(out), "--force"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(converter),
+            "--model_path",
+            str(checkpoint),
+            "--data_dir",
+            str(own_inputs.MODEL_DIR),
+            "--user_dir",
+            common.USER_DIR,
+            "--source_lang",
+            "en",
+            "--target_lang",
+            "de",
+            "--quantization",
+            quantization,
+            "--output_dir",
+            str(out),
+            "--force",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"ct2-fairseq-converter failed on {checkpoint}: {proc.stderr[-2000:]}")
     return out
 
 
-def autoregressive_decoders(model_name: str, checkpoint: Path, data: Path, work: Path,
-                            engines=ENGINES) -> list[Decoder]:
+def autoregressive_decoders(
+    model_name: str, checkpoint: Path, data: Path, work: Path, engines=ENGINES
+) -> list[Decoder]:
     """fairseq's beam search and CTranslate2 of one autoregressive checkpoint, each given the
     checkpoint's own task's input (CTranslate2 the same pieces, without the ``</s>`` it adds)."""
     import ctranslate2
@@ -143,22 +208,43 @@ def autoregressive_decoders(model_name: str, checkpoint: Path, data: Path, work:
     for engine, dtype, beam in engines:
         setting = f"{dtype}, beam {beam}"
         if engine == "fairseq":
-            out.append(_fairseq_decoder(model_name, "fairseq", setting, task.build_generator([model], Namespace(beam=beam)),
-                                        model, task, sources))
+            out.append(
+                _fairseq_decoder(
+                    model_name,
+                    "fairseq",
+                    setting,
+                    task.build_generator([model], Namespace(beam=beam)),
+                    model,
+                    task,
+                    sources,
+                )
+            )
             continue
         if dtype not in converted:
             folder = convert_ctranslate2(checkpoint, dtype, work / f"ct2-{checkpoint.stem}-{dtype}")
-            converted[dtype] = ctranslate2.Translator(str(folder), device="cpu", compute_type=dtype,
-                                                      inter_threads=1, intra_threads=1)
+            converted[dtype] = ctranslate2.Translator(
+                str(folder), device="cpu", compute_type=dtype, inter_threads=1, intra_threads=1
+            )
         translator = converted[dtype]
 
         def decode(batches, translator=translator, beam=beam):
-            return [r.hypotheses[0] for b in batches
-                    for r in translator.translate_batch(b, beam_size=beam, max_batch_size=len(b),
-                                                        max_decoding_length=200)]
+            return [
+                r.hypotheses[0]
+                for b in batches
+                for r in translator.translate_batch(
+                    b, beam_size=beam, max_batch_size=len(b), max_decoding_length=200
+                )
+            ]
 
-        out.append(Decoder(model_name, f"CTranslate2 {ctranslate2.__version__}", setting, decode,
-                           lambda bsz, n: [src_pieces[i:min(i + bsz, n)] for i in range(0, n, bsz)]))
+        out.append(
+            Decoder(
+                model_name,
+                f"CTranslate2 {ctranslate2.__version__}",
+                setting,
+                decode,
+                lambda bsz, n: [src_pieces[i : min(i + bsz, n)] for i in range(0, n, bsz)],
+            )
+        )
     return out
 
 
@@ -177,7 +263,10 @@ def timed_rows(decoders: list[Decoder], sentences: dict[int, int], rounds: int) 
         refs = own_inputs.references(n)
         inputs = [dec.batches(bsz, n) for dec in decoders]
         outputs: dict = {}
-        fns = {i: (lambda i=i: outputs.__setitem__(i, decoders[i].decode(inputs[i]))) for i in range(len(decoders))}
+        fns = {
+            i: (lambda i=i: outputs.__setitem__(i, decoders[i].decode(inputs[i])))
+            for i in range(len(decoders))
+        }
         for i, dec in enumerate(decoders):  # warm-up: the first 4 batches of each
             dec.decode(inputs[i][:4])
         before = common.load_average()
@@ -186,12 +275,25 @@ def timed_rows(decoders: list[Decoder], sentences: dict[int, int], rounds: int) 
         after = common.load_average()
         note = common.load_note(before, after, "cpu")
         for i, dec in enumerate(decoders):
-            rows.append({"model": dec.model, "engine": dec.engine, "setting": dec.setting, "batch": bsz,
-                         "sentences": n, "sentences_per_s": round(n / secs[i], 2),
-                         "bleu": round(bleu(outputs[i], refs, sp), 2), "load_before": round(before, 2),
-                         "load_after": round(after, 2), "note": note})
-        print(f"frontier     batch {bsz}: {len(decoders)} decoders timed on {n} sentences "
-              f"(load {before:.2f} -> {after:.2f})", flush=True)
+            rows.append(
+                {
+                    "model": dec.model,
+                    "engine": dec.engine,
+                    "setting": dec.setting,
+                    "batch": bsz,
+                    "sentences": n,
+                    "sentences_per_s": round(n / secs[i], 2),
+                    "bleu": round(bleu(outputs[i], refs, sp), 2),
+                    "load_before": round(before, 2),
+                    "load_after": round(after, 2),
+                    "note": note,
+                }
+            )
+        print(
+            f"frontier     batch {bsz}: {len(decoders)} decoders timed on {n} sentences "
+            f"(load {before:.2f} -> {after:.2f})",
+            flush=True,
+        )
     return rows
 
 
@@ -199,8 +301,12 @@ def whole_sample_quality(decoders: list[Decoder], n: int) -> dict[str, float]:
     """BLEU on the first ``n`` sentences of the sample (batch 64), by ``model: engine, setting``."""
     sp, refs = own_inputs.sentencepiece(), own_inputs.references(n)
     with torch.no_grad():
-        return {f"{d.model}: {d.engine}, {d.setting}": round(bleu(d.decode(d.batches(64, n)), refs, sp), 2)
-                for d in decoders}
+        return {
+            f"{d.model}: {d.engine}, {d.setting}": round(
+                bleu(d.decode(d.batches(64, n)), refs, sp), 2
+            )
+            for d in decoders
+        }
 
 
 def _is(row: dict, engine: str, setting: str, model: str = "teacher 3+3") -> bool:
@@ -216,9 +322,14 @@ def goals(rows: list[dict], quality: dict[str, float]) -> dict[str, float]:
         ct2 = [r for r in rows if r["batch"] == bsz and _is(r, "CTranslate2", "int8, beam 5")]
         if not ct2:
             continue
-        ok = [r["sentences_per_s"] for r in rows if r["batch"] == bsz and "mask-predict" in r["engine"]
-              and r["bleu"] >= ct2[0]["bleu"]]
-        metrics[f"maskpredict_over_ct2_int8_beam5_b{bsz}"] = round(max(ok, default=0.0) / ct2[0]["sentences_per_s"], 3)
+        ok = [
+            r["sentences_per_s"]
+            for r in rows
+            if r["batch"] == bsz and "mask-predict" in r["engine"] and r["bleu"] >= ct2[0]["bleu"]
+        ]
+        metrics[f"maskpredict_over_ct2_int8_beam5_b{bsz}"] = round(
+            max(ok, default=0.0) / ct2[0]["sentences_per_s"], 3
+        )
     teacher = [v for k, v in quality.items() if k.startswith("teacher 3+3: fairseq")]
     student = [v for k, v in quality.items() if k.startswith("student")]
     if teacher and student:
@@ -232,30 +343,52 @@ def run(device: str, quick: bool) -> dict:
 
 def _run_all(device: str, quick: bool) -> dict:
     logging.getLogger("fairseq").setLevel(logging.WARNING)
-    require(device == "cpu", "the frontier bench runs on the CPU (one thread, as the engines are deployed there): "
-                             "run it with --device cpu")
+    require(
+        device == "cpu",
+        "the frontier bench runs on the CPU (one thread, as the engines are deployed there): "
+        "run it with --device cpu",
+    )
     sentences = QUICK_SENTENCES if quick else SENTENCES
     whole = 8 if quick else WHOLE_SAMPLE
     with tempfile.TemporaryDirectory(prefix="fairseq_ext_frontier_") as tmp:
         work = Path(tmp)
         data = own_inputs.binarise_sample(max(whole, *sentences.values()), work)
-        decoders = mask_predict_decoders(data, [MASK_PREDICT[0], STUDENT_DEFAULT, STUDENT_BEST] if quick
-                                         else MASK_PREDICT)
-        decoders += mask_predict_decoders(data, MASK_PREDICT_INT8[:1] if quick else MASK_PREDICT_INT8, int8=True)
+        decoders = mask_predict_decoders(
+            data, [MASK_PREDICT[0], STUDENT_DEFAULT, STUDENT_BEST] if quick else MASK_PREDICT
+        )
+        decoders += mask_predict_decoders(
+            data, MASK_PREDICT_INT8[:1] if quick else MASK_PREDICT_INT8, int8=True
+        )
         skipped = []
         for name, checkpoint in TEACHERS.items():
             if checkpoint.exists():
-                decoders += autoregressive_decoders(name, checkpoint, data, work, ENGINES[1::3] if quick else ENGINES)
+                decoders += autoregressive_decoders(
+                    name, checkpoint, data, work, ENGINES[1::3] if quick else ENGINES
+                )
             else:
                 skipped.append(f"{name}: {checkpoint.relative_to(common.ROOT)} not found")
         print(f"frontier     {len(decoders)} decoders built", flush=True)
         rows = timed_rows(decoders, sentences, QUICK_ROUNDS if quick else ROUNDS)
-        quality = whole_sample_quality([d for d in decoders if d.setting in (
-            setting_name(*STUDENT_DEFAULT), setting_name(*STUDENT_BEST), "float32, beam 5")
-            and d.engine in ("fairseq", "fairseq_ext mask-predict", "fairseq_ext mask-predict int8")], whole)
-    details = {"rows": rows, "whole_sample_bleu": quality, "whole_sample_sentences": whole,
-               "student_sha256": student_digest(STUDENT), "skipped": skipped,
-               "sentences": {str(k): v for k, v in sentences.items()}, "rounds": QUICK_ROUNDS if quick else ROUNDS}
+        quality = whole_sample_quality(
+            [
+                d
+                for d in decoders
+                if d.setting
+                in (setting_name(*STUDENT_DEFAULT), setting_name(*STUDENT_BEST), "float32, beam 5")
+                and d.engine
+                in ("fairseq", "fairseq_ext mask-predict", "fairseq_ext mask-predict int8")
+            ],
+            whole,
+        )
+    details = {
+        "rows": rows,
+        "whole_sample_bleu": quality,
+        "whole_sample_sentences": whole,
+        "student_sha256": student_digest(STUDENT),
+        "skipped": skipped,
+        "sentences": {str(k): v for k, v in sentences.items()},
+        "rounds": QUICK_ROUNDS if quick else ROUNDS,
+    }
     return {"metrics": goals(rows, quality), "details": details, "goals": GOALS}
 
 
@@ -266,8 +399,14 @@ def pareto_front(points: list[tuple[float, float]]) -> list[tuple[float, float]]
     return sorted(set(front))
 
 
-COLUMNS = [("model", "model", ""), ("engine", "engine", ""), ("setting", "setting", ""),
-           ("sentences/s", "sentences_per_s", ".1f"), ("sacreBLEU", "bleu", ".2f"), ("frontier", "front", "")]
+COLUMNS = [
+    ("model", "model", ""),
+    ("engine", "engine", ""),
+    ("setting", "setting", ""),
+    ("sentences/s", "sentences_per_s", ".1f"),
+    ("sacreBLEU", "bleu", ".2f"),
+    ("frontier", "front", ""),
+]
 
 
 def render(result: dict) -> str:
@@ -278,8 +417,12 @@ def render(result: dict) -> str:
         rows = [r for r in d["rows"] if r["batch"] == bsz]
         front = set(pareto_front([(r["sentences_per_s"], r["bleu"]) for r in rows]))
         loads = f"load {rows[0]['load_before']:.2f} before, {rows[0]['load_after']:.2f} after"
-        parts += [f"Batch {bsz}, {rows[0]['sentences']} sentences ({loads}{'; ' + rows[0]['note'] if rows[0]['note'] else ''}):",
-                  "", "| " + " | ".join(h for h, _, _ in COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        parts += [
+            f"Batch {bsz}, {rows[0]['sentences']} sentences ({loads}{'; ' + rows[0]['note'] if rows[0]['note'] else ''}):",
+            "",
+            "| " + " | ".join(h for h, _, _ in COLUMNS) + " |",
+            "|" + "---|" * len(COLUMNS),
+        ]
         for r in sorted(rows, key=lambda r: -r["sentences_per_s"]):
             r = {**r, "front": "yes" if (r["sentences_per_s"], r["bleu"]) in front else ""}
             parts.append("| " + " | ".join(format(r[k], f) for _, k, f in COLUMNS) + " |")
@@ -290,11 +433,15 @@ def render(result: dict) -> str:
             bound = float(goal.split()[-1])
             met = m[name] >= bound if goal.startswith(">=") else m[name] <= bound
             parts.append(f"- `{name}` = {m[name]} (goal {goal}: {'met' if met else 'not met'})")
-    parts.append(f"- BLEU on the first {d['whole_sample_sentences']} sentences of the sample: "
-                 + "; ".join(f"{k} {v:.2f}" for k, v in d["whole_sample_bleu"].items()))
+    parts.append(
+        f"- BLEU on the first {d['whole_sample_sentences']} sentences of the sample: "
+        + "; ".join(f"{k} {v:.2f}" for k, v in d["whole_sample_bleu"].items())
+    )
     parts += [f"- not measured: {s}" for s in d.get("skipped", [])]
-    parts.append(f"- {result.get('hardware', '')}, {d['rounds']} interleaved rounds; student SHA-256 "
-                 f"`{d['student_sha256']}`")
+    parts.append(
+        f"- {result.get('hardware', '')}, {d['rounds']} interleaved rounds; student SHA-256 "
+        f"`{d['student_sha256']}`"
+    )
     return "\n".join(parts) + "\n"
 
 
@@ -319,14 +466,31 @@ def plot(result: dict, out: Path) -> bool:
         for kind in kinds:
             pts = [r for r in here if (r["model"], r["engine"]) == kind]
             if pts:
-                ax.scatter([r["sentences_per_s"] for r in pts], [r["bleu"] for r in pts], color=colours[kind],
-                           label=f"{kind[0]}, {kind[1]}", s=28)
+                ax.scatter(
+                    [r["sentences_per_s"] for r in pts],
+                    [r["bleu"] for r in pts],
+                    color=colours[kind],
+                    label=f"{kind[0]}, {kind[1]}",
+                    s=28,
+                )
             for r in pts:
-                ax.annotate(r["setting"].replace("passes, length beam", "p, lb").replace(", beam", " b"),
-                            (r["sentences_per_s"], r["bleu"]), fontsize=6, xytext=(3, 2), textcoords="offset points")
+                ax.annotate(
+                    r["setting"].replace("passes, length beam", "p, lb").replace(", beam", " b"),
+                    (r["sentences_per_s"], r["bleu"]),
+                    fontsize=6,
+                    xytext=(3, 2),
+                    textcoords="offset points",
+                )
         front = pareto_front([(r["sentences_per_s"], r["bleu"]) for r in here])
-        ax.step([p[0] for p in front], [p[1] for p in front], where="post", color="black", lw=0.8, ls="--",
-                label="frontier")
+        ax.step(
+            [p[0] for p in front],
+            [p[1] for p in front],
+            where="post",
+            color="black",
+            lw=0.8,
+            ls="--",
+            label="frontier",
+        )
         ax.set_xscale("log")
         ax.set_xlabel("sentences/s (1 thread, log scale)")
         ax.set_ylabel("sacreBLEU")
@@ -344,17 +508,26 @@ def summary(result: dict) -> str:
     rows, lines = result["details"]["rows"], []
     for bsz in sorted({r["batch"] for r in rows}):
         here = [r for r in rows if r["batch"] == bsz]
-        ours = max((r for r in here if "mask-predict" in r["engine"]), key=lambda r: (r["bleu"], r["sentences_per_s"]))
+        ours = max(
+            (r for r in here if "mask-predict" in r["engine"]),
+            key=lambda r: (r["bleu"], r["sentences_per_s"]),
+        )
         peers = [r for r in here if "mask-predict" not in r["engine"] and r["bleu"] >= ours["bleu"]]
         peer = max(peers, key=lambda r: r["sentences_per_s"], default=None)
-        said = (f"batch {bsz}: the best mask-predict setting ({ours['engine'].removeprefix('fairseq_ext ')}, "
-                f"{ours['setting']}) {ours['sentences_per_s']:.1f} sentences/s at {ours['bleu']:.2f} BLEU")
+        said = (
+            f"batch {bsz}: the best mask-predict setting ({ours['engine'].removeprefix('fairseq_ext ')}, "
+            f"{ours['setting']}) {ours['sentences_per_s']:.1f} sentences/s at {ours['bleu']:.2f} BLEU"
+        )
         if peer is not None:
-            said += (f"; {peer['engine']} {peer['setting']} of the {peer['model']} {peer['sentences_per_s']:.1f} "
-                     f"sentences/s at {peer['bleu']:.2f} ({peer['sentences_per_s'] / ours['sentences_per_s']:.2f}x "
-                     "as fast at no lower BLEU)")
+            said += (
+                f"; {peer['engine']} {peer['setting']} of the {peer['model']} {peer['sentences_per_s']:.1f} "
+                f"sentences/s at {peer['bleu']:.2f} ({peer['sentences_per_s'] / ours['sentences_per_s']:.2f}x "
+                "as fast at no lower BLEU)"
+            )
         lines.append(f"- {said}")
     m, g = result["metrics"], result["goals"]
     goals = [f"`{k}` {m[k]} (goal {g[k]})" for k in g if k in m]
-    lines.append(f"- issue 76's goals: {'; '.join(goals)}; measured on {result.get('hardware', '')}")
+    lines.append(
+        f"- issue 76's goals: {'; '.join(goals)}; measured on {result.get('hardware', '')}"
+    )
     return "\n".join(lines) + "\n"

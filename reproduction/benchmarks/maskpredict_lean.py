@@ -24,6 +24,7 @@ cores, so the ratios, measured in the same rounds, are what to read.
 
 writes ``reproduction/benchmarks/results/maskpredict_lean.json``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,13 +72,19 @@ def _sides(model, task, passes: int, beam: int, offset: int) -> dict:
     upstream = copy.deepcopy(model)  # length offset included: set on the decoder above
     upstream.forward_decoder = partial(CMLMNATransformerModel.forward_decoder, upstream)
     upstream.cross_attention_cache = lambda encoder_out: None
-    fairseq = IterativeRefinementGenerator(task.target_dictionary, max_iter=passes - 1, beam_size=beam)
+    fairseq = IterativeRefinementGenerator(
+        task.target_dictionary, max_iter=passes - 1, beam_size=beam
+    )
     return {"lean": (lean, model), "generic": (generic, model), "fairseq": (fairseq, upstream)}
 
 
 def _decode(generator, model, batches: list[dict]) -> list[torch.Tensor]:
     """The best hypothesis' tokens of every sentence, in line order."""
-    pairs = [(int(i), hypos[0]["tokens"]) for b in batches for i, hypos in zip(b["id"], generator.generate([model], b))]
+    pairs = [
+        (int(i), hypos[0]["tokens"])
+        for b in batches
+        for i, hypos in zip(b["id"], generator.generate([model], b))
+    ]
     return [t for _, t in sorted(pairs, key=lambda p: p[0])]
 
 
@@ -99,37 +106,71 @@ def measure(sentences: dict[int, int] = SENTENCES, settings=SETTINGS, rounds: in
                 for generator, m in sides.values():  # warm-up
                     _decode(generator, m, batches[:4])
                 outputs: dict = {}
-                fns = {side: (lambda side=side, g=g, m=m: outputs.__setitem__(side, _decode(g, m, batches)))
-                       for side, (g, m) in sides.items()}
+                fns = {
+                    side: (
+                        lambda side=side, g=g, m=m: outputs.__setitem__(
+                            side, _decode(g, m, batches)
+                        )
+                    )
+                    for side, (g, m) in sides.items()
+                }
                 before, load_line = common.load_average(), uptime()
                 secs = common.interleaved_medians(fns, reps=rounds, device="cpu", warmup=0)
                 after = common.load_average()
-                row = {"setting": setting_name(passes, beam, offset), "passes": passes, "length_beam": beam,
-                       "length_offset": offset, "batch": bsz, "sentences": n,
-                       "sentences_per_s": {s: round(n / secs[s], 2) for s in SIDES},
-                       "bleu": {s: round(bleu([own_inputs.pieces(t, d) for t in outputs[s]], refs, sp), 2)
-                                for s in SIDES},
-                       "identical_to_generic": sum(torch.equal(a, b) for a, b in zip(outputs["lean"], outputs["generic"]))
-                       / n,
-                       "lean_over_generic": round(secs["generic"] / secs["lean"], 3),
-                       "lean_over_fairseq": round(secs["fairseq"] / secs["lean"], 3),
-                       "load_before": round(before, 2), "load_after": round(after, 2), "uptime": load_line,
-                       "note": common.load_note(before, after, "cpu")}
+                row = {
+                    "setting": setting_name(passes, beam, offset),
+                    "passes": passes,
+                    "length_beam": beam,
+                    "length_offset": offset,
+                    "batch": bsz,
+                    "sentences": n,
+                    "sentences_per_s": {s: round(n / secs[s], 2) for s in SIDES},
+                    "bleu": {
+                        s: round(bleu([own_inputs.pieces(t, d) for t in outputs[s]], refs, sp), 2)
+                        for s in SIDES
+                    },
+                    "identical_to_generic": sum(
+                        torch.equal(a, b) for a, b in zip(outputs["lean"], outputs["generic"])
+                    )
+                    / n,
+                    "lean_over_generic": round(secs["generic"] / secs["lean"], 3),
+                    "lean_over_fairseq": round(secs["fairseq"] / secs["lean"], 3),
+                    "load_before": round(before, 2),
+                    "load_after": round(after, 2),
+                    "uptime": load_line,
+                    "note": common.load_note(before, after, "cpu"),
+                }
                 rows.append(row)
-                print(f"maskpredict-lean {row['setting']}, batch {bsz}: lean/generic {row['lean_over_generic']:.2f}x, "
-                      f"lean/fairseq {row['lean_over_fairseq']:.2f}x, BLEU {row['bleu']}, identical "
-                      f"{row['identical_to_generic']:.0%} (load {before:.2f} -> {after:.2f})", flush=True)
+                print(
+                    f"maskpredict-lean {row['setting']}, batch {bsz}: lean/generic {row['lean_over_generic']:.2f}x, "
+                    f"lean/fairseq {row['lean_over_fairseq']:.2f}x, BLEU {row['bleu']}, identical "
+                    f"{row['identical_to_generic']:.0%} (load {before:.2f} -> {after:.2f})",
+                    flush=True,
+                )
         task.cfg.length_offset = 0
-    return {"command": COMMAND, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "hardware": common.hardware("cpu"), "torch_threads": torch.get_num_threads(),
-            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"), "student": repository_path(STUDENT),
-            "student_sha256": student_digest(STUDENT), "rounds": rounds, "uptime_start": start,
-            "uptime_end": uptime(), "rows": rows}
+    return {
+        "command": COMMAND,
+        "date": time.strftime("%Y-%m-%d"),
+        "torch": torch.__version__,
+        "hardware": common.hardware("cpu"),
+        "torch_threads": torch.get_num_threads(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "student": repository_path(STUDENT),
+        "student_sha256": student_digest(STUDENT),
+        "rounds": rounds,
+        "uptime_start": start,
+        "uptime_end": uptime(),
+        "rows": rows,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=3, help="interleaved timed rounds (default: %(default)s)")
+    p = argparse.ArgumentParser(
+        prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--rounds", type=int, default=3, help="interleaved timed rounds (default: %(default)s)"
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
     args = p.parse_args(argv)
     if args.rounds < 1:

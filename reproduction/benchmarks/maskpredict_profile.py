@@ -21,6 +21,7 @@ and the load average before and after), and the ``maskpredict-profile`` block of
 docs/results/speed.md is drawn from it (``--render``: from the file alone). ``--student``
 profiles another student of the quickstart's dictionary, e.g. one shipped before.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,10 +56,12 @@ MODULES = {
     "output projection": ["decoder.output_projection"],
 }
 # label -> (owner, method) whose calls it covers; "model" and "decoder" are the student's
-METHODS = {"length prediction": ("decoder", "forward_length"),
-           "mask-predict pass": ("model", "forward_decoder"),
-           "decoder features": ("decoder", "extract_features"),
-           "soft copy of the source (Z)": ("decoder", "forward_copying_source")}
+METHODS = {
+    "length prediction": ("decoder", "forward_length"),
+    "mask-predict pass": ("model", "forward_decoder"),
+    "decoder features": ("decoder", "extract_features"),
+    "soft copy of the source (Z)": ("decoder", "forward_copying_source"),
+}
 REMASK = ("fairseq.models.nat.cmlm_transformer", "fairseq_ext.models.hi_cmlm_transformer")
 
 
@@ -128,7 +131,9 @@ def _label_attr(stack: ExitStack, owner, attr: str, name: str) -> None:
             return fn(*args, **kwargs)
 
     setattr(owner, attr, labelled)
-    stack.callback(lambda: setattr(owner, attr, before) if before is not None else delattr(owner, attr))
+    stack.callback(
+        lambda: setattr(owner, attr, before) if before is not None else delattr(owner, attr)
+    )
 
 
 def load(student: Path = hicmlm.STUDENT):
@@ -140,19 +145,26 @@ def load(student: Path = hicmlm.STUDENT):
     for lang in ("en", "de"):
         (Path(d) / f"dict.{lang}.txt").write_text((hicmlm.MODEL_DIR / "dict.txt").read_text())
     (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [str(student)], arg_overrides={"data": d})
+        [str(student)], arg_overrides={"data": d}
+    )
     model.eval().float()
     return model, task, hicmlm._encode_test(task, 128)
 
 
 def _batches(task, sents, bsz: int, n: int) -> list[dict]:
-    return [hicmlm._collate(sents[i:i + bsz], task.src_dict.pad()) for i in range(0, n, bsz)]
+    return [hicmlm._collate(sents[i : i + bsz], task.src_dict.pad()) for i in range(0, n, bsz)]
 
 
 def _decoding(model, task, batches, passes: int):
     """The generator and a function decoding ``batches`` with it."""
-    gen = task.build_generator([model], Namespace(iter_decode_max_iter=passes - 1, iter_decode_with_beam=1,
-                                                  iter_decode_force_max_iter=True))
+    gen = task.build_generator(
+        [model],
+        Namespace(
+            iter_decode_max_iter=passes - 1,
+            iter_decode_with_beam=1,
+            iter_decode_force_max_iter=True,
+        ),
+    )
     return gen, lambda: [gen.generate([model], b) for b in batches]
 
 
@@ -169,16 +181,23 @@ def shares(model, task, sents, bsz: int, passes: int, name: str) -> dict[str, fl
             for label, (owner, attr) in METHODS.items():
                 _label_attr(stack, model if owner == "model" else model.decoder, attr, label)
             for module in REMASK:
-                _label_attr(stack, importlib.import_module(module), "_skeptical_unmasking", "re-masking")
+                _label_attr(
+                    stack, importlib.import_module(module), "_skeptical_unmasking", "re-masking"
+                )
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 with record_function("total"):
                     decode()
     t = {e.key: e.cpu_time_total for e in prof.key_averages()}
     out = {label: t.get(label, 0.0) for label in ["total", *MODULES, *METHODS, "re-masking"]}
-    out["log_softmax or logsumexp, max, scatter"] = (out["mask-predict pass"] - out["decoder features"]
-                                                      - out["output projection"] - out["re-masking"])
-    out["python between passes"] = (out["total"] - out["encoder"] - out["length prediction"]
-                                    - out["mask-predict pass"])
+    out["log_softmax or logsumexp, max, scatter"] = (
+        out["mask-predict pass"]
+        - out["decoder features"]
+        - out["output projection"]
+        - out["re-masking"]
+    )
+    out["python between passes"] = (
+        out["total"] - out["encoder"] - out["length prediction"] - out["mask-predict pass"]
+    )
     steps = len(batches) * passes
     return {k: v / 1000 / steps for k, v in out.items()}
 
@@ -198,7 +217,9 @@ def speedups(model, task, sents, reps: int, sizes=((1, 40), (64, 128))) -> dict[
                     decode()
 
             with torch.no_grad():
-                secs = common.interleaved_medians({v: partial(run, v) for v in VARIANTS}, reps=reps, device="cpu")
+                secs = common.interleaved_medians(
+                    {v: partial(run, v) for v in VARIANTS}, reps=reps, device="cpu"
+                )
             for v in VARIANTS[1:]:
                 out[f"b{bsz} T{passes} {v}"] = secs["fairseq"] / secs[v]
     return out
@@ -210,15 +231,20 @@ def profiles(model, task, sents, bsz: int, passes: int, reps: int) -> dict[str, 
     taken alternately."""
     runs: dict = {"fairseq": [], "masked+kv": []}
     for r in range(reps):
-        for name in (list(runs) if r % 2 == 0 else list(runs)[::-1]):
+        for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
             runs[name].append(shares(model, task, sents, bsz, passes, name))
-    med = {name: {k: statistics.median(x[k] for x in rs) for k in rs[0]} for name, rs in runs.items()}
+    med = {
+        name: {k: statistics.median(x[k] for x in rs) for k in rs[0]} for name, rs in runs.items()
+    }
     return {"fairseq": med["fairseq"], "plugin": med["masked+kv"]}
 
 
 def profile_table(parts: dict[str, dict[str, float]], bsz: str, passes: int) -> list[str]:
-    lines = [f"| batch {bsz}, {passes} passes: part | fairseq's pass, ms/pass | share "
-             "| plugin's pass, ms/pass | share |", "|---|---|---|---|---|"]
+    lines = [
+        f"| batch {bsz}, {passes} passes: part | fairseq's pass, ms/pass | share "
+        "| plugin's pass, ms/pass | share |",
+        "|---|---|---|---|---|",
+    ]
     for k in parts["fairseq"]:
         cells = [f"{m[k]:.2f} | {100 * m[k] / m['total']:.1f}%" for m in parts.values()]
         lines.append(f"| {k} | {' | '.join(cells)} |")
@@ -226,9 +252,11 @@ def profile_table(parts: dict[str, dict[str, float]], bsz: str, passes: int) -> 
 
 
 def _setting(run: dict) -> str:
-    return (f"student {run['student_layout']} (SHA-256 {run['student_sha256'][:12]}...), `{run['command']}`, "
-            f"{run['date']}, {run['hardware']}, {run['reps']} rounds; 1-minute load "
-            f"average {run['load_before']:.2f} before, {run['load_after']:.2f} after")
+    return (
+        f"student {run['student_layout']} (SHA-256 {run['student_sha256'][:12]}...), `{run['command']}`, "
+        f"{run['date']}, {run['hardware']}, {run['reps']} rounds; 1-minute load "
+        f"average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
+    )
 
 
 def render(runs: list[dict]) -> str:
@@ -241,12 +269,18 @@ def render(runs: list[dict]) -> str:
         for bsz, parts in run["profiles"].items():
             lines += profile_table(parts, bsz, run["passes"]) + [""]
     for run in (r for r in runs if r["kind"] == "speedups"):
-        lines += [f"Speed-ups: {_setting(run)}.", "", "| setting | variant | fairseq's time / variant's |",
-                  "|---|---|---|"]
+        lines += [
+            f"Speed-ups: {_setting(run)}.",
+            "",
+            "| setting | variant | fairseq's time / variant's |",
+            "|---|---|---|",
+        ]
         for key, value in run["speedups"].items():
             setting, variant_name = key.rsplit(" ", 1)
             bsz, passes = setting.split()
-            lines.append(f"| batch {bsz[1:]}, {passes[1:]} passes | {variant_name} | {value:.3f}x |")
+            lines.append(
+                f"| batch {bsz[1:]}, {passes[1:]} passes | {variant_name} | {value:.3f}x |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -259,15 +293,27 @@ def keep(runs: list[dict], record: dict) -> list[dict]:
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(prog=COMMAND, description=__doc__.splitlines()[0])
-    ap.add_argument("--student", type=Path, default=hicmlm.STUDENT, help="student checkpoint (default: the shipped one)")
+    ap.add_argument(
+        "--student",
+        type=Path,
+        default=hicmlm.STUDENT,
+        help="student checkpoint (default: the shipped one)",
+    )
     ap.add_argument("--passes", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3, help="profiles (or timing rounds) per variant")
-    ap.add_argument("--speedups", action="store_true",
-                    help="instead of profiling, time every variant against fairseq's pass")
-    ap.add_argument("--quick", action="store_true", help="--speedups on 16 sentences at batch 1, 64 at batch 64")
+    ap.add_argument(
+        "--speedups",
+        action="store_true",
+        help="instead of profiling, time every variant against fairseq's pass",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="--speedups on 16 sentences at batch 1, 64 at batch 64"
+    )
     ap.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
-    ap.add_argument("--render", action="store_true", help="only redraw the page's block from the results file")
+    ap.add_argument(
+        "--render", action="store_true", help="only redraw the page's block from the results file"
+    )
     a = ap.parse_args(argv)
     if not a.student.is_file():
         ap.error(f"--student {a.student}: no such checkpoint")
@@ -275,20 +321,37 @@ def main(argv: list[str] | None = None) -> None:
     if not a.render:
         torch.set_num_threads(a.threads)
         model, task, sents = load(a.student)
-        command = " ".join([COMMAND, *(["--student", repository_path(a.student)] if a.student != hicmlm.STUDENT else []),
-                            *(["--speedups"] if a.speedups else []), *(["--quick"] if a.quick else []),
-                            f"--passes {a.passes} --threads {a.threads} --reps {a.reps}"])
-        record = {"kind": "speedups" if a.speedups else "profile", "student_sha256": hicmlm.student_digest(a.student),
-                  "student_layout": hicmlm.student_layout(model), "command": command,
-                  "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-                  "hardware": common.hardware("cpu"), "threads": a.threads, "reps": a.reps, "passes": a.passes,
-                  "load_before": common.load_average()}
+        command = " ".join(
+            [
+                COMMAND,
+                *(["--student", repository_path(a.student)] if a.student != hicmlm.STUDENT else []),
+                *(["--speedups"] if a.speedups else []),
+                *(["--quick"] if a.quick else []),
+                f"--passes {a.passes} --threads {a.threads} --reps {a.reps}",
+            ]
+        )
+        record = {
+            "kind": "speedups" if a.speedups else "profile",
+            "student_sha256": hicmlm.student_digest(a.student),
+            "student_layout": hicmlm.student_layout(model),
+            "command": command,
+            "date": time.strftime("%Y-%m-%d"),
+            "torch": torch.__version__,
+            "hardware": common.hardware("cpu"),
+            "threads": a.threads,
+            "reps": a.reps,
+            "passes": a.passes,
+            "load_before": common.load_average(),
+        }
         t0 = time.time()
         if a.speedups:
-            record["speedups"] = speedups(model, task, sents, a.reps,
-                                          ((1, 16), (64, 64)) if a.quick else ((1, 40), (64, 128)))
+            record["speedups"] = speedups(
+                model, task, sents, a.reps, ((1, 16), (64, 64)) if a.quick else ((1, 40), (64, 128))
+            )
         else:
-            record["profiles"] = {str(bsz): profiles(model, task, sents, bsz, a.passes, a.reps) for bsz in (1, 64)}
+            record["profiles"] = {
+                str(bsz): profiles(model, task, sents, bsz, a.passes, a.reps) for bsz in (1, 64)
+            }
         record.update(load_after=common.load_average(), wall_seconds=round(time.time() - t0, 1))
         runs = keep(runs, record)
         write_json(a.out, {"runs": runs})

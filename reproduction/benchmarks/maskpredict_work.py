@@ -30,6 +30,7 @@ e.g. one shipped before) and keeps its counts in
 counted (one entry per student, by SHA-256), then writes the ``maskpredict-work`` block of
 docs/results/speed.md (``--render`` redraws the block from the file alone).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -91,21 +92,51 @@ def measure(student_path: Path = hicmlm.STUDENT) -> dict:
         student = own_inputs.load(student_path, data)
         teacher = own_inputs.load(hicmlm.TEACHER, data)
         for batch_size, sentences in SETTINGS.items():
-            sides = {f"teacher beam {beam}": (teacher, Namespace(beam=beam, max_len_a=1.2, max_len_b=10))
-                     for beam in TEACHER_BEAMS}
-            sides.update({f"student T={T}": (student, Namespace(iter_decode_max_iter=T - 1, iter_decode_with_beam=1,
-                                                                iter_decode_force_max_iter=True)) for T in PASSES})
+            sides = {
+                f"teacher beam {beam}": (teacher, Namespace(beam=beam, max_len_a=1.2, max_len_b=10))
+                for beam in TEACHER_BEAMS
+            }
+            sides.update(
+                {
+                    f"student T={T}": (
+                        student,
+                        Namespace(
+                            iter_decode_max_iter=T - 1,
+                            iter_decode_with_beam=1,
+                            iter_decode_force_max_iter=True,
+                        ),
+                    )
+                    for T in PASSES
+                }
+            )
             for side, ((model, task, sources), options) in sides.items():
                 generator = task.build_generator([model], options)
                 batches = own_inputs.batches(task, sources[:sentences], batch_size)
                 work = count_work(lambda: [generator.generate([model], b) for b in batches])
-                rows.append({"batch": batch_size, "sentences": sentences, "side": side,
-                             "flops_per_sentence": work["flops"] / sentences,
-                             "operators_per_sentence": work["operators"] / sentences})
-    command = COMMAND if student_path == hicmlm.STUDENT else f"{COMMAND} --student {repository_path(student_path)}"
-    return {"command": command, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "student_sha256": hicmlm.student_digest(student_path), "student_layout": hicmlm.student_layout(student[0]),
-            "data": "examples/quickstart/data/test.en, the first sentences", "inputs": INPUTS, "rows": rows}
+                rows.append(
+                    {
+                        "batch": batch_size,
+                        "sentences": sentences,
+                        "side": side,
+                        "flops_per_sentence": work["flops"] / sentences,
+                        "operators_per_sentence": work["operators"] / sentences,
+                    }
+                )
+    command = (
+        COMMAND
+        if student_path == hicmlm.STUDENT
+        else f"{COMMAND} --student {repository_path(student_path)}"
+    )
+    return {
+        "command": command,
+        "date": time.strftime("%Y-%m-%d"),
+        "torch": torch.__version__,
+        "student_sha256": hicmlm.student_digest(student_path),
+        "student_layout": hicmlm.student_layout(student[0]),
+        "data": "examples/quickstart/data/test.en, the first sentences",
+        "inputs": INPUTS,
+        "rows": rows,
+    }
 
 
 def counted(student_path: Path, results: Path = RESULTS) -> dict:
@@ -113,8 +144,13 @@ def counted(student_path: Path, results: Path = RESULTS) -> dict:
     else a new one: counting takes a minute, and the same weights dispatch the same work."""
     digest = hicmlm.student_digest(student_path)
     runs = json.loads(results.read_text(encoding="utf-8"))["runs"] if results.exists() else []
-    kept = [r for r in runs if r["student_sha256"] == digest and r["torch"] == torch.__version__
-            and r.get("inputs") == INPUTS]
+    kept = [
+        r
+        for r in runs
+        if r["student_sha256"] == digest
+        and r["torch"] == torch.__version__
+        and r.get("inputs") == INPUTS
+    ]
     return kept[0] if kept else measure(student_path)
 
 
@@ -128,32 +164,57 @@ def bounds(record: dict) -> list[dict]:
         for T in PASSES:
             student = rows.get((batch, f"student T={T}"))
             if student:
-                out.append({"batch": batch, "passes": T,
-                            "flops": teacher["flops_per_sentence"] / student["flops_per_sentence"],
-                            "operators": teacher["operators_per_sentence"] / student["operators_per_sentence"]})
+                out.append(
+                    {
+                        "batch": batch,
+                        "passes": T,
+                        "flops": teacher["flops_per_sentence"] / student["flops_per_sentence"],
+                        "operators": teacher["operators_per_sentence"]
+                        / student["operators_per_sentence"],
+                    }
+                )
     return out
 
 
-def render(runs: list[dict], measured: dict | None = None, measured_sha256: str | None = None) -> str:
+def render(
+    runs: list[dict], measured: dict | None = None, measured_sha256: str | None = None
+) -> str:
     """The block of docs/results/speed.md: each counted student's counts and bounds, beside the
     measured speed-ups of ``measured`` (``{(batch, passes): speed-up}``, ``bench_speedups``) for
     the student the bench timed (``measured_sha256``)."""
     lines = []
     for record in runs:
         timed = measured if measured_sha256 == record["student_sha256"] else {}
-        lines += [f"Student {record['student_layout']} (SHA-256 {record['student_sha256'][:12]}...), counted with "
-                  f"`{record['command']}` ({record['date']}, torch {record['torch']}), on {record['data']}.", "",
-                  "| batch | side | GFLOP per sentence | ATen operators per sentence |", "|---:|---|---:|---:|"]
+        lines += [
+            f"Student {record['student_layout']} (SHA-256 {record['student_sha256'][:12]}...), counted with "
+            f"`{record['command']}` ({record['date']}, torch {record['torch']}), on {record['data']}.",
+            "",
+            "| batch | side | GFLOP per sentence | ATen operators per sentence |",
+            "|---:|---|---:|---:|",
+        ]
         for r in record["rows"]:
-            lines.append(f"| {r['batch']} | {r['side']} | {r['flops_per_sentence'] / 1e9:.3f} | "
-                         f"{r['operators_per_sentence']:,.0f} |")
-        lines += ["", "| batch | passes | teacher (beam 5) / student, FLOPs | teacher / student, operators "
-                      "| measured speed-up (`make bench`) |", "|---:|---:|---:|---:|---:|"]
+            lines.append(
+                f"| {r['batch']} | {r['side']} | {r['flops_per_sentence'] / 1e9:.3f} | "
+                f"{r['operators_per_sentence']:,.0f} |"
+            )
+        lines += [
+            "",
+            "| batch | passes | teacher (beam 5) / student, FLOPs | teacher / student, operators "
+            "| measured speed-up (`make bench`) |",
+            "|---:|---:|---:|---:|---:|",
+        ]
         for b in bounds(record):
             speedup = (timed or {}).get((b["batch"], b["passes"]))
-            shown = (f"{speedup:.2f}x" if speedup is not None
-                     else "not measured" if not measured or timed else "the bench timed another student")
-            lines.append(f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | {shown} |")
+            shown = (
+                f"{speedup:.2f}x"
+                if speedup is not None
+                else "not measured"
+                if not measured or timed
+                else "the bench timed another student"
+            )
+            lines.append(
+                f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | {shown} |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -166,8 +227,14 @@ def bench_speedups() -> tuple[dict, str | None]:
     if not cpu.exists():
         return {}, None
     details = json.loads(cpu.read_text()).get("benchmarks", {}).get("hicmlm", {}).get("details", {})
-    return ({(r["batch"], r["passes"]): r["speedup"] for r in details.get("decode_rows", [])
-             if r["length_beam"] == 1 and r["teacher_beam"] == 5}, details.get("student_sha256"))
+    return (
+        {
+            (r["batch"], r["passes"]): r["speedup"]
+            for r in details.get("decode_rows", [])
+            if r["length_beam"] == 1 and r["teacher_beam"] == 5
+        },
+        details.get("student_sha256"),
+    )
 
 
 def keep(runs: list[dict], record: dict) -> list[dict]:
@@ -176,10 +243,19 @@ def keep(runs: list[dict], record: dict) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--student", type=Path, default=hicmlm.STUDENT, help="student checkpoint (default: the shipped one)")
+    p = argparse.ArgumentParser(
+        prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--student",
+        type=Path,
+        default=hicmlm.STUDENT,
+        help="student checkpoint (default: the shipped one)",
+    )
     p.add_argument("--out", type=Path, default=RESULTS, help="results file (default: %(default)s)")
-    p.add_argument("--render", action="store_true", help="only redraw the page's block from the results file")
+    p.add_argument(
+        "--render", action="store_true", help="only redraw the page's block from the results file"
+    )
     args = p.parse_args(argv)
     if not args.student.is_file():
         p.error(f"--student {args.student}: no such checkpoint")

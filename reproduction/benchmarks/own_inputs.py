@@ -5,6 +5,7 @@ dictionary, and read back by each checkpoint's own task (``load_dataset``), exac
 source as ``pieces </s>``; ``translation_lev`` and so ``cmlm_hybrid`` (the student) prepend
 ``<s>``. A bench that hands both models one format handicaps one of them.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -41,13 +42,31 @@ def binarise_sample(n: int, work: Path, split: str = "test") -> Path:
     text.mkdir(parents=True, exist_ok=True)
     for lang in ("en", "de"):
         lines = (SAMPLE / f"{split}.{lang}").read_text(encoding="utf-8").splitlines()[:n]
-        (text / f"test.{lang}").write_text("".join(" ".join(sp.encode(line, out_type=str)) + "\n" for line in lines),
-                                           encoding="utf-8")
+        (text / f"test.{lang}").write_text(
+            "".join(" ".join(sp.encode(line, out_type=str)) + "\n" for line in lines),
+            encoding="utf-8",
+        )
     out = work / "bin"
-    proc = subprocess.run([str(Path(sys.executable).parent / "fairseq-preprocess"), "-s", "en", "-t", "de",
-                           "--testpref", str(text / "test"), "--srcdict", str(MODEL_DIR / "dict.txt"),
-                           "--joined-dictionary", "--destdir", str(out), "--workers", "1"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(Path(sys.executable).parent / "fairseq-preprocess"),
+            "-s",
+            "en",
+            "-t",
+            "de",
+            "--testpref",
+            str(text / "test"),
+            "--srcdict",
+            str(MODEL_DIR / "dict.txt"),
+            "--joined-dictionary",
+            "--destdir",
+            str(out),
+            "--workers",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"fairseq-preprocess failed: {proc.stderr[-2000:]}")
     return out
@@ -62,8 +81,9 @@ def load(checkpoint: Path, data: Path, device: str = "cpu"):
     from fairseq_ext import plugin
 
     plugin.load()
-    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task([str(checkpoint)],
-                                                                      arg_overrides={"data": str(data)})
+    (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
+        [str(checkpoint)], arg_overrides={"data": str(data)}
+    )
     model.to(device).eval()
     if device == "cpu":
         model.float()
@@ -76,12 +96,13 @@ def batches(task, sources: list[torch.Tensor], bsz: int) -> list[dict]:
     """``sources`` in line order, ``bsz`` at a time, collated by the task's own dataset (its
     padding side and ``<s>``; each batch's ``id`` gives the lines back)."""
     dataset = task.dataset("test")
-    return [dataset.collater([dataset[i] for i in range(start, min(start + bsz, len(sources)))])
-            for start in range(0, len(sources), bsz)]
+    return [
+        dataset.collater([dataset[i] for i in range(start, min(start + bsz, len(sources)))])
+        for start in range(0, len(sources), bsz)
+    ]
 
 
 def pieces(tokens: torch.Tensor, dictionary) -> list[str]:
     """The sentencepiece pieces of a hypothesis or a source, without ``<s>`` and ``</s>`` (a source
     so is what CTranslate2, which adds ``</s>`` itself, is given)."""
     return dictionary.string(tokens, extra_symbols_to_ignore={dictionary.bos()}).split()
-

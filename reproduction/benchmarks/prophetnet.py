@@ -29,6 +29,7 @@ does not depend on the text. Each time is the median over interleaved repetition
 warm-up. On CPU the module runs single-threaded (and restores the thread count): on a busy
 shared machine two threads wait for each other and the same ratio swung from 1.4 to 3.0.
 """
+
 from __future__ import annotations
 
 import torch
@@ -38,21 +39,57 @@ from reproduction.benchmarks import common
 VOCAB, BEAM, POSITIONS = 10000, 4, 512
 GIGAWORD, LONG = (32, 40, 12), (8, 256, 40)  # (batch, source tokens, target tokens)
 CPU_THREADS = 1
-DIMS = dict(encoder_layers=3, decoder_layers=3, encoder_embed_dim=256, decoder_embed_dim=256,
-            encoder_ffn_embed_dim=1024, decoder_ffn_embed_dim=1024, encoder_attention_heads=4,
-            decoder_attention_heads=4)
+DIMS = dict(
+    encoder_layers=3,
+    decoder_layers=3,
+    encoder_embed_dim=256,
+    decoder_embed_dim=256,
+    encoder_ffn_embed_dim=1024,
+    decoder_ffn_embed_dim=1024,
+    encoder_attention_heads=4,
+    decoder_attention_heads=4,
+)
 # both sides: the sizes, dropout 0.1, and position tables of POSITIONS rows (transformers'
 # max_position_embeddings; convert.prophetnet_transformers explains the two offsets)
-SHARED = [*(x for k, v in DIMS.items() for x in (f"--{k.replace('_', '-')}", str(v))),
-          "--max-source-positions", str(POSITIONS - 2), "--max-target-positions", str(POSITIONS - 3),
-          "--dropout", "0.1", "--attention-dropout", "0.1", "--activation-dropout", "0.1", "--label-smoothing", "0.1"]
+SHARED = [
+    *(x for k, v in DIMS.items() for x in (f"--{k.replace('_', '-')}", str(v))),
+    "--max-source-positions",
+    str(POSITIONS - 2),
+    "--max-target-positions",
+    str(POSITIONS - 3),
+    "--dropout",
+    "0.1",
+    "--attention-dropout",
+    "0.1",
+    "--activation-dropout",
+    "0.1",
+    "--label-smoothing",
+    "0.1",
+]
 # name -> architecture and loss: ProphetNet (n = 2) with its n-gram loss, and a Transformer
 # with ProphetNet's embedding choices and label-smoothed cross-entropy
 SIDES = {
-    "prophetnet": ["--arch", "prophetnet_tiny", "--ngram", "2", "--criterion", "ngram_language_loss"],
-    "transformer": ["--arch", "transformer", "--activation-fn", "gelu", "--encoder-learned-pos",
-                    "--decoder-learned-pos", "--layernorm-embedding", "--no-scale-embedding", "--share-all-embeddings",
-                    "--criterion", "label_smoothed_cross_entropy"],
+    "prophetnet": [
+        "--arch",
+        "prophetnet_tiny",
+        "--ngram",
+        "2",
+        "--criterion",
+        "ngram_language_loss",
+    ],
+    "transformer": [
+        "--arch",
+        "transformer",
+        "--activation-fn",
+        "gelu",
+        "--encoder-learned-pos",
+        "--decoder-learned-pos",
+        "--layernorm-embedding",
+        "--no-scale-embedding",
+        "--share-all-embeddings",
+        "--criterion",
+        "label_smoothed_cross_entropy",
+    ],
 }
 
 
@@ -60,7 +97,9 @@ def build_side(name: str, data: str, device: str):
     """``(task, model, criterion, args)`` of side ``name`` on fairseq's ``translation`` task
     with the VOCAB-symbol dictionaries of ``data``."""
     torch.manual_seed(0)
-    return common.build([data, "--task", "translation", "-s", "src", "-t", "tgt", *SHARED, *SIDES[name]], device)
+    return common.build(
+        [data, "--task", "translation", "-s", "src", "-t", "tgt", *SHARED, *SIDES[name]], device
+    )
 
 
 def build_hf(args, dictionary, device: str):
@@ -72,14 +111,17 @@ def build_hf(args, dictionary, device: str):
     from fairseq_ext.convert.prophetnet_transformers import transformers_config
 
     torch.manual_seed(0)
-    return ProphetNetForConditionalGeneration(transformers_config(args, dictionary, eps=0.1)).to(device)
+    return ProphetNetForConditionalGeneration(transformers_config(args, dictionary, eps=0.1)).to(
+        device
+    )
 
 
 def make_batches(dictionary, n: int, device: str, shape: tuple) -> list[dict]:
     """``n`` batches of ``shape`` (sentences, source tokens, target tokens), no padding."""
     bsz, src_len, tgt_len = shape
-    return common.seq2seq_batches(dictionary, n, bsz, src_len=(src_len, src_len), tgt_len=(tgt_len, tgt_len),
-                                  device=device)
+    return common.seq2seq_batches(
+        dictionary, n, bsz, src_len=(src_len, src_len), tgt_len=(tgt_len, tgt_len), device=device
+    )
 
 
 def _cycling(batches: list[dict], fn):
@@ -90,6 +132,7 @@ def _cycling(batches: list[dict], fn):
         sample = batches[state["i"] % len(batches)]
         state["i"] += 1
         fn(sample)
+
     return step
 
 
@@ -104,10 +147,16 @@ def _hf_step(model, batches):
     def step(sample):
         net = sample["net_input"]
         optimizer.zero_grad(set_to_none=True)
-        out = model(input_ids=net["src_tokens"], attention_mask=torch.ones_like(net["src_tokens"]),
-                    decoder_input_ids=net["prev_output_tokens"], labels=sample["target"], use_cache=False)
+        out = model(
+            input_ids=net["src_tokens"],
+            attention_mask=torch.ones_like(net["src_tokens"]),
+            decoder_input_ids=net["prev_output_tokens"],
+            labels=sample["target"],
+            use_cache=False,
+        )
         out.loss.backward()
         optimizer.step()
+
     return _cycling(batches, step)
 
 
@@ -116,6 +165,7 @@ def _generate(generator, model, batches, length):
         with torch.no_grad():
             hypos = generator.generate([model], sample)
         assert all(len(h[0]["tokens"]) == length for h in hypos)
+
     return _cycling(batches, run)
 
 
@@ -124,22 +174,31 @@ def _train_times(sides: dict, hf, shape: tuple, reps: int, warmup: int, device: 
     task = sides["prophetnet"][0]
     batches = make_batches(task.target_dictionary, 4, device, shape)
     hf.train()
-    steps = {name: _fairseq_step(model.train(), criterion, batches) for name, (_, model, criterion, _) in sides.items()}
+    steps = {
+        name: _fairseq_step(model.train(), criterion, batches)
+        for name, (_, model, criterion, _) in sides.items()
+    }
     steps["hf_prophetnet"] = _hf_step(hf, batches)
     return common.interleaved_medians(steps, reps, device, warmup=warmup)
 
 
 def _train_updates(name: str, device: str, updates: int = 4) -> None:
     """``updates`` training updates of one fairseq side alone, on the Gigaword batches."""
-    task, model, criterion, _ = build_side(name, common.dummy_dictionary_dir(VOCAB, ("src", "tgt")), device)
-    step = _fairseq_step(model, criterion, make_batches(task.target_dictionary, updates, device, GIGAWORD))
+    task, model, criterion, _ = build_side(
+        name, common.dummy_dictionary_dir(VOCAB, ("src", "tgt")), device
+    )
+    step = _fairseq_step(
+        model, criterion, make_batches(task.target_dictionary, updates, device, GIGAWORD)
+    )
     for _ in range(updates):
         step()
 
 
 def memory(device: str) -> dict[str, float]:
     """Peak training memory of each fairseq side on the Gigaword batches (``common.train_peak_memory``)."""
-    return common.train_peak_memory("reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, device)
+    return common.train_peak_memory(
+        "reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, device
+    )
 
 
 def run(device: str, quick: bool) -> dict:
@@ -161,17 +220,31 @@ def _run(device: str, quick: bool) -> dict:
         m.eval()
     length = GIGAWORD[2]
     batches = make_batches(task.target_dictionary, 4, device, GIGAWORD)
-    gen_args = dict(beam_size=BEAM, max_len_a=0, max_len_b=length - 1, min_len=length - 1, len_penalty=1.0)
-    gen = common.interleaved_medians({
-        name: _generate(SequenceGenerator([m], task.target_dictionary, **gen_args), m, batches, length)
-        for name, m in (("prophetnet", ours), ("transformer", plain))
-    }, reps, device, warmup=warmup)
+    gen_args = dict(
+        beam_size=BEAM, max_len_a=0, max_len_b=length - 1, min_len=length - 1, len_penalty=1.0
+    )
+    gen = common.interleaved_medians(
+        {
+            name: _generate(
+                SequenceGenerator([m], task.target_dictionary, **gen_args), m, batches, length
+            )
+            for name, m in (("prophetnet", ours), ("transformer", plain))
+        },
+        reps,
+        device,
+        warmup=warmup,
+    )
     # The bound: per step ProphetNet's decoder layers do (2L - 1) / L of a Transformer's layer
     # work (the main row and the next-token row in L - 1 layers, the next-token row in the
     # last); the rest of a step (encoder, output layer, search) is the same.
     share = common.share_of_time_in(
-        plain.decoder.layers, _generate(SequenceGenerator([plain], task.target_dictionary, **gen_args), plain,
-                                        batches, length), reps, device)
+        plain.decoder.layers,
+        _generate(
+            SequenceGenerator([plain], task.target_dictionary, **gen_args), plain, batches, length
+        ),
+        reps,
+        device,
+    )
     layers = len(ours.decoder.layers)
     bound = 1.0 / (1.0 + share * (layers - 1) / layers)
 
@@ -183,10 +256,14 @@ def _run(device: str, quick: bool) -> dict:
             "prophetnet_generate_bound": bound,
             "prophetnet_generate_share_of_bound": gen["transformer"] / gen["prophetnet"] / bound,
             "transformer_generate_decoder_layer_share": share,
-            "prophetnet_train_step_ratio_long": train_long["prophetnet"] / train_long["transformer"],
-            "prophetnet_vs_hf_train_speedup_long": train_long["hf_prophetnet"] / train_long["prophetnet"],
-            **{f"{name}_train_target_tokens_per_s": round(GIGAWORD[0] * GIGAWORD[2] / secs, 1)
-               for name, secs in train.items()},
+            "prophetnet_train_step_ratio_long": train_long["prophetnet"]
+            / train_long["transformer"],
+            "prophetnet_vs_hf_train_speedup_long": train_long["hf_prophetnet"]
+            / train_long["prophetnet"],
+            **{
+                f"{name}_train_target_tokens_per_s": round(GIGAWORD[0] * GIGAWORD[2] / secs, 1)
+                for name, secs in train.items()
+            },
             **memory(device),
         },
         "goals": {
@@ -197,9 +274,15 @@ def _run(device: str, quick: bool) -> dict:
             "prophetnet_vs_hf_train_speedup_long": ">= 1.5 (pre-training-like batches)",
         },
         "details": {
-            "sizes": dict(DIMS, vocab=VOCAB, positions=POSITIONS, ngram=2, beam=BEAM,
-                          gigaword_batch=dict(zip(("sentences", "source_tokens", "target_tokens"), GIGAWORD)),
-                          long_batch=dict(zip(("sentences", "source_tokens", "target_tokens"), LONG))),
+            "sizes": dict(
+                DIMS,
+                vocab=VOCAB,
+                positions=POSITIONS,
+                ngram=2,
+                beam=BEAM,
+                gigaword_batch=dict(zip(("sentences", "source_tokens", "target_tokens"), GIGAWORD)),
+                long_batch=dict(zip(("sentences", "source_tokens", "target_tokens"), LONG)),
+            ),
             "seconds_per_update": {k: round(v, 4) for k, v in train.items()},
             "seconds_per_update_long": {k: round(v, 4) for k, v in train_long.items()},
             "seconds_per_generated_batch": {k: round(v, 4) for k, v in gen.items()},
@@ -209,4 +292,6 @@ def _run(device: str, quick: bool) -> dict:
 
 
 if __name__ == "__main__":
-    common.train_one_main("reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, threads=CPU_THREADS)
+    common.train_one_main(
+        "reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, threads=CPU_THREADS
+    )

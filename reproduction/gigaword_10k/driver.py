@@ -61,6 +61,7 @@ run works in its own process with ``--threads`` torch threads (default 1); ``--j
 by side. ``python -m reproduction.gigaword_10k.collect`` merges the kept runs into
 ``results.json`` and the page.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -88,16 +89,25 @@ GIGAWORD_FILES = {"train": "train10k", "valid": "valid1k", "test": "test1951"}
 # originals). Gigaword's train10k articles are added from --data; never a Gigaword valid/test split.
 # opennmt_tok/newstest2012.first3000 is left out: it repeats extra_dev_2008_2012/newstest2012.
 ENGLISH_SOURCES = [
-    "wikitext-2-raw/wiki.valid.raw", "wikitext-2-raw/wiki.train.raw",
-    "wmt14_en_de/newstest2013.en", "wmt14_en_de/extra_dev_2008_2012/news-test2008.en",
-    "wmt14_en_de/extra_dev_2008_2012/newstest2009.en", "wmt14_en_de/extra_dev_2008_2012/newstest2010.en",
-    "wmt14_en_de/extra_dev_2008_2012/newstest2011.en", "wmt14_en_de/extra_dev_2008_2012/newstest2012.en",
-    "wmt14_en_de/opennmt_tok/train10k.tok.en", "wmt16_en_ro/newsdev2016.en", "wmt16_en_ro/train10k.europarl.en",
-    "multi30k/train.en.gz", "multi30k/val.en.gz",
+    "wikitext-2-raw/wiki.valid.raw",
+    "wikitext-2-raw/wiki.train.raw",
+    "wmt14_en_de/newstest2013.en",
+    "wmt14_en_de/extra_dev_2008_2012/news-test2008.en",
+    "wmt14_en_de/extra_dev_2008_2012/newstest2009.en",
+    "wmt14_en_de/extra_dev_2008_2012/newstest2010.en",
+    "wmt14_en_de/extra_dev_2008_2012/newstest2011.en",
+    "wmt14_en_de/extra_dev_2008_2012/newstest2012.en",
+    "wmt14_en_de/opennmt_tok/train10k.tok.en",
+    "wmt16_en_ro/newsdev2016.en",
+    "wmt16_en_ro/train10k.europarl.en",
+    "multi30k/train.en.gz",
+    "multi30k/val.en.gz",
 ]
-ENGLISH_NORMALISATION = ("lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings and "
-                         "blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 words dropped; "
-                         "sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized with their dictionary")
+ENGLISH_NORMALISATION = (
+    "lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings and "
+    "blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 words dropped; "
+    "sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized with their dictionary"
+)
 
 # Every row: its label in the table, its data, its starting point and the recipe of the script
 # it comes from (compare_gigaword.sh / examples/prophetnet/gigaword.sh for the sentencepiece rows,
@@ -114,9 +124,24 @@ ROWS = {
 for _key, _label in zip(ROWS, MODEL_ROWS):
     ROWS[_key]["label"] = _label
 # sentencepiece rows: prophetnet_tiny (3+3 layers x 256, 4 heads, FFN 1024), the transformer at the same sizes
-TINY = ["--encoder-layers", "3", "--decoder-layers", "3", "--encoder-embed-dim", "256", "--decoder-embed-dim", "256",
-        "--encoder-ffn-embed-dim", "1024", "--decoder-ffn-embed-dim", "1024", "--encoder-attention-heads", "4",
-        "--decoder-attention-heads", "4"]
+TINY = [
+    "--encoder-layers",
+    "3",
+    "--decoder-layers",
+    "3",
+    "--encoder-embed-dim",
+    "256",
+    "--decoder-embed-dim",
+    "256",
+    "--encoder-ffn-embed-dim",
+    "1024",
+    "--decoder-ffn-embed-dim",
+    "1024",
+    "--encoder-attention-heads",
+    "4",
+    "--decoder-attention-heads",
+    "4",
+]
 RECIPE = {  # optimiser settings per family: those of the scripts named above
     "spm": {"lr": "7e-4", "warmup": 200, "max_tokens": 2048},
     "unilm-random": {"lr": "5e-4", "warmup": 100, "max_tokens": 1024},
@@ -130,6 +155,7 @@ def family(row: str) -> str:
 
 
 # ---------------------------------------------------------------- the protocol's rules
+
 
 def best_index(curve: list[dict]) -> int | None:
     """Index of the best validation (highest ROUGE-1; the earliest of equal ones)."""
@@ -194,8 +220,11 @@ def loss_curve(log: str) -> list[dict]:
     more than one call (one resumed from a checkpoint before it) counts once, as last logged."""
     from reproduction.gpu.training import parse_log
 
-    by_update = {int(x["num_updates"]): x["loss"] for x in parse_log(log).get("intervals", [])
-                 if "num_updates" in x and "loss" in x}
+    by_update = {
+        int(x["num_updates"]): x["loss"]
+        for x in parse_log(log).get("intervals", [])
+        if "num_updates" in x and "loss" in x
+    }
     return [{"update": update, "loss": loss} for update, loss in sorted(by_update.items())]
 
 
@@ -210,7 +239,9 @@ def describes(record: dict, checkpoint: Path) -> bool:
 
 def pretraining_started_from(row: str, state: dict) -> dict:
     """A pre-trained row's record field ``pretraining_sha256``: the pre-training its run started from."""
-    return {"pretraining_sha256": state.get("pretraining_sha256")} if ROWS[row].get("pretrain") else {}
+    return (
+        {"pretraining_sha256": state.get("pretraining_sha256")} if ROWS[row].get("pretrain") else {}
+    )
 
 
 def set_aside_replaced_pretraining(kept: Path, sha: str) -> None:
@@ -221,7 +252,12 @@ def set_aside_replaced_pretraining(kept: Path, sha: str) -> None:
         return
     earlier = json.loads(kept.read_text(encoding="utf-8")).get("checkpoint_sha256")
     if earlier != sha:
-        to = kept.parent / "superseded" / "pretraining" / f"{kept.stem}-{(earlier or 'unhashed')[:12]}.json"
+        to = (
+            kept.parent
+            / "superseded"
+            / "pretraining"
+            / f"{kept.stem}-{(earlier or 'unhashed')[:12]}.json"
+        )
         to.parent.mkdir(parents=True, exist_ok=True)
         kept.replace(to)
 
@@ -232,8 +268,11 @@ def same_run(done: dict, asked: dict) -> bool:
     (a higher cap would have changed nothing)."""
     if done["settings"] == asked:
         return True
-    return (done["stopped"] == EARLY_STOPPED and asked["max_updates"] >= done["curve"][-1]["update"]
-            and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
+    return (
+        done["stopped"] == EARLY_STOPPED
+        and asked["max_updates"] >= done["curve"][-1]["update"]
+        and {**done["settings"], "max_updates": asked["max_updates"]} == asked
+    )
 
 
 def settings_changed(made: dict, asked: dict) -> str:
@@ -244,22 +283,27 @@ def settings_changed(made: dict, asked: dict) -> str:
 
 def made_otherwise(record: Path, made: dict, asked: dict) -> str:
     """The one line that refuses a kept run made with other settings than asked now."""
-    return (f"{rel(record)} was made with other settings than asked now: {settings_changed(made, asked)}; remove it, "
-            "give another --kept folder or ask for its settings")
+    return (
+        f"{rel(record)} was made with other settings than asked now: {settings_changed(made, asked)}; remove it, "
+        "give another --kept folder or ask for its settings"
+    )
 
 
 def started_otherwise(folder: Path, started: dict, asked: dict) -> str:
     """The one line that refuses a work folder started with other settings than asked now."""
-    return (f"{rel(folder)} was started with other settings than asked now: {settings_changed(started, asked)}; "
-            "remove it or ask for its settings")
+    return (
+        f"{rel(folder)} was started with other settings than asked now: {settings_changed(started, asked)}; "
+        "remove it or ask for its settings"
+    )
 
 
 def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
     """Whether a run trained again from update 0 repeated each validation of the kept run it
     replaces (update, ROUGE and distinct headlines; not the seconds)."""
     keys = ("update", "rouge1", "rouge2", "rougeL", "distinct")
-    return len(curve) >= len(kept) and all({k: a.get(k) for k in keys} == {k: b.get(k) for k in keys}
-                                           for a, b in zip(curve, kept))
+    return len(curve) >= len(kept) and all(
+        {k: a.get(k) for k in keys} == {k: b.get(k) for k in keys} for a, b in zip(curve, kept)
+    )
 
 
 def choose_lenpen(grid: dict) -> str:
@@ -268,6 +312,7 @@ def choose_lenpen(grid: dict) -> str:
 
 
 # ---------------------------------------------------------------- helpers
+
 
 def rel(path) -> str:
     path = Path(path)
@@ -296,11 +341,15 @@ def sentence_rouge1(hyps: list[str], refs: list[str]) -> list[float]:
 
 # ---------------------------------------------------------------- in-process fairseq (in a worker)
 
+
 def load_plugin(argv: list) -> None:
     """fairseq's parsers read --user-dir from sys.argv; in this process the plugin is imported first."""
     from fairseq_ext import plugin
 
-    if Path(str(argv[argv.index("--user-dir") + 1])).resolve() != Path(plugin.__file__).resolve().parent:
+    if (
+        Path(str(argv[argv.index("--user-dir") + 1])).resolve()
+        != Path(plugin.__file__).resolve().parent
+    ):
         raise SystemExit(f"--user-dir must be the imported plugin {Path(plugin.__file__).parent}")
     plugin.load()
 
@@ -323,7 +372,9 @@ def fairseq_generate(argv: list, out: Path) -> list[str]:
     from fairseq_cli import generate
 
     shutil.rmtree(out, ignore_errors=True)
-    args = options.parse_args_and_arch(options.get_generation_parser(), [str(a) for a in argv] + ["--results-path", str(out)])
+    args = options.parse_args_and_arch(
+        options.get_generation_parser(), [str(a) for a in argv] + ["--results-path", str(out)]
+    )
     generate.main(args)
     lines = {}
     for line in read_lines(next(out.glob("generate-*.txt"))):
@@ -342,6 +393,7 @@ def checkpoint_updates(path: Path) -> int:
 
 # ---------------------------------------------------------------- the driver
 
+
 class Driver:
     def __init__(self, a: argparse.Namespace):
         self.a = a
@@ -349,17 +401,31 @@ class Driver:
         self.kept = a.kept.resolve()
         self.data = self.work / "data"
         self.user_dir = ROOT / "fairseq_ext"
-        self.env = dict(os.environ, PYTHONWARNINGS="ignore", OMP_NUM_THREADS=str(a.threads),
-                        MKL_NUM_THREADS=str(a.threads),
-                        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-                        PYTHONPATH=os.pathsep.join(dict.fromkeys([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
+        self.env = dict(
+            os.environ,
+            PYTHONWARNINGS="ignore",
+            OMP_NUM_THREADS=str(a.threads),
+            MKL_NUM_THREADS=str(a.threads),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            PYTHONPATH=os.pathsep.join(
+                dict.fromkeys([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+            ),
+        )
 
     def settings(self, row: str, lr: str | None = None) -> dict:
         """What a kept run of ``row`` must share with this call to count as the same run."""
         a = self.a
-        out = {"chunk": a.chunk, "patience": a.patience, "max_updates": a.max_updates, "beam": a.beam,
-               "lenpens": [str(x) for x in a.lenpens], "valid_lines": a.valid_lines, "sizes": a.sizes,
-               "max_tokens": a.max_tokens, "lr": lr or self.lr_for(row)}
+        out = {
+            "chunk": a.chunk,
+            "patience": a.patience,
+            "max_updates": a.max_updates,
+            "beam": a.beam,
+            "lenpens": [str(x) for x in a.lenpens],
+            "valid_lines": a.valid_lines,
+            "sizes": a.sizes,
+            "max_tokens": a.max_tokens,
+            "lr": lr or self.lr_for(row),
+        }
         if family(row) == "spm":
             out["vocab"] = a.vocab
         if ROWS[row].get("pretrain"):
@@ -376,11 +442,15 @@ class Driver:
         for lr in grid:
             probe = self.kept / "lr-grid" / f"{row}-lr{lr}-s0.json"
             if not probe.is_file():
-                raise RuntimeError(f"{rel(probe)} is missing: the --lr-grid probes of {row} run first")
+                raise RuntimeError(
+                    f"{rel(probe)} is missing: the --lr-grid probes of {row} run first"
+                )
             best[lr] = json.loads(probe.read_text(encoding="utf-8"))["valid"]["rouge1"]
         return max(grid, key=lambda lr: (best[lr], -grid.index(lr)))
 
-    def sh(self, cmd: list, log: Path, stdin: Path | None = None, stdout: Path | None = None) -> None:
+    def sh(
+        self, cmd: list, log: Path, stdin: Path | None = None, stdout: Path | None = None
+    ) -> None:
         cmd = [str(c) for c in cmd]
         with open(self.work / "commands.txt", "a", encoding="utf-8") as f:
             f.write(" ".join(cmd) + "\n")
@@ -388,24 +458,33 @@ class Driver:
             fin = open(stdin, "rb") if stdin else subprocess.DEVNULL
             fout = open(stdout, "wb") if stdout else err
             try:
-                proc = subprocess.run(cmd, env=self.env, stdin=fin, stdout=fout, stderr=err, cwd=ROOT)
+                proc = subprocess.run(
+                    cmd, env=self.env, stdin=fin, stdout=fout, stderr=err, cwd=ROOT
+                )
             finally:
                 if stdin:
                     fin.close()
                 if stdout:
                     fout.close()
         if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd[:4])} ... failed ({proc.returncode}); see {log}\n"
-                               f"{log.read_text(errors='replace')[-1500:]}")
+            raise RuntimeError(
+                f"{' '.join(cmd[:4])} ... failed ({proc.returncode}); see {log}\n"
+                f"{log.read_text(errors='replace')[-1500:]}"
+            )
 
     # 1. data
     def prepare(self, rows: list[str]) -> None:
         a, d = self.a, self.data
         d.mkdir(parents=True, exist_ok=True)
-        made, asked = d / "prepared.json", {"data": str(a.data), "valid_lines": a.valid_lines, "vocab": a.vocab}
+        made, asked = (
+            d / "prepared.json",
+            {"data": str(a.data), "valid_lines": a.valid_lines, "vocab": a.vocab},
+        )
         if made.is_file() and json.loads(made.read_text(encoding="utf-8")) != asked:
-            raise SystemExit(f"{d} was prepared with {made.read_text(encoding='utf-8').strip()}, not {asked}: "
-                             "give another --work folder")
+            raise SystemExit(
+                f"{d} was prepared with {made.read_text(encoding='utf-8').strip()}, not {asked}: "
+                "give another --work folder"
+            )
         write_json(made, asked)
         src = d / "source"
         if not (d / "spm" / "bin" / "test.article-title.title.bin").is_file():
@@ -414,15 +493,41 @@ class Driver:
                 for side in ("article", "title"):
                     lines = read_lines(a.data / f"{prefix}.{side}.txt")
                     if split == "valid" and a.valid_lines:
-                        lines = lines[:a.valid_lines]
-                    (src / f"{prefix}.{side}.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-            self.sh(["bash", ROOT / "data_prep" / "gigaword.sh", "--local", src, "--out", d / "spm", "--vocab", a.vocab,
-                     "--train", GIGAWORD_FILES["train"], "--valid", GIGAWORD_FILES["valid"], "--test", GIGAWORD_FILES["test"]],
-                    d / "prep.log")
+                        lines = lines[: a.valid_lines]
+                    (src / f"{prefix}.{side}.txt").write_text(
+                        "\n".join(lines) + "\n", encoding="utf-8"
+                    )
+            self.sh(
+                [
+                    "bash",
+                    ROOT / "data_prep" / "gigaword.sh",
+                    "--local",
+                    src,
+                    "--out",
+                    d / "spm",
+                    "--vocab",
+                    a.vocab,
+                    "--train",
+                    GIGAWORD_FILES["train"],
+                    "--valid",
+                    GIGAWORD_FILES["valid"],
+                    "--test",
+                    GIGAWORD_FILES["test"],
+                ],
+                d / "prep.log",
+            )
         lead8 = self.kept / "lead8-test.json"
         if not lead8.is_file():  # lead-8's sentence ROUGE-1 on test: the bar of the paired tests
-            articles, titles = (read_lines(a.data / f"test1951.{s}.txt") for s in ("article", "title"))
-            write_json(lead8, {"row": "lead-8", "test_sentence_rouge1": sentence_rouge1([lead(x, 8) for x in articles], titles)})
+            articles, titles = (
+                read_lines(a.data / f"test1951.{s}.txt") for s in ("article", "title")
+            )
+            write_json(
+                lead8,
+                {
+                    "row": "lead-8",
+                    "test_sentence_rouge1": sentence_rouge1([lead(x, 8) for x in articles], titles),
+                },
+            )
         if any(ROWS[r].get("pretrain") for r in rows):
             self.prepare_english()
         if any(ROWS[r]["model"] == "unilm" for r in rows):
@@ -443,17 +548,44 @@ class Driver:
             sources.append({"file": name, "sha256": sha256(path), "lines": len(got)})
             lines += got
         giga = self.a.data / f"{GIGAWORD_FILES['train']}.article.txt"
-        got = [x for line in read_lines(giga) for x in gigaword_style(line.replace("<unk>", "UNK"), False)]
+        got = [
+            x
+            for line in read_lines(giga)
+            for x in gigaword_style(line.replace("<unk>", "UNK"), False)
+        ]
         sources.append({"file": f"GIGAWORD/{giga.name}", "sha256": sha256(giga), "lines": len(got)})
         lines += got
         (out / "train.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        self.sh([py, ROOT / "data_prep" / "spm.py", "encode", "--model", d / "spm" / "spm.model"], out / "prep.log",
-                stdin=out / "train.txt", stdout=out / "train.article")
-        self.preprocess(["--only-source", "--source-lang", "article", "--trainpref", out / "train",
-                         "--srcdict", d / "spm" / "bin" / "dict.article.txt", "--destdir", out / "bin", "--workers", "1"])
-        write_json(out / "corpus.json", {"sources": sources, "lines": len(lines),
-                                         "words": sum(len(x.split()) for x in lines),
-                                         "normalisation": ENGLISH_NORMALISATION})
+        self.sh(
+            [py, ROOT / "data_prep" / "spm.py", "encode", "--model", d / "spm" / "spm.model"],
+            out / "prep.log",
+            stdin=out / "train.txt",
+            stdout=out / "train.article",
+        )
+        self.preprocess(
+            [
+                "--only-source",
+                "--source-lang",
+                "article",
+                "--trainpref",
+                out / "train",
+                "--srcdict",
+                d / "spm" / "bin" / "dict.article.txt",
+                "--destdir",
+                out / "bin",
+                "--workers",
+                "1",
+            ]
+        )
+        write_json(
+            out / "corpus.json",
+            {
+                "sources": sources,
+                "lines": len(lines),
+                "words": sum(len(x.split()) for x in lines),
+                "normalisation": ENGLISH_NORMALISATION,
+            },
+        )
 
     def preprocess(self, argv: list) -> None:
         """fairseq-preprocess ARGV in this process (as data_prep/*.sh call it)."""
@@ -470,10 +602,26 @@ class Driver:
         d, py = self.data, sys.executable
         minilm = d / "minilm"
         if not (minilm / "converted" / "model.pt").is_file():
-            self.sh([py, "-c", "import all_minilm_l6_v2, sys; all_minilm_l6_v2.extract_model(sys.argv[1])", minilm],
-                    d / "prep.log")
-            self.sh([py, "-m", "fairseq_ext.convert", "from-transformers", minilm / "all-MiniLM-L6-v2",
-                     minilm / "converted"], d / "prep.log")
+            self.sh(
+                [
+                    py,
+                    "-c",
+                    "import all_minilm_l6_v2, sys; all_minilm_l6_v2.extract_model(sys.argv[1])",
+                    minilm,
+                ],
+                d / "prep.log",
+            )
+            self.sh(
+                [
+                    py,
+                    "-m",
+                    "fairseq_ext.convert",
+                    "from-transformers",
+                    minilm / "all-MiniLM-L6-v2",
+                    minilm / "converted",
+                ],
+                d / "prep.log",
+            )
         out = d / "wordpiece"
         if (out / "bin" / "test.article-title.title.bin").is_file():
             return
@@ -482,12 +630,44 @@ class Driver:
             for side in ("article", "title"):
                 text = out / "text" / f"{split}.{side}"
                 lines = read_lines(d / "spm" / "raw" / f"{split}.{side}")
-                text.write_text("".join(re.sub(r"(?<!\S)UNK(?!\S)", "[UNK]", x) + "\n" for x in lines), encoding="utf-8")
-                wordpiece.main(["encode", "--tokenizer", str(minilm / "all-MiniLM-L6-v2"), "--max-tokens", "200",
-                                "--input", str(text), "--output", str(out / f"{split}.{side}")])
-        self.preprocess(["-s", "article", "-t", "title", "--srcdict", minilm / "converted" / "dict.txt", "--joined-dictionary",
-                         "--trainpref", out / "train", "--validpref", out / "valid", "--testpref", out / "test",
-                         "--destdir", out / "bin", "--workers", "1"])
+                text.write_text(
+                    "".join(re.sub(r"(?<!\S)UNK(?!\S)", "[UNK]", x) + "\n" for x in lines),
+                    encoding="utf-8",
+                )
+                wordpiece.main(
+                    [
+                        "encode",
+                        "--tokenizer",
+                        str(minilm / "all-MiniLM-L6-v2"),
+                        "--max-tokens",
+                        "200",
+                        "--input",
+                        str(text),
+                        "--output",
+                        str(out / f"{split}.{side}"),
+                    ]
+                )
+        self.preprocess(
+            [
+                "-s",
+                "article",
+                "-t",
+                "title",
+                "--srcdict",
+                minilm / "converted" / "dict.txt",
+                "--joined-dictionary",
+                "--trainpref",
+                out / "train",
+                "--validpref",
+                out / "valid",
+                "--testpref",
+                out / "test",
+                "--destdir",
+                out / "bin",
+                "--workers",
+                "1",
+            ]
+        )
 
     # commands
     def sizes(self, row: str) -> list[str]:
@@ -503,48 +683,203 @@ class Driver:
     def model_args(self, row: str) -> list:
         spec = ROWS[row]
         if spec["model"] == "prophetnet":
-            return ["--task", "translation_prophetnet", "-s", "article", "-t", "title", "--unsorted-batches",
-                    "--arch", "prophetnet_tiny", *self.sizes(row), "--ngram", spec["ngram"], "--criterion", "ngram_language_loss",
-                    "--dropout", "0.1", "--attention-dropout", "0.1", *POSITIONS]
+            return [
+                "--task",
+                "translation_prophetnet",
+                "-s",
+                "article",
+                "-t",
+                "title",
+                "--unsorted-batches",
+                "--arch",
+                "prophetnet_tiny",
+                *self.sizes(row),
+                "--ngram",
+                spec["ngram"],
+                "--criterion",
+                "ngram_language_loss",
+                "--dropout",
+                "0.1",
+                "--attention-dropout",
+                "0.1",
+                *POSITIONS,
+            ]
         if spec["model"] == "transformer":
-            return ["--task", "translation_prophetnet", "-s", "article", "-t", "title", "--unsorted-batches",
-                    "--arch", "transformer", *self.sizes(row), "--activation-fn", "gelu", "--encoder-learned-pos",
-                    "--decoder-learned-pos", "--layernorm-embedding", "--no-scale-embedding", "--share-all-embeddings",
-                    "--dropout", "0.1", "--attention-dropout", "0.1", "--activation-dropout", "0.1",
-                    "--criterion", "label_smoothed_cross_entropy", "--report-accuracy", *POSITIONS]
-        init = ["--init-from", self.data / "minilm" / "converted" / "model.pt"] if spec["init"] else []
-        return ["--task", "unilm_seq2seq", "-s", "article", "-t", "title", "--unsorted-batches", "--arch", "unilm_transformer",
-                *self.sizes(row), "--attention-mask", "prefix", *init, "--criterion", "label_smoothed_cross_entropy",
-                "--report-accuracy"]
+            return [
+                "--task",
+                "translation_prophetnet",
+                "-s",
+                "article",
+                "-t",
+                "title",
+                "--unsorted-batches",
+                "--arch",
+                "transformer",
+                *self.sizes(row),
+                "--activation-fn",
+                "gelu",
+                "--encoder-learned-pos",
+                "--decoder-learned-pos",
+                "--layernorm-embedding",
+                "--no-scale-embedding",
+                "--share-all-embeddings",
+                "--dropout",
+                "0.1",
+                "--attention-dropout",
+                "0.1",
+                "--activation-dropout",
+                "0.1",
+                "--criterion",
+                "label_smoothed_cross_entropy",
+                "--report-accuracy",
+                *POSITIONS,
+            ]
+        init = (
+            ["--init-from", self.data / "minilm" / "converted" / "model.pt"] if spec["init"] else []
+        )
+        return [
+            "--task",
+            "unilm_seq2seq",
+            "-s",
+            "article",
+            "-t",
+            "title",
+            "--unsorted-batches",
+            "--arch",
+            "unilm_transformer",
+            *self.sizes(row),
+            "--attention-mask",
+            "prefix",
+            *init,
+            "--criterion",
+            "label_smoothed_cross_entropy",
+            "--report-accuracy",
+        ]
 
     def optimiser(self, recipe: dict) -> list:
-        return ["--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--clip-norm", "1.0", "--lr-scheduler", "inverse_sqrt",
-                "--lr", recipe["lr"], "--warmup-updates", recipe["warmup"], "--max-tokens", self.a.max_tokens or recipe["max_tokens"]]
+        return [
+            "--optimizer",
+            "adam",
+            "--adam-betas",
+            "(0.9,0.98)",
+            "--clip-norm",
+            "1.0",
+            "--lr-scheduler",
+            "inverse_sqrt",
+            "--lr",
+            recipe["lr"],
+            "--warmup-updates",
+            recipe["warmup"],
+            "--max-tokens",
+            self.a.max_tokens or recipe["max_tokens"],
+        ]
 
     def train_command(self, row: str, seed: int, save_dir: Path, lr: str) -> list:
         start = []
         if ROWS[row].get("pretrain"):
-            start = ["--finetune-from-model", self.work / f"pretrain-p{ROWS[row]['ngram']}" / "checkpoint_last.pt"]
-        return [self.bin(row), "--user-dir", self.user_dir, *self.model_args(row), "--label-smoothing", "0.1",
-                *self.optimiser({**RECIPE[family(row)], "lr": lr}), *start, "--disable-validation", "--no-epoch-checkpoints",
-                "--save-interval-updates", self.a.checkpoint_every, "--keep-interval-updates", "1",
-                "--log-format", "simple", "--log-interval", "50", "--seed", seed,
-                "--num-workers", "0", "--save-dir", save_dir]
+            start = [
+                "--finetune-from-model",
+                self.work / f"pretrain-p{ROWS[row]['ngram']}" / "checkpoint_last.pt",
+            ]
+        return [
+            self.bin(row),
+            "--user-dir",
+            self.user_dir,
+            *self.model_args(row),
+            "--label-smoothing",
+            "0.1",
+            *self.optimiser({**RECIPE[family(row)], "lr": lr}),
+            *start,
+            "--disable-validation",
+            "--no-epoch-checkpoints",
+            "--save-interval-updates",
+            self.a.checkpoint_every,
+            "--keep-interval-updates",
+            "1",
+            "--log-format",
+            "simple",
+            "--log-interval",
+            "50",
+            "--seed",
+            seed,
+            "--num-workers",
+            "0",
+            "--save-dir",
+            save_dir,
+        ]
 
     def generate_command(self, row: str, ckpt: Path, subset: str, lenpen: str) -> list:
-        task = ["--task", "unilm_seq2seq"] if ROWS[row]["model"] == "unilm" else \
-            ["--task", "translation_prophetnet", "--post-process", "sentencepiece", *POSITIONS]
-        return [self.bin(row), "--user-dir", self.user_dir, *task, "-s", "article", "-t", "title", "--path", ckpt,
-                "--gen-subset", subset, "--batch-size", "64", "--beam", self.a.beam, "--lenpen", lenpen,
-                "--no-repeat-ngram-size", "3", "--max-len-a", "0", "--max-len-b", "40", "--num-workers", "0"]
+        task = (
+            ["--task", "unilm_seq2seq"]
+            if ROWS[row]["model"] == "unilm"
+            else ["--task", "translation_prophetnet", "--post-process", "sentencepiece", *POSITIONS]
+        )
+        return [
+            self.bin(row),
+            "--user-dir",
+            self.user_dir,
+            *task,
+            "-s",
+            "article",
+            "-t",
+            "title",
+            "--path",
+            ckpt,
+            "--gen-subset",
+            subset,
+            "--batch-size",
+            "64",
+            "--beam",
+            self.a.beam,
+            "--lenpen",
+            lenpen,
+            "--no-repeat-ngram-size",
+            "3",
+            "--max-len-a",
+            "0",
+            "--max-len-b",
+            "40",
+            "--num-workers",
+            "0",
+        ]
 
     def pretrain_command(self, n: int, save_dir: Path) -> list:
-        return [self.data / "english" / "bin", "--user-dir", self.user_dir, "--task", "prophetnet_denoising",
-                "--arch", "prophetnet_tiny", *self.sizes("p1-pt"), "--ngram", n, "--criterion", "ngram_language_loss",
-                "--dropout", "0.1", "--attention-dropout", "0.1", *POSITIONS, *self.optimiser(RECIPE["spm"]),
-                "--max-update", self.a.pretrain_updates, "--save-interval-updates", self.a.pretrain_chunk,
-                "--disable-validation", "--no-epoch-checkpoints", "--log-format", "simple", "--log-interval", "50",
-                "--seed", "1", "--num-workers", "0", "--save-dir", save_dir]
+        return [
+            self.data / "english" / "bin",
+            "--user-dir",
+            self.user_dir,
+            "--task",
+            "prophetnet_denoising",
+            "--arch",
+            "prophetnet_tiny",
+            *self.sizes("p1-pt"),
+            "--ngram",
+            n,
+            "--criterion",
+            "ngram_language_loss",
+            "--dropout",
+            "0.1",
+            "--attention-dropout",
+            "0.1",
+            *POSITIONS,
+            *self.optimiser(RECIPE["spm"]),
+            "--max-update",
+            self.a.pretrain_updates,
+            "--save-interval-updates",
+            self.a.pretrain_chunk,
+            "--disable-validation",
+            "--no-epoch-checkpoints",
+            "--log-format",
+            "simple",
+            "--log-interval",
+            "50",
+            "--seed",
+            "1",
+            "--num-workers",
+            "0",
+            "--save-dir",
+            save_dir,
+        ]
 
     # workers: one process per run (its own log and torch threads); fairseq runs inside it
     def worker(self, kind: str, name: str, log: Path, lr: str | None = None) -> None:
@@ -567,12 +902,21 @@ class Driver:
         save = self.work / f"pretrain-p{n}"
         if kept.is_file() and (save / "checkpoint_last.pt").is_file():
             done = json.loads(kept.read_text(encoding="utf-8"))
-            if (describes(done, save / "checkpoint_last.pt") and done["pretrain_updates"] == self.a.pretrain_updates
-                    and done["sizes"] == self.a.sizes):
+            if (
+                describes(done, save / "checkpoint_last.pt")
+                and done["pretrain_updates"] == self.a.pretrain_updates
+                and done["sizes"] == self.a.sizes
+            ):
                 return done  # else fairseq-train continues from checkpoint_last.pt to the updates asked
         save.mkdir(parents=True, exist_ok=True)
-        state_file = save / "state.json"  # the seconds of earlier calls, as a fine-tuning run keeps them
-        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else {"seconds": 0.0, "sessions": 0}
+        state_file = (
+            save / "state.json"
+        )  # the seconds of earlier calls, as a fine-tuning run keeps them
+        state = (
+            json.loads(state_file.read_text(encoding="utf-8"))
+            if state_file.is_file()
+            else {"seconds": 0.0, "sessions": 0}
+        )
         clock = RunClock(state_file, save / "checkpoint_last.pt", state, self.hardware())
         clock.save()
         log = save / "worker.log"  # this process's output (Driver.worker)
@@ -582,13 +926,24 @@ class Driver:
         clock.save()
         curve = loss_curve(log.read_text(errors="replace")) if log.is_file() else []
         corpus = json.loads((self.data / "english" / "corpus.json").read_text(encoding="utf-8"))
-        record = {"row": f"span pre-training, n = {n}", "ngram": n, "updates": checkpoint_updates(save / "checkpoint_last.pt"),
-                  "pretrain_updates": self.a.pretrain_updates, "sizes": self.a.sizes,
-                  "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c)
-                                                         for c in self.pretrain_command(n, save)),
-                  "corpus": corpus, "train_loss_curve": curve, "seed": 1,
-                  "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines(),
-                  "checkpoint_sha256": sha256(save / "checkpoint_last.pt")}
+        record = {
+            "row": f"span pre-training, n = {n}",
+            "ngram": n,
+            "updates": checkpoint_updates(save / "checkpoint_last.pt"),
+            "pretrain_updates": self.a.pretrain_updates,
+            "sizes": self.a.sizes,
+            "command": "fairseq-train "
+            + " ".join(
+                rel(c) if isinstance(c, Path) else str(c) for c in self.pretrain_command(n, save)
+            ),
+            "corpus": corpus,
+            "train_loss_curve": curve,
+            "seed": 1,
+            "wall_seconds": state["seconds"],
+            "sessions": state["sessions"],
+            "hardware": clock.machines(),
+            "checkpoint_sha256": sha256(save / "checkpoint_last.pt"),
+        }
         set_aside_replaced_pretraining(kept, record["checkpoint_sha256"])
         write_json(kept, record)
         return record
@@ -609,15 +964,28 @@ class Driver:
             if not self.extends(name):
                 return self.kept_run(name)
         w.mkdir(parents=True, exist_ok=True)
-        state = json.loads(state_file.read_text(encoding="utf-8")) if state_file.is_file() else \
-            {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
-        if kept.is_file() and not state_file.is_file():  # an extension whose work folder is gone: from update 0
+        state = (
+            json.loads(state_file.read_text(encoding="utf-8"))
+            if state_file.is_file()
+            else {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
+        )
+        if (
+            kept.is_file() and not state_file.is_file()
+        ):  # an extension whose work folder is gone: from update 0
             done = json.loads(kept.read_text(encoding="utf-8"))
             state["retrained"] = {"cap": done["settings"]["max_updates"], "curve": done["curve"]}
-            print(f"{name}: its work folder is gone; trained again from update 0 up to the cap of {a.max_updates}", flush=True)
-        if kept.is_file() and state["settings"] != asked:  # the first call of an extension: steps 4-5 are redone
-            state.update(settings=asked, lenpen={}, extended_from=[*state.get("extended_from", []),
-                                                                     state["settings"]["max_updates"]])
+            print(
+                f"{name}: its work folder is gone; trained again from update 0 up to the cap of {a.max_updates}",
+                flush=True,
+            )
+        if (
+            kept.is_file() and state["settings"] != asked
+        ):  # the first call of an extension: steps 4-5 are redone
+            state.update(
+                settings=asked,
+                lenpen={},
+                extended_from=[*state.get("extended_from", []), state["settings"]["max_updates"]],
+            )
         if state["settings"] != asked:
             raise SystemExit(started_otherwise(w, state["settings"], asked))
         save_dir = w / "checkpoints"
@@ -627,15 +995,23 @@ class Driver:
         valid_refs = read_lines(self.data / "spm" / "raw" / "valid.title")
         test_refs = read_lines(self.data / "spm" / "raw" / "test.title")
         best = w / "best.pt"
-        while (target := next_chunk(state["curve"], a.chunk, a.max_updates, a.patience)) is not None:
+        while (
+            target := next_chunk(state["curve"], a.chunk, a.max_updates, a.patience)
+        ) is not None:
             c0, last = time.time(), save_dir / "checkpoint_last.pt"
             # fairseq-train restored at --max-update would take one more step: a chunk trained
             # before an interruption (its checkpoint saved, its decode not) is not trained again
-            restore_last(str(save_dir))  # the plugin's rule, before fairseq-train reads where the run stands
-            if "batches_per_epoch_from" not in state:  # written at once: a kill within this chunk keeps it
+            restore_last(
+                str(save_dir)
+            )  # the plugin's rule, before fairseq-train reads where the run stands
+            if (
+                "batches_per_epoch_from" not in state
+            ):  # written at once: a kill within this chunk keeps it
                 state["batches_per_epoch_from"] = checkpoint_updates(last) if last.is_file() else 0
                 clock.save()
-            if ROWS[row].get("pretrain") and not last.is_file():  # fairseq-train starts from the pre-training
+            if (
+                ROWS[row].get("pretrain") and not last.is_file()
+            ):  # fairseq-train starts from the pre-training
                 state["pretraining_sha256"] = self.pretraining_sha256(row)
                 clock.save()
             if not (last.is_file() and checkpoint_updates(last) == target):
@@ -646,27 +1022,48 @@ class Driver:
             c1 = time.time()
             hyps = self.decode(row, save_dir / "checkpoint_last.pt", "valid", "1.0", w)
             scores = {k: round(v, 2) for k, v in rouge_f1(hyps, valid_refs).items()}
-            if not state["curve"] or scores["rouge1"] > state["curve"][best_index(state["curve"])]["rouge1"]:
+            if (
+                not state["curve"]
+                or scores["rouge1"] > state["curve"][best_index(state["curve"])]["rouge1"]
+            ):
                 tmp = w / "best.pt.tmp"
                 shutil.copyfile(save_dir / "checkpoint_last.pt", tmp)
                 tmp.replace(best)
-            state["curve"].append({"update": target, **scores, "distinct": len(set(hyps)),
-                                   "train_seconds": round(c1 - c0, 1), "decode_seconds": round(time.time() - c1, 1)})
+            state["curve"].append(
+                {
+                    "update": target,
+                    **scores,
+                    "distinct": len(set(hyps)),
+                    "train_seconds": round(c1 - c0, 1),
+                    "decode_seconds": round(time.time() - c1, 1),
+                }
+            )
             clock.save()
             print(f"{name}: update {target}, valid ROUGE-1 {scores['rouge1']:.2f}", flush=True)
         curve = state["curve"]
         chosen = curve[best_index(curve)]
         converged = should_stop(curve, a.patience)
-        if converged or probe_lr:  # a run stopped at the cap keeps its checkpoints: a higher cap extends it
+        if (
+            converged or probe_lr
+        ):  # a run stopped at the cap keeps its checkpoints: a higher cap extends it
             shutil.rmtree(save_dir, ignore_errors=True)
         if probe_lr:
-            record = {"row": row, "seed": seed, "lr": probe_lr, "settings": asked, "curve": curve,
-                      "stopped": EARLY_STOPPED if converged else CAPPED,
-                      "chosen_update": chosen["update"], "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
-                      "command": "fairseq-train " + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
-                      "wall_seconds": clock.seconds(), "hardware": clock.machines(),
-                      "batches_per_epoch_from": state.get("batches_per_epoch_from"),
-                      **pretraining_started_from(row, state)}
+            record = {
+                "row": row,
+                "seed": seed,
+                "lr": probe_lr,
+                "settings": asked,
+                "curve": curve,
+                "stopped": EARLY_STOPPED if converged else CAPPED,
+                "chosen_update": chosen["update"],
+                "valid": {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")},
+                "command": "fairseq-train "
+                + " ".join(rel(c) if isinstance(c, Path) else str(c) for c in train),
+                "wall_seconds": clock.seconds(),
+                "hardware": clock.machines(),
+                "batches_per_epoch_from": state.get("batches_per_epoch_from"),
+                **pretraining_started_from(row, state),
+            }
             write_json(kept, record)
             shutil.rmtree(w)
             return record
@@ -677,42 +1074,79 @@ class Driver:
                 state["lenpen"][lp] = {k: chosen[k] for k in ("rouge1", "rouge2", "rougeL")}
             else:
                 hyps = self.decode(row, best, "valid", lp, w)
-                state["lenpen"][lp] = {k: round(v, 2) for k, v in rouge_f1(hyps, valid_refs).items()}
+                state["lenpen"][lp] = {
+                    k: round(v, 2) for k, v in rouge_f1(hyps, valid_refs).items()
+                }
             clock.save()
         lenpen = choose_lenpen(state["lenpen"])
-        hyps = self.decode(row, best, "test", lenpen, w)  # the one test decode of this run (of each cap it stopped at)
+        hyps = self.decode(
+            row, best, "test", lenpen, w
+        )  # the one test decode of this run (of each cap it stopped at)
         clock.save()  # the seconds an extension of this run starts from
         test = {k: round(v, 2) for k, v in rouge_f1(hyps, test_refs).items()}
         hyp_file = self.kept / f"{name}.test.txt.gz"
         hyp_file.parent.mkdir(parents=True, exist_ok=True)
         with gzip.open(hyp_file, "wt", encoding="utf-8", compresslevel=9) as f:
             f.write("".join(h + "\n" for h in hyps))
+
         def show(cmd):
             return " ".join(rel(c) if isinstance(c, Path) else str(c) for c in cmd)
+
         record = {
-            "row": row, "label": ROWS[row]["label"], "seed": seed, "settings": asked,
+            "row": row,
+            "label": ROWS[row]["label"],
+            "seed": seed,
+            "settings": asked,
             "recipe": {**RECIPE[family(row)], "lr": asked["lr"]},
-            "commands": {"fairseq-train": "fairseq-train " + show(train + ["--max-update", "UPDATES"]),
-                         "fairseq-generate": "fairseq-generate " + show(self.generate_command(row, best, "SUBSET", "LENPEN"))},
-            "pretraining": f"pretrain-p{ROWS[row]['ngram']}.json" if ROWS[row].get("pretrain") else None,
+            "commands": {
+                "fairseq-train": "fairseq-train " + show(train + ["--max-update", "UPDATES"]),
+                "fairseq-generate": "fairseq-generate "
+                + show(self.generate_command(row, best, "SUBSET", "LENPEN")),
+            },
+            "pretraining": f"pretrain-p{ROWS[row]['ngram']}.json"
+            if ROWS[row].get("pretrain")
+            else None,
             **pretraining_started_from(row, state),
-            "valid_set": f"valid1k, first {a.valid_lines} pairs" if a.valid_lines else "valid1k (1000 pairs)",
-            "curve": curve, "stopped": EARLY_STOPPED if converged else CAPPED,
-            "chosen_update": chosen["update"], "lenpen_grid": state["lenpen"], "chosen_lenpen": lenpen,
-            "valid": state["lenpen"][lenpen], "test": test, "test_sentences": len(hyps),
-            "test_distinct": len(set(hyps)), "test_hypotheses": rel(hyp_file),
-            "test_sentence_rouge1": sentence_rouge1(hyps, read_lines(self.a.data / "test1951.title.txt")),
-            "wall_seconds": state["seconds"], "sessions": state["sessions"], "hardware": clock.machines(),
+            "valid_set": f"valid1k, first {a.valid_lines} pairs"
+            if a.valid_lines
+            else "valid1k (1000 pairs)",
+            "curve": curve,
+            "stopped": EARLY_STOPPED if converged else CAPPED,
+            "chosen_update": chosen["update"],
+            "lenpen_grid": state["lenpen"],
+            "chosen_lenpen": lenpen,
+            "valid": state["lenpen"][lenpen],
+            "test": test,
+            "test_sentences": len(hyps),
+            "test_distinct": len(set(hyps)),
+            "test_hypotheses": rel(hyp_file),
+            "test_sentence_rouge1": sentence_rouge1(
+                hyps, read_lines(self.a.data / "test1951.title.txt")
+            ),
+            "wall_seconds": state["seconds"],
+            "sessions": state["sessions"],
+            "hardware": clock.machines(),
             "batches_per_epoch_from": state.get("batches_per_epoch_from"),
-            **({"extended_from_caps": state["extended_from"]} if state.get("extended_from") else {}),
-            **({"retrained_past_cap": state["retrained"]["cap"],
-                "repeats_kept_curve": repeats_curve(curve, state["retrained"]["curve"])} if state.get("retrained") else {}),
+            **(
+                {"extended_from_caps": state["extended_from"]} if state.get("extended_from") else {}
+            ),
+            **(
+                {
+                    "retrained_past_cap": state["retrained"]["cap"],
+                    "repeats_kept_curve": repeats_curve(curve, state["retrained"]["curve"]),
+                }
+                if state.get("retrained")
+                else {}
+            ),
         }
         write_json(kept, record)
         if converged:
             shutil.rmtree(w)
-        print(f"{name}: stopped ({record['stopped']}) at update {curve[-1]['update']}, best {chosen['update']}, "
-              f"lenpen {lenpen}; test ROUGE-1 {test['rouge1']:.2f}", flush=True)
+        print(
+            f"{name}: stopped ({record['stopped']}) at update {curve[-1]['update']}, best {chosen['update']}, "
+            f"lenpen {lenpen}; test ROUGE-1 {test['rouge1']:.2f}",
+            flush=True,
+        )
         return record
 
     def pretraining_sha256(self, row: str) -> str | None:
@@ -727,8 +1161,11 @@ class Driver:
         checkpoint; without (a machine that did not keep it) it is trained again from update 0."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
         asked = self.settings(done["row"])
-        return (done["stopped"] != EARLY_STOPPED and asked["max_updates"] > done["settings"]["max_updates"]
-                and {**done["settings"], "max_updates": asked["max_updates"]} == asked)
+        return (
+            done["stopped"] != EARLY_STOPPED
+            and asked["max_updates"] > done["settings"]["max_updates"]
+            and {**done["settings"], "max_updates": asked["max_updates"]} == asked
+        )
 
     def kept_as_is(self, name: str) -> bool:
         """Whether run ``name`` has a record this call keeps rather than extends."""
@@ -746,7 +1183,11 @@ class Driver:
         """A finished run's record; refused when it is not the run asked now (``same_run``)."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
         if not same_run(done, self.settings(done["row"])):
-            raise SystemExit(made_otherwise(self.kept / f"{name}.json", done["settings"], self.settings(done["row"])))
+            raise SystemExit(
+                made_otherwise(
+                    self.kept / f"{name}.json", done["settings"], self.settings(done["row"])
+                )
+            )
         return done
 
     def refusal(self, row: str, seed: int) -> str | None:
@@ -756,7 +1197,11 @@ class Driver:
         kept = self.kept / f"{name}.json"
         if kept.is_file():
             done = json.loads(kept.read_text(encoding="utf-8"))
-            return None if same_run(done, asked) or self.extends(name) else made_otherwise(kept, done["settings"], asked)
+            return (
+                None
+                if same_run(done, asked) or self.extends(name)
+                else made_otherwise(kept, done["settings"], asked)
+            )
         state_file = self.work / "runs" / name / "state.json"
         if state_file.is_file():
             started = json.loads(state_file.read_text(encoding="utf-8"))["settings"]
@@ -770,19 +1215,34 @@ class Driver:
         probes = list((self.kept / "lr-grid").glob(f"{row}-lr*-s0.json"))
         if row in self.a.lr_grid or not probes:
             return None
-        rates = sorted((p.name[len(f"{row}-lr"):-len("-s0.json")] for p in probes), key=float)
-        return (f"{row}: its learning-rate probes are kept in {rel(self.kept / 'lr-grid')} ({', '.join(rates)}); its "
-                f"runs train at the rate they chose: add --lr-grid {row}={','.join(rates)}")
+        rates = sorted((p.name[len(f"{row}-lr") : -len("-s0.json")] for p in probes), key=float)
+        return (
+            f"{row}: its learning-rate probes are kept in {rel(self.kept / 'lr-grid')} ({', '.join(rates)}); its "
+            f"runs train at the rate they chose: add --lr-grid {row}={','.join(rates)}"
+        )
 
     def decode(self, row: str, ckpt: Path, subset: str, lenpen: str, w: Path) -> list[str]:
         hyps = fairseq_generate(self.generate_command(row, ckpt, subset, lenpen), w / "generate")
-        if ROWS[row]["model"] == "unilm":  # WordPiece back to words; fairseq's <unk> is the references' UNK
+        if (
+            ROWS[row]["model"] == "unilm"
+        ):  # WordPiece back to words; fairseq's <unk> is the references' UNK
             from data_prep import wordpiece
 
             pieces, text = w / "generate" / "pieces.txt", w / "generate" / "text.txt"
-            pieces.write_text("".join(h.replace("<unk>", "[UNK]") + "\n" for h in hyps), encoding="utf-8")
-            wordpiece.main(["decode", "--tokenizer", str(self.data / "minilm" / "all-MiniLM-L6-v2"),
-                            "--input", str(pieces), "--output", str(text)])
+            pieces.write_text(
+                "".join(h.replace("<unk>", "[UNK]") + "\n" for h in hyps), encoding="utf-8"
+            )
+            wordpiece.main(
+                [
+                    "decode",
+                    "--tokenizer",
+                    str(self.data / "minilm" / "all-MiniLM-L6-v2"),
+                    "--input",
+                    str(pieces),
+                    "--output",
+                    str(text),
+                ]
+            )
             hyps = [h.replace("[UNK]", "UNK") for h in read_lines(text)]
         want = len(read_lines(self.data / "spm" / "raw" / f"{subset}.title"))
         if len(hyps) != want:
@@ -794,7 +1254,7 @@ class Driver:
 
         torch.set_num_threads(self.a.threads)
         if kind == "pretrain":
-            self.pretrain(int(name[len("pretrain-p"):]))
+            self.pretrain(int(name[len("pretrain-p") :]))
         else:
             row, _, seed = name.rpartition("-s")
             self.finetune(row.split("-lr")[0], int(seed), lr)
@@ -802,31 +1262,63 @@ class Driver:
     def run(self) -> None:
         a = self.a
         refused = [why for r in a.rows if (why := self.grid_unasked(r))]
-        if refused:  # before any data, pre-training or run: a row of a grid trains at the grid's rate
+        if (
+            refused
+        ):  # before any data, pre-training or run: a row of a grid trains at the grid's rate
             raise SystemExit("\n".join(refused))
         self.work.mkdir(parents=True, exist_ok=True)
         self.prepare(a.rows)
+
         def pretrain(n: int) -> None:
             t0 = time.time()
             self.worker("pretrain", f"pretrain-p{n}", self.work / f"pretrain-p{n}" / "worker.log")
             print(f"pre-training n = {n}: done ({time.time() - t0:.0f} s in this call)", flush=True)
 
-        needed = sorted({ROWS[r]["ngram"] for r in a.rows for s in a.seeds if self.starts_from_pretraining(f"{r}-s{s}")})
-        with ThreadPoolExecutor(a.jobs) as pool:  # the pre-trainings side by side, before the runs that start from them
+        needed = sorted(
+            {
+                ROWS[r]["ngram"]
+                for r in a.rows
+                for s in a.seeds
+                if self.starts_from_pretraining(f"{r}-s{s}")
+            }
+        )
+        with ThreadPoolExecutor(
+            a.jobs
+        ) as pool:  # the pre-trainings side by side, before the runs that start from them
             list(pool.map(pretrain, needed))
-        probes = [(r, lr) for r in a.rows for lr in a.lr_grid.get(r, [])
-                  if not (self.kept / "lr-grid" / f"{r}-lr{lr}-s0.json").is_file()]
-        with ThreadPoolExecutor(a.jobs) as pool:  # the learning-rate probes before the runs that use their choice
-            for job in [pool.submit(self.worker, "finetune", f"{r}-lr{lr}-s0", self.work / "runs" / f"{r}-lr{lr}-s0.log", lr)
-                        for r, lr in probes]:
+        probes = [
+            (r, lr)
+            for r in a.rows
+            for lr in a.lr_grid.get(r, [])
+            if not (self.kept / "lr-grid" / f"{r}-lr{lr}-s0.json").is_file()
+        ]
+        with ThreadPoolExecutor(
+            a.jobs
+        ) as pool:  # the learning-rate probes before the runs that use their choice
+            for job in [
+                pool.submit(
+                    self.worker,
+                    "finetune",
+                    f"{r}-lr{lr}-s0",
+                    self.work / "runs" / f"{r}-lr{lr}-s0.log",
+                    lr,
+                )
+                for r, lr in probes
+            ]:
                 job.result()
         for r in a.rows:
             if r in a.lr_grid:
-                print(f"{r}: learning rate {self.lr_for(r)} chosen on valid from {', '.join(a.lr_grid[r])}", flush=True)
-        todo = [f"{r}-s{s}" for s in a.seeds for r in a.rows]  # seed by seed: a partial table has whole seeds
+                print(
+                    f"{r}: learning rate {self.lr_for(r)} chosen on valid from {', '.join(a.lr_grid[r])}",
+                    flush=True,
+                )
+        todo = [
+            f"{r}-s{s}" for s in a.seeds for r in a.rows
+        ]  # seed by seed: a partial table has whole seeds
         refused = [why for s in a.seeds for r in a.rows if (why := self.refusal(r, s))]
         if refused:  # before any run starts, not hours later when the pool reaches the refused one
             raise SystemExit("\n".join(refused))
+
         def one(name):
             if self.kept_as_is(name):
                 self.kept_run(name)
@@ -835,40 +1327,101 @@ class Driver:
             t0 = time.time()
             self.worker("finetune", name, self.work / "runs" / f"{name}.log")
             record = self.kept_run(name)
-            print(f"{name}: test ROUGE-1 {record['test']['rouge1']:.2f} (update {record['chosen_update']}, "
-                  f"lenpen {record['chosen_lenpen']}; {time.time() - t0:.0f} s in this call)", flush=True)
+            print(
+                f"{name}: test ROUGE-1 {record['test']['rouge1']:.2f} (update {record['chosen_update']}, "
+                f"lenpen {record['chosen_lenpen']}; {time.time() - t0:.0f} s in this call)",
+                flush=True,
+            )
+
         with ThreadPoolExecutor(a.jobs) as pool:
             for job in [pool.submit(one, name) for name in todo]:
                 job.result()
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.driver", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", type=Path, help="folder of the harvardnlp files (train10k, valid1k, test1951)")
-    p.add_argument("--english", type=Path, help="folder of the English text of the span pre-training (ENGLISH_SOURCES)")
-    p.add_argument("--work", type=Path, default=ROOT / "work" / "gigaword_10k", help="data and unfinished runs")
+    p = argparse.ArgumentParser(
+        prog="python -m reproduction.gigaword_10k.driver",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--data", type=Path, help="folder of the harvardnlp files (train10k, valid1k, test1951)"
+    )
+    p.add_argument(
+        "--english",
+        type=Path,
+        help="folder of the English text of the span pre-training (ENGLISH_SOURCES)",
+    )
+    p.add_argument(
+        "--work", type=Path, default=ROOT / "work" / "gigaword_10k", help="data and unfinished runs"
+    )
     p.add_argument("--kept", type=Path, default=KEPT, help="one JSON per finished run (committed)")
     p.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--chunk", type=int, default=500, help="updates between two validations")
-    p.add_argument("--patience", type=int, default=3, help="validations without a better ROUGE-1 before stopping (>= 2)")
-    p.add_argument("--max-updates", type=int, default=20000, help="a cap; a run stopped by it is marked not converged")
+    p.add_argument(
+        "--patience",
+        type=int,
+        default=3,
+        help="validations without a better ROUGE-1 before stopping (>= 2)",
+    )
+    p.add_argument(
+        "--max-updates",
+        type=int,
+        default=20000,
+        help="a cap; a run stopped by it is marked not converged",
+    )
     p.add_argument("--lenpens", nargs="+", type=float, default=[0.6, 0.8, 1.0, 1.2, 1.5])
     p.add_argument("--beam", type=int, default=4)
-    p.add_argument("--valid-lines", type=int, default=0, help="validate on the first N pairs of valid1k (0: all)")
-    p.add_argument("--vocab", type=int, default=10000, help="sentencepiece vocabulary of the transformer/ProphetNet rows")
-    p.add_argument("--max-tokens", type=int, default=0, help="tokens per batch (0: the row's recipe, 2048 or 1024)")
+    p.add_argument(
+        "--valid-lines",
+        type=int,
+        default=0,
+        help="validate on the first N pairs of valid1k (0: all)",
+    )
+    p.add_argument(
+        "--vocab",
+        type=int,
+        default=10000,
+        help="sentencepiece vocabulary of the transformer/ProphetNet rows",
+    )
+    p.add_argument(
+        "--max-tokens",
+        type=int,
+        default=0,
+        help="tokens per batch (0: the row's recipe, 2048 or 1024)",
+    )
     p.add_argument("--sizes", default="", help="model size options replacing the rows' own (tests)")
-    p.add_argument("--pretrain-updates", type=int, default=10000, help="span pre-training updates per n (about 7 passes over the 2.5M tokens of the English corpus at 2048 tokens a batch)")
-    p.add_argument("--pretrain-chunk", type=int, default=1000, help="pre-training checkpoint interval (resumption)")
-    p.add_argument("--checkpoint-every", type=int, default=100,
-                   help="fine-tuning checkpoint interval within a chunk: a run killed mid-chunk loses at most this many updates")
+    p.add_argument(
+        "--pretrain-updates",
+        type=int,
+        default=10000,
+        help="span pre-training updates per n (about 7 passes over the 2.5M tokens of the English corpus at 2048 tokens a batch)",
+    )
+    p.add_argument(
+        "--pretrain-chunk",
+        type=int,
+        default=1000,
+        help="pre-training checkpoint interval (resumption)",
+    )
+    p.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=100,
+        help="fine-tuning checkpoint interval within a chunk: a run killed mid-chunk loses at most this many updates",
+    )
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side")
-    p.add_argument("--lr-grid", nargs="+", default=[], metavar="ROW=LR,LR",
-                   help="learning rates to try for ROW (probes with seed 0, chosen by valid ROUGE-1; default: the recipe's)")
-    p.add_argument("--in-process", action="store_true", help="every run in this process, one at a time (tests)")
+    p.add_argument(
+        "--lr-grid",
+        nargs="+",
+        default=[],
+        metavar="ROW=LR,LR",
+        help="learning rates to try for ROW (probes with seed 0, chosen by valid ROUGE-1; default: the recipe's)",
+    )
+    p.add_argument(
+        "--in-process", action="store_true", help="every run in this process, one at a time (tests)"
+    )
     p.add_argument("--worker", type=Path, help=argparse.SUPPRESS)
     return p
 
@@ -891,14 +1444,25 @@ def main(argv: list[str] | None = None) -> None:
     for prefix in GIGAWORD_FILES.values():
         for side in ("article", "title"):
             if not (a.data / f"{prefix}.{side}.txt").is_file():
-                p.error(f"{a.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp Gigaword files")
-    if any(ROWS[r].get("pretrain") for r in a.rows) and (a.english is None or not a.english.is_dir()):
+                p.error(
+                    f"{a.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp Gigaword files"
+                )
+    if any(ROWS[r].get("pretrain") for r in a.rows) and (
+        a.english is None or not a.english.is_dir()
+    ):
         p.error("the pre-trained rows need --english DIR (the folder of ENGLISH_SOURCES)")
     if a.in_process and a.jobs > 1:
         p.error("--in-process runs one run at a time: leave --jobs at 1")
-    if a.patience < 2 or a.chunk < 1 or a.max_updates < a.chunk or min(a.jobs, a.threads, a.checkpoint_every) < 1:
-        p.error("--patience must be >= 2, --chunk >= 1, --max-updates >= --chunk, --jobs, --threads and "
-                "--checkpoint-every >= 1")
+    if (
+        a.patience < 2
+        or a.chunk < 1
+        or a.max_updates < a.chunk
+        or min(a.jobs, a.threads, a.checkpoint_every) < 1
+    ):
+        p.error(
+            "--patience must be >= 2, --chunk >= 1, --max-updates >= --chunk, --jobs, --threads and "
+            "--checkpoint-every >= 1"
+        )
     a.data, a.english = a.data.resolve(), a.english.resolve() if a.english else None
     d = Driver(a)
     d.argv = [*argv_absolute(a)]
@@ -917,14 +1481,50 @@ def lr_grid(p: argparse.ArgumentParser, items: list[str]) -> dict:
 
 def argv_absolute(a: argparse.Namespace) -> list[str]:
     """This call's options with absolute folders, for the workers."""
-    out = ["--data", str(a.data), "--work", str(a.work.resolve()), "--kept", str(a.kept.resolve()),
-           "--rows", *a.rows, "--seeds", *map(str, a.seeds), "--chunk", str(a.chunk), "--patience", str(a.patience),
-           "--max-updates", str(a.max_updates), "--lenpens", *map(str, a.lenpens), "--beam", str(a.beam),
-           "--valid-lines", str(a.valid_lines), "--vocab", str(a.vocab), "--max-tokens", str(a.max_tokens),
-           f"--sizes={a.sizes}", "--pretrain-updates", str(a.pretrain_updates), "--pretrain-chunk", str(a.pretrain_chunk),
-           "--checkpoint-every", str(a.checkpoint_every),
-           "--threads", str(a.threads), "--jobs", str(a.jobs),
-           *(["--lr-grid", *(f"{r}={','.join(v)}" for r, v in a.lr_grid.items())] if a.lr_grid else [])]
+    out = [
+        "--data",
+        str(a.data),
+        "--work",
+        str(a.work.resolve()),
+        "--kept",
+        str(a.kept.resolve()),
+        "--rows",
+        *a.rows,
+        "--seeds",
+        *map(str, a.seeds),
+        "--chunk",
+        str(a.chunk),
+        "--patience",
+        str(a.patience),
+        "--max-updates",
+        str(a.max_updates),
+        "--lenpens",
+        *map(str, a.lenpens),
+        "--beam",
+        str(a.beam),
+        "--valid-lines",
+        str(a.valid_lines),
+        "--vocab",
+        str(a.vocab),
+        "--max-tokens",
+        str(a.max_tokens),
+        f"--sizes={a.sizes}",
+        "--pretrain-updates",
+        str(a.pretrain_updates),
+        "--pretrain-chunk",
+        str(a.pretrain_chunk),
+        "--checkpoint-every",
+        str(a.checkpoint_every),
+        "--threads",
+        str(a.threads),
+        "--jobs",
+        str(a.jobs),
+        *(
+            ["--lr-grid", *(f"{r}={','.join(v)}" for r, v in a.lr_grid.items())]
+            if a.lr_grid
+            else []
+        ),
+    ]
     if a.english:
         out += ["--english", str(a.english)]
     return out

@@ -2,6 +2,7 @@
 results, page and the page's summary lines live, the splits, the model rows, the words a run record uses for
 how it stopped, the verdicts that other text reads, how many seeds decide a claim and the user scripts
 whose defaults follow a row."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,16 +11,33 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reproduction" / "gigaword_10k" / "results.json"
 PAGE = ROOT / "docs" / "results" / "gigaword-10k.md"
 START, END = "<!-- gigaword-10k:start -->", "<!-- gigaword-10k:end -->"
-SUMMARY_MARKERS = ("<!-- gigaword-10k-summary:start -->", "<!-- gigaword-10k-summary:end -->")  # on PAGE, above the table
+SUMMARY_MARKERS = (
+    "<!-- gigaword-10k-summary:start -->",
+    "<!-- gigaword-10k-summary:end -->",
+)  # on PAGE, above the table
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
 EARLY_STOPPED, CAPPED = "patience", "max-updates (not converged)"  # a run record's "stopped"
-ESTABLISHED, OPPOSITE = "yes", "no, the opposite"  # a claim's verdict when a difference is established
-SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each trained row it compares has this many seeds
-USER_SCRIPTS = {"unilm-minilm": "examples/pretrained/minilm_gigaword.sh",  # defaults follow the row once converged
-                "unilm-random": "examples/unilm/gigaword.sh", "p2-pt": "examples/prophetnet/gigaword.sh"}
+ESTABLISHED, OPPOSITE = (
+    "yes",
+    "no, the opposite",
+)  # a claim's verdict when a difference is established
+SEEDS_FOR_A_VERDICT = (
+    3  # a claim is decided only once each trained row it compares has this many seeds
+)
+USER_SCRIPTS = {
+    "unilm-minilm": "examples/pretrained/minilm_gigaword.sh",  # defaults follow the row once converged
+    "unilm-random": "examples/unilm/gigaword.sh",
+    "p2-pt": "examples/prophetnet/gigaword.sh",
+}
 # the model rows of the table, run by the driver (docs/results/gigaword-10k.md says which)
-MODEL_ROWS = ["fairseq transformer (tiny, no pre-training)", "ProphetNet n = 1, no pre-training",
-              "ProphetNet n = 2, no pre-training", "ProphetNet n = 1, span pre-training",
-              "ProphetNet n = 2, span pre-training", "UniLM at random", "UniLM from MiniLM"]
+MODEL_ROWS = [
+    "fairseq transformer (tiny, no pre-training)",
+    "ProphetNet n = 1, no pre-training",
+    "ProphetNet n = 2, no pre-training",
+    "ProphetNet n = 1, span pre-training",
+    "ProphetNet n = 2, span pre-training",
+    "UniLM at random",
+    "UniLM from MiniLM",
+]

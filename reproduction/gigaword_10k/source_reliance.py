@@ -28,6 +28,7 @@ Each entry names the SHA-256 of the ``checkpoint_last.pt`` it measured, which th
 with the pre-training record's; a call adds its pre-trainings to those ``--output`` holds, so one
 measured before its folder was lost stays.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -57,7 +58,12 @@ def stream1_nats(model, sample: dict, roll: bool) -> tuple[float, int]:
     logits = model(**net_input)[1]["stream_logits"][0]
     target = sample["target"]
     pad = model.decoder.dictionary.pad()
-    loss = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), target.reshape(-1), ignore_index=pad, reduction="sum")
+    loss = F.cross_entropy(
+        logits.float().reshape(-1, logits.size(-1)),
+        target.reshape(-1),
+        ignore_index=pad,
+        reduction="sum",
+    )
     return float(loss), int(target.ne(pad).sum())
 
 
@@ -85,21 +91,31 @@ class Probe:
 
         plugin.load()
         self.data = data
-        state = checkpoint_utils.load_checkpoint_to_cpu(str(checkpoint), arg_overrides={"data": str(data)})
+        state = checkpoint_utils.load_checkpoint_to_cpu(
+            str(checkpoint), arg_overrides={"data": str(data)}
+        )
         self.update = state["optimizer_history"][-1]["num_updates"]
         self.cfg = state["cfg"]
-        self.task = tasks.setup_task(self.cfg.task)  # the task of the checkpoint's config; no model is built
+        self.task = tasks.setup_task(
+            self.cfg.task
+        )  # the task of the checkpoint's config; no model is built
         self.task.load_dataset("train")
-        iterator = self.task.get_batch_iterator(self.task.dataset("train"), max_tokens=max_tokens, seed=1, epoch=1,
-                                                max_positions=self.task.max_positions()).next_epoch_itr(shuffle=True)
+        iterator = self.task.get_batch_iterator(
+            self.task.dataset("train"),
+            max_tokens=max_tokens,
+            seed=1,
+            epoch=1,
+            max_positions=self.task.max_positions(),
+        ).next_epoch_itr(shuffle=True)
         self.samples = [sample for _, sample in zip(range(batches), iterator)]
 
     def score(self, checkpoint: Path) -> dict:
         """Both measures for the weights of ``checkpoint``."""
         from fairseq import checkpoint_utils
 
-        (model,), _ = checkpoint_utils.load_model_ensemble([str(checkpoint)], arg_overrides={"data": str(self.data)},
-                                                          task=self.task)
+        (model,), _ = checkpoint_utils.load_model_ensemble(
+            [str(checkpoint)], arg_overrides={"data": str(self.data)}, task=self.task
+        )
         return {"checkpoint": rel(checkpoint), **self.measures(model)}
 
     def score_at_init(self) -> dict:
@@ -108,7 +124,10 @@ class Probe:
         import torch
 
         torch.manual_seed(self.cfg.common.seed)
-        return {"seed": self.cfg.common.seed, **self.measures(self.task.build_model(self.cfg.model))}
+        return {
+            "seed": self.cfg.common.seed,
+            **self.measures(self.task.build_model(self.cfg.model)),
+        }
 
     def measures(self, model) -> dict:
         """Bits a target token with each line's own source and with the next line's, and the between-line
@@ -121,22 +140,31 @@ class Probe:
         encoded = []  # the encoder's output of the own-source forward, kept by a hook rather than run again
         with torch.no_grad():
             for sample in self.samples:
-                hook = model.encoder.register_forward_hook(lambda module, args, out: encoded.append(out))
+                hook = model.encoder.register_forward_hook(
+                    lambda module, args, out: encoded.append(out)
+                )
                 loss, n = stream1_nats(model, sample, roll=False)
                 hook.remove()
                 sums["own"] += loss
                 sums["rolled"] += stream1_nats(model, sample, roll=True)[0]
                 (own_states,) = encoded
                 encoded.clear()
-                between, total = line_variance(own_states["encoder_out"][0], own_states["encoder_padding_mask"][0])
+                between, total = line_variance(
+                    own_states["encoder_out"][0], own_states["encoder_padding_mask"][0]
+                )
                 sums["between"] += between
                 sums["total"] += total
                 tokens += n
                 lines += sample["nsentences"]
         own, rolled = (sums[k] / tokens / math.log(2) for k in ("own", "rolled"))
-        return {"lines": lines, "target_tokens": tokens, "bits_own_source": round(own, 3),
-                "bits_rolled_source": round(rolled, 3), "bits_the_source_saves": round(rolled - own, 3),
-                "encoder_between_line_share": round(sums["between"] / sums["total"], 4)}
+        return {
+            "lines": lines,
+            "target_tokens": tokens,
+            "bits_own_source": round(own, 3),
+            "bits_rolled_source": round(rolled, 3),
+            "bits_the_source_saves": round(rolled - own, 3),
+            "encoder_between_line_share": round(sums["between"] / sums["total"], 4),
+        }
 
 
 def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
@@ -145,13 +173,20 @@ def measure(folder: Path, data: Path, batches: int, max_tokens: int) -> dict:
     ``checkpoint_last.pt`` when it is of the same update, and is then scored once."""
     last = folder / "checkpoint_last.pt"
     probe = Probe(last, data, batches, max_tokens)
-    by_update = [{"update": update, **probe.score(path)} for update, path in interval_checkpoints(folder)]
+    by_update = [
+        {"update": update, **probe.score(path)} for update, path in interval_checkpoints(folder)
+    ]
     if by_update and by_update[-1]["update"] == probe.update:
         final = {**by_update[-1], "checkpoint": rel(last)}
         del final["update"]
     else:
         final = probe.score(last)
-    return {**final, "by_update": by_update, "at_init": probe.score_at_init(), "checkpoint_sha256": sha256(last)}
+    return {
+        **final,
+        "by_update": by_update,
+        "at_init": probe.score_at_init(),
+        "checkpoint_sha256": sha256(last),
+    }
 
 
 def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:
@@ -165,45 +200,78 @@ def interval_checkpoints(folder: Path) -> list[tuple[int, Path]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m reproduction.gigaword_10k.source_reliance", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--work", type=Path, default=ROOT / "work" / "gigaword_10k", help="the driver's work folder")
+    p = argparse.ArgumentParser(
+        prog="python -m reproduction.gigaword_10k.source_reliance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--work", type=Path, default=ROOT / "work" / "gigaword_10k", help="the driver's work folder"
+    )
     p.add_argument("--batches", type=int, default=20, help="denoising batches per checkpoint")
-    p.add_argument("--max-tokens", type=int, default=2048, help="tokens per batch (the pre-training's)")
+    p.add_argument(
+        "--max-tokens", type=int, default=2048, help="tokens per batch (the pre-training's)"
+    )
     p.add_argument("--output", type=Path, default=OUTPUT)
     a = p.parse_args(argv)
     if a.batches < 1 or a.max_tokens < 1:
         p.error("--batches and --max-tokens must be >= 1")
     checkpoints = sorted(a.work.glob("pretrain-p*/checkpoint_last.pt"))
     if not (a.work / "data" / "english" / "bin").is_dir():
-        p.error(f"{a.work} has no data/english/bin (the pre-training corpus the driver binarizes): give the driver's --work")
+        p.error(
+            f"{a.work} has no data/english/bin (the pre-training corpus the driver binarizes): give the driver's --work"
+        )
     if not checkpoints:
-        p.error(f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span pre-training first "
-                "(python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt ...)")
+        p.error(
+            f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span pre-training first "
+            "(python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt ...)"
+        )
     earlier = json.loads(a.output.read_text(encoding="utf-8")) if a.output.is_file() else None
     command = f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens {a.max_tokens}"
     if earlier and earlier["command"] != command:
-        p.error(f"{rel(a.output)} was measured by `{earlier['command']}`; measure with the same options or give "
-                "another --output")
-    from fairseq_ext.analysis.hardware import cpu_and_cores
+        p.error(
+            f"{rel(a.output)} was measured by `{earlier['command']}`; measure with the same options or give "
+            "another --output"
+        )
     import torch
+
+    from fairseq_ext.analysis.hardware import cpu_and_cores
 
     torch.set_num_threads(1)
     t0 = time.time()
     corpus = a.work / "data" / "english" / "bin"
-    results = {ckpt.parent.name: measure(ckpt.parent, corpus, a.batches, a.max_tokens) for ckpt in checkpoints}
-    machines = [*(earlier["hardware"].split(" then ") if earlier else []), f"{cpu_and_cores()}, torch threads 1"]
+    results = {
+        ckpt.parent.name: measure(ckpt.parent, corpus, a.batches, a.max_tokens)
+        for ckpt in checkpoints
+    }
+    machines = [
+        *(earlier["hardware"].split(" then ") if earlier else []),
+        f"{cpu_and_cores()}, torch threads 1",
+    ]
     a.output.parent.mkdir(parents=True, exist_ok=True)
-    a.output.write_text(json.dumps({
-        "command": command, "checkpoints": {**(earlier["checkpoints"] if earlier else {}), **results},
-        "wall_seconds": round(time.time() - t0 + (earlier["wall_seconds"] if earlier else 0), 1),
-        "calls": (earlier.get("calls", 1) if earlier else 0) + 1,
-        "hardware": " then ".join(dict.fromkeys(machines))}, indent=1) + "\n", encoding="utf-8")
+    a.output.write_text(
+        json.dumps(
+            {
+                "command": command,
+                "checkpoints": {**(earlier["checkpoints"] if earlier else {}), **results},
+                "wall_seconds": round(
+                    time.time() - t0 + (earlier["wall_seconds"] if earlier else 0), 1
+                ),
+                "calls": (earlier.get("calls", 1) if earlier else 0) + 1,
+                "hardware": " then ".join(dict.fromkeys(machines)),
+            },
+            indent=1,
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     for name, r in results.items():
-        print(f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, {r['bits_rolled_source']:.3f} with "
-              f"another line's ({r['bits_the_source_saves']:+.3f}); the encoder's between-line share "
-              f"{r['encoder_between_line_share']:.3f} ({r['at_init']['encoder_between_line_share']:.3f} at init)",
-              file=sys.stderr)
+        print(
+            f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, {r['bits_rolled_source']:.3f} with "
+            f"another line's ({r['bits_the_source_saves']:+.3f}); the encoder's between-line share "
+            f"{r['encoder_between_line_share']:.3f} ({r['at_init']['encoder_between_line_share']:.3f} at init)",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@
    the whole call: a step still running then is stopped and reported as such, and the
    summary is still written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,8 +52,10 @@ ROOT = Path(__file__).resolve().parents[2]
 SITE = ROOT / "reproduction" / "gpu" / "site"
 PARTS = ("tests", "train", "mfu", "flex", "bench")
 # what must import once the wheels are in: fairseq, its configuration stack, the metrics, the plugin
-IMPORT_CHECK = ("import fairseq, hydra, omegaconf, bitarray, sacrebleu, sentencepiece, rouge_score; "
-                "import fairseq_ext.plugin; fairseq_ext.plugin.load()")
+IMPORT_CHECK = (
+    "import fairseq, hydra, omegaconf, bitarray, sacrebleu, sentencepiece, rouge_score; "
+    "import fairseq_ext.plugin; fairseq_ext.plugin.load()"
+)
 # what `bench` publishes: benchmarks/results/gpu.json and speed.png, docs/results/speed.md
 BENCH_FILES = ("gpu.json", "speed.png", "speed.md")
 SUMMARY_MARGIN_S = 15  # kept back from --deadline-s for the summary and the copies
@@ -63,19 +66,31 @@ def require_cuda() -> dict:
     try:
         import torch
     except ImportError:
-        raise FairseqExtError(f"{sys.executable} cannot import torch: run gpu-check with the Python that "
-                              "holds torch with CUDA") from None
-    require(torch.cuda.is_available(), "no CUDA device here (torch.cuda.is_available() is False): run "
-                                       "`make gpu-check` on a machine with an NVIDIA GPU (docs/gpu.md)")
+        raise FairseqExtError(
+            f"{sys.executable} cannot import torch: run gpu-check with the Python that "
+            "holds torch with CUDA"
+        ) from None
+    require(
+        torch.cuda.is_available(),
+        "no CUDA device here (torch.cuda.is_available() is False): run "
+        "`make gpu-check` on a machine with an NVIDIA GPU (docs/gpu.md)",
+    )
     capability = ".".join(map(str, torch.cuda.get_device_capability(0)))
-    return {"device": torch.cuda.get_device_name(0), "capability": capability,
-            "torch": torch.__version__, "cuda": torch.version.cuda, "python": sys.version.split()[0]}
+    return {
+        "device": torch.cuda.get_device_name(0),
+        "capability": capability,
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "python": sys.version.split()[0],
+    }
 
 
 def environment() -> dict:
     """This process's environment with the installed wheels and the repository importable."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(SITE), str(ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(SITE), str(ROOT), env.get("PYTHONPATH")) if p
+    )
     env["PATH"] = os.pathsep.join((str(SITE / "bin"), env.get("PATH", "")))
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("PYTHONWARNINGS", "ignore")
@@ -102,8 +117,14 @@ class Steps:
         t0 = time.time()
         with open(log, "w") as out:
             # its own process group, so that a step stopped at the deadline takes its children along
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=self.env,
-                                    start_new_session=True)
+            proc = subprocess.Popen(
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+                env=self.env,
+                start_new_session=True,
+            )
             try:
                 rc = proc.wait(timeout=left)
             except subprocess.TimeoutExpired:
@@ -111,15 +132,33 @@ class Steps:
                 proc.wait()
                 rc = 124
         lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
-        return {"returncode": rc, "seconds": round(time.time() - t0, 1), "log": log.name,
-                "tail": "\n".join(lines[-15:])}
+        return {
+            "returncode": rc,
+            "seconds": round(time.time() - t0, 1),
+            "log": log.name,
+            "tail": "\n".join(lines[-15:]),
+        }
 
 
 def install(wheels: list[Path], steps: Steps) -> dict:
     """pip-install the wheels into ``SITE`` without a network, then check the imports."""
-    pip = steps.run("install", [sys.executable, "-m", "pip", "install", "--no-index", "--no-deps", "--no-compile",
-                                "--disable-pip-version-check", "--upgrade", "--target", str(SITE),
-                                *map(str, wheels)])
+    pip = steps.run(
+        "install",
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--no-index",
+            "--no-deps",
+            "--no-compile",
+            "--disable-pip-version-check",
+            "--upgrade",
+            "--target",
+            str(SITE),
+            *map(str, wheels),
+        ],
+    )
     if pip["returncode"] != 0:
         return {"passed": False, **pip}
     imports = steps.run("imports", [sys.executable, "-c", IMPORT_CHECK])
@@ -139,14 +178,31 @@ def junit_totals(path: Path) -> dict:
             message = (problem.get("message") or "").splitlines()
             failed.append(f"{case.get('name')}: {message[0] if message else problem.tag}"[:300])
     counts = {k: int(suite.get(k, 0)) for k in ("tests", "failures", "errors", "skipped")}
-    return {**counts, "passed_count": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
-            "failed": failed}
+    return {
+        **counts,
+        "passed_count": counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"],
+        "failed": failed,
+    }
 
 
 def run_tests(steps: Steps) -> dict:
     report = steps.results / "tests.xml"
-    out = steps.run("tests", [sys.executable, "-m", "pytest", "-q", "-m", "cuda", "-p", "no:cacheprovider",
-                              "tests/test_cuda.py", "tests/test_flex_attention.py", f"--junitxml={report}"])
+    out = steps.run(
+        "tests",
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "cuda",
+            "-p",
+            "no:cacheprovider",
+            "tests/test_cuda.py",
+            "tests/test_flex_attention.py",
+            f"--junitxml={report}",
+        ],
+    )
     if not report.exists():
         return {"passed": False, **out}
     totals = junit_totals(report)
@@ -157,22 +213,44 @@ def run_tests(steps: Steps) -> dict:
 def run_training(steps: Steps) -> dict:
     left = steps.remaining()
     cmd = [sys.executable, "-m", "reproduction.gpu.training", "--results", str(steps.results)]
-    out = steps.run("train", cmd + ([] if left is None else ["--deadline-s", str(max(1, int(left - 20)))]))
+    out = steps.run(
+        "train", cmd + ([] if left is None else ["--deadline-s", str(max(1, int(left - 20)))])
+    )
     runs_file = steps.results / "train.json"
     runs = json.loads(runs_file.read_text()) if runs_file.exists() else []
     return {"passed": out["returncode"] == 0 and bool(runs), "runs": runs, **out}
 
 
 def run_mfu(steps: Steps) -> dict:
-    out = steps.run("throughput", [sys.executable, "-m", "reproduction.gpu.throughput", "--results", str(steps.results)])
+    out = steps.run(
+        "throughput",
+        [sys.executable, "-m", "reproduction.gpu.throughput", "--results", str(steps.results)],
+    )
     measured = steps.results / "throughput.json"
-    return {"passed": out["returncode"] == 0, **out, **(json.loads(measured.read_text()) if measured.exists() else {})}
+    return {
+        "passed": out["returncode"] == 0,
+        **out,
+        **(json.loads(measured.read_text()) if measured.exists() else {}),
+    }
 
 
 def run_flex(steps: Steps) -> dict:
-    out = steps.run("flex", [sys.executable, "-m", "reproduction.gpu.flex_vs_dense", "--results", str(steps.results / "flex")])
+    out = steps.run(
+        "flex",
+        [
+            sys.executable,
+            "-m",
+            "reproduction.gpu.flex_vs_dense",
+            "--results",
+            str(steps.results / "flex"),
+        ],
+    )
     table = steps.results / "flex" / "flex_vs_dense.md"
-    return {"passed": out["returncode"] == 0, **out, "table": table.read_text() if table.exists() else ""}
+    return {
+        "passed": out["returncode"] == 0,
+        **out,
+        "table": table.read_text() if table.exists() else "",
+    }
 
 
 def run_benchmarks(steps: Steps) -> dict:
@@ -184,16 +262,39 @@ def run_benchmarks(steps: Steps) -> dict:
 
     gpu_json = RESULTS / "gpu.json"
     gpu_json.unlink(missing_ok=True)
-    modules = {name: steps.run(f"benchmarks-{name}", [sys.executable, "-m", "reproduction.benchmarks.run", "--device", "cuda",
-                                                      "--only", name]) for name in BENCHMARKS}
+    modules = {
+        name: steps.run(
+            f"benchmarks-{name}",
+            [
+                sys.executable,
+                "-m",
+                "reproduction.benchmarks.run",
+                "--device",
+                "cuda",
+                "--only",
+                name,
+            ],
+        )
+        for name in BENCHMARKS
+    }
     written = json.loads(gpu_json.read_text()) if gpu_json.exists() else {}
     for published in (gpu_json, RESULTS / "speed.png", ROOT / "docs" / "results" / "speed.md"):
         if written and published.exists():
             shutil.copy(published, steps.results / published.name)
-    return {"passed": all(m["returncode"] == 0 for m in modules.values()), "modules": modules, **written}
+    return {
+        "passed": all(m["returncode"] == 0 for m in modules.values()),
+        "modules": modules,
+        **written,
+    }
 
 
-RUNNERS = {"tests": run_tests, "train": run_training, "mfu": run_mfu, "flex": run_flex, "bench": run_benchmarks}
+RUNNERS = {
+    "tests": run_tests,
+    "train": run_training,
+    "mfu": run_mfu,
+    "flex": run_flex,
+    "bench": run_benchmarks,
+}
 
 
 def copy_out(results: Path, dest: Path) -> list[str]:
@@ -206,7 +307,11 @@ def copy_out(results: Path, dest: Path) -> list[str]:
             shutil.copy(results / name, dest / name)
             copied.append(name)
     with tarfile.open(dest / "results.tar.gz", "w:gz") as tar:
-        tar.add(results, arcname=results.name, filter=lambda info: None if "/data" in info.name else info)
+        tar.add(
+            results,
+            arcname=results.name,
+            filter=lambda info: None if "/data" in info.name else info,
+        )
     return copied + ["results.tar.gz"]
 
 
@@ -215,18 +320,37 @@ def parts(text: str) -> list[str]:
     asked = PARTS if text == "all" else tuple(text.split(","))
     unknown = [p for p in asked if p not in PARTS]
     if unknown:
-        raise argparse.ArgumentTypeError(f"unknown part {', '.join(unknown)}: choose all or from {', '.join(PARTS)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown part {', '.join(unknown)}: choose all or from {', '.join(PARTS)}"
+        )
     return [p for p in PARTS if p in asked]
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m reproduction.gpu.check", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--part", type=parts, default=list(PARTS),
-                   help=f"all (the default) or a comma-separated list of {', '.join(PARTS)}")
-    p.add_argument("--wheels", type=Path, default=DEFAULT_FOLDER, help="the folder of make gpu-wheels")
-    p.add_argument("--results", type=Path, help="results folder (default reproduction/gpu/results/<UTC time>-<part>)")
-    p.add_argument("--copy-to", type=Path, help="also copy the summary, what bench publishes and a tarball here")
+    p = argparse.ArgumentParser(
+        prog="python -m reproduction.gpu.check",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--part",
+        type=parts,
+        default=list(PARTS),
+        help=f"all (the default) or a comma-separated list of {', '.join(PARTS)}",
+    )
+    p.add_argument(
+        "--wheels", type=Path, default=DEFAULT_FOLDER, help="the folder of make gpu-wheels"
+    )
+    p.add_argument(
+        "--results",
+        type=Path,
+        help="results folder (default reproduction/gpu/results/<UTC time>-<part>)",
+    )
+    p.add_argument(
+        "--copy-to",
+        type=Path,
+        help="also copy the summary, what bench publishes and a tarball here",
+    )
     p.add_argument("--deadline-s", type=float, help="the whole call's time limit in seconds")
     args = p.parse_args(argv)
     try:
@@ -236,12 +360,25 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"gpu-check: {e}")
     deadline = None if args.deadline_s is None else time.time() + args.deadline_s
     name = "all" if args.part == list(PARTS) else "-".join(args.part)
-    results = args.results or ROOT / "reproduction" / "gpu" / "results" / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{name}"
+    results = (
+        args.results
+        or ROOT
+        / "reproduction"
+        / "gpu"
+        / "results"
+        / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{name}"
+    )
     results.mkdir(parents=True, exist_ok=True)
     steps = Steps(results, deadline)
-    summary = {"machine": machine, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "part": name,
-               "results": str(results.resolve().relative_to(ROOT)) if results.resolve().is_relative_to(ROOT)
-               else str(results), "install": install(wheels, steps)}
+    summary = {
+        "machine": machine,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "part": name,
+        "results": str(results.resolve().relative_to(ROOT))
+        if results.resolve().is_relative_to(ROOT)
+        else str(results),
+        "install": install(wheels, steps),
+    }
     if summary["install"]["passed"]:
         for part in args.part:
             print(f"gpu-check: {part} ...", flush=True)

@@ -1,5 +1,6 @@
 """What the command lines of ``gpu/`` share: a parser that takes the results folder, and the
 JSON files they write there."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,9 @@ from pathlib import Path
 
 def results_parser(prog: str, doc: str, writes: str) -> argparse.ArgumentParser:
     """A parser with the module's docstring as its help and a required ``--results`` folder."""
-    p = argparse.ArgumentParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--results", type=Path, required=True, help=f"folder for {writes}")
     return p
 

@@ -10,6 +10,7 @@ to ``fairseq-train``.
 
     python -m reproduction.gpu.fairseq_train DATA --user-dir fairseq_ext --bf16 ...
 """
+
 from __future__ import annotations
 
 
@@ -23,10 +24,9 @@ def parse_training_args(argv: list[str] | None = None):
 
 
 def main(argv: list[str] | None = None) -> None:
-    from fairseq_cli import train  # first: it sets up logging as fairseq-train does
-
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from fairseq.distributed import utils as distributed_utils
+    from fairseq_cli import train  # first: it sets up logging as fairseq-train does
 
     cfg = convert_namespace_to_omegaconf(parse_training_args(argv))
     distributed_utils.call_main(cfg, train.main)

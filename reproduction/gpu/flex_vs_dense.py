@@ -33,6 +33,7 @@ Writes ``flex_vs_dense.json`` and ``flex_vs_dense.md`` (the table, and at which 
 faster) to ``--results`` and prints the table; exits 1 when a comparison is unequal or a run
 failed. Without CUDA it stops with one line.
 """
+
 from __future__ import annotations
 
 import statistics
@@ -46,7 +47,11 @@ import torch
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.masking import ATTENTION_VARIANTS, NgramStreamTables, padded_dense_mask
 from fairseq_ext.modules import MaskedSelfAttention, NgramSelfAttention
-from fairseq_ext.modules.flex_attention import NgramStreamBlockMask, check_attention_backend, padded_block_mask
+from fairseq_ext.modules.flex_attention import (
+    NgramStreamBlockMask,
+    check_attention_backend,
+    padded_block_mask,
+)
 from reproduction.gpu.cli import results_parser, write_json
 
 EMBED_DIM, HEADS = 768, 12
@@ -90,7 +95,9 @@ def _chain(layers: list, x: torch.Tensor, dtype: torch.dtype, attend: Callable) 
 def unilm_prefix(tokens: int, batch: int, layers: int, device) -> Case:
     """UniLM's prefix rule with padding (``ATTENTION_VARIANTS["prefix"]``)."""
     modules = [MaskedSelfAttention(EMBED_DIM, HEADS).to(device).eval() for _ in range(layers)]
-    x = torch.randn(batch, tokens, EMBED_DIM, device=device, generator=torch.Generator(device).manual_seed(0))
+    x = torch.randn(
+        batch, tokens, EMBED_DIM, device=device, generator=torch.Generator(device).manual_seed(0)
+    )
     lengths = torch.tensor([max(tokens - 8 * b, 2) for b in range(batch)], device=device)
     padding = torch.arange(tokens, device=device) >= lengths.unsqueeze(1)
     segments = (torch.arange(tokens, device=device) >= tokens // 2).long().expand(batch, tokens)
@@ -98,7 +105,11 @@ def unilm_prefix(tokens: int, batch: int, layers: int, device) -> Case:
     rule = ATTENTION_VARIANTS["prefix"].rule(segments, ranks)
 
     def step(backend: str, dtype: torch.dtype) -> list:
-        mask = padded_block_mask(rule, padding) if backend == "flex" else padded_dense_mask(rule, padding)
+        mask = (
+            padded_block_mask(rule, padding)
+            if backend == "flex"
+            else padded_dense_mask(rule, padding)
+        )
         return _chain(modules, x, dtype, lambda layer, h: layer(h, mask)[0])
 
     return Case("unilm_prefix", tokens, step)
@@ -106,14 +117,23 @@ def unilm_prefix(tokens: int, batch: int, layers: int, device) -> Case:
 
 def prophetnet_ngram(tokens: int, batch: int, layers: int, device) -> Case:
     """ProphetNet's n-stream rule and bucket bias of a target numbered from the start."""
-    modules = [NgramSelfAttention(EMBED_DIM, HEADS, NGRAM, NUM_BUCKETS).to(device).eval() for _ in range(layers)]
+    modules = [
+        NgramSelfAttention(EMBED_DIM, HEADS, NGRAM, NUM_BUCKETS).to(device).eval()
+        for _ in range(layers)
+    ]
     rows = (1 + NGRAM) * tokens
-    x = torch.randn(rows, batch, EMBED_DIM, device=device, generator=torch.Generator(device).manual_seed(0))
+    x = torch.randn(
+        rows, batch, EMBED_DIM, device=device, generator=torch.Generator(device).manual_seed(0)
+    )
     tables = NgramStreamTables(tokens, NGRAM, NUM_BUCKETS, MAX_DISTANCE, device)
     buckets = tables.numbered_buckets(tokens)
 
     def step(backend: str, dtype: torch.dtype) -> list:
-        mask = NgramStreamBlockMask(tokens, NGRAM, device) if backend == "flex" else tables.key_mask(tokens)
+        mask = (
+            NgramStreamBlockMask(tokens, NGRAM, device)
+            if backend == "flex"
+            else tables.key_mask(tokens)
+        )
         return _chain(modules, x, dtype, lambda layer, h: layer(h, buckets, mask))
 
     return Case(f"prophetnet_ngram{NGRAM}", tokens, step)
@@ -142,7 +162,7 @@ def measure(case: Case, repeats: int) -> dict:
                 case.step(backend, torch.bfloat16)
         times = {b: [] for b in BACKENDS}
         for r in range(repeats):
-            for backend in (BACKENDS if r % 2 == 0 else BACKENDS[::-1]):
+            for backend in BACKENDS if r % 2 == 0 else BACKENDS[::-1]:
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 case.step(backend, torch.bfloat16)
@@ -154,8 +174,10 @@ def measure(case: Case, repeats: int) -> dict:
             before = torch.cuda.memory_allocated()
             case.step(backend, torch.bfloat16)
             torch.cuda.synchronize()
-            out[backend] = {"ms": 1000 * statistics.median(times[backend]),
-                            "peak_mib": (torch.cuda.max_memory_allocated() - before) / 2 ** 20}
+            out[backend] = {
+                "ms": 1000 * statistics.median(times[backend]),
+                "peak_mib": (torch.cuda.max_memory_allocated() - before) / 2**20,
+            }
         out["flex_speedup"] = out["dense"]["ms"] / out["flex"]["ms"]
     except Exception as exc:  # a failed case is reported, and the others still run
         out["error"] = _one_line(exc)
@@ -180,23 +202,32 @@ def passed(rows: list[dict]) -> bool:
 
 def render(report: dict) -> str:
     """The markdown table of ``report`` and the lengths at which flex wins."""
-    lines = [f"FlexAttention against the dense path on {report['device']} (torch {report['torch']}): "
-             f"bf16 forward + backward of {report['layers']} self-attention layers at width {EMBED_DIM}, "
-             f"batch {report['batch']}, median of {report['repeats']} interleaved repeats.", "",
-             "| case | tokens | dense ms | flex ms | flex speed-up | dense peak MiB | flex peak MiB | "
-             "rel. error fp32 / bf16 |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        f"FlexAttention against the dense path on {report['device']} (torch {report['torch']}): "
+        f"bf16 forward + backward of {report['layers']} self-attention layers at width {EMBED_DIM}, "
+        f"batch {report['batch']}, median of {report['repeats']} interleaved repeats.",
+        "",
+        "| case | tokens | dense ms | flex ms | flex speed-up | dense peak MiB | flex peak MiB | "
+        "rel. error fp32 / bf16 |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
     for r in report["rows"]:
         if "error" in r:
             lines.append(f"| {r['case']} | {r['tokens']} | failed: {r['error']} |||||||")
             continue
         equal = "" if r["equal_fp32"] and r["equal_bf16"] else " (unequal)"
-        lines.append(f"| {r['case']} | {r['tokens']} | {r['dense']['ms']:.2f} | {r['flex']['ms']:.2f} | "
-                     f"{r['flex_speedup']:.2f}x | {r['dense']['peak_mib']:.0f} | {r['flex']['peak_mib']:.0f} | "
-                     f"{r['relative_error_fp32']:.1e} / {r['relative_error_bf16']:.1e}{equal} |")
+        lines.append(
+            f"| {r['case']} | {r['tokens']} | {r['dense']['ms']:.2f} | {r['flex']['ms']:.2f} | "
+            f"{r['flex_speedup']:.2f}x | {r['dense']['peak_mib']:.0f} | {r['flex']['peak_mib']:.0f} | "
+            f"{r['relative_error_fp32']:.1e} / {r['relative_error_bf16']:.1e}{equal} |"
+        )
     lines.append("")
     for case, lengths in report["flex_wins"].items():
-        where = f"at {', '.join(map(str, lengths))} tokens" if lengths else "at none of the lengths measured"
+        where = (
+            f"at {', '.join(map(str, lengths))} tokens"
+            if lengths
+            else "at none of the lengths measured"
+        )
         lines.append(f"- {case}: flex is faster {where}.")
     return "\n".join(lines) + "\n"
 
@@ -208,19 +239,30 @@ def lengths_arg(text: str) -> list[int]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = results_parser("python -m reproduction.gpu.flex_vs_dense", __doc__, "flex_vs_dense.json and flex_vs_dense.md")
-    p.add_argument("--lengths", type=str, default="128,512,1024", help="target lengths T, comma-separated")
+    p = results_parser(
+        "python -m reproduction.gpu.flex_vs_dense",
+        __doc__,
+        "flex_vs_dense.json and flex_vs_dense.md",
+    )
+    p.add_argument(
+        "--lengths", type=str, default="128,512,1024", help="target lengths T, comma-separated"
+    )
     p.add_argument("--batch", type=int, default=8, help="examples per batch")
     p.add_argument("--layers", type=int, default=4, help="self-attention layers chained per pass")
     p.add_argument("--repeats", type=int, default=10, help="timed steps of each backend")
     args = p.parse_args(argv)
     try:
-        require(torch.cuda.is_available(), "no CUDA device here (torch.cuda.is_available() is False): run it on "
-                                           "a machine with an NVIDIA GPU (make gpu-check)")
+        require(
+            torch.cuda.is_available(),
+            "no CUDA device here (torch.cuda.is_available() is False): run it on "
+            "a machine with an NVIDIA GPU (make gpu-check)",
+        )
         check_attention_backend("flex")
         lengths = lengths_arg(args.lengths)
-        require(args.batch >= 1 and args.layers >= 1 and args.repeats >= 1,
-                "--batch, --layers and --repeats must be >= 1")
+        require(
+            args.batch >= 1 and args.layers >= 1 and args.repeats >= 1,
+            "--batch, --layers and --repeats must be >= 1",
+        )
     except FairseqExtError as e:
         sys.exit(f"flex_vs_dense: {e}")
     torch._dynamo.config.cache_size_limit = RECOMPILE_LIMIT
@@ -230,10 +272,17 @@ def main(argv: list[str] | None = None) -> None:
         for build in (unilm_prefix, prophetnet_ngram):
             rows.append(measure(build(tokens, args.batch, args.layers, device), args.repeats))
             print(f"flex_vs_dense: {rows[-1]}", flush=True)
-    report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__, "batch": args.batch,
-              "layers": args.layers, "repeats": args.repeats, "tolerance": {"fp32": TOLERANCE[torch.float32],
-                                                                            "bf16": TOLERANCE[torch.bfloat16]},
-              "rows": rows, "flex_wins": flex_wins(rows), "passed": passed(rows)}
+    report = {
+        "device": torch.cuda.get_device_name(0),
+        "torch": torch.__version__,
+        "batch": args.batch,
+        "layers": args.layers,
+        "repeats": args.repeats,
+        "tolerance": {"fp32": TOLERANCE[torch.float32], "bf16": TOLERANCE[torch.bfloat16]},
+        "rows": rows,
+        "flex_wins": flex_wins(rows),
+        "passed": passed(rows),
+    }
     args.results.mkdir(parents=True, exist_ok=True)
     write_json(args.results / "flex_vs_dense.json", report)
     table = render(report)

@@ -13,6 +13,7 @@ The peak is the bfloat16 dense tensor-core rate of NVIDIA's datasheets (half the
 printed "with sparsity"); ``matmul_tflops`` measures what a large bfloat16 matrix product
 reaches on the card as found, a second, attainable reference.
 """
+
 from __future__ import annotations
 
 import time
@@ -52,7 +53,9 @@ def count_flops(step: Callable[[], object]) -> int:
 def mfu(flops_per_step: float, seconds_per_step: float, peak_tflops: float) -> float:
     """The share of the peak rate that ``flops_per_step`` in ``seconds_per_step`` reach."""
     if seconds_per_step <= 0 or peak_tflops <= 0:
-        raise ValueError(f"need a positive step time and peak, got {seconds_per_step} s and {peak_tflops} TFLOP/s")
+        raise ValueError(
+            f"need a positive step time and peak, got {seconds_per_step} s and {peak_tflops} TFLOP/s"
+        )
     return flops_per_step / seconds_per_step / (peak_tflops * 1e12)
 
 
@@ -70,4 +73,4 @@ def matmul_tflops(n: int = 8192, reps: int = 10, device: str = "cuda") -> float:
         a @ b
         torch.cuda.synchronize()
         times.append(time.perf_counter() - t0)
-    return 2 * n ** 3 / sorted(times)[reps // 2] / 1e12
+    return 2 * n**3 / sorted(times)[reps // 2] / 1e12

@@ -10,6 +10,7 @@ RUN_DIR is a ``--copy-to`` folder of ``make gpu-check`` (``summary.json``, and `
 part ``bench``). The log tails of steps that passed are dropped from the kept summary (they name
 the GPU machine's folders); a failed step keeps its tail.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,7 @@ def repository_path(path: str) -> str:
     """A results folder as a path inside the repository: the GPU machine records where its own
     clone lay (``/somewhere/reproduction/gpu/results/RUN``), which names no folder here."""
     parts = Path(path).parts
-    return str(Path(*parts[parts.index("reproduction"):])) if "reproduction" in parts else path
+    return str(Path(*parts[parts.index("reproduction") :])) if "reproduction" in parts else path
 
 
 def kept_name(summary: dict) -> str:
@@ -56,8 +57,11 @@ def published() -> list[dict]:
 def index(summaries: list[dict]) -> str:
     """One line a kept run: when, on which GPU, which parts, and whether every step passed."""
     rows = ["| run (UTC) | GPU | parts | outcome |", "|---|---|---|---|"]
-    rows += [f"| {s['date'].removesuffix(' UTC')} | {s['machine']['device']} | {s['part'].replace('-', ', ')} | "
-             f"{'passed' if s['passed'] else 'FAILED'} |" for s in summaries]
+    rows += [
+        f"| {s['date'].removesuffix(' UTC')} | {s['machine']['device']} | {s['part'].replace('-', ', ')} | "
+        f"{'passed' if s['passed'] else 'FAILED'} |"
+        for s in summaries
+    ]
     return "\n".join(rows) + "\n"
 
 
@@ -66,7 +70,9 @@ def render_block(summaries: list[dict]) -> str:
     under a section of the page)."""
     parts = [index(summaries)] if summaries else []
     for summary in summaries:
-        lines = [f"##{line}" if line.startswith("#") else line for line in render(summary).splitlines()]
+        lines = [
+            f"##{line}" if line.startswith("#") else line for line in render(summary).splitlines()
+        ]
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)
 
@@ -83,21 +89,30 @@ def publish_bench(run_dir: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m reproduction.gpu.publish", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m reproduction.gpu.publish",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("runs", nargs="+", type=Path, help="--copy-to folders of make gpu-check")
     args = p.parse_args(argv)
     PUBLISHED.mkdir(exist_ok=True)
     for run_dir in args.runs:
         if not (run_dir / "summary.json").is_file():
             p.error(f"{run_dir} has no summary.json: give the --copy-to folder of make gpu-check")
-        summary = without_passed_tails(json.loads((run_dir / "summary.json").read_text(encoding="utf-8")))
+        summary = without_passed_tails(
+            json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        )
         summary["results"] = repository_path(summary["results"])
-        (PUBLISHED / kept_name(summary)).write_text(json.dumps(summary, indent=1) + "\n", encoding="utf-8")
+        (PUBLISHED / kept_name(summary)).write_text(
+            json.dumps(summary, indent=1) + "\n", encoding="utf-8"
+        )
         if (run_dir / "gpu.json").is_file():
             publish_bench(run_dir)
     write_between_markers(PAGE, render_block(published()), START, END)
-    print(f"kept {len(published())} runs in {PUBLISHED.relative_to(ROOT)}; wrote the gpu-check block of docs/gpu.md")
+    print(
+        f"kept {len(published())} runs in {PUBLISHED.relative_to(ROOT)}; wrote the gpu-check block of docs/gpu.md"
+    )
 
 
 if __name__ == "__main__":

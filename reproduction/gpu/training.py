@@ -21,6 +21,7 @@ checkpoints, no validation. A run passes when its log shows
   as the reference) skips 2-3 steps and settles at a scale of 16-32 (H100, seeds 1-3). A skip
   late in the run means gradients that keep growing, which is the fault this looks for.
 """
+
 from __future__ import annotations
 
 import math
@@ -55,32 +56,115 @@ class Family:
 
 PAIRS = ("-s", "en", "-t", "de", "--max-tokens", "4096")
 FAMILIES = {
-    "hi_cmlm": Family("hi_cmlm_transformer_wmt_en_de", "pairs",
-                      ("--task", "cmlm_hybrid", *PAIRS, "--hybrid-strategy", "fence_replace",
-                       "--criterion", "nat_loss", "--label-smoothing", "0.1")),
-    "prophetnet": Family("prophetnet_base", "pairs",
-                         ("--task", "translation_prophetnet", *PAIRS, "--criterion", "ngram_language_loss",
-                          "--label-smoothing", "0.1")),
-    "posmask": Family("position_masked_roberta_base", "mono",
-                      ("--task", "position_masked_lm", "--tokens-per-sample", "128", "--sample-break-mode", "eos",
-                       "--batch-size", "64", "--criterion", "position_masked_lm")),
-    "unilm": Family("unilm_transformer_base", "pairs",
-                    ("--task", "unilm_seq2seq", *PAIRS, "--criterion", "label_smoothed_cross_entropy",
-                     "--label-smoothing", "0.1")),
+    "hi_cmlm": Family(
+        "hi_cmlm_transformer_wmt_en_de",
+        "pairs",
+        (
+            "--task",
+            "cmlm_hybrid",
+            *PAIRS,
+            "--hybrid-strategy",
+            "fence_replace",
+            "--criterion",
+            "nat_loss",
+            "--label-smoothing",
+            "0.1",
+        ),
+    ),
+    "prophetnet": Family(
+        "prophetnet_base",
+        "pairs",
+        (
+            "--task",
+            "translation_prophetnet",
+            *PAIRS,
+            "--criterion",
+            "ngram_language_loss",
+            "--label-smoothing",
+            "0.1",
+        ),
+    ),
+    "posmask": Family(
+        "position_masked_roberta_base",
+        "mono",
+        (
+            "--task",
+            "position_masked_lm",
+            "--tokens-per-sample",
+            "128",
+            "--sample-break-mode",
+            "eos",
+            "--batch-size",
+            "64",
+            "--criterion",
+            "position_masked_lm",
+        ),
+    ),
+    "unilm": Family(
+        "unilm_transformer_base",
+        "pairs",
+        (
+            "--task",
+            "unilm_seq2seq",
+            *PAIRS,
+            "--criterion",
+            "label_smoothed_cross_entropy",
+            "--label-smoothing",
+            "0.1",
+        ),
+    ),
 }
 # fairseq's own Transformer at ProphetNet's size (as in gpu.throughput), trained the same way: the
 # reference for how often fp16 loss scaling skips a step on this data without the plugin (part
 # ``train`` runs it beside the families).
 REFERENCES = {
-    "transformer_768": Family("transformer", "pairs",
-                              ("--task", "translation", *PAIRS, *SIZE_768, "--activation-fn", "gelu",
-                               "--share-all-embeddings", "--criterion", "label_smoothed_cross_entropy", "--label-smoothing", "0.1")),
+    "transformer_768": Family(
+        "transformer",
+        "pairs",
+        (
+            "--task",
+            "translation",
+            *PAIRS,
+            *SIZE_768,
+            "--activation-fn",
+            "gelu",
+            "--share-all-embeddings",
+            "--criterion",
+            "label_smoothed_cross_entropy",
+            "--label-smoothing",
+            "0.1",
+        ),
+    )
 }
-OPTIMIZATION = ("--optimizer", "adam", "--adam-betas", "(0.9,0.98)", "--lr", "3e-4", "--lr-scheduler",
-                "inverse_sqrt", "--warmup-updates", str(WARMUP), "--warmup-init-lr", "1e-7", "--clip-norm", "1.0",
-                "--weight-decay", "0.01", "--dropout", "0.1")
-LOGGING = ("--log-format", "simple", "--no-progress-bar", "--no-save", "--disable-validation",
-           "--num-workers", "0")
+OPTIMIZATION = (
+    "--optimizer",
+    "adam",
+    "--adam-betas",
+    "(0.9,0.98)",
+    "--lr",
+    "3e-4",
+    "--lr-scheduler",
+    "inverse_sqrt",
+    "--warmup-updates",
+    str(WARMUP),
+    "--warmup-init-lr",
+    "1e-7",
+    "--clip-norm",
+    "1.0",
+    "--weight-decay",
+    "0.01",
+    "--dropout",
+    "0.1",
+)
+LOGGING = (
+    "--log-format",
+    "simple",
+    "--no-progress-bar",
+    "--no-save",
+    "--disable-validation",
+    "--num-workers",
+    "0",
+)
 
 
 def prepare(work: Path) -> dict[str, Path]:
@@ -89,24 +173,67 @@ def prepare(work: Path) -> dict[str, Path]:
     pieces.mkdir(parents=True, exist_ok=True)
     for split in ("train", "valid"):
         for lang in ("en", "de"):
-            with open(QUICKSTART / "data" / f"{split}.{lang}") as fin, open(pieces / f"{split}.{lang}", "w") as fout:
-                subprocess.run([sys.executable, str(ROOT / "data_prep" / "spm.py"), "encode", "--model",
-                                str(QUICKSTART / "model" / "spm.model")], stdin=fin, stdout=fout, check=True)
+            with (
+                open(QUICKSTART / "data" / f"{split}.{lang}") as fin,
+                open(pieces / f"{split}.{lang}", "w") as fout,
+            ):
+                subprocess.run(
+                    [
+                        sys.executable,
+                        str(ROOT / "data_prep" / "spm.py"),
+                        "encode",
+                        "--model",
+                        str(QUICKSTART / "model" / "spm.model"),
+                    ],
+                    stdin=fin,
+                    stdout=fout,
+                    check=True,
+                )
     dictionary = QUICKSTART / "model" / "dict.txt"
-    return {"pairs": binarize_pairs(pieces / "train", pieces / "valid", dictionary, work / "pairs"),
-            "mono": binarize_mono(pieces / "train.en", pieces / "valid.en", dictionary, work / "mono")}
+    return {
+        "pairs": binarize_pairs(pieces / "train", pieces / "valid", dictionary, work / "pairs"),
+        "mono": binarize_mono(pieces / "train.en", pieces / "valid.en", dictionary, work / "mono"),
+    }
 
 
-def command(family: str, precision: str, data: dict[str, Path], updates: int, save_dir: Path,
-            log_interval: int = LOG_INTERVAL, cpu: bool = False, seed: int = 1) -> list[str]:
+def command(
+    family: str,
+    precision: str,
+    data: dict[str, Path],
+    updates: int,
+    save_dir: Path,
+    log_interval: int = LOG_INTERVAL,
+    cpu: bool = False,
+    seed: int = 1,
+) -> list[str]:
     """The training command line of ``family`` in ``precision`` ("fp16" or "bf16"), on the GPU
     or, with ``cpu``, on the CPU (``make gpu-rehearsal``). Nothing is saved, but fairseq checks
     that it could write to ``save_dir``: one folder per run, so that runs side by side do not
     race there."""
     spec = {**FAMILIES, **REFERENCES}[family]
-    return [sys.executable, "-m", "reproduction.gpu.fairseq_train", str(data[spec.data]), "--user-dir", USER_DIR,
-            "--arch", spec.arch, *spec.options, *OPTIMIZATION, *LOGGING, "--seed", str(seed), "--log-interval", str(log_interval),
-            "--max-update", str(updates), f"--{precision}", "--save-dir", str(save_dir), *(["--cpu"] if cpu else [])]
+    return [
+        sys.executable,
+        "-m",
+        "reproduction.gpu.fairseq_train",
+        str(data[spec.data]),
+        "--user-dir",
+        USER_DIR,
+        "--arch",
+        spec.arch,
+        *spec.options,
+        *OPTIMIZATION,
+        *LOGGING,
+        "--seed",
+        str(seed),
+        "--log-interval",
+        str(log_interval),
+        "--max-update",
+        str(updates),
+        f"--{precision}",
+        "--save-dir",
+        str(save_dir),
+        *(["--cpu"] if cpu else []),
+    ]
 
 
 INNER = re.compile(r"train_inner\W+epoch \d+:\s+\d+ / \d+ (?P<stats>\S.*)$")
@@ -133,8 +260,12 @@ def parse_log(text: str) -> dict:
         elif "gradient overflow detected" in line:
             overflows.append(logged)
     counts = [int(n) for n in UPDATE_COUNT.findall(text)]
-    return {"intervals": intervals, "overflow_after_update": overflows,
-            "num_updates": max(counts, default=0), "done": "done training" in text}
+    return {
+        "intervals": intervals,
+        "overflow_after_update": overflows,
+        "num_updates": max(counts, default=0),
+        "done": "done training" in text,
+    }
 
 
 def judge(parsed: dict, returncode: int, updates: int) -> dict:
@@ -151,11 +282,19 @@ def judge(parsed: dict, returncode: int, updates: int) -> dict:
         "loss decreasing": finite and len(losses) >= 6 and tail < head,
         "no overflow skip in the last half": late == 0,
     }
-    scales = [s["loss_scale"] for s in parsed["intervals"] if isinstance(s.get("loss_scale"), float)]
-    return {"passed": all(checks.values()), "failed_checks": [k for k, ok in checks.items() if not ok],
-            "updates": parsed["num_updates"], "loss_first3": head, "loss_last3": tail,
-            "overflow_skips": len(parsed["overflow_after_update"]), "overflow_skips_last_half": late,
-            "final_loss_scale": scales[-1] if scales else None}
+    scales = [
+        s["loss_scale"] for s in parsed["intervals"] if isinstance(s.get("loss_scale"), float)
+    ]
+    return {
+        "passed": all(checks.values()),
+        "failed_checks": [k for k, ok in checks.items() if not ok],
+        "updates": parsed["num_updates"],
+        "loss_first3": head,
+        "loss_last3": tail,
+        "overflow_skips": len(parsed["overflow_after_update"]),
+        "overflow_skips_last_half": late,
+        "final_loss_scale": scales[-1] if scales else None,
+    }
 
 
 def exit_words(returncode: int) -> str:
@@ -182,24 +321,50 @@ def verdict(run: dict) -> str:
     return f"{failed}; {exit_words(ended)}" if ended not in (0, None) else failed
 
 
-def _run(family: str, precision: str, seed: int, cmd: list[str], log: Path, updates: int, timeout: float | None) -> dict:
+def _run(
+    family: str,
+    precision: str,
+    seed: int,
+    cmd: list[str],
+    log: Path,
+    updates: int,
+    timeout: float | None,
+) -> dict:
     t0 = time.time()
     with open(log, "w") as out:
         try:
-            returncode = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, timeout=timeout).returncode
+            returncode = subprocess.run(
+                cmd, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, timeout=timeout
+            ).returncode
         except subprocess.TimeoutExpired:
             returncode = 124
     text = log.read_text(errors="replace")
     verdict = judge(parse_log(text), returncode, updates)
     last = [line for line in text.splitlines() if line.strip()][-1:] or [""]
-    return {"family": family, "arch": cmd[cmd.index("--arch") + 1], "precision": precision, "seed": seed,
-            "returncode": returncode, "seconds": round(time.time() - t0, 1), "log": log.name,
-            "last_line": "" if verdict["passed"] else last[0][-300:], **verdict}
+    return {
+        "family": family,
+        "arch": cmd[cmd.index("--arch") + 1],
+        "precision": precision,
+        "seed": seed,
+        "returncode": returncode,
+        "seconds": round(time.time() - t0, 1),
+        "log": log.name,
+        "last_line": "" if verdict["passed"] else last[0][-300:],
+        **verdict,
+    }
 
 
-def run_all(results: Path, families: list[str], precisions: list[str], updates: int, jobs: int,
-            deadline: float | None, log_interval: int = LOG_INTERVAL, cpu: bool = False,
-            seeds: tuple[int, ...] = (1,)) -> list[dict]:
+def run_all(
+    results: Path,
+    families: list[str],
+    precisions: list[str],
+    updates: int,
+    jobs: int,
+    deadline: float | None,
+    log_interval: int = LOG_INTERVAL,
+    cpu: bool = False,
+    seeds: tuple[int, ...] = (1,),
+) -> list[dict]:
     """Every (family, precision, seed) run, ``jobs`` at a time; logs and ``train.json`` in ``results``."""
     work = results / "train"
     work.mkdir(parents=True, exist_ok=True)
@@ -221,25 +386,51 @@ def run_all(results: Path, families: list[str], precisions: list[str], updates: 
 
 def main(argv: list[str] | None = None) -> None:
     p = results_parser("python -m reproduction.gpu.training", __doc__, "the logs and train.json")
-    p.add_argument("--only", nargs="+", choices=[*FAMILIES, *REFERENCES], default=[*FAMILIES, *REFERENCES],
-                   help="what to train (default: the plugin's four families and transformer_768, fairseq's own "
-                        "Transformer at ProphetNet's size, the reference for fp16 overflow skips)")
+    p.add_argument(
+        "--only",
+        nargs="+",
+        choices=[*FAMILIES, *REFERENCES],
+        default=[*FAMILIES, *REFERENCES],
+        help="what to train (default: the plugin's four families and transformer_768, fairseq's own "
+        "Transformer at ProphetNet's size, the reference for fp16 overflow skips)",
+    )
     p.add_argument("--seeds", nargs="+", type=int, default=[1], help="training seeds (default 1)")
     p.add_argument("--precision", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
     p.add_argument("--updates", type=int, default=UPDATES)
     p.add_argument("--jobs", type=int, default=3, help="runs sharing the GPU at a time (default 3)")
-    p.add_argument("--log-interval", type=int, default=LOG_INTERVAL,
-                   help=f"updates per logged loss (default {LOG_INTERVAL}; the verdict needs 6 logged losses)")
-    p.add_argument("--cpu", action="store_true", help="train on the CPU (make gpu-rehearsal: no CUDA, few updates)")
-    p.add_argument("--deadline-s", type=float, help="stop runs still going this many seconds from now")
+    p.add_argument(
+        "--log-interval",
+        type=int,
+        default=LOG_INTERVAL,
+        help=f"updates per logged loss (default {LOG_INTERVAL}; the verdict needs 6 logged losses)",
+    )
+    p.add_argument(
+        "--cpu",
+        action="store_true",
+        help="train on the CPU (make gpu-rehearsal: no CUDA, few updates)",
+    )
+    p.add_argument(
+        "--deadline-s", type=float, help="stop runs still going this many seconds from now"
+    )
     args = p.parse_args(argv)
     deadline = None if args.deadline_s is None else time.time() + args.deadline_s
-    runs = run_all(args.results, args.only, args.precision, args.updates, args.jobs, deadline, args.log_interval,
-                   args.cpu, tuple(args.seeds))
+    runs = run_all(
+        args.results,
+        args.only,
+        args.precision,
+        args.updates,
+        args.jobs,
+        deadline,
+        args.log_interval,
+        args.cpu,
+        tuple(args.seeds),
+    )
     for r in runs:
-        print(f"{r['arch']:32s} {r['precision']} seed {r['seed']} updates={r['updates']} loss {r['loss_first3']:.3f} -> "
-              f"{r['loss_last3']:.3f} overflow skips {r['overflow_skips']} ({r['overflow_skips_last_half']} "
-              f"in the last half) {verdict(r)}")
+        print(
+            f"{r['arch']:32s} {r['precision']} seed {r['seed']} updates={r['updates']} loss {r['loss_first3']:.3f} -> "
+            f"{r['loss_last3']:.3f} overflow skips {r['overflow_skips']} ({r['overflow_skips_last_half']} "
+            f"in the last half) {verdict(r)}"
+        )
     sys.exit(0 if all(r["passed"] for r in runs) else 1)
 
 

@@ -13,6 +13,7 @@ The folder is copied to the GPU machine with the working tree; the two together 
 ``COPY_LIMIT_MIB`` (64 MiB, small enough for a copy to a remote machine with an upload limit), so
 it holds exactly these pins and no torch.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,21 @@ PINS = {
     "pycparser": "3.12",  # cffi's
 }
 SOURCE_ONLY = ("antlr4-python3-runtime", "rouge-score")
-TARGET = ["--only-binary=:all:", "--python-version", "3.12", "--implementation", "cp", "--abi", "cp312",
-          "--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_17_x86_64",
-          "--platform", "manylinux_2_28_x86_64"]
+TARGET = [
+    "--only-binary=:all:",
+    "--python-version",
+    "3.12",
+    "--implementation",
+    "cp",
+    "--abi",
+    "cp312",
+    "--platform",
+    "manylinux2014_x86_64",
+    "--platform",
+    "manylinux_2_17_x86_64",
+    "--platform",
+    "manylinux_2_28_x86_64",
+]
 # the tags of a wheel that installs on CPython 3.12, Linux x86_64
 INSTALLABLE = re.compile(r"-(py3-none-any|cp312-cp312-manylinux[\w.]*x86_64)\.whl$")
 
@@ -73,29 +86,42 @@ def wheel_for(folder: Path, name: str, version: str) -> Path | None:
 
 def missing(folder: Path) -> list[str]:
     """The pins (``name==version``) that have no installable wheel in ``folder``."""
-    return [f"{name}=={version}" for name, version in PINS.items() if wheel_for(folder, name, version) is None]
+    return [
+        f"{name}=={version}"
+        for name, version in PINS.items()
+        if wheel_for(folder, name, version) is None
+    ]
 
 
 def require_wheels(folder: Path) -> list[Path]:
     """Every pinned wheel in ``folder``, or one clear error naming the folder or the missing pins."""
     folder = Path(folder)
-    require(folder.is_dir(), f"the wheels folder {folder} is missing: run `make gpu-wheels` on a machine "
-                             "with PyPI and copy the folder along (docs/gpu.md)")
+    require(
+        folder.is_dir(),
+        f"the wheels folder {folder} is missing: run `make gpu-wheels` on a machine "
+        "with PyPI and copy the folder along (docs/gpu.md)",
+    )
     absent = missing(folder)
-    require(not absent, f"{folder} lacks {', '.join(absent)}: run `make gpu-wheels` again on a machine "
-                        "with PyPI (docs/gpu.md)")
+    require(
+        not absent,
+        f"{folder} lacks {', '.join(absent)}: run `make gpu-wheels` again on a machine "
+        "with PyPI (docs/gpu.md)",
+    )
     return [wheel_for(folder, name, version) for name, version in PINS.items()]
 
 
 def _mib(paths) -> float:
-    return sum(p.stat().st_size for p in paths) / 2 ** 20
+    return sum(p.stat().st_size for p in paths) / 2**20
 
 
 def tree_mib() -> float | None:
     """Size of the working tree copied to the GPU machine besides the wheels: the files git tracks and
     the untracked ones it does not ignore (None outside a git checkout)."""
-    proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                          cwd=ROOT, capture_output=True)
+    proc = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+    )
     if proc.returncode != 0:
         return None
     files = [ROOT / name for name in proc.stdout.decode().split("\0") if name]
@@ -108,16 +134,39 @@ def download(folder: Path) -> list[Path]:
     binary = [f"{n}=={v}" for n, v in PINS.items() if n not in SOURCE_ONLY]
     source = [f"{n}=={PINS[n]}" for n in SOURCE_ONLY]
     pip = [sys.executable, "-m", "pip"]
-    subprocess.run([*pip, "download", "--no-deps", "--progress-bar", "off", *TARGET, "-d", str(folder), *binary],
-                   check=True)
-    subprocess.run([*pip, "wheel", "--no-deps", "--progress-bar", "off", "-w", str(folder), *source], check=True)
+    subprocess.run(
+        [
+            *pip,
+            "download",
+            "--no-deps",
+            "--progress-bar",
+            "off",
+            *TARGET,
+            "-d",
+            str(folder),
+            *binary,
+        ],
+        check=True,
+    )
+    subprocess.run(
+        [*pip, "wheel", "--no-deps", "--progress-bar", "off", "-w", str(folder), *source],
+        check=True,
+    )
     return require_wheels(folder)
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog="python -m reproduction.gpu.wheels", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dest", type=Path, default=DEFAULT_FOLDER, help="the wheels folder (default: reproduction/gpu/wheels)")
+    p = argparse.ArgumentParser(
+        prog="python -m reproduction.gpu.wheels",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--dest",
+        type=Path,
+        default=DEFAULT_FOLDER,
+        help="the wheels folder (default: reproduction/gpu/wheels)",
+    )
     args = p.parse_args(argv)
     try:
         wheels = download(args.dest)
@@ -125,14 +174,18 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"gpu-wheels: error: {e}")
     extra = sorted(set(args.dest.glob("*.whl")) - set(wheels))
     if extra:
-        print(f"not pinned, not installed (delete them to copy less): {', '.join(p.name for p in extra)}")
+        print(
+            f"not pinned, not installed (delete them to copy less): {', '.join(p.name for p in extra)}"
+        )
     size, tree = _mib(wheels), tree_mib()
     print(f"{len(wheels)} wheels, {size:.1f} MiB in {args.dest}")
     if tree is not None:
         total = tree + size
         verdict = "fits" if total < COPY_LIMIT_MIB else "is over the limit: copy less"
-        print(f"working tree {tree:.1f} MiB + wheels {size:.1f} MiB = {total:.1f} MiB of the "
-              f"{COPY_LIMIT_MIB} MiB copy limit: {verdict}")
+        print(
+            f"working tree {tree:.1f} MiB + wheels {size:.1f} MiB = {total:.1f} MiB of the "
+            f"{COPY_LIMIT_MIB} MiB copy limit: {verdict}"
+        )
 
 
 if __name__ == "__main__":

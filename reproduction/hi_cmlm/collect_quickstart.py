@@ -12,6 +12,7 @@ reproduction/hi_cmlm/quickstart_lr/ (``python -m reproduction.hi_cmlm.quickstart
 continued student's BLEU by learning rate) and the hicmlm entry of
 reproduction/benchmarks/results/cpu.json (`make bench`).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,7 +28,11 @@ from reproduction.results_page import write_between_markers
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "reproduction" / "hi_cmlm"
-QUICKSTART, SHIPPED, LR_RUNS = HERE / "quickstart.json", HERE / "shipped.json", HERE / "quickstart_lr"
+QUICKSTART, SHIPPED, LR_RUNS = (
+    HERE / "quickstart.json",
+    HERE / "shipped.json",
+    HERE / "quickstart_lr",
+)
 BENCH = ROOT / "reproduction" / "benchmarks" / "results" / "cpu.json"
 PAGE, README = ROOT / "docs" / "results" / "hi-cmlm.md", ROOT / "README.md"
 PASSES = (1, 2, 4, 10)
@@ -69,22 +74,31 @@ def _measured_on(bench: dict) -> str:
     digest = bench["details"].get("student_sha256")
     if digest == student_digest():
         return "measured on the shipped student"
-    return ("measured on a student shipped before this one (at a fixed number of passes the weights "
-            "change the speed only through the predicted lengths; `make bench` measures the shipped one)")
+    return (
+        "measured on a student shipped before this one (at a fixed number of passes the weights "
+        "change the speed only through the predicted lengths; `make bench` measures the shipped one)"
+    )
 
 
 def _of_another_student(digest: str | None) -> str:
     """Nothing for results of the shipped student; else which one they were measured on."""
     if digest == student_digest():
         return ""
-    return (f" (measured on a student shipped before this one, SHA-256 {digest[:12]}...)" if digest
-            else " (measured on a student shipped before this one)")
+    return (
+        f" (measured on a student shipped before this one, SHA-256 {digest[:12]}...)"
+        if digest
+        else " (measured on a student shipped before this one)"
+    )
 
 
 def _encoder_start(student: dict) -> str:
     # records made before the field existed: examples/quickstart/pretrain.sh then always started
     # the student's encoder from the teacher's
-    return "encoder from the teacher" if student.get("encoder_from_teacher", True) else "encoder from scratch"
+    return (
+        "encoder from the teacher"
+        if student.get("encoder_from_teacher", True)
+        else "encoder from scratch"
+    )
 
 
 def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> str:
@@ -96,7 +110,8 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
     s, c = quick["shipped"], quick["continued"]
     m = bench["metrics"]
     rows = [
-        "| what | command | result |", "|---|---|---|",
+        "| what | command | result |",
+        "|---|---|---|",
         f"| autoregressive teacher (`transformer` 3+3 x 192, Multi30k 29k pairs, sentencepiece 6000) | "
         f"`examples/quickstart/pretrain.sh` stages `data`, `teacher` ({teacher['stop_time_hours']:g} h of training, "
         f"{teacher['updates']} updates) | distils the 29k training targets (beam 5); its BLEU is the "
@@ -131,7 +146,8 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
         f"sentences: **{m['maskpredict_vs_ar_speedup_b1_T4']:.1f}x** at batch 1 with T = 4, "
         f"**{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x** with T = 10; at batch 64 "
         f"{m['maskpredict_vs_ar_speedup_b64_T4']:.1f}x (T = 4) and **{m['maskpredict_vs_ar_speedup_b64_T10']:.2f}x** "
-        f"(T = 10), {_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}{_teacher_input(bench)}")
+        f"(T = 10), {_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}{_teacher_input(bench)}"
+    )
     return "\n".join(rows) + "\n\n" + learning_rates(lr_runs, s["bleu"]) + "\n\n" + speed + "\n"
 
 
@@ -140,10 +156,12 @@ def _teacher_input(bench: dict) -> str:
     rows = bench.get("details", {}).get("decode_rows", [])
     if rows and all("teacher_input" in r for r in rows):
         return ""
-    return (" These speed-ups were measured with the teacher given the student's input format (`<s>` in front), "
-            "not its own, and against fairseq's Python beam search; against the teacher as users deploy it "
-            "(CTranslate2) and with its own input: [the decoding bench](speed.md#mask-predict-against-the-engine-"
-            "users-deploy-issue-76).")
+    return (
+        " These speed-ups were measured with the teacher given the student's input format (`<s>` in front), "
+        "not its own, and against fairseq's Python beam search; against the teacher as users deploy it "
+        "(CTranslate2) and with its own input: [the decoding bench](speed.md#mask-predict-against-the-engine-"
+        "users-deploy-issue-76)."
+    )
 
 
 def _rate(lr: float) -> str:
@@ -164,56 +182,92 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
         seeds = by_lr[lr]
         values = [seeds[k] for k in sorted(seeds)]
         seeds_used = ", ".join(map(str, sorted(seeds)))
-        spread = (f"seeds {seeds_used}; mean {statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
-                  if len(values) > 1 else f"seed {seeds_used}")
+        spread = (
+            f"seeds {seeds_used}; mean {statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+            if len(values) > 1
+            else f"seed {seeds_used}"
+        )
         parts.append(f"lr {_rate(lr)}: {' / '.join(f'{v:.1f}' for v in values)} ({spread})")
     digests = {r.get("student_sha256") for r in runs}
-    other = (_of_another_student(digests.pop()) if len(digests) == 1
-             else " (the runs continued different students: rerun the script for the shipped one)")
-    text = (f"Why `make quickstart` continues at a constant 1e-4 (`python -m reproduction.hi_cmlm.quickstart_lr`, "
-            f"`reproduction/hi_cmlm/quickstart_lr/`): the student ships without its optimizer state, and a fresh "
-            f"Adam's first steps move every weight by about the learning rate. Continued for {'/'.join(map(str, sorted(updates)))} "
-            f"updates on the distilled sample and decoded as above"
-            + (other if other else f" (shipped: {shipped_bleu:.1f})") + ", sacreBLEU by seed: " + "; ".join(parts) + ".")
+    other = (
+        _of_another_student(digests.pop())
+        if len(digests) == 1
+        else " (the runs continued different students: rerun the script for the shipped one)"
+    )
+    text = (
+        f"Why `make quickstart` continues at a constant 1e-4 (`python -m reproduction.hi_cmlm.quickstart_lr`, "
+        f"`reproduction/hi_cmlm/quickstart_lr/`): the student ships without its optimizer state, and a fresh "
+        f"Adam's first steps move every weight by about the learning rate. Continued for {'/'.join(map(str, sorted(updates)))} "
+        f"updates on the distilled sample and decoded as above"
+        + (other if other else f" (shipped: {shipped_bleu:.1f})")
+        + ", sacreBLEU by seed: "
+        + "; ".join(parts)
+        + "."
+    )
     if len(by_lr) == 2:
         high, low = sorted(by_lr, reverse=True)
         paired = sorted(set(by_lr[high]) & set(by_lr[low]))
         if len(paired) >= 2:
             diff = [by_lr[low][k] - by_lr[high][k] for k in paired]
-            p = stats.ttest_rel([by_lr[low][k] for k in paired], [by_lr[high][k] for k in paired]).pvalue
+            p = stats.ttest_rel(
+                [by_lr[low][k] for k in paired], [by_lr[high][k] for k in paired]
+            ).pvalue
             verdict = "significant" if p < 0.05 else "not significant"
-            text += (f" lr {_rate(low)} minus lr {_rate(high)}, paired by seed: {statistics.mean(diff):+.2f} BLEU over "
-                     f"{len(paired)} seeds (paired t-test p = {p:.3f}, {verdict} at p < 0.05).")
+            text += (
+                f" lr {_rate(low)} minus lr {_rate(high)}, paired by seed: {statistics.mean(diff):+.2f} BLEU over "
+                f"{len(paired)} seeds (paired t-test p = {p:.3f}, {verdict} at p < 0.05)."
+            )
     if not other:
-        text += " Seeds above the shipped score: " + "; ".join(
-            f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of {len(by_lr[lr])}"
-            for lr in sorted(by_lr, reverse=True)) + "."
-    return text + (" Training on 3,000 sentences for a few minutes (several passes over them) moves the "
-                   "score of a model trained on 29,000 by a few tenths either way; the spread between seeds "
-                   "above is the scale of that movement.")
+        text += (
+            " Seeds above the shipped score: "
+            + "; ".join(
+                f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of {len(by_lr[lr])}"
+                for lr in sorted(by_lr, reverse=True)
+            )
+            + "."
+        )
+    return text + (
+        " Training on 3,000 sentences for a few minutes (several passes over them) moves the "
+        "score of a model trained on 29,000 by a few tenths either way; the spread between seeds "
+        "above is the scale of that movement."
+    )
 
 
 def readme_line(quick: dict, shipped: dict) -> str:
     new = shipped["models"]["new"]["decodings"]["fence_replace"]["bleu"]
-    return (f"`make quickstart` measured ({quick['date']}, {quick['hardware']['cores']} CPU cores, "
-            f"`reproduction/hi_cmlm/quickstart.json`): the shipped student gives **{quick['shipped']['bleu']:.1f}** "
-            f"sacreBLEU on {quick['data']['test_sentences']} held-out Multi30k sentences "
-            f"({new:.1f} on Multi30k val), **{quick['continued']['bleu']:.1f}** after "
-            f"{quick['training']['updates']} more updates ({quick['training_minutes_budget']:g} minutes), "
-            f"{_minutes(quick['wall_seconds'])} end to end.\n")
+    return (
+        f"`make quickstart` measured ({quick['date']}, {quick['hardware']['cores']} CPU cores, "
+        f"`reproduction/hi_cmlm/quickstart.json`): the shipped student gives **{quick['shipped']['bleu']:.1f}** "
+        f"sacreBLEU on {quick['data']['test_sentences']} held-out Multi30k sentences "
+        f"({new:.1f} on Multi30k val), **{quick['continued']['bleu']:.1f}** after "
+        f"{quick['training']['updates']} more updates ({quick['training_minutes_budget']:g} minutes), "
+        f"{_minutes(quick['wall_seconds'])} end to end.\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--results", type=Path, help="a results file of make quickstart to publish first")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--results", type=Path, help="a results file of make quickstart to publish first"
+    )
     args = p.parse_args(argv)
     if args.results:
         shutil.copy(args.results, QUICKSTART)
     quick, shipped = load(QUICKSTART), load(SHIPPED)
-    write_between_markers(PAGE, page_block(quick, shipped, load(BENCH)["benchmarks"]["hicmlm"], lr_runs()),
-                          "<!-- quickstart:start -->", "<!-- quickstart:end -->")
-    write_between_markers(README, readme_line(quick, shipped),
-                          "<!-- quickstart-summary:start -->", "<!-- quickstart-summary:end -->")
+    write_between_markers(
+        PAGE,
+        page_block(quick, shipped, load(BENCH)["benchmarks"]["hicmlm"], lr_runs()),
+        "<!-- quickstart:start -->",
+        "<!-- quickstart:end -->",
+    )
+    write_between_markers(
+        README,
+        readme_line(quick, shipped),
+        "<!-- quickstart-summary:start -->",
+        "<!-- quickstart-summary:end -->",
+    )
     print(f"wrote the quickstart blocks of {PAGE.relative_to(ROOT)} and {README.relative_to(ROOT)}")
 
 

@@ -23,6 +23,7 @@ results.json, results.md and the plot there and every new run's hypotheses to DI
 ``<!-- table1:start -->`` and ``<!-- table1:end -->`` of FILE (docs/results/hi-cmlm.md) with
 results.md and the block ``<!-- table1-findings:start -->`` with what the tables show.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,9 +40,14 @@ from pathlib import Path
 import sacrebleu
 
 from fairseq_ext.analysis.generate_output import read_generate_output
-from reproduction.results_page import write_between_markers
+from fairseq_ext.analysis.iterations import (
+    LENGTH_BINS,
+    bin_label,
+    bleu_by_length,
+    bleu_per_iteration,
+)
 from fairseq_ext.common.errors import FairseqExtError
-from fairseq_ext.analysis.iterations import LENGTH_BINS, bin_label, bleu_by_length, bleu_per_iteration
+from reproduction.results_page import write_between_markers
 
 PASSES = (1, 2, 4, 10)
 BASELINE = "cmlm"
@@ -93,17 +99,22 @@ def relative(path: Path, root: Path) -> str:
 def decoding_results(run_dir: Path, dec_dir: Path, refs: list[str], root: Path) -> dict:
     sentences = read_generate_output(str(dec_dir / "generate.txt"))
     if len(sentences) != len(refs):
-        raise SystemExit(f"error: {dec_dir}: {len(sentences)} decoded sentences for {len(refs)} references; "
-                         "delete the folder and rerun the driver to decode it again")
+        raise SystemExit(
+            f"error: {dec_dir}: {len(sentences)} decoded sentences for {len(refs)} references; "
+            "delete the folder and rerun the driver to decode it again"
+        )
     for d, r in zip(sentences, refs):
         d.reference = r
     bleu = json.loads((dec_dir / "bleu.json").read_text())
     by_length = [None if math.isnan(b) else b for b in bleu_by_length(sentences)]
     # the CLI's JSON rounds its score to one decimal; differences between systems need them all
     hyps = (dec_dir / "hyp.txt").read_text(encoding="utf-8").splitlines()
-    out = {"bleu": sacrebleu.corpus_bleu(hyps, [refs]).score, "signature": bleu["signature"],
-           "hypotheses": relative(dec_dir / "hyp.txt", root),
-           "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], by_length))}
+    out = {
+        "bleu": sacrebleu.corpus_bleu(hyps, [refs]).score,
+        "signature": bleu["signature"],
+        "hypotheses": relative(dec_dir / "hyp.txt", root),
+        "bleu_by_length": dict(zip([bin_label(*b) for b in LENGTH_BINS], by_length)),
+    }
     log = run_dir / "train.log"
     text = log.read_text() if log.exists() else ""
     updates = re.findall(r"num_updates (\d+)", text)
@@ -120,17 +131,34 @@ def decoding_results(run_dir: Path, dec_dir: Path, refs: list[str], root: Path) 
 def mean_std(xs: list[float]) -> dict:
     """Mean and sample standard deviation; NaN values (an empty length bin) are left out."""
     xs = [x for x in xs if not math.isnan(x)]
-    return {"mean": statistics.fmean(xs) if xs else None,
-            "std": statistics.stdev(xs) if len(xs) > 1 else None, "n": len(xs)}
+    return {
+        "mean": statistics.fmean(xs) if xs else None,
+        "std": statistics.stdev(xs) if len(xs) > 1 else None,
+        "n": len(xs),
+    }
 
 
 def paired_bootstrap(ref: Path, baseline: Path, systems: list[Path]) -> list[float]:
     """p-values of sacreBLEU's paired bootstrap test of each system against the baseline."""
-    cmd = ["sacrebleu", str(ref), "-i", str(baseline), *map(str, systems), "-m", "bleu", "--paired-bs",
-           "--paired-bs-n", str(BOOTSTRAP_RESAMPLES), "-f", "json"]
+    cmd = [
+        "sacrebleu",
+        str(ref),
+        "-i",
+        str(baseline),
+        *map(str, systems),
+        "-m",
+        "bleu",
+        "--paired-bs",
+        "--paired-bs-n",
+        str(BOOTSTRAP_RESAMPLES),
+        "-f",
+        "json",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
-        raise SystemExit(f"error: sacrebleu --paired-bs failed: {proc.stderr.strip().splitlines()[-1:]}")
+        raise SystemExit(
+            f"error: sacrebleu --paired-bs failed: {proc.stderr.strip().splitlines()[-1:]}"
+        )
     rows = json.loads(proc.stdout)
     return [r["BLEU"]["p_value"] for r in rows[1:]]
 
@@ -144,10 +172,23 @@ def paired_t(runs: dict, key: str, reference: str) -> dict | None:
     if len(seeds) < 2:
         return None
     diffs = [runs[key][s]["bleu"] - runs[reference][s]["bleu"] for s in seeds]
-    if len(set(diffs)) == 1:  # no spread (sacreBLEU's scores have one decimal): t is undefined, not infinite
-        return {"seeds": seeds, "delta": mean_std(diffs), "p_value": None, "constant_difference": True}
-    p = stats.ttest_rel([runs[key][s]["bleu"] for s in seeds], [runs[reference][s]["bleu"] for s in seeds]).pvalue
-    return {"seeds": seeds, "delta": mean_std(diffs), "p_value": None if math.isnan(p) else float(p)}
+    if (
+        len(set(diffs)) == 1
+    ):  # no spread (sacreBLEU's scores have one decimal): t is undefined, not infinite
+        return {
+            "seeds": seeds,
+            "delta": mean_std(diffs),
+            "p_value": None,
+            "constant_difference": True,
+        }
+    p = stats.ttest_rel(
+        [runs[key][s]["bleu"] for s in seeds], [runs[reference][s]["bleu"] for s in seeds]
+    ).pvalue
+    return {
+        "seeds": seeds,
+        "delta": mean_std(diffs),
+        "p_value": None if math.isnan(p) else float(p),
+    }
 
 
 class Bootstrap:
@@ -167,8 +208,11 @@ class Bootstrap:
             present = [k for k in rows if seed in self.runs[k]]
             fresh = [k for k in present if self.has(reference, seed) and self.has(k, seed)]
             if fresh:
-                ps = paired_bootstrap(self.ref, self.root / self.runs[reference][seed]["hypotheses"],
-                                      [self.root / self.runs[k][seed]["hypotheses"] for k in fresh])
+                ps = paired_bootstrap(
+                    self.ref,
+                    self.root / self.runs[reference][seed]["hypotheses"],
+                    [self.root / self.runs[k][seed]["hypotheses"] for k in fresh],
+                )
                 for k, p in zip(fresh, ps):
                     out.setdefault(k, {"per_seed": {}})["per_seed"][seed] = p
             for k in present:
@@ -193,12 +237,19 @@ class Bootstrap:
         folder.mkdir(exist_ok=True)
         ref_lines = self.ref.read_text(encoding="utf-8").splitlines()
         pooled_ref = folder / f"ref-{len(seeds)}-seeds.txt"
-        pooled_ref.write_text("".join(line + "\n" for line in ref_lines * len(seeds)), encoding="utf-8")
+        pooled_ref.write_text(
+            "".join(line + "\n" for line in ref_lines * len(seeds)), encoding="utf-8"
+        )
         files = []
         for k in (reference, key):
             path = folder / f"{k}.txt"
-            path.write_text("".join((self.root / self.runs[k][s]["hypotheses"]).read_text(encoding="utf-8")
-                                    for s in seeds), encoding="utf-8")
+            path.write_text(
+                "".join(
+                    (self.root / self.runs[k][s]["hypotheses"]).read_text(encoding="utf-8")
+                    for s in seeds
+                ),
+                encoding="utf-8",
+            )
             files.append(path)
         return paired_bootstrap(pooled_ref, files[0], files[1:])
 
@@ -208,8 +259,10 @@ def significance(work: Path, ref: Path, runs: dict, root: Path, kept: dict | Non
     variants, against the paper's training."""
     boot = Bootstrap(work, ref, runs, root, kept or {})
     out: dict[str, dict] = {}
-    comparisons = [(BASELINE, [k for k in runs if k not in (BASELINE, "ar_teacher")], "vs_cmlm"),
-                   (PAPER_TRAINING, [k for k in runs if training_variant(k)], "vs_paper_training")]
+    comparisons = [
+        (BASELINE, [k for k in runs if k not in (BASELINE, "ar_teacher")], "vs_cmlm"),
+        (PAPER_TRAINING, [k for k in runs if training_variant(k)], "vs_paper_training"),
+    ]
     for reference, rows, name in comparisons:
         if reference not in runs:
             continue
@@ -227,19 +280,34 @@ def summarise(runs: dict, tests: dict) -> dict:
     for key in sorted(runs, key=row_order):
         seeds = runs[key]
         per = list(seeds.values())
-        row = {"label": label(key), "seeds": sorted(seeds), "bleu": mean_std([s["bleu"] for s in per]),
-               "updates": sorted({s["updates"] for s in per if s["updates"] is not None}),
-               "bleu_by_length": {b: mean_std([s["bleu_by_length"][b] for s in per
-                                               if s["bleu_by_length"][b] is not None])
-                                  for b in per[0]["bleu_by_length"]}}
+        row = {
+            "label": label(key),
+            "seeds": sorted(seeds),
+            "bleu": mean_std([s["bleu"] for s in per]),
+            "updates": sorted({s["updates"] for s in per if s["updates"] is not None}),
+            "bleu_by_length": {
+                b: mean_std(
+                    [s["bleu_by_length"][b] for s in per if s["bleu_by_length"][b] is not None]
+                )
+                for b in per[0]["bleu_by_length"]
+            },
+        }
         if all("bleu_per_pass" in s for s in per):
-            row["bleu_after_pass"] = {str(t): mean_std([s["bleu_per_pass"][t - 1] for s in per]) for t in PASSES}
-            row["bleu_per_pass_mean"] = [statistics.fmean(s["bleu_per_pass"][t] for s in per)
-                                         for t in range(max(PASSES))]
+            row["bleu_after_pass"] = {
+                str(t): mean_std([s["bleu_per_pass"][t - 1] for s in per]) for t in PASSES
+            }
+            row["bleu_per_pass_mean"] = [
+                statistics.fmean(s["bleu_per_pass"][t] for s in per) for t in range(max(PASSES))
+            ]
         row.update(tests.get(key, {}))
         if "paired_bootstrap_vs_cmlm" in row:
-            row["delta_vs_cmlm"] = mean_std([s["bleu"] - runs[BASELINE][seed]["bleu"]
-                                             for seed, s in seeds.items() if seed in runs[BASELINE]])
+            row["delta_vs_cmlm"] = mean_std(
+                [
+                    s["bleu"] - runs[BASELINE][seed]["bleu"]
+                    for seed, s in seeds.items()
+                    if seed in runs[BASELINE]
+                ]
+            )
         summary[key] = row
     return summary
 
@@ -261,8 +329,12 @@ def _per_seed(test: dict, seeds: list[str]) -> str:
 
 def markdown(summary: dict) -> str:
     bins = [bin_label(*b) for b in LENGTH_BINS]
-    head = ["row", "seeds", "updates"] + [f"pass {t}" for t in PASSES] \
-        + ["Δ vs CMLM", "p (t, seeds)", "p (pooled)", "p per seed"] + bins
+    head = (
+        ["row", "seeds", "updates"]
+        + [f"pass {t}" for t in PASSES]
+        + ["Δ vs CMLM", "p (t, seeds)", "p (pooled)", "p per seed"]
+        + bins
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in summary.values():
         after = row.get("bleu_after_pass")
@@ -271,30 +343,57 @@ def markdown(summary: dict) -> str:
             cells[-1] = _ms(row["bleu"])
         test = row.get("paired_bootstrap_vs_cmlm", {})
         t = row.get("paired_t_vs_cmlm") or {}
-        lines.append("| " + " | ".join([row["label"], str(len(row["seeds"])), ", ".join(map(str, row["updates"])) or "-",
-                                        *cells, _ms(row.get("delta_vs_cmlm")), _p(t.get("p_value")),
-                                        _p(test.get("pooled", {}).get("p_value")), _per_seed(test, row["seeds"]),
-                                        *(_ms(row["bleu_by_length"][b]) for b in bins)]) + " |")
-    variants = [(k, row) for k, row in summary.items() if "paired_t_vs_paper_training" in row
-                or "paired_bootstrap_vs_paper_training" in row]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    row["label"],
+                    str(len(row["seeds"])),
+                    ", ".join(map(str, row["updates"])) or "-",
+                    *cells,
+                    _ms(row.get("delta_vs_cmlm")),
+                    _p(t.get("p_value")),
+                    _p(test.get("pooled", {}).get("p_value")),
+                    _per_seed(test, row["seeds"]),
+                    *(_ms(row["bleu_by_length"][b]) for b in bins),
+                ]
+            )
+            + " |"
+        )
+    variants = [
+        (k, row)
+        for k, row in summary.items()
+        if "paired_t_vs_paper_training" in row or "paired_bootstrap_vs_paper_training" in row
+    ]
     if variants and PAPER_TRAINING in summary:
         paper = summary[PAPER_TRAINING]
-        lines += ["", f"Training input against the paper's (section 3.3, copy share 0.5; row \"{paper['label']}\", "
-                      f"BLEU {_ms(paper['bleu'])}), every model decoded with Fence Replace:", "",
-                  "| training | seeds | BLEU (pass 10) | Δ vs paper's training | p (t, seeds) | p (pooled) | p per seed |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f'Training input against the paper\'s (section 3.3, copy share 0.5; row "{paper["label"]}", '
+            f"BLEU {_ms(paper['bleu'])}), every model decoded with Fence Replace:",
+            "",
+            "| training | seeds | BLEU (pass 10) | Δ vs paper's training | p (t, seeds) | p (pooled) | p per seed |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for _, row in variants:
             t = row.get("paired_t_vs_paper_training") or {}
             test = row.get("paired_bootstrap_vs_paper_training", {})
-            lines.append(f"| {row['label']} | {len(row['seeds'])} | {_ms(row['bleu'])} | {_ms(t.get('delta'))} | "
-                         f"{_p(t.get('p_value'))} | {_p(test.get('pooled', {}).get('p_value'))} | "
-                         f"{_per_seed(test, row['seeds'])} |")
+            lines.append(
+                f"| {row['label']} | {len(row['seeds'])} | {_ms(row['bleu'])} | {_ms(t.get('delta'))} | "
+                f"{_p(t.get('p_value'))} | {_p(test.get('pooled', {}).get('p_value'))} | "
+                f"{_per_seed(test, row['seeds'])} |"
+            )
     return "\n".join(lines)
 
 
 ALPHA = 0.05
 MIN_SEEDS = 3  # a difference is claimed only over at least this many seeds
-STRATEGY_ROWS = ["hi_cmlm-all_mask", "hi_cmlm-all_copied", "hi_cmlm-weighted_sum", "hi_cmlm-fence_replace"]
+STRATEGY_ROWS = [
+    "hi_cmlm-all_mask",
+    "hi_cmlm-all_copied",
+    "hi_cmlm-weighted_sum",
+    "hi_cmlm-fence_replace",
+]
 
 
 def _significant(test: dict | None) -> bool:
@@ -304,8 +403,11 @@ def _significant(test: dict | None) -> bool:
 def _tests(row: dict, against: str) -> str:
     t = row.get(f"paired_t_{against}") or {}
     boot = row.get(f"paired_bootstrap_{against}", {})
-    parts = [f"Δ {t['delta']['mean']:+.2f} ± {t['delta']['std']:.2f}" if t.get("delta") and t["delta"]["std"] is not None
-             else ""]
+    parts = [
+        f"Δ {t['delta']['mean']:+.2f} ± {t['delta']['std']:.2f}"
+        if t.get("delta") and t["delta"]["std"] is not None
+        else ""
+    ]
     if t.get("p_value") is not None:
         parts.append(f"t-test p = {t['p_value']:.3f}")
     elif t.get("constant_difference"):
@@ -323,8 +425,12 @@ def _better_share(row: dict) -> bool:
     a t-test paired by seed significant, and the pooled bootstrap too where it could run."""
     t = row["paired_t_vs_paper_training"]
     pooled = row.get("paired_bootstrap_vs_paper_training", {}).get("pooled")
-    return (len(t["seeds"]) >= MIN_SEEDS and t["delta"]["mean"] > 0 and _significant(t)
-            and (pooled is None or _significant(pooled)))
+    return (
+        len(t["seeds"]) >= MIN_SEEDS
+        and t["delta"]["mean"] > 0
+        and _significant(t)
+        and (pooled is None or _significant(pooled))
+    )
 
 
 def findings(summary: dict) -> str:
@@ -333,21 +439,36 @@ def findings(summary: dict) -> str:
     if BASELINE in summary:
         rows = [k for k in STRATEGY_ROWS if k in summary and "paired_t_vs_cmlm" in summary[k]]
         above = [k for k in rows if summary[k]["paired_t_vs_cmlm"]["delta"]["mean"] > 0]
-        pooled = [k for k in rows if _significant(summary[k].get("paired_bootstrap_vs_cmlm", {}).get("pooled"))]
+        pooled = [
+            k
+            for k in rows
+            if _significant(summary[k].get("paired_bootstrap_vs_cmlm", {}).get("pooled"))
+        ]
         t_sig = [k for k in rows if _significant(summary[k]["paired_t_vs_cmlm"])]
-        out.append(f"- **Paper's training against CMLM** (same seed, same initial weights): {len(above)} of "
-                   f"{len(rows)} HI-CMLM decodings are above CMLM on average; {len(pooled)} significantly by the "
-                   f"pooled bootstrap, {len(t_sig)} by a t-test paired by seed. "
-                   + "; ".join(f"{summary[k]['label'][len('HI-CMLM + '):]}: {_tests(summary[k], 'vs_cmlm')}"
-                               for k in rows) + ".")
-        finals = {k: summary[k]["bleu_after_pass"]["10"]["mean"] for k in STRATEGY_ROWS if k in summary}
+        out.append(
+            f"- **Paper's training against CMLM** (same seed, same initial weights): {len(above)} of "
+            f"{len(rows)} HI-CMLM decodings are above CMLM on average; {len(pooled)} significantly by the "
+            f"pooled bootstrap, {len(t_sig)} by a t-test paired by seed. "
+            + "; ".join(
+                f"{summary[k]['label'][len('HI-CMLM + ') :]}: {_tests(summary[k], 'vs_cmlm')}"
+                for k in rows
+            )
+            + "."
+        )
+        finals = {
+            k: summary[k]["bleu_after_pass"]["10"]["mean"] for k in STRATEGY_ROWS if k in summary
+        }
         if len(finals) > 1:
             best = max(finals, key=finals.get)
-            out.append("- **Decoding strategies of the same models** after 10 passes: "
-                       + ", ".join(f"{summary[k]['label'][len('HI-CMLM + '):]} {v:.2f}"
-                                   for k, v in sorted(finals.items(), key=lambda kv: -kv[1]))
-                       + f" (a range of {max(finals.values()) - min(finals.values()):.2f} BLEU; best: "
-                       + f"{summary[best]['label'][len('HI-CMLM + '):]}).")
+            out.append(
+                "- **Decoding strategies of the same models** after 10 passes: "
+                + ", ".join(
+                    f"{summary[k]['label'][len('HI-CMLM + ') :]} {v:.2f}"
+                    for k, v in sorted(finals.items(), key=lambda kv: -kv[1])
+                )
+                + f" (a range of {max(finals.values()) - min(finals.values()):.2f} BLEU; best: "
+                + f"{summary[best]['label'][len('HI-CMLM + ') :]})."
+            )
     variants = [k for k in summary if "paired_t_vs_paper_training" in summary[k]]
     for k in variants:
         row, t = summary[k], summary[k]["paired_t_vs_paper_training"]
@@ -355,29 +476,51 @@ def findings(summary: dict) -> str:
         sig = _significant(t) or _significant(boot)
         direction = "better" if t["delta"]["mean"] > 0 else "worse"
         if len(t["seeds"]) < MIN_SEEDS:
-            verdict = f"not judged: {len(t['seeds'])} seeds, a difference needs at least {MIN_SEEDS}"
+            verdict = (
+                f"not judged: {len(t['seeds'])} seeds, a difference needs at least {MIN_SEEDS}"
+            )
         else:
-            verdict = (f"significantly {direction} than the paper's training" if sig
-                       else "no significant difference from the paper's training")
-        out.append(f"- **{row['label']}** ({len(row['seeds'])} seeds): {verdict}; "
-                   f"{_tests(row, 'vs_paper_training')}.")
+            verdict = (
+                f"significantly {direction} than the paper's training"
+                if sig
+                else "no significant difference from the paper's training"
+            )
+        out.append(
+            f"- **{row['label']}** ({len(row['seeds'])} seeds): {verdict}; "
+            f"{_tests(row, 'vs_paper_training')}."
+        )
     shares = [k for k in variants if COPY_SHARE_RUN.fullmatch(k)]
     if shares:
         better = [COPY_SHARE_RUN.fullmatch(k)["share"] for k in shares if _better_share(summary[k])]
-        short = [COPY_SHARE_RUN.fullmatch(k)["share"] for k in shares
-                 if len(summary[k]["paired_t_vs_paper_training"]["seeds"]) < MIN_SEEDS]
-        out.append("- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 unless another "
-                   f"share, over at least {MIN_SEEDS} seeds, is better on average with a t-test paired by seed "
-                   "p < 0.05 and, where the hypotheses of both trainings are kept, the pooled bootstrap p < 0.05; "
-                   + (f"{', '.join(better)} met it." if better else "no share met it, so the default stays 0.5.")
-                   + (f" The sweep is not complete: {', '.join(short)} "
-                      f"{'has' if len(short) == 1 else 'have'} fewer than {MIN_SEEDS} seeds." if short else ""))
+        short = [
+            COPY_SHARE_RUN.fullmatch(k)["share"]
+            for k in shares
+            if len(summary[k]["paired_t_vs_paper_training"]["seeds"]) < MIN_SEEDS
+        ]
+        out.append(
+            "- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 unless another "
+            f"share, over at least {MIN_SEEDS} seeds, is better on average with a t-test paired by seed "
+            "p < 0.05 and, where the hypotheses of both trainings are kept, the pooled bootstrap p < 0.05; "
+            + (
+                f"{', '.join(better)} met it."
+                if better
+                else "no share met it, so the default stays 0.5."
+            )
+            + (
+                f" The sweep is not complete: {', '.join(short)} "
+                f"{'has' if len(short) == 1 else 'have'} fewer than {MIN_SEEDS} seeds."
+                if short
+                else ""
+            )
+        )
     if "ar_teacher" in summary and BASELINE in summary:
         nat = [summary[k]["bleu"]["mean"] for k in summary if k != "ar_teacher"]
-        out.append(f"- The autoregressive teacher ({summary['ar_teacher']['bleu']['mean']:.2f}) is "
-                   f"{summary['ar_teacher']['bleu']['mean'] - max(nat):.1f} to "
-                   f"{summary['ar_teacher']['bleu']['mean'] - min(nat):.1f} BLEU above every non-autoregressive "
-                   f"row after {', '.join(map(str, summary[BASELINE]['updates']))} updates.")
+        out.append(
+            f"- The autoregressive teacher ({summary['ar_teacher']['bleu']['mean']:.2f}) is "
+            f"{summary['ar_teacher']['bleu']['mean'] - max(nat):.1f} to "
+            f"{summary['ar_teacher']['bleu']['mean'] - min(nat):.1f} BLEU above every non-autoregressive "
+            f"row after {', '.join(map(str, summary[BASELINE]['updates']))} updates."
+        )
     return "\n".join(out) + "\n"
 
 
@@ -406,11 +549,16 @@ def plot(summary: dict, path: Path) -> None:
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for row in summary.values():
         if "bleu_per_pass_mean" in row:
-            ax.plot(range(1, max(PASSES) + 1), row["bleu_per_pass_mean"], marker="o", label=row["label"])
+            ax.plot(
+                range(1, max(PASSES) + 1), row["bleu_per_pass_mean"], marker="o", label=row["label"]
+            )
         else:
             ax.axhline(row["bleu"]["mean"], linestyle="--", color="grey", label=row["label"])
-    ax.set(xlabel="mask-predict decoder pass", ylabel="sacreBLEU (Multi30k val)",
-           title="BLEU after each pass (mean over seeds)")
+    ax.set(
+        xlabel="mask-predict decoder pass",
+        ylabel="sacreBLEU (Multi30k val)",
+        title="BLEU after each pass (mean over seeds)",
+    )
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -426,8 +574,11 @@ def merge_kept(runs: dict, kept: dict) -> list[dict]:
             runs.setdefault(key, {}).setdefault(seed, {"call": 0, **entry})
     if "calls" in kept:
         return kept["calls"]
-    first = {k: kept[k] for k in ("command", "wall_minutes_this_call", "updates", "teacher", "work", "hardware")
-             if k in kept}
+    first = {
+        k: kept[k]
+        for k in ("command", "wall_minutes_this_call", "updates", "teacher", "work", "hardware")
+        if k in kept
+    }
     return [first] if first else []
 
 
@@ -441,15 +592,32 @@ def keep_hypotheses(runs: dict, fresh: set, folder: Path, root: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--work", required=True)
     p.add_argument("--ref", required=True)
-    p.add_argument("--root", default=str(Path(__file__).resolve().parents[2]),
-                   help="paths in results.json are relative to this folder (the repository)")
-    p.add_argument("--meta", default="{}", help="JSON of this call (command, hardware, times), added to its calls")
-    p.add_argument("--kept", help="an earlier results.json whose runs this work folder does not hold")
-    p.add_argument("--publish", help="folder that gets copies of results.json, results.md, the plot and hypotheses/")
-    p.add_argument("--page", help="Markdown file whose table-1 markers get results.md (docs/results/hi-cmlm.md)")
+    p.add_argument(
+        "--root",
+        default=str(Path(__file__).resolve().parents[2]),
+        help="paths in results.json are relative to this folder (the repository)",
+    )
+    p.add_argument(
+        "--meta",
+        default="{}",
+        help="JSON of this call (command, hardware, times), added to its calls",
+    )
+    p.add_argument(
+        "--kept", help="an earlier results.json whose runs this work folder does not hold"
+    )
+    p.add_argument(
+        "--publish",
+        help="folder that gets copies of results.json, results.md, the plot and hypotheses/",
+    )
+    p.add_argument(
+        "--page",
+        help="Markdown file whose table-1 markers get results.md (docs/results/hi-cmlm.md)",
+    )
     args = p.parse_args(argv)
     logging.getLogger().setLevel(logging.WARNING)  # importing fairseq sets the root logger to DEBUG
     work, ref, root = Path(args.work), Path(args.ref), Path(args.root).resolve()
@@ -468,8 +636,11 @@ def main(argv: list[str] | None = None) -> None:
         run, _, seed = run_dir.name.rpartition("-seed")
         for dec_dir in sorted(run_dir.glob("decode-*")):
             if (dec_dir / "bleu.json").exists():
-                key = row_key(run, dec_dir.name[len("decode-"):])
-                runs.setdefault(key, {})[seed] = {"call": len(calls), **decoding_results(run_dir, dec_dir, refs, root)}
+                key = row_key(run, dec_dir.name[len("decode-") :])
+                runs.setdefault(key, {})[seed] = {
+                    "call": len(calls),
+                    **decoding_results(run_dir, dec_dir, refs, root),
+                }
     fresh = {(k, s) for k, seeds in runs.items() for s in seeds}
     if not fresh:
         sys.exit(f"error: no finished decoding under {work}/runs")
@@ -478,10 +649,20 @@ def main(argv: list[str] | None = None) -> None:
         keep_hypotheses(runs, fresh, Path(args.publish) / "hypotheses", root)
     tests = significance(work, ref, runs, root, kept.get("summary"))
     summary = summarise(runs, tests)
-    seconds = [s.get(k) or 0 for row in runs.values() for s in row.values() for k in ("train_seconds", "decode_seconds")]
-    results = {"calls": [*calls, json.loads(args.meta)], "reference": relative(ref, root),
-               "compute_minutes_all_runs": round(sum(seconds) / 60, 1),
-               "bootstrap_resamples": BOOTSTRAP_RESAMPLES, "runs": runs, "summary": summary}
+    seconds = [
+        s.get(k) or 0
+        for row in runs.values()
+        for s in row.values()
+        for k in ("train_seconds", "decode_seconds")
+    ]
+    results = {
+        "calls": [*calls, json.loads(args.meta)],
+        "reference": relative(ref, root),
+        "compute_minutes_all_runs": round(sum(seconds) / 60, 1),
+        "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
+        "runs": runs,
+        "summary": summary,
+    }
     (work / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     table = markdown(summary)
     (work / "results.md").write_text(table + "\n")

@@ -10,6 +10,7 @@ is Multi30k val; ``reproduction/hi_cmlm/deep_shallow_teacher.sh`` writes one und
 ``work/deep-shallow-teacher/data/bin``). Writes ``reproduction/hi_cmlm/length_offset.json`` and
 the block of docs/results/speed.md.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,8 @@ def decode_val(data: Path, refs: list[str], offsets: list[int]) -> list[dict]:
 
     plugin.load()
     (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
-        [str(own_inputs.MODEL_DIR / "checkpoint.pt")], arg_overrides={"data": str(data)})
+        [str(own_inputs.MODEL_DIR / "checkpoint.pt")], arg_overrides={"data": str(data)}
+    )
     model.eval().float()
     task.load_dataset("valid")
     dataset = task.dataset("valid")
@@ -48,37 +50,57 @@ def decode_val(data: Path, refs: list[str], offsets: list[int]) -> list[dict]:
     sp, rows = own_inputs.sentencepiece(), []
     for offset in offsets:
         task.cfg.length_offset = offset
-        generator = task.build_generator([model], Namespace(iter_decode_max_iter=PASSES - 1,
-                                                            iter_decode_with_beam=LENGTH_BEAM))
+        generator = task.build_generator(
+            [model], Namespace(iter_decode_max_iter=PASSES - 1, iter_decode_with_beam=LENGTH_BEAM)
+        )
         hyps = {}
         with torch.no_grad():
             for start in range(0, len(keep), 64):
-                batch = dataset.collater([dataset[i] for i in keep[start:start + 64]])
+                batch = dataset.collater([dataset[i] for i in keep[start : start + 64]])
                 for i, hypos in zip(batch["id"].tolist(), generator.generate([model], batch)):
                     hyps[i] = sp.decode_pieces(own_inputs.pieces(hypos[0]["tokens"], task.tgt_dict))
         score = sacrebleu.corpus_bleu([hyps[i] for i in keep], [[refs[i] for i in keep]])
-        rows.append({"length_offset": offset, "bleu": round(score.score, 2), "bp": round(score.bp, 3),
-                     "ratio": round(score.sys_len / score.ref_len, 3)})
+        rows.append(
+            {
+                "length_offset": offset,
+                "bleu": round(score.score, 2),
+                "bp": round(score.bp, 3),
+                "ratio": round(score.sys_len / score.ref_len, 3),
+            }
+        )
         print(f"length offset {offset}: BLEU {score.score:.2f} (BP {score.bp:.3f})", flush=True)
     return rows
 
 
 def render(result: dict) -> str:
     best = max(result["rows"], key=lambda r: r["bleu"])
-    lines = [f"`--length-offset` chosen on Multi30k val outside the shipped test sample ({result['sentences']} "
-             f"sentences; shipped student, {PASSES} passes, length beam {LENGTH_BEAM}; "
-             f"`{result['command']}`, {result['date']}, {result['hardware']}):", "",
-             "| length offset | sacreBLEU | brevity penalty | length ratio |", "|---|---|---|---|"]
-    lines += [f"| {r['length_offset']} | {r['bleu']:.2f} | {r['bp']:.3f} | {r['ratio']:.3f} |" for r in result["rows"]]
-    lines += ["", f"Best: {best['length_offset']} ({best['bleu']:.2f}); the bench decodes with it beside 0."]
+    lines = [
+        f"`--length-offset` chosen on Multi30k val outside the shipped test sample ({result['sentences']} "
+        f"sentences; shipped student, {PASSES} passes, length beam {LENGTH_BEAM}; "
+        f"`{result['command']}`, {result['date']}, {result['hardware']}):",
+        "",
+        "| length offset | sacreBLEU | brevity penalty | length ratio |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['length_offset']} | {r['bleu']:.2f} | {r['bp']:.3f} | {r['ratio']:.3f} |"
+        for r in result["rows"]
+    ]
+    lines += [
+        "",
+        f"Best: {best['length_offset']} ({best['bleu']:.2f}); the bench decodes with it beside 0.",
+    ]
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
     from fairseq_ext.analysis.hardware import cpu_name
 
-    p = argparse.ArgumentParser(prog="python -m reproduction.hi_cmlm.length_offset", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m reproduction.hi_cmlm.length_offset",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--data", type=Path, required=True)
     p.add_argument("--ref", type=Path, required=True, help="Multi30k val.de, raw text")
     p.add_argument("--offsets", type=int, nargs="+", default=[-1, 0, 1, 2, 3, 4])
@@ -86,9 +108,13 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(1)
     refs = args.ref.read_text(encoding="utf-8").splitlines()
     rows = decode_val(args.data, refs, args.offsets)
-    result = {"command": "python -m reproduction.hi_cmlm.length_offset --data BIN --ref VAL_DE",
-              "date": time.strftime("%Y-%m-%d"), "hardware": f"{cpu_name()}, 1 thread",
-              "sentences": len(refs) - len(SAMPLE_LINES), "rows": rows}
+    result = {
+        "command": "python -m reproduction.hi_cmlm.length_offset --data BIN --ref VAL_DE",
+        "date": time.strftime("%Y-%m-%d"),
+        "hardware": f"{cpu_name()}, 1 thread",
+        "sentences": len(refs) - len(SAMPLE_LINES),
+        "rows": rows,
+    }
     RESULTS.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
     write_between_markers(PAGE, render(result), *MARKERS)
     print(f"wrote {RESULTS.relative_to(ROOT)} and the block of {PAGE.relative_to(ROOT)}")

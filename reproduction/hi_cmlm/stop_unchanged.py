@@ -16,6 +16,7 @@ batch 64 (one thread, interleaved rounds, the load average beside).
 writes ``reproduction/hi_cmlm/stop_unchanged.json``. The loop is the product's lean loop
 (``fairseq_ext.generation.lean_mask_predict``) with the rule added.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,12 @@ from pathlib import Path
 import torch
 from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 
-from fairseq_ext.generation.lean_mask_predict import VocabularyProjection, _features, _hypothesis, _Slots
+from fairseq_ext.generation.lean_mask_predict import (
+    VocabularyProjection,
+    _features,
+    _hypothesis,
+    _Slots,
+)
 from fairseq_ext.modules.cross_attention_cache import reading_cache
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.frontier import bleu, setting_name
@@ -44,8 +50,9 @@ SETTINGS = [(4, 3, 2), (10, 1, 0), (10, 3, 2)]  # passes, length beam, --length-
 SPLIT, SENTENCES, BATCH = "valid", 200, 64
 
 
-def decode_stopping_when_unchanged(model, sample: dict, passes: int, beam: int, unk: int,
-                                   projection: VocabularyProjection) -> tuple[list[list[dict]], list[int]]:
+def decode_stopping_when_unchanged(
+    model, sample: dict, passes: int, beam: int, unk: int, projection: VocabularyProjection
+) -> tuple[list[list[dict]], list[int]]:
     """``lean_mask_predict.decode`` with the rule (module docstring) in place of adaptive
     termination: the best hypothesis of each sentence, and the passes each length candidate ran."""
     src_tokens, src_lengths = sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"]
@@ -64,12 +71,19 @@ def decode_stopping_when_unchanged(model, sample: dict, passes: int, beam: int, 
                 best, index = logits.max(-1)
                 tokens.masked_scatter_(masks, index)
                 scores.masked_scatter_(masks, best - logits.logsumexp(-1))
-                done = (torch.ones_like(slots.row, dtype=torch.bool) if step == passes - 1 else
-                        (tokens == predicted).all(dim=1) if predicted is not None else
-                        torch.zeros_like(slots.row, dtype=torch.bool))
+                done = (
+                    torch.ones_like(slots.row, dtype=torch.bool)
+                    if step == passes - 1
+                    else (tokens == predicted).all(dim=1)
+                    if predicted is not None
+                    else torch.zeros_like(slots.row, dtype=torch.bool)
+                )
                 for i in done.nonzero(as_tuple=False).view(-1).tolist():
                     row = slots.row[i].item()
-                    finalized[row], ran[row] = _hypothesis(step, tokens[i], scores[i], slots.non_pad[i]), step + 1
+                    finalized[row], ran[row] = (
+                        _hypothesis(step, tokens[i], scores[i], slots.non_pad[i]),
+                        step + 1,
+                    )
                 if bool(done.all()):
                     break
                 if bool(done.any()):
@@ -80,7 +94,9 @@ def decode_stopping_when_unchanged(model, sample: dict, passes: int, beam: int, 
                 tokens.masked_fill_(remask, unk)
                 scores.masked_fill_(remask, 0.0)
         if beam > 1:
-            pick = torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
+            pick = (
+                torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
+            )
             finalized = [finalized[i * beam + b] for i, b in enumerate(pick)]
     return [[hypo] for hypo in finalized], ran
 
@@ -98,50 +114,87 @@ def measure(rounds: int = 3) -> dict:
         batches = own_inputs.batches(task, sources, BATCH)
         for passes, beam, offset in SETTINGS:
             task.cfg.length_offset = offset
-            product = task.build_generator([model], Namespace(iter_decode_max_iter=passes - 1,
-                                                              iter_decode_with_beam=beam))
+            product = task.build_generator(
+                [model], Namespace(iter_decode_max_iter=passes - 1, iter_decode_with_beam=beam)
+            )
             projection, outputs, ran = VocabularyProjection(), {}, []
 
             def with_rule():
                 pairs = []
                 ran.clear()
                 for b in batches:
-                    hypos, counts = decode_stopping_when_unchanged(model, b, passes, beam, unk, projection)
+                    hypos, counts = decode_stopping_when_unchanged(
+                        model, b, passes, beam, unk, projection
+                    )
                     pairs += [(int(i), h[0]["tokens"]) for i, h in zip(b["id"], hypos)]
                     ran.extend(counts)
                 outputs["rule"] = [t for _, t in sorted(pairs, key=lambda p: p[0])]
 
             def without():
-                pairs = [(int(i), h[0]["tokens"]) for b in batches for i, h in zip(b["id"], product.generate([model], b))]
+                pairs = [
+                    (int(i), h[0]["tokens"])
+                    for b in batches
+                    for i, h in zip(b["id"], product.generate([model], b))
+                ]
                 outputs["product"] = [t for _, t in sorted(pairs, key=lambda p: p[0])]
 
             with_rule(), without()  # warm-up
             before = common.load_average()
-            secs = common.interleaved_medians({"rule": with_rule, "product": without}, reps=rounds, device="cpu",
-                                              warmup=0)
+            secs = common.interleaved_medians(
+                {"rule": with_rule, "product": without}, reps=rounds, device="cpu", warmup=0
+            )
             after = common.load_average()
-            scores = {k: round(bleu([own_inputs.pieces(t, d) for t in v], refs, sp), 2) for k, v in outputs.items()}
-            row = {"setting": setting_name(passes, beam, offset), "passes": passes, "length_beam": beam,
-                   "length_offset": offset, "bleu_product": scores["product"], "bleu_rule": scores["rule"],
-                   "bleu_change": round(scores["rule"] - scores["product"], 2),
-                   "mean_passes_rule": round(sum(ran) / len(ran), 2),
-                   "changed_sentences": sum(not torch.equal(a, b) for a, b in zip(outputs["rule"], outputs["product"])),
-                   "rule_over_product_speed": round(secs["product"] / secs["rule"], 3),
-                   "load_before": round(before, 2), "load_after": round(after, 2)}
+            scores = {
+                k: round(bleu([own_inputs.pieces(t, d) for t in v], refs, sp), 2)
+                for k, v in outputs.items()
+            }
+            row = {
+                "setting": setting_name(passes, beam, offset),
+                "passes": passes,
+                "length_beam": beam,
+                "length_offset": offset,
+                "bleu_product": scores["product"],
+                "bleu_rule": scores["rule"],
+                "bleu_change": round(scores["rule"] - scores["product"], 2),
+                "mean_passes_rule": round(sum(ran) / len(ran), 2),
+                "changed_sentences": sum(
+                    not torch.equal(a, b) for a, b in zip(outputs["rule"], outputs["product"])
+                ),
+                "rule_over_product_speed": round(secs["product"] / secs["rule"], 3),
+                "load_before": round(before, 2),
+                "load_after": round(after, 2),
+            }
             rows.append(row)
-            print(f"stop-unchanged {row['setting']}: BLEU {row['bleu_product']} -> {row['bleu_rule']}, "
-                  f"{row['mean_passes_rule']} passes of {passes}, {row['rule_over_product_speed']:.2f}x "
-                  f"(load {before:.2f} -> {after:.2f})", flush=True)
+            print(
+                f"stop-unchanged {row['setting']}: BLEU {row['bleu_product']} -> {row['bleu_rule']}, "
+                f"{row['mean_passes_rule']} passes of {passes}, {row['rule_over_product_speed']:.2f}x "
+                f"(load {before:.2f} -> {after:.2f})",
+                flush=True,
+            )
         task.cfg.length_offset = 0
-    return {"command": COMMAND, "date": time.strftime("%Y-%m-%d"), "torch": torch.__version__,
-            "hardware": common.hardware("cpu"), "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
-            "student_sha256": student_digest(STUDENT), "data": f"examples/quickstart/data/{SPLIT}, {SENTENCES} pairs",
-            "batch": BATCH, "rounds": rounds, "uptime_start": start, "uptime_end": uptime(), "rows": rows}
+    return {
+        "command": COMMAND,
+        "date": time.strftime("%Y-%m-%d"),
+        "torch": torch.__version__,
+        "hardware": common.hardware("cpu"),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "student_sha256": student_digest(STUDENT),
+        "data": f"examples/quickstart/data/{SPLIT}, {SENTENCES} pairs",
+        "batch": BATCH,
+        "rounds": rounds,
+        "uptime_start": start,
+        "uptime_end": uptime(),
+        "rows": rows,
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rounds", type=int, default=3, help="interleaved timed rounds (default: %(default)s)")
+    p = argparse.ArgumentParser(
+        prog=COMMAND, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--rounds", type=int, default=3, help="interleaved timed rounds (default: %(default)s)"
+    )
     args = p.parse_args(argv)
     if args.rounds < 1:
         p.error(f"--rounds must be >= 1, got {args.rounds}")

@@ -13,6 +13,7 @@ Writes DIR/mlm_accuracy.png, DIR/position_accuracy.png (training curves as lines
 validations as markers), DIR/downstream_accuracy.png (with --finetune) and DIR/results.json
 and DIR/results.md (the last validation of each run).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,7 +24,14 @@ from pathlib import Path
 
 TRAIN_INNER = re.compile(r"\| train_inner \| .*?((?:\w+=[^,\s]+,?\s*)+)$")
 VALID = re.compile(r"\| valid \| .*valid on '[^']+' subset \| (.*)$")
-METRICS = ("mlm_accuracy", "position_accuracy", "mlm_loss", "position_loss", "accuracy", "num_updates")
+METRICS = (
+    "mlm_accuracy",
+    "position_accuracy",
+    "mlm_loss",
+    "position_loss",
+    "accuracy",
+    "num_updates",
+)
 
 
 def _numbers(pairs: list[tuple[str, str]]) -> dict[str, float]:
@@ -44,7 +52,11 @@ def parse_log(path: Path) -> dict[str, list[dict[str, float]]]:
             continue
         m = VALID.search(line)
         if m:
-            pairs = [tuple(part.strip().split(" ", 1)) for part in m.group(1).split(" | ") if " " in part.strip()]
+            pairs = [
+                tuple(part.strip().split(" ", 1))
+                for part in m.group(1).split(" | ")
+                if " " in part.strip()
+            ]
             valid.append(_numbers(pairs))
     return {"train": train, "valid": valid}
 
@@ -60,8 +72,10 @@ def load_run(spec: str) -> tuple[str, dict]:
         raise SystemExit(f"error: {log} does not exist")
     run = parse_log(log)
     if not run["train"] and not run["valid"]:
-        raise SystemExit(f"error: {log} has no train_inner or valid lines (is it a fairseq-train log "
-                         "written with --log-format simple?)")
+        raise SystemExit(
+            f"error: {log} has no train_inner or valid lines (is it a fairseq-train log "
+            "written with --log-format simple?)"
+        )
     clean = path / "valid_clean.log" if path.is_dir() else None
     run["valid_clean"] = parse_log(clean)["valid"] if clean is not None and clean.exists() else []
     return label, run
@@ -89,11 +103,20 @@ def plot(runs: dict[str, dict], metric: str, title: str, out: Path) -> bool:
         train = [r for r in run["train"] if metric in r and "num_updates" in r]
         valid = [r for r in run["valid"] if metric in r and "num_updates" in r]
         if train:
-            ax.plot([r["num_updates"] for r in train], [r[metric] for r in train], color=color,
-                    label=f"{_label(prob)} (train)")
+            ax.plot(
+                [r["num_updates"] for r in train],
+                [r[metric] for r in train],
+                color=color,
+                label=f"{_label(prob)} (train)",
+            )
         if valid:
-            ax.plot([r["num_updates"] for r in valid], [r[metric] for r in valid], "o--", color=color,
-                    label=f"{_label(prob)} (valid)")
+            ax.plot(
+                [r["num_updates"] for r in valid],
+                [r[metric] for r in valid],
+                "o--",
+                color=color,
+                label=f"{_label(prob)} (valid)",
+            )
         drawn |= bool(train or valid)
     if not drawn:
         plt.close(fig)
@@ -115,7 +138,9 @@ def summarise(runs: dict[str, dict], finetuned: dict[str, dict] | None = None) -
     finetuned = finetuned or {}
     unknown = set(finetuned) - set(runs) - {"none"}
     if unknown:
-        raise SystemExit(f"error: --finetune {sorted(unknown)} name no pre-training run (have {sorted(runs)})")
+        raise SystemExit(
+            f"error: --finetune {sorted(unknown)} name no pre-training run (have {sorted(runs)})"
+        )
     rows = []
     for prob in list(runs) + (["none"] if "none" in finetuned else []):
         run = runs.get(prob, {"valid": [], "valid_clean": []})
@@ -129,7 +154,11 @@ def summarise(runs: dict[str, dict], finetuned: dict[str, dict] | None = None) -
             "valid_mlm_accuracy_positions_intact": clean.get("mlm_accuracy"),
         }
         if finetuned:
-            ft = finetuned[prob]["valid"][-1] if prob in finetuned and finetuned[prob]["valid"] else {}
+            ft = (
+                finetuned[prob]["valid"][-1]
+                if prob in finetuned and finetuned[prob]["valid"]
+                else {}
+            )
             row["finetune_updates"] = ft.get("num_updates")
             row["downstream_valid_accuracy"] = ft.get("accuracy")
         rows.append(row)
@@ -144,38 +173,56 @@ def markdown(rows: list[dict]) -> str:
         return "n/a" if v is None else f"{v:g}"
 
     downstream = any("downstream_valid_accuracy" in r for r in rows)
-    head = ("| --position-mask-prob | updates | valid MLM accuracy (%) | valid position accuracy (%) "
-            "| valid MLM accuracy, positions intact (%) |")
+    head = (
+        "| --position-mask-prob | updates | valid MLM accuracy (%) | valid position accuracy (%) "
+        "| valid MLM accuracy, positions intact (%) |"
+    )
     rule = "|---|---|---|---|---|"
     if downstream:
         head += " fine-tuning updates | downstream valid accuracy (%) |"
         rule += "---|---|"
     lines = [head, rule]
     for r in rows:
-        line = (f"| {r['position_mask_prob']} | {show(r['updates'])} | {show(r['valid_mlm_accuracy'])} "
-                f"| {show(r['valid_position_accuracy'])} | {show(r['valid_mlm_accuracy_positions_intact'])} |")
+        line = (
+            f"| {r['position_mask_prob']} | {show(r['updates'])} | {show(r['valid_mlm_accuracy'])} "
+            f"| {show(r['valid_position_accuracy'])} | {show(r['valid_mlm_accuracy_positions_intact'])} |"
+        )
         if downstream:
-            line += f" {show(r.get('finetune_updates'))} | {show(r.get('downstream_valid_accuracy'))} |"
+            line += (
+                f" {show(r.get('finetune_updates'))} | {show(r.get('downstream_valid_accuracy'))} |"
+            )
         lines.append(line)
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--out", required=True, type=Path, help="output folder")
-    p.add_argument("--page", type=Path, help="a page whose table3-sweep block gets the table "
-                                             "(docs/results/position-masking.md)")
+    p.add_argument(
+        "--page",
+        type=Path,
+        help="a page whose table3-sweep block gets the table (docs/results/position-masking.md)",
+    )
     p.add_argument("runs", nargs="+", help="PROB=RUN_DIR or PROB=LOG")
-    p.add_argument("--finetune", action="append", default=[], metavar="PROB=FT_RUN",
-                   help="a fine-tuning run of the PROB checkpoint (none=FT_RUN: from a random initialisation)")
+    p.add_argument(
+        "--finetune",
+        action="append",
+        default=[],
+        metavar="PROB=FT_RUN",
+        help="a fine-tuning run of the PROB checkpoint (none=FT_RUN: from a random initialisation)",
+    )
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     runs = dict(load_run(spec) for spec in args.runs)
     finetuned = dict(load_run(spec) for spec in args.finetune)
     written = []
-    for metric, title, which in (("mlm_accuracy", "MLM accuracy", runs),
-                                 ("position_accuracy", "Position accuracy", runs),
-                                 ("accuracy", "Downstream (word order) accuracy", finetuned)):
+    for metric, title, which in (
+        ("mlm_accuracy", "MLM accuracy", runs),
+        ("position_accuracy", "Position accuracy", runs),
+        ("accuracy", "Downstream (word order) accuracy", finetuned),
+    ):
         png = args.out / f"{'downstream_accuracy' if metric == 'accuracy' else metric}.png"
         if which and plot(which, metric, title, png):
             written.append(str(png))
@@ -187,7 +234,10 @@ def main(argv: list[str] | None = None) -> None:
 
         write_between_markers(args.page, markdown(rows), *SWEEP_MARKERS)
     sys.stdout.write(markdown(rows))
-    print("wrote " + ", ".join(written + [str(args.out / "results.json"), str(args.out / "results.md")]))
+    print(
+        "wrote "
+        + ", ".join(written + [str(args.out / "results.json"), str(args.out / "results.md")])
+    )
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ the block between ``<!-- bisection:start -->`` and ``<!-- bisection:end -->``).
 scored point) into the committed folder of kept runs, so that the table outlives the ignored
 work folder; ``--is-kept`` exits 0 when a kept run holds every given point.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,23 +35,42 @@ from pathlib import Path
 
 import numpy as np
 
-from reproduction.results_page import write_between_markers
 from fairseq_ext.common.errors import FairseqExtError
+from reproduction.results_page import write_between_markers
 
 ROOT = Path(__file__).resolve().parents[2]
 
 LABELS = {
-    "transformer": "Transformer (same sizes)", "p1": "ProphetNet n=1 (next token only)", "p2": "ProphetNet n=2",
+    "transformer": "Transformer (same sizes)",
+    "p1": "ProphetNet n=1 (next token only)",
+    "p2": "ProphetNet n=2",
     "p2-g0.5": "ProphetNet n=2, gamma 0.5",
     "p2-m1": "ProphetNet n=2, batches not rounded to 8 pairs",
     "p3": "ProphetNet n=3",
-    "ref-p1": "transformers' ProphetNet n=1 (reference)", "ref-p2": "transformers' ProphetNet n=2 (reference)",
-    "p1-pt": "ProphetNet n=1 + span pre-training", "p2-pt": "ProphetNet n=2 + span pre-training",
-    "p3-pt": "ProphetNet n=3 + span pre-training", "unilm": "UniLM prefix mask (6 x 256)",
+    "ref-p1": "transformers' ProphetNet n=1 (reference)",
+    "ref-p2": "transformers' ProphetNet n=2 (reference)",
+    "p1-pt": "ProphetNet n=1 + span pre-training",
+    "p2-pt": "ProphetNet n=2 + span pre-training",
+    "p3-pt": "ProphetNet n=3 + span pre-training",
+    "unilm": "UniLM prefix mask (6 x 256)",
 }
-COMPARISONS = [("transformer", "p1"), ("p2", "p1"), ("p2-g0.5", "p1"), ("p2-g0.5", "p2"), ("p2-m1", "p2"),
-               ("p3", "p1"), ("p3", "p2"), ("ref-p1", "p1"), ("ref-p2", "p2"), ("p1-pt", "p1"), ("p2-pt", "p2"),
-               ("p3-pt", "p3"), ("p2-pt", "p1-pt"), ("p3-pt", "p1-pt"), ("unilm", "transformer")]
+COMPARISONS = [
+    ("transformer", "p1"),
+    ("p2", "p1"),
+    ("p2-g0.5", "p1"),
+    ("p2-g0.5", "p2"),
+    ("p2-m1", "p2"),
+    ("p3", "p1"),
+    ("p3", "p2"),
+    ("ref-p1", "p1"),
+    ("ref-p2", "p2"),
+    ("p1-pt", "p1"),
+    ("p2-pt", "p2"),
+    ("p3-pt", "p3"),
+    ("p2-pt", "p1-pt"),
+    ("p3-pt", "p1-pt"),
+    ("unilm", "transformer"),
+]
 METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
 START, END = "<!-- table2:start -->", "<!-- table2:end -->"
@@ -87,7 +107,10 @@ def runs_of(folder: Path, labels: dict | None = None) -> dict:
     for path in sorted(folder.glob("*-s*/results.json")):
         match = re.fullmatch(r"(.+)-s(\d+)", path.parent.name)
         if match and match.group(1) in labels:
-            runs.setdefault(match.group(1), {})[int(match.group(2))] = (path.parent, json.loads(path.read_text()))
+            runs.setdefault(match.group(1), {})[int(match.group(2))] = (
+                path.parent,
+                json.loads(path.read_text()),
+            )
     return runs
 
 
@@ -132,10 +155,17 @@ def keep(run: Path, dest: Path) -> None:
         if source is None and len(updates) == 1 and (run / "hyp.txt").exists():
             source = run / "hyp.txt"
         if source is None:
-            raise SystemExit(f"error: {run} has no hypotheses of update {update} (hyp-{update}.title)")
+            raise SystemExit(
+                f"error: {run} has no hypotheses of update {update} (hyp-{update}.title)"
+            )
         text = ("\n".join(read_lines(source)) + "\n").encode("utf-8")
-        with open(dest / f"hyp-{update}.title.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
-            f.write(text)  # no time stamp in the header: keeping a run again leaves its files byte for byte
+        with (
+            open(dest / f"hyp-{update}.title.gz", "wb") as raw,
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f,
+        ):
+            f.write(
+                text
+            )  # no time stamp in the header: keeping a run again leaves its files byte for byte
     result["points_done"] = updates
     if isinstance(result.get("commands"), list):
         result["commands"] = [repository_relative(c) for c in result["commands"]]
@@ -175,8 +205,9 @@ def paired_bootstrap(a: np.ndarray, b: np.ndarray, seed: int = 12345) -> float:
     return float(min(1.0, 2 * tail))
 
 
-def summarise(folder: Path, refs: list | None, labels: dict | None = None,
-              pairs: list | None = None) -> dict:
+def summarise(
+    folder: Path, refs: list | None, labels: dict | None = None, pairs: list | None = None
+) -> dict:
     """Mean and spread per model and point, and the bootstrap comparisons of ``pairs``
     (``[(row, the row it is compared with), ...]``); ``labels``/``pairs`` default to table 2's."""
     labels = LABELS if labels is None else labels
@@ -203,20 +234,32 @@ def summarise(folder: Path, refs: list | None, labels: dict | None = None,
             distinct = [d for d in distinct if d is not None]
             if distinct:
                 row["distinct_mean"], row["distinct_min"], row["distinct_max"] = (
-                    statistics.fmean(distinct), min(distinct), max(distinct))
-            accs = [p["valid_accuracy_per_stream"] for p in points if p.get("valid_accuracy_per_stream")]
+                    statistics.fmean(distinct),
+                    min(distinct),
+                    max(distinct),
+                )
+            accs = [
+                p["valid_accuracy_per_stream"] for p in points if p.get("valid_accuracy_per_stream")
+            ]
             if accs:
-                row["valid_accuracy_per_stream"] = [round(statistics.fmean(s), 2) for s in zip(*accs)]
+                row["valid_accuracy_per_stream"] = [
+                    round(statistics.fmean(s), 2) for s in zip(*accs)
+                ]
             hyps = [hypothesis_file(folder, update) for folder, _ in at.values()]
             if refs is not None and all(hyps):
-                per_sentence[(name, update)] = np.mean([sentence_rouge1(h, refs) for h in hyps], axis=0)
+                per_sentence[(name, update)] = np.mean(
+                    [sentence_rouge1(h, refs) for h in hyps], axis=0
+                )
             rows[update] = row
         first = next(iter(seeds.values()))[1]
-        models[name] = {"label": labels[name], "points": rows,
-                        "pretrain_updates": first.get("pretrain_updates", 0),
-                        "wall_seconds": sum(_wall(r) for _, r in seeds.values()),
-                        "commands": {seed: r.get("commands") for seed, (_, r) in seeds.items()},
-                        "hardware": first.get("hardware")}
+        models[name] = {
+            "label": labels[name],
+            "points": rows,
+            "pretrain_updates": first.get("pretrain_updates", 0),
+            "wall_seconds": sum(_wall(r) for _, r in seeds.values()),
+            "commands": {seed: r.get("commands") for seed, (_, r) in seeds.items()},
+            "hardware": first.get("hardware"),
+        }
     comparisons = []
     for name, base in pairs:
         if name not in models or base not in models:
@@ -227,19 +270,35 @@ def summarise(folder: Path, refs: list | None, labels: dict | None = None,
             a, b = per_sentence[(name, update)], per_sentence[(base, update)]
             p = paired_bootstrap(a, b)
             delta = float(a.mean() - b.mean())
-            verdict = "no significant difference" if p >= 0.05 else ("better" if delta > 0 else "worse")
-            comparisons.append({"model": name, "baseline": base, "update": update, "delta_rouge1": round(delta, 2),
-                                "p_value": round(p, 4), "verdict": verdict,
-                                "seeds": [models[name]["points"][update]["n_seeds"],
-                                          models[base]["points"][update]["n_seeds"]]})
-    return {"validation": "1000 Gigaword validation pairs (the test split is withheld)",
-            "scorer": "rouge-score (stemmed), F1 x 100; mean and standard deviation over seeds",
-            "decoding": "fairseq beam search: beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
-            "significance": f"paired bootstrap over validation articles of sentence ROUGE-1 averaged over random seeds, "
-                            f"two-sided, {RESAMPLES} resamples, p < 0.05",
-            "batching": batching(models),
-            "wall_seconds_all_runs": sum(m["wall_seconds"] for m in models.values()),
-            "models": models, "comparisons": comparisons, "findings": findings(models, comparisons)}
+            verdict = (
+                "no significant difference" if p >= 0.05 else ("better" if delta > 0 else "worse")
+            )
+            comparisons.append(
+                {
+                    "model": name,
+                    "baseline": base,
+                    "update": update,
+                    "delta_rouge1": round(delta, 2),
+                    "p_value": round(p, 4),
+                    "verdict": verdict,
+                    "seeds": [
+                        models[name]["points"][update]["n_seeds"],
+                        models[base]["points"][update]["n_seeds"],
+                    ],
+                }
+            )
+    return {
+        "validation": "1000 Gigaword validation pairs (the test split is withheld)",
+        "scorer": "rouge-score (stemmed), F1 x 100; mean and standard deviation over seeds",
+        "decoding": "fairseq beam search: beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
+        "significance": f"paired bootstrap over validation articles of sentence ROUGE-1 averaged over random seeds, "
+        f"two-sided, {RESAMPLES} resamples, p < 0.05",
+        "batching": batching(models),
+        "wall_seconds_all_runs": sum(m["wall_seconds"] for m in models.values()),
+        "models": models,
+        "comparisons": comparisons,
+        "findings": findings(models, comparisons),
+    }
 
 
 def batching(models: dict) -> str:
@@ -272,8 +331,11 @@ def findings(models: dict, comparisons: list) -> list:
     for c in comparisons:
         by_pair.setdefault((c["model"], c["baseline"]), []).append(c)
     for (name, base), rows in by_pair.items():
-        parts = [f"{c['verdict']} at {c['update']} updates (ROUGE-1 {c['delta_rouge1']:+.2f}, p = {c['p_value']:.3f}, "
-                 f"{c['seeds'][0]} vs {c['seeds'][1]} seeds)" for c in rows]
+        parts = [
+            f"{c['verdict']} at {c['update']} updates (ROUGE-1 {c['delta_rouge1']:+.2f}, p = {c['p_value']:.3f}, "
+            f"{c['seeds'][0]} vs {c['seeds'][1]} seeds)"
+            for c in rows
+        ]
         out.append(f"{models[name]['label']} vs {models[base]['label']}: " + "; ".join(parts) + ".")
     return out
 
@@ -286,29 +348,48 @@ def markdown(summary: dict) -> str:
     lines = [f"Fine-tuning batches: {summary['batching']}.", ""] if summary.get("batching") else []
     shared = set.intersection(*(set(m["points"]) for m in summary["models"].values()))
     if shared and any(max(m["points"]) > max(shared) for m in summary["models"].values()):
-        lines += [f"Every row at {max(shared)} updates, the last point all rows reached (later points: the "
-                  "second table).", ""]
-    lines += ["| model | seeds | updates | ROUGE-1 | ROUGE-2 | ROUGE-L | distinct headlines (min-max) "
-              "| valid accuracy per stream (%) |", "|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"Every row at {max(shared)} updates, the last point all rows reached (later points: the "
+            "second table).",
+            "",
+        ]
+    lines += [
+        "| model | seeds | updates | ROUGE-1 | ROUGE-2 | ROUGE-L | distinct headlines (min-max) "
+        "| valid accuracy per stream (%) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, model in summary["models"].items():
         update = max(shared) if shared else max(model["points"])
         row = model["points"][update]
         pre = f"{model['pretrain_updates']} + " if model["pretrain_updates"] else ""
-        distinct = (f"{row['distinct_mean']:.0f} ({row['distinct_min']}-{row['distinct_max']})"
-                    if "distinct_mean" in row else "-")
+        distinct = (
+            f"{row['distinct_mean']:.0f} ({row['distinct_min']}-{row['distinct_max']})"
+            if "distinct_mean" in row
+            else "-"
+        )
         acc = " / ".join(f"{a:.1f}" for a in row.get("valid_accuracy_per_stream", [])) or "-"
-        lines.append(f"| {model['label']} | {row['n_seeds']} | {pre}{update} | {_pm(row, 'rouge1_f1')} "
-                     f"| {_pm(row, 'rouge2_f1')} | {_pm(row, 'rougeL_f1')} | {distinct} | {acc} |")
+        lines.append(
+            f"| {model['label']} | {row['n_seeds']} | {pre}{update} | {_pm(row, 'rouge1_f1')} "
+            f"| {_pm(row, 'rouge2_f1')} | {_pm(row, 'rougeL_f1')} | {distinct} | {acc} |"
+        )
     updates = sorted({u for m in summary["models"].values() for u in m["points"]})
-    lines += ["", "ROUGE-1 along training (mean ± std over seeds; distinct headlines in brackets):", "",
-              "| model | " + " | ".join(f"{u} updates" for u in updates) + " |",
-              "|---|" + "---|" * len(updates)]
+    lines += [
+        "",
+        "ROUGE-1 along training (mean ± std over seeds; distinct headlines in brackets):",
+        "",
+        "| model | " + " | ".join(f"{u} updates" for u in updates) + " |",
+        "|---|" + "---|" * len(updates),
+    ]
     for model in summary["models"].values():
         cells = []
         for u in updates:
             row = model["points"].get(u)
-            cells.append("" if row is None else _pm(row, "rouge1_f1") +
-                         (f" ({row['distinct_mean']:.0f})" if "distinct_mean" in row else ""))
+            cells.append(
+                ""
+                if row is None
+                else _pm(row, "rouge1_f1")
+                + (f" ({row['distinct_mean']:.0f})" if "distinct_mean" in row else "")
+            )
         lines.append(f"| {model['label']} | " + " | ".join(cells) + " |")
     if summary["findings"]:
         lines += ["", "Significance (" + summary["significance"] + "):", ""]
@@ -332,8 +413,11 @@ def plot(summary: dict, out: Path) -> None:
             std = [model["points"][u][metric + "_std"] for u in updates]
             ax.errorbar(updates, mean, yerr=std, marker="o", capsize=3, label=model["label"])
     for ax, name in zip(axes, ("ROUGE-1", "ROUGE-L")):
-        ax.set(xlabel="fine-tuning updates", ylabel=f"{name} F1 x 100 (mean ± std over seeds)",
-               title=f"Gigaword valid, {name}")
+        ax.set(
+            xlabel="fine-tuning updates",
+            ylabel=f"{name} F1 x 100 (mean ± std over seeds)",
+            title=f"Gigaword valid, {name}",
+        )
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
     fig.tight_layout()
@@ -353,7 +437,9 @@ def bisection(folder: Path, kept: Path, published: Path | None = None) -> dict:
     n = 2 runs (``kept/BATCHING/p2-sSEED``), per seed and scored point. A variant with no run on
     disk keeps its row from ``published`` (an earlier bisection.json), so the table survives a
     fresh work folder."""
-    earlier = json.loads(published.read_text())["variants"] if published and published.exists() else {}
+    earlier = (
+        json.loads(published.read_text())["variants"] if published and published.exists() else {}
+    )
     rows = {}
     for name, label in BISECTION.items():
         if name in FAIRSEQ_TRAIN_ROWS:
@@ -367,26 +453,48 @@ def bisection(folder: Path, kept: Path, published: Path | None = None) -> dict:
                 result = json.loads(path.read_text())
                 seeds[int(seed.group(1))] = {
                     "commands": result.get("commands") or [result.get("command")],
-                    "points": {u: {k: p.get(k) for k in (*METRICS, "distinct_hypotheses", "valid_accuracy_per_stream",
-                                                          "train_loss_last_50")}
-                               for u, p in sorted(points_of(result).items())}}
+                    "points": {
+                        u: {
+                            k: p.get(k)
+                            for k in (
+                                *METRICS,
+                                "distinct_hypotheses",
+                                "valid_accuracy_per_stream",
+                                "train_loss_last_50",
+                            )
+                        }
+                        for u, p in sorted(points_of(result).items())
+                    },
+                }
         if not seeds and name in earlier:
-            seeds = {int(seed): dict(run, points={int(u): p for u, p in run["points"].items()})
-                     for seed, run in earlier[name]["seeds"].items()}
+            seeds = {
+                int(seed): dict(run, points={int(u): p for u, p in run["points"].items()})
+                for seed, run in earlier[name]["seeds"].items()
+            }
         if seeds:
             rows[name] = {"label": label, "seeds": dict(sorted(seeds.items()))}
     if not rows:
         raise SystemExit(f"error: no variant under {folder} has a results.json")
-    return {"question": "why ProphetNet n = 2 writes one headline for every article after 500 updates",
-            "run": "n = 2, data and recipe of table 2, 500 updates of 2048 tokens, one part swapped per row",
-            "variants": rows}
+    return {
+        "question": "why ProphetNet n = 2 writes one headline for every article after 500 updates",
+        "run": "n = 2, data and recipe of table 2, 500 updates of 2048 tokens, one part swapped per row",
+        "variants": rows,
+    }
 
 
 def bisection_markdown(summary: dict) -> str:
-    updates = sorted({u for r in summary["variants"].values() for s in r["seeds"].values() for u in s["points"]})
-    lines = ["| variant (n = 2) | seeds | " + " | ".join(
-        f"{u} updates: ROUGE-1 (mean) / distinct headlines per seed / accuracy s1 (mean, %)" for u in updates) + " |",
-        "|---|---|" + "---|" * len(updates)]
+    updates = sorted(
+        {u for r in summary["variants"].values() for s in r["seeds"].values() for u in s["points"]}
+    )
+    lines = [
+        "| variant (n = 2) | seeds | "
+        + " | ".join(
+            f"{u} updates: ROUGE-1 (mean) / distinct headlines per seed / accuracy s1 (mean, %)"
+            for u in updates
+        )
+        + " |",
+        "|---|---|" + "---|" * len(updates),
+    ]
     for row in summary["variants"].values():
         cells = []
         for u in updates:
@@ -398,13 +506,18 @@ def bisection_markdown(summary: dict) -> str:
             acc = statistics.fmean(p["valid_accuracy_per_stream"][0] for p in points)
             distinct = ", ".join(str(p["distinct_hypotheses"]) for p in points)
             cells.append(f"{r1:.2f} / {distinct} / {acc:.1f}")
-        lines.append(f"| {row['label']} | {', '.join(map(str, row['seeds']))} | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {row['label']} | {', '.join(map(str, row['seeds']))} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def publish_bisection(args) -> None:
-    summary = bisection(args.bisection, args.runs or Path(__file__).resolve().parent / "runs",
-                        (args.publish or Path(__file__).resolve().parent) / "bisection.json")
+    summary = bisection(
+        args.bisection,
+        args.runs or Path(__file__).resolve().parent / "runs",
+        (args.publish or Path(__file__).resolve().parent) / "bisection.json",
+    )
     table = bisection_markdown(summary)
     (args.bisection / "bisection.json").write_text(json.dumps(summary, indent=2) + "\n")
     print(table, end="")
@@ -416,20 +529,36 @@ def publish_bisection(args) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--work", type=Path, help="compare_gigaword.sh's folder")
     p.add_argument("--keep", type=Path, help="a finished run to copy into --kept")
     p.add_argument("--kept", type=Path, help="with --keep: the kept run's folder")
-    p.add_argument("--is-kept", type=Path, help="exit 0 when this kept run holds every --eval-at point")
-    p.add_argument("--eval-at", default="", help="with --is-kept: the points, e.g. \"250 500\"")
+    p.add_argument(
+        "--is-kept", type=Path, help="exit 0 when this kept run holds every --eval-at point"
+    )
+    p.add_argument("--eval-at", default="", help='with --is-kept: the points, e.g. "250 500"')
     p.add_argument("--bisection", type=Path, help="bisect.sh's folder: write its table instead")
-    p.add_argument("--runs", type=Path, help="folder of table 2's runs, NAME-sSEED each (default WORK/runs; with "
-                                              "--bisection the kept runs, BATCHING/p2-sSEED, whose n = 2 runs are "
-                                              "the fairseq-train rows, default reproduction/prophetnet/runs)")
-    p.add_argument("--refs", type=Path, help="validation titles (default WORK/data/raw/valid.title); without "
-                                             "them no significance test is run")
-    p.add_argument("--publish", type=Path, help="folder that gets results.json, results.md and figures/")
-    p.add_argument("--page", type=Path, help="Markdown page whose table-2 (or bisection) block is rewritten")
+    p.add_argument(
+        "--runs",
+        type=Path,
+        help="folder of table 2's runs, NAME-sSEED each (default WORK/runs; with "
+        "--bisection the kept runs, BATCHING/p2-sSEED, whose n = 2 runs are "
+        "the fairseq-train rows, default reproduction/prophetnet/runs)",
+    )
+    p.add_argument(
+        "--refs",
+        type=Path,
+        help="validation titles (default WORK/data/raw/valid.title); without "
+        "them no significance test is run",
+    )
+    p.add_argument(
+        "--publish", type=Path, help="folder that gets results.json, results.md and figures/"
+    )
+    p.add_argument(
+        "--page", type=Path, help="Markdown page whose table-2 (or bisection) block is rewritten"
+    )
     args = p.parse_args(argv)
     if args.keep:
         if args.kept is None:
@@ -455,7 +584,9 @@ def main(argv: list[str] | None = None) -> None:
         (args.publish / "figures").mkdir(parents=True, exist_ok=True)
         shutil.copy(args.work / "results.json", args.publish / "results.json")
         shutil.copy(args.work / "results.md", args.publish / "results.md")
-        shutil.copy(args.work / "rouge_curves.png", args.publish / "figures" / "gigaword_rouge_curves.png")
+        shutil.copy(
+            args.work / "rouge_curves.png", args.publish / "figures" / "gigaword_rouge_curves.png"
+        )
         print(f"published to {args.publish}")
     if args.page:
         write_into_page(args.page, table)

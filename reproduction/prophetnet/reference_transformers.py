@@ -35,6 +35,7 @@ functions are equal with the corrected layout, tested) and decoded with fairseq'
 F1, the number of distinct hypotheses and the per-stream validation accuracy (teacher forced)
 go to ``DIR/results.json``, which a rerun resumes from (finished points are not redone).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,10 +47,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-import fairseq_ext
 from fairseq import options, tasks, utils
 from fairseq.dataclass.configs import GenerationConfig
+
+import fairseq_ext
 from fairseq_ext import plugin
 from fairseq_ext.analysis.rouge import rouge_f1
 from fairseq_ext.convert.prophetnet_transformers import (
@@ -59,6 +60,7 @@ from fairseq_ext.convert.prophetnet_transformers import (
     transformers_config,
 )
 from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "prophetnet"))
 from gigaword_point import hardware, relative  # noqa: E402  (the results-file helpers of examples/prophetnet/gigaword.sh)
 
@@ -71,13 +73,51 @@ def fairseq_args(data: str, a) -> argparse.Namespace:
     left edge whatever the attention mask says (fairseq's left padding would shift them);
     ``prophetnet`` gives the same result either way."""
     plugin.load()  # fairseq skips --user-dir once fairseq_ext is imported
-    argv = [data, "--user-dir", str(Path(fairseq_ext.__file__).parent), "--task", "translation_prophetnet",
-            "-s", a.source_lang, "-t", a.target_lang, "--arch", a.arch, "--ngram", str(a.ngram), "--criterion",
-            "ngram_language_loss", "--label-smoothing", str(a.label_smoothing), "--optimizer", "adam",
-            "--adam-betas", "(0.9,0.98)", "--lr", str(a.lr), "--lr-scheduler", "inverse_sqrt", "--warmup-updates",
-            str(a.warmup), "--clip-norm", str(a.clip_norm), "--dropout", "0.1", "--attention-dropout", "0.1",
-            "--max-tokens", str(a.max_tokens), "--max-source-positions", str(POSITIONS + 1),
-            "--max-target-positions", str(POSITIONS), "--seed", str(a.seed), "--num-workers", "0"]
+    argv = [
+        data,
+        "--user-dir",
+        str(Path(fairseq_ext.__file__).parent),
+        "--task",
+        "translation_prophetnet",
+        "-s",
+        a.source_lang,
+        "-t",
+        a.target_lang,
+        "--arch",
+        a.arch,
+        "--ngram",
+        str(a.ngram),
+        "--criterion",
+        "ngram_language_loss",
+        "--label-smoothing",
+        str(a.label_smoothing),
+        "--optimizer",
+        "adam",
+        "--adam-betas",
+        "(0.9,0.98)",
+        "--lr",
+        str(a.lr),
+        "--lr-scheduler",
+        "inverse_sqrt",
+        "--warmup-updates",
+        str(a.warmup),
+        "--clip-norm",
+        str(a.clip_norm),
+        "--dropout",
+        "0.1",
+        "--attention-dropout",
+        "0.1",
+        "--max-tokens",
+        str(a.max_tokens),
+        "--max-source-positions",
+        str(POSITIONS + 1),
+        "--max-target-positions",
+        str(POSITIONS),
+        "--seed",
+        str(a.seed),
+        "--num-workers",
+        "0",
+    ]
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     args.left_pad_source = False
     args.unsorted_batches = a.batching == "fairseq-unsorted"
@@ -93,11 +133,18 @@ class Streams(torch.nn.Module):
         self.hf, self.pad = hf, pad
 
     def forward(self, src_tokens, src_lengths, prev_output_tokens, **unused):
-        out = self.hf(input_ids=src_tokens, attention_mask=src_tokens.ne(self.pad).long(),
-                      decoder_input_ids=prev_output_tokens,
-                      decoder_attention_mask=prev_output_tokens.ne(self.pad).long(), use_cache=False)
-        streams = [out.logits] + [out.logits_ngram[:, k] for k in range(out.logits_ngram.size(1))] \
-            if out.logits_ngram is not None else [out.logits]
+        out = self.hf(
+            input_ids=src_tokens,
+            attention_mask=src_tokens.ne(self.pad).long(),
+            decoder_input_ids=prev_output_tokens,
+            decoder_attention_mask=prev_output_tokens.ne(self.pad).long(),
+            use_cache=False,
+        )
+        streams = (
+            [out.logits] + [out.logits_ngram[:, k] for k in range(out.logits_ngram.size(1))]
+            if out.logits_ngram is not None
+            else [out.logits]
+        )
         return streams[0], {"stream_logits": streams}
 
 
@@ -107,8 +154,12 @@ def build(a, args, task):
     ours = task.build_model(args)
     if a.model == "fairseq_ext":
         if a.init == "transformers":
-            ours.load_state_dict(dict(ours.state_dict(), **from_transformers_state_dict(
-                hf_model(a, args, task).state_dict())))
+            ours.load_state_dict(
+                dict(
+                    ours.state_dict(),
+                    **from_transformers_state_dict(hf_model(a, args, task).state_dict()),
+                )
+            )
         return ours, ours, ours
     hf = hf_model(a, args, task)
     if a.init == "fairseq_ext":
@@ -121,7 +172,8 @@ def hf_model(a, args, task):
 
     torch.manual_seed(a.seed)
     hf = transformers.ProphetNetForConditionalGeneration(
-        transformers_config(args, task.target_dictionary, eps=a.label_smoothing))
+        transformers_config(args, task.target_dictionary, eps=a.label_smoothing)
+    )
     if a.layout == "corrected":
         correct_predicting_stream_layout(hf)
     return hf
@@ -139,10 +191,14 @@ def train_loss(a, module, view, criterion, sample, pad: int):
     if a.model == "transformers" and a.loss == "transformers":
         net = sample["net_input"]
         labels = sample["target"].masked_fill(sample["target"].eq(pad), -100)
-        return module(input_ids=net["src_tokens"], attention_mask=net["src_tokens"].ne(pad).long(),
-                      decoder_input_ids=net["prev_output_tokens"],
-                      decoder_attention_mask=net["prev_output_tokens"].ne(pad).long(), labels=labels,
-                      use_cache=False).loss
+        return module(
+            input_ids=net["src_tokens"],
+            attention_mask=net["src_tokens"].ne(pad).long(),
+            decoder_input_ids=net["prev_output_tokens"],
+            decoder_attention_mask=net["prev_output_tokens"].ne(pad).long(),
+            labels=labels,
+            use_cache=False,
+        ).loss
     loss, sample_size, _ = criterion(view, sample)
     return loss / sample_size
 
@@ -170,12 +226,20 @@ def batches(task, split, args, seed, shuffle, epoch=1, batching="fairseq"):
     if batching == "unsorted":
         dataset = task.dataset(split)
         order = np.random.RandomState(seed + epoch).permutation(len(dataset))
-        return (dataset.collater([dataset[i] for i in batch])
-                for batch in dataset.batch_by_size(order, max_tokens=args.max_tokens))
-    itr = task.get_batch_iterator(dataset=task.dataset(split), max_tokens=args.max_tokens,
-                                  max_positions=(POSITIONS, POSITIONS), ignore_invalid_inputs=True,
-                                  required_batch_size_multiple=8, seed=seed, epoch=epoch,
-                                  disable_iterator_cache=True)
+        return (
+            dataset.collater([dataset[i] for i in batch])
+            for batch in dataset.batch_by_size(order, max_tokens=args.max_tokens)
+        )
+    itr = task.get_batch_iterator(
+        dataset=task.dataset(split),
+        max_tokens=args.max_tokens,
+        max_positions=(POSITIONS, POSITIONS),
+        ignore_invalid_inputs=True,
+        required_batch_size_multiple=8,
+        seed=seed,
+        epoch=epoch,
+        disable_iterator_cache=True,
+    )
     return itr.next_epoch_itr(shuffle=shuffle)
 
 
@@ -183,11 +247,17 @@ def batches(task, split, args, seed, shuffle, epoch=1, batching="fairseq"):
 def decode(model, task, args) -> list:
     """Hypotheses for the validation pairs, in order (fairseq's beam search)."""
     model.eval()
-    gen = task.build_generator([model], GenerationConfig(beam=4, lenpen=1.0, no_repeat_ngram_size=3, max_len_a=0,
-                                                         max_len_b=40))
+    gen = task.build_generator(
+        [model],
+        GenerationConfig(beam=4, lenpen=1.0, no_repeat_ngram_size=3, max_len_a=0, max_len_b=40),
+    )
     hyps = {}
-    itr = task.get_batch_iterator(dataset=task.dataset("valid"), max_sentences=64,
-                                  max_positions=(POSITIONS, POSITIONS), disable_iterator_cache=True)
+    itr = task.get_batch_iterator(
+        dataset=task.dataset("valid"),
+        max_sentences=64,
+        max_positions=(POSITIONS, POSITIONS),
+        disable_iterator_cache=True,
+    )
     for sample in itr.next_epoch_itr(shuffle=False):
         for i, out in zip(sample["id"].tolist(), task.inference_step(gen, [model], sample)):
             hyps[i] = task.target_dictionary.string(out[0]["tokens"].int(), "sentencepiece")
@@ -196,29 +266,49 @@ def decode(model, task, args) -> list:
 
 def evaluate(a, module, view, ours, task, args, criterion, refs) -> dict:
     if ours is not module:
-        ours.load_state_dict(dict(ours.state_dict(), **from_transformers_state_dict(module.state_dict())))
+        ours.load_state_dict(
+            dict(ours.state_dict(), **from_transformers_state_dict(module.state_dict()))
+        )
     t0 = time.time()
     hyps = decode(ours, task, args)
     rouge = rouge_f1(hyps, refs)
-    point = {"rouge1_f1": rouge["rouge1"], "rouge2_f1": rouge["rouge2"], "rougeL_f1": rouge["rougeL"],
-             "distinct_hypotheses": len(set(hyps)), "sentences": len(hyps),
-             "valid_accuracy_per_stream": stream_accuracy(view, task, criterion, args),
-             "decode_seconds": round(time.time() - t0, 1)}
+    point = {
+        "rouge1_f1": rouge["rouge1"],
+        "rouge2_f1": rouge["rouge2"],
+        "rougeL_f1": rouge["rougeL"],
+        "distinct_hypotheses": len(set(hyps)),
+        "sentences": len(hyps),
+        "valid_accuracy_per_stream": stream_accuracy(view, task, criterion, args),
+        "decode_seconds": round(time.time() - t0, 1),
+    }
     module.train()
     return point, hyps
 
 
 def main(argv=None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("data", help="binarized pairs (gigaword.sh's PREP/bin)")
     p.add_argument("--out", required=True, type=Path)
-    p.add_argument("--refs", required=True, type=Path, help="validation titles, one per line (PREP/raw/valid.title)")
+    p.add_argument(
+        "--refs",
+        required=True,
+        type=Path,
+        help="validation titles, one per line (PREP/raw/valid.title)",
+    )
     p.add_argument("-s", "--source-lang", default="article")
     p.add_argument("-t", "--target-lang", default="title")
     p.add_argument("--ngram", type=int, default=2)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--updates", type=int, default=500)
-    p.add_argument("--eval-at", type=int, nargs="+", default=None, help="updates to decode at (default: --updates)")
+    p.add_argument(
+        "--eval-at",
+        type=int,
+        nargs="+",
+        default=None,
+        help="updates to decode at (default: --updates)",
+    )
     p.add_argument("--arch", default="prophetnet_tiny")
     p.add_argument("--max-tokens", type=int, default=2048)
     p.add_argument("--lr", type=float, default=7e-4)
@@ -228,29 +318,44 @@ def main(argv=None) -> None:
     p.add_argument("--model", choices=("transformers", "fairseq_ext"), default="transformers")
     p.add_argument("--layout", choices=("corrected", "as-released"), default="corrected")
     p.add_argument("--loss", choices=("transformers", "fairseq_ext"), default="transformers")
-    p.add_argument("--batching", choices=("fairseq", "unsorted", "fairseq-unsorted"), default="fairseq",
-                   help="fairseq's length-bucketed batches (default), a plain loop's unsorted ones, or "
-                        "fairseq-train --unsorted-batches' (see batches())")
-    p.add_argument("--init", choices=("transformers", "fairseq_ext"), default=None,
-                   help="initialisation (default: the trained model's own)")
+    p.add_argument(
+        "--batching",
+        choices=("fairseq", "unsorted", "fairseq-unsorted"),
+        default="fairseq",
+        help="fairseq's length-bucketed batches (default), a plain loop's unsorted ones, or "
+        "fairseq-train --unsorted-batches' (see batches())",
+    )
+    p.add_argument(
+        "--init",
+        choices=("transformers", "fairseq_ext"),
+        default=None,
+        help="initialisation (default: the trained model's own)",
+    )
     a = p.parse_args(argv)
     a.init = a.init or a.model
     eval_at = sorted(set(a.eval_at or [a.updates]))
     if a.model == "fairseq_ext" and (a.layout != "corrected" or a.loss != "transformers"):
-        p.error("--layout and --loss choose parts of the transformers model; drop them with --model fairseq_ext")
+        p.error(
+            "--layout and --loss choose parts of the transformers model; drop them with --model fairseq_ext"
+        )
     if a.model == "fairseq_ext":
         a.loss = "fairseq_ext"
     if not Path(a.data, f"dict.{a.source_lang}.txt").exists() or not a.refs.exists():
-        p.error(f"{a.data} has no dict.{a.source_lang}.txt or {a.refs} does not exist: prepare the data with "
-                f"data_prep/gigaword.sh first")
+        p.error(
+            f"{a.data} has no dict.{a.source_lang}.txt or {a.refs} does not exist: prepare the data with "
+            f"data_prep/gigaword.sh first"
+        )
     if eval_at[0] < 1 or eval_at[-1] > a.updates:
         p.error("--eval-at must lie within 1 .. --updates")
 
     a.out.mkdir(parents=True, exist_ok=True)
     results_path = a.out / "results.json"
     # The points of a run do not depend on how far it goes: --updates may grow across calls.
-    settings = {k: v for k, v in vars(a).items()
-                if k not in ("out", "data", "refs", "eval_at", "updates", "source_lang", "target_lang")}
+    settings = {
+        k: v
+        for k, v in vars(a).items()
+        if k not in ("out", "data", "refs", "eval_at", "updates", "source_lang", "target_lang")
+    }
     results = json.loads(results_path.read_text()) if results_path.exists() else {}
     if results.get("settings") != settings:
         results = {"settings": settings, "points": {}}
@@ -261,9 +366,21 @@ def main(argv=None) -> None:
     train(a, eval_at, results, results_path, argv)
 
 
-def save_state(path: Path, module, opt, update: int, epoch: int, in_epoch: int, losses: list, seconds: float):
-    torch.save({"model": module.state_dict(), "optimizer": opt.state_dict(), "update": update, "epoch": epoch,
-                "in_epoch": in_epoch, "losses": losses[-50:], "train_seconds": seconds}, path)
+def save_state(
+    path: Path, module, opt, update: int, epoch: int, in_epoch: int, losses: list, seconds: float
+):
+    torch.save(
+        {
+            "model": module.state_dict(),
+            "optimizer": opt.state_dict(),
+            "update": update,
+            "epoch": epoch,
+            "in_epoch": in_epoch,
+            "losses": losses[-50:],
+            "train_seconds": seconds,
+        },
+        path,
+    )
 
 
 def train(a, eval_at: list, results: dict, results_path: Path, argv) -> None:
@@ -291,14 +408,20 @@ def train(a, eval_at: list, results: dict, results_path: Path, argv) -> None:
     pad = task.target_dictionary.pad()
     t0 = time.time()
     while update < eval_at[-1]:
-        for in_epoch, sample in enumerate(batches(task, "train", args, seed=a.seed, shuffle=True, epoch=epoch,
-                                                  batching=a.batching), 1):
+        for in_epoch, sample in enumerate(
+            batches(
+                task, "train", args, seed=a.seed, shuffle=True, epoch=epoch, batching=a.batching
+            ),
+            1,
+        ):
             if in_epoch <= skip:
                 continue
             for group in opt.param_groups:
                 group["lr"] = inverse_sqrt(update, a)
             opt.zero_grad()
-            utils.set_torch_seed(a.seed + update)  # dropout seeded per update, as fairseq's trainer does
+            utils.set_torch_seed(
+                a.seed + update
+            )  # dropout seeded per update, as fairseq's trainer does
             loss = train_loss(a, module, view, criterion, sample, pad)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(module.parameters(), a.clip_norm)
@@ -306,34 +429,77 @@ def train(a, eval_at: list, results: dict, results_path: Path, argv) -> None:
             update += 1
             losses.append(float(loss))
             if update % 50 == 0:
-                print(f"update {update} loss {sum(losses[-50:]) / 50:.3f} lr {inverse_sqrt(update, a):.2e}", flush=True)
+                print(
+                    f"update {update} loss {sum(losses[-50:]) / 50:.3f} lr {inverse_sqrt(update, a):.2e}",
+                    flush=True,
+                )
             if update in eval_at:
                 train_seconds += time.time() - t0
                 if str(update) not in results["points"]:
-                    score(a, update, module, view, ours, task, args, criterion, refs, losses, train_seconds, results,
-                          results_path, argv)
-                save_state(a.out / "state.pt", module, opt, update, epoch, in_epoch, losses, train_seconds)
+                    score(
+                        a,
+                        update,
+                        module,
+                        view,
+                        ours,
+                        task,
+                        args,
+                        criterion,
+                        refs,
+                        losses,
+                        train_seconds,
+                        results,
+                        results_path,
+                        argv,
+                    )
+                save_state(
+                    a.out / "state.pt", module, opt, update, epoch, in_epoch, losses, train_seconds
+                )
                 t0 = time.time()
             if update >= eval_at[-1]:
                 return
         epoch, skip = epoch + 1, 0
 
 
-def score(a, update, module, view, ours, task, args, criterion, refs, losses, train_seconds, results,
-          results_path, argv) -> None:
+def score(
+    a,
+    update,
+    module,
+    view,
+    ours,
+    task,
+    args,
+    criterion,
+    refs,
+    losses,
+    train_seconds,
+    results,
+    results_path,
+    argv,
+) -> None:
     point, hyps = evaluate(a, module, view, ours, task, args, criterion, refs)
     point["train_loss_last_50"] = round(sum(losses[-50:]) / len(losses[-50:]), 4)
     point["train_seconds_so_far"] = round(train_seconds, 1)
     results["points"][str(update)] = point
     (a.out / f"hyp-{update}.title").write_text("\n".join(hyps) + "\n")
     results["hardware"] = hardware()
-    command = relative(" ".join(["python", "reproduction/prophetnet/reference_transformers.py"] + (argv or sys.argv[1:])))
+    command = relative(
+        " ".join(
+            ["python", "reproduction/prophetnet/reference_transformers.py"] + (argv or sys.argv[1:])
+        )
+    )
     results["commands"] = [c for c in results.get("commands", []) if c != command] + [command]
-    results["wall_seconds"] = {"total": round(train_seconds + sum(
-        p["decode_seconds"] for p in results["points"].values()), 1)}
+    results["wall_seconds"] = {
+        "total": round(
+            train_seconds + sum(p["decode_seconds"] for p in results["points"].values()), 1
+        )
+    }
     results_path.write_text(json.dumps(results, indent=2) + "\n")
-    print(f"update {update}: ROUGE-1 {point['rouge1_f1']:.2f} distinct {point['distinct_hypotheses']} "
-          f"accuracy per stream {point['valid_accuracy_per_stream']}", flush=True)
+    print(
+        f"update {update}: ROUGE-1 {point['rouge1_f1']:.2f} distinct {point['distinct_hypotheses']} "
+        f"accuracy per stream {point['valid_accuracy_per_stream']}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The reproduction's tests share the product's fixtures (tiny data and checkpoints built
 through fairseq's CLIs), and its commands are forked from the tests' server (``ForkedCommands``)."""
+
 from __future__ import annotations
 
 import os
@@ -17,6 +18,7 @@ class ForkedCommands:
     but with the tests' server's stand-ins first on PATH and fairseq's console scripts and the
     interpreter called by name, so that fairseq's commands and the plugin's Python programs are
     forked (tests.forked_cli), not started afresh."""
+
     DEVNULL, PIPE, STDOUT = subprocess.DEVNULL, subprocess.PIPE, subprocess.STDOUT
 
     @staticmethod
@@ -24,9 +26,13 @@ class ForkedCommands:
         cmd = [str(c) for c in cmd]
         if cmd[0] == sys.executable:
             cmd[0] = "python"
-        elif Path(cmd[0]).parent == Path(sys.executable).parent and Path(cmd[0]).name in ENTRY_POINTS:
+        elif (
+            Path(cmd[0]).parent == Path(sys.executable).parent and Path(cmd[0]).name in ENTRY_POINTS
+        ):
             cmd[0] = Path(cmd[0]).name
-        return subprocess.run(cmd, env=forking_server().script_env(dict(os.environ) if env is None else env), **kw)
+        return subprocess.run(
+            cmd, env=forking_server().script_env(dict(os.environ) if env is None else env), **kw
+        )
 
 
 def fork_commands_of(monkeypatch, *modules) -> None:

@@ -3,6 +3,7 @@ model decodes the input its own task binarises, so that the bench's outputs are 
 ``fairseq-generate`` prints on ``fairseq-preprocess`` data (the teacher without ``<s>``, the
 student with it); CTranslate2's conversion of the teacher decodes what fairseq's beam search
 does; the goals read the rows as issue 76 states them; the figure draws every row."""
+
 import functools
 import json
 from pathlib import Path
@@ -34,30 +35,57 @@ def data(tmp_path_factory):
 def _generate(data: Path, checkpoint: Path, *options: str) -> list[list[str]]:
     """The H lines of ``fairseq-generate`` on ``data``, as pieces in line order (the command forked
     from the tests' server, tests.forked_cli)."""
-    proc = run_command(["fairseq-generate", data, "--user-dir", ROOT / "fairseq_ext", "--path", checkpoint,
-                        "--gen-subset", "test", "--batch-size", "4", "--required-batch-size-multiple", "1", *options],
-                       cwd=ROOT)
-    hyps = {int(line.split("\t")[0][2:]): line.split("\t")[2].split() for line in proc.stdout.splitlines()
-            if line.startswith("H-")}
+    proc = run_command(
+        [
+            "fairseq-generate",
+            data,
+            "--user-dir",
+            ROOT / "fairseq_ext",
+            "--path",
+            checkpoint,
+            "--gen-subset",
+            "test",
+            "--batch-size",
+            "4",
+            "--required-batch-size-multiple",
+            "1",
+            *options,
+        ],
+        cwd=ROOT,
+    )
+    hyps = {
+        int(line.split("\t")[0][2:]): line.split("\t")[2].split()
+        for line in proc.stdout.splitlines()
+        if line.startswith("H-")
+    }
     return [hyps[i] for i in range(len(hyps))]
 
 
 def test_each_task_reads_its_own_input_format(data):
     d_src = {}
-    for name, path in (("teacher", frontier.TEACHERS["teacher 3+3"]), ("student", frontier.STUDENT)):
+    for name, path in (
+        ("teacher", frontier.TEACHERS["teacher 3+3"]),
+        ("student", frontier.STUDENT),
+    ):
         _, task, sources = own_inputs.load(path, data)
         d_src[name] = (task.source_dictionary, sources)
     (td, teacher), (sd, student) = d_src["teacher"], d_src["student"]
     assert all(s[0] != td.bos() and s[-1] == td.eos() for s in teacher)  # translation: pieces </s>
-    assert all(s[0] == sd.bos() and s[-1] == sd.eos() for s in student)  # translation_lev: <s> pieces </s>
+    assert all(
+        s[0] == sd.bos() and s[-1] == sd.eos() for s in student
+    )  # translation_lev: <s> pieces </s>
     assert [s[1:].tolist() for s in student] == [s.tolist() for s in teacher]
 
 
 @pytest.mark.parametrize("bsz", [1, 5])
 def test_the_teachers_outputs_are_fairseq_generates(data, bsz):
     teacher = frontier.TEACHERS["teacher 3+3"]
-    decoders = {d.setting: d for d in frontier.autoregressive_decoders(
-        "teacher 3+3", teacher, data, data.parent, [("fairseq", "float32", 5)])}
+    decoders = {
+        d.setting: d
+        for d in frontier.autoregressive_decoders(
+            "teacher 3+3", teacher, data, data.parent, [("fairseq", "float32", 5)]
+        )
+    }
     d = decoders["float32, beam 5"]
     assert d.decode(d.batches(bsz, N)) == _generate(data, teacher, "--beam", "5")
 
@@ -65,40 +93,82 @@ def test_the_teachers_outputs_are_fairseq_generates(data, bsz):
 @pytest.mark.parametrize("offset", [0, 2])
 def test_the_students_outputs_are_fairseq_generates(data, offset):
     (d,) = frontier.mask_predict_decoders(data, [(4, 3, offset)])
-    assert d.decode(d.batches(5, N)) == _generate(data, frontier.STUDENT, "--task", "cmlm_hybrid",
-                                                  "--iter-decode-max-iter", "3", "--iter-decode-with-beam", "3",
-                                                  "--length-offset", str(offset))
+    assert d.decode(d.batches(5, N)) == _generate(
+        data,
+        frontier.STUDENT,
+        "--task",
+        "cmlm_hybrid",
+        "--iter-decode-max-iter",
+        "3",
+        "--iter-decode-with-beam",
+        "3",
+        "--length-offset",
+        str(offset),
+    )
 
 
 def test_ctranslate2_decodes_the_converted_teacher_as_fairseq_does(data):
-    decoders = {(d.engine.split()[0], d.setting): d for d in frontier.autoregressive_decoders(
-        "teacher 3+3", frontier.TEACHERS["teacher 3+3"], data, data.parent,
-        [("fairseq", "float32", 1), ("fairseq", "float32", 5), ("ctranslate2", "float32", 1),
-         ("ctranslate2", "float32", 5), ("ctranslate2", "int8", 5)])}
+    decoders = {
+        (d.engine.split()[0], d.setting): d
+        for d in frontier.autoregressive_decoders(
+            "teacher 3+3",
+            frontier.TEACHERS["teacher 3+3"],
+            data,
+            data.parent,
+            [
+                ("fairseq", "float32", 1),
+                ("fairseq", "float32", 5),
+                ("ctranslate2", "float32", 1),
+                ("ctranslate2", "float32", 5),
+                ("ctranslate2", "int8", 5),
+            ],
+        )
+    }
     out = {k: d.decode(d.batches(4, N)) for k, d in decoders.items()}
     # greedy search is exact arithmetic on both sides but for float rounding: the same outputs
     assert out[("CTranslate2", "float32, beam 1")] == out[("fairseq", "float32, beam 1")]
-    same = sum(a == b for a, b in zip(out[("CTranslate2", "float32, beam 5")], out[("fairseq", "float32, beam 5")]))
-    assert same >= N - 1  # beam 5: ties may break otherwise (63 of 64 sentences agreed when measured)
-    assert out[("CTranslate2", "int8, beam 5")] != out[("fairseq", "float32, beam 1")]  # a beam, not greedy
+    same = sum(
+        a == b
+        for a, b in zip(
+            out[("CTranslate2", "float32, beam 5")], out[("fairseq", "float32, beam 5")]
+        )
+    )
+    assert (
+        same >= N - 1
+    )  # beam 5: ties may break otherwise (63 of 64 sentences agreed when measured)
+    assert (
+        out[("CTranslate2", "int8, beam 5")] != out[("fairseq", "float32, beam 1")]
+    )  # a beam, not greedy
 
 
 def _row(engine, setting, bsz, speed, bleu, model="teacher 3+3"):
-    return {"model": model, "engine": engine, "setting": setting, "batch": bsz, "sentences_per_s": speed,
-            "bleu": bleu}
+    return {
+        "model": model,
+        "engine": engine,
+        "setting": setting,
+        "batch": bsz,
+        "sentences_per_s": speed,
+        "bleu": bleu,
+    }
 
 
 def test_goals_take_the_fastest_mask_predict_setting_at_no_lower_bleu():
-    rows = [_row("CTranslate2 4.8.5", "int8, beam 5", 1, 30.0, 33.0),
-            _row("fairseq_ext mask-predict", "4 passes, length beam 1", 1, 60.0, 32.9, "student 3+1"),
-            _row("fairseq_ext mask-predict", "10 passes, length beam 3", 1, 24.0, 33.0, "student 3+1"),
-            _row("CTranslate2 4.8.5", "int8, beam 5", 64, 50.0, 33.0),
-            _row("fairseq_ext mask-predict", "4 passes, length beam 1", 64, 90.0, 30.0, "student 3+1")]
-    quality = {"teacher 3+3: fairseq, float32, beam 5": 33.8,
-               "student 3+1: fairseq_ext mask-predict, 10 passes, length beam 3": 29.7}
-    assert frontier.goals(rows, quality) == {"maskpredict_over_ct2_int8_beam5_b1": 0.8,
-                                             "maskpredict_over_ct2_int8_beam5_b64": 0.0,
-                                             "student_gap_to_teacher_bleu": 4.1}
+    rows = [
+        _row("CTranslate2 4.8.5", "int8, beam 5", 1, 30.0, 33.0),
+        _row("fairseq_ext mask-predict", "4 passes, length beam 1", 1, 60.0, 32.9, "student 3+1"),
+        _row("fairseq_ext mask-predict", "10 passes, length beam 3", 1, 24.0, 33.0, "student 3+1"),
+        _row("CTranslate2 4.8.5", "int8, beam 5", 64, 50.0, 33.0),
+        _row("fairseq_ext mask-predict", "4 passes, length beam 1", 64, 90.0, 30.0, "student 3+1"),
+    ]
+    quality = {
+        "teacher 3+3: fairseq, float32, beam 5": 33.8,
+        "student 3+1: fairseq_ext mask-predict, 10 passes, length beam 3": 29.7,
+    }
+    assert frontier.goals(rows, quality) == {
+        "maskpredict_over_ct2_int8_beam5_b1": 0.8,
+        "maskpredict_over_ct2_int8_beam5_b64": 0.0,
+        "student_gap_to_teacher_bleu": 4.1,
+    }
 
 
 def test_frontier_keeps_the_points_no_other_beats_on_both_axes():
@@ -120,15 +190,23 @@ def test_quick_run_writes_rows_the_page_and_the_figure(tmp_path, monkeypatch):
 
 
 def test_summary_names_the_fastest_peer_at_no_lower_bleu_than_the_best_mask_predict():
-    rows = [_row("CTranslate2 4.8.5", "int8, beam 1", 1, 90.0, 32.6),
-            _row("CTranslate2 4.8.5", "int8, beam 5", 1, 35.0, 33.0),
-            _row("fairseq", "float32, beam 1", 1, 100.0, 20.0),  # faster, but worse than mask-predict
-            _row("fairseq_ext mask-predict", "10 passes, length beam 3", 1, 12.0, 29.7, "student 3+1"),
-            _row("fairseq_ext mask-predict", "2 passes, length beam 1", 1, 60.0, 22.0, "student 3+1")]
-    result = {"details": {"rows": rows}, "metrics": {"student_gap_to_teacher_bleu": 4.1},
-              "goals": frontier.GOALS, "hardware": "CPU, 1 thread"}
+    rows = [
+        _row("CTranslate2 4.8.5", "int8, beam 1", 1, 90.0, 32.6),
+        _row("CTranslate2 4.8.5", "int8, beam 5", 1, 35.0, 33.0),
+        _row("fairseq", "float32, beam 1", 1, 100.0, 20.0),  # faster, but worse than mask-predict
+        _row("fairseq_ext mask-predict", "10 passes, length beam 3", 1, 12.0, 29.7, "student 3+1"),
+        _row("fairseq_ext mask-predict", "2 passes, length beam 1", 1, 60.0, 22.0, "student 3+1"),
+    ]
+    result = {
+        "details": {"rows": rows},
+        "metrics": {"student_gap_to_teacher_bleu": 4.1},
+        "goals": frontier.GOALS,
+        "hardware": "CPU, 1 thread",
+    }
     text = frontier.summary(result)
-    assert ("batch 1: the best mask-predict setting (mask-predict, 10 passes, length beam 3) 12.0 sentences/s at "
-            "29.70 BLEU; CTranslate2 4.8.5 int8, beam 1 of the teacher 3+3 90.0 sentences/s at 32.60 (7.50x as "
-            "fast at no lower BLEU)") in text
+    assert (
+        "batch 1: the best mask-predict setting (mask-predict, 10 passes, length beam 3) 12.0 sentences/s at "
+        "29.70 BLEU; CTranslate2 4.8.5 int8, beam 1 of the teacher 3+3 90.0 sentences/s at 32.60 (7.50x as "
+        "fast at no lower BLEU)"
+    ) in text
     assert "`student_gap_to_teacher_bleu` 4.1 (goal <= 2)" in text

@@ -1,4 +1,5 @@
 """reproduction/records.py: a record is written whole, also when several writers share its path."""
+
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ def test_writers_sharing_a_path_each_rename_their_own_file_and_leave_a_whole_rec
                 write_json(path, {"writer": n, "i": i})
         except OSError as e:  # the old shared PATH.tmp: one writer renamed the other's file away
             errors.append(e)
+
     threads = [threading.Thread(target=write, args=(n,)) for n in range(4)]
     for t in threads:
         t.start()

@@ -3,6 +3,7 @@ transformers' ProphetNet (predicting-stream layout corrected) trained on fairseq
 scored at several points, resumable exactly; this plugin's model runs in the same loop. Its
 ``main`` runs in this process (one import of transformers and fairseq for the file); one bad
 option runs the script as a command."""
+
 import contextlib
 import io
 import json
@@ -15,16 +16,32 @@ from tests.conftest import ROOT, binarize, read_sample, run
 
 pytest.importorskip("transformers")
 SCRIPT = ROOT / "reproduction" / "prophetnet" / "reference_transformers.py"
-SIZES = ["--arch", "prophetnet_tiny", "--max-tokens", "600", "--warmup", "2", "-s", "en", "-t", "de"]
+SIZES = [
+    "--arch",
+    "prophetnet_tiny",
+    "--max-tokens",
+    "600",
+    "--warmup",
+    "2",
+    "-s",
+    "en",
+    "-t",
+    "de",
+]
 
 
 @pytest.fixture(scope="module")
 def few_valid(tmp_path_factory, spm_model):
     """The 400 training pairs of ``tiny_data`` with 8 validation pairs: each point decodes the
     validation pairs with beam 4, the cost of these runs."""
-    return binarize(spm_model, tmp_path_factory.mktemp("few_valid"), {
-        "train": (read_sample("train", "en", 400), read_sample("train", "de", 400)),
-        "valid": (read_sample("valid", "en", 8), read_sample("valid", "de", 8))})
+    return binarize(
+        spm_model,
+        tmp_path_factory.mktemp("few_valid"),
+        {
+            "train": (read_sample("train", "en", 400), read_sample("train", "de", 400)),
+            "valid": (read_sample("valid", "en", 8), read_sample("valid", "de", 8)),
+        },
+    )
 
 
 def reference(data, out, *extra):
@@ -33,8 +50,17 @@ def reference(data, out, *extra):
 
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
-        reference_transformers.main([str(data), "--refs", str(data.parent / "raw" / "valid.raw.de"),
-                                     "--out", str(out), *SIZES, *map(str, extra)])
+        reference_transformers.main(
+            [
+                str(data),
+                "--refs",
+                str(data.parent / "raw" / "valid.raw.de"),
+                "--out",
+                str(out),
+                *SIZES,
+                *map(str, extra),
+            ]
+        )
     return printed.getvalue()
 
 
@@ -61,15 +87,45 @@ def test_reference_scores_every_point_and_resumes_exactly(few_valid, tmp_path):
 
 @pytest.mark.parametrize("batching", ["unsorted", "fairseq-unsorted"])
 def test_this_plugins_model_runs_in_the_same_loop(few_valid, tmp_path, batching):
-    reference(few_valid, tmp_path, "--model", "fairseq_ext", "--ngram", 3, "--updates", 2, "--batching", batching)
+    reference(
+        few_valid,
+        tmp_path,
+        "--model",
+        "fairseq_ext",
+        "--ngram",
+        3,
+        "--updates",
+        2,
+        "--batching",
+        batching,
+    )
     point = json.loads((tmp_path / "results.json").read_text())["points"]["2"]
     assert len(point["valid_accuracy_per_stream"]) == 3
 
 
 def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path, capsys):
-    proc = run([sys.executable, SCRIPT, tiny_data, "--refs", tiny_data.parent / "raw" / "valid.raw.de",
-                "--out", tmp_path, *SIZES, "--model", "fairseq_ext", "--layout", "as-released"], check=False)
-    assert proc.returncode == 2 and "choose parts of the transformers" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run(
+        [
+            sys.executable,
+            SCRIPT,
+            tiny_data,
+            "--refs",
+            tiny_data.parent / "raw" / "valid.raw.de",
+            "--out",
+            tmp_path,
+            *SIZES,
+            "--model",
+            "fairseq_ext",
+            "--layout",
+            "as-released",
+        ],
+        check=False,
+    )
+    assert (
+        proc.returncode == 2
+        and "choose parts of the transformers" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
     with pytest.raises(SystemExit) as stop:
         reference(tiny_data, tmp_path, "--eval-at", 9, "--updates", 4)
     assert stop.value.code == 2 and "--eval-at must lie within" in capsys.readouterr().err
@@ -94,6 +150,8 @@ def test_batch_stats_count_every_pair_once_per_epoch(tiny_data, tmp_path):
     for kind in ("fairseq", "fairseq-unsorted"):
         assert rows[kind]["share_of_batches_a_multiple_of_8"] >= 0.9
     assert rows["unsorted"]["share_of_batches_a_multiple_of_8"] < 0.5
-    assert rows["unsorted"]["pairs_per_batch_mean"] > rows["fairseq-unsorted"]["pairs_per_batch_mean"]
+    assert (
+        rows["unsorted"]["pairs_per_batch_mean"] > rows["fairseq-unsorted"]["pairs_per_batch_mean"]
+    )
     table = markdown({"max_tokens": 600, "seed": 1, "updates": 7, "kinds": rows})
     assert table.count("\n") == 2 + len(KINDS) and "| fairseq-train --unsorted-batches |" in table

@@ -10,6 +10,7 @@ teacher-forced validation accuracy, and a paired bootstrap of the sentence
 ROUGE-1 (averaged over random seeds) of each MiniLM start against the random start with the same
 vocabulary, and of each --keep-tokens row against the same start with the full vocabulary.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,10 +21,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PAGE = HERE.parents[1] / "docs" / "results" / "unilm.md"
-LABELS = {"minilm": "from MiniLM", "minilm-keep": "from MiniLM, --keep-tokens",
-          "random": "random start", "random-keep": "random start, --keep-tokens"}
-COMPARISONS = [("minilm", "random"), ("minilm-keep", "random-keep"),
-               ("minilm-keep", "minilm"), ("random-keep", "random")]
+LABELS = {
+    "minilm": "from MiniLM",
+    "minilm-keep": "from MiniLM, --keep-tokens",
+    "random": "random start",
+    "random-keep": "random start, --keep-tokens",
+}
+COMPARISONS = [
+    ("minilm", "random"),
+    ("minilm-keep", "random-keep"),
+    ("minilm-keep", "minilm"),
+    ("random-keep", "random"),
+]
 START, END = "<!-- unilm-pretrained:start -->", "<!-- unilm-pretrained:end -->"
 
 
@@ -36,18 +45,34 @@ def _collector():
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--runs", type=Path, required=True, help="the kept runs, NAME-sSEED each")
-    p.add_argument("--refs", type=Path, help="validation titles; without them no significance test is run")
-    p.add_argument("--out", type=Path, help="folder for results.json, results.md and the figure (default --runs/..)")
-    p.add_argument("--publish", type=Path, help="folder that gets pretrained_results.json/.md and figures/")
-    p.add_argument("--page", type=Path, help=f"Markdown page whose unilm-pretrained block is rewritten ({PAGE})")
+    p.add_argument(
+        "--refs", type=Path, help="validation titles; without them no significance test is run"
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="folder for results.json, results.md and the figure (default --runs/..)",
+    )
+    p.add_argument(
+        "--publish", type=Path, help="folder that gets pretrained_results.json/.md and figures/"
+    )
+    p.add_argument(
+        "--page",
+        type=Path,
+        help=f"Markdown page whose unilm-pretrained block is rewritten ({PAGE})",
+    )
     a = p.parse_args(argv)
     collect = _collector()
     refs = a.refs.read_text().splitlines() if a.refs and a.refs.exists() else None
     summary = collect.summarise(a.runs, refs, LABELS, COMPARISONS)
-    summary["setup"] = ("unilm_transformer (prefix mask) with all-MiniLM-L6-v2's sizes, WordPiece 30522; "
-                        "MiniLM start converted by python -m fairseq_ext.convert; learning rates in the commands")
+    summary["setup"] = (
+        "unilm_transformer (prefix mask) with all-MiniLM-L6-v2's sizes, WordPiece 30522; "
+        "MiniLM start converted by python -m fairseq_ext.convert; learning rates in the commands"
+    )
     table = collect.markdown(summary)
     out = a.out or a.runs.parent
     out.mkdir(parents=True, exist_ok=True)
@@ -60,7 +85,10 @@ def main(argv: list[str] | None = None) -> None:
         for name in ("pretrained_results.json", "pretrained_results.md"):
             if (out / name).resolve() != (a.publish / name).resolve():
                 shutil.copy(out / name, a.publish / name)
-        shutil.copy(out / "unilm_pretrained_rouge_curves.png", a.publish / "figures" / "unilm_pretrained_rouge_curves.png")
+        shutil.copy(
+            out / "unilm_pretrained_rouge_curves.png",
+            a.publish / "figures" / "unilm_pretrained_rouge_curves.png",
+        )
     if a.page:
         collect.write_into_page(a.page, table, START, END)
 

@@ -2,6 +2,7 @@
 (task, model, criterion), parsed by fairseq's own parser, then ``setup_task``, ``build_model``
 and ``build_criterion`` exactly as ``fairseq-train`` calls them. The data folder needs only
 dictionaries (``dict_folder``), so a build costs milliseconds and no CLI start."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,25 +13,103 @@ from fairseq.dataclass.utils import convert_namespace_to_omegaconf
 
 from tests.conftest import TINY_DIMS, USER_DIR
 
-ENCODER_DIMS = ["--encoder-layers", "1", "--encoder-embed-dim", "32", "--encoder-ffn-embed-dim", "64",
-                "--encoder-attention-heads", "2"]
+ENCODER_DIMS = [
+    "--encoder-layers",
+    "1",
+    "--encoder-embed-dim",
+    "32",
+    "--encoder-ffn-embed-dim",
+    "64",
+    "--encoder-attention-heads",
+    "2",
+]
 
 # family -> the task, model and criterion options of its training command line
 FAMILY_ARGV: dict[str, list[str]] = {
-    "hi_cmlm": ["--task", "cmlm_hybrid", "-s", "en", "-t", "de", "--arch", "hi_cmlm_transformer_tiny",
-                *TINY_DIMS, "--criterion", "nat_loss"],
-    "prophetnet": ["--task", "translation_prophetnet", "-s", "en", "-t", "de", "--arch", "prophetnet_tiny",
-                   *TINY_DIMS, "--max-source-positions", "64", "--max-target-positions", "64",
-                   "--criterion", "ngram_language_loss"],
-    "prophetnet_denoising": ["--task", "prophetnet_denoising", "--source-lang", "en", "--arch", "prophetnet_tiny",
-                             *TINY_DIMS, "--max-source-positions", "64", "--max-target-positions", "64",
-                             "--criterion", "ngram_language_loss"],
-    "posmask": ["--task", "position_masked_lm", "--arch", "position_masked_roberta_tiny", *ENCODER_DIMS,
-                "--tokens-per-sample", "64", "--criterion", "position_masked_lm"],
-    "unilm": ["--task", "unilm_seq2seq", "-s", "en", "-t", "de", "--arch", "unilm_transformer_tiny",
-              *ENCODER_DIMS, "--max-positions", "64", "--criterion", "cross_entropy"],
-    "permutation_lm": ["--task", "permutation_lm", "--arch", "unilm_transformer_tiny", *ENCODER_DIMS,
-                       "--max-positions", "64", "--tokens-per-sample", "64", "--criterion", "cross_entropy"],
+    "hi_cmlm": [
+        "--task",
+        "cmlm_hybrid",
+        "-s",
+        "en",
+        "-t",
+        "de",
+        "--arch",
+        "hi_cmlm_transformer_tiny",
+        *TINY_DIMS,
+        "--criterion",
+        "nat_loss",
+    ],
+    "prophetnet": [
+        "--task",
+        "translation_prophetnet",
+        "-s",
+        "en",
+        "-t",
+        "de",
+        "--arch",
+        "prophetnet_tiny",
+        *TINY_DIMS,
+        "--max-source-positions",
+        "64",
+        "--max-target-positions",
+        "64",
+        "--criterion",
+        "ngram_language_loss",
+    ],
+    "prophetnet_denoising": [
+        "--task",
+        "prophetnet_denoising",
+        "--source-lang",
+        "en",
+        "--arch",
+        "prophetnet_tiny",
+        *TINY_DIMS,
+        "--max-source-positions",
+        "64",
+        "--max-target-positions",
+        "64",
+        "--criterion",
+        "ngram_language_loss",
+    ],
+    "posmask": [
+        "--task",
+        "position_masked_lm",
+        "--arch",
+        "position_masked_roberta_tiny",
+        *ENCODER_DIMS,
+        "--tokens-per-sample",
+        "64",
+        "--criterion",
+        "position_masked_lm",
+    ],
+    "unilm": [
+        "--task",
+        "unilm_seq2seq",
+        "-s",
+        "en",
+        "-t",
+        "de",
+        "--arch",
+        "unilm_transformer_tiny",
+        *ENCODER_DIMS,
+        "--max-positions",
+        "64",
+        "--criterion",
+        "cross_entropy",
+    ],
+    "permutation_lm": [
+        "--task",
+        "permutation_lm",
+        "--arch",
+        "unilm_transformer_tiny",
+        *ENCODER_DIMS,
+        "--max-positions",
+        "64",
+        "--tokens-per-sample",
+        "64",
+        "--criterion",
+        "cross_entropy",
+    ],
 }
 
 

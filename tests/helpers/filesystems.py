@@ -1,6 +1,7 @@
 """Real filesystem faults for the tests: a small tmpfs that fills up, a read-only mount, a
 folder the user cannot write. A mount needs root (CI runs the suite as root); where none can
 be made, the test is skipped with the reason."""
+
 from __future__ import annotations
 
 import contextlib
@@ -12,8 +13,11 @@ from pathlib import Path
 import pytest
 
 # root without the override of file permissions (CAP_DAC_OVERRIDE), for the commands it starts
-WITHOUT_ROOTS_OVERRIDE = ["setpriv", "--inh-caps=-dac_override,-dac_read_search",
-                          "--bounding-set=-dac_override,-dac_read_search"]
+WITHOUT_ROOTS_OVERRIDE = [
+    "setpriv",
+    "--inh-caps=-dac_override,-dac_read_search",
+    "--bounding-set=-dac_override,-dac_read_search",
+]
 
 
 @contextlib.contextmanager
@@ -24,8 +28,11 @@ def tmpfs(target: Path, size_kib: int, read_only: bool = False):
         pytest.skip("mounting a small filesystem needs root (CI runs the tests as root)")
     target.mkdir(parents=True, exist_ok=True)
     options = f"size={size_kib}k" + (",ro" if read_only else "")
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(target)],
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
     try:

@@ -4,6 +4,7 @@ saves checkpoints on rank 0 only).
 
     DUMP_PARAMS=/tmp/params python tests/helpers/train_and_dump.py DATA --user-dir ... (fairseq-train args)
 """
+
 import os
 
 import torch
@@ -15,8 +16,10 @@ _train_one_epoch = fairseq_train.train
 def _train_and_dump(cfg, trainer, task, epoch_itr):
     result = _train_one_epoch(cfg, trainer, task, epoch_itr)
     state = {k: v.detach().cpu().clone() for k, v in trainer.get_model().state_dict().items()}
-    torch.save({"num_updates": trainer.get_num_updates(), "model": state},
-               f"{os.environ['DUMP_PARAMS']}.rank{trainer.data_parallel_rank}")
+    torch.save(
+        {"num_updates": trainer.get_num_updates(), "model": state},
+        f"{os.environ['DUMP_PARAMS']}.rank{trainer.data_parallel_rank}",
+    )
     return result
 
 
