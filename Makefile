@@ -16,7 +16,7 @@ PYTEST_ARGS ?=
 # (on its own, pytest-xdist can leave them running after Ctrl-C).
 STOPPABLE = trap 'kill -TERM -- -$$pid 2>/dev/null; exit 130' INT TERM; setsid env
 
-.PHONY: venv quickstart test test-fast bench clean gpu-wheels gpu-check gpu-rehearsal
+.PHONY: venv quickstart lint format test test-fast bench clean gpu-wheels gpu-check gpu-rehearsal
 
 venv: $(STAMP)
 
@@ -43,8 +43,17 @@ quickstart: $(STAMP)
 
 # The full suite (the CI gate): the product's tests and the reproduction machinery's.
 # It must stay under 15 minutes on 2 cores: the 15 slowest tests are listed at the end.
-test: $(STAMP)
+test: lint
 	$(STOPPABLE) PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadfile --durations 15 tests reproduction/tests $(PYTEST_ARGS) & pid=$$!; wait $$pid
+
+# The formatter and linter of ruff.toml: `make lint` checks (a step of `make test`), `make format` fixes.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 # Everyday subset: the product's tests that start no fairseq command line (about a minute).
 test-fast: $(STAMP)
