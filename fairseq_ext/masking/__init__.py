@@ -1,8 +1,5 @@
-"""The masking decisions of the four papers as pure tensor functions (torch and numpy only, no
-fairseq): which tokens are corrupted (Devlin et al. 2019, section 3.1; Wagner et al. 2020,
-section 2.1; Qi et al. 2020, section 2.4), what a masked slot is given (Wang et al. 2021,
-section 3.2) and who may attend to whom (Su 2019; Qi et al. 2020, eq. 3-5); docs/masking.md
-states the conventions (True = chosen / may attend, one generator per place)."""
+"""The masking decisions of the four techniques as pure tensor functions (torch and numpy,
+no fairseq); docs/masking.md states the conventions (True = chosen / may attend)."""
 
 from fairseq_ext.masking import predicates
 from fairseq_ext.masking.attention import check_order, order_ranks, padded_dense_mask, random_order

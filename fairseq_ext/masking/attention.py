@@ -1,7 +1,5 @@
-"""Who may attend to whom under Su 2019's masks (sections "Unidirectional Language Model",
-"Permutation Language Model", "Seq2Seq"), as dense boolean ``(B, T, T)`` masks (rows = queries,
-True = may attend) derived from ``masking.predicates`` joined with padding, and the random
-factorisation orders of the permutation language model."""
+"""Dense ``(B, T, T)`` attention masks (rows = queries, True = may attend) from
+``masking.predicates`` joined with padding, and the random orders of the permutation LM."""
 
 from __future__ import annotations
 
@@ -29,29 +27,19 @@ def padded_dense_mask(rule: MaskMod, padding: Tensor, query_sees_itself: bool = 
 
 
 def bidirectional_mask(padding: Tensor) -> Tensor:
-    """BERT's encoder (``predicates.bidirectional``): ``i`` sees ``j`` iff ``j`` is not padding.
-
-    Args:
-        padding: ``(B, T)`` bool, True at padding.
-
-    Returns:
-        ``(B, T, T)`` bool, True = may attend.
-    """
+    """BERT's encoder: every token sees every non-padding token; ``padding`` is ``(B, T)`` bool."""
     _check_padding(padding)
     return padded_dense_mask(predicates.bidirectional, padding)
 
 
 def causal_mask(padding: Tensor) -> Tensor:
-    """A left-to-right language model (``predicates.causal``, the lower triangle): ``i`` sees
-    ``j`` iff ``j <= i`` and ``j`` is not padding. Takes and returns what
-    ``bidirectional_mask`` does."""
+    """Left to right: ``i`` sees non-padding ``j <= i``."""
     _check_padding(padding)
     return padded_dense_mask(predicates.causal, padding)
 
 
 def check_segment_ids(segment_ids: Tensor, padding: Tensor) -> None:
-    """Raise ``ValueError`` unless ``segment_ids`` has the shape of ``padding`` and is 0 (source)
-    or 1 (target) at every non-padding position."""
+    """Raise ``ValueError`` unless ``segment_ids`` is 0 or 1 at every non-padding position."""
     if segment_ids.shape != padding.shape:
         raise ValueError(
             f"segment_ids {tuple(segment_ids.shape)} and padding {tuple(padding.shape)} "
@@ -64,20 +52,8 @@ def check_segment_ids(segment_ids: Tensor, padding: Tensor) -> None:
 
 
 def prefix_lm_mask(segment_ids: Tensor, padding: Tensor) -> Tensor:
-    """UniLM's seq2seq mask (``predicates.prefix_lm``): ``i`` sees ``j`` iff ``j`` is not
-    padding and either ``j`` is a source token (segment 0) or both are target tokens (segment 1)
-    with ``j <= i``.
-
-    So the source is bidirectional, a target token sees the whole source and its own past,
-    and no source token sees the target.
-
-    Args:
-        segment_ids: ``(B, T)`` integer, 0 for the source, 1 for the target.
-        padding: ``(B, T)`` bool, True at padding.
-
-    Returns:
-        ``(B, T, T)`` bool, True = may attend.
-    """
+    """UniLM's seq2seq mask (Dong et al. 2019, section 2.3): the source (segment 0) is
+    bidirectional, a target token (segment 1) sees the source and its own past."""
     _check_padding(padding)
     check_segment_ids(segment_ids, padding)
     return padded_dense_mask(predicates.prefix_lm(segment_ids), padding)
@@ -117,25 +93,8 @@ def order_ranks(order: Tensor) -> Tensor:
 
 
 def permutation_mask(order: Tensor, padding: Tensor, strict: bool = False) -> Tensor:
-    """XLNet's factorisation-order mask over the tokens in their natural positions: ``i``
-    sees ``j`` iff ``j`` is not padding and ``rank[j] <= rank[i]`` (``<`` with ``strict``),
-    where ``rank[p]`` is the step at which position ``p`` comes in ``order``.
-
-    ``strict=False`` is the content stream (a token sees itself; Su 2019's "shuffled lower
-    triangle" with the input shifted by one); ``strict=True`` is the query stream, the
-    picture in Su 2019: the row of a token lists what it is predicted from, so the first
-    position of the order sees nothing, and padding rows are empty too (do not feed empty
-    rows to a softmax).
-
-    Args:
-        order: ``(B, T)`` integer, each row a permutation of ``0..T-1`` (padding positions
-            included, conventionally last).
-        padding: ``(B, T)`` bool, True at padding.
-        strict: exclude ``j == i``.
-
-    Returns:
-        ``(B, T, T)`` bool, True = may attend.
-    """
+    """XLNet's factorisation-order mask (Yang et al. 2019, section 2.2): ``i`` sees ``j`` iff
+    ``rank[j] <= rank[i]`` (``<`` with ``strict``, the query stream, whose rows may be empty)."""
     _check_padding(padding)
     if order.shape != padding.shape:
         raise ValueError(
@@ -150,20 +109,7 @@ def permutation_mask(order: Tensor, padding: Tensor, strict: bool = False) -> Te
 def random_order(
     padding: Tensor, keep_first: int = 1, generator: torch.Generator | None = None
 ) -> Tensor:
-    """A uniformly random factorisation order per row.
-
-    The first ``keep_first`` positions (e.g. ``<s>``) stay first and in place, the other
-    non-padding positions follow in uniformly random order, and padding positions come last
-    in their natural order (so padding stays at the end of a shuffled sequence).
-
-    Args:
-        padding: ``(B, T)`` bool, True at padding (right padding).
-        keep_first: number of leading positions that keep their place.
-        generator: optional RNG for reproducibility.
-
-    Returns:
-        ``(B, T)`` long, each row a permutation of ``0..T-1``.
-    """
+    """A random order per row: the first ``keep_first`` positions stay first, padding last."""
     _check_padding(padding)
     B, T = padding.shape
     scores = torch.rand(B, T, generator=generator, device=padding.device)

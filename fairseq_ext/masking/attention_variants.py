@@ -1,10 +1,5 @@
-"""The attention masks of ``unilm_transformer`` (``--attention-mask``), one registry entry each:
-Su 2019 ("Transformer is like a play, it all depends on the mask") shows that one stack becomes
-a different model by the mask alone. An entry names its rule (``masking.predicates``) and what
-the model needs to know about it; the option's choices, help and error message, the model's
-masks (full pass and cached decoding) and ``analysis.draw_mask`` all read this table, so a new
-mask is one entry (and its name among the masks a task trains, ``fairseq_ext.common.families``).
-"""
+"""The masks of ``unilm_transformer`` (``--attention-mask``), one entry each: the option, the
+model and ``analysis.draw_mask`` read this table (docs/new-technique.md)."""
 
 from __future__ import annotations
 
@@ -19,21 +14,9 @@ from fairseq_ext.masking.predicates import MaskMod
 
 @dataclass(frozen=True)
 class AttentionVariant:
-    """One ``--attention-mask``.
-
-    Attributes:
-        rule: ``rule(segment_ids, ranks) -> mask_mod`` over the sequence as the stack reads it,
-            from its segment ids (``(B, T)``: 0 for ``<s> source </s>``, 1 for the target) and
-            factorisation ranks (``(B, T)``: the step at which each position comes; ``arange``
-            where the tokens are fed in their order, as the model always feeds them).
-        help: one line for ``--help``.
-        incremental: cached decoding (one target row per step against the cached keys and
-            values) equals recomputing the whole sequence, because under the rule no source row
-            sees the target and no target row sees a later one. Without it the model decodes by
-            recomputation.
-        random_order: the rule reads a fresh factorisation order per sequence and update,
-            which the training code draws (``attention.random_order``) and feeds as ``ranks``.
-    """
+    """One ``--attention-mask``: ``rule(segment_ids, ranks) -> mask_mod``; ``incremental`` when
+    cached decoding equals recomputation (no source row sees the target, no target row a later
+    one); ``random_order`` when training draws a fresh order per sequence."""
 
     rule: Callable[[Tensor, Tensor], MaskMod]
     help: str

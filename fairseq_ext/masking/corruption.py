@@ -1,6 +1,5 @@
-"""Token corruption: which tokens a model has to recover (a share per example, or CMLM's uniform
-count per batch, Ghazvininejad et al. 2019, section 3) and what a chosen token becomes (BERT's
-80/10/10, Devlin et al. 2019, section 3.1)."""
+"""Which tokens are corrupted (a share per example, or CMLM's uniform count, Ghazvininejad
+et al. 2019, section 3) and what they become (BERT's 80/10/10, Devlin et al. 2019, section 3.1)."""
 
 from __future__ import annotations
 
@@ -28,30 +27,13 @@ def check_example_rng(rng) -> None:
 
 
 def example_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
-    """The generator of one example in one epoch: fairseq's ``MaskTokensDataset`` scheme,
-    ``default_rng(int(hash((seed, epoch, index)) % 1e6))``.
-
-    Reproducible, new each epoch, and independent of the batch order, the data-loader
-    worker and the distributed rank (Python hashes a tuple of ints the same in every process).
-    Like fairseq's, it has 10^6 distinct streams; keeping the scheme keeps BERT's token
-    masking equal to fairseq's ``masked_lm`` draw for draw.
-    """
+    """One example's generator in one epoch, seeded as fairseq's ``MaskTokensDataset``."""
     return np.random.default_rng(int(hash((seed, epoch, index)) % 1e6))
 
 
 def choose_share(candidates: np.ndarray, prob: float, rng: np.random.Generator) -> np.ndarray:
-    """BERT's choice of the corrupted tokens, counted as fairseq's ``MaskTokensDataset``
-    counts them: ``int(prob * n + u)`` of the ``n`` candidates (``u ~ U[0, 1)``: rounding at
-    random, so the expected count is exactly ``prob * n``), uniformly without replacement.
-
-    Args:
-        candidates: ``(L,)`` bool, True where a position may be chosen.
-        prob: share to choose, in [0, 1].
-        rng: the example's generator.
-
-    Returns:
-        ``(L,)`` bool, True at the chosen positions.
-    """
+    """``int(prob * n + u)`` of the ``n`` candidates, uniformly without replacement, drawn as
+    fairseq's ``MaskTokensDataset`` draws them."""
     if not 0.0 <= prob <= 1.0:
         raise ValueError(f"the share to choose must be in [0, 1], got {prob}")
     check_example_rng(rng)
@@ -82,26 +64,9 @@ def replace_80_10_10(
     random_prob: float = 0.1,
     replacement_weights: Optional[np.ndarray] = None,
 ) -> Replaced:
-    """BERT's replacement of the chosen positions (Devlin et al. 2019, section 3.1): each one
-    independently becomes ``mask_value`` (80%), keeps its value (``keep_prob``, 10%) or
-    becomes a value drawn from ``replacement_weights`` (``random_prob``, 10%). Unchosen
-    positions never change.
-
-    The draws are those of fairseq's ``MaskTokensDataset`` in the same order: ``u < keep_prob
-    + random_prob`` over all positions picks the kept-or-random ones, a second ``u`` (drawn
-    only when both shares are positive) splits them, then one ``rng.choice`` per random value.
-
-    Args:
-        values: ``(L,)`` int values (token ids, position indices).
-        chosen: ``(L,)`` bool, True at the positions to corrupt.
-        rng: the example's generator.
-        mask_value: what a masked position becomes (``<mask>``, ``MASK_POSITION``).
-        replacement_weights: ``(V,)`` probabilities of the random values ``0 .. V-1``;
-            required when ``random_prob > 0``.
-
-    Returns:
-        ``Replaced(values, kind)``.
-    """
+    """BERT's replacement (Devlin et al. 2019, section 3.1): a chosen position becomes
+    ``mask_value``, keeps its value (``keep_prob``) or is drawn from ``replacement_weights``
+    (``random_prob``), in fairseq's ``MaskTokensDataset`` draw order."""
     check_replacement_shares(keep_prob, random_prob)
     if random_prob > 0 and replacement_weights is None:
         raise ValueError("random_prob > 0 needs replacement_weights")
@@ -130,20 +95,8 @@ def replace_80_10_10(
 
 
 def uniform_count_mask(maskable: Tensor, generator: torch.Generator | None = None) -> Tensor:
-    """CMLM training noise (Ghazvininejad et al. 2019; HI-CMLM paper, section 2.3).
-
-    For each row with ``n`` maskable positions, draw the number of masked tokens ``k``
-    uniformly from ``{1, ..., n}``, then choose ``k`` of the ``n`` positions uniformly
-    without replacement. Positions where ``maskable`` is False (padding, <s>, </s>) are
-    never chosen; a row with no maskable position gets no mask.
-
-    Args:
-        maskable: ``(B, T)`` bool, True where a token may be masked.
-        generator: optional RNG for reproducibility.
-
-    Returns:
-        ``(B, T)`` bool, True at the masked positions.
-    """
+    """CMLM noise (Ghazvininejad et al. 2019, section 3): per row, ``k ~ U{1..n}`` of the ``n``
+    maskable positions, chosen uniformly; ``(B, T)`` bool in and out."""
     if maskable.dim() != 2 or maskable.dtype != torch.bool:
         raise ValueError("maskable must be a (batch, length) bool tensor")
     n = maskable.sum(dim=1)

@@ -1,8 +1,6 @@
-"""What a masked decoder slot is given: [MASK] (M), the copied source (Z) or a mix
-``(1 - w) M + w Z`` (Wang et al. 2021, "HI-CMLM"): the decoding rule of each hybrid strategy
-(section 3.2, Table 1) and the training rule (section 3.3: a random share of the masked slots
-gets Z). Slots are those of fairseq's decoder input (index 0 holds ``<s>``); only masked slots
-ever get Z."""
+"""What a masked decoder slot gets in HI-CMLM (Wang et al. 2021): [MASK] (M), the copied
+source (Z) or ``(1 - w) M + w Z``; the decoding rules of section 3.2 (Table 1) and the training
+rule of section 3.3. Index 0 of a decoder input is ``<s>``; only masked slots get Z."""
 
 from __future__ import annotations
 
@@ -17,13 +15,8 @@ TRAINING_INPUTS = ("paper", "decoding_rule")
 
 
 def fence_pattern(num_slots: int, first: str, device=None) -> Tensor:
-    """The fence over ``num_slots`` target slots: True where the slot takes Z.
-
-    ``first="mask"`` is the paper's vector (0, 1, 0, 1, ...): written from the first target
-    word, 1 at the second, fourth, ... word ("odd positions filled with Z, even positions
-    with M", counting the vector's entries from 0). ``first="copy"`` is the other phase,
-    (1, 0, 1, 0, ...).
-    """
+    """True where a slot takes Z: (0, 1, 0, 1, ...) for ``first="mask"`` (the paper's), else
+    (1, 0, 1, 0, ...)."""
     if first not in FENCE_FIRST:
         raise ValueError(f"unknown fence phase {first!r}; choose one of {FENCE_FIRST}")
     k = torch.arange(num_slots, device=device)
@@ -31,8 +24,7 @@ def fence_pattern(num_slots: int, first: str, device=None) -> Tensor:
 
 
 def decoder_fence(length: int, first: str, device=None) -> Tensor:
-    """``fence_pattern`` laid over a decoder input of ``length`` slots whose index 0 is ``<s>``
-    (never on the fence)."""
+    """``fence_pattern`` after the ``<s>`` slot."""
     no = torch.zeros(1, dtype=torch.bool, device=device)
     return torch.cat([no, fence_pattern(max(length - 1, 0), first, device=device)])
 
@@ -69,51 +61,20 @@ def _row(strategy: str) -> HybridStrategy:
 def source_copy_weight(
     masked: Tensor, strategy: str, mask_weight: float, fence_first: str
 ) -> Tensor:
-    """Decoding rule (section 3.2): weight of Z in each slot (``STRATEGY_TABLE``); M gets
-    ``1 - weight``.
-
-    * ``all_mask``: 0 everywhere (CMLM's input);
-    * ``all_copied``: 1 at masked slots;
-    * ``weighted_sum``: ``1 - mask_weight`` at masked slots (the paper's best is 0.6 M + 0.4 Z);
-    * ``fence_replace``: 1 at masked slots on the fence (``decoder_fence``), 0 elsewhere.
-
-    Unmasked slots always get 0: observed tokens keep their own embedding.
-
-    Args:
-        masked: ``(B, T)`` bool over the decoder input (index 0 = ``<s>``), True at masked slots.
-        strategy: one of ``HYBRID_STRATEGIES``.
-        mask_weight: weight of M for ``weighted_sum``, in [0, 1].
-        fence_first: what the first target word gets on the fence, one of ``FENCE_FIRST``.
-
-    Returns:
-        ``(B, T)`` float weights in [0, 1].
-    """
+    """Decoding rule (section 3.2): the weight of Z per slot, ``(B, T)`` float; 0 at unmasked
+    slots."""
     return _row(strategy).weight(masked.float(), mask_weight, fence_first)
 
 
 def decoding_copies_source(strategy: str) -> bool:
-    """Whether the strategy's decoding input can give a masked slot Z (section 3.2): every
-    strategy but ``all_mask``, whose input is CMLM's."""
+    """Whether a masked slot can get Z at decoding: all strategies but ``all_mask``."""
     return _row(strategy).copies
 
 
 def random_copy_slots(
     masked: Tensor, share: float, generator: torch.Generator | None = None
 ) -> Tensor:
-    """Training rule (section 3.3): the random subset of masked slots that gets Z instead of M.
-
-    Each masked slot is chosen independently with probability ``share``, so Z fills
-    ``share`` of the masked slots on average and the corrupted slots stay exactly those of
-    CMLM's noise. ``share = 0`` is CMLM's training input.
-
-    Args:
-        masked: ``(B, T)`` bool, True at masked slots.
-        share: probability in [0, 1] that a masked slot gets Z.
-        generator: optional RNG (torch's global one otherwise, as fairseq seeds it).
-
-    Returns:
-        ``(B, T)`` bool, True at the slots that get Z (a subset of ``masked``).
-    """
+    """Training rule (section 3.3): each masked slot gets Z with probability ``share``."""
     if masked.dtype != torch.bool:
         raise ValueError("masked must be a bool tensor")
     draw = torch.rand(masked.shape, generator=generator, device=masked.device)
@@ -129,15 +90,8 @@ def training_copy_weight(
     fence_first: str,
     generator: torch.Generator | None = None,
 ) -> Tensor:
-    """Weight of Z in each slot of a training input.
-
-    * ``paper`` (section 3.3): 1 at ``random_copy_slots(masked, share)``, 0 elsewhere, for
-      every strategy;
-    * ``decoding_rule``: ``source_copy_weight`` of the strategy, as at decoding (an ablation).
-
-    Returns:
-        ``(B, T)`` float weights in [0, 1].
-    """
+    """The weight of Z per slot in training: ``paper`` (section 3.3) or ``decoding_rule``
+    (the decoding rule, an ablation)."""
     if training_input not in TRAINING_INPUTS:
         raise ValueError(
             f"unknown training input {training_input!r}; choose one of {TRAINING_INPUTS}"
@@ -149,18 +103,6 @@ def training_copy_weight(
 
 
 def mix_decoder_input(mask_embeddings: Tensor, copied: Tensor, copy_weight: Tensor) -> Tensor:
-    """The hybrid decoder input ``(1 - w) * X + w * Z``.
-
-    Args:
-        mask_embeddings: ``(B, T, C)`` embeddings of the decoder input tokens (M at masked slots).
-        copied: ``(B, T, C)`` copied source embeddings Z (``soft_copy``).
-        copy_weight: ``(B, T)`` weight ``w`` of Z, from ``source_copy_weight`` (decoding) or
-            ``training_copy_weight`` (training).
-
-    Returns:
-        ``(B, T, C)`` mixed embeddings; slots with ``w = 0`` (all unmasked ones) equal
-        ``mask_embeddings`` exactly and slots with ``w = 1`` equal ``copied`` exactly
-        (``torch.lerp``).
-    """
+    """``torch.lerp(X, Z, w)``: ``w = 0`` gives ``X`` and ``w = 1`` gives ``Z`` exactly."""
     w = copy_weight.to(mask_embeddings.dtype).unsqueeze(-1)
     return torch.lerp(mask_embeddings, copied.to(mask_embeddings.dtype), w)

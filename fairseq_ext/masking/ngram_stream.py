@@ -1,7 +1,5 @@
-"""Who may attend to whom in ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3,
-eq. 3-5, Figure 3): the main stream is causal, predicting stream ``k`` at index ``t`` sees the
-main stream up to ``t - k + 1`` (and the start symbol) and itself; the masks, buckets and folded
-key layout the model runs, derived from ``predicates.ngram_stream``."""
+"""ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5): the masks,
+buckets and folded key layout the model runs, from ``predicates.ngram_stream``."""
 
 from __future__ import annotations
 
@@ -21,13 +19,12 @@ def _check_ngram(ngram: int) -> None:
 
 
 def main_stream_mask(length: int, device=None) -> Tensor:
-    """Main stream: query ``t`` may attend key ``j`` iff ``j <= t``. Shape ``(T, T)``."""
+    """``(T, T)``: main ``t`` sees main ``j <= t``."""
     return dense_mask(ngram_stream(length), 1, 1, length, length, device=device)[0, 0]
 
 
 def predicting_stream_main_mask(length: int, ngram: int, device=None) -> Tensor:
-    """Predicting stream ``k`` (1..n), query ``t`` may attend main key ``j`` iff
-    ``j <= max(t - k + 1, 0)``. Shape ``(n, T, T)``; entry ``[k - 1, t, j]``."""
+    """``(n, T, T)``: stream ``k`` at ``t`` sees main ``j <= max(t - k + 1, 0)``."""
     _check_ngram(ngram)
     rows = torch.arange(length, (1 + ngram) * length, device=device)
     seen = mask_at(ngram_stream(length), rows.unsqueeze(1), torch.arange(length, device=device))[
@@ -37,40 +34,23 @@ def predicting_stream_main_mask(length: int, ngram: int, device=None) -> Tensor:
 
 
 def ngram_stream_mask(length: int, ngram: int, device=None) -> Tensor:
-    """The full n-stream self-attention mask, True = may attend, rows = queries, columns =
-    keys, both ordered ``[main 0..T-1, stream 1 0..T-1, ..., stream n 0..T-1]``.
-
-    Rule: main ``t`` sees main ``j <= t``; stream ``k`` at ``t`` sees main
-    ``j <= max(t - k + 1, 0)`` and itself (stream ``k`` at ``t``); nothing else.
-
-    Returns:
-        ``((1 + ngram) * length, (1 + ngram) * length)`` bool.
-    """
+    """The full ``((1 + n) T, (1 + n) T)`` mask over ``[main, stream 1, ..., stream n]``."""
     _check_ngram(ngram)
     size = (1 + ngram) * length
     return dense_mask(ngram_stream(length), 1, 1, size, size, device=device)[0, 0]
 
 
 def folded_keys(rows: Tensor, keys: int, length: int) -> Tensor:
-    """The keys a row of the n-stream layout (``length`` per stream) can see, folded into
-    ``keys + 1`` slots: the main keys ``0 .. keys - 1`` and the row's own key, which is the row
-    itself for a predicting row and none (``-1``, an empty slot) for a main row, since a main
-    query meets itself among the main keys. No query sees any other predicting key, so
-    nothing is lost.
-
-    Returns:
-        ``(len(rows), keys + 1)`` long key indices.
-    """
+    """The keys a row can see, in ``keys + 1`` slots: the main keys and the row's own key
+    (``-1`` for a main row, which meets itself among the main keys)."""
     main = torch.arange(keys, device=rows.device).expand(rows.numel(), keys)
     own = torch.where(rows >= length, rows, torch.full_like(rows, -1))
     return torch.cat([main, own.view(-1, 1)], dim=1)
 
 
 def decoding_keys(length: int, device=None) -> Tuple[Tensor, Tensor]:
-    """The rows and keys of cached decoding at every step ``t < length``: rows ``[main t,
-    stream 1 t]`` (what incremental decoding computes), ``(2, length)``, and their keys,
-    ``(2, length, length + 1)``: slots ``0 .. t`` the cached main keys, slot ``t + 1`` the row's
-    own key (as in ``folded_keys``), later slots empty (``-1``)."""
+    """Rows ``[main t, stream 1 t]`` of every cached step ``t`` and their folded keys
+    (``-1`` = empty slot)."""
     steps = torch.arange(length, device=device)
     rows = torch.stack([steps, length + steps])
     slots = torch.arange(length + 1, device=device)
@@ -82,41 +62,21 @@ def decoding_keys(length: int, device=None) -> Tuple[Tensor, Tensor]:
 
 
 def ngram_stream_folded_mask(rows: Tensor, keys: Tensor, length: int) -> Tensor:
-    """``predicates.ngram_stream(length)`` at query rows ``rows`` (any shape ``R``) against key
-    indices ``keys`` (``(*R, K)``, ``-1`` = an empty slot, never attended): ``(*R, K)`` bool."""
+    """The rule at ``rows`` against ``keys`` (``-1`` never attended)."""
     seen = mask_at(ngram_stream(length), rows.unsqueeze(-1), keys.clamp(min=0))[0, 0]
     return seen & (keys >= 0)
 
 
 def ngram_stream_key_mask(length: int, ngram: int, device=None) -> Tensor:
-    """``ngram_stream_mask`` with the keys each query may see folded into ``T + 1`` columns
-    (``folded_keys``): the main keys ``0..T-1`` and the query's own key (column ``T``).
-
-    Rule: row ``r`` (ordered as in ``ngram_stream_mask``) has ``[r, j] = full[r, j]`` for main
-    keys ``j`` and ``[r, T] = full[r, r]`` for its own key if ``r`` is a predicting query (a main
-    query sees itself as main key ``t`` already, so its own-key column is False).
-
-    Returns:
-        ``((1 + ngram) * length, length + 1)`` bool.
-    """
+    """``ngram_stream_mask`` with keys folded to ``[main 0..T-1, own]``: ``((1 + n) T, T + 1)``."""
     _check_ngram(ngram)
     rows = torch.arange((1 + ngram) * length, device=device)
     return ngram_stream_folded_mask(rows, folded_keys(rows, length, length), length)
 
 
 class NgramStreamTables:
-    """What ProphetNet's decoder runs: the folded key masks (``ngram_stream_key_mask``) and the
-    relative-position buckets of a target numbered from the start (``ngram_stream_buckets`` of
-    ``0 .. T-1``) for every length ``T <= max_length``, and the rows of every cached-decoding
-    step (``decoding_keys``), built once at ``max_length`` and sliced, so that nothing grows
-    with the lengths seen (ProphetNet's release likewise builds its n-gram attention bias once
-    at the longest length).
-
-    The rule depends on a row's stream and index and a key's index only, so the rows of length
-    ``T`` are the first ``T`` rows of every stream of the ``max_length`` tables, and step ``t``
-    (main and stream 1 at ``t`` against the cached main keys ``0 .. t`` and the row's own key)
-    is row ``t`` of the main stream and of stream 1.
-    """
+    """The key masks, buckets and step rows of every length ``<= max_length``, built once and
+    sliced (as ProphetNet's release builds its n-gram bias once)."""
 
     def __init__(
         self, max_length: int, ngram: int, num_buckets: int, max_distance: int, device=None
@@ -141,10 +101,9 @@ class NgramStreamTables:
         return additive_attention_mask(allowed.reshape(-1, length + 1), torch.float32)
 
     def numbered_buckets(self, length: int) -> Tensor:
-        """Long ``((1 + n) T, T)`` buckets of the main keys for every row."""
+        """Long ``((1 + n) T, T)`` buckets of the main keys."""
         return self.buckets[:, :length, :length].reshape(-1, length).long()
 
     def step(self, step: int) -> Tuple[Tensor, Tensor]:
-        """Decoding step ``step`` (``step + 1`` cached main keys): rows ``[main, stream 1]`` at
-        ``step``, as buckets ``(2, step + 1)`` and additive float32 key mask ``(2, step + 2)``."""
+        """Step ``step``'s buckets ``(2, step + 1)`` and additive key mask ``(2, step + 2)``."""
         return self.buckets[:2, step, : step + 1].long(), self.step_key_mask[:, step, : step + 2]

@@ -1,6 +1,5 @@
-"""Token masking and position masking of one sequence (Wagner et al. 2020, section 2.1): BERT's
-rule applied to token ids (80/10/10) and to positions (90% mask-position embedding, 5% kept, 5%
-random), drawn with the example's numpy generator; ``<s>``, ``</s>`` and padding are never chosen."""
+"""Token and position masking of one sequence (Wagner et al. 2020, section 2.1): BERT's rule on
+token ids (80/10/10) and on positions (90/5/5); ``<s>``, ``</s>`` and padding never chosen."""
 
 from __future__ import annotations
 
@@ -35,27 +34,8 @@ def bert_token_mask(
     random_token_prob: float = 0.1,
     replacement_weights: Optional[np.ndarray] = None,
 ) -> TokenMask:
-    """BERT's token corruption (Devlin et al. 2019, section 3.1; the paper, section 3).
-
-    Rule: ``choose_share`` picks ``int(mask_prob * n + u)`` of the ``n`` maskable tokens;
-    ``replace_80_10_10`` turns a chosen token into ``mask_idx`` (80%), leaves it
-    (``leave_unmasked_prob``, 10%) or draws it from ``replacement_weights``
-    (``random_token_prob``, 10%).
-
-    Both draw as fairseq's ``MaskTokensDataset`` does, in the same order, so with every token
-    maskable the result equals fairseq's ``masked_lm`` noise draw for draw.
-
-    Args:
-        tokens: ``(L,)`` int token ids.
-        maskable: ``(L,)`` bool, True where a token may be chosen.
-        rng: the example's generator (``example_rng``).
-        mask_idx: id of ``<mask>``.
-        replacement_weights: ``(V,)`` probabilities of the random replacement tokens
-            (zero for special tokens); required when ``random_token_prob > 0``.
-
-    Returns:
-        ``TokenMask(tokens, chosen)``.
-    """
+    """BERT's token corruption (Devlin et al. 2019, section 3.1), equal to fairseq's
+    ``masked_lm`` noise draw for draw when every token is maskable."""
     check_replacement_shares(leave_unmasked_prob, random_token_prob)
     chosen = choose_share(maskable, mask_prob, rng)
     replaced = replace_80_10_10(
@@ -77,23 +57,8 @@ def position_mask(
     keep_prob: float = 0.05,
     random_prob: float = 0.05,
 ) -> PositionMask:
-    """Position masking (the paper, section 2.1 and section 3: "the same masking strategy
-    for position as BERT used for token ids").
-
-    Rule: BERT's rule over the position indices ``0 .. L-1``: ``choose_share`` picks
-    ``int(prob * n + u)`` of the ``n`` candidate tokens; ``replace_80_10_10`` turns a chosen
-    token's input position into ``MASK_POSITION`` (90%), leaves it (``keep_prob``, 5%) or
-    draws it uniformly from ``[0, L)`` (``random_prob``, 5%); the classifier predicts the
-    original index of every chosen token.
-
-    Args:
-        candidates: ``(L,)`` bool, True where a token's position may be masked.
-        rng: the example's generator (``example_rng``).
-
-    Returns:
-        ``PositionMask(positions, chosen)``: ``positions`` is ``arange(L)`` with the changes
-        above; the labels of the chosen tokens are their indices.
-    """
+    """Position masking (Wagner et al. 2020, section 2.1): BERT's rule over the indices
+    ``0 .. L-1``, a masked one becoming ``MASK_POSITION``; the labels are the original indices."""
     check_replacement_shares(keep_prob, random_prob)
     size = len(candidates)
     positions = np.arange(size, dtype=np.int64)
