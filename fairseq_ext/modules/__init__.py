@@ -1,6 +1,5 @@
-"""``nn.Module`` building blocks the plugin's models share: attention with per-example masks and a
-key/value cache, ProphetNet's n-stream attention and decoder layer (Qi et al. 2020, section 2.3)
-and the straight-through attention dropout (Wagner et al. 2020, section 2.2)."""
+"""The ``nn.Module`` blocks the models share: masked attention with a cache, ProphetNet's
+n-stream attention and decoder layer, straight-through attention dropout."""
 
 from fairseq_ext.modules.masked_attention import MaskedSelfAttention, MaskedTransformerLayer
 from fairseq_ext.modules.ngram_self_attention import NgramSelfAttention

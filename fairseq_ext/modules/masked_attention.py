@@ -1,7 +1,6 @@
-"""Post-norm Transformer layer whose self-attention takes a per-example mask and returns its keys
-and values for a decoding cache: ``softmax(QK^T / sqrt(d_k)) V`` (Vaswani et al. 2017, eq. 1)
-under the dense form of a ``masking.predicates`` rule or its FlexAttention block mask, with
-fairseq's ``TransformerEncoderLayer`` parameter names so BERT/RoBERTa weights load unchanged."""
+"""A post-norm Transformer layer (Vaswani et al. 2017) whose self-attention takes a per-example
+mask and a key/value cache, with fairseq's ``TransformerEncoderLayer`` parameter names so that
+BERT/RoBERTa weights load unchanged."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ KeyValue = Tuple[Tensor, Tensor]
 
 
 def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
-    """A boolean mask (True = may attend), ``(B, T, S)`` or ``(T, S)``, as the additive
-    ``(B or 1, 1, T, S)`` float mask of ``scaled_dot_product_attention``
-    (``masking.additive_attention_mask``: finite in fp16/bf16, unlike -inf)."""
+    """A bool ``(B, T, S)`` or ``(T, S)`` mask as the additive ``(B, 1, T, S)`` mask of
+    ``scaled_dot_product_attention``."""
     if allowed.dtype != torch.bool or allowed.dim() not in (2, 3):
         raise ValueError(
             f"allowed must be a (B, T, S) or (T, S) bool tensor, got {tuple(allowed.shape)} "
@@ -33,8 +31,7 @@ def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 class MaskedSelfAttention(nn.Module):
-    """Multi-head self-attention whose mask may differ per example, with an optional cache
-    of past keys/values (the new keys/values are appended after them)."""
+    """Multi-head self-attention with a per-example mask and optional cached keys/values."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0):
         super().__init__()
@@ -55,17 +52,8 @@ class MaskedSelfAttention(nn.Module):
     def forward(
         self, x: Tensor, allowed: Union[Tensor, BlockMask], past: Optional[KeyValue] = None
     ) -> Tuple[Tensor, KeyValue]:
-        """
-        Args:
-            x: ``(B, T, C)`` queries (and the new keys/values).
-            allowed: bool ``(B, T, S)`` or ``(T, S)``, True = may attend, where ``S`` is the
-                number of past keys plus ``T``; or, in a full pass (no ``past``), the rule's
-                ``BlockMask`` (``modules.flex_attention.padded_block_mask``).
-            past: cached ``(keys, values)``, each ``(B, H, S - T, C / H)``.
-
-        Returns:
-            ``(B, T, C)`` outputs and the ``(keys, values)`` of all ``S`` positions.
-        """
+        """``x`` ``(B, T, C)``; ``allowed`` ``(B, T, S)`` bool over the past and new keys, or a
+        ``BlockMask`` in a full pass; returns the output and all keys/values."""
         q, k, v = (
             self._heads(self.q_proj(x)),
             self._heads(self.k_proj(x)),
@@ -117,7 +105,6 @@ class MaskedTransformerLayer(nn.Module):
     def forward(
         self, x: Tensor, allowed: Union[Tensor, BlockMask], past: Optional[KeyValue] = None
     ) -> Tuple[Tensor, KeyValue]:
-        """``x``: ``(B, T, C)``; ``allowed``/``past``: see ``MaskedSelfAttention.forward``."""
         h, kv = self.self_attn(x, allowed, past)
         x = self.self_attn_layer_norm(x + F.dropout(h, self.dropout, self.training))
         h = F.dropout(self.activation_fn(self.fc1(x)), self.activation_dropout, self.training)

@@ -1,7 +1,5 @@
-"""ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5): the main and ``n``
-predicting streams share projections, each query attends the ``T`` main-stream keys and its own
-key under ``masking.ngram_stream_key_mask``, plus a T5 relative-position bias per bucket; cached
-decoding keeps the main stream's keys and computes stream 1 only."""
+"""ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5): shared
+projections, each query on the main keys and its own key, plus a T5 relative-position bias."""
 
 from __future__ import annotations
 
@@ -19,8 +17,7 @@ IncrementalState = Dict[str, Dict[str, Optional[Tensor]]]
 
 
 def _gather_bias(bias: Tensor, buckets: Tensor) -> Tensor:
-    """``bias``: ``(B, H, R, num_buckets)``; ``buckets``: ``(R, S)`` or ``(B, R, S)`` ->
-    ``(B, H, R, S)`` with ``out[..., r, s] = bias[..., r, buckets[r, s]]``."""
+    """``out[..., r, s] = bias[..., r, buckets[r, s]]``."""
     b, h, r, _ = bias.shape
     if buckets.dim() == 2:
         buckets = buckets.unsqueeze(0)
@@ -56,12 +53,10 @@ class NgramSelfAttention(nn.Module):
         self.dropout_module = FairseqDropout(attention_dropout, module_name=self.__class__.__name__)
 
     def first_predicting(self, rows: int, incremental: bool) -> int:
-        """Index of the first predicting row among ``rows`` input rows: ``T`` in a full pass
-        (rows ``[main, stream 1, ..., stream n]``), 1 incrementally (rows ``[main, stream 1]``)."""
+        """``T`` in a full pass, 1 incrementally (rows ``[main, stream 1]``)."""
         return 1 if incremental else rows // (1 + self.ngram)
 
     def _heads(self, x: Tensor) -> Tensor:
-        """``(R, B, C)`` -> ``(B, H, R, d)``."""
         rows, bsz, _ = x.shape
         return x.view(rows, bsz, self.num_heads, self.head_dim).permute(1, 2, 0, 3)
 
@@ -73,24 +68,9 @@ class NgramSelfAttention(nn.Module):
         incremental_state: Optional[IncrementalState] = None,
         predicting_only: bool = False,
     ) -> Tensor:
-        """
-        Args:
-            x: ``(R, B, C)``. Full pass: ``R = (1 + ngram) * T``, rows
-                ``[main, stream 1, ..., stream n]``. Incremental: ``R = 2``, rows
-                ``[main, stream 1]`` of the newest position.
-            buckets: relative-position bucket of each main key for each query row,
-                ``(R, S)`` or ``(B, R, S)`` (``masking.ngram_stream_buckets``; ``S = T`` in a full
-                pass, the number of cached keys incrementally: ``NgramStreamTables.step``).
-            key_mask: ``(R, S + 1)`` additive float32 mask over ``[main keys, own key]``
-                (``masking.ngram_stream_key_mask``; incrementally ``NgramStreamTables.step``), or
-                in a full pass the rows' ``NgramStreamBlockMask`` (the flex backend).
-            predicting_only: compute the predicting rows only (the main rows still give their
-                keys and values): the decoder's last layer needs no main-stream output.
-                ``buckets`` and ``key_mask`` then hold the predicting rows only.
-
-        Returns:
-            ``(R, B, C)``, or the predicting rows only.
-        """
+        """``x`` ``(R, B, C)``, rows ``[main, stream 1, ..., stream n]`` (incrementally
+        ``[main, stream 1]``); ``buckets`` and ``key_mask`` from ``masking.NgramStreamTables``.
+        ``predicting_only`` returns the predicting rows only (the decoder's last layer)."""
         rows, bsz, _ = x.shape
         first = self.first_predicting(rows, incremental_state is not None)
         k = self._heads(self.k_proj(x))
@@ -122,13 +102,12 @@ class NgramSelfAttention(nn.Module):
         )
 
     def _output(self, out: Tensor, bsz: int) -> Tensor:
-        """``(B, H, R, d)`` heads -> ``(R, B, C)`` through the output projection."""
         return self.out_proj(out.permute(2, 0, 1, 3).reshape(out.size(2), bsz, self.embed_dim))
 
     def _cached_main(
         self, k_new: Tensor, v_new: Tensor, incremental_state: IncrementalState
     ) -> tuple:
-        """Append the newest main-stream key/value to the cache; return all cached ones."""
+        """Append the newest main-stream key/value to the cache; return all of them."""
         cache = self.get_incremental_state(incremental_state, "main_stream") or {}
         if cache.get("prev_key") is not None:
             k_new = torch.cat([cache["prev_key"], k_new], dim=2)

@@ -1,7 +1,5 @@
-"""One ProphetNet decoder layer (Qi et al. 2020, section 2): n-stream self-attention, attention
-to the encoder and a feed-forward block, each followed by dropout, the residual and a layer
-norm (post-norm, as ProphetNet and the original Transformer). All streams share every
-parameter of the layer."""
+"""One ProphetNet decoder layer (Qi et al. 2020, section 2): n-stream self-attention, encoder
+attention and feed-forward, post-norm, every parameter shared by the streams."""
 
 from __future__ import annotations
 
@@ -56,9 +54,7 @@ class ProphetNetDecoderLayer(nn.Module):
         incremental_state: Optional[IncrementalState] = None,
         predicting_only: bool = False,
     ) -> Tensor:
-        """``x``: ``(R, B, C)`` rows of all streams (see ``NgramSelfAttention.forward``). With
-        ``predicting_only`` the main rows give their keys and values and are then dropped:
-        the result has the predicting rows only."""
+        """``x`` ``(R, B, C)`` (see ``NgramSelfAttention.forward``)."""
         residual = x
         if predicting_only:
             residual = x[

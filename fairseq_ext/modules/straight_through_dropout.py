@@ -1,6 +1,5 @@
-"""Enhanced dropout gradient (Wagner et al. 2020, section 2.2): attention dropout in the forward
-pass, ``y = x m / (1 - p)``, and the identity in the backward pass, ``dL/dx = dL/dy``, for every
-fairseq ``MultiheadAttention`` of a model (``--attention-dropout-straight-through``)."""
+"""Enhanced dropout gradient (Wagner et al. 2020, section 2.2): attention dropout forward, the
+identity backward (``--attention-dropout-straight-through``)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ FLAG = "--attention-dropout-straight-through"
 
 
 class StraightThroughDropoutFunction(torch.autograd.Function):
-    """``y = x * scaled_keep`` forward; ``dx = dy`` backward (the mask is not applied)."""
+    """``y = x * scaled_keep`` forward, ``dx = dy`` backward."""
 
     @staticmethod
     def forward(ctx, x: Tensor, scaled_keep: Tensor) -> Tensor:
@@ -51,16 +50,10 @@ class StraightThroughDropout(FairseqDropout):
 
 
 def use_straight_through_attention_dropout(model: nn.Module) -> int:
-    """Make every ``MultiheadAttention`` of ``model`` drop its attention probabilities with
-    ``StraightThroughDropout``; returns how many modules were switched.
-
-    fairseq computes attention with ``F.multi_head_attention_forward`` whenever it can, and
-    that function applies its own dropout; the switched modules take fairseq's own Python
-    path instead (the one it uses for ONNX, TPUs and pruned heads), where the attention
-    probabilities go through ``self.dropout_module``; they keep it at inference, where it
-    computes the same attention a little more slowly. Custom attention modules that do not
-    derive from ``MultiheadAttention`` should call ``straight_through_dropout`` themselves.
-    """
+    """Give every ``MultiheadAttention`` of ``model`` a ``StraightThroughDropout``; returns how
+    many. The switched modules take fairseq's Python attention path (``skip_embed_dim_check``),
+    where ``dropout_module`` is applied; other attention modules call
+    ``straight_through_dropout`` themselves."""
     switched = 0
     for module in model.modules():
         if isinstance(module, MultiheadAttention):
@@ -74,7 +67,7 @@ def use_straight_through_attention_dropout(model: nn.Module) -> int:
 
 
 def apply_straight_through_from_args(model: nn.Module, args) -> None:
-    """Switch ``model`` when its args ask for it (call at the end of ``build_model``)."""
+    """Switch ``model`` when its args ask for it (at the end of ``build_model``)."""
     if getattr(args, "attention_dropout_straight_through", False):
         n = use_straight_through_attention_dropout(model)
         logger.info(
