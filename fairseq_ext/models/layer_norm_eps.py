@@ -1,5 +1,4 @@
-"""The epsilon of every layer norm of a model (``--layernorm-eps``, ``LayerNormEpsConfig``):
-BERT and its descendants use 1e-12 (Devlin et al. 2019's release), fairseq 1e-5."""
+"""The epsilon of every layer norm (``--layernorm-eps``): BERT's 1e-12, fairseq's 1e-5."""
 
 from __future__ import annotations
 

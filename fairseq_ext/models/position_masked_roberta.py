@@ -1,7 +1,5 @@
-"""``position_masked_roberta``: fairseq's RoBERTa plus a mask-position embedding and a position
-classifier (Wagner et al. 2020, section 2.1, Figure 2), built only for a task that masks
-positions (``interfaces.PositionMaskingTask``); otherwise it is RoBERTa's encoder, and a
-pre-trained position head is dropped when loaded."""
+"""``position_masked_roberta``: RoBERTa plus a mask-position embedding and a position classifier
+(Wagner et al. 2020, section 2.1, Figure 2), built only for a task that masks positions."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ SEGMENT_KEYS = ("encoder.sentence_encoder.embed_segments.",)
 
 
 class GivenPositionsTransformerEncoder(TransformerEncoder):
-    """fairseq's ``TransformerEncoder`` that adds position embeddings given for one call
-    (``position_embeddings``, ``(B, T, C)``) instead of computing them from the tokens."""
+    """fairseq's ``TransformerEncoder`` taking the position embeddings of one call as given."""
 
     def __init__(self, args, dictionary, embed_tokens):
         super().__init__(args, dictionary, embed_tokens)
@@ -74,8 +71,7 @@ class GivenPositionsTransformerEncoder(TransformerEncoder):
 
 
 class PositionMaskedRobertaEncoder(RobertaEncoder):
-    """RoBERTa's encoder; with ``predicts_positions`` it also owns the mask-position
-    embedding and the position classifier."""
+    """RoBERTa's encoder, with ``predicts_positions`` also the position head."""
 
     def __init__(self, args, dictionary, predicts_positions: bool):
         super().__init__(args, dictionary)
@@ -93,8 +89,7 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
         return encoder
 
     def input_position_embeddings(self, src_tokens: Tensor, src_positions: Tensor) -> Tensor:
-        """Position embeddings of the input: the learned embedding of ``src_positions``
-        (0-based), the mask-position embedding where it is ``MASK_POSITION``."""
+        """The embedding of ``src_positions``, the mask-position one at ``MASK_POSITION``."""
         table = self.sentence_encoder.embed_positions
         pad = table.padding_idx
         # fairseq's learned positions: row pad + 1 + i for the i-th token, row pad for padding;
@@ -118,15 +113,8 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
         masked_positions: Optional[Tensor] = None,
         **unused,
     ):
-        """As ``RobertaEncoder.forward``, plus:
-
-        Args:
-            src_positions: ``(B, T)`` input position index of each token, ``MASK_POSITION``
-                for the mask-position embedding; None: the usual positions.
-            masked_positions: ``(B, T)`` bool, the tokens whose original position the
-                classifier predicts; their logits are ``extra["position_logits"]``
-                (``(N, max_positions)``, in row-major order of the True entries).
-        """
+        """As ``RobertaEncoder.forward``; ``extra["position_logits"]`` holds the classifier's
+        ``(N, max_positions)`` logits of the ``masked_positions`` tokens."""
         limit = self.max_positions()
         require(
             src_tokens.size(1) <= limit,
@@ -234,8 +222,7 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
 
 
 def validate_position_args(args, task) -> None:
-    """Clear errors for out-of-range options (``PositionMaskedRobertaConfig``) and for settings
-    the position embedding or classifier cannot honour."""
+    """Refuse out-of-range options and settings the position head cannot honour."""
     check_config(args, PositionMaskedRobertaConfig)
     require(args.max_positions >= 2, f"--max-positions must be >= 2, got {args.max_positions}")
     require(
@@ -256,28 +243,26 @@ def validate_position_args(args, task) -> None:
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta")
 def position_masked_roberta_architecture(args):
-    """``PositionMaskedRobertaConfig``'s defaults on fairseq's RoBERTa base (12 layers x 768, 12
-    heads, FFN 3072)."""
+    """``PositionMaskedRobertaConfig``'s defaults on RoBERTa base."""
     fill_defaults(args, PositionMaskedRobertaConfig)
     roberta_base_architecture(args)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_base")
 def position_masked_roberta_base_architecture(args):
-    """BERT/RoBERTa base, the paper's model (section 3): 12 layers x 768, 12 heads, FFN 3072."""
+    """BERT/RoBERTa base, the paper's model (section 3)."""
     position_masked_roberta_architecture(args)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_large")
 def position_masked_roberta_large_architecture(args):
-    """RoBERTa large: 24 layers x 1024, 16 heads, FFN 4096."""
     fill_defaults(args, PositionMaskedRobertaConfig)
     roberta_large_architecture(args)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_tiny")
 def position_masked_roberta_tiny_architecture(args):
-    """BERT-Tiny sizes (2 layers x 128, 2 heads, FFN 512): tests and the CPU sweep."""
+    """BERT-Tiny sizes: tests and the CPU sweep."""
     set_sizes(
         args, layers=2, embed_dim=128, ffn_embed_dim=512, attention_heads=2, sides=("encoder",)
     )

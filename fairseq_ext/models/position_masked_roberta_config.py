@@ -1,6 +1,4 @@
-"""The options ``position_masked_roberta`` adds to fairseq's RoBERTa (Wagner et al. 2020,
-"Positional Masking for Language Models"): the straight-through attention dropout of section
-2.2 and the layer-norm epsilon of a converted BERT checkpoint."""
+"""The options ``position_masked_roberta`` adds to RoBERTa (Wagner et al. 2020)."""
 
 from dataclasses import dataclass
 

@@ -1,7 +1,6 @@
-"""``prophetnet``: fairseq's Transformer encoder and a decoder that predicts the next ``n`` tokens
-at every step with n-stream self-attention and T5 relative-position buckets (Qi et al. 2020,
-section 2.3); incremental decoding runs the main stream and stream 1 only. The options are
-``prophetnet_config.ProphetNetConfig``."""
+"""``prophetnet``: fairseq's Transformer encoder and a decoder that predicts the next ``n``
+tokens with n-stream self-attention (Qi et al. 2020, section 2.3); incremental decoding runs the
+main stream and stream 1 only."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ from fairseq_ext.modules.ngram_self_attention import IncrementalState
 
 
 def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
-    """Clear errors for out-of-range options (``ProphetNetConfig``) and for values the model
-    cannot honour together."""
+    """Refuse out-of-range options and values the model cannot honour together."""
     check_config(args, ProphetNetConfig)
     ngram, buckets, distance = args.ngram, args.num_buckets, args.relative_max_distance
     require(
@@ -119,9 +117,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
 
     # ---------------------------------------------------------------- positions and masks
     def _tables(self, device) -> NgramStreamTables:
-        """``masking.NgramStreamTables`` at the longest target (``--max-target-positions``), built
-        once per device; every length and decoding step slices them, so nothing grows with the
-        lengths seen."""
+        """``masking.NgramStreamTables`` at ``--max-target-positions``, once per device."""
         device = torch.device(device)
         tables = self._fixed_tables.get(device)
         if tables is None:
@@ -135,25 +131,18 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         return tables
 
     def _key_mask(self, length: int, device) -> Tensor:
-        """Additive float32 ``((1 + n) T, T + 1)`` mask over ``[main keys, own key]``
-        (``masking.ngram_stream_key_mask``)."""
         return self._tables(device).key_mask(length)
 
     def _self_attention_mask(self, length: int, device) -> Union[Tensor, NgramStreamBlockMask]:
-        """What a full pass's self-attention runs under: the folded key mask (``_key_mask``), or
-        with ``--attention-backend flex`` the rule's block mask."""
+        """The folded key mask, or the rule's block mask with ``--attention-backend flex``."""
         if self.attention_backend == "flex":
             return NgramStreamBlockMask(length, self.ngram, device)
         return self._key_mask(length, device)
 
     def _numbered_buckets(self, length: int, device) -> Tensor:
-        """Buckets of a target numbered from the start (fine-tuning, validation):
-        ``masking.ngram_stream_buckets(arange(T))``."""
         return self._tables(device).numbered_buckets(length)
 
     def _step_tensors(self, step: int, device) -> tuple:
-        """Buckets ``(2, S)`` and additive key mask ``(2, S + 1)`` of rows ``[main, stream 1]``
-        at decoding step ``step`` (``S = step + 1`` cached main keys)."""
         return self._tables(device).step(step)
 
     # --------------------------------------------------------------------------- forward
@@ -166,12 +155,8 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         decoder_positions: Optional[Tensor] = None,
         **unused,
     ):
-        """
-        Returns:
-            ``(stream-1 logits (B, T, V), extra)``; a full pass also returns every stream's
-            logits in ``extra["stream_logits"]`` (a list of ``ngram`` tensors ``(B, T, V)``).
-            Incrementally ``T = 1``: the next-token logits of the newest position.
-        """
+        """Stream-1 logits ``(B, T, V)`` and ``extra``; a full pass adds every stream's logits
+        as ``extra["stream_logits"]``."""
         streams = self.extract_features(
             prev_output_tokens, encoder_out, incremental_state, decoder_positions
         )
@@ -190,8 +175,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         incremental_state: Optional[IncrementalState] = None,
         decoder_positions: Optional[Tensor] = None,
     ) -> List[Tensor]:
-        """Final hidden states of the predicting streams, each ``(B, T, C)`` (incrementally: one
-        stream, ``T = 1``)."""
+        """Final states of the predicting streams (incrementally stream 1, ``T = 1``)."""
         enc, enc_mask = None, None
         if encoder_out is not None:
             enc = encoder_out["encoder_out"][0]
@@ -236,8 +220,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         first_predicting: int,
         incremental_state: Optional[IncrementalState] = None,
     ):
-        """All layers; the last one computes the predicting rows only (nothing reads the main
-        stream's output), under the rows ``first_predicting ..`` of ``key_mask``."""
+        """All layers; the last computes the predicting rows only."""
         last = len(self.layers) - 1
         for i, layer in enumerate(self.layers):
             if i == last:
@@ -254,11 +237,12 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         enc_mask: Optional[Tensor],
         incremental_state: IncrementalState,
     ) -> List[Tensor]:
-        """Rows ``[main, stream 1]`` of the newest token; the main stream's keys/values are cached."""
+        """The newest token's rows ``[main, stream 1]``, the main keys/values cached."""
         step = prev_output_tokens.size(1) - 1
         require(
             step < self.max_target_positions,
-            f"decoding step {step + 1} is beyond --max-target-positions {self.max_target_positions}",
+            f"decoding step {step + 1} is beyond --max-target-positions "
+            f"{self.max_target_positions}",
         )
         buckets, key_mask = self._step_tensors(step, prev_output_tokens.device)
         position = self.padding_idx + 1 + step
@@ -337,9 +321,7 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
 
 @register_model_architecture("prophetnet", "prophetnet")
 def prophetnet_architecture(args):
-    """``ProphetNetConfig``'s defaults and ProphetNet's choices on top of fairseq's Transformer
-    defaults: learned positions, a layer norm on the embeddings, GELU, no embedding scaling, one
-    shared embedding table, dropout 0.1 everywhere; 6+6 layers x 768 dims."""
+    """``ProphetNetConfig``'s defaults and ProphetNet's choices on fairseq's Transformer."""
     fill_defaults(args, ProphetNetConfig)
     set_sizes(args, layers=6, embed_dim=768, ffn_embed_dim=3072, attention_heads=12)
     set_unset(
@@ -365,19 +347,18 @@ def prophetnet_architecture(args):
 
 @register_model_architecture("prophetnet", "prophetnet_base")
 def prophetnet_base(args):
-    """6+6 layers x 768 dims, 12 heads, FFN 3072."""
     prophetnet_architecture(args)
 
 
 @register_model_architecture("prophetnet", "prophetnet_large")
 def prophetnet_large(args):
-    """The paper's size (section 3.1): 12+12 layers x 1024 dims, 16 heads, FFN 4096."""
+    """The paper's size (section 3.1)."""
     set_sizes(args, layers=12, embed_dim=1024, ffn_embed_dim=4096, attention_heads=16)
     prophetnet_architecture(args)
 
 
 @register_model_architecture("prophetnet", "prophetnet_tiny")
 def prophetnet_tiny(args):
-    """3+3 layers x 256 dims, 4 heads, FFN 1024: tests and the CPU Gigaword example."""
+    """Tests and the CPU Gigaword example."""
     set_sizes(args, layers=3, embed_dim=256, ffn_embed_dim=1024, attention_heads=4)
     prophetnet_architecture(args)

@@ -1,6 +1,4 @@
-"""The options ``prophetnet`` adds to fairseq's Transformer (Qi et al. 2020, "ProphetNet"): the
-number of predicting streams of the n-stream self-attention (section 2.3) and the T5-style
-relative-position buckets of the decoder (section 2.3, Raffel et al. 2020)."""
+"""The options ``prophetnet`` adds to fairseq's Transformer (Qi et al. 2020, section 2.3)."""
 
 from dataclasses import dataclass
 

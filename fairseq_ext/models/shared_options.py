@@ -1,7 +1,4 @@
-"""Options that several models share, each written once as a config the models' configs
-inherit: the layer-norm epsilon (BERT's 1e-12, Devlin et al. 2019), the self-attention backend
-(dense masks or FlexAttention, Dong et al. 2024) and the straight-through attention dropout
-(Wagner et al. 2020, section 2.2)."""
+"""Options several models share, as configs the models' configs inherit."""
 
 from dataclasses import dataclass
 

@@ -1,7 +1,5 @@
-"""The options of ``unilm_transformer``, one BERT-like stack whose attention mask chooses the
-model (Su 2019, "From Language Models to Seq2Seq: Transformer is like a play, it all depends on
-the mask"): the mask, BERT-base's sizes (Devlin et al. 2019, section 3) and the RoBERTa
-checkpoint to start from."""
+"""The options of ``unilm_transformer``: the attention mask, BERT-base's sizes and the
+RoBERTa checkpoint to start from."""
 
 from dataclasses import dataclass
 from typing import Optional
@@ -47,6 +45,6 @@ class UniLMTransformerConfig(LayerNormEpsConfig, AttentionBackendConfig):
     activation_dropout: float = option(0.0, "FFN activation dropout", range=DROPOUT)
     init_from: Optional[str] = option(
         None,
-        "initialise from a fairseq roberta (or position_masked_roberta) checkpoint trained with the "
-        "same dictionary (Su 2019 starts from BERT)",
+        "initialise from a fairseq roberta (or position_masked_roberta) checkpoint trained with "
+        "the same dictionary (Su 2019 starts from BERT)",
     )

@@ -1,7 +1,6 @@
-"""``unilm_transformer`` seen as fairseq's incremental decoder (Su 2019, section "Seq2Seq"): the
-stack fed one target token per step, attending to the cached keys/values of ``<s> source </s>``
-and of its own past under the one-row mask of the variant's rule (``masking.step_mask``); a
-variant that is not incremental re-runs the whole sequence."""
+"""``unilm_transformer`` as fairseq's incremental decoder: one target token per step against the
+cached keys/values under one row of the variant's rule (``masking.step_mask``); a variant that
+is not incremental re-runs the whole sequence."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from fairseq_ext.models.unilm_stack import UniLMStack
 
 
 class UniLMDecoder(FairseqIncrementalDecoder):
-    """The same stack seen as fairseq's decoder (it owns no weights)."""
+    """The stack as fairseq's decoder (it owns no weights)."""
 
     def __init__(self, dictionary, stack: UniLMStack):
         super().__init__(dictionary)
@@ -47,7 +46,6 @@ class UniLMDecoder(FairseqIncrementalDecoder):
         encoder_out: Dict[str, List[Tensor]],
         incremental_state: Dict[str, Dict[str, Optional[Tensor]]],
     ) -> Tensor:
-        """One target token: the newest one attends to the cached source and target past."""
         stack = self.stack
         step = prev_output_tokens.size(1) - 1
         if step == 0:  # the source's </s> predicts the first target token

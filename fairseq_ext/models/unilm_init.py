@@ -1,8 +1,6 @@
-"""``--init-from``: start ``unilm_transformer`` from a fairseq ``roberta`` (or
-``position_masked_roberta``) checkpoint (Su 2019 starts from BERT), renaming
-``encoder.sentence_encoder.*`` to the stack's names, keeping only the ``--keep-tokens`` rows and
-zero-initialising the segment and next-position embeddings, so the loaded stack computes
-RoBERTa's function on ``<s> source </s>``; and the checks both one-stack tasks make of their model."""
+"""``--init-from``: start ``unilm_transformer`` from a ``roberta`` (or
+``position_masked_roberta``) checkpoint so that it computes RoBERTa's function on
+``<s> source </s>`` (docs/unilm.md); and the checks both one-stack tasks make of their model."""
 
 from __future__ import annotations
 
@@ -29,7 +27,6 @@ VOCAB_ROWS = ("encoder.embed_tokens.weight", "encoder.lm_head.weight", "encoder.
 
 
 def _renamed(key: str) -> Optional[str]:
-    """The model's name for a RoBERTa parameter, or None if it has none."""
     for old, new in RENAMES:
         if key.startswith(old):
             return new + key[len(old) :]
@@ -45,7 +42,8 @@ def _check_structure(path: str, args: dict, model_args) -> None:
     )
     require(
         args.get("layernorm_embedding", True),
-        f"--init-from {path}: the checkpoint has no embedding layer norm; use a RoBERTa-style checkpoint",
+        f"--init-from {path}: the checkpoint has no embedding layer norm; use a RoBERTa-style "
+        "checkpoint",
     )
     require(
         not args.get("untie_weights_roberta", False),
@@ -88,16 +86,8 @@ def _check_dictionary(path: str, dict_path: str, dictionary: Dictionary) -> None
 def init_from_pretrained(
     model, path: str, dictionary: Dictionary, keep_ids: Optional[torch.Tensor] = None
 ) -> None:
-    """Copy a RoBERTa-style checkpoint into ``model`` (a ``UniLMTransformerModel``).
-
-    Args:
-        model: the freshly built model.
-        path: a fairseq checkpoint of ``roberta`` or a model that keeps its names.
-        dictionary: the full dictionary of the data (with ``<mask>``), which must be the
-            pretraining dictionary.
-        keep_ids: rows of the full vocabulary to keep (``--keep-tokens``), in the order of
-            the model's pruned dictionary; None keeps all.
-    """
+    """Copy a RoBERTa-style checkpoint into ``model``, keeping the rows ``keep_ids`` of the
+    pretraining ``dictionary`` (all if None)."""
     start = load_start_checkpoint(path)
     _check_structure(path, start.options, model.args)
     renamed = {key: _renamed(key) for key in start.weights}
@@ -111,9 +101,10 @@ def init_from_pretrained(
     )
     if vocab.size(0) != len(dictionary):
         raise FairseqExtError(
-            f"--init-from {path}: the checkpoint has {vocab.size(0)} vocabulary rows but the data's "
-            f"dictionary has {len(dictionary)} (with <mask>); binarize the data with the pretrained "
-            "model's dictionary: fairseq-preprocess --srcdict PRETRAINED/dict.txt --joined-dictionary"
+            f"--init-from {path}: the checkpoint has {vocab.size(0)} vocabulary rows but the "
+            f"data's dictionary has {len(dictionary)} (with <mask>); binarize the data with the "
+            "pretrained model's dictionary: fairseq-preprocess --srcdict PRETRAINED/dict.txt "
+            "--joined-dictionary"
         )
     dict_path = _pretraining_dictionary(path, start.data)
     if dict_path is not None:
@@ -123,8 +114,8 @@ def init_from_pretrained(
         n_theirs = len({k.split(".")[2] for k in theirs if k.startswith("encoder.layers.")})
         raise FairseqExtError(
             f"--init-from {path}: the checkpoint lacks {missing[0]} ({len(missing)} missing "
-            f"parameters); it has {n_theirs} layers, the model {len(model.encoder.layers)}: use the "
-            "checkpoint's sizes (--encoder-layers, --encoder-embed-dim, ...)"
+            f"parameters); it has {n_theirs} layers, the model {len(model.encoder.layers)}: use "
+            "the checkpoint's sizes (--encoder-layers, --encoder-embed-dim, ...)"
         )
     weights = {}
     for name, tensor in own.items():
@@ -171,11 +162,8 @@ def prepare_unilm_model(
     keep_ids: Optional[torch.Tensor] = None,
     from_checkpoint: bool,
 ) -> None:
-    """What ``unilm_seq2seq`` and ``permutation_lm`` (``task``) do with the model fairseq built
-    for them: it must be a ``unilm_transformer`` running one of the attention masks that
-    ``families.masks_of_task`` lists for the task (else the error names the task that trains
-    it), and a new model starts from ``--init-from`` (``init_from_pretrained`` with
-    ``dictionary`` and ``keep_ids``)."""
+    """Check that fairseq built a ``unilm_transformer`` with a mask the ``task`` trains
+    (``families.masks_of_task``), and start a new one from ``--init-from``."""
     require(
         isinstance(model, UniLMTransformerModel),
         f"--task {task} runs on one stack: use --arch unilm_transformer, unilm_transformer_base or "

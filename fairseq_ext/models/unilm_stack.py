@@ -1,8 +1,7 @@
-"""The one stack of ``unilm_transformer`` (Su 2019, "From Language Models to Seq2Seq: Transformer
-is like a play, it all depends on the mask"): BERT's embeddings, post-norm layers and LM head, run
-under the attention rule of the chosen variant (``masking.ATTENTION_VARIANTS``) for a seq2seq
-pass over ``<s> source </s> target`` (section "Seq2Seq") or a language model in a factorisation
-order (section "Permutation Language Model")."""
+"""The one stack of ``unilm_transformer``: BERT's embeddings, post-norm layers and LM head under
+the chosen variant's rule (``masking.ATTENTION_VARIANTS``), for a seq2seq pass over
+``<s> source </s> target`` (Dong et al. 2019) or a language model in a factorisation order
+(Yang et al. 2019)."""
 
 from __future__ import annotations
 
@@ -24,12 +23,7 @@ from fairseq_ext.modules.masked_attention import KeyValue
 
 
 class UniLMStack(FairseqEncoder):
-    """The one stack: every weight of the model lives here.
-
-    As fairseq's encoder it is the bidirectional (or causal) pass over ``<s> source </s>``
-    that seq2seq decoding caches; ``seq2seq_logits`` and ``lm_logits`` are the full passes of
-    the two tasks.
-    """
+    """Every weight of the model; as fairseq's encoder, the source pass decoding caches."""
 
     def __init__(self, args, dictionary):
         super().__init__(dictionary)
@@ -70,13 +64,12 @@ class UniLMStack(FairseqEncoder):
     # --- the core pass ----------------------------------------------------------------------
 
     def _position_index(self, positions: Tensor, padding: Tensor) -> Tensor:
-        """0-based positions -> rows of the position tables (``padding_idx + 1 + p``)."""
         too_far = (positions >= self.num_positions) & ~padding
         if too_far.any():
             raise FairseqExtError(
                 f"a sequence needs position {int(positions[too_far].max())} but the model has "
-                f"--max-positions {self.num_positions}; shorten or filter the input, or use a model "
-                "with more positions"
+                f"--max-positions {self.num_positions}; shorten or filter the input, or use a "
+                "model with more positions"
             )
         return (positions + self.padding_idx + 1).masked_fill(padding, self.padding_idx)
 
@@ -89,19 +82,9 @@ class UniLMStack(FairseqEncoder):
         next_positions: Optional[Tensor] = None,
         past: Optional[List[KeyValue]] = None,
     ) -> Tuple[Tensor, List[KeyValue]]:
-        """Run the stack.
-
-        Args:
-            tokens, positions, segments: ``(B, T)``; positions are 0-based.
-            allowed: bool ``(B, T, S)``, True = may attend; ``S`` = cached keys + ``T``; or a
-                full pass's ``BlockMask`` (``_full_mask`` with the flex backend).
-            next_positions: ``(B, T)`` 0-based position each row must predict (LM only);
-                -1 where there is none.
-            past: per layer, cached ``(keys, values)``.
-
-        Returns:
-            ``(B, T, C)`` final hidden states and per layer the ``(keys, values)`` of all ``S``.
-        """
+        """Final ``(B, T, C)`` states and per layer the keys/values; ``allowed`` as in
+        ``MaskedSelfAttention.forward``; ``next_positions``: the position a row predicts (LM only,
+        -1 where none)."""
         padding = tokens.eq(self.padding_idx)
         x = self.embed_tokens(tokens) + self.embed_positions(
             self._position_index(positions, padding)
@@ -122,8 +105,7 @@ class UniLMStack(FairseqEncoder):
     # --- seq2seq ------------------------------------------------------------------------------
 
     def with_cls(self, src_tokens: Tensor) -> Tensor:
-        """``src </s>`` (fairseq's source) -> ``<s> src </s>``, left-padded, so that every
-        row's ``</s>`` (the [SEP] that predicts the first target token) is the last column."""
+        """``src </s>`` -> ``<s> src </s>``, left-padded: every ``</s>`` in the last column."""
         pad = self.padding_idx
         if src_tokens[:, -1].eq(pad).any():
             src_tokens = utils.convert_padding_direction(src_tokens, pad, right_to_left=True)
@@ -132,25 +114,16 @@ class UniLMStack(FairseqEncoder):
         return out.scatter(1, (out.size(1) - 1 - lengths).unsqueeze(1), self.bos)
 
     def attention_rule(self, segments: Tensor) -> predicates.MaskMod:
-        """The variant's rule over a sequence with ``segments`` fed in its order (the ranks are
-        the positions)."""
         ranks = torch.arange(segments.size(1), device=segments.device).expand_as(segments)
         return self.variant.rule(segments, ranks)
 
     def _full_mask(self, padding: Tensor, segments: Tensor) -> Union[Tensor, BlockMask]:
-        """The mask of a full pass: dense ``(B, T, T)``, or with ``--attention-backend flex``
-        the same rule's ``BlockMask``."""
         if self.attention_backend == "flex":
             return padded_block_mask(self.attention_rule(segments), padding)
         return padded_dense_mask(self.attention_rule(segments), padding)
 
     def seq2seq_logits(self, src_tokens: Tensor, prev_output_tokens: Tensor) -> Tensor:
-        """The full pass over ``<s> source </s> target`` under the prefix (or causal) mask.
-
-        Returns the logits of the target tokens only, ``(B, T, V)`` aligned with fairseq's
-        ``target`` (``prev_output_tokens`` shifted left): the ``</s>`` that ends the source
-        predicts the first target token, target token ``t`` predicts token ``t + 1``.
-        """
+        """Logits of the target tokens ``(B, T, V)``, aligned with fairseq's ``target``."""
         src = self.with_cls(src_tokens)
         tgt_in = prev_output_tokens[:, 1:]
         tokens = torch.cat([src, tgt_in], dim=1)
@@ -163,8 +136,7 @@ class UniLMStack(FairseqEncoder):
     def forward(
         self, src_tokens: Tensor, src_lengths: Optional[Tensor] = None, **unused
     ) -> Dict[str, List[Tensor]]:
-        """The source pass that incremental decoding caches: per layer the keys/values of
-        ``<s> src </s>`` and the final state of its ``</s>``."""
+        """The source pass: per layer the keys/values of ``<s> src </s>``, and its last state."""
         src = self.with_cls(src_tokens)
         padding = src.eq(self.padding_idx)
         positions = (~padding).long().cumsum(1) - 1
@@ -187,26 +159,9 @@ class UniLMStack(FairseqEncoder):
     # --- permutation / causal language model --------------------------------------------------
 
     def lm_logits(self, tokens: Tensor, order: Optional[Tensor] = None) -> Tensor:
-        """Language modelling in the factorisation order ``order`` (natural order if None).
-
-        ``tokens`` is ``<s> x_1 .. x_n </s>``, right-padded, and ``order[b]`` a permutation of
-        the positions with ``<s>`` (position 0) first and padding last (``masking.random_order``).
-        As Su 2019 describes, the input is *shuffled* into the order, each token keeps its
-        original position id, and the stack runs under the variant's rule of the shuffled
-        sequence, which is fed in its order: the plain causal mask.
-
-        Predicting "the next token" in a shuffled order is ill-posed unless the model knows
-        *which position* comes next: two different continuations of the same prefix would
-        get the same prediction. XLNet answers with a second, query stream that carries the
-        target position but not its content. Here the shuffled input row ``k`` instead adds
-        ``embed_next_positions[z_{k+1}]``, the embedding of the position it must predict:
-        one pass, one stack, and still no leak, since row ``k`` carries the *position* of
-        token ``z_{k+1}`` and only rows after it (in the order) ever see its content. The
-        cost is that a row's state mixes its own content with the next query; in natural
-        order the extra embedding is just ``position + 1`` and the model is a causal LM.
-
-        Returns ``(B, n + 1, V)`` logits in natural order, aligned with ``tokens[:, 1:]``.
-        """
+        """A language model in the order ``order`` (natural if None): the input shuffled into
+        the order with its position ids, the causal rule, each row given the embedding of the
+        position it predicts (docs/unilm.md). ``(B, n + 1, V)`` in natural order."""
         B, L = tokens.shape
         if order is None:
             order = torch.arange(L, device=tokens.device).expand(B, L)

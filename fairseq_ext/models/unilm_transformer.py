@@ -1,9 +1,6 @@
-"""``unilm_transformer``: one BERT-like stack, one set of weights, three scripts (Su 2019, "From
-Language Models to Seq2Seq: Transformer is like a play, it all depends on the mask"): the
-attention mask (``--attention-mask``, ``masking.ATTENTION_VARIANTS``) makes it a UniLM seq2seq
-model (prefix), a left-to-right language model (causal) or XLNet's permutation language model
-(permutation). The stack is ``unilm_stack``, its cached decoding ``unilm_decoder``, the
-options ``unilm_config``."""
+"""``unilm_transformer``: one BERT-like stack whose attention mask (``--attention-mask``) makes it
+UniLM's seq2seq model (Dong et al. 2019), a left-to-right LM or XLNet's permutation LM (Yang et
+al. 2019), as Su 2019 explains."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ DEFAULT_ATTENTION_MASK = "prefix"  # under a task that is no UniLMTask: UniLM's 
 
 
 def validate_unilm_args(args) -> None:
-    """Clear errors for out-of-range options (``UniLMTransformerConfig``) and for sizes that do
-    not fit together."""
+    """Refuse out-of-range options and sizes that do not fit together."""
     check_config(args, UniLMTransformerConfig)
     check_attention_backend(option_value(args, "attention_backend"))
     require(
@@ -39,8 +35,6 @@ def validate_unilm_args(args) -> None:
 
 @register_model("unilm_transformer", dataclass=UniLMTransformerConfig)
 class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderModel):
-    """One BERT-like stack used by every ``--attention-mask`` of ``masking.ATTENTION_VARIANTS``."""
-
     shape_options = (
         ("embed_positions.weight", "--max-positions"),
         ("embed_next_positions.weight", "--max-positions"),
@@ -77,9 +71,7 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
         order: Optional[Tensor] = None,
         **unused,
     ):
-        """Seq2seq (with ``prev_output_tokens``): target logits of the prefix/causal pass.
-        Language model (without): natural-order logits of ``tokens[:, 1:]`` in factorisation
-        order ``order``."""
+        """Seq2seq with ``prev_output_tokens``, a language model in the order ``order`` without."""
         if prev_output_tokens is None:
             return self.encoder.lm_logits(src_tokens, order), {"attn": None}
         return self.encoder.seq2seq_logits(src_tokens, prev_output_tokens), {"attn": None}
@@ -90,13 +82,12 @@ class UniLMTransformerModel(CheckpointShapeCheckMixin, FairseqEncoderDecoderMode
 
 @register_model_architecture("unilm_transformer", "unilm_transformer_base")
 def unilm_transformer_base(args):
-    """``UniLMTransformerConfig``'s BERT-base / RoBERTa-base sizes (UniLM's setting)."""
+    """BERT-base sizes (UniLM's setting)."""
 
 
 @register_model_architecture("unilm_transformer", "unilm_transformer_small")
 def unilm_transformer_small(args):
-    """6 layers x 384, 12 heads, FFN 1536, 512 positions: all-MiniLM-L6-v2's sizes, those of the
-    UniLM rows of the Gigaword 10k table (docs/results/gigaword-10k.md)."""
+    """all-MiniLM-L6-v2's sizes (docs/results/gigaword-10k.md)."""
     set_unset(
         args,
         encoder_layers=6,
@@ -109,7 +100,7 @@ def unilm_transformer_small(args):
 
 @register_model_architecture("unilm_transformer", "unilm_transformer_tiny")
 def unilm_transformer_tiny(args):
-    """2 layers x 128, 4 heads, FFN 512, 256 positions: for tests and CPU smoke runs."""
+    """Tests and CPU smoke runs."""
     set_unset(
         args,
         encoder_layers=2,
