@@ -1,8 +1,6 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Criterion ``ngram_language_loss``: ProphetNet's future n-gram loss (Qi et al. 2020, section
-2.3, eq. 2), ``L = sum_{j=0}^{n-1} alpha_j CE(stream j + 1)`` with ``alpha_j = gamma^j / sum_i
-gamma^i``: label-smoothed cross-entropy of every predicting stream, normalised by the target
-tokens as fairseq's criteria are, logged per stream (``loss_s{k}``, ``acc_s{k}``)."""
+"""``ngram_language_loss``: ProphetNet's future n-gram loss (Qi et al. 2020, section 2.3, eq. 2),
+label-smoothed cross-entropy of every predicting stream weighted by ``alpha_j``."""
 
 import math
 from argparse import Namespace
@@ -26,8 +24,8 @@ from fairseq_ext.common.errors import require
 class NgramLanguageLossConfig(FairseqDataclass):
     ngram_gamma: float = option(
         1.0,
-        "attenuation gamma of the stream weights alpha_j = gamma^j / sum_i gamma^i (eq. 2; 1.0: equal "
-        "weights, as in the paper)",
+        "attenuation gamma of the stream weights alpha_j = gamma^j / sum_i gamma^i (eq. 2; 1.0: "
+        "equal weights, as in the paper)",
         range=Range(0, low_open=True, finite=True),
     )
     label_smoothing: float = option(
@@ -70,8 +68,7 @@ class NgramLanguageLoss(FairseqCriterion):
         self.sentence_avg = sentence_avg
 
     def stream_targets(self, sample, ngram: int) -> List[torch.Tensor]:
-        """Target of each stream: the decoder's target, minus the first ``j`` tokens of each
-        pre-training span for stream ``j + 1``."""
+        """Stream ``j + 1``'s target: the decoder's, minus the first ``j`` tokens of each span."""
         target = sample["target"]
         offset = sample.get("span_offset")
         if offset is None:

@@ -1,7 +1,6 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""Criterion ``position_masked_lm``: ``CE_mlm + --position-loss-weight x CE_position``, the masked
-LM cross-entropy plus the position classifier's (Wagner et al. 2020, section 2.1), each a mean
-per predicted token; logs both losses and accuracies (the paper's Figures 3, 5 and 7)."""
+"""``position_masked_lm``: masked LM cross-entropy plus ``--position-loss-weight`` times the
+position classifier's (Wagner et al. 2020, section 2.1), each a mean per predicted token."""
 
 import math
 from dataclasses import dataclass

@@ -1,13 +1,5 @@
-"""``--bpe wordpiece``: a transformers checkpoint's own WordPiece tokenizer as a fairseq BPE.
-
-fairseq's hub interfaces (``GeneratorHubInterface``, ``RobertaHubInterface``) split text with
-``cfg.bpe``; fairseq's own ``bert`` BPE needs transformers at run time, this one only the
-``tokenizers`` library (``fairseq_ext.wordpiece.tokenizer``; Devlin et al. 2019, section 3). The
-folder (``--wordpiece-tokenizer``) is the transformers folder, or a folder converted from one
-by ``python -m fairseq_ext.convert`` (which copies the tokenizer files next to ``model.pt``).
-Registered with the plugin (``--user-dir fairseq_ext``); the ``tokenizers`` library is
-imported only when a WordPiece BPE is built (``pip install 'fairseq_ext[convert]'``).
-"""
+"""``--bpe wordpiece``: a transformers checkpoint's own WordPiece tokenizer as a fairseq BPE,
+needing only the ``tokenizers`` library (fairseq's ``bert`` BPE needs transformers)."""
 
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
 from dataclasses import dataclass, field

@@ -1,20 +1,6 @@
-"""A transformers checkpoint's own WordPiece tokenizer, offline (the ``tokenizers`` library).
-
-BERT (Devlin et al. 2019, section 3) and the models built on its vocabulary (ProphetNet, Qi et
-al. 2020; UniLM; MiniLM) use WordPiece embeddings: a word is split into pieces of the
-vocabulary, every piece after the first written with a ``##`` prefix ("playing" -> ``play
-##ing``). A checkpoint converted by ``python -m fairseq_ext.convert`` keeps that vocabulary as
-its fairseq ``dict.txt`` (exactly the strings of the vocabulary), so text must be split by the
-same tokenizer. The folder's ``tokenizer.json`` is used when present (it must hold a WordPiece
-model), else ``vocab.txt`` (BERT) or ``prophetnet.tokenizer`` (the name under which
-transformers' ``ProphetNetTokenizer`` saves the same one-token-a-line vocabulary) with BERT's
-normalisation and pre-tokenization, in lower case unless ``tokenizer_config.json`` says
-``"do_lower_case": false`` (its ``strip_accents``, ``tokenize_chinese_chars``, ``unk_token``
-and special tokens are honoured too).
-
-Used by ``data_prep/wordpiece.py`` (files) and by the Python API's ``wordpiece`` BPE
-(``fairseq_ext.wordpiece.bpe``).
-"""
+"""A transformers checkpoint's own WordPiece tokenizer (Devlin et al. 2019, section 3), offline:
+``tokenizer.json``, else ``vocab.txt`` or ``prophetnet.tokenizer`` with BERT's normalisation and
+the options of ``tokenizer_config.json``."""
 
 from __future__ import annotations
 
@@ -37,7 +23,6 @@ class WordpieceError(FairseqExtError):
 
 
 def _token_string(value: object) -> str | None:
-    """A special token as tokenizer_config.json writes it: a string or {"content": ...}."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):
@@ -61,8 +46,7 @@ def _read_config(folder: Path) -> dict:
 
 
 def _from_vocab(vocab_file: Path, config: dict) -> Tokenizer:
-    """BERT's tokenizer on vocab.txt: BertNormalizer + BertPreTokenizer + WordPiece (as
-    tokenizers.BertWordPieceTokenizer builds it), options from tokenizer_config.json."""
+    """BERT's tokenizer on a vocabulary file, as ``tokenizers.BertWordPieceTokenizer`` builds it."""
     try:
         lines = vocab_file.read_text(encoding="utf-8").split("\n")
     except (OSError, UnicodeDecodeError) as e:
@@ -108,17 +92,12 @@ def _from_vocab(vocab_file: Path, config: dict) -> Tokenizer:
 
 
 def vocabulary_file(folder: Path) -> Path | None:
-    """The plain vocabulary of a transformers folder: ``vocab.txt`` (BERT) or
-    ``prophetnet.tokenizer`` (transformers' ``ProphetNetTokenizer`` saves its WordPiece
-    vocabulary under that name, in the same format: one token a line, in id order)."""
+    """``vocab.txt`` (BERT) or ``prophetnet.tokenizer`` (transformers' ``ProphetNetTokenizer``)."""
     return next((folder / name for name in VOCABULARY_FILES if (folder / name).is_file()), None)
 
 
 def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
-    """The WordPiece tokenizer of a transformers folder: ``DIR/tokenizer.json`` if present, else
-    one built from ``DIR/vocab.txt`` or ``DIR/prophetnet.tokenizer`` (+ ``tokenizer_config.json``).
-    Truncation and padding stored in tokenizer.json are switched off. Raises ``WordpieceError``
-    on bad input."""
+    """The WordPiece tokenizer of a transformers folder, truncation and padding off."""
     folder = Path(path)
     if not folder.is_dir():
         raise WordpieceError(
@@ -132,8 +111,8 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
         except Exception as e:  # the Rust library raises a plain Exception
             first = str(e).splitlines()[0] if str(e) else type(e).__name__
             raise WordpieceError(
-                f"cannot load {json_file} ({first}); re-save it with a recent tokenizers/transformers "
-                f"or remove it to use vocab.txt"
+                f"cannot load {json_file} ({first}); re-save it with a recent "
+                "tokenizers/transformers or remove it to use vocab.txt"
             ) from None
         if not isinstance(tok.model, models.WordPiece):
             raise WordpieceError(
@@ -158,8 +137,8 @@ def load_tokenizer(path: str | os.PathLike) -> Tokenizer:
 def encode_lines(
     tok: Tokenizer, lines: Iterable[str], max_tokens: int | None = None
 ) -> tuple[list[str], int]:
-    """Encode each line (a trailing newline is ignored) without special tokens. Returns the
-    space-separated pieces, one string per line, and how many lines ``max_tokens`` cut."""
+    """Space-separated pieces per line (no special tokens), and how many lines ``max_tokens``
+    cut."""
     texts = [line.rstrip("\n") for line in lines]
     if max_tokens is not None and max_tokens < 1:
         raise WordpieceError(f"max_tokens must be >= 1, got {max_tokens}")
@@ -183,8 +162,7 @@ def encode_lines(
 def decode_lines(
     tok: Tokenizer, lines: Iterable[str], drop: Iterable[str] = FAIRSEQ_SPECIALS
 ) -> list[str]:
-    """Join each line's space-separated WordPiece tokens into text with the tokenizer's decoder,
-    dropping the tokens in ``drop`` (by default fairseq's ``<unk> <s> </s> <pad> <mask>``)."""
+    """Text from each line's pieces, without the tokens in ``drop``."""
     drop = frozenset(drop)
     decoder = tok.decoder or decoders.WordPiece(prefix="##")
     return [decoder.decode([t for t in line.split() if t not in drop]) for line in lines]
