@@ -101,7 +101,8 @@ def print_tables(results: dict, max_iter: int, out=sys.stdout) -> None:
         )
     for n in names:
         print(
-            f"\nShare of copied embeddings among masked slots, {n} ({results[n]['strategy']}) (Figure 3)",
+            f"\nShare of copied embeddings among masked slots, {n} ({results[n]['strategy']}) "
+            "(Figure 3)",
             file=out,
         )
         print("bin".ljust(10) + "".join(f"{t + 1:>7d}" for t in range(max_iter)), file=out)

@@ -76,8 +76,7 @@ class MaskPicture:
 
 @dataclass(frozen=True)
 class Script:
-    """One drawable mask: ``draw(**options)`` and the command-line options it takes
-    (name -> (type, default, help))."""
+    """One drawable mask: ``draw(**options)`` and its options (name -> (type, default, help))."""
 
     draw: Callable[..., MaskPicture]
     help: str
@@ -88,16 +87,12 @@ DEFAULT_WORDS = "bei jing huan ying ni"  # 北京欢迎你, "Beijing welcomes yo
 
 
 def _variant_rule(name: str, segment_ids: list[int], order: list[int]) -> predicates.MaskMod:
-    """The rule of ``--attention-mask name`` over one sequence with these segment ids and
-    factorisation order."""
     ranks = order_ranks(torch.tensor([order]))
     return ATTENTION_VARIANTS[name].rule(torch.tensor([segment_ids]), ranks)
 
 
 def _language_model_picture(name: str, words: list[str], order: list[int]) -> Tensor:
-    """Su 2019's language-model pictures: the row of word x_i is the input row that predicts
-    it, the one before it in ``order`` (positions of ``<s> words``, ``<s>`` first), against
-    every input."""
+    """Su 2019's LM pictures: the row of word x_i is the input row that predicts it."""
     rule = _variant_rule(name, [0] * (len(words) + 1), order)
     predictor = {p: order[k - 1] for k, p in enumerate(order) if k}
     return mask_picture(rule, [predictor[p] for p in range(1, len(words) + 1)], len(words) + 1)
@@ -114,8 +109,7 @@ def draw_bidirectional(words: str = DEFAULT_WORDS) -> MaskPicture:
 
 
 def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
-    """Su 2019's unidirectional LM picture: the output for x_i is computed at the input
-    before it, which sees <s> and x_1 .. x_{i-1}."""
+    """Su 2019's unidirectional LM picture: x_i is predicted from <s> x_1 .. x_{i-1}."""
     words_ = words.split()
     m = _language_model_picture("causal", words_, list(range(len(words_) + 1)))
     return MaskPicture(
@@ -180,10 +174,8 @@ def draw_prefix(
 
 
 def hicmlm_masked_slots(length: int, iterations: int, iteration: int, seed: int = 0) -> Tensor:
-    """Which target slots are masked at decoder pass ``iteration`` (0-based) of ``iterations``:
-    mask-predict masks all ``length`` slots at pass 0 and re-masks the
-    ``floor(length * (iterations - t) / iterations)`` least confident ones before pass t. A
-    picture has no model confidences, so the slots are a seeded uniform choice."""
+    """The slots masked at pass ``iteration`` of mask-predict (Ghazvininejad et al. 2019,
+    section 3.1), chosen uniformly with a seed since a picture has no confidences."""
     if not 0 <= iteration < iterations:
         raise ValueError(
             f"--iteration must be in 0..{iterations - 1} (0-based pass of --iterations "
@@ -232,9 +224,7 @@ def draw_hicmlm(
 
 
 def draw_ngram(length: int = 5, ngram: int = ProphetNetConfig.ngram) -> MaskPicture:
-    """ProphetNet's n-stream self-attention (``predicates.ngram_stream``): the main stream
-    h_t (causal) and predicting stream k at index t, which predicts target t from the main
-    stream up to index t - k + 1 and its own position."""
+    """ProphetNet's n-stream self-attention (``predicates.ngram_stream``)."""
     if length < 1 or ngram < 1:
         raise ValueError(f"--length and --ngram must be >= 1, got {length} and {ngram}")
     size = (1 + ngram) * length

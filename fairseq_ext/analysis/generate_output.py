@@ -20,8 +20,7 @@ class Decoded:
 
     @property
     def predictions(self) -> list[list[str]]:
-        """Tokens after each decoder pass: history entries 1, 3, 5, ... (entry 0 is the
-        all-mask input, the even ones after it are the re-masked inputs)."""
+        """Tokens after each decoder pass: history entries 1, 3, 5, ..."""
         return self.history[1::2]
 
     @property

@@ -4,7 +4,8 @@ accuracy for SST-2 (GLUE's metrics, Wang et al. 2019, section 3; Wagner et al. 2
 judge position masking by such fine-tuning scores).
 
     python -m fairseq_ext.analysis.glue predict --checkpoint CKPT --data OUT/bin --output PRED
-    python -m fairseq_ext.analysis.glue score --task CoLA --gold OUT/raw/valid.label --predictions PRED
+    python -m fairseq_ext.analysis.glue score --task CoLA --gold OUT/raw/valid.label \\
+        --predictions PRED
 
 ``predict`` writes one label a line, in the order of the dev file, mapping the predicted class
 c to the label dictionary's c-th symbol (fairseq orders ``OUT/bin/label/dict.txt`` by
@@ -27,7 +28,8 @@ def score(task: str, gold: list[str], predictions: list[str]) -> float:
     """The task's GLUE metric (percent) of ``predictions`` against ``gold`` (label strings)."""
     if len(gold) != len(predictions):
         raise ValueError(
-            f"{len(predictions)} predictions for {len(gold)} dev examples; predict the whole dev split"
+            f"{len(predictions)} predictions for {len(gold)} dev examples; predict the whole dev "
+            "split"
         )
     if METRICS[task] == "mcc":
         return 100.0 * float(matthews_corrcoef(gold, predictions))
@@ -73,11 +75,14 @@ def _problem(args: argparse.Namespace) -> str | None:
     """What stops the command before it starts (a missing file or folder), as one line."""
     if args.cmd == "predict":
         if not Path(args.checkpoint).is_file():
-            return f"--checkpoint {args.checkpoint}: no such file (fairseq-train writes SAVE_DIR/checkpoint_last.pt)"
+            return (
+                f"--checkpoint {args.checkpoint}: no such file "
+                "(fairseq-train writes SAVE_DIR/checkpoint_last.pt)"
+            )
         if not (Path(args.data) / "label" / "dict.txt").is_file():
             return (
-                f"--data {args.data}: no label/dict.txt there; give the bin folder of data_prep/glue.py "
-                "(it holds input0/ and label/)"
+                f"--data {args.data}: no label/dict.txt there; give the bin folder of "
+                "data_prep/glue.py (it holds input0/ and label/)"
             )
         return None
     for flag in ("gold", "predictions"):

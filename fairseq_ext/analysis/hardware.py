@@ -1,5 +1,4 @@
-"""The machine a measurement ran on, as results files record it: the processor's name
-(``/proc/cpuinfo``'s ``model name``, else what ``platform`` says) and the core count."""
+"""The machine a measurement ran on: the processor's name and the core count."""
 
 from __future__ import annotations
 

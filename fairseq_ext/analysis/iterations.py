@@ -36,8 +36,7 @@ def corpus_bleu(hypotheses: list[str], references: list[str]) -> float:
 
 
 def hypothesis_after(d: Decoded, iteration: int, post_process: str | None) -> str:
-    """Output after ``iteration`` (1-based) passes; a sentence that stopped early keeps its
-    last output."""
+    """Output after ``iteration`` passes (a sentence that stopped early keeps its last)."""
     preds = d.predictions
     if not preds:
         raise ValueError(
@@ -72,13 +71,8 @@ def copy_counts(
     mask_weight: float = PAPER_MASK_WEIGHT,
     fence_first: str = FENCE_FIRST[0],
 ) -> tuple[float, int, int]:
-    """Z mass, masked slots and all slots of one decoder input (a printed history line).
-
-    The line's tokens (``<s>`` and ``</s>`` stripped) are laid back into a decoder input
-    (``<s>`` at index 0) and weighed by the decoding rule the model ran,
-    ``masking.source_copy_weight`` (the strategy's row of ``masking.STRATEGY_TABLE``), so a
-    partial copy counts as its weight.
-    """
+    """Z mass, masked slots and all slots of one printed decoder input, weighed by
+    ``masking.source_copy_weight`` of the strategy the model ran."""
     masked = torch.tensor([[False, *(tok == MASK_TOKEN for tok in pass_input), False]])
     z = source_copy_weight(masked, strategy, mask_weight, fence_first)
     return float(z.sum()), int(masked.sum()), len(pass_input)
@@ -93,9 +87,8 @@ def copy_share_per_iteration(
     of: str = "masked",
     bins: Sequence[tuple[int, float]] = LENGTH_BINS,
 ) -> list[list[float]]:
-    """``[bin][iteration]``: Z among the masked slots (``of="masked"``, the paper's Figure 3)
-    or among all target slots (``of="all"``) fed to each pass, pooled over the sentences
-    of the bin that were still decoding (NaN when none was)."""
+    """``[bin][iteration]``: Z among the masked (``of="masked"``, Figure 3) or all slots of each
+    pass, over the sentences still decoding (NaN when none was)."""
     if of not in ("masked", "all"):
         raise ValueError("of must be 'masked' or 'all'")
     z = [[0.0] * max_iter for _ in bins]

@@ -2,7 +2,8 @@
 ROUGE-1.5.5), the one scorer of every headline-generation example of the plugin, so that
 ProphetNet, UniLM and Transformer rows are comparable.
 
-    python -m fairseq_ext.analysis.rouge --hyp HYP.txt --ref REF.txt [--source ARTICLES.txt [--lead 8]] [--json OUT.json]
+    python -m fairseq_ext.analysis.rouge --hyp HYP.txt --ref REF.txt \\
+        [--source ARTICLES.txt [--lead 8]] [--json OUT.json]
 
 Settings: ``rouge1``, ``rouge2`` and sentence-level ``rougeL`` (not ``rougeLsum``), Porter
 stemming on, rouge-score's default tokenizer (lowercase, split on non-alphanumerics, so the
@@ -28,9 +29,7 @@ ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
 
 def f1_sums(hypotheses: list[str], references: list[str]) -> dict[str, float]:
-    """The sum over sentences of the F1 (0-1) of ROUGE-1, ROUGE-2 and ROUGE-L: what a part of
-    the sentences contributes, so that parts scored apart (validation batches, workers) add up
-    to the score of all (``rouge_f1``)."""
+    """Sums over sentences of the ROUGE-1/2/L F1 (0-1), so that parts scored apart add up."""
     if len(hypotheses) != len(references):
         raise ValueError(f"{len(hypotheses)} hypotheses for {len(references)} references")
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=True)
