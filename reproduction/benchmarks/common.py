@@ -245,7 +245,8 @@ def seq2seq_batches(
 
 
 def update(model, criterion, optimizer, sample: dict) -> None:
-    """One training update as ``fairseq-train`` does it: forward and loss, backward, optimizer step."""
+    """One training update as ``fairseq-train`` does it: forward and loss, backward, optimizer
+    step."""
     optimizer.zero_grad(set_to_none=True)
     loss, _, _ = criterion(model, sample)
     loss.backward()
@@ -313,6 +314,6 @@ def train_one_main(
         print(vm_hwm_mb())
     else:
         sys.exit(
-            f"usage: python -m {module} --train-one {{{','.join(names)}}} "
-            f"(python -m reproduction.benchmarks.run --only {module.rsplit('.', 1)[-1]} runs the benchmark)"
+            f"usage: python -m {module} --train-one {{{','.join(names)}}} (python -m "
+            f"reproduction.benchmarks.run --only {module.rsplit('.', 1)[-1]} runs the benchmark)"
         )

@@ -11,8 +11,9 @@ sentences of the shipped test sample:
   and CTranslate2 (the teacher converted by ``ct2-fairseq-converter``), float32 and int8, beam 1
   and 5 (``ENGINES``);
 * a deep-encoder, shallow-decoder autoregressive model of the student's 3+1 x 192 shape
-  (``reproduction/hi_cmlm/models/teacher_3_1.pt``, ``reproduction/hi_cmlm/deep_shallow_teacher.sh``),
-  decoded the same ways, where it has been trained.
+  (``reproduction/hi_cmlm/models/teacher_3_1.pt``,
+  ``reproduction/hi_cmlm/deep_shallow_teacher.sh``), decoded the same ways, where it has been
+  trained.
 
 Every model is given the input its own task binarises (``own_inputs``). Speeds are sentences/s
 at batch 1 (``SENTENCES[1]`` sentences) and batch 64 (``SENTENCES[64]``), the median of
@@ -21,7 +22,8 @@ sacreBLEU of the very outputs timed and the 1-minute load average around each ba
 quality of each model on the whole 500-sentence sample (teacher beam 5, the student's default
 10 passes and length beam 3) gives the student's distance from its teacher.
 
-    python -m reproduction.benchmarks.run --only frontier      # writes results/cpu.json, frontier.png
+    python -m reproduction.benchmarks.run --only frontier      # writes results/cpu.json,
+    frontier.png
 """
 
 from __future__ import annotations
@@ -71,7 +73,8 @@ WHOLE_SAMPLE = 500
 STUDENT_DEFAULT = (10, 3, 0)  # the README's setting
 STUDENT_BEST = (10, 3, LENGTH_OFFSET)
 # issue 76's goals, read by ``goals``: the best mask-predict setting at no lower BLEU over
-# CTranslate2 int8 beam 5 of the teacher, at batch 1 and 64; the student within 2 BLEU of its teacher
+# CTranslate2 int8 beam 5 of the teacher, at batch 1 and 64; the student within 2 BLEU of its
+# teacher
 GOALS = {
     "maskpredict_over_ct2_int8_beam5_b1": ">= 1",
     "maskpredict_over_ct2_int8_beam5_b64": ">= 1",
@@ -166,7 +169,8 @@ def _mask_predict(
 
 def convert_ctranslate2(checkpoint: Path, quantization: str, out: Path) -> Path:
     """``out``: ``checkpoint`` converted by CTranslate2's ``ct2-fairseq-converter`` (it loads the
-    checkpoint through fairseq with ``--user_dir`` the plugin, whose allow-list lets torch load it)."""
+    checkpoint through fairseq with ``--user_dir`` the plugin, whose allow-list lets torch load
+    it)."""
     converter = Path(sys.executable).parent / "ct2-fairseq-converter"
     proc = subprocess.run(
         [
@@ -256,8 +260,8 @@ def bleu(outputs: list[list[str]], refs: list[str], sp) -> float:
 
 
 def timed_rows(decoders: list[Decoder], sentences: dict[int, int], rounds: int) -> list[dict]:
-    """A row per decoder and batch size: sentences/s (median of ``rounds`` interleaved rounds after a
-    warm-up on the first batches) and the BLEU of the outputs timed."""
+    """A row per decoder and batch size: sentences/s (median of ``rounds`` interleaved rounds after
+    a warm-up on the first batches) and the BLEU of the outputs timed."""
     sp, rows = own_inputs.sentencepiece(), []
     for bsz, n in sentences.items():
         refs = own_inputs.references(n)
@@ -418,7 +422,8 @@ def render(result: dict) -> str:
         front = set(pareto_front([(r["sentences_per_s"], r["bleu"]) for r in rows]))
         loads = f"load {rows[0]['load_before']:.2f} before, {rows[0]['load_after']:.2f} after"
         parts += [
-            f"Batch {bsz}, {rows[0]['sentences']} sentences ({loads}{'; ' + rows[0]['note'] if rows[0]['note'] else ''}):",
+            f"Batch {bsz}, {rows[0]['sentences']} sentences "
+            f"({loads}{'; ' + rows[0]['note'] if rows[0]['note'] else ''}):",
             "",
             "| " + " | ".join(h for h, _, _ in COLUMNS) + " |",
             "|" + "---|" * len(COLUMNS),
@@ -503,8 +508,8 @@ def plot(result: dict, out: Path) -> bool:
 
 
 def summary(result: dict) -> str:
-    """The speed page's summary lines: per batch size, the best mask-predict setting beside the fastest
-    autoregressive peer that is at least as good, and the goals met or not."""
+    """The speed page's summary lines: per batch size, the best mask-predict setting beside the
+    fastest autoregressive peer that is at least as good, and the goals met or not."""
     rows, lines = result["details"]["rows"], []
     for bsz in sorted({r["batch"] for r in rows}):
         here = [r for r in rows if r["batch"] == bsz]
@@ -515,14 +520,16 @@ def summary(result: dict) -> str:
         peers = [r for r in here if "mask-predict" not in r["engine"] and r["bleu"] >= ours["bleu"]]
         peer = max(peers, key=lambda r: r["sentences_per_s"], default=None)
         said = (
-            f"batch {bsz}: the best mask-predict setting ({ours['engine'].removeprefix('fairseq_ext ')}, "
-            f"{ours['setting']}) {ours['sentences_per_s']:.1f} sentences/s at {ours['bleu']:.2f} BLEU"
+            f"batch {bsz}: the best mask-predict setting "
+            f"({ours['engine'].removeprefix('fairseq_ext ')}, {ours['setting']}) "
+            f"{ours['sentences_per_s']:.1f} sentences/s at {ours['bleu']:.2f} BLEU"
         )
         if peer is not None:
             said += (
-                f"; {peer['engine']} {peer['setting']} of the {peer['model']} {peer['sentences_per_s']:.1f} "
-                f"sentences/s at {peer['bleu']:.2f} ({peer['sentences_per_s'] / ours['sentences_per_s']:.2f}x "
-                "as fast at no lower BLEU)"
+                f"; {peer['engine']} {peer['setting']} of the {peer['model']} "
+                f"{peer['sentences_per_s']:.1f} sentences/s at {peer['bleu']:.2f} "
+                f"({peer['sentences_per_s'] / ours['sentences_per_s']:.2f}x as fast at no lower "
+                "BLEU)"
             )
         lines.append(f"- {said}")
     m, g = result["metrics"], result["goals"]

@@ -285,9 +285,9 @@ def _load_models(device: str, student: Path = STUDENT):
 
 
 def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict], str | None]:
-    """``(metrics, rows, layout)``: the decoding rows of ``DECODE`` (``QUICK_DECODE`` with ``quick``),
-    the speed-ups and teacher rates among them that are metrics, and the student's layout;
-    nothing without the shipped checkpoints. Each model decodes the input its own task
+    """``(metrics, rows, layout)``: the decoding rows of ``DECODE`` (``QUICK_DECODE`` with
+    ``quick``), the speed-ups and teacher rates among them that are metrics, and the student's
+    layout; nothing without the shipped checkpoints. Each model decodes the input its own task
     binarises (``own_inputs``: the teacher without the ``<s>`` the student's task prepends)."""
     common.load_plugin()
     if not (STUDENT.exists() and TEACHER.exists()):
@@ -340,7 +340,8 @@ def decode_speed(device: str, quick: bool) -> tuple[dict, list[dict], str | None
         after = common.load_average()
         note = common.load_note(before, after, device)
         print(
-            f"hicmlm       decoding at batch {bsz} timed on {n} sentences (load {before:.2f} -> {after:.2f})",
+            f"hicmlm       decoding at batch {bsz} timed on {n} sentences (load {before:.2f} -> "
+            f"{after:.2f})",
             flush=True,
         )
         scored = {
@@ -387,7 +388,10 @@ def student_digest(student: Path = STUDENT) -> str:
 
 def student_layout(model) -> str:
     """The student's shape as the pages write it: encoder + decoder layers x width."""
-    return f"{len(model.encoder.layers)}+{len(model.decoder.layers)} x {model.encoder.embed_tokens.embedding_dim}"
+    return (
+        f"{len(model.encoder.layers)}+{len(model.decoder.layers)} x "
+        f"{model.encoder.embed_tokens.embedding_dim}"
+    )
 
 
 def _train_updates(name: str, device: str) -> None:

@@ -142,8 +142,9 @@ def measure(sentences: dict[int, int] = SENTENCES, settings=SETTINGS, rounds: in
                 }
                 rows.append(row)
                 print(
-                    f"maskpredict-lean {row['setting']}, batch {bsz}: lean/generic {row['lean_over_generic']:.2f}x, "
-                    f"lean/fairseq {row['lean_over_fairseq']:.2f}x, BLEU {row['bleu']}, identical "
+                    f"maskpredict-lean {row['setting']}, batch {bsz}: lean/generic "
+                    f"{row['lean_over_generic']:.2f}x, lean/fairseq "
+                    f"{row['lean_over_fairseq']:.2f}x, BLEU {row['bleu']}, identical "
                     f"{row['identical_to_generic']:.0%} (load {before:.2f} -> {after:.2f})",
                     flush=True,
                 )

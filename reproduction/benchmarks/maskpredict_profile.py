@@ -2,9 +2,9 @@
 fairseq's CMLM pass and with the plugin's (``HiCMLMTransformerModel.forward_decoder``).
 
 ``python -m reproduction.benchmarks.maskpredict_profile [--student CKPT] [--passes 10] [--threads 1]
-[--reps 3]`` decodes the first sentences of the shipped Multi30k test sample (batch 1: 20 sentences one by
-one; batch 64: 64 at once), length beam 1, ``force_max_iter`` (every sentence runs all passes,
-as the bench decodes), under ``torch.profiler`` on the CPU, and records each part's
+[--reps 3]`` decodes the first sentences of the shipped Multi30k test sample (batch 1: 20 sentences
+one by one; batch 64: 64 at once), length beam 1, ``force_max_iter`` (every sentence runs all
+passes, as the bench decodes), under ``torch.profiler`` on the CPU, and records each part's
 milliseconds per pass and share of the decoding's CPU time (median of ``--reps`` profiles taken
 alternately). Parts are labelled with ``record_function`` (forward hooks on
 modules, wrappers of methods), so they nest: self-/cross-attention and feed-forward lie inside
@@ -253,9 +253,9 @@ def profile_table(parts: dict[str, dict[str, float]], bsz: str, passes: int) -> 
 
 def _setting(run: dict) -> str:
     return (
-        f"student {run['student_layout']} (SHA-256 {run['student_sha256'][:12]}...), `{run['command']}`, "
-        f"{run['date']}, {run['hardware']}, {run['reps']} rounds; 1-minute load "
-        f"average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
+        f"student {run['student_layout']} (SHA-256 {run['student_sha256'][:12]}...), "
+        f"`{run['command']}`, {run['date']}, {run['hardware']}, {run['reps']} rounds; 1-minute "
+        f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
     )
 
 

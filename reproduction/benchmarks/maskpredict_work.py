@@ -17,9 +17,9 @@ both sides decode the same sentences, each in the input format of its own task (
 ``fairseq-preprocess`` data read back by the checkpoint's task; the teacher's ``translation``
 has no ``<s>`` in front of the source, the student's ``cmlm_hybrid`` has): the teacher with
 fairseq's ``SequenceGenerator`` (beam 1 and 5), the student with the plugin's mask-predict
-generator (length beam 1, T = 1, 4, 10 passes, ``--iter-decode-force-max-iter``). The teacher's count over
-the student's is the speed-up that side would reach if time were proportional to that count;
-a measured speed-up above it means the student's operators run faster per count than the
+generator (length beam 1, T = 1, 4, 10 passes, ``--iter-decode-force-max-iter``). The teacher's
+count over the student's is the speed-up that side would reach if time were proportional to that
+count; a measured speed-up above it means the student's operators run faster per count than the
 teacher's.
 
     python -m reproduction.benchmarks.maskpredict_work [--student CKPT] [--out FILE]
@@ -56,7 +56,8 @@ SETTINGS = {1: 20, 64: 128}
 TEACHER_BEAMS = (1, 5)
 PASSES = (1, 4, 10)
 COMMAND = "python -m reproduction.benchmarks.maskpredict_work"
-# what a count's record says of its inputs; counts made before it gave the teacher the student's format
+# what a count's record says of its inputs; counts made before it gave the teacher the student's
+# format
 INPUTS = "each model's own task's input (own_inputs)"
 
 
@@ -186,8 +187,9 @@ def render(
     for record in runs:
         timed = measured if measured_sha256 == record["student_sha256"] else {}
         lines += [
-            f"Student {record['student_layout']} (SHA-256 {record['student_sha256'][:12]}...), counted with "
-            f"`{record['command']}` ({record['date']}, torch {record['torch']}), on {record['data']}.",
+            f"Student {record['student_layout']} (SHA-256 {record['student_sha256'][:12]}...), "
+            f"counted with `{record['command']}` ({record['date']}, torch {record['torch']}), on "
+            f"{record['data']}.",
             "",
             "| batch | side | GFLOP per sentence | ATen operators per sentence |",
             "|---:|---|---:|---:|",
@@ -213,7 +215,8 @@ def render(
                 else "the bench timed another student"
             )
             lines.append(
-                f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | {shown} |"
+                f"| {b['batch']} | {b['passes']} | {b['flops']:.2f}x | {b['operators']:.2f}x | "
+                f"{shown} |"
             )
         lines.append("")
     return "\n".join(lines)

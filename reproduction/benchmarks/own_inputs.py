@@ -36,7 +36,8 @@ def references(n: int, split: str = "test") -> list[str]:
 def binarise_sample(n: int, work: Path, split: str = "test") -> Path:
     """``work/bin``: the first ``n`` pairs of the shipped test sample (``split``: of another split
     of the shipped data) as the ``test`` split, encoded with the shipped sentencepiece model and
-    binarised by ``fairseq-preprocess`` with the shipped dictionary (as ``data_prep``'s scripts do)."""
+    binarised by ``fairseq-preprocess`` with the shipped dictionary (as ``data_prep``'s scripts
+    do)."""
     sp = sentencepiece()
     text = work / "text"
     text.mkdir(parents=True, exist_ok=True)

@@ -46,7 +46,8 @@ def ratio_metrics(results: dict) -> list[tuple[str, str, str, float, str | None]
 
 
 def plot_ratios(results: dict, out: Path) -> bool:
-    """Draw the ratios of ``results`` (``{"cpu": json, "gpu": json}``) into ``out``; False when there are none."""
+    """Draw the ratios of ``results`` (``{"cpu": json, "gpu": json}``) into ``out``; False when
+    there are none."""
     rows = ratio_metrics(results)
     if not rows:
         return False
@@ -149,7 +150,8 @@ def plot_maskpredict_speedup(
         ax.set(
             xlabel="batch size (sentences)",
             ylabel="teacher seconds / student seconds",
-            title=f"Mask-predict (length beam {length_beam}) vs teacher beam {teacher_beam}\n{kind}: {hardware}",
+            title=f"Mask-predict (length beam {length_beam}) vs teacher beam "
+            f"{teacher_beam}\n{kind}: {hardware}",
         )
         ax.title.set_fontsize(9)
         ax.legend(fontsize=8)
@@ -172,7 +174,8 @@ def main() -> None:
     results, out = load_results(), RESULTS / "speed.png"
     if not plot_ratios(results, out):
         raise SystemExit(
-            f"error: no ratio in {RESULTS}/cpu.json or gpu.json (run python -m reproduction.benchmarks.run first)"
+            f"error: no ratio in {RESULTS}/cpu.json or gpu.json (run python -m "
+            "reproduction.benchmarks.run first)"
         )
     print(f"wrote {out}")
     if plot_maskpredict_speedup(results, RESULTS / "maskpredict_speedup.png"):

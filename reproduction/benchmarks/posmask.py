@@ -15,8 +15,8 @@
 Both tasks read the same binarized data (random token ids, written in process) with the
 same blocks (``<s>`` + 127 tokens) and the same batches of 16 blocks, and each masks them its
 own way. The steps alternate on each batch (``common.interleaved_medians``: a warm-up round,
-then rounds in alternating order); a ratio is that of the summed per-batch median times. Sizes: ``position_masked_roberta_tiny`` (2 x 128) on CPU, base
-(12 x 768) on CUDA.
+then rounds in alternating order); a ratio is that of the summed per-batch median times. Sizes:
+``position_masked_roberta_tiny`` (2 x 128) on CPU, base (12 x 768) on CUDA.
 
 Quality (MLM and position accuracy of the 0/5/10/15% sweep) is not measured here: it
 needs minutes of training per run; see reproduction/position_masking/sweep.sh and the README.
@@ -206,7 +206,10 @@ def _run_all(device: str, quick: bool) -> dict:
         "details": {
             "tokens_per_s": {k: round(v, 1) for k, v in per_s.items()},
             "sizes": "12 x 768 (base)" if device == "cuda" else "2 x 128 (tiny)",
-            "batches": f"{n_batches} batches of {BATCH} x {TOKENS_PER_SAMPLE} tokens, {reps} interleaved repetitions",
+            "batches": (
+                f"{n_batches} batches of {BATCH} x {TOKENS_PER_SAMPLE} tokens, {reps} "
+                "interleaved repetitions"
+            ),
             "position_masked_tokens_per_batch": statistics.mean(
                 int(s["position_target"].ne(NO_POSITION_LABEL).sum())
                 for s in collated["position_masked_roberta"]

@@ -195,7 +195,8 @@ def _train_updates(name: str, device: str, updates: int = 4) -> None:
 
 
 def memory(device: str) -> dict[str, float]:
-    """Peak training memory of each fairseq side on the Gigaword batches (``common.train_peak_memory``)."""
+    """Peak training memory of each fairseq side on the Gigaword batches
+    (``common.train_peak_memory``)."""
     return common.train_peak_memory(
         "reproduction.benchmarks.prophetnet", tuple(SIDES), _train_updates, device
     )

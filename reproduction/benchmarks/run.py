@@ -1,6 +1,7 @@
 """Run the benchmarks side by side and publish their ratios.
 
-    python -m reproduction.benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out DIR] [--allow-load]
+    python -m reproduction.benchmarks.run [--only NAME ...] [--device cpu|cuda] [--quick] [--out
+    DIR] [--allow-load]
 
 Each module named in ``BENCHMARKS`` has ``run(device: str, quick: bool) -> dict`` that
 returns ``{"metrics": {name: value}, "details": {...}, "hardware": "..."}``, measured with
@@ -55,7 +56,8 @@ START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 ROWS_START, ROWS_END = "<!-- maskpredict-rows:start -->", "<!-- maskpredict-rows:end -->"
 SUMMARY_START, SUMMARY_END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
 FRONTIER_START, FRONTIER_END = "<!-- frontier:start -->", "<!-- frontier:end -->"
-# (family, benchmark, our training-rate metric, the reference's, unit, our memory name, the reference's)
+# (family, benchmark, our training-rate metric, the reference's, unit, our memory name, the
+# reference's)
 SUMMARY = [
     (
         "HI-CMLM vs fairseq `cmlm_transformer`",
@@ -119,8 +121,9 @@ ROW_COLUMNS = [
 def allowed_load(kind: str, bench: str, out: dict) -> str:
     """The line that says a module's result was published with ``--allow-load``."""
     return (
-        f"{kind} `{bench}` was published with `--allow-load`: 1-minute load average {out['load_at_start']:.2f} "
-        f"at the start, above {MAX_START_LOAD} (another job shared the cores)."
+        f"{kind} `{bench}` was published with `--allow-load`: 1-minute load average "
+        f"{out['load_at_start']:.2f} at the start, above {MAX_START_LOAD} (another job shared "
+        "the cores)."
     )
 
 
@@ -147,12 +150,16 @@ def render_table(results: dict) -> str:
 
 PROVENANCE = {
     "cpu": "`make bench` (`python -m reproduction.benchmarks.run`)",
-    "gpu": "`make gpu-check PART=bench` on one {hardware}, published with `python -m reproduction.gpu.publish`",
+    "gpu": (
+        "`make gpu-check PART=bench` on one {hardware}, published with `python -m "
+        "reproduction.gpu.publish`"
+    ),
 }
 
 
 def provenance(kind: str, out: dict) -> str:
-    """Where a results file's rows come from: the call, the date and torch (each row names its machine)."""
+    """Where a results file's rows come from: the call, the date and torch (each row names its
+    machine)."""
     how = PROVENANCE[kind].format(hardware=out.get("hardware", "GPU"))
     when = ", ".join(
         part
@@ -170,7 +177,8 @@ def render_summary(results: dict) -> str:
     """One row per family and results file: training rate and peak training memory, ours beside
     the fairseq reference's (the metrics of the full table below)."""
     rows = [
-        "| family | hardware | training rate, ours vs reference | ratio | peak training memory (MB), ours vs reference |",
+        "| family | hardware | training rate, ours vs reference | ratio | peak training memory "
+        "(MB), ours vs reference |",
         "|---|---|---|---:|---|",
     ]
     for kind in ("cpu", "gpu"):
@@ -181,13 +189,14 @@ def render_summary(results: dict) -> str:
             m = out["metrics"]
             memory = "rss" if kind == "cpu" else "cuda"
             mem = (
-                f"{m[f'train_peak_{memory}_mb_{our_mem}']:,.0f} vs {m[f'train_peak_{memory}_mb_{their_mem}']:,.0f}"
+                f"{m[f'train_peak_{memory}_mb_{our_mem}']:,.0f} vs "
+                f"{m[f'train_peak_{memory}_mb_{their_mem}']:,.0f}"
                 if f"train_peak_{memory}_mb_{our_mem}" in m
                 else ""
             )
             rows.append(
-                f"| {family} | {out.get('hardware', results[kind]['hardware'])} | {m[ours]:,.0f} vs "
-                f"{m[theirs]:,.0f} {unit} | {m[ours] / m[theirs]:.3f} | {mem} |"
+                f"| {family} | {out.get('hardware', results[kind]['hardware'])} | {m[ours]:,.0f} "
+                f"vs {m[theirs]:,.0f} {unit} | {m[ours] / m[theirs]:.3f} | {mem} |"
             )
     return (
         "\n".join(rows)
@@ -223,8 +232,8 @@ def render_rows(results: dict) -> str:
     measured = decode_rows(results)
     if not measured:
         return (
-            "The rows have not been measured yet: `python -m reproduction.benchmarks.run --only hicmlm` "
-            "on a quiet machine measures them.\n"
+            "The rows have not been measured yet: `python -m reproduction.benchmarks.run --only "
+            "hicmlm` on a quiet machine measures them.\n"
         )
     parts = []
     for kind, out in measured.items():
@@ -253,10 +262,11 @@ def render_rows(results: dict) -> str:
         if any("teacher_input" not in row for row in out["details"]["decode_rows"]):
             lines += [
                 "",
-                "Measured before issue 76: the teacher was given the student's input format (`<s>` in "
-                "front), not its own, which costs it BLEU; its columns are not its own speed and quality "
-                "(the [bench against CTranslate2](#mask-predict-against-the-engine-users-deploy-issue-76) "
-                "gives each model its own input).",
+                "Measured before issue 76: the teacher was given the student's input format "
+                "(`<s>` in front), not its own, which costs it BLEU; its columns are not its "
+                "own speed and quality (the [bench against "
+                "CTranslate2](#mask-predict-against-the-engine-users-deploy-issue-76) gives "
+                "each model its own input).",
             ]
         if speedup_goals(out):
             lines += ["", speedup_goals(out)]
@@ -264,18 +274,20 @@ def render_rows(results: dict) -> str:
             lines += ["", allowed_load(kind, "hicmlm", out)]
         parts.append("\n".join(lines) + "\n")
     parts.append(
-        "![Mask-predict speed-up against batch size](../../reproduction/benchmarks/results/maskpredict_speedup.png)\n"
+        "![Mask-predict speed-up against batch "
+        "size](../../reproduction/benchmarks/results/maskpredict_speedup.png)\n"
     )
     return "\n".join(parts)
 
 
 def render_frontier(results: dict) -> str:
-    """The block of the decoding bench against CTranslate2 (``frontier.render``), with its figure."""
+    """The block of the decoding bench against CTranslate2 (``frontier.render``), with its
+    figure."""
     out = results.get("cpu", {}).get("benchmarks", {}).get("frontier")
     if not out:
         return (
-            "Not measured yet: `python -m reproduction.benchmarks.run --only frontier` on a quiet machine "
-            "measures it.\n"
+            "Not measured yet: `python -m reproduction.benchmarks.run --only frontier` on a "
+            "quiet machine measures it.\n"
         )
     return (
         frontier.render(out)
@@ -330,7 +342,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        help="fewer repetitions (a smoke run, noisier), written to --out, not to the published results",
+        help="fewer repetitions (a smoke run, noisier), written to --out, not to the published "
+        "results",
     )
     p.add_argument(
         "--out",
@@ -341,14 +354,15 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument(
         "--allow-load",
         action="store_true",
-        help=f"publish into benchmarks/results even when the 1-minute load average at the start is above "
-        f"{MAX_START_LOAD} (another job shares the cores); the results and the tables say so",
+        help="publish into benchmarks/results even when the 1-minute load average at the start "
+        f"is above {MAX_START_LOAD} (another job shares the cores); the results and the tables "
+        "say so",
     )
     args = p.parse_args(argv)
     require(
         args.device != "cuda" or torch.cuda.is_available(),
-        "--device cuda, but torch.cuda.is_available() is false (a CPU build of torch, or no GPU visible): "
-        "run with --device cpu, or on a machine with a GPU and a CUDA build of torch",
+        "--device cuda, but torch.cuda.is_available() is false (a CPU build of torch, or no GPU "
+        "visible): run with --device cpu, or on a machine with a GPU and a CUDA build of torch",
     )
     logging.getLogger().setLevel(logging.WARNING)
     out_dir = args.out or (
@@ -359,9 +373,10 @@ def main(argv: list[str] | None = None) -> None:
     loaded = published and args.device == "cpu" and start_load > MAX_START_LOAD
     require(
         not loaded or args.allow_load,
-        f"1-minute load average {start_load:.2f} > {MAX_START_LOAD} before the bench started: another job shares "
-        f"the cores and every timing would carry its load; wait until the machine is quiet, or pass --allow-load "
-        f"to publish anyway (the results file and docs/results/speed.md then say so)",
+        f"1-minute load average {start_load:.2f} > {MAX_START_LOAD} before the bench started: "
+        "another job shares the cores and every timing would carry its load; wait until the "
+        "machine is quiet, or pass --allow-load to publish anyway (the results file and "
+        "docs/results/speed.md then say so)",
     )
     kind = "gpu" if args.device == "cuda" else "cpu"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -376,7 +391,8 @@ def main(argv: list[str] | None = None) -> None:
     for name in args.only or BENCHMARKS:
         module = benchmark(name)
         print(
-            f"{name:12s} started at {time.strftime('%H:%M:%S')}, 1-minute load average {load_average():.2f}",
+            f"{name:12s} started at {time.strftime('%H:%M:%S')}, 1-minute load average "
+            f"{load_average():.2f}",
             flush=True,
         )
         t0 = time.time()

@@ -14,8 +14,8 @@ option parser, task and model API; random token ids, since speed does not depend
   VmHWM) / ``train_peak_cuda_mb_*`` (CUDA) for 4 updates on those batches.
 * ``unilm_keep_tokens_{train,decode}_speedup[_small]``: training tokens/s and beam-search
   sentences/s of a BERT-base-sized (``_small``: 4 x 256) ``unilm_transformer`` with the
-  vocabulary pruned by ``--keep-tokens`` from 21128 rows (Chinese BERT's vocabulary, Su 2019's case) to half
-  (Su 2019: "generally only half the original size"), over the unpruned model. The kept
+  vocabulary pruned by ``--keep-tokens`` from 21128 rows (Chinese BERT's vocabulary, Su 2019's case)
+  to half (Su 2019: "generally only half the original size"), over the unpruned model. The kept
   share is Su 2019's figure, not measured on a corpus; the speed-up depends only on the
   sizes.
 

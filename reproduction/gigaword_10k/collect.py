@@ -2,7 +2,8 @@
 ``reproduction/gigaword_10k/runs/*.json`` into ``results.json`` (its lead-N and published parts
 stay as ``lead_baseline.py`` wrote them) and rewrites the page's block and its summary lines.
 
-    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE] [--figure FILE]
+    python -m reproduction.gigaword_10k.collect [--kept DIR] [--results FILE] [--page FILE]
+    [--figure FILE]
 
 Per row: test ROUGE-1/2/L (mean ± sd over seeds), valid ROUGE-1 at the chosen checkpoint and
 length penalty, the learning rate (and the valid scores of its ``--lr-grid`` probes), the chosen
@@ -85,7 +86,8 @@ def mean_sd(values: list) -> list:
 
 def seconds_per_update(records: list) -> float:
     """Training seconds an update, the median over the chunks of every run (a chunk trained partly
-    before an interruption counts only its last part's seconds; the median sets such chunks aside)."""
+    before an interruption counts only its last part's seconds; the median sets such chunks
+    aside)."""
     rates = [
         (p["train_seconds"] / (p["update"] - prev))
         for r in records
@@ -114,9 +116,9 @@ def cost_by_machine(records: list) -> dict:
 
 
 def lenpen_of_converged(records: list) -> dict | None:
-    """Valid ROUGE-1 of each length penalty of the grid, averaged over the runs that stopped by early
-    stopping (at their best checkpoint), and the best of them: the length penalty the row's user
-    script defaults to. None while no seed of the row has converged."""
+    """Valid ROUGE-1 of each length penalty of the grid, averaged over the runs that stopped by
+    early stopping (at their best checkpoint), and the best of them: the length penalty the row's
+    user script defaults to. None while no seed of the row has converged."""
     converged = [r for r in records if r["stopped"] == protocol.EARLY_STOPPED]
     if not converged:
         return None
@@ -176,8 +178,9 @@ def summarise_row(row: str, seeds: dict) -> dict:
 
 
 def pretraining_summary(path: Path, record: dict) -> dict:
-    """What the page says of the span pre-training ``record`` read from ``path`` (``runs/pretrain-pN.json``,
-    or one a later pre-training replaced, in ``runs/superseded/pretraining/``)."""
+    """What the page says of the span pre-training ``record`` read from ``path``
+    (``runs/pretrain-pN.json``, or one a later pre-training replaced, in
+    ``runs/superseded/pretraining/``)."""
     curve = record["train_loss_curve"]
     return {
         **{
@@ -501,8 +504,9 @@ def main(argv: list[str] | None = None) -> None:
     write_between_markers(a.page, page.markdown(results), protocol.START, protocol.END)
     write_between_markers(a.page, page.summary(results), *protocol.SUMMARY_MARKERS)
     print(
-        f"{len(results['models'])} model rows ({sum(len(m['seeds']) for m in results['models'].values())} runs); "
-        f"wrote {a.results}, the block and the summary of {a.page}",
+        f"{len(results['models'])} model rows "
+        f"({sum(len(m['seeds']) for m in results['models'].values())} runs); wrote {a.results}, "
+        f"the block and the summary of {a.page}",
         file=sys.stderr,
     )
 

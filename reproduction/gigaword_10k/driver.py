@@ -3,7 +3,8 @@ each trained until its validation ROUGE-1 stops improving: one resumable driver 
 
     python -m reproduction.gigaword_10k.driver --data GIGAWORD --english ENGLISH
         [--rows transformer p1 p2 p1-pt p2-pt unilm-random unilm-minilm] [--seeds 1 2 3]
-        [--chunk 500] [--checkpoint-every 100] [--patience 3] [--max-updates 20000] [--lenpens 0.6 0.8 1.0 1.2 1.5]
+        [--chunk 500] [--checkpoint-every 100] [--patience 3] [--max-updates 20000] [--lenpens 0.6
+        0.8 1.0 1.2 1.5]
         [--beam 4] [--valid-lines 0] [--pretrain-updates 10000] [--lr-grid ROW=LR,LR ...] [--jobs 2]
         [--work work/gigaword_10k]
 
@@ -104,9 +105,10 @@ ENGLISH_SOURCES = [
     "multi30k/val.en.gz",
 ]
 ENGLISH_NORMALISATION = (
-    "lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings and "
-    "blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 words dropped; "
-    "sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized with their dictionary"
+    "lowercased, digits as '#' (Gigaword's style), Moses escapes undone, WikiText's headings "
+    "and blank lines dropped and its @-@ @,@ @.@ joined, lines cut at 100 words, lines under 3 "
+    "words dropped; sentencepiece of the Gigaword rows (data_prep/spm.py encode), binarized "
+    "with their dictionary"
 )
 
 # Every row: its label in the table, its data, its starting point and the recipe of the script
@@ -123,7 +125,8 @@ ROWS = {
 }
 for _key, _label in zip(ROWS, MODEL_ROWS):
     ROWS[_key]["label"] = _label
-# sentencepiece rows: prophetnet_tiny (3+3 layers x 256, 4 heads, FFN 1024), the transformer at the same sizes
+# sentencepiece rows: prophetnet_tiny (3+3 layers x 256, 4 heads, FFN 1024), the transformer at the
+# same sizes
 TINY = [
     "--encoder-layers",
     "3",
@@ -190,9 +193,9 @@ def seconds_after_state(state_file: Path, last: Path) -> float:
 
 class RunClock:
     """A run's wall seconds over all its calls, kept in its ``state.json`` (with ``sessions``, the
-    number of calls, and ``machines``, the machines they ran on): the seconds saved by earlier calls,
-    a killed call's training up to its last checkpoint (``seconds_after_state``), and this call's
-    seconds at each ``save``."""
+    number of calls, and ``machines``, the machines they ran on): the seconds saved by earlier
+    calls, a killed call's training up to its last checkpoint (``seconds_after_state``), and this
+    call's seconds at each ``save``."""
 
     def __init__(self, state_file: Path, last: Path, state: dict, machine: str):
         self.state_file, self.state = state_file, state
@@ -206,7 +209,8 @@ class RunClock:
         return round(self.spent + time.time() - self.t0, 1)
 
     def save(self) -> None:
-        """Writes the state with the seconds so far; its time stamp is where unsaved training starts."""
+        """Writes the state with the seconds so far; its time stamp is where unsaved training
+        starts."""
         self.state["seconds"] = self.seconds()
         write_json(self.state_file, self.state)
 
@@ -238,7 +242,8 @@ def describes(record: dict, checkpoint: Path) -> bool:
 
 
 def pretraining_started_from(row: str, state: dict) -> dict:
-    """A pre-trained row's record field ``pretraining_sha256``: the pre-training its run started from."""
+    """A pre-trained row's record field ``pretraining_sha256``: the pre-training its run started
+    from."""
     return (
         {"pretraining_sha256": state.get("pretraining_sha256")} if ROWS[row].get("pretrain") else {}
     )
@@ -284,16 +289,17 @@ def settings_changed(made: dict, asked: dict) -> str:
 def made_otherwise(record: Path, made: dict, asked: dict) -> str:
     """The one line that refuses a kept run made with other settings than asked now."""
     return (
-        f"{rel(record)} was made with other settings than asked now: {settings_changed(made, asked)}; remove it, "
-        "give another --kept folder or ask for its settings"
+        f"{rel(record)} was made with other settings than asked now: "
+        f"{settings_changed(made, asked)}; remove it, give another --kept folder or ask for its "
+        "settings"
     )
 
 
 def started_otherwise(folder: Path, started: dict, asked: dict) -> str:
     """The one line that refuses a work folder started with other settings than asked now."""
     return (
-        f"{rel(folder)} was started with other settings than asked now: {settings_changed(started, asked)}; "
-        "remove it or ask for its settings"
+        f"{rel(folder)} was started with other settings than asked now: "
+        f"{settings_changed(started, asked)}; remove it or ask for its settings"
     )
 
 
@@ -307,7 +313,8 @@ def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
 
 
 def choose_lenpen(grid: dict) -> str:
-    """The length penalty of the best valid ROUGE-1 (ties: the one nearest 1.0, then the smaller)."""
+    """The length penalty of the best valid ROUGE-1 (ties: the one nearest 1.0, then the
+    smaller)."""
     return max(grid, key=lambda lp: (grid[lp]["rouge1"], -abs(float(lp) - 1.0), -float(lp)))
 
 
@@ -343,7 +350,8 @@ def sentence_rouge1(hyps: list[str], refs: list[str]) -> list[float]:
 
 
 def load_plugin(argv: list) -> None:
-    """fairseq's parsers read --user-dir from sys.argv; in this process the plugin is imported first."""
+    """fairseq's parsers read --user-dir from sys.argv; in this process the plugin is imported
+    first."""
     from fairseq_ext import plugin
 
     if (
@@ -433,8 +441,8 @@ class Driver:
         return out
 
     def lr_for(self, row: str) -> str:
-        """The row's learning rate: the recipe's, or the one of ``--lr-grid`` whose probe (seed 0, no
-        evaluation seed; early stopping on valid, no test) reached the best valid ROUGE-1."""
+        """The row's learning rate: the recipe's, or the one of ``--lr-grid`` whose probe (seed 0,
+        no evaluation seed; early stopping on valid, no test) reached the best valid ROUGE-1."""
         grid = self.a.lr_grid.get(row)
         if not grid:
             return RECIPE[family(row)]["lr"]
@@ -907,7 +915,8 @@ class Driver:
                 and done["pretrain_updates"] == self.a.pretrain_updates
                 and done["sizes"] == self.a.sizes
             ):
-                return done  # else fairseq-train continues from checkpoint_last.pt to the updates asked
+                # else fairseq-train continues from checkpoint_last.pt to the updates asked
+                return done
         save.mkdir(parents=True, exist_ok=True)
         state_file = (
             save / "state.json"
@@ -975,7 +984,8 @@ class Driver:
             done = json.loads(kept.read_text(encoding="utf-8"))
             state["retrained"] = {"cap": done["settings"]["max_updates"], "curve": done["curve"]}
             print(
-                f"{name}: its work folder is gone; trained again from update 0 up to the cap of {a.max_updates}",
+                f"{name}: its work folder is gone; trained again from update 0 up to the cap of "
+                f"{a.max_updates}",
                 flush=True,
             )
         if (
@@ -1143,22 +1153,23 @@ class Driver:
         if converged:
             shutil.rmtree(w)
         print(
-            f"{name}: stopped ({record['stopped']}) at update {curve[-1]['update']}, best {chosen['update']}, "
-            f"lenpen {lenpen}; test ROUGE-1 {test['rouge1']:.2f}",
+            f"{name}: stopped ({record['stopped']}) at update {curve[-1]['update']}, best "
+            f"{chosen['update']}, lenpen {lenpen}; test ROUGE-1 {test['rouge1']:.2f}",
             flush=True,
         )
         return record
 
     def pretraining_sha256(self, row: str) -> str | None:
-        """The SHA-256 that the kept record of ``row``'s pre-training gives its checkpoint (None for a
-        record kept without one)."""
+        """The SHA-256 that the kept record of ``row``'s pre-training gives its checkpoint (None for
+        a record kept without one)."""
         record = self.kept / f"pretrain-p{ROWS[row]['ngram']}.json"
         return json.loads(record.read_text(encoding="utf-8")).get("checkpoint_sha256")
 
     def extends(self, name: str) -> bool:
-        """Whether this call trains the kept run ``name`` further: it stopped at a lower cap and every
-        other setting is the same as asked now. With its work folder it trains on from its last
-        checkpoint; without (a machine that did not keep it) it is trained again from update 0."""
+        """Whether this call trains the kept run ``name`` further: it stopped at a lower cap and
+        every other setting is the same as asked now. With its work folder it trains on from its
+        last checkpoint; without (a machine that did not keep it) it is trained again from update
+        0."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
         asked = self.settings(done["row"])
         return (
@@ -1191,8 +1202,9 @@ class Driver:
         return done
 
     def refusal(self, row: str, seed: int) -> str | None:
-        """Why the run of ``row`` and ``seed`` cannot be kept or run as asked now (a kept record or a
-        started work folder with other settings), or None; every run is checked before any starts."""
+        """Why the run of ``row`` and ``seed`` cannot be kept or run as asked now (a kept record or
+        a started work folder with other settings), or None; every run is checked before any
+        starts."""
         name, asked = f"{row}-s{seed}", self.settings(row)
         kept = self.kept / f"{name}.json"
         if kept.is_file():
@@ -1210,15 +1222,17 @@ class Driver:
         return None
 
     def grid_unasked(self, row: str) -> str | None:
-        """Why ``row`` cannot run without ``--lr-grid``: its learning-rate probes are kept, so its runs
-        train at the rate they chose, which a call without the option would not ask for; or None."""
+        """Why ``row`` cannot run without ``--lr-grid``: its learning-rate probes are kept, so its
+        runs train at the rate they chose, which a call without the option would not ask for; or
+        None."""
         probes = list((self.kept / "lr-grid").glob(f"{row}-lr*-s0.json"))
         if row in self.a.lr_grid or not probes:
             return None
         rates = sorted((p.name[len(f"{row}-lr") : -len("-s0.json")] for p in probes), key=float)
         return (
-            f"{row}: its learning-rate probes are kept in {rel(self.kept / 'lr-grid')} ({', '.join(rates)}); its "
-            f"runs train at the rate they chose: add --lr-grid {row}={','.join(rates)}"
+            f"{row}: its learning-rate probes are kept in {rel(self.kept / 'lr-grid')} "
+            f"({', '.join(rates)}); its runs train at the rate they chose: add --lr-grid "
+            f"{row}={','.join(rates)}"
         )
 
     def decode(self, row: str, ckpt: Path, subset: str, lenpen: str, w: Path) -> list[str]:
@@ -1309,7 +1323,8 @@ class Driver:
         for r in a.rows:
             if r in a.lr_grid:
                 print(
-                    f"{r}: learning rate {self.lr_for(r)} chosen on valid from {', '.join(a.lr_grid[r])}",
+                    f"{r}: learning rate {self.lr_for(r)} chosen on valid from "
+                    f"{', '.join(a.lr_grid[r])}",
                     flush=True,
                 )
         todo = [
@@ -1328,8 +1343,9 @@ class Driver:
             self.worker("finetune", name, self.work / "runs" / f"{name}.log")
             record = self.kept_run(name)
             print(
-                f"{name}: test ROUGE-1 {record['test']['rouge1']:.2f} (update {record['chosen_update']}, "
-                f"lenpen {record['chosen_lenpen']}; {time.time() - t0:.0f} s in this call)",
+                f"{name}: test ROUGE-1 {record['test']['rouge1']:.2f} (update "
+                f"{record['chosen_update']}, lenpen {record['chosen_lenpen']}; "
+                f"{time.time() - t0:.0f} s in this call)",
                 flush=True,
             )
 
@@ -1396,7 +1412,8 @@ def parser() -> argparse.ArgumentParser:
         "--pretrain-updates",
         type=int,
         default=10000,
-        help="span pre-training updates per n (about 7 passes over the 2.5M tokens of the English corpus at 2048 tokens a batch)",
+        help="span pre-training updates per n (about 7 passes over the 2.5M tokens of the "
+        "English corpus at 2048 tokens a batch)",
     )
     p.add_argument(
         "--pretrain-chunk",
@@ -1408,7 +1425,8 @@ def parser() -> argparse.ArgumentParser:
         "--checkpoint-every",
         type=int,
         default=100,
-        help="fine-tuning checkpoint interval within a chunk: a run killed mid-chunk loses at most this many updates",
+        help="fine-tuning checkpoint interval within a chunk: a run killed mid-chunk loses at "
+        "most this many updates",
     )
     p.add_argument("--threads", type=int, default=1, help="torch threads per run")
     p.add_argument("--jobs", type=int, default=1, help="runs side by side")
@@ -1417,7 +1435,8 @@ def parser() -> argparse.ArgumentParser:
         nargs="+",
         default=[],
         metavar="ROW=LR,LR",
-        help="learning rates to try for ROW (probes with seed 0, chosen by valid ROUGE-1; default: the recipe's)",
+        help="learning rates to try for ROW (probes with seed 0, chosen by valid ROUGE-1; "
+        "default: the recipe's)",
     )
     p.add_argument(
         "--in-process", action="store_true", help="every run in this process, one at a time (tests)"
@@ -1445,7 +1464,8 @@ def main(argv: list[str] | None = None) -> None:
         for side in ("article", "title"):
             if not (a.data / f"{prefix}.{side}.txt").is_file():
                 p.error(
-                    f"{a.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp Gigaword files"
+                    f"{a.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp "
+                    "Gigaword files"
                 )
     if any(ROWS[r].get("pretrain") for r in a.rows) and (
         a.english is None or not a.english.is_dir()
@@ -1460,8 +1480,8 @@ def main(argv: list[str] | None = None) -> None:
         or min(a.jobs, a.threads, a.checkpoint_every) < 1
     ):
         p.error(
-            "--patience must be >= 2, --chunk >= 1, --max-updates >= --chunk, --jobs, --threads and "
-            "--checkpoint-every >= 1"
+            "--patience must be >= 2, --chunk >= 1, --max-updates >= --chunk, --jobs, --threads "
+            "and --checkpoint-every >= 1"
         )
     a.data, a.english = a.data.resolve(), a.english.resolve() if a.english else None
     d = Driver(a)

@@ -53,7 +53,10 @@ PUBLISHED = [
         "rouge1": 34.21,
         "rouge2": 15.28,
         "rougeL": 31.54,
-        "source": f"{UNILM_README}: 30 epochs, batch 128, lr 1e-5, label smoothing 0.1, beam 5, no repeated n-grams",
+        "source": (
+            f"{UNILM_README}: 30 epochs, batch 128, lr 1e-5, label smoothing 0.1, beam 5, no "
+            "repeated n-grams"
+        ),
     },
 ]
 
@@ -130,12 +133,16 @@ def main(argv: list[str] | None = None) -> None:
         for side in ("article", "title"):
             if not (args.data / f"{prefix}.{side}.txt").is_file():
                 p.error(
-                    f"{args.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp Gigaword files"
+                    f"{args.data} has no {prefix}.{side}.txt: give the folder of the harvardnlp "
+                    "Gigaword files"
                 )
     t0 = time.time()
     lead_part = measure(args.data, args.max_n)
     results = {
-        "command": f"python -m reproduction.gigaword_10k.lead_baseline --data GIGAWORD --max-n {args.max_n}",
+        "command": (
+            "python -m reproduction.gigaword_10k.lead_baseline --data GIGAWORD --max-n "
+            f"{args.max_n}"
+        ),
         "wall_seconds": round(time.time() - t0, 1),
         "hardware": f"{cpu_and_cores()}, Python {platform.python_version()}",
         "scorer": "fairseq_ext.analysis.rouge (rouge-score 0.1.2, stemmed, mean sentence F1 x 100)",
@@ -147,8 +154,9 @@ def main(argv: list[str] | None = None) -> None:
     write_between_markers(PAGE, markdown(results), START, END)
     write_between_markers(PAGE, summary(results), *SUMMARY_MARKERS)
     print(
-        f"lead-8 on test: {lead_part['test']['lead-8']}; N chosen on valid4k: {lead_part['chosen_n']}; "
-        f"wrote {RESULTS.relative_to(ROOT)} and the block of {PAGE.relative_to(ROOT)}",
+        f"lead-8 on test: {lead_part['test']['lead-8']}; N chosen on valid4k: "
+        f"{lead_part['chosen_n']}; wrote {RESULTS.relative_to(ROOT)} and the block of "
+        f"{PAGE.relative_to(ROOT)}",
         file=sys.stderr,
     )
 

@@ -1,5 +1,5 @@
-"""The Gigaword 10k table and its summary lines as the page shows them, rendered from its results file
-(``protocol.RESULTS``): the published rows, lead-N, each trained row with its seeds and how its
+"""The Gigaword 10k table and its summary lines as the page shows them, rendered from its results
+file (``protocol.RESULTS``): the published rows, lead-N, each trained row with its seeds and how its
 runs stopped, the notes under the table and the verdicts on the papers' claims. Written by
 ``lead_baseline.py`` (the lead-N part) and ``collect.py`` (the trained rows)."""
 
@@ -27,8 +27,8 @@ def markdown(results: dict) -> str:
     ]
     for p in results["published"]:
         rows.append(
-            f"| {p['row']} (published) | {p['rouge1']:.2f} | {p['rouge2']:.2f} | {p['rougeL']:.2f} | "
-            f"| {p['source']} |"
+            f"| {p['row']} (published) | {p['rouge1']:.2f} | {p['rouge2']:.2f} | "
+            f"{p['rougeL']:.2f} | | {p['source']} |"
         )
     for name, scores in lead_part["test"].items():
         valid = lead_part["valid"][CHOOSE_ON][name.split("-")[1]]["rouge1"]
@@ -38,8 +38,8 @@ def markdown(results: dict) -> str:
             else "the article's first 8 words"
         )
         rows.append(
-            f"| {name} | {scores['rouge1']:.2f} | {scores['rouge2']:.2f} | {scores['rougeL']:.2f} | "
-            f"{valid:.2f} | this repository ({how}) |"
+            f"| {name} | {scores['rouge1']:.2f} | {scores['rouge2']:.2f} | "
+            f"{scores['rougeL']:.2f} | {valid:.2f} | this repository ({how}) |"
         )
     models = {m["label"]: m for m in results.get("models", {}).values()}
     for name in MODEL_ROWS:
@@ -51,10 +51,11 @@ def markdown(results: dict) -> str:
         [
             *rows,
             "",
-            f"Test: the {lead_part['sentences'][TEST]} pairs of {TEST}, scored once per row. Published rows: ROUGE-1.5.5 "
-            f"(Perl); ours: rouge-score (stemmed, mean sentence F1), whose values differ slightly. Lead-N on valid4k, "
-            f"ROUGE-1 by N: {curve}; the best is N = {n}. Written by `{results['command']}` "
-            f"({results['wall_seconds']} s, {results['hardware']}).",
+            f"Test: the {lead_part['sentences'][TEST]} pairs of {TEST}, scored once per row. "
+            "Published rows: ROUGE-1.5.5 (Perl); ours: rouge-score (stemmed, mean sentence F1), "
+            f"whose values differ slightly. Lead-N on valid4k, ROUGE-1 by N: {curve}; the best "
+            f"is N = {n}. Written by `{results['command']}` ({results['wall_seconds']} s, "
+            f"{results['hardware']}).",
             "",
             splits_note(results),
             "",
@@ -65,19 +66,20 @@ def markdown(results: dict) -> str:
 
 
 def pretraining_note(results: dict) -> list[str]:
-    """What the span pre-training of the pre-trained ProphetNet rows did (``runs/pretrain-pN.json``)."""
+    """What the span pre-training of the pre-trained ProphetNet rows did
+    (``runs/pretrain-pN.json``)."""
     kept = results.get("pretraining") or {}
     if not kept:
         return []
     each = "; ".join(pretraining_text(r) for r in kept.values())
     corpus = next(iter(kept.values()))["corpus"]
     return [
-        f"Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, "
-        f"one seed, kept with its command in `runs/pretrain-pN.json`): {each}. The training loss is the "
-        f"criterion's (bits a target token, the streams' losses weighted and summed), so n = 2's is not "
-        f"comparable with n = 1's. Its corpus: {corpus['lines']:,} "
-        f"lines, {corpus['words']:,} words from {len(corpus['sources'])} files (each listed with its SHA-256 in "
-        f"that record); no valid or test pair of Gigaword.",
+        "Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` "
+        f"with the row's n, one seed, kept with its command in `runs/pretrain-pN.json`): {each}. "
+        "The training loss is the criterion's (bits a target token, the streams' losses "
+        "weighted and summed), so n = 2's is not comparable with n = 1's. Its corpus: "
+        f"{corpus['lines']:,} lines, {corpus['words']:,} words from {len(corpus['sources'])} "
+        "files (each listed with its SHA-256 in that record); no valid or test pair of Gigaword.",
         "",
         *earlier_pretraining_note(results),
         *reliance_note(results),
@@ -85,13 +87,13 @@ def pretraining_note(results: dict) -> list[str]:
 
 
 def pretraining_text(r: dict) -> str:
-    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call on
-    AMD EPYC' (no loss where none was logged: a run shorter than fairseq's --log-interval, or one
+    """'n = 2: 4000 updates, training loss ... at update 50 and ... at update 4000, 1.2 h in 1 call
+    on AMD EPYC' (no loss where none was logged: a run shorter than fairseq's --log-interval, or one
     in-process; the machine as the record's hardware names it, before its cores and threads)."""
     loss = (
         (
-            f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} and "
-            f"{r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, "
+            f"training loss {r['loss_first']['loss']:.2f} at update {r['loss_first']['update']} "
+            f"and {r['loss_last']['loss']:.2f} at update {r['loss_last']['update']}, "
         )
         if "loss_first" in r
         else ""
@@ -103,15 +105,20 @@ def pretraining_text(r: dict) -> str:
 
 
 def loss_against_kept(replaced: dict) -> str:
-    """How a replaced pre-training's logged loss compares with the one kept now (``collect.logged_loss_against``)."""
+    """How a replaced pre-training's logged loss compares with the one kept now
+    (``collect.logged_loss_against``)."""
     compared = replaced.get("logged_loss", {})
     if "same_updates" in compared:
         return (
-            f"; its training loss at each of its {compared['same_updates']} logged updates is that of the "
-            "pre-training above, so the same run as far as its log shows; its checkpoint is not kept to compare"
+            f"; its training loss at each of its {compared['same_updates']} logged updates is "
+            "that of the pre-training above, so the same run as far as its log shows; its "
+            "checkpoint is not kept to compare"
         )
     if "departs_at" in compared:
-        return f"; its training loss departs from that of the pre-training above at update {compared['departs_at']}"
+        return (
+            "; its training loss departs from that of the pre-training above at update "
+            f"{compared['departs_at']}"
+        )
     return ""
 
 
@@ -126,7 +133,8 @@ def earlier_pretraining_note(results: dict) -> list[str]:
         each += [
             f"{m['label']} {seed_names(seeds)}, from "
             + (
-                f"{pretraining_text(replaced[name])} (`{replaced[name]['record']}`{loss_against_kept(replaced[name])})"
+                f"{pretraining_text(replaced[name])} "
+                f"(`{replaced[name]['record']}`{loss_against_kept(replaced[name])})"
                 if name in replaced
                 else "a pre-training whose record is not kept"
             )
@@ -135,8 +143,9 @@ def earlier_pretraining_note(results: dict) -> list[str]:
     if not each:
         return []
     return [
-        "Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains again when "
-        f"a run to be trained has no checkpoint and the pre-training's folder is gone): {'; '.join(each)}.",
+        "Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains "
+        "again when a run to be trained has no checkpoint and the pre-training's folder is "
+        f"gone): {'; '.join(each)}.",
         "",
     ]
 
@@ -157,8 +166,9 @@ def reliance_note(results: dict) -> list[str]:
     unmeasured = [f"n = {r['ngram']}" for name, r in kept.items() if name not in current]
     if not current:
         return [
-            f"Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above "
-            f"({', '.join(unmeasured)}; `python -m reproduction.gigaword_10k.source_reliance`).",
+            "Whether the pre-trained decoder reads its encoder is not measured for the "
+            f"pre-trainings above ({', '.join(unmeasured)}; `python -m "
+            "reproduction.gigaword_10k.source_reliance`).",
             "",
         ]
     each = "; ".join(
@@ -182,17 +192,18 @@ def reliance_note(results: dict) -> list[str]:
         for name, r in current.items()
     )
     return [
-        f"Does the pre-trained decoder read its encoder? The next-token stream's loss on {lines:,} lines of the "
-        f"pre-training corpus (its first batches, lines it was trained on; dropout off), in bits a token, with each "
-        f"line's own masked source and with another line's: {each}."
+        "Does the pre-trained decoder read its encoder? The next-token stream's loss on "
+        f"{lines:,} lines of the pre-training corpus (its first batches, lines it was trained "
+        "on; dropout off), in bits a token, with each line's own masked source and with another "
+        f"line's: {each}."
         + (
             f" What the source saves at the pre-training's interval checkpoints: {during}."
             if during
             else ""
         )
-        + " Does the encoder tell lines apart? The share of the variance of its output states on the same lines "
-        "that lies between lines (each line's mean state against the batch's; 0 when every line gets the same "
-        f"states on average): {apart}."
+        + " Does the encoder tell lines apart? The share of the variance of its output states on "
+        "the same lines that lies between lines (each line's mean state against the batch's; 0 "
+        f"when every line gets the same states on average): {apart}."
         + (
             f" Not measured yet for the pre-training above of {', '.join(unmeasured)}."
             if unmeasured
@@ -229,13 +240,16 @@ def splits_note(results: dict) -> str:
     copies = splits[TEST]["title_words_in_article"] < min(
         splits[v]["title_words_in_article"] for v in VALID
     )
+    lower = "Every row scores lower on test than on valid"
     return (
         f"Valid and test are not alike: words of the title that are `UNK` / `<unk>`: "
-        f"{each('title_words_oov', 2)}; titles holding one: {each('titles_with_oov', 1)}; title words that "
-        f"occur in the article: {each('title_words_in_article', 1)} (mean over pairs). "
+        f"{each('title_words_oov', 2)}; titles holding one: {each('titles_with_oov', 1)}; "
+        f"title words that occur in the article: {each('title_words_in_article', 1)} (mean over "
+        "pairs). "
         f"{'Test titles copy less from their articles. ' if copies else ''}"
-        f"{'Every row scores lower on test than on valid' if all(t < v for *_, v, t in rows) else 'ROUGE-1 on valid and on test'}: "
-        f"{scores}. Compare rows with each other on one split, and with the published rows on test only."
+        f"{lower if all(t < v for *_, v, t in rows) else 'ROUGE-1 on valid and on test'}: "
+        f"{scores}. Compare rows with each other on one split, and with the published rows on test "
+        "only."
     )
 
 
@@ -278,19 +292,22 @@ def cost_notes(models: dict) -> tuple[list[str], str]:
 
 
 def against(comparison: dict) -> str:
-    """What the p-values of a claim with a margin test: the difference against the margin, not against 0."""
+    """What the p-values of a claim with a margin test: the difference against the margin, not
+    against 0."""
     return f" against a margin of {comparison['margin']:g}" if comparison.get("margin") else ""
 
 
 def t_test(p: float) -> str:
-    """A t-test p-value as text (kept to 4 decimals, so one under 0.001 reads as such, not as 0.000)."""
+    """A t-test p-value as text (kept to 4 decimals, so one under 0.001 reads as such, not as
+    0.000)."""
     return "p < 0.001" if p < 0.001 else f"p = {p:.3f}"
 
 
 def ngram_reading(comparisons: list) -> list[str]:
     """What the decided verdicts say together for ProphetNet's claim (Qi et al. 2020, section 1: the
     future n-gram loss is a pre-training objective): the n = 2 against n = 1 gap after span
-    pre-training, read beside what span pre-training does to each n; nothing before all are decided."""
+    pre-training, read beside what span pre-training does to each n; nothing before all are
+    decided."""
     decided = {(c["row"], c["baseline"]): c for c in comparisons if c["decided"]}
     after, n1, n2 = (
         decided.get(pair) for pair in (("p2-pt", "p1-pt"), ("p1-pt", "p1"), ("p2-pt", "p2"))
@@ -298,9 +315,10 @@ def ngram_reading(comparisons: list) -> list[str]:
     if not (after and n1 and n2):
         return []
     text = (
-        f'Read together for ProphetNet\'s claim: after span pre-training, n = 2 against n = 1: "{after["verdict"]}" '
-        f'({after["delta_rouge1"]:+.2f}); span pre-training against none: for n = 1 "{n1["verdict"]}" '
-        f'({n1["delta_rouge1"]:+.2f}), for n = 2 "{n2["verdict"]}" ({n2["delta_rouge1"]:+.2f}).'
+        "Read together for ProphetNet's claim: after span pre-training, n = 2 against n = 1: "
+        f'"{after["verdict"]}" ({after["delta_rouge1"]:+.2f}); span pre-training against none: '
+        f'for n = 1 "{n1["verdict"]}" ({n1["delta_rouge1"]:+.2f}), for n = 2 "{n2["verdict"]}" '
+        f"({n2['delta_rouge1']:+.2f})."
     )
     if (
         after["verdict"] == ESTABLISHED
@@ -308,9 +326,9 @@ def ngram_reading(comparisons: list) -> list[str]:
         and n2["verdict"] != ESTABLISHED
     ):
         text += (
-            " So the gap after pre-training is n = 1 losing from span pre-training, not n = 2 gaining from it: at "
-            "this table's sizes and pre-training length, it does not show that predicting further ahead makes "
-            "pre-training pay."
+            " So the gap after pre-training is n = 1 losing from span pre-training, not n = 2 "
+            "gaining from it: at this table's sizes and pre-training length, it does not show "
+            "that predicting further ahead makes pre-training pay."
         )
     return ["", text]
 
@@ -322,7 +340,8 @@ def p_values(comparison: dict) -> str:
 
 
 def capped(comparison: dict) -> str:
-    """What a claim's numbers stand on when a row it compares stopped at an update cap, not by early stopping."""
+    """What a claim's numbers stand on when a row it compares stopped at an update cap, not by early
+    stopping."""
     seed_counts = dict(zip((comparison["row"], comparison["baseline"]), comparison["seeds"]))
     rows = [
         row if len(seeds) == seed_counts[row] else f"{row} ({seed_names(seeds)})"
@@ -336,8 +355,8 @@ def _pm(pair: list) -> str:
 
 
 def stopped_by(m: dict) -> str:
-    """Why the runs of a row stopped: the update cap (then not converged) or early stopping, with the
-    seeds of each reason where the row's runs stopped for more than one."""
+    """Why the runs of a row stopped: the update cap (then not converged) or early stopping, with
+    the seeds of each reason where the row's runs stopped for more than one."""
     groups: dict = {}
     for seed, cap, why in zip(m["seeds"], m["caps"], m["stopped"]):
         groups.setdefault(("patience", 0) if why == EARLY_STOPPED else ("cap", cap), []).append(
@@ -385,13 +404,15 @@ def published_gaps(results: dict, m: dict) -> str:
 def model_row(name: str, m: dict) -> str:
     """A trained row (``reproduction/gigaword_10k/collect.py``): mean ± sd over seeds."""
     how = (
-        f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; lr {'/'.join(m['lr'])}; best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, "
-        f"lenpen {'/'.join(m['chosen_lenpen'])}; distinct test headlines {'/'.join(map(str, m['test_distinct']))} "
-        f"of {m['test_sentences']}; {stopped_by(m)}"
+        f"{len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}; lr {'/'.join(m['lr'])}; "
+        f"best checkpoint at updates {'/'.join(map(str, m['chosen_update']))}, lenpen "
+        f"{'/'.join(m['chosen_lenpen'])}; distinct test headlines "
+        f"{'/'.join(map(str, m['test_distinct']))} of {m['test_sentences']}; {stopped_by(m)}"
     )
     return (
-        f"| {name} | {_pm(m['test']['rouge1'])} | {_pm(m['test']['rouge2'])} | {_pm(m['test']['rougeL'])} | "
-        f"{_pm(m['valid_rouge1'])} (valid1k) | this repository ({how}) |"
+        f"| {name} | {_pm(m['test']['rouge1'])} | {_pm(m['test']['rouge2'])} | "
+        f"{_pm(m['test']['rougeL'])} | {_pm(m['valid_rouge1'])} (valid1k) | this repository "
+        f"({how}) |"
     )
 
 
@@ -407,8 +428,8 @@ def lr_grid_notes(results: dict) -> list[str]:
     rows = []
     for row, grid in results["lr_grid"].items():
         probes = ", ".join(
-            f"lr {lr}: {p['valid_rouge1']:.2f} at update {p['chosen_update']} ({p['distinct']} distinct "
-            f"headlines; {stopped_by(p)})"
+            f"lr {lr}: {p['valid_rouge1']:.2f} at update {p['chosen_update']} ({p['distinct']} "
+            f"distinct headlines; {stopped_by(p)})"
             for lr, p in grid["rates"].items()
         )
         runs = results["models"].get(row)
@@ -421,19 +442,21 @@ def lr_grid_notes(results: dict) -> list[str]:
             )
         )
     set_aside = [
-        f"{r['label']}, seed {r['seed']}, lr {r['lr']}: valid1k ROUGE-1 {r['valid_rouge1']:.2f}, test "
-        f"{r['test_rouge1']:.2f} ({r['test_distinct']} distinct headlines; `{r['record']}`)"
+        f"{r['label']}, seed {r['seed']}, lr {r['lr']}: valid1k ROUGE-1 {r['valid_rouge1']:.2f}, "
+        f"test {r['test_rouge1']:.2f} ({r['test_distinct']} distinct headlines; `{r['record']}`)"
         for r in results.get("superseded", [])
     ]
     return [
         "",
-        "Learning-rate probes on valid1k (`--lr-grid`: one probe per rate with seed 0, no evaluation seed, "
-        "trained until it stops as the runs are, never decoded on test; once every rate of the grid has its probe, "
+        "Learning-rate probes on valid1k (`--lr-grid`: one probe per rate with seed 0, no "
+        "evaluation seed, trained until it stops as the runs are, never decoded on test; once "
+        "every rate of the grid has its probe, "
         "the best valid ROUGE-1 chooses the rate of the row's runs): " + "; ".join(rows) + ".",
     ] + (
         [
             "",
-            "Set aside, out of the table: runs made at the recipe's rate before the grid chose another for their row "
+            "Set aside, out of the table: runs made at the recipe's rate before the grid chose "
+            "another for their row "
             "(their test set was decoded once, before the choice): " + "; ".join(set_aside) + ".",
         ]
         if set_aside
@@ -442,8 +465,9 @@ def lr_grid_notes(results: dict) -> list[str]:
 
 
 def lenpen_notes(models: dict) -> list[str]:
-    """The length penalty of each row that a user script follows (``USER_SCRIPTS``), averaged over the
-    row's converged seeds (``collect.lenpen_of_converged``): the best is that script's default."""
+    """The length penalty of each row that a user script follows (``USER_SCRIPTS``), averaged over
+    the row's converged seeds (``collect.lenpen_of_converged``): the best is that script's
+    default."""
     rows = [
         f"{models[row]['label']}, `{script}` (from {seed_names(c['seeds'])}): "
         + ", ".join(f"{lp} {r:.2f}" for lp, r in c["mean_rouge1"].items())
@@ -454,10 +478,9 @@ def lenpen_notes(models: dict) -> list[str]:
     return (
         [
             "",
-            "Length penalty of the user scripts: valid1k ROUGE-1 of each length penalty at the best checkpoint, "
-            "averaged over the row's seeds that stopped by early stopping; the best is the script's default: "
-            + "; ".join(rows)
-            + ".",
+            "Length penalty of the user scripts: valid1k ROUGE-1 of each length penalty at the "
+            "best checkpoint, averaged over the row's seeds that stopped by early stopping; the "
+            "best is the script's default: " + "; ".join(rows) + ".",
         ]
         if rows
         else []
@@ -465,13 +488,15 @@ def lenpen_notes(models: dict) -> list[str]:
 
 
 def model_notes(results: dict) -> list[str]:
-    """The verdicts under the table, written from the comparisons of the collector (none before a row ran)."""
+    """The verdicts under the table, written from the comparisons of the collector (none before a
+    row ran)."""
     if not results.get("models"):
         return []
     lines = [
-        "Verdicts (test1951; a difference is established when the paired bootstrap over sentences of ROUGE-1 "
-        "averaged over seeds and, where both rows have two seeds or more, a t-test paired by seed both give "
-        f"p < 0.05; a claim is decided once each trained row it compares has {SEEDS_FOR_A_VERDICT} seeds):",
+        "Verdicts (test1951; a difference is established when the paired bootstrap over "
+        "sentences of ROUGE-1 averaged over seeds and, where both rows have two seeds or more, "
+        "a t-test paired by seed both give p < 0.05; a claim is decided once each trained row "
+        f"it compares has {SEEDS_FOR_A_VERDICT} seeds):",
         "",
     ]
     for c in results["comparisons"]:
@@ -479,40 +504,42 @@ def model_notes(results: dict) -> list[str]:
             lines.append(f"- {c['claim']}: {c['verdict']}.")
             continue
         lines.append(
-            f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: {c['delta_rouge1']:+.2f} "
-            f"ROUGE-1{against(c)}, {p_values(c)}; {' and '.join(str(n) for n in c['seeds'] if n)} "
-            f"seeds{capped(c)})."
+            f"- {c['claim']}: **{c['verdict']}** ({so_far(c)}{c['row']} minus {c['baseline']}: "
+            f"{c['delta_rouge1']:+.2f} ROUGE-1{against(c)}, {p_values(c)}; "
+            f"{' and '.join(str(n) for n in c['seeds'] if n)} seeds{capped(c)})."
         )
     lines += ngram_reading(results["comparisons"])
     lines += lr_grid_notes(results)
     lines += lenpen_notes(results["models"])
     lines += [
         "",
-        "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows were scored "
-        "with ROUGE-1.5.5):",
+        "How far each trained row stands (test ROUGE-1, mean over seeds; the published rows "
+        "were scored with ROUGE-1.5.5):",
         "",
     ]
     lines += [f"- {m['label']}: {published_gaps(results, m)}." for m in results["models"].values()]
     costs, hours = cost_notes(results["models"])
     lines += [
         "",
-        "Cost, from the runs' curves (one torch thread a run on the two shared cores; median over chunks):",
+        "Cost, from the runs' curves (one torch thread a run on the two shared cores; median "
+        "over chunks):",
         "",
         *costs,
     ]
     m = next(iter(results["models"].values()))
     lines += [
         "",
-        f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam 4, no repeated "
-        f"trigram), stopped after {m['patience']} validations without a better one or at an update cap "
-        f"(given in the row; then marked not converged); the length penalty chosen on "
-        f"valid; test decoded once. Wall time of all runs: {hours}.",
+        f"Model rows: trained in chunks of {m['chunk']} updates, valid ROUGE-1 after each (beam "
+        f"4, no repeated trigram), stopped after {m['patience']} validations without a better "
+        "one or at an update cap (given in the row; then marked not converged); the length "
+        f"penalty chosen on valid; test decoded once. Wall time of all runs: {hours}.",
     ]
     lines += batches_note(results)
     if results.get("figure"):
         lines += [
             "",
-            f"![valid ROUGE-1 of every run and learning-rate probe until it stopped, lead-8 on the same pairs dotted]({results['figure']})",
+            "![valid ROUGE-1 of every run and learning-rate probe until it stopped, lead-8 on "
+            f"the same pairs dotted]({results['figure']})",
         ]
     return [*lines, ""]
 
@@ -557,12 +584,11 @@ def batches_note(results: dict) -> list[str]:
         return []
     return [
         "",
-        "Batches: `--unsorted-batches` cuts them again at each epoch, from `--seed` and the epoch number, so a run "
-        "trained in chunks (or resumed after a kill) trains on what one uninterrupted run does "
-        "(`tests/test_reliability.py`). Until 2026-11-29 it cut them again at each fairseq-train start, "
-        "so at each chunk, and a resumed run's batches depended on where it was resumed; trained that way: "
-        + "; ".join(parts)
-        + ".",
+        "Batches: `--unsorted-batches` cuts them again at each epoch, from `--seed` and the "
+        "epoch number, so a run trained in chunks (or resumed after a kill) trains on what one "
+        "uninterrupted run does (`tests/test_reliability.py`). Until 2026-11-29 it cut them "
+        "again at each fairseq-train start, so at each chunk, and a resumed run's batches "
+        "depended on where it was resumed; trained that way: " + "; ".join(parts) + ".",
     ]
 
 
@@ -581,14 +607,15 @@ def summary(results: dict) -> str:
     models = results.get("models") or {}
     if models:  # one line for all rows, so that the summary does not grow as rows land
         rows = [
-            f"{m['label']} {_pm(m['test']['rouge1'])} ({len(m['seeds'])} seed{'s' if len(m['seeds']) > 1 else ''}, "
-            f"{stopped_by(m)}: {published_gaps(results, m)})"
+            f"{m['label']} {_pm(m['test']['rouge1'])} ({len(m['seeds'])} "
+            f"seed{'s' if len(m['seeds']) > 1 else ''}, {stopped_by(m)}: "
+            f"{published_gaps(results, m)})"
             for m in models.values()
         ]
         lines.append(f"- Trained rows: {'; '.join(rows)}.")
     measured = [
-        f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1{against(c)}, {p_values(c)}"
-        f"{capped(c)})"
+        f"{c['claim']}: {c['verdict']} ({so_far(c)}{c['delta_rouge1']:+.2f} ROUGE-1{against(c)}, "
+        f"{p_values(c)}{capped(c)})"
         for c in results.get("comparisons", [])
         if "delta_rouge1" in c
     ]

@@ -1,7 +1,7 @@
 """The terms the Gigaword 10k table's scripts share (docs/results/gigaword-10k.md): where its
-results, page and the page's summary lines live, the splits, the model rows, the words a run record uses for
-how it stopped, the verdicts that other text reads, how many seeds decide a claim and the user scripts
-whose defaults follow a row."""
+results, page and the page's summary lines live, the splits, the model rows, the words a run record
+uses for how it stopped, the verdicts that other text reads, how many seeds decide a claim and the
+user scripts whose defaults follow a row."""
 
 from __future__ import annotations
 
@@ -27,7 +27,8 @@ SEEDS_FOR_A_VERDICT = (
     3  # a claim is decided only once each trained row it compares has this many seeds
 )
 USER_SCRIPTS = {
-    "unilm-minilm": "examples/pretrained/minilm_gigaword.sh",  # defaults follow the row once converged
+    # defaults follow the row once converged
+    "unilm-minilm": "examples/pretrained/minilm_gigaword.sh",
     "unilm-random": "examples/unilm/gigaword.sh",
     "p2-pt": "examples/prophetnet/gigaword.sh",
 }

@@ -81,8 +81,8 @@ def line_variance(states, padding) -> tuple[float, float]:
 
 
 class Probe:
-    """The first ``batches`` batches of a pre-training's own denoising task (seed 1), loaded once, on
-    which each of its checkpoints is scored."""
+    """The first ``batches`` batches of a pre-training's own denoising task (seed 1), loaded once,
+    on which each of its checkpoints is scored."""
 
     def __init__(self, checkpoint: Path, data: Path, batches: int, max_tokens: int):
         from fairseq import checkpoint_utils, tasks
@@ -119,8 +119,8 @@ class Probe:
         return {"checkpoint": rel(checkpoint), **self.measures(model)}
 
     def score_at_init(self) -> dict:
-        """Both measures for a model of the probed checkpoint's configuration at random initialisation,
-        seeded as its training was (``common.seed``)."""
+        """Both measures for a model of the probed checkpoint's configuration at random
+        initialisation, seeded as its training was (``common.seed``)."""
         import torch
 
         torch.manual_seed(self.cfg.common.seed)
@@ -130,14 +130,15 @@ class Probe:
         }
 
     def measures(self, model) -> dict:
-        """Bits a target token with each line's own source and with the next line's, and the between-line
-        share of the encoder's variance, on the probe's batches (dropout off)."""
+        """Bits a target token with each line's own source and with the next line's, and the
+        between-line share of the encoder's variance, on the probe's batches (dropout off)."""
         import torch
 
         model.eval()
         sums = {"own": 0.0, "rolled": 0.0, "between": 0.0, "total": 0.0}
         tokens = lines = 0
-        encoded = []  # the encoder's output of the own-source forward, kept by a hook rather than run again
+        # the encoder's output of the own-source forward, kept by a hook rather than run again
+        encoded = []
         with torch.no_grad():
             for sample in self.samples:
                 hook = model.encoder.register_forward_hook(
@@ -219,19 +220,24 @@ def main(argv: list[str] | None = None) -> None:
     checkpoints = sorted(a.work.glob("pretrain-p*/checkpoint_last.pt"))
     if not (a.work / "data" / "english" / "bin").is_dir():
         p.error(
-            f"{a.work} has no data/english/bin (the pre-training corpus the driver binarizes): give the driver's --work"
+            f"{a.work} has no data/english/bin (the pre-training corpus the driver binarizes): "
+            "give the driver's --work"
         )
     if not checkpoints:
         p.error(
-            f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span pre-training first "
-            "(python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt ...)"
+            f"{a.work} holds no pretrain-pN/checkpoint_last.pt: run the driver's span "
+            "pre-training first (python -m reproduction.gigaword_10k.driver --rows p1-pt p2-pt "
+            "...)"
         )
     earlier = json.loads(a.output.read_text(encoding="utf-8")) if a.output.is_file() else None
-    command = f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens {a.max_tokens}"
+    command = (
+        f"python -m reproduction.gigaword_10k.source_reliance --batches {a.batches} --max-tokens "
+        f"{a.max_tokens}"
+    )
     if earlier and earlier["command"] != command:
         p.error(
-            f"{rel(a.output)} was measured by `{earlier['command']}`; measure with the same options or give "
-            "another --output"
+            f"{rel(a.output)} was measured by `{earlier['command']}`; measure with the same "
+            "options or give another --output"
         )
     import torch
 
@@ -267,9 +273,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     for name, r in results.items():
         print(
-            f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, {r['bits_rolled_source']:.3f} with "
-            f"another line's ({r['bits_the_source_saves']:+.3f}); the encoder's between-line share "
-            f"{r['encoder_between_line_share']:.3f} ({r['at_init']['encoder_between_line_share']:.3f} at init)",
+            f"{name}: {r['bits_own_source']:.3f} bits a token with its own source, "
+            f"{r['bits_rolled_source']:.3f} with another line's "
+            f"({r['bits_the_source_saves']:+.3f}); the encoder's between-line share "
+            f"{r['encoder_between_line_share']:.3f} "
+            f"({r['at_init']['encoder_between_line_share']:.3f} at init)",
             file=sys.stderr,
         )
 

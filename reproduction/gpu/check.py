@@ -1,6 +1,7 @@
 """``make gpu-check``: prove and measure every family on one CUDA GPU (docs/gpu.md).
 
-    python -m reproduction.gpu.check [--part all|tests,train,mfu,flex,bench] [--wheels reproduction/gpu/wheels] [--results DIR]
+    python -m reproduction.gpu.check [--part all|tests,train,mfu,flex,bench] [--wheels
+    reproduction/gpu/wheels] [--results DIR]
                         [--copy-to DIR] [--deadline-s SECONDS]
 
 1. Without CUDA it stops at once with one line, before it installs anything; without the
@@ -17,11 +18,13 @@
      fairseq's models of the same size;
    * ``flex``: ``gpu.flex_vs_dense``, FlexAttention against the dense masked attention (UniLM's
      prefix mask, ProphetNet's n streams) at 128 / 512 / 1024 tokens: equal outputs, speed, memory;
-   * ``bench``: ``make bench`` on the GPU (``python -m reproduction.benchmarks.run --device cuda``, one
+   * ``bench``: ``make bench`` on the GPU (``python -m reproduction.benchmarks.run --device cuda``,
+   one
      module at a time), which writes ``benchmarks/results/gpu.json``, ``speed.png`` beside it
      and the table of ``docs/results/speed.md``.
 
-4. Everything goes to one results folder (default ``reproduction/gpu/results/<UTC time>-<parts>``): the
+4. Everything goes to one results folder (default ``reproduction/gpu/results/<UTC time>-<parts>``):
+the
    logs, ``summary.json`` and ``summary.md``, whose tables are printed last. ``--copy-to DIR``
    copies ``summary.md``, ``summary.json``, those three files of ``bench`` and
    ``results.tar.gz`` (the folder without its generated data) to DIR. ``--deadline-s`` bounds

@@ -4,7 +4,8 @@ equal outputs at 128 / 512 / 1024 tokens, for UniLM's prefix mask (Dong et al. 2
 2.3; Su 2019, "Seq2Seq") and ProphetNet's n-stream self-attention (Qi et al. 2020, section
 2.3, n = 2).
 
-    python -m reproduction.gpu.flex_vs_dense --results DIR [--lengths 128,512,1024] [--batch 8] [--layers 4]
+    python -m reproduction.gpu.flex_vs_dense --results DIR [--lengths 128,512,1024] [--batch 8]
+    [--layers 4]
                                 [--repeats 10]
 
 What runs is what differs between the backends: ``--layers`` self-attention modules of the
@@ -59,7 +60,8 @@ NGRAM, NUM_BUCKETS, MAX_DISTANCE = 2, 32, 128
 WARMUP = 3
 BACKENDS = ("dense", "flex")
 TOLERANCE = {torch.float32: 1e-5, torch.bfloat16: 3e-2}  # relative: |flex - dense| / |dense|
-# one compiled flex_attention serves both cases, two dtypes and every length: room for its recompilations
+# one compiled flex_attention serves both cases, two dtypes and every length: room for its
+# recompilations
 RECOMPILE_LIMIT = 64
 
 
@@ -204,8 +206,8 @@ def render(report: dict) -> str:
     """The markdown table of ``report`` and the lengths at which flex wins."""
     lines = [
         f"FlexAttention against the dense path on {report['device']} (torch {report['torch']}): "
-        f"bf16 forward + backward of {report['layers']} self-attention layers at width {EMBED_DIM}, "
-        f"batch {report['batch']}, median of {report['repeats']} interleaved repeats.",
+        f"bf16 forward + backward of {report['layers']} self-attention layers at width "
+        f"{EMBED_DIM}, batch {report['batch']}, median of {report['repeats']} interleaved repeats.",
         "",
         "| case | tokens | dense ms | flex ms | flex speed-up | dense peak MiB | flex peak MiB | "
         "rel. error fp32 / bf16 |",
@@ -218,8 +220,9 @@ def render(report: dict) -> str:
         equal = "" if r["equal_fp32"] and r["equal_bf16"] else " (unequal)"
         lines.append(
             f"| {r['case']} | {r['tokens']} | {r['dense']['ms']:.2f} | {r['flex']['ms']:.2f} | "
-            f"{r['flex_speedup']:.2f}x | {r['dense']['peak_mib']:.0f} | {r['flex']['peak_mib']:.0f} | "
-            f"{r['relative_error_fp32']:.1e} / {r['relative_error_bf16']:.1e}{equal} |"
+            f"{r['flex_speedup']:.2f}x | {r['dense']['peak_mib']:.0f} | "
+            f"{r['flex']['peak_mib']:.0f} | {r['relative_error_fp32']:.1e} / "
+            f"{r['relative_error_bf16']:.1e}{equal} |"
         )
     lines.append("")
     for case, lengths in report["flex_wins"].items():

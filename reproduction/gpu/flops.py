@@ -54,7 +54,8 @@ def mfu(flops_per_step: float, seconds_per_step: float, peak_tflops: float) -> f
     """The share of the peak rate that ``flops_per_step`` in ``seconds_per_step`` reach."""
     if seconds_per_step <= 0 or peak_tflops <= 0:
         raise ValueError(
-            f"need a positive step time and peak, got {seconds_per_step} s and {peak_tflops} TFLOP/s"
+            f"need a positive step time and peak, got {seconds_per_step} s and {peak_tflops} "
+            "TFLOP/s"
         )
     return flops_per_step / seconds_per_step / (peak_tflops * 1e12)
 

@@ -58,8 +58,8 @@ def index(summaries: list[dict]) -> str:
     """One line a kept run: when, on which GPU, which parts, and whether every step passed."""
     rows = ["| run (UTC) | GPU | parts | outcome |", "|---|---|---|---|"]
     rows += [
-        f"| {s['date'].removesuffix(' UTC')} | {s['machine']['device']} | {s['part'].replace('-', ', ')} | "
-        f"{'passed' if s['passed'] else 'FAILED'} |"
+        f"| {s['date'].removesuffix(' UTC')} | {s['machine']['device']} | "
+        f"{s['part'].replace('-', ', ')} | {'passed' if s['passed'] else 'FAILED'} |"
         for s in summaries
     ]
     return "\n".join(rows) + "\n"
@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> None:
             publish_bench(run_dir)
     write_between_markers(PAGE, render_block(published()), START, END)
     print(
-        f"kept {len(published())} runs in {PUBLISHED.relative_to(ROOT)}; wrote the gpu-check block of docs/gpu.md"
+        f"kept {len(published())} runs in {PUBLISHED.relative_to(ROOT)}; wrote the gpu-check "
+        "block of docs/gpu.md"
     )
 
 

@@ -1,17 +1,17 @@
 """``make gpu-rehearsal``: the GPU machine's software, rehearsed on a CPU machine.
 
-The GPU machines it was prepared for do not run this project's ``.venv`` (CPython 3.11, torch 2.13.0): they run
-CPython 3.12 with their image's own torch, numpy and transformers (``IMAGE``, the versions their
-image held in November 2026), and ``make gpu-check`` adds only the wheels of ``make gpu-wheels``.
-A failure of that software found only on the GPU machine costs GPU time, so
+The GPU machines it was prepared for do not run this project's ``.venv`` (CPython 3.11, torch
+2.13.0): they run CPython 3.12 with their image's own torch, numpy and transformers (``IMAGE``, the
+versions their image held in November 2026), and ``make gpu-check`` adds only the wheels of ``make
+gpu-wheels``. A failure of that software found only on the GPU machine costs GPU time, so
 this command rebuilds it here and runs, without CUDA, everything of ``make gpu-check`` that does
 not need CUDA:
 
 * ``setup`` (any Python): a virtual environment of CPython 3.12 with ``IMAGE`` from PyPI
   (PyPI's torch 2.11.0 is a CUDA build: about 3 GB, once), where there is none yet;
 * ``run`` (that environment's Python): gpu-check's own offline install of the wheels into
-  ``reproduction/gpu/site`` and its import check, then the whole test suite (``pytest -n 2``; the CUDA tests
-  skip), every family's base model trained by ``gpu.training`` on the CPU in bfloat16
+  ``reproduction/gpu/site`` and its import check, then the whole test suite (``pytest -n 2``; the
+  CUDA tests skip), every family's base model trained by ``gpu.training`` on the CPU in bfloat16
   (``UPDATES`` updates, a loss logged every ``LOG_INTERVAL``, judged as on the GPU),
   ``gpu.throughput --tiny`` and ``benchmarks.run --quick``. It writes ``gpu/rehearsal.json``
   (versions, exact commands, seconds, verdicts, hardware) and the table between the
@@ -129,7 +129,8 @@ def setup(python: str, venv: Path) -> Path:
 
 
 def relative(cmd: list[str]) -> str:
-    """A command line with this checkout's and this Python's paths written relative to the repository."""
+    """A command line with this checkout's and this Python's paths written relative to the
+    repository."""
     out = []
     for arg in cmd:
         arg = arg.replace(sys.executable, "python")
@@ -139,9 +140,9 @@ def relative(cmd: list[str]) -> str:
 
 def versions(env: dict) -> dict:
     code = (
-        "import importlib, json, sys, torch; out = {'python': sys.version.split()[0], 'cuda': torch.cuda.is_available()}\n"
-        f"for m in {VERSIONS!r}: out[m] = importlib.import_module(m).__version__\n"
-        "print(json.dumps(out))"
+        "import importlib, json, sys, torch; out = {'python': sys.version.split()[0], 'cuda': "
+        f"torch.cuda.is_available()}}\nfor m in {VERSIONS!r}: out[m] = "
+        "importlib.import_module(m).__version__\nprint(json.dumps(out))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT
@@ -285,15 +286,17 @@ def render(record: dict) -> str:
     record keeps those of the day it ran)."""
     v = record.get("versions", {})
     lines = [
-        f"Rehearsed {record['date']} on {record['hardware']}: Python {v.get('python')}, torch {v.get('torch')}, "
-        f"numpy {v.get('numpy')}, transformers {v.get('transformers')}, fairseq {v.get('fairseq')} from the "
-        f"wheels (CUDA available: {v.get('cuda')}); {record['wall_seconds'] / 60:.0f} minutes in all, "
+        f"Rehearsed {record['date']} on {record['hardware']}: Python {v.get('python')}, torch "
+        f"{v.get('torch')}, numpy {v.get('numpy')}, transformers {v.get('transformers')}, "
+        f"fairseq {v.get('fairseq')} from the wheels (CUDA available: {v.get('cuda')}); "
+        f"{record['wall_seconds'] / 60:.0f} minutes in all, "
         f"{'every step passed' if record['passed'] else 'NOT every step passed'}.",
         "",
         "| step | command | result | seconds |",
         "|---|---|---|---|",
-        f"| install | gpu-check's offline install of {len(record['wheels'])} wheels, import check | "
-        f"{'ok' if record['install'].get('passed') else 'FAILED'} | {record['install'].get('seconds', '')} |",
+        f"| install | gpu-check's offline install of {len(record['wheels'])} wheels, import "
+        f"check | {'ok' if record['install'].get('passed') else 'FAILED'} | "
+        f"{record['install'].get('seconds', '')} |",
     ]
     moved = False
     for name in ("suite", "train", "throughput", "bench"):
@@ -313,13 +316,15 @@ def render(record: dict) -> str:
     if moved:
         lines += [
             "",
-            "Test files are named where they are today; the record keeps the paths of the day it ran.",
+            "Test files are named where they are today; the record keeps the paths of the day "
+            "it ran.",
         ]
     runs = record.get("train", {}).get("runs", [])
     if runs:
         lines += [
             "",
-            "| training on the CPU, bf16 | updates | loss, first 3 -> last 3 logged | seconds | verdict |",
+            "| training on the CPU, bf16 | updates | loss, first 3 -> last 3 logged | seconds | "
+            "verdict |",
             "|---|---|---|---|---|",
         ]
         lines += [

@@ -45,16 +45,16 @@ def _training(train: dict) -> list[str]:
         "",
         _step(train),
         "",
-        "| family | architecture | precision | updates | loss, first 3 -> last 3 logged | overflow skips "
-        "(in the last half) | final loss scale | seconds | verdict |",
+        "| family | architecture | precision | updates | loss, first 3 -> last 3 logged | "
+        "overflow skips (in the last half) | final loss scale | seconds | verdict |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in train.get("runs", []):
         lines.append(
             f"| {r['family']} | `{r['arch']}` | {r['precision']} | {r['updates']} | "
             f"{_num(r['loss_first3'], 3)} -> {_num(r['loss_last3'], 3)} | {r['overflow_skips']} "
-            f"({r.get('overflow_skips_last_half', '-')}) | {_num(r['final_loss_scale'], 0)} | {r['seconds']} | "
-            f"{verdict(r)} |"
+            f"({r.get('overflow_skips_last_half', '-')}) | {_num(r['final_loss_scale'], 0)} | "
+            f"{r['seconds']} | {verdict(r)} |"
         )
     return (
         lines
@@ -78,8 +78,8 @@ def _throughput(out: dict) -> list[str]:
         f"{_num(out['peak_tflops'])} TFLOP/s ({out['peak_source']}); a bf16 8192^3 matrix product "
         f"measured {_num(out['measured_matmul_tflops'])} TFLOP/s.",
         "",
-        "| model | beside | params (M) | tokens/step | ms/step | tokens/s | ours / this (tokens/s) | "
-        "TFLOP/s | MFU (datasheet peak) | MFU (measured matmul) | peak GiB |",
+        "| model | beside | params (M) | tokens/step | ms/step | tokens/s | ours / this "
+        "(tokens/s) | TFLOP/s | MFU (datasheet peak) | MFU (measured matmul) | peak GiB |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for ours, names in out["groups"].items():
@@ -94,8 +94,8 @@ def _throughput(out: dict) -> list[str]:
             compared = name != ours and "tokens_per_s" in models.get(ours, {})
             ratio = f"{models[ours]['tokens_per_s'] / m['tokens_per_s']:.2f}" if compared else ""
             lines.append(
-                f"| `{name}` | {beside} | {_num(m['params_m'])} | "
-                f"{m['tokens_per_step']:,} | {_num(m['step_ms'])} | {_num(m['tokens_per_s'], 0)} | {ratio} | "
+                f"| `{name}` | {beside} | {_num(m['params_m'])} | {m['tokens_per_step']:,} | "
+                f"{_num(m['step_ms'])} | {_num(m['tokens_per_s'], 0)} | {ratio} | "
                 f"{_num(m['tflops_per_s'])} | {_pct(m.get('mfu_datasheet'))} | "
                 f"{_pct(m.get('mfu_measured_matmul'))} | {_num(m['peak_gib'], 2)} |"
             )
@@ -104,7 +104,8 @@ def _throughput(out: dict) -> list[str]:
 
 def _benchmarks(out: dict) -> list[str]:
     lines = [
-        "## `make bench` on CUDA (`python -m reproduction.benchmarks.run --device cuda` -> gpu.json)",
+        "## `make bench` on CUDA (`python -m reproduction.benchmarks.run --device cuda` -> "
+        "gpu.json)",
         "",
     ]
     for name, step in out.get("modules", {}).items():
@@ -143,8 +144,8 @@ def render(summary: dict) -> str:
     lines = [
         f"# gpu-check, part {summary['part']}: {'PASSED' if summary['passed'] else 'FAILED'}",
         "",
-        f"{m['device']} (compute capability {m['capability']}), torch {m['torch']}, CUDA {m['cuda']}, "
-        f"Python {m['python']}, {summary['date']}; results in {summary['results']}",
+        f"{m['device']} (compute capability {m['capability']}), torch {m['torch']}, CUDA "
+        f"{m['cuda']}, Python {m['python']}, {summary['date']}; results in {summary['results']}",
         "",
         f"Install from the wheels: {_step(summary['install'])}",
         *_tail(summary["install"]),

@@ -365,7 +365,8 @@ def run_all(
     cpu: bool = False,
     seeds: tuple[int, ...] = (1,),
 ) -> list[dict]:
-    """Every (family, precision, seed) run, ``jobs`` at a time; logs and ``train.json`` in ``results``."""
+    """Every (family, precision, seed) run, ``jobs`` at a time; logs and ``train.json`` in
+    ``results``."""
     work = results / "train"
     work.mkdir(parents=True, exist_ok=True)
     data = prepare(work / "data")
@@ -391,8 +392,8 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         choices=[*FAMILIES, *REFERENCES],
         default=[*FAMILIES, *REFERENCES],
-        help="what to train (default: the plugin's four families and transformer_768, fairseq's own "
-        "Transformer at ProphetNet's size, the reference for fp16 overflow skips)",
+        help="what to train (default: the plugin's four families and transformer_768, fairseq's "
+        "own Transformer at ProphetNet's size, the reference for fp16 overflow skips)",
     )
     p.add_argument("--seeds", nargs="+", type=int, default=[1], help="training seeds (default 1)")
     p.add_argument("--precision", nargs="+", choices=PRECISIONS, default=list(PRECISIONS))
@@ -427,9 +428,9 @@ def main(argv: list[str] | None = None) -> None:
     )
     for r in runs:
         print(
-            f"{r['arch']:32s} {r['precision']} seed {r['seed']} updates={r['updates']} loss {r['loss_first3']:.3f} -> "
-            f"{r['loss_last3']:.3f} overflow skips {r['overflow_skips']} ({r['overflow_skips_last_half']} "
-            f"in the last half) {verdict(r)}"
+            f"{r['arch']:32s} {r['precision']} seed {r['seed']} updates={r['updates']} loss "
+            f"{r['loss_first3']:.3f} -> {r['loss_last3']:.3f} overflow skips "
+            f"{r['overflow_skips']} ({r['overflow_skips_last_half']} in the last half) {verdict(r)}"
         )
     sys.exit(0 if all(r["passed"] for r in runs) else 1)
 

@@ -1,9 +1,9 @@
 """The wheels that ``make gpu-check`` installs on a GPU machine that reaches no package registry.
 
-``make gpu-wheels`` (``python -m reproduction.gpu.wheels``) runs where PyPI is reachable and puts into
-``reproduction/gpu/wheels`` (git-ignored) the CPython 3.12 manylinux x86_64 wheels of what the plugin needs
-beyond the GPU machine's image, which already holds torch, numpy, scikit-learn, regex, tqdm,
-PyYAML, click, joblib, absl-py, six, portalocker, tabulate, colorama and lxml (docs/gpu.md):
+``make gpu-wheels`` (``python -m reproduction.gpu.wheels``) runs where PyPI is reachable and puts
+into ``reproduction/gpu/wheels`` (git-ignored) the CPython 3.12 manylinux x86_64 wheels of what the
+plugin needs beyond the GPU machine's image, which already holds torch, numpy, scikit-learn, regex,
+tqdm, PyYAML, click, joblib, absl-py, six, portalocker, tabulate, colorama and lxml (docs/gpu.md):
 fairseq and its configuration stack, the metrics, and their needs missing from the image.
 Two pins, antlr4-python3-runtime 4.9.3 and rouge-score 0.1.2, are published as source only;
 both are pure Python, so the wheel ``pip wheel`` builds here (tag ``py3-none-any``) serves
@@ -94,7 +94,8 @@ def missing(folder: Path) -> list[str]:
 
 
 def require_wheels(folder: Path) -> list[Path]:
-    """Every pinned wheel in ``folder``, or one clear error naming the folder or the missing pins."""
+    """Every pinned wheel in ``folder``, or one clear error naming the folder or the missing
+    pins."""
     folder = Path(folder)
     require(
         folder.is_dir(),
@@ -115,8 +116,8 @@ def _mib(paths) -> float:
 
 
 def tree_mib() -> float | None:
-    """Size of the working tree copied to the GPU machine besides the wheels: the files git tracks and
-    the untracked ones it does not ignore (None outside a git checkout)."""
+    """Size of the working tree copied to the GPU machine besides the wheels: the files git tracks
+    and the untracked ones it does not ignore (None outside a git checkout)."""
     proc = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=ROOT,
@@ -175,7 +176,8 @@ def main(argv: list[str] | None = None) -> None:
     extra = sorted(set(args.dest.glob("*.whl")) - set(wheels))
     if extra:
         print(
-            f"not pinned, not installed (delete them to copy less): {', '.join(p.name for p in extra)}"
+            "not pinned, not installed (delete them to copy less): "
+            f"{', '.join(p.name for p in extra)}"
         )
     size, tree = _mib(wheels), tree_mib()
     print(f"{len(wheels)} wheels, {size:.1f} MiB in {args.dest}")

@@ -76,7 +76,8 @@ def _measured_on(bench: dict) -> str:
         return "measured on the shipped student"
     return (
         "measured on a student shipped before this one (at a fixed number of passes the weights "
-        "change the speed only through the predicted lengths; `make bench` measures the shipped one)"
+        "change the speed only through the predicted lengths; `make bench` measures the shipped "
+        "one)"
     )
 
 
@@ -112,41 +113,46 @@ def page_block(quick: dict, shipped: dict, bench: dict, lr_runs: list[dict]) -> 
     rows = [
         "| what | command | result |",
         "|---|---|---|",
-        f"| autoregressive teacher (`transformer` 3+3 x 192, Multi30k 29k pairs, sentencepiece 6000) | "
-        f"`examples/quickstart/pretrain.sh` stages `data`, `teacher` ({teacher['stop_time_hours']:g} h of training, "
-        f"{teacher['updates']} updates) | distils the 29k training targets (beam 5); its BLEU is the "
-        f"autoregressive row of table 1 |",
-        f"| student `{saved['arch']}` ({saved['hybrid_strategy']}), trained with {describe(saved)} (its saved "
-        f"configuration) on the distilled targets, {_encoder_start(student)} | "
-        f"`{student['command']}` ({student['updates']} updates, lr {saved['lr'][0]:g}, {saved['max_tokens']} tokens "
-        f"per batch; "
+        "| autoregressive teacher (`transformer` 3+3 x 192, Multi30k 29k pairs, sentencepiece "
+        "6000) | `examples/quickstart/pretrain.sh` stages `data`, `teacher` "
+        f"({teacher['stop_time_hours']:g} h of training, {teacher['updates']} updates) | distils "
+        "the 29k training targets (beam 5); its BLEU is the autoregressive row of table 1 |",
+        f"| student `{saved['arch']}` ({saved['hybrid_strategy']}), trained with "
+        f"{describe(saved)} (its saved configuration) on the distilled targets, "
+        f"{_encoder_start(student)} | `{student['command']}` ({student['updates']} updates, lr "
+        f"{saved['lr'][0]:g}, {saved['max_tokens']} tokens per batch; "
         f"{_minutes(student['train_seconds'])} of training on {student['hardware']}) | "
-        f"**{new['bleu']:.1f}** sacreBLEU on Multi30k `val` ({shipped['sentences']} sentences; fence_replace, "
-        f"10 passes, length beam 3); the student it replaced: {old['bleu']:.1f} (p = {test['p_value']:.3f}, "
-        f"[all strategies](#the-shipped-student-against-the-one-it-replaced)) |",
-        f"| shipped `examples/quickstart/model/checkpoint.pt` (fp16 weights) on the "
-        f"{quick['data']['test_sentences']} held-out quickstart sentences | `make quickstart`, step 2 | "
-        f"**{s['bleu']:.1f}**; after pass 1/2/4/10: {_passes(s)}; by reference length {_bin_names(s)}: {_bins(s)}"
-        f"{_of_another_student(quick.get('student_sha256'))} |",
-        f"| `make quickstart` ({quick['training_minutes_budget']:g} more minutes of training on the "
-        f"{quick['data']['train_pairs']:,} sample pairs' distilled targets, constant lr {_rate(quick['training']['lr'])}, "
-        f"then decoding) | `{quick['command']}` | "
-        f"**{c['bleu']:.1f}** after {quick['training']['updates']} more updates; after pass 1/2/4/10: {_passes(c)}; "
-        f"by reference length: {_bins(c)}; {_minutes(quick['wall_seconds'])} end to end (venv built) on "
+        f"**{new['bleu']:.1f}** sacreBLEU on Multi30k `val` ({shipped['sentences']} sentences; "
+        f"fence_replace, 10 passes, length beam 3); the student it replaced: {old['bleu']:.1f} "
+        f"(p = {test['p_value']:.3f}, [all "
+        "strategies](#the-shipped-student-against-the-one-it-replaced)) |",
+        "| shipped `examples/quickstart/model/checkpoint.pt` (fp16 weights) on the "
+        f"{quick['data']['test_sentences']} held-out quickstart sentences | `make quickstart`, "
+        f"step 2 | **{s['bleu']:.1f}**; after pass 1/2/4/10: {_passes(s)}; by reference length "
+        f"{_bin_names(s)}: {_bins(s)}{_of_another_student(quick.get('student_sha256'))} |",
+        f"| `make quickstart` ({quick['training_minutes_budget']:g} more minutes of training on "
+        f"the {quick['data']['train_pairs']:,} sample pairs' distilled targets, constant lr "
+        f"{_rate(quick['training']['lr'])}, then decoding) | `{quick['command']}` | "
+        f"**{c['bleu']:.1f}** after {quick['training']['updates']} more updates; after pass "
+        f"1/2/4/10: {_passes(c)}; by reference length: {_bins(c)}; "
+        f"{_minutes(quick['wall_seconds'])} end to end (venv built) on "
         f"{quick['hardware']['cpu']}, {quick['hardware']['cores']} cores (load average "
-        f"{quick['hardware']['load_average_1_5_15_min'][1]:.1f} over the last 5 minutes), {quick['date']} |",
+        f"{quick['hardware']['load_average_1_5_15_min'][1]:.1f} over the last 5 minutes), "
+        f"{quick['date']} |",
     ]
     speed = (
-        f"HI-CMLM speed (`python -m reproduction.benchmarks.run --only hicmlm`, {bench['hardware']}, side by side "
-        f"in one process; [Table 4](speed.md)): training tokens/s of `hi_cmlm_transformer` (fence_replace) over "
-        f"fairseq's `cmlm_transformer`, both 3+3 x 192, "
-        f"**{m['hicmlm_train_tokens_per_s_ratio']:.3f}** (goal {bench['goals']['hicmlm_train_tokens_per_s_ratio']}); "
-        f"peak RSS {m['train_peak_rss_mb_hicmlm']:.0f} vs {m['train_peak_rss_mb_cmlm']:.0f} MB. Mask-predict "
-        f"(length beam 1) over the autoregressive teacher with beam 5, sentences/s on the quickstart test "
-        f"sentences: **{m['maskpredict_vs_ar_speedup_b1_T4']:.1f}x** at batch 1 with T = 4, "
-        f"**{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x** with T = 10; at batch 64 "
-        f"{m['maskpredict_vs_ar_speedup_b64_T4']:.1f}x (T = 4) and **{m['maskpredict_vs_ar_speedup_b64_T10']:.2f}x** "
-        f"(T = 10), {_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}{_teacher_input(bench)}"
+        "HI-CMLM speed (`python -m reproduction.benchmarks.run --only hicmlm`, "
+        f"{bench['hardware']}, side by side in one process; [Table 4](speed.md)): training "
+        "tokens/s of `hi_cmlm_transformer` (fence_replace) over fairseq's `cmlm_transformer`, "
+        f"both 3+3 x 192, **{m['hicmlm_train_tokens_per_s_ratio']:.3f}** (goal "
+        f"{bench['goals']['hicmlm_train_tokens_per_s_ratio']}); peak RSS "
+        f"{m['train_peak_rss_mb_hicmlm']:.0f} vs {m['train_peak_rss_mb_cmlm']:.0f} MB. "
+        "Mask-predict (length beam 1) over the autoregressive teacher with beam 5, sentences/s "
+        f"on the quickstart test sentences: **{m['maskpredict_vs_ar_speedup_b1_T4']:.1f}x** at "
+        f"batch 1 with T = 4, **{m['maskpredict_vs_ar_speedup_b1_T10']:.1f}x** with T = 10; at "
+        f"batch 64 {m['maskpredict_vs_ar_speedup_b64_T4']:.1f}x (T = 4) and "
+        f"**{m['maskpredict_vs_ar_speedup_b64_T10']:.2f}x** (T = 10), "
+        f"{_measured_on(bench)}{_layout(bench)}. {speedup_goals(bench)}{_teacher_input(bench)}"
     )
     return "\n".join(rows) + "\n\n" + learning_rates(lr_runs, s["bleu"]) + "\n\n" + speed + "\n"
 
@@ -157,10 +163,10 @@ def _teacher_input(bench: dict) -> str:
     if rows and all("teacher_input" in r for r in rows):
         return ""
     return (
-        " These speed-ups were measured with the teacher given the student's input format (`<s>` in front), "
-        "not its own, and against fairseq's Python beam search; against the teacher as users deploy it "
-        "(CTranslate2) and with its own input: [the decoding bench](speed.md#mask-predict-against-the-engine-"
-        "users-deploy-issue-76)."
+        " These speed-ups were measured with the teacher given the student's input format "
+        "(`<s>` in front), not its own, and against fairseq's Python beam search; against the "
+        "teacher as users deploy it (CTranslate2) and with its own input: [the decoding "
+        "bench](speed.md#mask-predict-against-the-engine-users-deploy-issue-76)."
     )
 
 
@@ -183,7 +189,8 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
         values = [seeds[k] for k in sorted(seeds)]
         seeds_used = ", ".join(map(str, sorted(seeds)))
         spread = (
-            f"seeds {seeds_used}; mean {statistics.mean(values):.2f} ± {statistics.stdev(values):.2f}"
+            f"seeds {seeds_used}; mean {statistics.mean(values):.2f} ± "
+            f"{statistics.stdev(values):.2f}"
             if len(values) > 1
             else f"seed {seeds_used}"
         )
@@ -195,10 +202,11 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
         else " (the runs continued different students: rerun the script for the shipped one)"
     )
     text = (
-        f"Why `make quickstart` continues at a constant 1e-4 (`python -m reproduction.hi_cmlm.quickstart_lr`, "
-        f"`reproduction/hi_cmlm/quickstart_lr/`): the student ships without its optimizer state, and a fresh "
-        f"Adam's first steps move every weight by about the learning rate. Continued for {'/'.join(map(str, sorted(updates)))} "
-        f"updates on the distilled sample and decoded as above"
+        "Why `make quickstart` continues at a constant 1e-4 (`python -m "
+        "reproduction.hi_cmlm.quickstart_lr`, `reproduction/hi_cmlm/quickstart_lr/`): the "
+        "student ships without its optimizer state, and a fresh Adam's first steps move every "
+        f"weight by about the learning rate. Continued for {'/'.join(map(str, sorted(updates)))} "
+        "updates on the distilled sample and decoded as above"
         + (other if other else f" (shipped: {shipped_bleu:.1f})")
         + ", sacreBLEU by seed: "
         + "; ".join(parts)
@@ -214,14 +222,16 @@ def learning_rates(runs: list[dict], shipped_bleu: float) -> str:
             ).pvalue
             verdict = "significant" if p < 0.05 else "not significant"
             text += (
-                f" lr {_rate(low)} minus lr {_rate(high)}, paired by seed: {statistics.mean(diff):+.2f} BLEU over "
-                f"{len(paired)} seeds (paired t-test p = {p:.3f}, {verdict} at p < 0.05)."
+                f" lr {_rate(low)} minus lr {_rate(high)}, paired by seed: "
+                f"{statistics.mean(diff):+.2f} BLEU over {len(paired)} seeds (paired t-test p = "
+                f"{p:.3f}, {verdict} at p < 0.05)."
             )
     if not other:
         text += (
             " Seeds above the shipped score: "
             + "; ".join(
-                f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of {len(by_lr[lr])}"
+                f"lr {_rate(lr)} {sum(v > shipped_bleu for v in by_lr[lr].values())} of "
+                f"{len(by_lr[lr])}"
                 for lr in sorted(by_lr, reverse=True)
             )
             + "."
@@ -237,11 +247,12 @@ def readme_line(quick: dict, shipped: dict) -> str:
     new = shipped["models"]["new"]["decodings"]["fence_replace"]["bleu"]
     return (
         f"`make quickstart` measured ({quick['date']}, {quick['hardware']['cores']} CPU cores, "
-        f"`reproduction/hi_cmlm/quickstart.json`): the shipped student gives **{quick['shipped']['bleu']:.1f}** "
-        f"sacreBLEU on {quick['data']['test_sentences']} held-out Multi30k sentences "
-        f"({new:.1f} on Multi30k val), **{quick['continued']['bleu']:.1f}** after "
-        f"{quick['training']['updates']} more updates ({quick['training_minutes_budget']:g} minutes), "
-        f"{_minutes(quick['wall_seconds'])} end to end.\n"
+        "`reproduction/hi_cmlm/quickstart.json`): the shipped student gives "
+        f"**{quick['shipped']['bleu']:.1f}** sacreBLEU on {quick['data']['test_sentences']} "
+        f"held-out Multi30k sentences ({new:.1f} on Multi30k val), "
+        f"**{quick['continued']['bleu']:.1f}** after {quick['training']['updates']} more updates "
+        f"({quick['training_minutes_budget']:g} minutes), {_minutes(quick['wall_seconds'])} end "
+        "to end.\n"
     )
 
 

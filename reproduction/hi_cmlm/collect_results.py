@@ -61,7 +61,9 @@ ROWS = {
     "hi_cmlm-all_copied": "HI-CMLM + All Copied",
     "hi_cmlm-weighted_sum": "HI-CMLM + Weighted Sum",
     "hi_cmlm-fence_replace": "HI-CMLM + Fence Replace",
-    "hi_cmlm_decoding_rule-fence_replace": "Fence Replace trained with its decoding input (ablation)",
+    "hi_cmlm_decoding_rule-fence_replace": (
+        "Fence Replace trained with its decoding input (ablation)"
+    ),
 }
 COPY_SHARE_RUN = re.compile(r"hi_cmlm_copy(?P<share>[0-9.]+)-fence_replace")
 
@@ -369,19 +371,21 @@ def markdown(summary: dict) -> str:
         paper = summary[PAPER_TRAINING]
         lines += [
             "",
-            f'Training input against the paper\'s (section 3.3, copy share 0.5; row "{paper["label"]}", '
+            "Training input against the paper's (section 3.3, copy share 0.5; row "
+            f'"{paper["label"]}", '
             f"BLEU {_ms(paper['bleu'])}), every model decoded with Fence Replace:",
             "",
-            "| training | seeds | BLEU (pass 10) | Δ vs paper's training | p (t, seeds) | p (pooled) | p per seed |",
+            "| training | seeds | BLEU (pass 10) | Δ vs paper's training | p (t, seeds) | p "
+            "(pooled) | p per seed |",
             "|---|---|---|---|---|---|---|",
         ]
         for _, row in variants:
             t = row.get("paired_t_vs_paper_training") or {}
             test = row.get("paired_bootstrap_vs_paper_training", {})
             lines.append(
-                f"| {row['label']} | {len(row['seeds'])} | {_ms(row['bleu'])} | {_ms(t.get('delta'))} | "
-                f"{_p(t.get('p_value'))} | {_p(test.get('pooled', {}).get('p_value'))} | "
-                f"{_per_seed(test, row['seeds'])} |"
+                f"| {row['label']} | {len(row['seeds'])} | {_ms(row['bleu'])} | "
+                f"{_ms(t.get('delta'))} | {_p(t.get('p_value'))} | "
+                f"{_p(test.get('pooled', {}).get('p_value'))} | {_per_seed(test, row['seeds'])} |"
             )
     return "\n".join(lines)
 
@@ -446,9 +450,10 @@ def findings(summary: dict) -> str:
         ]
         t_sig = [k for k in rows if _significant(summary[k]["paired_t_vs_cmlm"])]
         out.append(
-            f"- **Paper's training against CMLM** (same seed, same initial weights): {len(above)} of "
-            f"{len(rows)} HI-CMLM decodings are above CMLM on average; {len(pooled)} significantly by the "
-            f"pooled bootstrap, {len(t_sig)} by a t-test paired by seed. "
+            "- **Paper's training against CMLM** (same seed, same initial weights): "
+            f"{len(above)} of {len(rows)} HI-CMLM decodings are above CMLM on average; "
+            f"{len(pooled)} significantly by the pooled bootstrap, {len(t_sig)} by a t-test "
+            "paired by seed. "
             + "; ".join(
                 f"{summary[k]['label'][len('HI-CMLM + ') :]}: {_tests(summary[k], 'vs_cmlm')}"
                 for k in rows
@@ -498,9 +503,10 @@ def findings(summary: dict) -> str:
             if len(summary[k]["paired_t_vs_paper_training"]["seeds"]) < MIN_SEEDS
         ]
         out.append(
-            "- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 unless another "
-            f"share, over at least {MIN_SEEDS} seeds, is better on average with a t-test paired by seed "
-            "p < 0.05 and, where the hypotheses of both trainings are kept, the pooled bootstrap p < 0.05; "
+            "- **Default `--train-copy-share`**: the rule fixed before the sweep keeps 0.5 "
+            f"unless another share, over at least {MIN_SEEDS} seeds, is better on average with a "
+            "t-test paired by seed p < 0.05 and, where the hypotheses of both trainings are "
+            "kept, the pooled bootstrap p < 0.05; "
             + (
                 f"{', '.join(better)} met it."
                 if better
@@ -518,8 +524,9 @@ def findings(summary: dict) -> str:
         out.append(
             f"- The autoregressive teacher ({summary['ar_teacher']['bleu']['mean']:.2f}) is "
             f"{summary['ar_teacher']['bleu']['mean'] - max(nat):.1f} to "
-            f"{summary['ar_teacher']['bleu']['mean'] - min(nat):.1f} BLEU above every non-autoregressive "
-            f"row after {', '.join(map(str, summary[BASELINE]['updates']))} updates."
+            f"{summary['ar_teacher']['bleu']['mean'] - min(nat):.1f} BLEU above every "
+            f"non-autoregressive row after {', '.join(map(str, summary[BASELINE]['updates']))} "
+            "updates."
         )
     return "\n".join(out) + "\n"
 
@@ -583,7 +590,8 @@ def merge_kept(runs: dict, kept: dict) -> list[dict]:
 
 
 def keep_hypotheses(runs: dict, fresh: set, folder: Path, root: Path) -> None:
-    """Copy each fresh run's hypotheses to ``folder`` (kept in git) and point the run at the copy."""
+    """Copy each fresh run's hypotheses to ``folder`` (kept in git) and point the run at the
+    copy."""
     folder.mkdir(parents=True, exist_ok=True)
     for key, seed in sorted(fresh):
         dest = folder / f"{key}-seed{seed}.txt"

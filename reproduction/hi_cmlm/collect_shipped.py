@@ -71,10 +71,10 @@ def teacher_training(checkpoint: Path) -> dict:
 
 
 def training_log(log: Path) -> dict:
-    """Updates and training seconds of a student's fairseq-train log, and whether its encoder started
-    from the teacher's (``--init-encoder-from``). A resumed run appends segments: a segment ends at its
-    "done training" line, or, when it was interrupted, where fairseq's wall clock starts again from
-    zero; it counts its "done training" seconds, or else the last wall time it logged."""
+    """Updates and training seconds of a student's fairseq-train log, and whether its encoder
+    started from the teacher's (``--init-encoder-from``). A resumed run appends segments: a segment
+    ends at its "done training" line, or, when it was interrupted, where fairseq's wall clock starts
+    again from zero; it counts its "done training" seconds, or else the last wall time it logged."""
     text = log.read_text(encoding="utf-8")
     updates = re.findall(r"num_updates[ =](\d+)", text)
     segments, last_wall, done = [], None, False

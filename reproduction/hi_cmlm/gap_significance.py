@@ -100,21 +100,24 @@ def paired_bootstrap(
 
 def render(result: dict) -> str:
     lines = [
-        f"Paired bootstrap ({result['resamples']} resamples, sacreBLEU's `paired-bs`) on the first "
-        f"{result['sentences']} sentences of the shipped test sample (`{result['command']}`, {result['date']}):",
+        f"Paired bootstrap ({result['resamples']} resamples, sacreBLEU's `paired-bs`) on the "
+        f"first {result['sentences']} sentences of the shipped test sample "
+        f"(`{result['command']}`, {result['date']}):",
         "",
-        "| baseline | system | baseline BLEU | system BLEU | difference | system 95% interval | p |",
+        "| baseline | system | baseline BLEU | system BLEU | difference | system 95% interval | "
+        "p |",
         "|---|---|---:|---:|---:|---:|---:|",
     ]
     lines += [
-        f"| {r['baseline']} | {r['system']} | {r['baseline_bleu']:.2f} | {r['system_bleu']:.2f} | "
-        f"{r['difference']:+.2f} | {r['system_mean']:.2f} ± {r['system_ci95']:.2f} | {r['p_value']:.4f} |"
+        f"| {r['baseline']} | {r['system']} | {r['baseline_bleu']:.2f} | {r['system_bleu']:.2f} "
+        f"| {r['difference']:+.2f} | {r['system_mean']:.2f} ± {r['system_ci95']:.2f} | "
+        f"{r['p_value']:.4f} |"
         for r in result["rows"]
     ]
     lines += [
         "",
-        "One checkpoint per model: p says whether the systems differ on these sentences (p < 0.05), "
-        "not how another training seed of the student would compare.",
+        "One checkpoint per model: p says whether the systems differ on these sentences (p < "
+        "0.05), not how another training seed of the student would compare.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -75,9 +75,9 @@ def decode_val(data: Path, refs: list[str], offsets: list[int]) -> list[dict]:
 def render(result: dict) -> str:
     best = max(result["rows"], key=lambda r: r["bleu"])
     lines = [
-        f"`--length-offset` chosen on Multi30k val outside the shipped test sample ({result['sentences']} "
-        f"sentences; shipped student, {PASSES} passes, length beam {LENGTH_BEAM}; "
-        f"`{result['command']}`, {result['date']}, {result['hardware']}):",
+        "`--length-offset` chosen on Multi30k val outside the shipped test sample "
+        f"({result['sentences']} sentences; shipped student, {PASSES} passes, length beam "
+        f"{LENGTH_BEAM}; `{result['command']}`, {result['date']}, {result['hardware']}):",
         "",
         "| length offset | sacreBLEU | brevity penalty | length ratio |",
         "|---|---|---|---|",

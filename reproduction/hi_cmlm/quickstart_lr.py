@@ -13,7 +13,8 @@ training is examples/quickstart/run.sh's step 3 with ``--max-update`` instead of
 (every run the same number of updates), the decoding its step 4 (10 passes, length beam 3) on
 the 500 held-out quickstart sentences. One JSON per run in ``reproduction/hi_cmlm/quickstart_lr/``
 (commands, seed, the continued student's SHA-256, BLEU, training and decoding seconds, hardware,
-the hypotheses); a run whose file exists for the shipped student is not run again. ``collect_quickstart`` renders them.
+the hypotheses); a run whose file exists for the shipped student is not run again.
+``collect_quickstart`` renders them.
 """
 
 from __future__ import annotations
@@ -102,7 +103,8 @@ def prepare(work: Path, env: dict) -> Path:
 
 
 def train_command(data: Path, lr: str, seed: int, updates: int, save: Path) -> list:
-    """examples/quickstart/run.sh's fairseq-train, with --max-update instead of --stop-time-hours."""
+    """examples/quickstart/run.sh's fairseq-train, with --max-update instead of
+    --stop-time-hours."""
     return [
         "fairseq-train",
         data,
@@ -251,7 +253,8 @@ def run_one(work: Path, data: Path, lr: str, seed: int, updates: int, env: dict)
     write_json(kept, result)
     shutil.rmtree(run)
     print(
-        f"lr {lr} seed {seed}: BLEU {result['bleu']} (training {result['train_seconds']:.0f} s, decoding {result['decode_seconds']:.0f} s)",
+        f"lr {lr} seed {seed}: BLEU {result['bleu']} (training {result['train_seconds']:.0f} s, "
+        f"decoding {result['decode_seconds']:.0f} s)",
         flush=True,
     )
     return result

@@ -166,9 +166,9 @@ def measure(rounds: int = 3) -> dict:
             }
             rows.append(row)
             print(
-                f"stop-unchanged {row['setting']}: BLEU {row['bleu_product']} -> {row['bleu_rule']}, "
-                f"{row['mean_passes_rule']} passes of {passes}, {row['rule_over_product_speed']:.2f}x "
-                f"(load {before:.2f} -> {after:.2f})",
+                f"stop-unchanged {row['setting']}: BLEU {row['bleu_product']} -> "
+                f"{row['bleu_rule']}, {row['mean_passes_rule']} passes of {passes}, "
+                f"{row['rule_over_product_speed']:.2f}x (load {before:.2f} -> {after:.2f})",
                 flush=True,
             )
         task.cfg.length_offset = 0

@@ -131,7 +131,9 @@ def collect(args) -> dict:
         "command": args.command,
         "reference": repository_path(args.ref),
         "sentences": len(refs),
-        "decoding": "fence_replace, 10 passes, length beam 3, --iter-decode-force-max-iter, batch 64",
+        "decoding": (
+            "fence_replace, 10 passes, length beam 3, --iter-decode-force-max-iter, batch 64"
+        ),
         "bootstrap_resamples": BOOTSTRAP_RESAMPLES,
         "baseline": args.baseline,
         "chosen": chosen,
@@ -162,21 +164,26 @@ def _frontier_verdict(chosen: dict, base: dict, test: dict, few: int, many: int)
     ]
     significant = test["p_value"] < 0.05
     if all(less) and not (significant and test["delta"] < 0):
-        return f"with {many} passes it does less work and loses no significant BLEU, a better point than the baseline's {few}"
+        return (
+            f"with {many} passes it does less work and loses no significant BLEU, a better point "
+            f"than the baseline's {few}"
+        )
     if not any(less) and not (significant and test["delta"] > 0):
         return (
-            f"with {many} passes it does more work by both bounds and gains no significant BLEU, so it is no better "
-            f"a point than the baseline with {few} passes; the shallow decoder pays at a fixed number of passes"
+            f"with {many} passes it does more work by both bounds and gains no significant BLEU, "
+            f"so it is no better a point than the baseline with {few} passes; the shallow "
+            "decoder pays at a fixed number of passes"
         )
     return "neither point is better on both axes"
 
 
 def markdown(results: dict) -> str:
     lines = [
-        f"Multi30k val ({results['sentences']} sentences), {results['decoding']}; p: sacreBLEU's paired "
-        f"bootstrap ({results['bootstrap_resamples']} resamples) against {results['baseline']}. Work: the "
-        "teacher's (beam 5) count over the student's per sentence, FLOPs at batch 64 and ATen operators at "
-        "batch 1 (`python -m reproduction.benchmarks.maskpredict_work`).",
+        f"Multi30k val ({results['sentences']} sentences), {results['decoding']}; p: sacreBLEU's "
+        f"paired bootstrap ({results['bootstrap_resamples']} resamples) against "
+        f"{results['baseline']}. Work: the teacher's (beam 5) count over the student's per "
+        "sentence, FLOPs at batch 64 and ATen operators at batch 1 (`python -m "
+        "reproduction.benchmarks.maskpredict_work`).",
         "",
         "| student | layout | architecture | encoder from the teacher | updates | training | "
         + " | ".join(f"BLEU pass {t}" for t in SHOWN_PASSES)
@@ -204,9 +211,10 @@ def markdown(results: dict) -> str:
     few, many = FAST_PASSES
     lines += [
         "",
-        f"Speed against quality, decoded as `make bench` decodes (length beam 1, {few} and {many} passes, "
-        "each its own decoding, on the same val sentences): val BLEU beside the work bound of that setting "
-        "(teacher beam 5 over the student; `make bench` times these settings on the shipped student only).",
+        f"Speed against quality, decoded as `make bench` decodes (length beam 1, {few} and "
+        f"{many} passes, each its own decoding, on the same val sentences): val BLEU beside the "
+        "work bound of that setting (teacher beam 5 over the student; `make bench` times these "
+        "settings on the shipped student only).",
         "",
         "| student | passes | val BLEU, length beam 1 | FLOPs bound b64 | operators bound b1 |",
         "|---|---:|---:|---:|---:|",
@@ -225,11 +233,11 @@ def markdown(results: dict) -> str:
     frontier = results["chosen_many_passes_against_baseline_few"]
     lines += [
         "",
-        f"In plain words: the rule chooses {results['chosen']} (the highest val BLEU after 10 passes "
-        f"besides {results['baseline']}); it scores {abs(test['delta']):.2f} BLEU "
+        f"In plain words: the rule chooses {results['chosen']} (the highest val BLEU after 10 "
+        f"passes besides {results['baseline']}); it scores {abs(test['delta']):.2f} BLEU "
         f"{'below' if test['delta'] < 0 else 'above'} {results['baseline']}, "
-        f"{'significant' if test['p_value'] < 0.05 else 'not significant'} at p < 0.05 (p = {test['p_value']:.3f}); "
-        "after pass "
+        f"{'significant' if test['p_value'] < 0.05 else 'not significant'} at p < 0.05 (p = "
+        f"{test['p_value']:.3f}); after pass "
         + "/".join(map(str, SHOWN_PASSES))
         + " of the same decoding its difference is "
         + " / ".join(
@@ -237,11 +245,15 @@ def markdown(results: dict) -> str:
             for t in SHOWN_PASSES
         )
         + f". With {many} passes at length beam 1 it scores {frontier['delta']:+.2f} BLEU against "
-        f"{results['baseline']} with {few} passes (p = {frontier['p_value']:.3f}); its work bounds there are "
-        f"{_bound(chosen, 64, many, 'flops')} (FLOPs, batch 64) and {_bound(chosen, 1, many, 'operators')} "
-        f"(operators, batch 1) against {_bound(base, 64, few, 'flops')} and {_bound(base, 1, few, 'operators')}: "
+        f"{results['baseline']} with {few} passes (p = {frontier['p_value']:.3f}); its work bounds "
+        f"there are {_bound(chosen, 64, many, 'flops')} (FLOPs, batch 64) and "
+        f"{_bound(chosen, 1, many, 'operators')} (operators, batch 1) against "
+        f"{_bound(base, 64, few, 'flops')} and {_bound(base, 1, few, 'operators')}: "
         + _frontier_verdict(chosen, base, frontier, few, many)
-        + ". One training seed per layout, so the difference between layouts mixes layout and training noise.",
+        + (
+            ". One training seed per layout, so the difference between layouts mixes layout and "
+            "training noise."
+        ),
     ]
     return "\n".join(lines) + "\n"
 
@@ -261,12 +273,14 @@ def main(argv: list[str] | None = None) -> None:
     names = [c[0] for c in args.candidate]
     if args.baseline not in names or len(names) < 2:
         p.error(
-            f"--baseline {args.baseline}: name one of at least two --candidate entries ({', '.join(names)})"
+            f"--baseline {args.baseline}: name one of at least two --candidate entries "
+            f"({', '.join(names)})"
         )
     for name, checkpoint, log in args.candidate:
         if not checkpoint.is_file() or (log is not None and not log.is_file()):
             p.error(
-                f"--candidate {name}: {checkpoint if not checkpoint.is_file() else log} does not exist"
+                f"--candidate {name}: {checkpoint if not checkpoint.is_file() else log} does not "
+                "exist"
             )
     os.environ.setdefault("PYTHONWARNINGS", "ignore")
     results = collect(args)

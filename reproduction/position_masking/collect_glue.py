@@ -4,19 +4,20 @@ improves fine-tuning, 10% best, about 10% faster convergence) and section 5.2 (t
 dropout gradient gives consistently better fine-tuning), judged on CoLA (Matthews
 correlation) and SST-2 (accuracy) dev scores of the fine-tuned models' predictions.
 
-    python -m reproduction.position_masking.collect_glue --work work/glue [--publish] [--probs 0 0.10]
+    python -m reproduction.position_masking.collect_glue --work work/glue [--publish] [--probs 0
+    0.10]
         [--seeds 1 2 3 4 5]
 
 Per row (task, start, dropout): mean ± sample standard deviation over fine-tuning seeds and
-the score of each fine-tuning run. Claims are tested by seed-paired comparisons (``scipy.stats.ttest_rel``,
-two-sided, and the Wilcoxon signed-rank test): 0.10 against 0 position masking for each task
-and dropout, and straight-through against ordinary attention dropout for each task and start.
-A difference is called established only at p < 0.05 in the paired t-test. Runs that are
-missing (the driver resumes them) are listed, and tests pair only seeds present in both rows.
+the score of each fine-tuning run. Claims are tested by seed-paired comparisons
+(``scipy.stats.ttest_rel``, two-sided, and the Wilcoxon signed-rank test): 0.10 against 0 position
+masking for each task and dropout, and straight-through against ordinary attention dropout for each
+task and start. A difference is called established only at p < 0.05 in the paired t-test. Runs that
+are missing (the driver resumes them) are listed, and tests pair only seeds present in both rows.
 ``--publish`` writes ``results/glue.json``, every run's dev predictions
-(``results/glue_predictions/TASK/RUN.txt``, one predicted label a line), the figures ``results/glue_*.png``, the
-``table3-glue`` block of ``docs/results/position-masking.md`` and its ``table3-glue-summary``
-block (each claim's verdicts with their p-values).
+(``results/glue_predictions/TASK/RUN.txt``, one predicted label a line), the figures
+``results/glue_*.png``, the ``table3-glue`` block of ``docs/results/position-masking.md`` and its
+``table3-glue-summary`` block (each claim's verdicts with their p-values).
 """
 
 from __future__ import annotations
@@ -300,7 +301,8 @@ def plot(summary: dict, out: Path) -> list[str]:
                 ys,
                 marker="o",
                 linestyle="-" if not r["straight_through"] else "--",
-                label=f"{r['start']}{' straight-through' if r['straight_through'] else ''} (n={len(r['seeds'])})",
+                label=f"{r['start']}{' straight-through' if r['straight_through'] else ''} "
+                f"(n={len(r['seeds'])})",
             )
         ax.set_title(
             f"{task} dev {METRIC_NAMES[task]}\n(fairseq's validation, mean over seeds)", fontsize=10
@@ -366,8 +368,9 @@ def markdown(summary: dict) -> str:
         lines.append("")
     if summary["pretrain"]:
         lines += [
-            "| continued pre-training (probe-: diagnosis only) | lr | fine-tuned from | updates | valid MLM accuracy (%) | "
-            "valid position accuracy (%) (chance) | position accuracy at each validation |",
+            "| continued pre-training (probe-: diagnosis only) | lr | fine-tuned from | updates "
+            "| valid MLM accuracy (%) | valid position accuracy (%) (chance) | position "
+            "accuracy at each validation |",
             "|---|---|---|---|---|---|---|",
         ]
         for name, pre in summary["pretrain"].items():
@@ -381,9 +384,10 @@ def markdown(summary: dict) -> str:
                 or "-"
             )
             lines.append(
-                f"| {pretrain_label(name, pre)} | {pre['lr']:g} | {'yes' if pre['fine_tuned'] else 'no'} | "
-                f"{last.get('updates', '-')} | {fmt(last.get('mlm_accuracy'))} | "
-                f"{fmt(last.get('position_accuracy'))} ({pre['chance_position_accuracy']:.2f}) | {curve} |"
+                f"| {pretrain_label(name, pre)} | {pre['lr']:g} | "
+                f"{'yes' if pre['fine_tuned'] else 'no'} | {last.get('updates', '-')} | "
+                f"{fmt(last.get('mlm_accuracy'))} | {fmt(last.get('position_accuracy'))} "
+                f"({pre['chance_position_accuracy']:.2f}) | {curve} |"
             )
         lines.append("")
     sel = summary["selection"]
@@ -410,12 +414,14 @@ def markdown(summary: dict) -> str:
         spread = "" if r["std"] is None else f" ± {r['std']:.2f}"
         lines.append(
             f"| {r['task']} ({METRIC_NAMES[r['task']]}) | {start_label(r['start'])} | "
-            f"{'straight-through' if r['straight_through'] else 'ordinary'} | {fmt(r['mean'])}{spread} | "
+            f"{'straight-through' if r['straight_through'] else 'ordinary'} | "
+            f"{fmt(r['mean'])}{spread} | "
             f"{', '.join(f'{v:.2f}' for v in r['dev_per_seed']) or '-'} | {len(r['seeds'])} |"
         )
     lines += [
         "",
-        "Paired tests (by fine-tuning seed; t-test two-sided, Wilcoxon signed-rank; established at t-test p < 0.05):",
+        "Paired tests (by fine-tuning seed; t-test two-sided, Wilcoxon signed-rank; established "
+        "at t-test p < 0.05):",
         "",
     ]
     for t in summary["tests"]:
@@ -430,8 +436,9 @@ def markdown(summary: dict) -> str:
             else "straight-through vs ordinary dropout"
         )
         lines.append(
-            f"- {t['task']}, {where}: {what}: {t['verdict']} ({fmt(t['mean_difference'])} points, "
-            f"n = {t['n']}{p_value(t['t_test_p'], 't-test')}{p_value(t['wilcoxon_p'], 'Wilcoxon')})."
+            f"- {t['task']}, {where}: {what}: {t['verdict']} ({fmt(t['mean_difference'])} "
+            "points, n = "
+            f"{t['n']}{p_value(t['t_test_p'], 't-test')}{p_value(t['wilcoxon_p'], 'Wilcoxon')})."
         )
     if summary.get("convergence"):
         lines += [
@@ -442,16 +449,17 @@ def markdown(summary: dict) -> str:
         ]
         for c in summary["convergence"]:
             lines.append(
-                f"- {c['task']}, {'straight-through' if c['straight_through'] else 'ordinary'} dropout, "
-                f"{c['updates']} updates: {c['verdict']} ({fmt(c['mean_difference'])} points, n = {c['n']}"
-                f"{p_value(c['t_test_p'], 't-test')})."
+                f"- {c['task']}, {'straight-through' if c['straight_through'] else 'ordinary'} "
+                f"dropout, {c['updates']} updates: {c['verdict']} ({fmt(c['mean_difference'])} "
+                f"points, n = {c['n']}{p_value(c['t_test_p'], 't-test')})."
             )
     if summary["largest_gap_to_fairseq_logged_metric"] is not None:
         lines += [
             "",
-            "Scores are computed by scikit-learn from each model's dev predictions; they differ from the metric "
-            f"fairseq logged at its last validation by at most {summary['largest_gap_to_fairseq_logged_metric']:.2f} "
-            "points (fairseq rounds to 0.1).",
+            "Scores are computed by scikit-learn from each model's dev predictions; they differ "
+            "from the metric fairseq logged at its last validation by at most "
+            f"{summary['largest_gap_to_fairseq_logged_metric']:.2f} points (fairseq rounds to "
+            "0.1).",
         ]
     if summary["missing"]:
         lines += [
@@ -464,7 +472,8 @@ def markdown(summary: dict) -> str:
 
 
 def page_summary(summary: dict) -> str:
-    """The page's summary lines on Table 3: each claim's verdict per task, with the paired t-test's p."""
+    """The page's summary lines on Table 3: each claim's verdict per task, with the paired t-test's
+    p."""
 
     def verdicts(claim: str, label) -> str:
         parts = []
@@ -480,8 +489,9 @@ def page_summary(summary: dict) -> str:
     seeds = sorted({s for r in summary["rows"] for s in r["seeds"]})
     updates = sorted({c["updates"] for c in summary["commands"].values()})
     lines = [
-        f"Position masking on GLUE dev from all-MiniLM-L6-v2 ({len(seeds)} fine-tuning seeds per row, "
-        f"{'/'.join(map(str, updates))} fine-tuning updates, paired t-test by seed; the tables below):",
+        f"Position masking on GLUE dev from all-MiniLM-L6-v2 ({len(seeds)} fine-tuning seeds per "
+        f"row, {'/'.join(map(str, updates))} fine-tuning updates, paired t-test by seed; the "
+        "tables below):",
         "",
         "- position mask 0.10 vs 0 in continued pre-training: "
         + verdicts(

@@ -119,8 +119,9 @@ def _arm(s: dict) -> str:
 
 def markdown(summary: dict) -> str:
     lines = [
-        "| task (metric) | budget | grid (seed 0): lr -> dev | ordinary dropout | straight-through | "
-        "straight-through - ordinary, paired by seed | majority class | published (dev) |",
+        "| task (metric) | budget | grid (seed 0): lr -> dev | ordinary dropout | "
+        "straight-through | straight-through - ordinary, paired by seed | majority class | "
+        "published (dev) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for task in TASKS:
@@ -135,7 +136,8 @@ def markdown(summary: dict) -> str:
             "" if t["t_test_p"] is None or t["n"] < 3 else f", t-test p = {_fmt(t['t_test_p'], 3)}"
         )
         test = (
-            f"{_fmt(t['mean_difference'])} points over {t['n']} paired seed{'s' if t['n'] != 1 else ''}{p_value}: {t['verdict']}"
+            f"{_fmt(t['mean_difference'])} points over {t['n']} paired "
+            f"seed{'s' if t['n'] != 1 else ''}{p_value}: {t['verdict']}"
             if t["n"]
             else "not run yet"
         )
@@ -187,8 +189,9 @@ def markdown(summary: dict) -> str:
         if (curve := seed_curve(row["curves"], task)) is not None:
             lines.append(curve)
     lines.append(
-        f"- Published rows: {MINILM_README}. all-MiniLM-L6-v2 is sentence-transformers' sentence-embedding "
-        "model, trained contrastively from MiniLM-L6-H384, not the published MiniLM checkpoint."
+        f"- Published rows: {MINILM_README}. all-MiniLM-L6-v2 is sentence-transformers' "
+        "sentence-embedding model, trained contrastively from MiniLM-L6-H384, not the published "
+        "MiniLM checkpoint."
     )
     return "\n".join(lines) + "\n"
 
@@ -207,9 +210,13 @@ def seed_curve(curves: dict, task: str) -> str | None:
     xs, ys = curve_mean({name: curves[name] for name in runs})
     below = [max(values) - values[-1] for values in runs.values()]
     return (
-        f"- {task} dev curve, mean of the {len(runs)} seed runs of both arms at each validation (update: score): "
+        f"- {task} dev curve, mean of the {len(runs)} seed runs of both arms at each validation "
+        "(update: score): "
         + ", ".join(f"{x:.0f}: {y:.1f}" for x, y in zip(xs, ys))
-        + f"; each run's last validation is {statistics.fmean(below):.2f} points below its best on average."
+        + (
+            f"; each run's last validation is {statistics.fmean(below):.2f} points below its "
+            "best on average."
+        )
     )
 
 
@@ -218,8 +225,8 @@ def page_summary(summary: dict) -> str:
     published MiniLM row, and what the paired test decides for the enhanced dropout gradient."""
     minilm = next(p for p in summary["published"] if p["row"].startswith("MiniLM"))
     lines = [
-        "GLUE dev at the published fine-tuning budget (BERT's recipe, from all-MiniLM-L6-v2, chosen learning "
-        "rate, paired t-test by seed; the full-budget table below):",
+        "GLUE dev at the published fine-tuning budget (BERT's recipe, from all-MiniLM-L6-v2, "
+        "chosen learning rate, paired t-test by seed; the full-budget table below):",
         "",
     ]
     for task in TASKS:
@@ -242,11 +249,11 @@ def page_summary(summary: dict) -> str:
         p_value = "" if t["t_test_p"] is None or t["n"] < 3 else f", p = {_fmt(t['t_test_p'], 3)}"
         lines.append(
             f"- {task}: ordinary dropout {_fmt(o['mean'])}, straight-through {_fmt(st['mean'])} "
-            f"({counts} seed{'' if counts == '1' else 's'}), "
-            f"{'above' if above else 'not above'} the majority class ({_fmt(row['majority'])}) and "
-            f"{_fmt(minilm[task] - max(o['mean'], st['mean'] if st['n'] else o['mean']), 1)} points below the "
-            f"published {minilm['row']} ({minilm[task]}); the enhanced dropout gradient: "
-            f"{_fmt(t['mean_difference'])} points{p_value}, {t['verdict']}"
+            f"({counts} seed{'' if counts == '1' else 's'}), {'above' if above else 'not above'} "
+            f"the majority class ({_fmt(row['majority'])}) and "
+            f"{_fmt(minilm[task] - max(o['mean'], st['mean'] if st['n'] else o['mean']), 1)} "
+            f"points below the published {minilm['row']} ({minilm[task]}); the enhanced dropout "
+            f"gradient: {_fmt(t['mean_difference'])} points{p_value}, {t['verdict']}"
             + ("" if above else " (the comparison counts only above the majority class)")
             + (f"; {len(row['missing'])} runs still to run." if row["missing"] else ".")
         )

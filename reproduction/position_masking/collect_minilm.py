@@ -2,7 +2,8 @@
 """Collect reproduction/position_masking/minilm.sh into its results file and results-page block.
 
     python -m reproduction.position_masking.collect_minilm --work DIR --probs 0 0.10 --seeds 1 2 3
-        [--seconds T0 T1 T2 T3] [--publish results/minilm.json] [--page docs/results/position-masking.md]
+        [--seconds T0 T1 T2 T3] [--publish results/minilm.json] [--page
+        docs/results/position-masking.md]
 
 Per start (MiniLM as converted, and MiniLM after continued pre-training with each
 --position-mask-prob): the continued pre-training's last validation (MLM and position
@@ -91,7 +92,9 @@ def summarise(work: Path, probs: list, seeds: list) -> dict:
             }
         )
     return {
-        "task": "word order (data_prep/word_order.py, span 4) on WikiText-2, validation accuracy (%)",
+        "task": (
+            "word order (data_prep/word_order.py, span 4) on WikiText-2, validation accuracy (%)"
+        ),
         "significance": "Welch's t-test over fine-tuning seeds, two-sided, p < 0.05",
         "starts": rows,
         "tests": tests,
@@ -100,8 +103,8 @@ def summarise(work: Path, probs: list, seeds: list) -> dict:
 
 def markdown(summary: dict) -> str:
     lines = [
-        "| start | continued pre-training: valid MLM / position accuracy (%) | word-order accuracy (%), "
-        "mean ± std | per seed |",
+        "| start | continued pre-training: valid MLM / position accuracy (%) | word-order "
+        "accuracy (%), mean ± std | per seed |",
         "|---|---|---|---|",
     ]
     for row in summary["starts"].values():
@@ -116,14 +119,16 @@ def markdown(summary: dict) -> str:
         )
         seeds = ", ".join(f"{a:.1f}" for a in row["accuracy_per_seed"])
         lines.append(
-            f"| {row['label']} | {pre_text} | {row['accuracy_mean']:.2f} ± {row['accuracy_std']:.2f} | {seeds} |"
+            f"| {row['label']} | {pre_text} | {row['accuracy_mean']:.2f} ± "
+            f"{row['accuracy_std']:.2f} | {seeds} |"
         )
     lines += ["", f"Significance ({summary['significance']}):", ""]
     for t in summary["tests"]:
         p = "n/a" if t["p_value"] is None else f"{t['p_value']:.3f}"
         lines.append(
-            f"- {summary['starts'][t['start']]['label']} vs {summary['starts'][t['against']]['label']}: "
-            f"{t['verdict']} ({t['delta_accuracy']:+.2f} points, p = {p})."
+            f"- {summary['starts'][t['start']]['label']} vs "
+            f"{summary['starts'][t['against']]['label']}: {t['verdict']} "
+            f"({t['delta_accuracy']:+.2f} points, p = {p})."
         )
     return "\n".join(lines) + "\n"
 

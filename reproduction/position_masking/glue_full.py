@@ -54,7 +54,8 @@ INTERVAL = re.compile(r"checkpoint_\d+_(\d+)\.pt$")  # fairseq's checkpoint at a
 
 def interrupted_segments(run: Path, asked: dict) -> list[dict]:
     """The segments an interrupted run of these settings has trained (its ``PROGRESS`` file), the
-    last one closed at its log's last write: [] where there is nothing of these settings to continue."""
+    last one closed at its log's last write: [] where there is nothing of these settings to
+    continue."""
     try:
         progress = json.loads((run / PROGRESS).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -176,8 +177,8 @@ class FullBudget(Driver):
             done = json.loads(kept.read_text(encoding="utf-8"))
             if any(done.get(k) != v for k, v in asked.items()):
                 raise SystemExit(
-                    f"{repository_path(kept)} was made with other settings than asked now ({asked}); "
-                    "remove it or ask for its settings"
+                    f"{repository_path(kept)} was made with other settings than asked now "
+                    f"({asked}); remove it or ask for its settings"
                 )
             return done
         run = self.work / "finetune" / task / name
@@ -302,7 +303,8 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         type=epochs_option,
         default=list(DEFAULT_EPOCHS.items()),
-        help="TASK=EPOCHS (default CoLA=3 SST-2=1: SST-2's 67,349 sentences take 2,105 updates an epoch)",
+        help="TASK=EPOCHS (default CoLA=3 SST-2=1: SST-2's 67,349 sentences take 2,105 updates "
+        "an epoch)",
     )
     p.add_argument("--lrs", nargs="+", default=list(LRS), help="the grid, chosen per task on dev")
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3, 4, 5])

@@ -4,7 +4,8 @@ Models") claim that position masking in pre-training improves fine-tuning (secti
 ``--attention-dropout-straight-through``) gives consistently better fine-tuning (section 5.2).
 This driver measures both on CoLA and SST-2 (data_prep/glue.py) from all-MiniLM-L6-v2.
 
-    python -m reproduction.position_masking.glue_run [--work work/glue] [--glue DIR] [--wikitext FILE]
+    python -m reproduction.position_masking.glue_run [--work work/glue] [--glue DIR] [--wikitext
+    FILE]
         [--plugin-root DIR] [--jobs 2] [options below]
 
 Steps, each resumable (a finished run keeps its ``result.json`` and is not run again):
@@ -29,11 +30,11 @@ Steps, each resumable (a finished run keeps its ``result.json`` and is not run a
 4. Fine-tuning (fairseq's ``sentence_prediction``, ``--report-mcc``) from MiniLM as converted
    and from each pre-training, with and without ``--attention-dropout-straight-through``, for
    each ``--seeds`` value, all for ``--updates`` updates; ``--curve-points`` validations (the
-   curves; each costs a pass over dev); the last checkpoint's dev predictions are scored with scikit-learn
-   (``python -m fairseq_ext.analysis.glue``) and the checkpoint deleted. Order: task by task (``--tasks``), the
-   pre-trained starts (ordinary dropout, then straight-through) seed by seed, then MiniLM's
-   own rows seed by seed, so a partial table has whole seeds of the rows the claims compare
-   first.
+   curves; each costs a pass over dev); the last checkpoint's dev predictions are scored with
+   scikit-learn (``python -m fairseq_ext.analysis.glue``) and the checkpoint deleted. Order: task by
+   task (``--tasks``), the pre-trained starts (ordinary dropout, then straight-through) seed by
+   seed, then MiniLM's own rows seed by seed, so a partial table has whole seeds of the rows the
+   claims compare first.
 
 ``--plugin-root DIR``: import ``fairseq_ext`` from DIR (e.g. ``git archive HEAD fairseq_ext``
 unpacked there) so that a checkout edited during the runs cannot change them.
@@ -104,7 +105,8 @@ class Driver:
         self.lock = threading.Lock()
 
     def command_record(self, cmd: list) -> list[str]:
-        """A command as a results file keeps it: paths (the user dir included) relative to the repository."""
+        """A command as a results file keeps it: paths (the user dir included) relative to the
+        repository."""
         return [
             repository_path(c)
             if isinstance(c, Path) or (isinstance(c, str) and c.startswith(str(ROOT)))
@@ -361,9 +363,9 @@ class Driver:
         resume_from: Path | None = None,
     ) -> list:
         """fairseq-train of ``sentence_prediction`` from ``start``, with straight-through attention
-        dropout when ``st``: the fine-tuning command of every GLUE run (``extra`` after the updates).
-        ``resumable``: a checkpoint with the optimizer's state at every validation (the last two
-        kept); ``resume_from``, one of them, continues that run where it was saved."""
+        dropout when ``st``: the fine-tuning command of every GLUE run (``extra`` after the
+        updates). ``resumable``: a checkpoint with the optimizer's state at every validation (the
+        last two kept); ``resume_from``, one of them, continues that run where it was saved."""
         every = max(1, updates // validations)
         restore = (
             ["--restore-file", resume_from]
@@ -455,7 +457,8 @@ class Driver:
         ]
 
     def predict_dev(self, run: Path, data: Path) -> Path:
-        """The last checkpoint's dev predictions (``python -m fairseq_ext.analysis.glue predict``), one label a line."""
+        """The last checkpoint's dev predictions (``python -m fairseq_ext.analysis.glue predict``),
+        one label a line."""
         pred = run / "dev.predictions"
         self.sh(
             [
@@ -652,7 +655,8 @@ def main(argv: list[str] | None = None) -> None:
         "--lrs",
         nargs="+",
         default=["1e-4", "3e-4"],
-        help="fine-tuning learning rates to choose from (tried on every task, chosen on --select-task)",
+        help="fine-tuning learning rates to choose from (tried on every task, chosen on "
+        "--select-task)",
     )
     p.add_argument(
         "--select-task",

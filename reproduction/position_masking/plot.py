@@ -184,8 +184,9 @@ def markdown(rows: list[dict]) -> str:
     lines = [head, rule]
     for r in rows:
         line = (
-            f"| {r['position_mask_prob']} | {show(r['updates'])} | {show(r['valid_mlm_accuracy'])} "
-            f"| {show(r['valid_position_accuracy'])} | {show(r['valid_mlm_accuracy_positions_intact'])} |"
+            f"| {r['position_mask_prob']} | {show(r['updates'])} | "
+            f"{show(r['valid_mlm_accuracy'])} | {show(r['valid_position_accuracy'])} | "
+            f"{show(r['valid_mlm_accuracy_positions_intact'])} |"
         )
         if downstream:
             line += (

@@ -7,7 +7,8 @@ default), a plain training loop does not, so at the same ``--max-tokens`` and nu
 updates the loop trains on more pairs.
 
     python reproduction/prophetnet/batch_stats.py DATA_BIN [--max-tokens 2048] [--seed 1] \\
-        [--updates 500] [--out reproduction/prophetnet/batch_stats.json] [--page docs/results/prophetnet.md]
+        [--updates 500] [--out reproduction/prophetnet/batch_stats.json] [--page
+        docs/results/prophetnet.md]
 
 The batches are those ``reference_transformers.py`` trains on (``--batching``): ``fairseq``
 (length-sorted, as ``fairseq-train``), ``fairseq-unsorted`` (as ``fairseq-train
@@ -86,9 +87,9 @@ def statistics_of(
 def markdown(result: dict) -> str:
     updates = result["updates"]
     lines = [
-        f"| batches (--max-tokens {result['max_tokens']}, seed {result['seed']}) | batches per epoch | "
-        f"pairs per batch (mean) | pairs in {updates} updates | target tokens in {updates} updates | "
-        "batches of a multiple of 8 pairs |",
+        f"| batches (--max-tokens {result['max_tokens']}, seed {result['seed']}) | batches per "
+        f"epoch | pairs per batch (mean) | pairs in {updates} updates | target tokens in "
+        f"{updates} updates | batches of a multiple of 8 pairs |",
         "|---|---|---|---|---|---|",
     ]
     for kind, row in result["kinds"].items():
@@ -115,7 +116,8 @@ def main(argv=None) -> None:
     a = p.parse_args(argv)
     if not Path(a.data, f"dict.{a.source_lang}.txt").exists():
         p.error(
-            f"{a.data} has no dict.{a.source_lang}.txt: prepare the data with data_prep/gigaword.sh first"
+            f"{a.data} has no dict.{a.source_lang}.txt: prepare the data with "
+            "data_prep/gigaword.sh first"
         )
     result = {
         "data": relative(str(Path(a.data).resolve())),

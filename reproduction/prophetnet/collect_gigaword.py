@@ -1,19 +1,20 @@
 #!/usr/bin/env python
 """Collect the runs of compare_gigaword.sh into table 2 (docs/results/prophetnet.md).
 
-    python -m reproduction.prophetnet.collect_gigaword --work DIR [--runs KEPT] [--publish DIR] [--page PAGE.md]
-    python -m reproduction.prophetnet.collect_gigaword --keep RUN --kept KEPT/NAME-sSEED
-    python -m reproduction.prophetnet.collect_gigaword --is-kept KEPT/NAME-sSEED --eval-at "250 500"
+    python -m reproduction.prophetnet.collect_gigaword --work DIR [--runs KEPT] [--publish DIR]
+    [--page PAGE.md] python -m reproduction.prophetnet.collect_gigaword --keep RUN --kept
+    KEPT/NAME-sSEED python -m reproduction.prophetnet.collect_gigaword --is-kept KEPT/NAME-sSEED
+    --eval-at "250 500"
 
 Reads ``KEPT/NAME-sSEED/results.json`` (written by gigaword.sh, reference_transformers.py
-and unilm/gigaword.sh; KEPT defaults to ``DIR/runs``) and writes ``DIR/results.json``, ``DIR/results.md`` and
-``DIR/rouge_curves.png``: per model and scored point, the number of seeds, the mean and
-standard deviation over seeds of ROUGE-1/2/L F1 and of the per-stream validation accuracy,
-and the distinct headlines (mean, min, max over seeds). Comparisons: each row against
+and unilm/gigaword.sh; KEPT defaults to ``DIR/runs``) and writes ``DIR/results.json``,
+``DIR/results.md`` and ``DIR/rouge_curves.png``: per model and scored point, the number of seeds,
+the mean and standard deviation over seeds of ROUGE-1/2/L F1 and of the per-stream validation
+accuracy, and the distinct headlines (mean, min, max over seeds). Comparisons: each row against
 ProphetNet n = 1 (and each transformers reference row against the same n here) by a paired
-bootstrap over the validation articles of the sentence ROUGE-1 F1 averaged over random seeds (rouge-score),
-two-sided, 1000 resamples; the verdict at each point is "better" or "worse" where p < 0.05,
-else "no significant difference". ``--publish`` copies the three files (the figure into
+bootstrap over the validation articles of the sentence ROUGE-1 F1 averaged over random seeds
+(rouge-score), two-sided, 1000 resamples; the verdict at each point is "better" or "worse" where p <
+0.05, else "no significant difference". ``--publish`` copies the three files (the figure into
 ``figures/``); ``--page`` rewrites the block between ``<!-- table2:start -->`` and
 ``<!-- table2:end -->`` of a Markdown page (docs/results/prophetnet.md; with ``--bisection``,
 the block between ``<!-- bisection:start -->`` and ``<!-- bisection:end -->``).
@@ -75,16 +76,23 @@ METRICS = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
 RESAMPLES = 1000
 START, END = "<!-- table2:start -->", "<!-- table2:end -->"
 BISECTION = {
-    "fairseq-train": "fairseq-train, this plugin's prophetnet, length-sorted batches (table 2's earlier run)",
-    "fairseq-train-unsorted": "fairseq-train --unsorted-batches, this plugin's prophetnet (table 2's run)",
+    "fairseq-train": (
+        "fairseq-train, this plugin's prophetnet, length-sorted batches (table 2's earlier run)"
+    ),
+    "fairseq-train-unsorted": (
+        "fairseq-train --unsorted-batches, this plugin's prophetnet (table 2's run)"
+    ),
     "ours": "this plugin's prophetnet in the reference loop",
     "hf": "transformers' ProphetNet, layout corrected",
     "hf-as-released": "transformers' ProphetNet, layout as released",
     "ours-unsorted": "this plugin's prophetnet in the reference loop, the loop's unsorted batches",
     "hf-unsorted": "transformers' ProphetNet (corrected), the loop's unsorted batches",
-    "ours-fairseq-unsorted": "this plugin's prophetnet in the reference loop, fairseq-train --unsorted-batches' batches",
+    "ours-fairseq-unsorted": (
+        "this plugin's prophetnet in the reference loop, fairseq-train --unsorted-batches' batches"
+    ),
 }
-# Table 2's fairseq-train n = 2 runs in the bisection: the kept runs of compare_gigaword.sh per batching.
+# Table 2's fairseq-train n = 2 runs in the bisection: the kept runs of compare_gigaword.sh per
+# batching.
 FAIRSEQ_TRAIN_ROWS = {"fairseq-train": "sorted", "fairseq-train-unsorted": "unsorted"}
 
 
@@ -291,8 +299,10 @@ def summarise(
         "validation": "1000 Gigaword validation pairs (the test split is withheld)",
         "scorer": "rouge-score (stemmed), F1 x 100; mean and standard deviation over seeds",
         "decoding": "fairseq beam search: beam 4, lenpen 1.0, no-repeat-ngram 3, max length 40",
-        "significance": f"paired bootstrap over validation articles of sentence ROUGE-1 averaged over random seeds, "
-        f"two-sided, {RESAMPLES} resamples, p < 0.05",
+        "significance": (
+            "paired bootstrap over validation articles of sentence ROUGE-1 averaged over random "
+            f"seeds, two-sided, {RESAMPLES} resamples, p < 0.05"
+        ),
         "batching": batching(models),
         "wall_seconds_all_runs": sum(m["wall_seconds"] for m in models.values()),
         "models": models,
@@ -332,8 +342,8 @@ def findings(models: dict, comparisons: list) -> list:
         by_pair.setdefault((c["model"], c["baseline"]), []).append(c)
     for (name, base), rows in by_pair.items():
         parts = [
-            f"{c['verdict']} at {c['update']} updates (ROUGE-1 {c['delta_rouge1']:+.2f}, p = {c['p_value']:.3f}, "
-            f"{c['seeds'][0]} vs {c['seeds'][1]} seeds)"
+            f"{c['verdict']} at {c['update']} updates (ROUGE-1 {c['delta_rouge1']:+.2f}, p = "
+            f"{c['p_value']:.3f}, {c['seeds'][0]} vs {c['seeds'][1]} seeds)"
             for c in rows
         ]
         out.append(f"{models[name]['label']} vs {models[base]['label']}: " + "; ".join(parts) + ".")
@@ -349,8 +359,8 @@ def markdown(summary: dict) -> str:
     shared = set.intersection(*(set(m["points"]) for m in summary["models"].values()))
     if shared and any(max(m["points"]) > max(shared) for m in summary["models"].values()):
         lines += [
-            f"Every row at {max(shared)} updates, the last point all rows reached (later points: the "
-            "second table).",
+            f"Every row at {max(shared)} updates, the last point all rows reached (later points: "
+            "the second table).",
             "",
         ]
     lines += [
@@ -477,7 +487,10 @@ def bisection(folder: Path, kept: Path, published: Path | None = None) -> dict:
         raise SystemExit(f"error: no variant under {folder} has a results.json")
     return {
         "question": "why ProphetNet n = 2 writes one headline for every article after 500 updates",
-        "run": "n = 2, data and recipe of table 2, 500 updates of 2048 tokens, one part swapped per row",
+        "run": (
+            "n = 2, data and recipe of table 2, 500 updates of 2048 tokens, one part swapped "
+            "per row"
+        ),
         "variants": rows,
     }
 

@@ -3,9 +3,11 @@
 trained from scratch on the same Gigaword batches as ``fairseq-train``, with the same
 optimiser, schedule, clipping and label smoothing, then decoded with the same beam search.
 
-    python reproduction/prophetnet/reference_transformers.py DATA_BIN --out DIR --ngram 2 --seed 1 \\
+    python reproduction/prophetnet/reference_transformers.py DATA_BIN --out DIR --ngram 2 --seed 1
+    \\
         --updates 1000 --eval-at 250 500 1000 [--model transformers|fairseq_ext] \\
-        [--layout corrected|as-released] [--loss transformers|fairseq_ext] [--init transformers|fairseq_ext]
+        [--layout corrected|as-released] [--loss transformers|fairseq_ext] [--init
+        transformers|fairseq_ext]
 
 What is shared with ``fairseq-train`` (``gigaword.sh``): the task (``translation_prophetnet``),
 so the same binarized data, dictionary and batches (``--max-tokens``, shuffled with ``--seed``);
@@ -222,7 +224,8 @@ def batches(task, split, args, seed, shuffle, epoch=1, batching="fairseq"):
     """fairseq's batches (pairs of similar length together, the batch order shuffled; with
     ``batching="fairseq-unsorted"`` the task's random order instead of lengths) or, with
     ``batching="unsorted"``, the pairs in a new random order each epoch cut into batches of at
-    most ``--max-tokens`` (padded) tokens, as a plain training loop without length bucketing makes."""
+    most ``--max-tokens`` (padded) tokens, as a plain training loop without length bucketing
+    makes."""
     if batching == "unsorted":
         dataset = task.dataset(split)
         order = np.random.RandomState(seed + epoch).permutation(len(dataset))
@@ -336,14 +339,15 @@ def main(argv=None) -> None:
     eval_at = sorted(set(a.eval_at or [a.updates]))
     if a.model == "fairseq_ext" and (a.layout != "corrected" or a.loss != "transformers"):
         p.error(
-            "--layout and --loss choose parts of the transformers model; drop them with --model fairseq_ext"
+            "--layout and --loss choose parts of the transformers model; drop them with --model "
+            "fairseq_ext"
         )
     if a.model == "fairseq_ext":
         a.loss = "fairseq_ext"
     if not Path(a.data, f"dict.{a.source_lang}.txt").exists() or not a.refs.exists():
         p.error(
-            f"{a.data} has no dict.{a.source_lang}.txt or {a.refs} does not exist: prepare the data with "
-            f"data_prep/gigaword.sh first"
+            f"{a.data} has no dict.{a.source_lang}.txt or {a.refs} does not exist: prepare the "
+            "data with data_prep/gigaword.sh first"
         )
     if eval_at[0] < 1 or eval_at[-1] > a.updates:
         p.error("--eval-at must lie within 1 .. --updates")
@@ -430,7 +434,8 @@ def train(a, eval_at: list, results: dict, results_path: Path, argv) -> None:
             losses.append(float(loss))
             if update % 50 == 0:
                 print(
-                    f"update {update} loss {sum(losses[-50:]) / 50:.3f} lr {inverse_sqrt(update, a):.2e}",
+                    f"update {update} loss {sum(losses[-50:]) / 50:.3f} lr "
+                    f"{inverse_sqrt(update, a):.2e}",
                     flush=True,
                 )
             if update in eval_at:
@@ -496,8 +501,8 @@ def score(
     }
     results_path.write_text(json.dumps(results, indent=2) + "\n")
     print(
-        f"update {update}: ROUGE-1 {point['rouge1_f1']:.2f} distinct {point['distinct_hypotheses']} "
-        f"accuracy per stream {point['valid_accuracy_per_stream']}",
+        f"update {update}: ROUGE-1 {point['rouge1_f1']:.2f} distinct "
+        f"{point['distinct_hypotheses']} accuracy per stream {point['valid_accuracy_per_stream']}",
         flush=True,
     )
 

@@ -36,6 +36,7 @@ class ForkedCommands:
 
 
 def fork_commands_of(monkeypatch, *modules) -> None:
-    """The commands that ``modules`` start, forked (``ForkedCommands``) while ``monkeypatch`` holds."""
+    """The commands that ``modules`` start, forked (``ForkedCommands``) while ``monkeypatch``
+    holds."""
     for module in modules:
         monkeypatch.setattr(module, "subprocess", ForkedCommands)

@@ -6,9 +6,9 @@ import random
 from pathlib import Path
 
 WORDS = (
-    "police army minister bank storm court talks rebels oil prices city plane team coach vote party "
-    "leader fire rain fans market shares china france court trial police said on monday tuesday "
-    "killed injured held won lost rose fell"
+    "police army minister bank storm court talks rebels oil prices city plane team coach vote "
+    "party leader fire rain fans market shares china france court trial police said on monday "
+    "tuesday killed injured held won lost rose fell"
 ).split()
 
 

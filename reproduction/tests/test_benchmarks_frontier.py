@@ -205,8 +205,8 @@ def test_summary_names_the_fastest_peer_at_no_lower_bleu_than_the_best_mask_pred
     }
     text = frontier.summary(result)
     assert (
-        "batch 1: the best mask-predict setting (mask-predict, 10 passes, length beam 3) 12.0 sentences/s at "
-        "29.70 BLEU; CTranslate2 4.8.5 int8, beam 1 of the teacher 3+3 90.0 sentences/s at 32.60 (7.50x as "
-        "fast at no lower BLEU)"
+        "batch 1: the best mask-predict setting (mask-predict, 10 passes, length beam 3) 12.0 "
+        "sentences/s at 29.70 BLEU; CTranslate2 4.8.5 int8, beam 1 of the teacher 3+3 90.0 "
+        "sentences/s at 32.60 (7.50x as fast at no lower BLEU)"
     ) in text
     assert "`student_gap_to_teacher_bleu` 4.1 (goal <= 2)" in text

@@ -203,9 +203,9 @@ def test_every_ratio_of_a_module_comes_from_the_harness(name, one_round, monkeyp
 
 def test_dummy_dictionaries_are_there_while_the_process_runs_and_gone_when_it_exits():
     code = (
-        "from pathlib import Path; from reproduction.benchmarks import common; "
-        "d = Path(common.dummy_dictionary_dir(10, ('en', ''))); "
-        "print(d, *sorted(p.name for p in d.iterdir()), len((d / 'dict.en.txt').read_text().splitlines()))"
+        "from pathlib import Path; from reproduction.benchmarks import common; d = "
+        "Path(common.dummy_dictionary_dir(10, ('en', ''))); print(d, *sorted(p.name for p in "
+        "d.iterdir()), len((d / 'dict.en.txt').read_text().splitlines()))"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
@@ -226,8 +226,9 @@ def test_train_one_child_refuses_a_wrong_side_with_its_usage():
     )
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
-        "usage: python -m reproduction.benchmarks.posmask --train-one {position_masked_roberta,roberta} "
-        "(python -m reproduction.benchmarks.run --only posmask runs the benchmark)"
+        "usage: python -m reproduction.benchmarks.posmask --train-one "
+        "{position_masked_roberta,roberta} (python -m reproduction.benchmarks.run --only "
+        "posmask runs the benchmark)"
     )
 
 
@@ -259,8 +260,9 @@ def test_run_cli_says_the_cuda_refusal_in_one_line():
     )
     assert proc.returncode == 1
     assert proc.stderr.strip().splitlines() == [
-        "fairseq_ext: error: --device cuda, but torch.cuda.is_available() is false (a CPU build of torch, or "
-        "no GPU visible): run with --device cpu, or on a machine with a GPU and a CUDA build of torch"
+        "fairseq_ext: error: --device cuda, but torch.cuda.is_available() is false (a CPU build "
+        "of torch, or no GPU visible): run with --device cpu, or on a machine with a GPU and a "
+        "CUDA build of torch"
     ]
 
 
@@ -284,16 +286,17 @@ def test_summary_rows_are_each_familys_rate_and_memory_beside_the_reference():
         }
     )
     assert (
-        "| HI-CMLM vs fairseq `cmlm_transformer` | CPU, 2 threads | 2,000 vs 2,500 tokens/s | 0.800 | 1,100 vs 1,000 |"
-        in text
+        "| HI-CMLM vs fairseq `cmlm_transformer` | CPU, 2 threads | 2,000 vs 2,500 tokens/s | "
+        "0.800 | 1,100 vs 1,000 |" in text
     )
     assert (
         "| UniLM vs fairseq `transformer` | H200 | 300 vs 200 target tokens/s | 1.500 |  |" in text
     )
     assert "position-masked" not in text  # a family without a row in the file has none here
     assert text.endswith(
-        "\nCPU rows: `make bench` (`python -m reproduction.benchmarks.run`): `reproduction/benchmarks/results/cpu.json`.\n"
-        "\nGPU rows: `make gpu-check PART=bench` on one GPU, published with `python -m reproduction.gpu.publish`: "
+        "\nCPU rows: `make bench` (`python -m reproduction.benchmarks.run`): "
+        "`reproduction/benchmarks/results/cpu.json`.\n\nGPU rows: `make gpu-check PART=bench` "
+        "on one GPU, published with `python -m reproduction.gpu.publish`: "
         "`reproduction/benchmarks/results/gpu.json`.\n"
     )
     dated = render_summary(
@@ -308,5 +311,6 @@ def test_summary_rows_are_each_familys_rate_and_memory_beside_the_reference():
     )
     assert dated.endswith(
         "\nGPU rows: `make gpu-check PART=bench` on one NVIDIA H200, published with `python -m "
-        "reproduction.gpu.publish`, 2026-11-28, torch 2.11.0+cu130: `reproduction/benchmarks/results/gpu.json`.\n"
+        "reproduction.gpu.publish`, 2026-11-28, torch 2.11.0+cu130: "
+        "`reproduction/benchmarks/results/gpu.json`.\n"
     )

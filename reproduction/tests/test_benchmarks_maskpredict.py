@@ -123,9 +123,9 @@ def test_run_refuses_to_publish_under_load(monkeypatch, tmp_path, published_into
     with pytest.raises(FairseqExtError) as refused:
         run.main(["--only", "hicmlm"])
     assert str(refused.value) == (
-        "1-minute load average 1.30 > 0.5 before the bench started: another job shares the cores and every timing "
-        "would carry its load; wait until the machine is quiet, or pass --allow-load to publish anyway (the results "
-        "file and docs/results/speed.md then say so)"
+        "1-minute load average 1.30 > 0.5 before the bench started: another job shares the "
+        "cores and every timing would carry its load; wait until the machine is quiet, or pass "
+        "--allow-load to publish anyway (the results file and docs/results/speed.md then say so)"
     )
     assert FakeBenchmark.calls == 0 and not list(tmp_path.iterdir()) and not published_into
     run.main(
@@ -141,8 +141,8 @@ def test_allow_load_publishes_and_the_tables_say_so(monkeypatch, tmp_path, publi
     assert result["allow_load"] is True and result["load_at_start"] == 1.3
     (results,) = published_into
     assert run.render_table(results).splitlines()[-1] == (
-        "cpu `hicmlm` was published with `--allow-load`: 1-minute load average 1.30 at the start, above 0.5 "
-        "(another job shared the cores)."
+        "cpu `hicmlm` was published with `--allow-load`: 1-minute load average 1.30 at the "
+        "start, above 0.5 (another job shared the cores)."
     )
     monkeypatch.setattr(common.os, "getloadavg", lambda: (0.2, 1.0, 0.9))
     run.main(["--only", "hicmlm"])
@@ -196,8 +196,8 @@ ROWS = [
 
 def test_rows_block_says_how_to_measure_them_until_they_are():
     line = (
-        "The rows have not been measured yet: `python -m reproduction.benchmarks.run --only hicmlm` on a quiet "
-        "machine measures them.\n"
+        "The rows have not been measured yet: `python -m reproduction.benchmarks.run --only "
+        "hicmlm` on a quiet machine measures them.\n"
     )
     assert run.render_rows({}) == line
     assert run.render_rows(_results([])) == line
@@ -214,7 +214,8 @@ def test_rows_block_is_a_table_of_the_rows_with_the_figure():
     assert len(table) == len(ROWS)
     assert (
         table[-1]
-        == "| 64 | 10 | 3 | 1 | 2.00 | 50.0 | 25.0 | 700 | 350 | 29.10 | 31.50 | 2.10 | 2.20 | not quiet |"
+        == "| 64 | 10 | 3 | 1 | 2.00 | 50.0 | 25.0 | 700 | 350 | 29.10 | 31.50 | 2.10 | 2.20 | "
+        "not quiet |"
     )
     assert "cpu `hicmlm` was published with `--allow-load`" in lines[-3]
     assert lines[-1] == (
@@ -248,9 +249,9 @@ def test_rows_block_says_which_speedup_goals_the_run_met():
     lines = run.render_rows(results).splitlines()
     assert lines[0].endswith(f"; student 3+1 x 192, SHA-256 `{'ab' * 32}`.")
     assert lines[-3] == (
-        "Goals (length beam 1 over the teacher's beam 5): batch 1 with 4 passes 3.20x (goal >= 3: met); "
-        "batch 1 with 10 passes 1.99x (goal >= 2: not met); batch 64 with 10 passes 1.50x "
-        "(goal >= 1.5: met)."
+        "Goals (length beam 1 over the teacher's beam 5): batch 1 with 4 passes 3.20x (goal >= "
+        "3: met); batch 1 with 10 passes 1.99x (goal >= 2: not met); batch 64 with 10 passes "
+        "1.50x (goal >= 1.5: met)."
     )
     assert not any(
         line.startswith("Goals") for line in run.render_rows(_results(ROWS)).splitlines()

@@ -135,7 +135,8 @@ def test_seeds_points_and_verdicts(tmp_path):
     assert "published to" in proc.stdout
     text = page.read_text()
     assert text.startswith(
-        "intro\n<!-- table2:start -->\nFine-tuning batches: fairseq's length-sorted batches.\n\n| model |"
+        "intro\n<!-- table2:start -->\nFine-tuning batches: fairseq's length-sorted "
+        "batches.\n\n| model |"
     )
     assert text.endswith("<!-- table2:end -->\nrest\n")
     assert "old" not in text
@@ -243,10 +244,10 @@ def test_paired_bootstrap_agrees_with_a_direct_resampling_loop():
 def test_point_reads_fairseqs_validation_line(tmp_path):
     module = _module("gigaword_point")
     (tmp_path / "finetune.log").write_text(
-        "2026 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8 | loss_s1 9.0 | acc_s1 "
-        "11.5 | loss_s2 9.2 | acc_s2 10.25 | ppl 300 | wps 1 | wpb 2 | bsz 3 | num_updates 250\n"
-        "2026 | INFO | valid | epoch 002 | valid on 'valid' subset | loss 8.1 | acc_s1 15 | acc_s2 12.5 | "
-        "num_updates 500 | best_loss 8.1\n"
+        "2026 | INFO | valid | epoch 001 | valid on 'valid' subset | loss 9.1 | nll_loss 8 | "
+        "loss_s1 9.0 | acc_s1 11.5 | loss_s2 9.2 | acc_s2 10.25 | ppl 300 | wps 1 | wpb 2 | bsz "
+        "3 | num_updates 250\n2026 | INFO | valid | epoch 002 | valid on 'valid' subset | loss "
+        "8.1 | acc_s1 15 | acc_s2 12.5 | num_updates 500 | best_loss 8.1\n"
     )
     (tmp_path / "rouge-500.json").write_text(
         json.dumps({"rouge1": 12.0, "rouge2": 3.0, "rougeL": 11.0, "sentences": 3})
@@ -469,8 +470,8 @@ def test_bisection_keeps_published_rows_whose_runs_are_gone(tmp_path):
 
 
 def test_unilm_pretrained_table_uses_the_same_collector(tmp_path):
-    """reproduction/unilm/collect_pretrained.py: its rows, its comparisons (each MiniLM start against
-    the random start with the same vocabulary) and its results-page block."""
+    """reproduction/unilm/collect_pretrained.py: its rows, its comparisons (each MiniLM start
+    against the random start with the same vocabulary) and its results-page block."""
     for name, r1, hyps in (("minilm", 20.0, REFS), ("random", 3.0, ["the the the"] * 40)):
         for seed in (1, 2):
             _run(

@@ -387,8 +387,8 @@ def test_two_seeds_judge_nothing_and_a_constant_difference_has_no_t_test():
     text = collect_results.findings({"hi_cmlm_copy0.75-fence_replace": row})
     assert "(2 seeds): not judged: 2 seeds, a difference needs at least 3" in text
     assert (
-        "no share met it, so the default stays 0.5. The sweep is not complete: 0.75 has fewer than 3 seeds."
-        in text
+        "no share met it, so the default stays 0.5. The sweep is not complete: 0.75 has fewer "
+        "than 3 seeds." in text
     )
     # sacreBLEU's one-decimal scores can differ by the same amount in every seed: the t statistic
     # is then undefined (scipy would report p = 0), so no p-value is given

@@ -1,6 +1,7 @@
 """The paired bootstrap of ``reproduction/hi_cmlm/gap_significance.py`` (sacreBLEU's
 ``paired-bs``): a system one word away from its baseline does not differ from it, a system that
-copies the references does, and the BLEUs it reports are sacreBLEU's corpus BLEUs of the same outputs."""
+copies the references does, and the BLEUs it reports are sacreBLEU's corpus BLEUs of the same
+outputs."""
 
 from __future__ import annotations
 

@@ -38,8 +38,9 @@ def test_lead_n_is_chosen_on_valid4k_and_test_scored_for_8_and_that_n(tmp_path):
     assert all(f"| {row} | not run yet |" in text for row in MODEL_ROWS)
     assert "titles holding one: valid1k 0.0%, valid4k 0.0%, test1951 50.0%;" in text
     v, t = out["valid"]["valid4k"]["8"]["rouge1"], out["test"]["lead-8"]["rouge1"]
+    lower = "Every row scores lower on test than on valid"
     assert (
-        f"{'Every row scores lower on test than on valid' if t < v else 'ROUGE-1 on valid and on test'}: "
+        f"{lower if t < v else 'ROUGE-1 on valid and on test'}: "
         f"lead-8 {v:.2f} on valid4k, {t:.2f} on test." in text
     )
 
@@ -76,19 +77,22 @@ def test_the_pretraining_note_gives_each_n_its_loss_time_calls_and_machine():
         for n in (1, 2)
     }
     assert pretraining_note({"pretraining": kept})[0] == (
-        "Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` with the row's n, one "
-        "seed, kept with its command in `runs/pretrain-pN.json`): n = 1: 4000 updates, training loss 10.50 at update "
-        "50 and 5.25 at update 4000, 1.0 h in 1 call on AMD EPYC; n = 2: 4000 updates, training loss 10.50 at update 50 and 6.25 "
-        "at update 4000, 2.0 h in 2 calls on Intel(R) Xeon(R) Processor. The training loss is the criterion's (bits a target token, the streams' losses "
-        "weighted and summed), so n = 2's is not comparable with n = 1's. Its corpus: 79,886 lines, 1,651,645 words from 2 files (each listed with "
-        "its SHA-256 in that record); no valid or test pair of Gigaword."
+        "Span pre-training of the ProphetNet rows after pre-training (`prophetnet_denoising` "
+        "with the row's n, one seed, kept with its command in `runs/pretrain-pN.json`): n = 1: "
+        "4000 updates, training loss 10.50 at update 50 and 5.25 at update 4000, 1.0 h in 1 "
+        "call on AMD EPYC; n = 2: 4000 updates, training loss 10.50 at update 50 and 6.25 at "
+        "update 4000, 2.0 h in 2 calls on Intel(R) Xeon(R) Processor. The training loss is the "
+        "criterion's (bits a target token, the streams' losses weighted and summed), so n = 2's "
+        "is not comparable with n = 1's. Its corpus: 79,886 lines, 1,651,645 words from 2 files "
+        "(each listed with its SHA-256 in that record); no valid or test pair of Gigaword."
     )
     assert pretraining_note({"pretraining": {}}) == []
 
 
 def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
     """Seeds 2 and 3 kept without a pre-training hash came from the unhashed record a later
-    pre-training replaced; seed 1 started from the current one; a hash no record holds is said so."""
+    pre-training replaced; seed 1 started from the current one; a hash no record holds is said
+    so."""
     corpus = {"lines": 10, "words": 100, "sources": [{"file": "a"}]}
     current = {
         "ngram": 2,
@@ -105,7 +109,9 @@ def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
             "checkpoint_sha256": None,
             "sessions": 2,
             "hardware": "AMD EPYC, 2 cores, torch threads 1",
-            "record": "reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json",
+            "record": (
+                "reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json"
+            ),
         },
         "pretrain-p1-unhashed": {**current, "ngram": 1, "checkpoint_sha256": None, "record": "p1"},
     }
@@ -128,21 +134,23 @@ def test_runs_fine_tuned_from_a_replaced_pretraining_are_named_with_it():
         },
     }
     assert pretraining_note(results)[2] == (
-        "Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains again when a run to be "
-        "trained has no checkpoint and the pre-training's folder is gone): ProphetNet n = 2, span pre-training seeds 2, 3, "
-        "from n = 2: 4000 updates, 1.0 h in 2 calls on AMD EPYC "
-        "(`reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json`); ProphetNet n = 2, span "
-        "pre-training seed 4, from a pre-training whose record is not kept."
+        "Fine-tuned from an earlier span pre-training, not the one above (the driver pre-trains "
+        "again when a run to be trained has no checkpoint and the pre-training's folder is "
+        "gone): ProphetNet n = 2, span pre-training seeds 2, 3, from n = 2: 4000 updates, 1.0 h "
+        "in 2 calls on AMD EPYC "
+        "(`reproduction/gigaword_10k/runs/superseded/pretraining/pretrain-p2-unhashed.json`); "
+        "ProphetNet n = 2, span pre-training seed 4, from a pre-training whose record is not kept."
     )
     replaced["pretrain-p2-unhashed"]["logged_loss"] = {"same_updates": 80}
     assert (
-        "-unhashed.json`; its training loss at each of its 80 logged updates is that of the pre-training above, so "
-        "the same run as far as its log shows; its checkpoint is not kept to compare); ProphetNet"
-        in pretraining_note(results)[2]
+        "-unhashed.json`; its training loss at each of its 80 logged updates is that of the "
+        "pre-training above, so the same run as far as its log shows; its checkpoint is not "
+        "kept to compare); ProphetNet" in pretraining_note(results)[2]
     )
     replaced["pretrain-p2-unhashed"]["logged_loss"] = {"departs_at": 750}
     assert (
-        "-unhashed.json`; its training loss departs from that of the pre-training above at update 750); "
+        "-unhashed.json`; its training loss departs from that of the pre-training above at "
+        "update 750); "
         "ProphetNet" in pretraining_note(results)[2]
     )
     results["models"]["p2-pt"]["earlier_pretraining"] = {}
@@ -199,8 +207,8 @@ def test_runs_set_aside_by_the_learning_rate_grid_are_named_out_of_the_table():
     ]
     notes = lr_grid_notes(results)
     assert (
-        "lr 2e-4: 3.13 at update 3500 (23 distinct headlines; stopped at the cap of 3500 updates, not converged)"
-        in notes[1]
+        "lr 2e-4: 3.13 at update 3500 (23 distinct headlines; stopped at the cap of 3500 "
+        "updates, not converged)" in notes[1]
     )
     assert notes[3].endswith(
         "ProphetNet n = 1, span pre-training, seed 1, lr 7e-4: valid1k ROUGE-1 6.61, test 5.75 "
@@ -298,7 +306,8 @@ def test_the_user_scripts_length_penalty_is_the_best_mean_over_converged_seeds_o
     }
     note = lenpen_notes(models)
     assert note[1].endswith(
-        "Row, `examples/pretrained/minilm_gigaword.sh` (from seeds 1, 2): 0.8 38.00, 1.2 38.10; best 1.2."
+        "Row, `examples/pretrained/minilm_gigaword.sh` (from seeds 1, 2): 0.8 38.00, 1.2 38.10; "
+        "best 1.2."
     )
     assert "Q" not in note[1]  # a row no user script follows
     assert lenpen_notes({"unilm-minilm": {"label": "Row", "lenpen_of_converged": None}}) == []
@@ -358,8 +367,8 @@ def test_the_batches_note_names_the_runs_and_updates_trained_before_batches_were
     assert batches_note({"models": {"b": models["b"]}, "lr_grid": grid, "superseded": set_aside})[
         1
     ].endswith(
-        "trained that way: every run above; the learning-rate probes C at lr 1e-4, C at lr 2e-4 up to update 1000; "
-        "the set-aside C, lr 5e-4, seed 1."
+        "trained that way: every run above; the learning-rate probes C at lr 1e-4, C at lr 2e-4 "
+        "up to update 1000; the set-aside C, lr 5e-4, seed 1."
     )
 
 

@@ -21,7 +21,8 @@ from reproduction.tests.gigaword_tiny import make_english, make_gigaword
 
 SIZES = (
     "--encoder-layers 1 --decoder-layers 1 --encoder-embed-dim 32 --decoder-embed-dim 32 "
-    "--encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 --encoder-attention-heads 2 --decoder-attention-heads 2"
+    "--encoder-ffn-embed-dim 64 --decoder-ffn-embed-dim 64 --encoder-attention-heads 2 "
+    "--decoder-attention-heads 2"
 )
 
 
@@ -104,7 +105,8 @@ def test_cost_is_given_machine_by_machine_and_never_pooled():
     }
     costs, hours = page.cost_notes(models)
     assert costs == [
-        "- on A: U (seeds 1, 2): 1.90 s an update, 85 s a validation; P: 1.20 s an update, 20 s a validation.",
+        "- on A: U (seeds 1, 2): 1.90 s an update, 85 s a validation; P: 1.20 s an update, 20 s "
+        "a validation.",
         "- on B: U (seed 3): 1.00 s an update, 30 s a validation.",
     ]
     assert hours == "4.0 h (A: 3.0 h; B: 1.0 h)"
@@ -252,9 +254,9 @@ def test_the_ngram_reading_says_where_the_gap_after_pre_training_comes_from():
     ]
     text = page.ngram_reading(collapse)[1]
     assert text.startswith(
-        'Read together for ProphetNet\'s claim: after span pre-training, n = 2 against n = 1: "yes" '
-        '(+12.00); span pre-training against none: for n = 1 "no, the opposite" (-13.00), for n = 2 '
-        '"no significant difference" (+0.10).'
+        "Read together for ProphetNet's claim: after span pre-training, n = 2 against n = 1: "
+        '"yes" (+12.00); span pre-training against none: for n = 1 "no, the opposite" (-13.00), '
+        'for n = 2 "no significant difference" (+0.10).'
     )
     assert "n = 1 losing from span pre-training, not n = 2 gaining from it" in text
     gains = [*collapse[:2], claim("p2-pt", "p2", "yes", 3.0)]
@@ -315,7 +317,8 @@ def test_a_difference_is_established_only_when_both_the_sentences_and_the_seeds_
         == "no significant difference"
     )
     assert collect.verdict(0.1, 0.5, 3.0, 0.01) == "not shown: not significantly more than 3 points"
-    # the table's notes and the summary's claims line both give the t-test beside the bootstrap, where there is one
+    # the table's notes and the summary's claims line both give the t-test beside the bootstrap,
+    # where there is one
     assert (
         page.p_values(against_p1)
         == f"bootstrap {page.p_value(against_p1['bootstrap_p'], against_p1['resamples'])}, "
@@ -374,7 +377,8 @@ def test_a_row_whose_runs_stopped_for_different_reasons_names_the_seeds_of_each(
     assert page.stopped_by(
         {**row, "caps": [3500] * 3, "stopped": capped[:1] + ["patience"] * 2}
     ) == (
-        "stopped at the cap of 3500 updates, not converged (seed 1) and by early stopping (patience 3; seeds 2, 3)"
+        "stopped at the cap of 3500 updates, not converged (seed 1) and by early stopping "
+        "(patience 3; seeds 2, 3)"
     )
 
 
@@ -404,8 +408,8 @@ def tiny(tmp_path_factory):
 
 def own_work(argv: list, tiny, tmp_path) -> list:
     """ARGV with a work folder of its own, holding a copy of the prepared data: no run folder left
-    by another test (a run stopped at the cap keeps its folder) meets this test's settings. The shared
-    folder's data are prepared first when no earlier test has (a test run on its own)."""
+    by another test (a run stopped at the cap keeps its folder) meets this test's settings. The
+    shared folder's data are prepared first when no earlier test has (a test run on its own)."""
     a = driver.parser().parse_args(argv)
     a.lr_grid = {}
     driver.Driver(a).prepare(a.rows)
@@ -491,7 +495,8 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
         assert "fairseq-train" in r["commands"]["fairseq-train"] and r["seed"] == 1
         with gzip.open(kept / f"{row}-s1.test.txt.gz", "rt") as f:
             assert len(f.read().splitlines()) == 6
-        # the work folder goes once kept, unless the run stopped at the cap (a higher cap extends it)
+        # the work folder goes once kept, unless the run stopped at the cap (a higher cap extends
+        # it)
         assert (tiny["work"] / "runs" / f"{row}-s1").exists() == (r["stopped"] != "patience")
     assert json.loads((kept / "p1-pt-s1.json").read_text())["pretraining"] == "pretrain-p1.json"
     # a second call finds the kept runs and trains nothing; other settings are refused
@@ -538,9 +543,9 @@ def test_driver_end_to_end_keeps_one_json_per_run_and_the_page_renders(tiny, mon
     )
     assert "- Not run yet: ProphetNet n = 1, no pre-training; " in summary
     assert (
-        "; so not decided: UniLM from MiniLM is above lead-8 on test; UniLM from MiniLM is at least 3 ROUGE-1 "
-        "above lead-8 on test (the issue's bar: several points); a MiniLM start beats a random start (UniLM, Dong et al. 2019; Su 2019); "
-        in summary
+        "; so not decided: UniLM from MiniLM is above lead-8 on test; UniLM from MiniLM is at "
+        "least 3 ROUGE-1 above lead-8 on test (the issue's bar: several points); a MiniLM start "
+        "beats a random start (UniLM, Dong et al. 2019; Su 2019); " in summary
     )
     assert "- Claims:" not in summary  # no claim compares transformer with p1-pt
     pt = results["pretraining"]["pretrain-p1"]  # in-process: no worker log, so no loss curve
@@ -686,7 +691,8 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(
         and f"--lr {chosen} " in record["commands"]["fairseq-train"]
     )
     assert decoded.count("test") == 1  # the probes never see the test set
-    # asked again without the grid, the row is refused before anything runs: it would train at the recipe's rate
+    # asked again without the grid, the row is refused before anything runs: it would train at the
+    # recipe's rate
     with pytest.raises(SystemExit) as refused:
         driver.main([*argv, "--seeds", "2"])
     assert str(refused.value) == (
@@ -699,8 +705,8 @@ def test_a_learning_rate_grid_is_probed_with_seed_0_and_chosen_on_valid(
     p = probes["1e-5"]
     distinct = next(c["distinct"] for c in p["curve"] if c["update"] == p["chosen_update"])
     assert (
-        f"lr 1e-5: {p['valid']['rouge1']:.2f} at update {p['chosen_update']} ({distinct} distinct headlines; stopped "
-        in text
+        f"lr 1e-5: {p['valid']['rouge1']:.2f} at update {p['chosen_update']} ({distinct} "
+        "distinct headlines; stopped " in text
     ) and f"; the row's runs so far use lr {chosen}." in text
 
 
@@ -713,7 +719,10 @@ def test_unilm_rows_run_on_wordpiece_from_minilm_and_at_random(tiny, tmp_path):
     driver.main(
         [*with_cap(base, 4), *one_lenpen]
     )  # two validations at MiniLM's own sizes: its weights are loaded
-    small = "--encoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 --encoder-attention-heads 2"
+    small = (
+        "--encoder-layers 1 --encoder-embed-dim 32 --encoder-ffn-embed-dim 64 "
+        "--encoder-attention-heads 2"
+    )
     driver.main(
         [*with_cap(args(tiny, "unilm-random", kept=kept), 6), f"--sizes={small}", *one_lenpen]
     )  # three validations
@@ -741,7 +750,8 @@ def test_the_two_span_pretrainings_run_side_by_side_with_two_jobs(tiny, monkeypa
 
     def worker(self, kind, name, log, lr=None):
         if kind == "pretrain":
-            started.wait()  # breaks (and fails the test) if the pre-trainings ran one after the other
+            # breaks (and fails the test) if the pre-trainings ran one after the other
+            started.wait()
         order.append(kind)
 
     monkeypatch.setattr(driver.Driver, "prepare", lambda self, rows: None)
@@ -896,7 +906,7 @@ def test_a_capped_run_whose_work_folder_is_gone_is_trained_again_from_update_0(
     )  # stopped before the kept run's last validation
 
 
-def test_a_capped_pretrained_run_is_pretrained_again_only_when_neither_it_nor_its_pretraining_kept_a_checkpoint(
+def test_capped_pretrained_run_pretrains_again_only_if_neither_it_nor_its_pretraining_kept_one(
     tiny, monkeypatch, tmp_path
 ):
     """Raising the cap of a pre-trained row's capped run: with the run's work folder it trains on
@@ -953,8 +963,9 @@ def test_the_pretraining_loss_curve_counts_an_update_logged_by_two_calls_once():
 
     def line(update, loss):
         return (
-            f"INFO:train_inner:epoch 001:  {update} / 900 loss={loss}, nll_loss=1.0, ppl=2, wps=1, ups=1, "
-            f"wpb=1, bsz=1, num_updates={update}, lr=0.001, gnorm=1.0, clip=0, train_wall=1, wall=1"
+            f"INFO:train_inner:epoch 001:  {update} / 900 loss={loss}, nll_loss=1.0, ppl=2, "
+            f"wps=1, ups=1, wpb=1, bsz=1, num_updates={update}, lr=0.001, gnorm=1.0, clip=0, "
+            "train_wall=1, wall=1"
         )
 
     log = "\n".join(
@@ -1103,7 +1114,8 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert r["lines"] > 0 and math.isclose(
         r["bits_the_source_saves"], r["bits_rolled_source"] - r["bits_own_source"], abs_tol=2e-3
     )
-    # each interval checkpoint of the pre-training (2 and 4 updates), the last one being checkpoint_last.pt
+    # each interval checkpoint of the pre-training (2 and 4 updates), the last one being
+    # checkpoint_last.pt
     assert [c["update"] for c in r["by_update"]] == [2, 4]
     assert all(
         r["by_update"][-1][k] == r[k] for k in ("bits_own_source", "bits_rolled_source", "lines")
@@ -1114,7 +1126,8 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     assert r["checkpoint_sha256"] == driver.sha256(ckpt)
     same = [k for k in r if k not in ("by_update", "at_init", "checkpoint_sha256")]
     assert probe.update == 4 and {k: alone[k] for k in same} == {k: r[k] for k in same}
-    # the between-line share, read from the own-source forward by a hook, is that of the encoder run on its own
+    # the between-line share, read from the own-source forward by a hook, is that of the encoder run
+    # on its own
     with torch.no_grad():
         runs = [
             model.encoder(s["net_input"]["src_tokens"], src_lengths=s["net_input"]["src_lengths"])
@@ -1150,7 +1163,8 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
         f"interval checkpoints: n = 1: {saves} at updates 2, 4." in note
         and "Not measured yet" not in note
     )
-    # the encoder's between-line share, at each interval checkpoint and at the configuration's random
+    # the encoder's between-line share, at each interval checkpoint and at the configuration's
+    # random
     # initialisation under the pre-training's seed (repeatable: scored again, the same numbers)
     shares = [c["encoder_between_line_share"] for c in r["by_update"]]
     assert r["at_init"]["seed"] == 1 and all(
@@ -1194,7 +1208,8 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
         "was measured by `python -m reproduction.gigaword_10k.source_reliance --batches 2"
         in capsys.readouterr().err
     )
-    # a pre-training kept now that is not the one measured (pre-trained again) is said to be unmeasured
+    # a pre-training kept now that is not the one measured (pre-trained again) is said to be
+    # unmeasured
     kept["pretrain-p2"] = {"ngram": 2, "checkpoint_sha256": "0" * 64}
     note = page.reliance_note({"pretraining": kept, "source_reliance": merged})[0]
     assert (
@@ -1203,7 +1218,8 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
         and "Not measured yet for the pre-training above of n = 2." in note
     )
     assert " s in 2 calls); " in note
-    # nor is one whose record has no hash, though the measurement has none either (no hash is no match)
+    # nor is one whose record has no hash, though the measurement has none either (no hash is no
+    # match)
     kept["pretrain-p2"] = {"ngram": 2}
     assert (
         "Not measured yet for the pre-training above of n = 2."
@@ -1211,5 +1227,6 @@ def test_source_reliance_scores_the_next_token_stream_with_its_own_and_another_l
     )
     kept["pretrain-p1"]["checkpoint_sha256"] = "1" * 64
     assert page.reliance_note({"pretraining": kept, "source_reliance": merged})[0].startswith(
-        "Whether the pre-trained decoder reads its encoder is not measured for the pre-trainings above (n = 1, n = 2; "
+        "Whether the pre-trained decoder reads its encoder is not measured for the "
+        "pre-trainings above (n = 1, n = 2; "
     )

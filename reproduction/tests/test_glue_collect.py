@@ -131,8 +131,9 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
     )
     text = markdown(s)
     assert text.startswith(
-        "- pre-training train: 2,191 lines, 213,594 tokens (fairseq-preprocess, one </s> a line)\n"
-        "- CoLA dev: read 516 examples, wrote 516 (label 0: 162, label 1: 354; 0 cut to 62 pieces)\n"
+        "- pre-training train: 2,191 lines, 213,594 tokens (fairseq-preprocess, one </s> a "
+        "line)\n- CoLA dev: read 516 examples, wrote 516 (label 0: 162, label 1: 354; 0 cut to "
+        "62 pieces)\n"
     )
     assert (
         "| CoLA (MCC x 100) | MiniLM + continued pre-training, position mask 0.10 | ordinary |"
@@ -144,8 +145,8 @@ def test_rows_paired_tests_and_missing_runs(tmp_path):
         and "Not finished yet (19 runs" in text
     )
     assert (
-        "| probe-lr1e-3: position mask 0.1, lr 0.001 + --lr 1e-3 | 0.001 | no | 100 | 9.00 | 1.50 (1.56) |"
-        in text
+        "| probe-lr1e-3: position mask 0.1, lr 0.001 + --lr 1e-3 | 0.001 | no | 100 | 9.00 | "
+        "1.50 (1.56) |" in text
     )
     assert s["pretrain"]["p0.10"]["fine_tuned"] and not s["pretrain"]["probe-lr1e-3"]["fine_tuned"]
     conv = {(c["task"], c["straight_through"], c["updates"]): c for c in s["convergence"]}

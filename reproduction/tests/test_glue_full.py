@@ -105,8 +105,8 @@ def test_collector_pairs_the_arms_by_seed_and_checks_the_majority_class(tmp_path
     )
     assert "4 runs not finished yet" in text
     assert (
-        "SST-2 dev curve, mean of the 6 seed runs of both arms at each validation (update: score): 2105: 88.3; "
-        "each run's last validation is 0.00 points below its best on average."
+        "SST-2 dev curve, mean of the 6 seed runs of both arms at each validation (update: "
+        "score): 2105: 88.3; each run's last validation is 0.00 points below its best on average."
     ) in text
 
 
@@ -119,8 +119,9 @@ def test_the_curve_line_averages_seed_runs_per_validation_and_measures_the_last_
         "st1-s1": [[100, 82.0], [200, None], [300, 84.0]],
     }
     assert seed_curve(curves, "SST-2") == (
-        "- SST-2 dev curve, mean of the 2 seed runs of both arms at each validation (update: score): "
-        "100: 81.0, 200: 86.0, 300: 84.5; each run's last validation is 0.50 points below its best on average."
+        "- SST-2 dev curve, mean of the 2 seed runs of both arms at each validation (update: "
+        "score): 100: 81.0, 200: 86.0, 300: 84.5; each run's last validation is 0.50 points "
+        "below its best on average."
     )
     assert seed_curve({"lr1e-4-s0": [[100, 50.0]]}, "CoLA") is None
 
@@ -170,7 +171,8 @@ class DiesOnce(FullBudget):
         return super().sh(cmd, log, append)
 
     def predict_dev(self, run, data):
-        """Also keeps the final weights and the log, which go with the run's folder once its record is written."""
+        """Also keeps the final weights and the log, which go with the run's folder once its record
+        is written."""
         shutil.copy(run / "checkpoint_last.pt", self.work / f"{run.name}-final.pt")
         shutil.copy(run / "train.log", self.work / f"{run.name}-train.log")
         return super().predict_dev(run, data)
@@ -264,7 +266,8 @@ def test_fairseq_batching_leaves_out_what_the_page_says():
         assert sum(map(len, every)) == n
     page = " ".join((ROOT / "docs" / "results" / "position-masking.md").read_text().split())
     assert (
-        "makes 267 batches of 32 of CoLA's 8,551 sentences and leaves the other 7 of each shuffled epoch out"
+        "makes 267 batches of 32 of CoLA's 8,551 sentences and leaves the other 7 of each "
+        "shuffled epoch out"
         in page
         and "SST-2's last batch with 16 of the 21 remaining sentences (5 left out)" in page
         and "cover 512 of the 516 dev sentences" in page

@@ -56,8 +56,8 @@ def test_without_cuda_gpu_check_stops_with_one_line_before_installing(tmp_path):
     assert proc.returncode == 1
     assert proc.stdout == ""
     assert proc.stderr.splitlines() == [
-        "gpu-check: no CUDA device here (torch.cuda.is_available() is False): run `make gpu-check` on a "
-        "machine with an NVIDIA GPU (docs/gpu.md)"
+        "gpu-check: no CUDA device here (torch.cuda.is_available() is False): run `make "
+        "gpu-check` on a machine with an NVIDIA GPU (docs/gpu.md)"
     ]
     assert (
         not results.exists()
@@ -167,7 +167,8 @@ def test_flop_count_of_linear_layers_is_six_per_weight_and_token():
         2, 5, 8, requires_grad=True
     )  # as an embedding output, so input gradients are computed
     counted = flops.count_flops(lambda: mlp(x).sum().backward())
-    # forward 2 per weight and token; backward 2 for the input gradient and 2 for the weight gradient
+    # forward 2 per weight and token; backward 2 for the input gradient and 2 for the weight
+    # gradient
     assert counted == 6 * tokens * (dims[0] * dims[1] + dims[1] * dims[2])
 
 
@@ -182,7 +183,8 @@ def test_flop_count_of_attention_matches_the_hand_count():
         q, k, v = (t.view(B, T, H, dh).transpose(1, 2) for t in proj(x).split(C, dim=-1))
         ((q @ k.transpose(-1, -2)).softmax(-1) @ v).sum().backward()
 
-    # projection: 6 per weight and token; scores and weighted sum: 2 T T dh per head forward, twice backward
+    # projection: 6 per weight and token; scores and weighted sum: 2 T T dh per head forward, twice
+    # backward
     assert flops.count_flops(step) == 6 * B * T * C * 3 * C + 3 * 2 * (2 * B * H * T * T * dh)
 
 
@@ -204,15 +206,15 @@ def _log(losses, overflow_after=(), done=True, scale=128):
     for i, loss in enumerate(losses):
         n = 10 * (i + 1)
         lines += [
-            f"{stamp} fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, setting loss "
-            f"scale to: 64.0"
+            f"{stamp} fairseq.trainer | NOTE: gradient overflow detected, ignoring gradient, "
+            "setting loss scale to: 64.0"
             for after in overflow_after
             if after == n - 10
         ]
         lines.append(
-            f"{stamp} train_inner | epoch 001:     {n:2d} / 47 loss={loss}, nll_loss=1.1, ppl=2.15, "
-            f"wps=32.8, ups=0.06, wpb=556.5, bsz=36, num_updates={n}, lr=0.0005, gnorm=1.77, "
-            f"loss_scale={scale}, train_wall=29, gb_free=70.1, wall=38"
+            f"{stamp} train_inner | epoch 001:     {n:2d} / 47 loss={loss}, nll_loss=1.1, "
+            f"ppl=2.15, wps=32.8, ups=0.06, wpb=556.5, bsz=36, num_updates={n}, lr=0.0005, "
+            f"gnorm=1.77, loss_scale={scale}, train_wall=29, gb_free=70.1, wall=38"
         )
     if done:
         lines += [
@@ -282,9 +284,10 @@ def test_a_run_that_trained_but_died_at_exit_shows_the_code_it_ended_with(return
 # ------------------------------------------------------------------ the summary
 def test_junit_totals_count_and_name_the_failures(tmp_path):
     (tmp_path / "r.xml").write_text(
-        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" '
-        'skipped="1" tests="4"><testcase name="test_a"/><testcase name="test_b"><failure message="assert 1 == 2'
-        '&#10;more">trace</failure></testcase><testcase name="test_c"><skipped/></testcase><testcase name="test_d"/>'
+        '<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" '
+        'failures="1" skipped="1" tests="4"><testcase name="test_a"/><testcase name="test_b">'
+        '<failure message="assert 1 == 2&#10;more">trace</failure></testcase>'
+        '<testcase name="test_c"><skipped/></testcase><testcase name="test_d"/>'
         "</testsuite></testsuites>"
     )
     totals = check.junit_totals(tmp_path / "r.xml")
@@ -432,7 +435,10 @@ def test_summary_shows_every_part():
             "seconds": 120.0,
             "log": "flex.log",
             "tail": "",
-            "table": "| case | tokens | flex ms | dense ms |\n|---|---|---|---|\n| prefix | 1024 | 1.0 | 2.0 |\n",
+            "table": (
+                "| case | tokens | flex ms | dense ms |\n|---|---|---|---|\n| prefix | 1024 | "
+                "1.0 | 2.0 |\n"
+            ),
         },
     }
     text = report.render(summary)
@@ -447,15 +453,16 @@ def test_summary_shows_every_part():
     assert "`FloatingPointError: Minimum loss scale reached`" in text
     # roberta reads half the tokens per second of UniLM here: ours / this = 2.00
     assert (
-        "| `roberta_base` | `unilm_transformer_base` | 60.0 | 16,384 | 163.8 | 100,000 | 2.00 | 100.0 | 25.0 % "
+        "| `roberta_base` | `unilm_transformer_base` | 60.0 | 16,384 | 163.8 | 100,000 | 2.00 | "
+        "100.0 | 25.0 % "
         "| 31.0 % | 9.50 |" in text
     )
     assert (
         "| `prophetnet_base` |  | RuntimeError: CUDA error: a / b |" in text
     )  # its error, and no ratio beside it
     assert (
-        "| `transformer (6+6 x 768)` | `prophetnet_base` | 60.0 | 16,384 | 163.8 | 100,000 |  | 100.0 |"
-        in text
+        "| `transformer (6+6 x 768)` | `prophetnet_base` | 60.0 | 16,384 | 163.8 | 100,000 |  | "
+        "100.0 |" in text
     )
     assert "- prophetnet: stopped at the deadline after 300.0 s (benchmarks-prophetnet.log)" in text
     assert (

@@ -23,12 +23,12 @@ def test_make_target_parses():
     )
     assert proc.returncode == 0
     assert (
-        "-m reproduction.gpu.rehearse setup --venv work/gpu-rehearsal --python /opt/py312/bin/python3.12"
-        in proc.stdout
+        "-m reproduction.gpu.rehearse setup --venv work/gpu-rehearsal --python "
+        "/opt/py312/bin/python3.12" in proc.stdout
     )
     assert (
-        "work/gpu-rehearsal/bin/python -m reproduction.gpu.rehearse run --wheels reproduction/gpu/wheels"
-        in proc.stdout
+        "work/gpu-rehearsal/bin/python -m reproduction.gpu.rehearse run --wheels "
+        "reproduction/gpu/wheels" in proc.stdout
     )
 
 

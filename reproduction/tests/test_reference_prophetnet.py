@@ -133,7 +133,8 @@ def test_reference_rejects_bad_options_in_one_line(tiny_data, tmp_path, capsys):
 
 
 def test_batch_stats_count_every_pair_once_per_epoch(tiny_data, tmp_path):
-    """reproduction/prophetnet/batch_stats.py: over one epoch every way of cutting batches covers the
+    """reproduction/prophetnet/batch_stats.py: over one epoch every way of cutting batches covers
+    the
     400 training pairs exactly once; fairseq's iterator rounds batches down to multiples of 8
     pairs (all but the few where 8 long pairs exceed --max-tokens, or the epoch's last), the
     reference loop's unsorted batches are not rounded and so hold more pairs."""

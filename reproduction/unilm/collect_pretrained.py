@@ -1,7 +1,9 @@
 #!/usr/bin/env python
-"""Collect the runs of pretrained_gigaword.sh into the UniLM-from-MiniLM table (docs/results/unilm.md).
+"""Collect the runs of pretrained_gigaword.sh into the UniLM-from-MiniLM table
+(docs/results/unilm.md).
 
-    python -m reproduction.unilm.collect_pretrained --runs reproduction/unilm/runs --refs VALID_TITLES
+    python -m reproduction.unilm.collect_pretrained --runs reproduction/unilm/runs --refs
+    VALID_TITLES
         [--out DIR] [--publish reproduction/unilm] [--page docs/results/unilm.md]
 
 The same statistics as table 2 (``reproduction/prophetnet/collect_gigaword.py``): per row and
