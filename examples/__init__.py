@@ -1,9 +1,9 @@
 """Not a Python package: the user scripts of each technique. Where fairseq's ``--user-dir`` names
 this folder, which holds no plugin, importing it stops the command with one line naming the
-folder that does (``fairseq_ext.fairseq_changes.user_dir``). Anywhere else it does nothing and imports nothing:
-fairseq itself imports ``examples`` where the repository root is on ``sys.path`` (it looks for
-``examples.simultaneous_translation``), and a ``fairseq_ext`` imported then would make fairseq
-take a later ``--user-dir fairseq_ext`` as loaded already."""
+folder that does (``fairseq_ext.fairseq_changes.user_dir``). Anywhere else it does nothing and
+imports nothing: fairseq itself imports ``examples`` where the repository root is on ``sys.path``
+(it looks for ``examples.simultaneous_translation``), and a ``fairseq_ext`` imported then would make
+fairseq take a later ``--user-dir fairseq_ext`` as loaded already."""
 
 import os
 import sys

@@ -1,9 +1,11 @@
 #!/usr/bin/env python
 """Results files of ``gigaword.sh``: one per scored point of training, and the run's summary.
 
-    python examples/prophetnet/gigaword_point.py --work DIR --update N --lenpen X [--name NAME] [--checkpoint FILE]
+    python examples/prophetnet/gigaword_point.py --work DIR --update N --lenpen X [--name NAME]
+    [--checkpoint FILE]
         [--decode-seconds S]
-    python examples/prophetnet/gigaword_point.py --work DIR --summary --model M ... [--patience P --validate-every V]
+    python examples/prophetnet/gigaword_point.py --work DIR --summary --model M ... [--patience P
+    --validate-every V]
         --times T0 T1 T2 T3 T4
 
 A point (``DIR/points/NAME.json``; NAME is N unless given, ``best`` for the checkpoint_best.pt
@@ -88,9 +90,9 @@ def write_point(
     (work / "points").mkdir(exist_ok=True)
     (work / "points" / f"{name}.json").write_text(json.dumps(point, indent=2) + "\n")
     print(
-        f"update {update}: ROUGE-1 {point['rouge1_f1']:.2f}  ROUGE-2 {point['rouge2_f1']:.2f}  ROUGE-L "
-        f"{point['rougeL_f1']:.2f}  distinct {point['distinct_hypotheses']}  accuracy per stream "
-        f"{point['valid_accuracy_per_stream']}"
+        f"update {update}: ROUGE-1 {point['rouge1_f1']:.2f}  ROUGE-2 {point['rouge2_f1']:.2f}  "
+        f"ROUGE-L {point['rougeL_f1']:.2f}  distinct {point['distinct_hypotheses']}  accuracy "
+        f"per stream {point['valid_accuracy_per_stream']}"
     )
     return point
 
@@ -178,9 +180,10 @@ def write_summary(work: Path, a) -> dict:
     }
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(
-        f"ROUGE-1 {scored['rouge1_f1']:.2f}  ROUGE-2 {scored['rouge2_f1']:.2f}  ROUGE-L {scored['rougeL_f1']:.2f} "
-        f"at update {scored['update']} ({scored.get('checkpoint') or 'checkpoint'} of the {trained} fine-tuning updates"
-        f"{stop}; {scored['sentences']} validation pairs; {wall['total']} s) -> {path}"
+        f"ROUGE-1 {scored['rouge1_f1']:.2f}  ROUGE-2 {scored['rouge2_f1']:.2f}  ROUGE-L "
+        f"{scored['rougeL_f1']:.2f} at update {scored['update']} "
+        f"({scored.get('checkpoint') or 'checkpoint'} of the {trained} fine-tuning "
+        f"updates{stop}; {scored['sentences']} validation pairs; {wall['total']} s) -> {path}"
     )
     return result
 
