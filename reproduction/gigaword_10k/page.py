@@ -356,7 +356,7 @@ def _pm(pair: list) -> str:
 
 def stopped_by(m: dict) -> str:
     """Why the runs of a row stopped: the update cap (then not converged) or early stopping, with
-    the seeds of each reason where the row's runs stopped for more than one."""
+    each reason's seeds where the row's runs stopped for more than one."""
     groups: dict = {}
     for seed, cap, why in zip(m["seeds"], m["caps"], m["stopped"]):
         groups.setdefault(("patience", 0) if why == EARLY_STOPPED else ("cap", cap), []).append(
