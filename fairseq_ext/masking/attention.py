@@ -85,8 +85,7 @@ def check_order(order: Tensor) -> None:
 
 
 def order_ranks(order: Tensor) -> Tensor:
-    """``rank[b, p]`` = the step at which position ``p`` comes in ``order[b]`` (the inverse
-    permutation). Raises ``ValueError`` if a row is not a permutation."""
+    """The inverse permutation: ``rank[b, p]``, the step at which ``p`` comes in ``order[b]``."""
     check_order(order)
     steps = torch.arange(order.size(1), device=order.device).expand_as(order)
     return torch.empty_like(order, dtype=torch.long).scatter_(1, order.long(), steps)

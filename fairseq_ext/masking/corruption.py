@@ -32,8 +32,7 @@ def example_rng(seed: int, epoch: int, index: int) -> np.random.Generator:
 
 
 def choose_share(candidates: np.ndarray, prob: float, rng: np.random.Generator) -> np.ndarray:
-    """``int(prob * n + u)`` of the ``n`` candidates, uniformly without replacement, drawn as
-    fairseq's ``MaskTokensDataset`` draws them."""
+    """``int(prob * n + u)`` of the ``n`` candidates, as fairseq's ``MaskTokensDataset`` draws."""
     if not 0.0 <= prob <= 1.0:
         raise ValueError(f"the share to choose must be in [0, 1], got {prob}")
     check_example_rng(rng)

@@ -26,8 +26,7 @@ def _broadcast_shape(a: torch.Size, b: torch.Size) -> tuple:
 def mask_at(
     mask_mod: MaskMod, q_idx: Tensor, kv_idx: Tensor, batch: int = 1, heads: int = 1
 ) -> Tensor:
-    """``mask_mod`` at every example, head and pair of broadcast ``q_idx``, ``kv_idx``:
-    ``(batch, heads, *S)`` bool."""
+    """``mask_mod`` at every example, head and broadcast index pair: ``(batch, heads, *S)``."""
     shape = _broadcast_shape(q_idx.shape, kv_idx.shape)
     rank = len(shape)
     b = torch.arange(batch, device=q_idx.device).view((batch,) + (1,) * (1 + rank))

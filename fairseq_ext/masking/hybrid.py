@@ -15,8 +15,7 @@ TRAINING_INPUTS = ("paper", "decoding_rule")
 
 
 def fence_pattern(num_slots: int, first: str, device=None) -> Tensor:
-    """True where a slot takes Z: (0, 1, 0, 1, ...) for ``first="mask"`` (the paper's), else
-    (1, 0, 1, 0, ...)."""
+    """True where a slot takes Z: (0, 1, 0, 1, ...) for ``first="mask"`` (the paper's)."""
     if first not in FENCE_FIRST:
         raise ValueError(f"unknown fence phase {first!r}; choose one of {FENCE_FIRST}")
     k = torch.arange(num_slots, device=device)
@@ -33,9 +32,8 @@ class HybridStrategy(NamedTuple):
     """One row of the decoding table (section 3.2)."""
 
     copies: bool  # whether any masked slot can get Z (else the decoder input is CMLM's)
-    weight: Callable[
-        [Tensor, float, str], Tensor
-    ]  # (masked as float, mask_weight, fence_first) -> Z weight
+    # (masked as float, mask_weight, fence_first) -> Z weight
+    weight: Callable[[Tensor, float, str], Tensor]
 
 
 def _on_fence(m: Tensor, mask_weight: float, first: str) -> Tensor:
@@ -61,8 +59,7 @@ def _row(strategy: str) -> HybridStrategy:
 def source_copy_weight(
     masked: Tensor, strategy: str, mask_weight: float, fence_first: str
 ) -> Tensor:
-    """Decoding rule (section 3.2): the weight of Z per slot, ``(B, T)`` float; 0 at unmasked
-    slots."""
+    """Decoding rule (section 3.2): the ``(B, T)`` weight of Z, 0 at unmasked slots."""
     return _row(strategy).weight(masked.float(), mask_weight, fence_first)
 
 
@@ -90,8 +87,7 @@ def training_copy_weight(
     fence_first: str,
     generator: torch.Generator | None = None,
 ) -> Tensor:
-    """The weight of Z per slot in training: ``paper`` (section 3.3) or ``decoding_rule``
-    (the decoding rule, an ablation)."""
+    """Training weight of Z: ``paper`` (section 3.3) or ``decoding_rule`` (an ablation)."""
     if training_input not in TRAINING_INPUTS:
         raise ValueError(
             f"unknown training input {training_input!r}; choose one of {TRAINING_INPUTS}"
