@@ -62,7 +62,8 @@ setup(
     # data_prep/ ships as fairseq_ext.data_prep: python -m fairseq_ext.data_prep NAME [ARGS]
     packages=find_packages(include=["fairseq_ext", "fairseq_ext.*"]) + ["fairseq_ext.data_prep"],
     package_dir={"fairseq_ext.data_prep": "data_prep"},
-    # the quickstart's student under a name fairseq_ext.hub.from_pretrained resolves (6.9 MB)
+    # the quickstart's student under a name fairseq_ext.hub.from_pretrained resolves: its one
+    # file (11 MB), which examples/quickstart/model/checkpoint.pt links to
     package_data={
         "fairseq_ext.data_prep": ["*.sh"],
         "fairseq_ext.hub": ["models/*/checkpoint.pt", "models/*/dict.*.txt", "models/*/spm.model"],
