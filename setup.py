@@ -32,8 +32,9 @@ FAIRSEQ_NEEDS = [
 EXTRAS = {
     # WordPiece tokenisation and conversion of transformers folders (BERT family, ProphetNet)
     "convert": ["tokenizers>=0.13", "transformers>=4.30", "safetensors"],
-    # ROUGE for headline generation (rouge-score, Lin 2004's ROUGE-1/2/L)
-    "eval": ["rouge-score"],
+    # ROUGE for headline generation (rouge-score, Lin 2004's ROUGE-1/2/L); the Moses tokenizer
+    # of tokenized BLEU (fairseq_ext.analysis.tokenized_bleu, the WMT recipes' bleu.json)
+    "eval": ["rouge-score", "sacremoses>=0.1"],
     # mask pictures (python -m fairseq_ext.analysis draw-mask) and results figures
     "plots": ["matplotlib"],
     # the reproduction machinery: significance tests, figures, the transformers reference, and
@@ -42,6 +43,7 @@ EXTRAS = {
         "scipy",
         "matplotlib",
         "rouge-score",
+        "sacremoses>=0.1",
         "transformers>=4.30",
         "safetensors",
         "ctranslate2>=4.4",
@@ -60,7 +62,8 @@ setup(
     # data_prep/ ships as fairseq_ext.data_prep: python -m fairseq_ext.data_prep NAME [ARGS]
     packages=find_packages(include=["fairseq_ext", "fairseq_ext.*"]) + ["fairseq_ext.data_prep"],
     package_dir={"fairseq_ext.data_prep": "data_prep"},
-    # the quickstart's student under a name fairseq_ext.hub.from_pretrained resolves (6.9 MB)
+    # the quickstart's student under a name fairseq_ext.hub.from_pretrained resolves: its one
+    # file (11 MB), which examples/quickstart/model/checkpoint.pt links to
     package_data={
         "fairseq_ext.data_prep": ["*.sh"],
         "fairseq_ext.hub": ["models/*/checkpoint.pt", "models/*/dict.*.txt", "models/*/spm.model"],

@@ -619,7 +619,8 @@ def test_converted_checkpoint_loads_on_its_own(tmp_path, family):
     checkpoint = tmp_path / "work" / "out" / "model.pt"
     code = (
         "from fairseq_ext import plugin\nplugin.load()\nfrom fairseq import checkpoint_utils\n"
-        f"models, cfg, task = checkpoint_utils.load_model_ensemble_and_task([{str(checkpoint)!r}])\n"
+        "models, cfg, task = "
+        f"checkpoint_utils.load_model_ensemble_and_task([{str(checkpoint)!r}])\n"
         "print(type(models[0]).__name__, len(task.source_dictionary))\n"
     )
     proc = run([sys.executable, "-c", code], cwd=tmp_path / "elsewhere")
@@ -681,6 +682,25 @@ def _bad_folders(tmp_path: Path) -> dict:
         (f / "pytorch_model.bin").write_bytes(random.Random(0).randbytes(4096))
 
     variant("random-bytes", random_bytes)
+
+    def edit_config(edit):
+        def apply(f):
+            config = json.loads((f / "config.json").read_text())
+            (f / "config.json").write_text(json.dumps(edit(config)))
+
+        return apply
+
+    variant(
+        "config-random-bytes",
+        lambda f: (f / "config.json").write_bytes(random.Random(1).randbytes(512)),
+    )
+    variant("config-list", edit_config(lambda c: list(c)))
+    variant("config-no-hidden-size", edit_config(lambda c: c.pop("hidden_size") and c))
+    variant("config-zero-heads", edit_config(lambda c: dict(c, num_attention_heads=0)))
+    variant("config-text-layers", edit_config(lambda c: dict(c, num_hidden_layers="2")))
+    variant("config-act-list", edit_config(lambda c: dict(c, hidden_act=["gelu"])))
+    variant("config-uneven-heads", edit_config(lambda c: dict(c, num_attention_heads=5)))
+    variant("config-more-layers", edit_config(lambda c: dict(c, num_hidden_layers=3)))
     return cases
 
 
@@ -695,16 +715,26 @@ def _bad_folders(tmp_path: Path) -> dict:
         ("gpt2-no-vocab", "model_type 'gpt2' is not supported"),
         (
             "foreign-pickle",
-            r"pytorch_model\.bin pickles objects other than tensors \(tests\.test_convert\.Foreign; "
-            "nothing was run\\)",
+            r"pytorch_model\.bin pickles objects other than tensors "
+            r"\(tests\.test_convert\.Foreign; nothing was run\)",
         ),
         (
             "random-bytes",
             r"pytorch_model\.bin is not a readable torch checkpoint \(.*\); save the model again",
         ),
+        ("config-random-bytes", r"config\.json is not JSON text \("),
+        ("config-list", r"config\.json holds a JSON list, not an object of settings"),
+        ("config-no-hidden-size", r"config\.json has no hidden_size; give the config\.json"),
+        ("config-zero-heads", r"num_attention_heads is 0, not a positive integer"),
+        ("config-text-layers", r"num_hidden_layers is '2', not a positive integer"),
+        ("config-act-list", r"hidden_act \['gelu'\] has no fairseq equivalent"),
+        ("config-uneven-heads", "hidden_size 32 is not divisible by num_attention_heads 5"),
+        ("config-more-layers", r"the checkpoint has no encoder\.layer\.2\."),
     ],
 )
 def test_bad_folders_get_one_clear_line(tmp_path, case, message):
+    """One line naming the file and the key or the reason, exit 1, and nothing left in OUT
+    (a conversion that fails after writing its dictionary removes it)."""
     folder = _bad_folders(tmp_path)[case]
     proc = subprocess.run(
         [*CONVERT, "from-transformers", folder, tmp_path / "out"],
@@ -715,6 +745,102 @@ def test_bad_folders_get_one_clear_line(tmp_path, case, message):
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and re.search(message, errors[0]), proc.stderr[-2000:]
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_prophetnet_config_gets_one_clear_line(tmp_path):
+    """A ProphetNet config.json with zero decoder heads or without ngram: one line naming the
+    key, before the weights are read."""
+    tiny_prophetnet(tmp_path / "hf")
+    config = json.loads((tmp_path / "hf" / "config.json").read_text())
+    for edit, message in (
+        (dict(config, num_decoder_attention_heads=0), "num_decoder_attention_heads is 0, not a"),
+        ({k: v for k, v in config.items() if k != "ngram"}, "config.json has no ngram;"),
+        (dict(config, pad_token_id="0"), "config.json's pad_token_id 0 is not the tokenizer's"),
+    ):
+        (tmp_path / "hf" / "config.json").write_text(json.dumps(edit))
+        proc = run([*CONVERT, "from-transformers", tmp_path / "hf", tmp_path / "out"], check=False)
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert proc.stderr.strip().splitlines()[-1].startswith("error: ")
+        assert message in proc.stderr and not (tmp_path / "out").exists()
+
+
+def _contents(folder: Path) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_out_is_never_the_folder_read_nor_inside_it(minilm, tmp_path):
+    """The real MiniLM folder as OUT, or a folder inside it, is refused with one line before
+    anything is written; the folder is unchanged (it was a shutil.SameFileError)."""
+    folder, _, _ = minilm
+    before = _contents(folder)
+    for out, message in (
+        (folder, "is the folder read"),
+        (folder / "fs", "is inside the folder read"),
+    ):
+        for force in ([], ["--force"]):
+            proc = run([*CONVERT, "from-transformers", folder, out, *force], check=False)
+            assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+            assert proc.stderr.strip().splitlines() == [
+                f"error: OUT {out} {message} ({folder}); give another folder"
+            ]
+    assert _contents(folder) == before
+
+
+def test_out_holding_a_model_needs_force(minilm, tmp_path):
+    """from-transformers into a folder that already holds a converted model is refused with one
+    line naming its files and --force, the files unchanged; with --force it is converted
+    again (the same bytes of dict.txt, a model.pt that loads)."""
+    folder, converted, _ = minilm
+    out = tmp_path / "out"
+    subprocess.run(["cp", "-r", converted, out], check=True)
+    (out / "model.pt").write_bytes(b"an older model")
+    before = _contents(out)
+    proc = run([*CONVERT, "from-transformers", folder, out], check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {out} already holds a model (conversion.json, dict.txt, model.pt, "
+        "special_tokens_map.json, tokenizer.json, tokenizer_config.json); give a new or empty "
+        "folder, or add --force to overwrite it"
+    ]
+    assert _contents(out) == before
+    run([*CONVERT, "from-transformers", folder, out, "--force"])
+    assert (out / "dict.txt").read_bytes() == (converted / "dict.txt").read_bytes()
+    state = torch.load(out / "model.pt", weights_only=True)["model"]
+    assert torch.equal(
+        state["encoder.sentence_encoder.embed_tokens.weight"],
+        torch.load(converted / "model.pt", weights_only=True)["model"][
+            "encoder.sentence_encoder.embed_tokens.weight"
+        ],
+    )
+
+
+def test_export_into_a_model_folder_needs_force(tmp_path):
+    """to-transformers into an existing save_pretrained folder (it overwrote config.json,
+    model.safetensors and vocab.txt with exit 0) is refused, nothing changed; into the
+    checkpoint's own folder or the --vocab folder always; with --force it writes the model."""
+    tiny_prophetnet(tmp_path / "hf")
+    prophetnet.convert_from_transformers(read_folder(tmp_path / "hf"), tmp_path / "fs")
+    checkpoint = tmp_path / "fs" / "model.pt"
+    tiny_bert(tmp_path / "other")
+    before = _contents(tmp_path / "other")
+    proc = run([*CONVERT, "to-transformers", checkpoint, tmp_path / "other"], check=False)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines() == [
+        f"error: {tmp_path / 'other'} already holds a model (config.json, model.safetensors, "
+        "tokenizer_config.json, vocab.txt); give a new or empty folder, or add --force to "
+        "overwrite it"
+    ]
+    assert _contents(tmp_path / "other") == before
+    for out, extra, message in (
+        (tmp_path / "fs", [], "is the checkpoint's folder"),
+        (tmp_path / "hf", ["--vocab", tmp_path / "hf"], f"is the folder read ({tmp_path / 'hf'})"),
+    ):
+        proc = run([*CONVERT, "to-transformers", checkpoint, out, *extra, "--force"], check=False)
+        assert proc.returncode == 1 and message in proc.stderr and "Traceback" not in proc.stderr
+    run([*CONVERT, "to-transformers", checkpoint, tmp_path / "other", "--force"])
+    model = transformers.ProphetNetForConditionalGeneration.from_pretrained(tmp_path / "other")
+    assert model.config.vocab_size == len(Dictionary.load(str(tmp_path / "fs" / "dict.txt"))) + 1
 
 
 def test_pytorch_model_bin_reads_like_safetensors(tmp_path):
@@ -806,8 +932,8 @@ def test_minilm_converted_equals_transformers_on_real_text(minilm):
 
 
 def test_unilm_transformer_small_has_the_sizes_of_all_minilm_l6_v2(minilm):
-    """The named architecture of the Gigaword 10k table's UniLM rows is MiniLM's stack: the sizes the
-    conversion reads from the checkpoint's config.json."""
+    """The named architecture of the Gigaword 10k table's UniLM rows is MiniLM's stack: the sizes
+    the conversion reads from the checkpoint's config.json."""
     import argparse
 
     from fairseq_ext.models.unilm_transformer import unilm_transformer_small

@@ -1,14 +1,15 @@
-"""The checkpoints shipped in git (``git ls-files '*.pt'``: the quickstart's HI-CMLM student
-and its Transformer teacher) load through the real fairseq-generate and decode the first
-quickstart test sentences to exactly the hypotheses they gave when they were committed
-(recorded below), so a change of the model configs cannot silently change what an old
-checkpoint computes."""
+"""The checkpoints shipped in git (``git ls-files '*.pt'``: the HI-CMLM student, one file for
+the quickstart and the package, and its Transformer teacher) load through the real
+fairseq-generate and decode the first quickstart test sentences to exactly the hypotheses they
+gave when they were committed (recorded below), so a change of the model configs cannot
+silently change what an old checkpoint computes."""
 
 import subprocess
 
 from tests.conftest import ROOT, USER_DIR, binarize, read_sample, run
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
+PACKAGED = "fairseq_ext/hub/models/hi-cmlm-multi30k-en-de/checkpoint.pt"
 N = 8
 
 # fairseq-generate's H- lines (sentencepiece pieces) for test sentences 0-7
@@ -47,18 +48,22 @@ def hypotheses(stdout: str) -> list[str]:
 
 
 def test_every_checkpoint_in_git_is_covered():
-    tracked = subprocess.run(["git", "ls-files", "*.pt"], cwd=ROOT, capture_output=True, text=True)
+    """git holds each shipped weight once: the teacher and the student, whose one file is the
+    package's (the hub's name reads it; examples/quickstart/model/checkpoint.pt is a link to
+    it); the bench's deep-shallow peer is made by its script, not kept."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-s", "*.pt"], cwd=ROOT, capture_output=True, text=True
+    )
     if tracked.returncode != 0:  # an exported tree without git
         return
-    # the bench's deep-shallow peer (reproduction/hi_cmlm/deep_shallow_teacher.sh) is read by the
-    # decoding bench only, which the frontier bench's results file records; the hub's copy of the
-    # student is checkpoint.pt's tensors (tests/test_quickstart_model.py compares them one by one)
-    others = {
-        "reproduction/hi_cmlm/models/teacher_3_1.pt",
-        "fairseq_ext/hub/models/hi-cmlm-multi30k-en-de/checkpoint.pt",
+    modes = {line.split("\t")[1]: line.split()[0] for line in tracked.stdout.splitlines()}
+    assert modes == {
+        "examples/quickstart/model/checkpoint.pt": "120000",  # a symbolic link
+        "examples/quickstart/model/teacher.pt": "100644",
+        PACKAGED: "100644",
     }
-    shipped = [p for p in tracked.stdout.split() if p not in others]
-    assert sorted(shipped) == sorted(f"examples/quickstart/model/{n}" for n in EXPECTED)
+    assert sorted(f"examples/quickstart/model/{n}" for n in EXPECTED) == sorted(modes)[:2]
+    assert (MODEL / "checkpoint.pt").resolve() == (ROOT / PACKAGED).resolve()
 
 
 def test_shipped_checkpoints_decode_as_when_committed(tmp_path):

@@ -185,8 +185,11 @@ def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
         assert (
             len((decode / "hyp.txt").read_text().splitlines()) == 8
         )  # the validation split (no test offline)
-        assert json.loads((decode / "bleu.json").read_text())["name"] == "BLEU"
-        assert f"decode-{strategy}: BLEU" in out
+        scores = json.loads((decode / "bleu.json").read_text())
+        split = "yes" if tgt == "de" else "no"  # German compounds split (tokenized BLEU)
+        assert scores["name"] == "BLEU"
+        assert scores["tokenized"]["signature"].startswith(f"moses:{tgt}|compound-split:{split}|")
+        assert f"decode-{strategy}: BLEU" in out and "; tokenized BLEU " in out
     log = (tmp_path / "hi_cmlm" / "train.log").read_text()
     assert (
         "num_updates 2" in log

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train one model on a fairseq binary folder, decode a split, score it with sacreBLEU.
+# Train one model on a fairseq binary folder, decode a split, score it (sacreBLEU, tokenized BLEU).
 #   examples/hi_cmlm/run.sh --data BIN --work DIR [options]
 # --model hi_cmlm (default) | cmlm (fairseq's cmlm_transformer, same task and data) | ar
 #        (fairseq's autoregressive transformer, beam search)
@@ -21,8 +21,9 @@
 # -s SRC -t TGT       languages (default en de)
 # Writes DIR/checkpoints, DIR/train.log and, per decoding, DIR/decode-S/ (S = the strategy; "cmlm"
 # or "ar" for those models) with generate.txt (with --retain-iter-history), hyp.txt and bleu.json
-# (sacreBLEU score and signature). A finished training or decoding is not redone, so a driver
-# that was stopped resumes where it was; a WORK trained with other settings (the budget included)
+# (sacreBLEU score and signature; under "tokenized", BLEU on Moses tokens with German compounds
+# split, as Mask-Predict and HI-CMLM report WMT14 En-De: fairseq_ext/analysis/tokenized_bleu.py).
+# A finished training or decoding is not redone, so a driver that was stopped resumes where it was; a WORK trained with other settings (the budget included)
 # is refused in one line, and a decoding with other --gen-subset, --ref, --iter or --length-beam
 # is redone.
 set -euo pipefail
@@ -119,7 +120,9 @@ for S in $DECODE; do
   fi
   [ "$(wc -l < "$OUTD/hyp.txt")" = "$(wc -l < "$R")" ] \
     || { echo "error: $(wc -l < "$OUTD/hyp.txt") hypotheses for $(wc -l < "$R") references" >&2; exit 1; }
-  sacrebleu "$R" -i "$OUTD/hyp.txt" -m bleu > "$OUTD/bleu.json.part" && mv "$OUTD/bleu.json.part" "$OUTD/bleu.json"
-  python -c "import json,sys; d=json.load(open(sys.argv[1])); print(f\"{sys.argv[2]}: BLEU {d['score']} ({d['signature']})\")" \
+  sacrebleu "$R" -i "$OUTD/hyp.txt" -m bleu > "$OUTD/bleu.json.part"
+  python -m fairseq_ext.analysis.tokenized_bleu "$R" "$OUTD/hyp.txt" --lang "$TGT" --into "$OUTD/bleu.json.part" > /dev/null
+  mv "$OUTD/bleu.json.part" "$OUTD/bleu.json"
+  python -c "import json,sys; d=json.load(open(sys.argv[1])); t=d['tokenized']; print(f\"{sys.argv[2]}: BLEU {d['score']} ({d['signature']}); tokenized BLEU {t['score']} ({t['signature']})\")" \
     "$OUTD/bleu.json" "$OUTD"
 done

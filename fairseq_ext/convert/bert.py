@@ -42,7 +42,11 @@ from torch import Tensor
 from fairseq_ext.checkpoints import converted
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.convert.training_options import training_args
-from fairseq_ext.convert.transformers_folder import TransformersFolder, copy_tokenizer
+from fairseq_ext.convert.transformers_folder import (
+    TransformersFolder,
+    copy_tokenizer,
+    require_settings,
+)
 from fairseq_ext.convert.vocabulary import fairseq_rows, write_dict
 
 CONVERSION_FILE = "conversion.json"
@@ -72,6 +76,15 @@ _HEAD = {
 ENC = "encoder.sentence_encoder."
 SEGMENTS = ENC + "embed_segments.weight"
 INIT_SEED = 0
+SIZES = (
+    "vocab_size",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "intermediate_size",
+    "max_position_embeddings",
+)
+NUMBERS = ("layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
 def _strip_prefix(state: Dict[str, Tensor]) -> Dict[str, Tensor]:
@@ -79,11 +92,12 @@ def _strip_prefix(state: Dict[str, Tensor]) -> Dict[str, Tensor]:
 
 
 def check_config(config: dict, path) -> None:
-    """BERT variants the post-norm, absolute-position encoder cannot reproduce."""
+    """A usable BERT config: the sizes present, and not a variant the post-norm,
+    absolute-position encoder cannot reproduce."""
     require(
         config.get("model_type") == "bert",
-        f"{path}: model_type is {config.get('model_type')!r}, not 'bert'; this converts BERT-family "
-        "checkpoints (BertModel, BertForMaskedLM) and ProphetNet",
+        f"{path}: model_type is {config.get('model_type')!r}, not 'bert'; this converts "
+        "BERT-family checkpoints (BertModel, BertForMaskedLM) and ProphetNet",
     )
     require(
         config.get("position_embedding_type", "absolute") == "absolute",
@@ -91,13 +105,15 @@ def check_config(config: dict, path) -> None:
         "(learned) positions map to fairseq's",
     )
     require(
-        config.get("hidden_act") in ACTIVATIONS,
+        isinstance(config.get("hidden_act"), str) and config["hidden_act"] in ACTIVATIONS,
         f"{path}: hidden_act {config.get('hidden_act')!r} has no fairseq equivalent; supported: "
         f"{', '.join(ACTIVATIONS)}",
     )
+    require_settings(config, path, SIZES, NUMBERS)
     require(
         config["hidden_size"] % config["num_attention_heads"] == 0,
-        f"{path}: hidden_size is not divisible by num_attention_heads",
+        f"{path}: hidden_size {config['hidden_size']} is not divisible by num_attention_heads "
+        f"{config['num_attention_heads']}",
     )
 
 
@@ -183,8 +199,8 @@ def convert_state(
         )
     else:
         logger.info(
-            "no MLM head in the checkpoint (a BertModel): encoder.lm_head starts freshly initialised "
-            "(dense N(0, 0.02), layer norm 1/0, bias 0)"
+            "no MLM head in the checkpoint (a BertModel): encoder.lm_head starts freshly "
+            "initialised (dense N(0, 0.02), layer norm 1/0, bias 0)"
         )
         generator = torch.Generator().manual_seed(INIT_SEED)
         out["encoder.lm_head.dense.weight"] = torch.randn(dim, dim, generator=generator) * 0.02

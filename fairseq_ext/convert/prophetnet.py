@@ -40,6 +40,7 @@ from fairseq_ext.convert.transformers_folder import (
     copy_tokenizer,
     load_specials,
     load_vocab,
+    require_settings,
     write_folder,
 )
 from fairseq_ext.convert.vocabulary import (
@@ -51,6 +52,21 @@ from fairseq_ext.convert.vocabulary import (
 )
 
 FAIRSEQ_PAD = 1
+SIZES = (
+    "vocab_size",
+    "hidden_size",
+    "num_encoder_layers",
+    "num_decoder_layers",
+    "encoder_ffn_dim",
+    "decoder_ffn_dim",
+    "num_encoder_attention_heads",
+    "num_decoder_attention_heads",
+    "ngram",
+    "num_buckets",
+    "relative_max_distance",
+    "max_position_embeddings",
+)
+NUMBERS = ("dropout", "attention_dropout", "activation_dropout")
 _WORD_EMBEDDINGS = (
     "prophetnet.word_embeddings.weight",
     "prophetnet.encoder.word_embeddings.weight",
@@ -66,6 +82,25 @@ def shift_rows(table: Tensor, shift: int) -> Tensor:
     return table[-shift:]
 
 
+def check_config(config: dict, path) -> None:
+    """A usable ProphetNet config: the sizes present and a supported activation."""
+    require(
+        config.get("model_type") == "prophetnet",
+        f"{path}: model_type is {config.get('model_type')!r}, not 'prophetnet'",
+    )
+    require(
+        config.get("activation_function", "gelu") in ("gelu", "relu"),
+        f"{path}: activation_function {config.get('activation_function')!r} is not supported",
+    )
+    require_settings(config, path, SIZES, NUMBERS)
+    for heads in ("num_encoder_attention_heads", "num_decoder_attention_heads"):
+        require(
+            config["hidden_size"] % config[heads] == 0,
+            f"{path}: hidden_size {config['hidden_size']} is not divisible by {heads} "
+            f"{config[heads]}",
+        )
+
+
 def _check_ids(folder: TransformersFolder) -> None:
     config, vocab, specials = folder.config, folder.vocab, folder.specials
     for key, role in (
@@ -75,7 +110,7 @@ def _check_ids(folder: TransformersFolder) -> None:
     ):
         token_id = config.get(key)
         require(
-            token_id is not None
+            type(token_id) is int
             and 0 <= token_id < len(vocab)
             and vocab[token_id] == specials[role],
             f"{folder.path}: config.json's {key} {token_id} is not the tokenizer's {role} "
@@ -142,14 +177,7 @@ def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
     with ``-s src -t tgt`` on the data folder ``out``), ``out/dict.txt`` (and the same as
     ``dict.src.txt`` / ``dict.tgt.txt``) and a copy of the tokenizer files."""
     config = folder.config
-    require(
-        config.get("model_type") == "prophetnet",
-        f"{folder.path}: model_type is {config.get('model_type')!r}, not 'prophetnet'",
-    )
-    require(
-        config.get("activation_function", "gelu") in ("gelu", "relu"),
-        f"{folder.path}: activation_function {config.get('activation_function')!r} is not supported",
-    )
+    check_config(config, folder.path)
     _check_ids(folder)
     tokens, rows = fairseq_rows(folder.vocab, folder.specials)
     state = dict(folder.state)
@@ -224,7 +252,8 @@ def export_to_transformers(
     args = (state.get("cfg") or {}).get("model")
     require(
         args is not None and getattr(args, "arch", "").startswith("prophetnet"),
-        f"{checkpoint} is not a prophetnet checkpoint (architecture {getattr(args, 'arch', None)!r})",
+        f"{checkpoint} is not a prophetnet checkpoint "
+        f"(architecture {getattr(args, 'arch', None)!r})",
     )
     dict_path = Path(dictionary) if dictionary else Path(checkpoint).parent / "dict.txt"
     require(

@@ -120,8 +120,9 @@ def transformers_config(args, dictionary, **overrides):
     rows = args.max_target_positions + pad + 2
     if args.max_source_positions + pad + 1 != rows:
         raise ValueError(
-            f"transformers' ProphetNet has one positions table for both sides: use --max-source-positions "
-            f"{args.max_target_positions + 1} with --max-target-positions {args.max_target_positions}"
+            "transformers' ProphetNet has one positions table for both sides: use "
+            f"--max-source-positions {args.max_target_positions + 1} with "
+            f"--max-target-positions {args.max_target_positions}"
         )
     options = dict(
         vocab_size=len(dictionary),

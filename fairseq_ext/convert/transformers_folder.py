@@ -6,10 +6,11 @@ tokenizer's ``save_pretrained`` writes: ``vocab.txt`` (BERT's slow tokenizer),
 own name) or ``tokenizer.json`` (a fast WordPiece tokenizer).
 
 ``read_config`` reads ``config.json`` alone, so a caller can refuse an unsupported
-``model_type`` before anything else is read. ``read_folder`` answers every problem (a missing
-file, a foreign pickle, a vocabulary whose size differs from the config's) with one
-``FairseqExtError`` that names the file and the fix. ``write_folder`` writes the same layout
-(safetensors, the tokenizer files); ``copy_tokenizer`` copies a folder's tokenizer files.
+``model_type`` or setting (``require_settings``) before anything else is read. ``read_folder``
+answers every problem (a missing file, a foreign pickle, a vocabulary whose size differs from
+the config's) with one ``FairseqExtError`` that names the file and the fix. ``write_folder``
+writes the same layout (safetensors, the tokenizer files); ``copy_tokenizer`` copies a
+folder's tokenizer files.
 """
 
 from __future__ import annotations
@@ -158,9 +159,38 @@ def read_config(path) -> dict:
         f"{path} has no config.json; give the folder that save_pretrained wrote",
     )
     try:
-        return json.loads((path / "config.json").read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise FairseqExtError(f"{path / 'config.json'} is not valid JSON ({exc})") from None
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FairseqExtError(
+            f"{path / 'config.json'} is not JSON text ({exc}); save the model again with "
+            "save_pretrained"
+        ) from None
+    require(
+        isinstance(config, dict),
+        f"{path / 'config.json'} holds a JSON {type(config).__name__}, not an object of settings; "
+        "save the model again with save_pretrained",
+    )
+    return config
+
+
+def require_settings(config: dict, path, sizes, numbers=()) -> None:
+    """Each of ``sizes`` in ``config`` a positive integer, and each of ``numbers`` that is
+    there a number >= 0 (dropouts, epsilons): one line naming the first key that is not."""
+    file = Path(path) / "config.json"
+    for key in sizes:
+        require(key in config, f"{file} has no {key}; give the config.json saved with this model")
+        value = config[key]
+        require(
+            type(value) is int and value > 0,
+            f"{file}: {key} is {value!r}, not a positive integer; give the config.json saved "
+            "with this model",
+        )
+    for key in numbers:
+        value = config.get(key, 0)
+        require(
+            type(value) in (int, float) and value >= 0,
+            f"{file}: {key} is {value!r}, not a number >= 0",
+        )
 
 
 def read_folder(path) -> TransformersFolder:
@@ -205,8 +235,9 @@ def write_folder(
     """Write ``config.json`` and ``model.safetensors``, and the tokenizer: the files of
     ``tokenizer_from`` (the folder the model was converted from) when given, so that
     ``AutoTokenizer.from_pretrained`` reads the folder, else ``vocab.txt`` and
-    ``special_tokens_map.json`` of ``vocab`` (the model's own dictionary, for reference). Tensors that share storage (tied embeddings)
-    are written as separate copies, as safetensors requires; transformers re-ties them."""
+    ``special_tokens_map.json`` of ``vocab`` (the model's own dictionary, for reference).
+    Tensors that share storage (tied embeddings) are written as separate copies, as
+    safetensors requires; transformers re-ties them."""
     from safetensors.torch import save_file
 
     path = Path(path)

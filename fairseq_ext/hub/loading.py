@@ -22,10 +22,9 @@ output of ``python -m fairseq_ext.convert from-transformers``):
   (``fairseq_ext.common.tokenizer_check``): another model's is refused, or warned about.
 
 Instead of a folder, the name of a model the package ships (``SHIPPED``, a pip install included):
-``hi-cmlm-multi30k-en-de`` is the quickstart's student (``examples/quickstart/model/checkpoint.pt``
-with its three tied embedding tables stored once, 6.5 MB instead of 11 MB; the same weights,
-tested in tests/test_quickstart_model.py), its sentencepiece model and dictionaries. A path that
-exists wins over a name.
+``hi-cmlm-multi30k-en-de`` is the quickstart's student (one file:
+``examples/quickstart/model/checkpoint.pt`` is a link to it), its sentencepiece model and
+dictionaries. A path that exists wins over a name.
 """
 
 from __future__ import annotations

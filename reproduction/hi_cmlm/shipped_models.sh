@@ -37,9 +37,13 @@ STUDENT_COMMAND="${STUDENT_COMMAND:-examples/quickstart/pretrain.sh --work $REL_
 [ -s "$DATA/valid.en-de.en.bin" ] || { echo "error: $DATA has no valid split: run reproduction/hi_cmlm/multi30k.sh (or examples/quickstart/pretrain.sh --stage data --work $WORK) first" >&2; exit 2; }
 OUT="$WORK/shipped"
 mkdir -p "$OUT/old" "$OUT/new"
+OLD_PATH=examples/quickstart/model/checkpoint.pt
+# from the commit that made it a link to the package's file on, the student is that file
+[ "$(git -C "$ROOT" ls-tree "$OLD_COMMIT" "$OLD_PATH" | cut -d' ' -f1)" != 120000 ] \
+  || OLD_PATH=fairseq_ext/hub/models/hi-cmlm-multi30k-en-de/checkpoint.pt
 if [ ! -s "$OUT/old/checkpoint.pt" ]; then
-  git -C "$ROOT" show "$OLD_COMMIT:examples/quickstart/model/checkpoint.pt" > "$OUT/old/checkpoint.pt.part" \
-    || { echo "error: commit $OLD_COMMIT has no examples/quickstart/model/checkpoint.pt (this needs the git history)" >&2; exit 2; }
+  git -C "$ROOT" show "$OLD_COMMIT:$OLD_PATH" > "$OUT/old/checkpoint.pt.part" \
+    || { echo "error: commit $OLD_COMMIT has no $OLD_PATH (this needs the git history)" >&2; exit 2; }
   mv "$OUT/old/checkpoint.pt.part" "$OUT/old/checkpoint.pt"
 fi
 cp -p "$ROOT/examples/quickstart/model/checkpoint.pt" "$OUT/new/checkpoint.pt"

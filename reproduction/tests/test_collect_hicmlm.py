@@ -135,6 +135,11 @@ def test_collect_builds_table_one(table, tmp_path):
         statistics.fmean(cmlm), abs=0.05
     )
     assert set(summary["cmlm"]["bleu_by_length"]) == {"[0,10)", "[10,23)", "[23,inf)"}
+    # lower-case words without punctuation or hyphens: Moses' tokens are sacreBLEU's
+    assert summary["cmlm"]["tokenized_bleu"]["mean"] == pytest.approx(
+        statistics.fmean(cmlm), abs=0.01
+    )
+    assert res["runs"]["cmlm"]["1"]["tokenized_signature"].startswith("moses:de|compound-split")
     assert summary["cmlm"]["updates"] == [600] and res["compute_minutes_all_runs"] > 0
     # published: each run's hypotheses are kept beside the results file
     assert res["runs"]["cmlm"]["1"]["hypotheses"] == "pub/hypotheses/cmlm-seed1.txt"
