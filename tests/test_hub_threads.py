@@ -5,6 +5,7 @@ offset; beam; topk; return_probs), over several rounds, every output compared. B
 carried their own decoding state and options, two threads translating on the shipped model mixed
 their outputs (issue 83). The model is left as it was loaded."""
 
+import json
 import threading
 
 import pytest
@@ -137,3 +138,19 @@ def test_a_call_refuses_a_model_left_in_training_mode(models):
     finally:
         model.eval()
     assert not model.training
+
+
+def test_the_throughput_script_writes_its_results_file(tmp_path):
+    """``reproduction/benchmarks/hub_threads.py`` (docs/python-api.md's numbers), on a few
+    sentences: a results file with a speed per thread count, the load average beside it."""
+    from reproduction.benchmarks import hub_threads
+
+    out = tmp_path / "hub_threads.json"
+    result = hub_threads.main(
+        ["--sentences", "4", "--per-call", "2", "--threads", "1", "2", "--rounds", "1"]
+        + ["--out", str(out)]
+    )
+    assert json.loads(out.read_text()) == result
+    (row,) = result["rows"]
+    assert set(row["sentences_per_second"]) == {"1", "2"} and row["outputs_equal_one_thread"]
+    assert "load average" in result["uptime_before"] and result["cores"] >= 1

@@ -205,8 +205,7 @@ class VocabularyProjection:
     few_rows = 32
 
     def __init__(self):
-        self._weight_t = None
-        self._key = None
+        self._cache = (None, None)  # (key, transposed weight), replaced in one assignment
 
     def __call__(self, decoder, features: torch.Tensor) -> torch.Tensor:
         proj = getattr(decoder, "output_projection", None)
@@ -220,9 +219,11 @@ class VocabularyProjection:
             return decoder.output_layer(features)
         w = proj.weight
         key = (w.data_ptr(), w._version, w.dtype)
-        if key != self._key:
-            self._weight_t, self._key = w.detach().t().contiguous(), key
-        return features @ self._weight_t
+        cached, weight_t = self._cache
+        if key != cached:
+            weight_t = w.detach().t().contiguous()
+            self._cache = (key, weight_t)
+        return features @ weight_t
 
 
 def _hypothesis(step: int, tokens: torch.Tensor, scores: torch.Tensor, keep: torch.Tensor) -> dict:
