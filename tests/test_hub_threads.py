@@ -83,6 +83,15 @@ def test_a_per_call_length_offset_equals_the_load_time_one(quickstart):
     assert quickstart.translate(sentences, passes=4) != loaded
 
 
+def test_per_call_options_reach_the_route_the_lean_loop_leaves(quickstart):
+    """``retain_iter_history`` decodes over the model's ``forward_decoder`` instead of the lean
+    loop: the call's strategy and offset reach the decoder there too, with the same outputs."""
+    sentences, options = SOURCES[:6], {"strategy": "all_mask", "length_offset": 2, "passes": 4}
+    lean = quickstart.translate(sentences, **options)
+    assert quickstart.translate(sentences, retain_iter_history=True, **options) == lean
+    assert quickstart.translate(sentences, passes=4) != lean
+
+
 def test_int8_weights_are_made_at_load_and_threads_share_them():
     """``int8_decoding``: the weights are quantised by ``from_pretrained``, not by the first call
     (two first calls in threads would both convert the shared model)."""
