@@ -16,8 +16,12 @@ from argparse import Namespace
 import pytest
 import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
+from fairseq.modules import LayerNorm
 
+from fairseq_ext.generation.decoding_options import decoding_call
 from fairseq_ext.generation.int8 import quantize_for_decoding
+from fairseq_ext.generation.lean_mask_predict import _Slots, fairseq_extract_features
+from fairseq_ext.masking import HYBRID_STRATEGIES
 from tests.conftest import ROOT, fairseq_pass, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
@@ -166,3 +170,62 @@ def test_iteration_history_decodes_with_the_generic_loop(student):
     args = options(4, 1, True)
     args.retain_iter_history = True
     assert not task.build_generator([model], args).lean
+
+
+def with_every_layer_option(model):
+    """A copy of ``model`` whose decoder runs every branch of fairseq's decoder layer: pre-norm
+    with a final layer norm, and the NormFormer options (``--scale-attn``, ``--scale-heads``,
+    ``--scale-fc``, ``--scale-resids``) with random weights."""
+    model = copy.deepcopy(model)
+    decoder = model.decoder
+    torch.manual_seed(0)
+    dim = decoder.embed_dim
+    for layer in decoder.layers:
+        layer.normalize_before = True
+        layer.attn_ln = LayerNorm(dim)
+        layer.ffn_layernorm = LayerNorm(layer.fc1.out_features)
+        layer.c_attn = torch.nn.Parameter(torch.rand(layer.nh) + 0.5)
+        layer.w_resid = torch.nn.Parameter(torch.rand(dim) + 0.5)
+        for norm in (layer.attn_ln, layer.ffn_layernorm):
+            norm.weight.data.uniform_(0.5, 1.5)
+            norm.bias.data.uniform_(-0.1, 0.1)
+    decoder.layer_norm = LayerNorm(dim)
+    return model.eval()
+
+
+@pytest.mark.parametrize("every_option", [False, True])
+@pytest.mark.parametrize("beam", [1, 3])
+@pytest.mark.parametrize("strategy", HYBRID_STRATEGIES)
+def test_the_copy_of_fairseqs_extract_features_gives_fairseqs_features(
+    student, strategy, beam, every_option
+):
+    """``lean_mask_predict.fairseq_extract_features`` against fairseq's own
+    ``NATransformerDecoder.extract_features`` (the encoder output repeated per length candidate):
+    the same features, on half-masked padded targets, for every strategy, with the shipped
+    decoder's post-norm layers and with every other branch of fairseq's layer."""
+    model, task, sources = student
+    if every_option:
+        model = with_every_layer_option(model)
+    decoder, unk = model.decoder, task.tgt_dict.unk()
+    sample = batches(sources, task.src_dict.pad(), 8)[0]["net_input"]
+    src = sample["src_tokens"]
+    with torch.no_grad(), decoding_call(strategy=strategy):
+        encoder_out = model.forward_encoder([src, sample["src_lengths"]])
+        slots = _Slots(model, encoder_out, src, beam)
+        tokens = slots.tokens
+        fill = torch.randint(
+            4, len(task.tgt_dict), tokens.shape, generator=torch.Generator().manual_seed(1)
+        )
+        half = tokens.eq(unk) & (
+            torch.rand(tokens.shape, generator=torch.Generator().manual_seed(2)) < 0.5
+        )
+        tokens[half] = fill[half]
+        assert tokens.eq(unk).any() and half.any() and slots.padding.any()
+        ours = fairseq_extract_features(
+            decoder, tokens, encoder_out, slots.padding, slots.positions, slots.copy, slots.kv
+        )
+        repeated = model.encoder.reorder_encoder_out(encoder_out, slots.sentence)
+        theirs, _ = decoder.extract_features(
+            tokens, encoder_out=repeated, embedding_copy=decoder.copies_source()
+        )
+    torch.testing.assert_close(ours, theirs, rtol=0, atol=1e-5)

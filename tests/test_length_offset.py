@@ -4,6 +4,7 @@ reference's length as before); out of range and on fairseq's own CMLM decoder it
 
 from __future__ import annotations
 
+import re
 from argparse import Namespace
 
 import pytest
@@ -102,3 +103,44 @@ def test_the_hub_takes_the_offset_and_refuses_one_out_of_range():
     assert sum(len(s.split()) for s in longer) > sum(len(s.split()) for s in plain)
     with pytest.raises(FairseqExtError, match=r"--length-offset must be in \[-16, 16\], got 20"):
         hub.from_pretrained(MODEL, length_offset=20)
+
+
+def test_a_per_call_offset_that_empties_outputs_is_warned_with_their_share():
+    """``translate(..., length_offset=-16)``: the outputs it empties are counted in one warning
+    (issue 83: 15 of 17 came back empty without a word); offset 0 empties none of them."""
+    from fairseq_ext import hub
+
+    model = hub.from_pretrained(MODEL)
+    sentences = read_sample("test", "en", 17)
+    with pytest.warns(UserWarning) as caught:
+        outputs = model.translate(sentences, passes=4, length_offset=-16)
+    empty = sum(not output for output in outputs)
+    assert empty >= 10
+    assert [str(w.message) for w in caught if str(w.message).startswith("translate:")] == [
+        f"translate: {empty} of 17 outputs are empty: length_offset=-16 cuts every predicted "
+        "length by 16 tokens; give an offset closer to 0 (0 decodes as the model was trained)"
+    ]
+    assert all(model.translate(sentences, passes=4))
+
+
+def test_fairseq_generate_notes_the_translations_an_offset_empties(tmp_path):
+    data = binarize(
+        MODEL / "spm.model",
+        tmp_path,
+        {"test": (read_sample("test", "en", 17), read_sample("test", "de", 17))},
+        srcdict=MODEL / "dict.txt",
+    )
+    args = generate_args(data, MODEL / "checkpoint.pt", "--iter-decode-max-iter", "3")
+    proc = run([*args, "--length-offset", "-16", "--batch-size", "17"])
+    empty = sum(
+        line.split("\t")[2] == "" for line in proc.stdout.splitlines() if line.startswith("H-")
+    )
+    notes = re.findall(
+        r"^fairseq_ext: --length-offset -16 left (\d+) of (\d+) translations of a batch empty ",
+        proc.stderr,
+        re.M,
+    )
+    # one line per batch that had any (the CPU decodes sub-batches of 16)
+    assert empty >= 10 and sum(int(n) for n, _ in notes) == empty
+    assert sum(int(m) for _, m in notes) <= 17
+    assert "--length-offset" not in run(args).stderr

@@ -6,15 +6,72 @@ fairseq clamps or ignores some out-of-range values without a word (``--iter-deco
 vocabulary less padding, an ``--nbest`` larger than the beam prints fewer hypotheses) and
 stops on others with an ``assert`` deep in its code (``--temperature 0``, a ``--max-len-b``
 below ``--min-len``). Here each is one clear error naming the option.
+
+Mask-predict's passes are bounded by ``MAX_PASSES``, and a Python API call can give the hybrid
+strategy and the length offset for itself alone (``decoding_call``), without changing the model
+that other calls share.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Optional
 
 from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_ext.common.errors import require
+
+# A CMLM translation has at most 253 tokens to predict (the length predictor's 256 classes, less
+# <s> and </s>, and 255 the longest target), and with as many passes as tokens mask-predict already
+# fixes one token a pass (pass t re-masks floor(N (1 - (t + 1) / T)) of N tokens, Ghazvininejad et
+# al. 2019, section 3.1); more passes only repeat a mask count. Every pass costs a decoder run.
+MAX_PASSES = 253
+
+
+@dataclass(frozen=True)
+class DecodingCall:
+    """Decoding options of one call (None: as the model was loaded): the hybrid strategy that
+    fills masked slots (Wang et al. 2021, section 3.2) and the tokens added to each predicted
+    target length."""
+
+    strategy: Optional[str] = None
+    length_offset: Optional[int] = None
+
+
+# per thread (and per asyncio task): ``contextvars`` gives each its own value
+_CALL: ContextVar[Optional[DecodingCall]] = ContextVar("fairseq_ext_decoding_call", default=None)
+
+
+@contextmanager
+def decoding_call(
+    strategy: Optional[str] = None, length_offset: Optional[int] = None
+) -> Iterator[None]:
+    """Within the block, in this thread only, the HI-CMLM decoder fills masked slots by
+    ``strategy`` and adds ``length_offset`` to its predicted lengths (None: its own)."""
+    token = _CALL.set(DecodingCall(strategy, length_offset))
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+
+
+def call_strategy(saved: str) -> str:
+    """The hybrid strategy of the call under way in this thread, else ``saved`` (the model's)."""
+    call = _CALL.get()
+    return saved if call is None or call.strategy is None else call.strategy
+
+
+def call_length_offset(saved: int) -> int:
+    """The length offset of the call under way in this thread, else ``saved`` (the model's)."""
+    call = _CALL.get()
+    return saved if call is None or call.length_offset is None else call.length_offset
+
+
+def in_call() -> bool:
+    """Whether a Python API call (``decoding_call``) is under way in this thread."""
+    return _CALL.get() is not None
 
 
 def generation_option(args, name: str) -> Any:
@@ -40,8 +97,10 @@ def check_mask_predict_options(args) -> None:
     _require_option(
         args,
         "iter_decode_max_iter",
-        lambda v: v >= 0,
-        "must be >= 0 (fairseq counts from 0: 9 means 10 decoder passes)",
+        lambda v: 0 <= v < MAX_PASSES,
+        f"must be in [0, {MAX_PASSES - 1}] (fairseq counts from 0: 9 means 10 decoder passes; "
+        f"with {MAX_PASSES} passes mask-predict fixes one token a pass of the longest translation "
+        "a CMLM predicts, more only repeat)",
     )
     _require_option(
         args,

@@ -33,8 +33,8 @@ def quantize_for_decoding(model: torch.nn.Module) -> torch.nn.Module:
     )
     require(
         all(p.device.type == "cpu" for p in model.parameters()),
-        "--int8-decoding runs on the CPU (torch's dynamic int8 quantisation has no CUDA kernels): add --cpu, "
-        "or decode without it on the GPU",
+        "--int8-decoding runs on the CPU (torch's dynamic int8 quantisation has no CUDA kernels): "
+        "add --cpu, or decode without it on the GPU",
     )
     from fairseq.modules import MultiheadAttention
 

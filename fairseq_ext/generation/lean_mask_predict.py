@@ -6,13 +6,19 @@ Once per batch: the encoder; the target slots (the length beam flattened into th
 decoder's padding mask and positional embeddings; the soft copy of the source embeddings Z
 (eq. 8-10: it depends on the source and on the target length, not on which slots are masked);
 the cross-attention keys and values of every decoder layer (``modules.cross_attention_cache``,
-computed for the sentences and shared by their length candidates), read through hooks set once
-for the whole decoding. Per pass: the token embeddings mixed with Z by the strategy's rule, the
-decoder layers, the vocabulary projection at the masked slots (``VocabularyProjection``) and
-fairseq's re-masking (``_skeptical_unmasking``), on the same tensors, updated in place, under
+computed for the sentences and shared by their length candidates). Per pass: the token
+embeddings mixed with Z by the strategy's rule and the decoder layers
+(``fairseq_extract_features``, a copy of fairseq's that reads those keys and values), the
+vocabulary projection at the masked slots (``VocabularyProjection``) and fairseq's re-masking
+(``_skeptical_unmasking``), on the same tensors, updated in place, under
 ``torch.inference_mode``. No ``DecoderOut`` per pass, no history, and the encoder output is never
 reordered: under adaptive termination the finished rows leave the precomputed tensors by one
 index each.
+
+Everything a decoding changes is its own (the keys and values, the slots), handed from call to
+call and never set on the model: threads that share one model decode apart. The strategy and the
+length offset are the model's, or those of the Python API call under way in the thread
+(``decoding_options.decoding_call``).
 
 Every op that runs is the generic loop's, in the same order, but the vocabulary product at few
 rows; the hypotheses are the same, the scores within float rounding
@@ -26,9 +32,11 @@ from __future__ import annotations
 import torch
 from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 
+from fairseq_ext.common.errors import note
+from fairseq_ext.generation.decoding_options import call_length_offset, in_call
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 from fairseq_ext.masking import mix_decoder_input
-from fairseq_ext.modules.cross_attention_cache import cross_attention_cache, reading_cache
+from fairseq_ext.modules.cross_attention_cache import cross_attention_cache
 
 
 def applies(model, retain_history: bool) -> bool:
@@ -105,28 +113,80 @@ class _Slots:
         self.kv_per_row = True
 
 
-def _features(decoder, slots: _Slots, encoder_out: dict) -> torch.Tensor:
-    """``HybridInputDecoder.extract_features`` of ``slots.tokens``, with the
-    positions and Z of ``slots``; the cross-attention reads ``slots.kv`` (``reading_cache``)."""
-    tokens = slots.tokens
+def fairseq_extract_features(
+    decoder, tokens, encoder_out, padding, positions, copy, kv
+) -> torch.Tensor:
+    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (with its
+    ``forward_embedding``, ``HybridInputDecoder.forward_embedding``'s mix of Z and each
+    ``TransformerDecoderLayer.forward`` inlined) for decoder layers with encoder attention and no
+    cross-self-attention (``applies``), whose cross-attention reads its keys and values from
+    ``kv`` (``cross_attention_cache``) instead of projecting the encoder output again.
+
+    ``padding``, ``positions`` (None: no positional embedding) and ``copy`` (Z, None where the
+    strategy gives no slot Z) are the slots' own, computed once per batch; the keys and values
+    are handed to each call, never set on the shared layers, so concurrent decodes of one model
+    stay apart. ``tests/test_lean_mask_predict.py`` compares it with fairseq's own."""
     x = decoder.embed_scale * decoder.embed_tokens(tokens)
     if decoder.project_in_dim is not None:
         x = decoder.project_in_dim(x)
-    if slots.copy is not None:
-        x = mix_decoder_input(x, slots.copy.to(x.dtype), decoder.copy_weight(tokens))
-    if slots.positions is not None:
-        x += slots.positions
+    if copy is not None:
+        x = mix_decoder_input(x, copy.to(x.dtype), decoder.copy_weight(tokens))
+    if positions is not None:
+        x += positions
     x = decoder.dropout_module(x).transpose(0, 1)
     enc = encoder_out["encoder_out"][0]
     masks = encoder_out["encoder_padding_mask"]
+    enc_mask = masks[0] if masks else None
     for layer in decoder.layers:
-        x, _, _ = layer(
-            x,
-            enc,
-            masks[0] if masks else None,
-            self_attn_mask=None,
-            self_attn_padding_mask=slots.padding,
+        residual = x
+        if layer.normalize_before:
+            x = layer.self_attn_layer_norm(x)
+        x, _ = layer.self_attn(
+            query=x,
+            key=x,
+            value=x,
+            key_padding_mask=padding,
+            incremental_state=None,
+            need_weights=False,
+            attn_mask=None,
         )
+        if layer.c_attn is not None:
+            tgt_len, bsz = x.size(0), x.size(1)
+            x = x.view(tgt_len, bsz, layer.nh, layer.head_dim)
+            x = torch.einsum("tbhd,h->tbhd", x, layer.c_attn)
+            x = x.reshape(tgt_len, bsz, layer.embed_dim)
+        if layer.attn_ln is not None:
+            x = layer.attn_ln(x)
+        x = layer.residual_connection(layer.dropout_module(x), residual)
+        if not layer.normalize_before:
+            x = layer.self_attn_layer_norm(x)
+        residual = x
+        if layer.normalize_before:
+            x = layer.encoder_attn_layer_norm(x)
+        x, _ = layer.encoder_attn(
+            query=x,
+            key=enc,
+            value=enc,
+            key_padding_mask=enc_mask,
+            incremental_state=kv,
+            static_kv=True,
+            need_weights=False,
+        )
+        x = layer.residual_connection(layer.dropout_module(x), residual)
+        if not layer.normalize_before:
+            x = layer.encoder_attn_layer_norm(x)
+        residual = x
+        if layer.normalize_before:
+            x = layer.final_layer_norm(x)
+        x = layer.activation_dropout_module(layer.activation_fn(layer.fc1(x)))
+        if layer.ffn_layernorm is not None:
+            x = layer.ffn_layernorm(x)
+        x = layer.dropout_module(layer.fc2(x))
+        if layer.w_resid is not None:
+            residual = torch.mul(layer.w_resid, residual)
+        x = layer.residual_connection(x, residual)
+        if not layer.normalize_before:
+            x = layer.final_layer_norm(x)
     if decoder.layer_norm is not None:
         x = decoder.layer_norm(x)
     x = x.transpose(0, 1)
@@ -145,8 +205,7 @@ class VocabularyProjection:
     few_rows = 32
 
     def __init__(self):
-        self._weight_t = None
-        self._key = None
+        self._cache = (None, None)  # (key, transposed weight), replaced in one assignment
 
     def __call__(self, decoder, features: torch.Tensor) -> torch.Tensor:
         proj = getattr(decoder, "output_projection", None)
@@ -160,9 +219,11 @@ class VocabularyProjection:
             return decoder.output_layer(features)
         w = proj.weight
         key = (w.data_ptr(), w._version, w.dtype)
-        if key != self._key:
-            self._weight_t, self._key = w.detach().t().contiguous(), key
-        return features @ self._weight_t
+        cached, weight_t = self._cache
+        if key != cached:
+            weight_t = w.detach().t().contiguous()
+            self._cache = (key, weight_t)
+        return features @ weight_t
 
 
 def _hypothesis(step: int, tokens: torch.Tensor, scores: torch.Tensor, keep: torch.Tensor) -> dict:
@@ -175,6 +236,19 @@ def _hypothesis(step: int, tokens: torch.Tensor, scores: torch.Tensor, keep: tor
         "hypo_attn": None,
         "alignment": None,
     }
+
+
+def note_emptied(finalized: list[dict], offset: int) -> None:
+    """One line on stderr (``fairseq-generate``, ``fairseq-interactive``) when a negative length
+    offset left translations of this batch empty (``<s> </s>``, fairseq's shortest length); the
+    Python API warns once per call instead (``hub.generation``)."""
+    empty = sum(len(hypo["tokens"]) <= 2 for hypo in finalized)
+    if offset < 0 and empty and not in_call():
+        note(
+            f"--length-offset {offset} left {empty} of {len(finalized)} translations of a batch "
+            f"empty (every predicted length is cut by {-offset} tokens); an offset closer to 0 "
+            "keeps them (0 decodes as the model was trained)"
+        )
 
 
 def decode(
@@ -197,38 +271,47 @@ def decode(
         refuse_non_finite(encoder_out["encoder_out"][0], sample, "encoder outputs")
         slots = _Slots(model, encoder_out, src_tokens, beam)
         finalized: list[dict | None] = [None] * (bsz * beam)
-        with reading_cache(decoder.layers, slots.kv):
-            for step in range(passes):
-                tokens, scores = slots.tokens, slots.scores
-                previous = tokens.clone() if adaptive and step < max_iter else None
-                masks = tokens.eq(unk)
-                logits = projection(decoder, _features(decoder, slots, encoder_out)[masks])
-                best, index = logits.max(-1)
-                tokens.masked_scatter_(masks, index)
-                scores.masked_scatter_(masks, best - logits.logsumexp(-1))
-                refuse_non_finite(scores, sample, "scores")
-                if step == max_iter:
-                    for row, t, s, k in zip(slots.row.tolist(), tokens, scores, slots.non_pad):
-                        finalized[row] = _hypothesis(step, t, s, k)
-                    break
-                remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
-                tokens.masked_fill_(remask, unk)
-                scores.masked_fill_(remask, 0.0)
-                if previous is not None:
-                    done = (tokens == previous).all(dim=1) & tokens.ne(unk).all(dim=1)
-                    if bool(done.any()):
-                        for i in done.nonzero(as_tuple=False).view(-1).tolist():
-                            finalized[slots.row[i].item()] = _hypothesis(
-                                step, tokens[i], scores[i], slots.non_pad[i]
-                            )
-                        if bool(done.all()):
-                            break
-                        slots.keep((~done).nonzero(as_tuple=False).view(-1))
+        for step in range(passes):
+            tokens, scores = slots.tokens, slots.scores
+            previous = tokens.clone() if adaptive and step < max_iter else None
+            masks = tokens.eq(unk)
+            features = fairseq_extract_features(
+                decoder,
+                tokens,
+                encoder_out,
+                slots.padding,
+                slots.positions,
+                slots.copy,
+                slots.kv,
+            )
+            logits = projection(decoder, features[masks])
+            best, index = logits.max(-1)
+            tokens.masked_scatter_(masks, index)
+            scores.masked_scatter_(masks, best - logits.logsumexp(-1))
+            refuse_non_finite(scores, sample, "scores")
+            if step == max_iter:
+                for row, t, s, k in zip(slots.row.tolist(), tokens, scores, slots.non_pad):
+                    finalized[row] = _hypothesis(step, t, s, k)
+                break
+            remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
+            tokens.masked_fill_(remask, unk)
+            scores.masked_fill_(remask, 0.0)
+            if previous is not None:
+                done = (tokens == previous).all(dim=1) & tokens.ne(unk).all(dim=1)
+                if bool(done.any()):
+                    for i in done.nonzero(as_tuple=False).view(-1).tolist():
+                        finalized[slots.row[i].item()] = _hypothesis(
+                            step, tokens[i], scores[i], slots.non_pad[i]
+                        )
+                    if bool(done.all()):
+                        break
+                    slots.keep((~done).nonzero(as_tuple=False).view(-1))
         if beam > 1:
             best = (
                 torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
             )
             finalized = [finalized[i * beam + b] for i, b in enumerate(best)]
+    note_emptied(finalized, call_length_offset(decoder.length_offset))
     # tensors made in inference mode accept no in-place update after it (fairseq-interactive
     # divides the positional scores in place): hand out copies made outside it
     return [

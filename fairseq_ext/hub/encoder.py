@@ -10,6 +10,9 @@ checkpoint fine-tuned with ``examples/position_masking/finetune.sh``, its labels
 batch is right-padded, which RoBERTa's padding mask and padding-aware positions make
 equivalent to one sentence at a time (tested against fairseq's own one-sentence methods).
 
+A call does not change the model (its mode included: it refuses a model left in training mode
+rather than switch it), so threads may share one loaded model (docs/python-api.md).
+
 Both return one output per input, in input order (``fairseq_ext.hub.inputs``): an empty or
 whitespace-only input gives ``[]`` (``fill_mask``) or ``None`` (``classify``), or is refused
 with ``allow_empty=False``; an input longer than the model's positions is refused
@@ -20,7 +23,6 @@ refused with the list of accepted ones.
 from __future__ import annotations
 
 import torch
-from fairseq import utils
 from fairseq.data.data_utils import collate_tokens
 from fairseq.models.roberta import RobertaHubInterface
 
@@ -43,7 +45,8 @@ class PositionMaskedHubInterface(RobertaHubInterface):
     """A ``position_masked_roberta`` checkpoint (pre-trained, or fine-tuned to classify)."""
 
     def _fitted(self, method: str, tokens: torch.Tensor, index: int, too_long: str) -> torch.Tensor:
-        """``tokens`` within the model's positions (``inputs.fit``), ``<unk>`` pieces warned about."""
+        """``tokens`` within the model's positions (``inputs.fit``), ``<unk>`` pieces warned
+        about."""
         tokens = fit(
             tokens,
             self.model.max_positions(),
@@ -54,6 +57,17 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         )
         warn_unknown(tokens, self.task.source_dictionary.unk(), index, method)
         return tokens
+
+    def _inference(self, method: str):
+        """``torch.no_grad`` for a call on a model in evaluation mode. The call does not switch
+        the mode itself (fairseq's ``utils.model_eval`` does, and back): threads share the model."""
+        require(
+            not self.model.training,
+            f"{method}: the model is in training mode (dropout on), as .train() left it; call "
+            ".eval() first (a call that switched the mode would switch it for every thread "
+            "sharing the model)",
+        )
+        return torch.no_grad()
 
     def _batches(self, tokens: list[torch.Tensor], batch_size: int):
         dictionary = self.task.source_dictionary
@@ -128,7 +142,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
                 f"{self.model.max_positions()} positions; shorten the text before it",
             )
         results = [[] for _ in batch]
-        with utils.model_eval(self.model), torch.no_grad():
+        with self._inference("fill_mask"):
             for start, chunk, padded in self._batches(tokens, batch_size):
                 logits, _ = self.model(padded, features_only=False, return_all_hiddens=False)
                 for row, t in enumerate(chunk):
@@ -163,8 +177,9 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         require(
             isinstance(head, str) and head in self.model.classification_heads,
             f"the checkpoint has no classification head {head!r} (it has "
-            f"{', '.join(self.model.classification_heads) or 'none'}); classify needs a checkpoint fine-tuned "
-            "with --task sentence_prediction (examples/position_masking/finetune.sh)",
+            f"{', '.join(self.model.classification_heads) or 'none'}); classify needs a "
+            "checkpoint fine-tuned with --task sentence_prediction "
+            "(examples/position_masking/finetune.sh)",
         )
         check_choices("classify", allow_empty, too_long)
         empty = empty_rows(batch, "classify", allow_empty, gives="None")
@@ -180,7 +195,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
             for i in rows
         ]
         results = [None] * len(batch)
-        with utils.model_eval(self.model), torch.no_grad():
+        with self._inference("classify"):
             for start, _, padded in self._batches(tokens, batch_size):
                 features, _ = self.model(padded, features_only=True, return_all_hiddens=False)
                 probs = self.model.classification_heads[head](features).float().softmax(dim=-1)

@@ -7,13 +7,17 @@ task's dictionary, cuts batches with the task's own ``get_batch_iterator`` (``ma
 the task for its generator with the given options, and decodes the best hypothesis of every
 sentence, in input order; fairseq's ``generate`` (token ids in, hypotheses out) stays as it is.
 So a call decodes exactly as ``fairseq-generate`` / ``fairseq-interactive`` with the same
-options (tested in tests/test_hub.py).
+options (tested in tests/test_hub.py). A call changes nothing that another call reads: its
+options and decoding state are its own, so threads may share one loaded model
+(tests/test_hub_threads.py, docs/python-api.md).
 
 * ``HICMLMHubInterface.translate``: mask-predict (Ghazvininejad et al. 2019) with the HI-CMLM
   decoder input (Wang et al. 2021, section 3.2): ``passes`` decoder passes (fairseq's
   ``--iter-decode-max-iter passes - 1``), ``length_beam`` length candidates
   (``--iter-decode-with-beam``), ``force_passes`` (``--iter-decode-force-max-iter``), and the
-  ``strategy`` that fills the masked slots (``--model-overrides "{'hybrid_strategy': ...}"``).
+  ``strategy`` that fills the masked slots (``--model-overrides "{'hybrid_strategy': ...}"``)
+  and the ``length_offset`` added to the predicted lengths (``--length-offset``), these two for
+  the call alone (``decoding_options.decoding_call``).
 * ``Seq2SeqHubInterface.summarize`` (ProphetNet, Qi et al. 2020; UniLM, Su 2019): beam search
   with fairseq's options by name (``beam``, ``lenpen``, ``max_len_b``, ``min_len``,
   ``no_repeat_ngram_size``, ...).
@@ -29,12 +33,14 @@ the tokenizer (``tokenizer_check.refuse_raw_text``).
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import warnings
+from dataclasses import fields
 
 from fairseq.hub_utils import GeneratorHubInterface
 
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
+from fairseq_ext.generation.decoding_options import MAX_PASSES, decoding_call
 from fairseq_ext.hub.inputs import (
     as_list,
     check_choices,
@@ -118,7 +124,8 @@ class HICMLMHubInterface(TextGenerator):
         limit = min(self.max_positions[0], MAX_NAT_TARGET_LENGTH)
         return (
             limit,
-            f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length predictor has",
+            f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length "
+            "predictor has",
         )
 
     def translate(
@@ -127,6 +134,7 @@ class HICMLMHubInterface(TextGenerator):
         passes: int | None = None,
         length_beam: int | None = None,
         strategy: str | None = None,
+        length_offset: int | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
         too_long: str = "error",
@@ -135,8 +143,10 @@ class HICMLMHubInterface(TextGenerator):
     ):
         """Translate a sentence (``str``) or a list of them. Unset arguments keep what
         ``from_pretrained`` was given, else ``DEFAULT_GENERATION`` (10 passes, length beam 3), else
-        the checkpoint's saved configuration; ``allow_empty`` and ``too_long``: module docstring;
-        ``options`` are further generation options by fairseq name."""
+        the checkpoint's saved configuration; ``passes`` at most ``MAX_PASSES``; ``strategy`` and
+        ``length_offset`` (``--length-offset``) for this call alone; ``allow_empty`` and
+        ``too_long``: module docstring; ``options`` are further generation options by fairseq
+        name. A negative offset that leaves outputs empty is warned about with their share."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
         for name, option in HICMLM_ARGUMENTS.items():
             require(
@@ -144,7 +154,14 @@ class HICMLMHubInterface(TextGenerator):
                 f"translate: give {name} or {option}, not both ({name} sets {option})",
             )
         if passes is not None:
-            options["iter_decode_max_iter"] = positive_int("translate", "passes", passes) - 1
+            passes = positive_int("translate", "passes", passes)
+            require(
+                passes <= MAX_PASSES,
+                f"translate: passes must be at most {MAX_PASSES}, got {passes}: with {MAX_PASSES} "
+                "passes mask-predict fixes one token a pass of the longest translation a CMLM "
+                "predicts, more only repeat (10 is the results pages' setting)",
+            )
+            options["iter_decode_max_iter"] = passes - 1
         if length_beam is not None:
             options["iter_decode_with_beam"] = positive_int("translate", "length_beam", length_beam)
         if force_passes is not None:
@@ -153,9 +170,15 @@ class HICMLMHubInterface(TextGenerator):
                 f"translate: force_passes must be True or False, got {force_passes!r}",
             )
             options["iter_decode_force_max_iter"] = force_passes
-        arguments = (*HICMLM_ARGUMENTS, "strategy", *CALL_ARGUMENTS)
-        with self.hybrid_strategy(strategy):
-            return self.generate_text(
+        require(
+            strategy is None or strategy in HYBRID_STRATEGIES,
+            f"translate: strategy {strategy!r} is unknown; choose one of "
+            f"{', '.join(HYBRID_STRATEGIES)}",
+        )
+        self._check_length_offset(length_offset)
+        arguments = (*HICMLM_ARGUMENTS, "strategy", "length_offset", *CALL_ARGUMENTS)
+        with decoding_call(strategy, length_offset):
+            outputs = self.generate_text(
                 "translate",
                 sentences,
                 self.cfg.generation.beam,
@@ -165,26 +188,42 @@ class HICMLMHubInterface(TextGenerator):
                 allow_empty,
                 too_long,
             )
+        self._warn_emptied(sentences, outputs, length_offset)
+        return outputs
 
-    @contextmanager
-    def hybrid_strategy(self, strategy: str | None):
-        """Within the block the decoders fill masked slots by ``strategy`` (None: as saved)."""
-        if strategy is None:
-            yield
+    def _check_length_offset(self, length_offset) -> None:
+        """``length_offset`` None, or an integer in ``--length-offset``'s range."""
+        if length_offset is None:
             return
+        bounds = {f.name: f for f in fields(getattr(type(self.task), "__dataclass"))}[
+            "length_offset"
+        ].metadata["range"]
+        if not isinstance(length_offset, int) or isinstance(length_offset, bool):
+            raise TypeError(
+                f"translate: length_offset must be an integer {bounds}, got "
+                f"{type(length_offset).__name__} {length_offset!r}"
+            )
         require(
-            strategy in HYBRID_STRATEGIES,
-            f"strategy {strategy!r} is unknown; choose one of {', '.join(HYBRID_STRATEGIES)}",
+            length_offset in bounds,
+            f"translate: length_offset must be {bounds}, got {length_offset}",
         )
-        decoders = [model.decoder for model in self.models]
-        saved = [decoder.hybrid_strategy for decoder in decoders]
-        for decoder in decoders:
-            decoder.hybrid_strategy = strategy
-        try:
-            yield
-        finally:
-            for decoder, value in zip(decoders, saved):
-                decoder.hybrid_strategy = value
+
+    def _warn_emptied(self, sentences, outputs, length_offset) -> None:
+        """A warning with the share of non-empty inputs whose translation came out empty, where
+        a negative length offset (the call's or the model's) cut their predicted lengths."""
+        offset = self.task.cfg.length_offset if length_offset is None else length_offset
+        if offset >= 0:
+            return
+        pairs = [(outputs, sentences)] if isinstance(sentences, str) else zip(outputs, sentences)
+        given = [output for output, sentence in pairs if sentence.strip()]
+        empty = sum(not output for output in given)
+        if empty:
+            warnings.warn(
+                f"translate: {empty} of {len(given)} outputs are empty: length_offset={offset} "
+                f"cuts every predicted length by {-offset} tokens; give an offset closer to 0 "
+                "(0 decodes as the model was trained)",
+                stacklevel=3,
+            )
 
 
 class Seq2SeqHubInterface(TextGenerator):

@@ -54,7 +54,8 @@ def check_choices(method: str, allow_empty, too_long) -> None:
 
 
 def empty_rows(sentences: list, method: str, allow_empty: bool, gives: str) -> set[int]:
-    """The indices of inputs with no text (empty or whitespace only); refused unless ``allow_empty``."""
+    """The indices of inputs with no text (empty or whitespace only); refused unless
+    ``allow_empty``."""
     empty = {i for i, s in enumerate(sentences) if not "".join(s).strip()}
     if empty and not allow_empty:
         raise FairseqExtError(
@@ -91,7 +92,10 @@ def fit(
     (``too_long="error"``) or cut to the first ``limit`` with ``</s>`` kept, with a warning."""
     if len(tokens) <= limit:
         return tokens
-    said = f"{method}: sentences[{index}] has {len(tokens)} tokens, more than the {limit} the model takes ({why})"
+    said = (
+        f"{method}: sentences[{index}] has {len(tokens)} tokens, more than the {limit} the model "
+        f"takes ({why})"
+    )
     if too_long == "error":
         raise FairseqExtError(
             f"{said}; shorten it, or pass too_long='truncate' to keep its first {limit}"
@@ -105,7 +109,7 @@ def warn_unknown(tokens: torch.Tensor, unk: int, index: int, method: str) -> Non
     count = int((tokens == unk).sum())
     if count:
         warnings.warn(
-            f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. emoji "
-            "or another script); the model reads them as <unk>",
+            f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. "
+            "emoji or another script); the model reads them as <unk>",
             stacklevel=2,
         )

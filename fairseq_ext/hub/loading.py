@@ -52,7 +52,8 @@ def shipped_names() -> list[str]:
 
 
 def model_folder(model_dir) -> Path:
-    """``model_dir`` as a folder: the path, or the shipped model of that name where no such path exists."""
+    """``model_dir`` as a folder: the path, or the shipped model of that name where no such path
+    exists."""
     path = Path(model_dir).expanduser()
     if not path.exists() and str(model_dir) in shipped_names():
         return SHIPPED / str(model_dir)
@@ -101,8 +102,9 @@ def refuse_unknown_overrides(cfg, overrides: dict) -> None:
     if unknown:
         close = sorted({m for k in unknown for m in difflib.get_close_matches(k, known, n=3)})
         raise TypeError(
-            f"from_pretrained() got unknown keyword(s) {', '.join(unknown)}: no fairseq option of this "
-            f"checkpoint has that name{' (close: ' + ', '.join(close) + ')' if close else ''}; "
+            f"from_pretrained() got unknown keyword(s) {', '.join(unknown)}: no fairseq option of "
+            f"this checkpoint has that name{' (close: ' + ', '.join(close) + ')' if close else ''}"
+            "; "
             "give options by their fairseq name with _ for -, e.g. beam, batch_size, bpe"
         )
 
@@ -117,12 +119,25 @@ def warn_untrained_head(folder: Path, interface) -> None:
     if isinstance(interface, PositionMaskedHubInterface) and record.is_file():
         if json.loads(record.read_text(encoding="utf-8")).get("mlm_head") == "new":
             warnings.warn(
-                f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel such as "
-                "all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are meaningless "
-                "until it is trained (--task position_masked_lm); classify after fine-tuning is not "
-                "affected",
+                f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel "
+                "such as all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are "
+                "meaningless until it is trained (--task position_masked_lm); classify after "
+                "fine-tuning is not affected",
                 stacklevel=4,
             )
+
+
+def check_dictionary_record(path: Path, loaded: dict) -> None:
+    """The dictionaries the task read from the folder are those the checkpoint records (as
+    ``fairseq-interactive`` checks them, ``checkpoints.checks.check_dictionaries``): fairseq merged
+    the checkpoint's ``task_state`` into the task, with the record the plugin's tasks save."""
+    from fairseq_ext.checkpoints.checks import check_dictionaries
+
+    task, name = loaded["task"], loaded["args"].task._name
+    # the merged state itself: the plugin's ``state_dict()`` would record the folder's dictionaries
+    merged = task.state.state_dict if getattr(task, "state", None) is not None else {}
+    state = {"task_state": merged, "cfg": {"task": {"_name": name}}}
+    check_dictionaries(str(path), state, task, name)
 
 
 def _interface(cfg, task, models):
@@ -164,11 +179,14 @@ def from_pretrained(
     evaluation mode (fairseq's RoBERTa interface otherwise starts in training mode, dropout on).
     ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
     ``wordpiece_tokenizer`` for another tokenizer, generation defaults (``beam``, ``lenpen``,
-    ``iter_decode_max_iter``, ...; over the interface's ``DEFAULT_GENERATION`` where it has one), ``batch_size``/``max_tokens`` for batching, or model options
-    (``hybrid_strategy``) as with ``--model-overrides``. ``int8_decoding``: mask-predict with int8
-    weights on the CPU (``--int8-decoding``), ``length_offset``: tokens added to each predicted length
-    (``--length-offset``); ``cmlm_hybrid`` checkpoints only. fairseq's INFO log and Hydra's and torch's
-    deprecation warnings are hidden from then on unless ``verbose`` (``fairseq_ext.fairseq_changes.quiet.hush``)."""
+    ``iter_decode_max_iter``, ...; over the interface's ``DEFAULT_GENERATION`` where it has one),
+    ``batch_size``/``max_tokens`` for batching, or model options (``hybrid_strategy``) as with
+    ``--model-overrides``. ``int8_decoding``: mask-predict with int8 weights on the CPU
+    (``--int8-decoding``, converted here), ``length_offset``: tokens added to each predicted length
+    (``--length-offset``; ``translate`` takes one per call too); ``cmlm_hybrid`` checkpoints
+    only. The dictionaries must be those the checkpoint records (as ``fairseq-interactive``
+    checks them). fairseq's INFO log and Hydra's and torch's deprecation warnings are hidden from
+    then on unless ``verbose`` (``fairseq_ext.fairseq_changes.quiet.hush``)."""
     from fairseq_ext import plugin
     from fairseq_ext.fairseq_changes import quiet
 
@@ -187,7 +205,8 @@ def from_pretrained(
         )
     if checkpoint_file is not None and not isinstance(checkpoint_file, str):
         raise TypeError(
-            f"from_pretrained: checkpoint_file must be a file name (str), got {checkpoint_file!r:.60}"
+            "from_pretrained: checkpoint_file must be a file name (str), got "
+            f"{checkpoint_file!r:.60}"
         )
     folder = model_folder(model_dir)
     options = {} if "bpe" in overrides else tokenizer_options(folder)
@@ -223,6 +242,7 @@ def from_pretrained(
             "data_name_or_path the data folder that holds the dictionaries"
         ) from None
     refuse_unknown_overrides(loaded["args"], overrides)
+    check_dictionary_record(folder / name, loaded)
     interface = _interface(
         loaded["args"], loaded["task"], loaded["models"]
     ).eval()  # no dropout at inference
@@ -234,8 +254,8 @@ def from_pretrained(
         if value:
             require(
                 hasattr(interface.task.cfg, option),
-                f"{option}: only mask-predict checkpoints (--task cmlm_hybrid) take it; {folder / name} was "
-                f"trained with --task {loaded['args'].task._name}",
+                f"{option}: only mask-predict checkpoints (--task cmlm_hybrid) take it; "
+                f"{folder / name} was trained with --task {loaded['args'].task._name}",
             )
             setattr(interface.task.cfg, option, value)
     if any(decoding.values()):
@@ -246,6 +266,11 @@ def from_pretrained(
         check_config(
             interface.task.cfg, getattr(type(interface.task), "__dataclass")
         )  # fairseq's register_task
+    if int8_decoding:  # now, not lazily in a call: calls in several threads share the model
+        from fairseq_ext.generation.int8 import quantize_for_decoding
+
+        for model in interface.models:
+            quantize_for_decoding(model)
     if sentencepiece_model is not None:
         check_coverage(
             pieces(interface.bpe.sp),

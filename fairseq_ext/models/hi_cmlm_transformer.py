@@ -25,6 +25,7 @@ from fairseq_ext.common.config_fields import (
     set_sizes,
 )
 from fairseq_ext.common.errors import require
+from fairseq_ext.generation.decoding_options import call_length_offset, call_strategy
 from fairseq_ext.masking import (
     decoding_copies_source,
     mix_decoder_input,
@@ -93,28 +94,26 @@ class HybridInputDecoder(NATransformerDecoder):
             self._training, self._training_copy_weight = False, None
 
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
-        """fairseq's predicted target lengths, ``--length-offset`` added at decoding (no target)."""
+        """fairseq's predicted target lengths, ``--length-offset`` (or the call's,
+        ``decoding_options.decoding_call``) added at decoding (no target)."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
-        return (
-            lengths
-            if tgt_tokens is not None or not self.length_offset
-            else lengths + self.length_offset
-        )
+        offset = call_length_offset(self.length_offset)
+        return lengths if tgt_tokens is not None or not offset else lengths + offset
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""
         if self._training:
             return self._training_copy_weight is not None
-        return decoding_copies_source(self.hybrid_strategy)
+        return decoding_copies_source(call_strategy(self.hybrid_strategy))
 
     def copy_weight(self, prev_output_tokens):
-        """Weight of Z per slot: the training input inside ``training_input``, else the
-        strategy's decoding rule."""
+        """Weight of Z per slot: the training input inside ``training_input``, else the decoding
+        rule of the strategy (the call's, ``decoding_options.decoding_call``, or the model's)."""
         if self._training:
             return self._training_copy_weight
         return source_copy_weight(
             prev_output_tokens.eq(self.unk),
-            self.hybrid_strategy,
+            call_strategy(self.hybrid_strategy),
             self.mask_weight,
             self.fence_first,
         )

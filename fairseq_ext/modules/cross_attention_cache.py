@@ -4,10 +4,14 @@ source is encoded once, only the target is re-predicted).
 
 fairseq's NAT decoder calls its layers without an incremental state, so every pass projects the
 encoder output again. Here the projections are put into fairseq's own incremental-state buffers
-of each ``encoder_attn`` (``prev_key``/``prev_value``, read with ``static_kv``), and a forward
-pre-hook hands that state to ``encoder_attn`` alone (the self-attention keeps none). Computed
-for the ``B`` sentences, the buffers serve ``B * beam`` length candidates through fairseq's
-shared-keys path (``bsz != kv_bsz``), without a copy per candidate.
+of each ``encoder_attn`` (``prev_key``/``prev_value``, read with ``static_kv``). Computed for the
+``B`` sentences, the buffers serve ``B * beam`` length candidates through fairseq's shared-keys
+path (``bsz != kv_bsz``), without a copy per candidate.
+
+The state belongs to one decoding: the lean mask-predict loop hands it to each ``encoder_attn``
+call itself (``lean_mask_predict.fairseq_extract_features``), so threads sharing a model decode
+apart. ``reading_cache`` instead sets forward pre-hooks on the layers for the duration of a
+block, which every caller of those layers sees: only for a model that no other thread runs.
 """
 
 from __future__ import annotations
@@ -43,7 +47,8 @@ def cross_attention_cache(layers, encoder_out: dict) -> dict:
 @contextmanager
 def reading_cache(layers, state: dict | None) -> Iterator[None]:
     """Within the block, each layer's ``encoder_attn`` reads its keys and values from ``state``
-    (None: it projects the encoder output itself, as fairseq does)."""
+    (None: it projects the encoder output itself, as fairseq does); hooks on the shared layers,
+    so not while another thread runs them (module docstring)."""
     if state is None:
         yield
         return
