@@ -1,10 +1,7 @@
-"""``cmlm_hybrid``'s generator (``fairseq_ext.generation.refinement``) on the shipped student
-where the lean loop does not apply (``--retain-iter-history``): fairseq's
-``IterativeRefinementGenerator`` over the model's pass, with the length beam made by the plugin,
-decodes as fairseq's own generator with ``--iter-decode-force-max-iter`` and as the lean loop
-under adaptive termination (the same tokens and steps, scores within 1e-5), at batch 1 and on a
-padded batch, with length beam 1 and 3; a batch of more than ``cpu_chunk`` sentences decodes as
-length-sorted sub-batches; the lean loop's cross-attention cache is per sentence."""
+"""``cmlm_hybrid``'s generator where the lean loop does not apply (``--retain-iter-history``):
+fairseq's generator with the plugin's fixes (``generation.refinement``) decodes the shipped
+student as fairseq's own with forced passes, and as the lean loop (and fairseq's own where that
+keeps no mask) with adaptive stop; the CPU's length-sorted sub-batches; the lean loop's cache."""
 
 from __future__ import annotations
 
@@ -74,11 +71,20 @@ def test_fairseq_generator_path_decodes_as_fairseq_and_the_lean_loop(
         )
     else:
         reference = generator(task, model, passes, beam, force, history=False)
+    upstream = IterativeRefinementGenerator(task.tgt_dict, max_iter=passes - 1, beam_size=beam)
+    kept_masks = 0
     for first in range(0, len(sources) if bsz == 1 else 1, 4 if bsz == 1 else 1):
         sample = batch(sources[first : first + bsz], task.src_dict.pad())
         got = fallback.generate([model], sample)
         with torch.no_grad():
             want = reference.generate([model], sample)
+            if not force:  # fairseq's own adaptive stop: the same where it keeps no mask
+                for g, u in zip(got, upstream.generate([model], sample), strict=True):
+                    if u[0]["tokens"].eq(task.tgt_dict.unk()).any():
+                        kept_masks += 1
+                    else:
+                        assert torch.equal(g[0]["tokens"], u[0]["tokens"])
+                        assert g[0]["steps"] == u[0]["steps"]
         for g, w in zip(got, want, strict=True):
             g, w = g[0], w[0]
             assert torch.equal(g["tokens"], w["tokens"])
@@ -90,6 +96,7 @@ def test_fairseq_generator_path_decodes_as_fairseq_and_the_lean_loop(
             # the start, then each pass's prediction and (but after the last pass) its re-masking
             assert len(g["history"]) == 2 * g["steps"] + (2 if g["steps"] == passes - 1 else 3)
             assert torch.equal(g["history"][-1]["tokens"], g["tokens"])
+    assert force or kept_masks > 0  # fairseq's stop kept a mask where ours decoded on
 
 
 def test_the_cache_is_shared_by_the_length_candidates(student):
