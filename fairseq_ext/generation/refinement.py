@@ -1,7 +1,7 @@
 """Mask-predict with a length beam for task ``cmlm_hybrid`` (Ghazvininejad et al. 2019,
 section 3): ``lean_mask_predict``'s loop where it applies, else fairseq's
 ``IterativeRefinementGenerator`` over the model's ``forward_decoder``, with the fairseq bugs of
-``_RefinementModel`` fixed (docs/hi-cmlm.md, "Mask-predict")."""
+``_RefinementModel`` fixed (docs/hi-cmlm.md, "Train, decode, analyse")."""
 
 from __future__ import annotations
 
