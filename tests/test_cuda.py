@@ -46,12 +46,16 @@ def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 
 
 # ------------------------------------------------------------------ decoding on CUDA
+@pytest.mark.parametrize("history", [False, True])  # the lean loop, fairseq's generator
 @pytest.mark.parametrize("strategy", ["all_mask", "fence_replace"])
-def test_mask_predict_length_beam_on_cuda_equals_the_cpu(tiny_data, strategy):
+def test_mask_predict_length_beam_on_cuda_equals_the_cpu(tiny_data, strategy, history):
     """fairseq's own generator crashes here with a length beam (np.argmax of CUDA tensors)."""
     task, model, sample = _random_model_batch(tiny_data, strategy)
     options = argparse.Namespace(
-        iter_decode_max_iter=4, iter_decode_with_beam=3, iter_decode_force_max_iter=True
+        iter_decode_max_iter=4,
+        iter_decode_with_beam=3,
+        iter_decode_force_max_iter=True,
+        retain_iter_history=history,
     )
     on_cpu = task.build_generator([model], options).generate([model], sample)
     model.to(CUDA)

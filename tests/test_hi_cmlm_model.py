@@ -249,10 +249,18 @@ def test_copy_gradient_reaches_source_embeddings(tiny_data):
     assert any(grad[t].abs().sum() > 0 for t in src_only)
 
 
+def source_lengths(length_out, encoder_out=None, **unused):
+    """A length prediction for random models (whose own predicts 2 tokens, nothing to decode):
+    each target as long as its source."""
+    masks = encoder_out["encoder_padding_mask"]
+    return (~masks[0]).sum(1) if masks else torch.full_like(length_out[:, 0], length_out.size(1))
+
+
 def _random_model_batch(tiny_data, strategy):
     task, model = build(
         tiny_data, "hi_cmlm_transformer_tiny", "--hybrid-strategy", strategy, seed=3
     )
+    model.decoder.forward_length_prediction = source_lengths
     return task, model, a_batch(task)
 
 
@@ -286,21 +294,35 @@ def test_mask_predict_matches_fairseq_generator_on_cpu(tiny_data, beam, strategy
         )  # initial + (predict, re-mask) x 4 + final predict
 
 
-def test_mask_predict_adaptive_stop_matches_fairseq_without_its_masks(tiny_data):
+@pytest.mark.parametrize("history", [False, True])  # the lean loop, fairseq's generator
+def test_mask_predict_adaptive_stop_matches_fairseq_without_its_masks(tiny_data, history):
     """Adaptive stop: where fairseq's hypothesis is complete, ours is the same; ours never
-    keeps a masked slot (CMLM's mask symbol is <unk>)."""
+    stops early with a masked slot (CMLM's mask symbol is <unk>, which the last pass of a random
+    model may also predict as a word)."""
     task, model, sample = _random_model_batch(tiny_data, "fence_replace")
-    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9))
+    ours = task.build_generator(
+        [model], argparse_namespace(iter_decode_max_iter=9, retain_iter_history=history)
+    )
+    assert ours.lean is not history
     ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9)
     unk = task.tgt_dict.unk()
     for ha, hb in zip(ours.generate([model], sample), ref.generate([model], sample)):
-        assert not ha[0]["tokens"].eq(unk).any()
-        if not hb[0]["tokens"].eq(unk).any():
-            assert torch.equal(ha[0]["tokens"], hb[0]["tokens"])
-            assert ha[0]["steps"] == hb[0]["steps"]
+        a, b = ha[0], hb[0]
+        assert a["steps"] == 9 or not a["tokens"].eq(unk).any()
+        if not b["tokens"].eq(unk).any():
+            assert torch.equal(a["tokens"], b["tokens"])
+            assert a["steps"] == b["steps"]
 
 
-def test_adaptive_stop_does_not_finalize_masked_slots(tiny_data):
+def five_tokens(length_out, encoder_out=None, **unused):
+    """A length prediction: <s>, 3 slots, </s> for every sentence of whatever (sub-)batch the
+    generator decodes."""
+    return torch.full((encoder_out["encoder_out"][0].size(1),), 5, dtype=torch.long)
+
+
+@pytest.mark.parametrize("history", [False, True])  # the lean loop, fairseq's generator
+@pytest.mark.parametrize("beam", [1, 2])
+def test_adaptive_stop_does_not_finalize_masked_slots(tiny_data, history, beam):
     """A decoder whose prediction ignores its input (zero output projection: every slot gets
     the same token and score) repeats itself from the first pass, while short targets keep
     the same number of re-masked slots for several passes (3 slots, T = 10: 2, 2, 2, 1, ...).
@@ -308,18 +330,25 @@ def test_adaptive_stop_does_not_finalize_masked_slots(tiny_data):
     task, model, sample = _random_model_batch(tiny_data, "fence_replace")
     with torch.no_grad():
         model.decoder.output_projection.weight.zero_()
-    # <s>, 3 slots, </s> for every sentence of whatever (sub-)batch the generator decodes
-    model.decoder.forward_length_prediction = lambda length_out, encoder_out=None, **k: torch.full(
-        (encoder_out["encoder_out"][0].size(1),), 5, dtype=torch.long
-    )
+    model.decoder.forward_length_prediction = five_tokens
     unk = task.tgt_dict.unk()
-    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9).generate([model], sample)
-    ours = task.build_generator([model], argparse_namespace(iter_decode_max_iter=9)).generate(
-        [model], sample
+    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=9, beam_size=beam)
+    ref = ref.generate([model], sample)
+    ours = task.build_generator(
+        [model],
+        argparse_namespace(
+            iter_decode_max_iter=9, iter_decode_with_beam=beam, retain_iter_history=history
+        ),
     )
-    assert all(h[0]["tokens"].eq(unk).sum() == 2 and h[0]["steps"] == 1 for h in ref)
-    for h in ours:
-        assert len(h[0]["tokens"]) == 5 and not h[0]["tokens"].eq(unk).any()
+    assert ours.lean is not history
+    if beam == 1:
+        assert all(h[0]["tokens"].eq(unk).sum() == 2 and h[0]["steps"] == 1 for h in ref)
+    for h in ours.generate([model], sample):
+        n = len(h[0]["tokens"])
+        assert n == 5 or beam > 1 and n == 4
+        assert not h[0]["tokens"].eq(unk).any()
+        # 3 (2) slots are re-masked none from the 7th (6th) pass on; the next pass stops
+        assert h[0]["steps"] == {5: 7, 4: 6}[n]
 
 
 def test_generator_refuses_ensembles_and_constraints(tiny_data):
@@ -329,6 +358,55 @@ def test_generator_refuses_ensembles_and_constraints(tiny_data):
         gen.generate([model, model], sample)
     with pytest.raises(FairseqExtError, match="constraints"):
         gen.generate([model], sample, constraints=torch.zeros(1))
+
+
+def test_fairseqs_cmlm_decodes_with_fairseqs_generator(tiny_data):
+    """A ``cmlm_transformer`` checkpoint: fairseq's generator over fairseq's pass, the length beam
+    made by the plugin, decodes as fairseq's own generator."""
+    task, cmlm = build(tiny_data, "cmlm_transformer")
+    cmlm.decoder.forward_length_prediction = source_lengths
+    sample = a_batch(task)
+    ours = task.build_generator(
+        [cmlm],
+        argparse_namespace(
+            iter_decode_max_iter=4, iter_decode_with_beam=3, iter_decode_force_max_iter=True
+        ),
+    )
+    assert not ours.lean
+    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=4, beam_size=3, adaptive=False)
+    for a, b in zip(ours.generate([cmlm], sample), ref.generate([cmlm], sample), strict=True):
+        assert torch.equal(a[0]["tokens"], b[0]["tokens"])  # ours in length-sorted sub-batches
+        assert torch.allclose(a[0]["positional_scores"], b[0]["positional_scores"], atol=1e-5)
+
+
+def test_a_decoder_layer_the_lean_loop_does_not_know_decodes_with_fairseqs_generator(tiny_data):
+    """``--cross-self-attention`` layers attend to the encoder in their self-attention: fairseq's
+    generator decodes them, as fairseq's own does."""
+    task, model = build(tiny_data, "hi_cmlm_transformer_tiny", "--cross-self-attention")
+    model.decoder.forward_length_prediction = source_lengths
+    sample = a_batch(task)
+    options = argparse_namespace(
+        iter_decode_max_iter=4, iter_decode_with_beam=2, iter_decode_force_max_iter=True
+    )
+    ours = task.build_generator([model], options)
+    assert not ours.lean
+    ref = IterativeRefinementGenerator(task.tgt_dict, max_iter=4, beam_size=2, adaptive=False)
+    for a, b in zip(ours.generate([model], sample), ref.generate([model], sample), strict=True):
+        assert torch.equal(a[0]["tokens"], b[0]["tokens"])  # ours in length-sorted sub-batches
+        assert torch.allclose(a[0]["positional_scores"], b[0]["positional_scores"], atol=1e-5)
+
+
+@pytest.mark.parametrize("history", [False, True])  # the lean loop, fairseq's generator
+@pytest.mark.parametrize("part,output", [("encoder", "encoder outputs"), ("decoder", "scores")])
+def test_non_finite_outputs_stop_mask_predict(tiny_data, history, part, output):
+    task, model, sample = _random_model_batch(tiny_data, "fence_replace")
+    with torch.no_grad():
+        getattr(model, part).layers[-1].fc2.bias.fill_(float("nan"))
+    model.decoder.forward_length_prediction = five_tokens
+    gen = task.build_generator([model], argparse_namespace(retain_iter_history=history))
+    assert gen.lean is not history
+    with pytest.raises(FairseqExtError, match=rf"sentence ids 16, 8, .* gave non-finite {output}"):
+        gen.generate([model], sample)
 
 
 def argparse_namespace(**kw):

@@ -2,9 +2,9 @@
 ``cmlm_hybrid`` decodes ``hi_cmlm_transformer`` with, gives the hypotheses of the reference
 path on the shipped student: fairseq's ``IterativeRefinementGenerator`` over fairseq's CMLM pass
 (``CMLMNATransformerModel.forward_decoder``: every slot projected, log-softmax, the encoder
-output projected every pass) with ``--iter-decode-force-max-iter``, and the plugin's generic loop
-over that pass under adaptive termination (where fairseq's own stop keeps masked slots, see
-``mask_predict``). The same tokens and steps, scores within 1e-5, at 1, 4 and 10 passes, length
+output projected every pass) with ``--iter-decode-force-max-iter``, and ``cmlm_hybrid``'s
+generator over that pass under adaptive termination (where fairseq's own stop keeps masked slots,
+see ``refinement``). The same tokens and steps, scores within 1e-5, at 1, 4 and 10 passes, length
 beam 1 and 3, with and without ``--length-offset``, one sentence at a time and in padded batches
 of eight (the sentences in the task's own input format: ``<s>`` in front)."""
 
@@ -149,23 +149,37 @@ def test_the_batches_have_padding_and_the_offset_changes_lengths(student):
     assert [a + 2 for a in lengths[0]] == lengths[2]
 
 
-def test_int8_weights_decode_as_the_generic_loop_with_them(student):
-    """With ``--int8-decoding`` the lean loop runs the quantised layers as the generic loop does."""
+def test_int8_weights_decode_as_fairseqs_generator_with_them(student):
+    """With ``--int8-decoding`` the lean loop runs the quantised layers as fairseq's generator
+    does over a decoder that projects the masked slots only (int8's activation scale depends on
+    the rows projected; fairseq's CMLM pass projects every slot)."""
     model, task, sources = student
     int8 = quantize_for_decoding(copy.deepcopy(model))
+    decoder = int8.decoder
+
+    def masked_slots_forward(normalize, encoder_out, prev_output_tokens, step=0, **unused):
+        features, _ = decoder.extract_features(
+            prev_output_tokens, encoder_out=encoder_out, embedding_copy=decoder.copies_source()
+        )
+        masks = prev_output_tokens.eq(decoder.unk)
+        out = features.new_zeros(*masks.shape, len(decoder.dictionary))
+        out[masks] = decoder.output_layer(features[masks]).log_softmax(-1)
+        return out
+
     gen = task.build_generator([int8], options(10, 3, False))
     assert gen.lean
     for sample in batches(sources, task.src_dict.pad(), 8):
         got = gen.generate([int8], sample)
-        gen.lean = False
+        gen.lean, decoder.forward = False, masked_slots_forward
         want = gen.generate([int8], sample)
         gen.lean = True
+        del decoder.forward
         assert_same(got, want)
 
 
-def test_iteration_history_decodes_with_the_generic_loop(student):
-    """``--retain-iter-history`` (fairseq-generate's E lines) needs every pass's tokens: the
-    generic loop decodes it."""
+def test_iteration_history_decodes_with_fairseqs_generator(student):
+    """``--retain-iter-history`` (fairseq-generate's E lines) needs every pass's tokens:
+    fairseq's generator decodes it."""
     model, task, _ = student
     args = options(4, 1, True)
     args.retain_iter_history = True

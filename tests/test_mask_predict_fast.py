@@ -1,10 +1,7 @@
-"""Mask-predict's faster pass (``HiCMLMTransformerModel.forward_decoder``: the vocabulary
-projection at masked slots only, ``max - logsumexp`` scores, the cross-attention keys and values
-computed once per sentence and shared by its length candidates) decodes the shipped student to
-the same hypotheses as fairseq's own CMLM pass (``CMLMNATransformerModel.forward_decoder``,
-which projects every slot and normalises over the vocabulary): the same tokens and steps, scores
-within 1e-5, at batch 1 and on a padded batch, with length beam 1 and 3, with and without
-``--iter-decode-force-max-iter``."""
+"""``cmlm_hybrid``'s generator where the lean loop does not apply (``--retain-iter-history``):
+fairseq's generator with the plugin's fixes (``generation.refinement``) decodes the shipped
+student as fairseq's own with forced passes, and as the lean loop (and fairseq's own where that
+keeps no mask) with adaptive stop; the CPU's length-sorted sub-batches; the lean loop's cache."""
 
 from __future__ import annotations
 
@@ -12,8 +9,10 @@ from argparse import Namespace
 
 import pytest
 import torch
+from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 
-from tests.conftest import ROOT, fairseq_pass, load_shipped_student, read_sample
+from fairseq_ext.modules.cross_attention_cache import cross_attention_cache
+from tests.conftest import ROOT, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 
@@ -44,38 +43,60 @@ def batch(sources: list[torch.Tensor], pad: int) -> dict:
     }
 
 
-def decode(model, task, sample, passes: int, beam: int, force: bool) -> list[dict]:
-    """The generic loop's hypotheses (over ``forward_decoder``; the lean loop calls no such pass)."""
+def generator(task, model, passes: int, beam: int, force: bool, history: bool):
     gen = task.build_generator(
         [model],
         Namespace(
             iter_decode_max_iter=passes - 1,
             iter_decode_with_beam=beam,
             iter_decode_force_max_iter=force,
+            retain_iter_history=history,
         ),
     )
-    gen.lean = False
-    return [h[0] for h in gen.generate([model], sample)]
+    assert gen.lean is not history
+    return gen
 
 
 @pytest.mark.parametrize("bsz", [1, 12])
 @pytest.mark.parametrize("beam", [1, 3])
 @pytest.mark.parametrize("passes,force", [(4, True), (10, True), (10, False)])
-def test_fast_pass_decodes_as_fairseq(student, bsz, beam, passes, force):
+def test_fairseq_generator_path_decodes_as_fairseq_and_the_lean_loop(
+    student, bsz, beam, passes, force
+):
     model, task, sources = student
+    fallback = generator(task, model, passes, beam, force, history=True)
+    if force:
+        reference = IterativeRefinementGenerator(
+            task.tgt_dict, max_iter=passes - 1, beam_size=beam, adaptive=False
+        )
+    else:
+        reference = generator(task, model, passes, beam, force, history=False)
+    upstream = IterativeRefinementGenerator(task.tgt_dict, max_iter=passes - 1, beam_size=beam)
+    kept_masks = 0
     for first in range(0, len(sources) if bsz == 1 else 1, 4 if bsz == 1 else 1):
         sample = batch(sources[first : first + bsz], task.src_dict.pad())
+        got = fallback.generate([model], sample)
         with torch.no_grad():
-            fast = decode(model, task, sample, passes, beam, force)
-            with fairseq_pass(model):
-                ref = decode(model, task, sample, passes, beam, force)
-        for f, r in zip(fast, ref, strict=True):
-            assert torch.equal(f["tokens"], r["tokens"])
-            assert f["steps"] == r["steps"]
+            want = reference.generate([model], sample)
+            if not force:  # fairseq's own adaptive stop: the same where it keeps no mask
+                for g, u in zip(got, upstream.generate([model], sample), strict=True):
+                    if u[0]["tokens"].eq(task.tgt_dict.unk()).any():
+                        kept_masks += 1
+                    else:
+                        assert torch.equal(g[0]["tokens"], u[0]["tokens"])
+                        assert g[0]["steps"] == u[0]["steps"]
+        for g, w in zip(got, want, strict=True):
+            g, w = g[0], w[0]
+            assert torch.equal(g["tokens"], w["tokens"])
+            assert g["steps"] == w["steps"]
             torch.testing.assert_close(
-                f["positional_scores"], r["positional_scores"], rtol=0, atol=1e-5
+                g["positional_scores"], w["positional_scores"], rtol=0, atol=1e-5
             )
-            torch.testing.assert_close(f["score"], r["score"], rtol=0, atol=1e-5)
+            torch.testing.assert_close(g["score"], w["score"], rtol=0, atol=1e-5)
+            # the start, then each pass's prediction and (but after the last pass) its re-masking
+            assert len(g["history"]) == 2 * g["steps"] + (2 if g["steps"] == passes - 1 else 3)
+            assert torch.equal(g["history"][-1]["tokens"], g["tokens"])
+    assert force or kept_masks > 0  # fairseq's stop kept a mask where ours decoded on
 
 
 def test_the_cache_is_shared_by_the_length_candidates(student):
@@ -86,7 +107,7 @@ def test_the_cache_is_shared_by_the_length_candidates(student):
         encoder_out = model.forward_encoder(
             [sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"]]
         )
-        state = model.cross_attention_cache(encoder_out)
+        state = cross_attention_cache(model.decoder.layers, encoder_out)
     buffers = [layer.encoder_attn._get_input_buffer(state) for layer in model.decoder.layers]
     heads = model.decoder.layers[0].encoder_attn.num_heads
     assert all(
@@ -95,18 +116,14 @@ def test_the_cache_is_shared_by_the_length_candidates(student):
     )
 
 
+@pytest.mark.parametrize("history", [False, True])
 @pytest.mark.parametrize("beam,force", [(1, True), (3, True), (3, False)])
-def test_length_sorted_sub_batches_decode_as_the_whole_batch(student, beam, force):
+def test_length_sorted_sub_batches_decode_as_the_whole_batch(student, beam, force, history):
     """On the CPU a batch of more than ``cpu_chunk`` sentences is decoded as length-sorted
     sub-batches; the hypotheses are those of the whole batch, in its order."""
     model, task, sources = student
     sample = batch(sources, task.src_dict.pad())
-    gen = task.build_generator(
-        [model],
-        Namespace(
-            iter_decode_max_iter=9, iter_decode_with_beam=beam, iter_decode_force_max_iter=force
-        ),
-    )
+    gen = generator(task, model, 10, beam, force, history)
     with torch.no_grad():
         gen.cpu_chunk = 5
         parts = [h[0] for h in gen.generate([model], sample)]

@@ -1,13 +1,6 @@
-"""Decoding stops at the first non-finite model output instead of printing what follows.
-
-A model whose outputs are NaN or Inf (damaged weights, an overflow in half precision) makes
-mask-predict finalize empty hypotheses scored ``nan`` (or, when every output is NaN, ``0.0``,
-which reads as full confidence) and fairseq's beam search fail on an ``assert`` when no beam
-ever ends; ``fairseq-generate`` printed the first and exited 0 with BLEU 0. The plugin's
-generators check the encoder output and every decoder step (``refuse_non_finite``) and stop
-with one line naming the batch's sentences; ``FiniteScoresSequenceGenerator`` adds the check
-to fairseq's beam search.
-"""
+"""Decoding stops at the first non-finite model output (NaN or +Inf: damaged weights, an
+overflow in half precision) with one line naming the batch's sentences, instead of printing
+empty hypotheses or failing on fairseq's ``assert``."""
 
 from __future__ import annotations
 
@@ -25,9 +18,9 @@ def refuse_non_finite(values: torch.Tensor, sample: dict, what: str) -> None:
     ids = sample["id"].tolist() if "id" in sample else []
     shown = ", ".join(map(str, ids[:5])) + (", ..." if len(ids) > 5 else "")
     raise FairseqExtError(
-        f"decoding the batch of sentence ids {shown} gave non-finite {what} (NaN or Inf): the model's outputs "
-        "are not finite, so its hypotheses would be empty or garbage; nothing more is decoded. Decode with an "
-        "earlier checkpoint, or in float32 (without --fp16/--bf16)"
+        f"decoding the batch of sentence ids {shown} gave non-finite {what} (NaN or Inf): the "
+        "model's outputs are not finite, so its hypotheses would be empty or garbage; nothing "
+        "more is decoded. Decode with an earlier checkpoint, or in float32 (without --fp16/--bf16)"
     )
 
 

@@ -32,8 +32,8 @@ class HiCMLMConfig(StraightThroughConfig):
     )
     fence_first: ChoiceEnum(FENCE_FIRST) = option(
         FENCE_FIRST[0],
-        "what the first target word gets under fence_replace: mask (the paper's fence (0,1,0,1,...), "
-        "section 3.2) or copy",
+        "what the first target word gets under fence_replace: mask (the paper's fence "
+        "(0,1,0,1,...), section 3.2) or copy",
     )
     train_decoder_input: ChoiceEnum(TRAINING_INPUTS) = option(
         "paper",

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.nat import CMLMNATransformerModel
-from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking, cmlm_base_architecture
+from fairseq.models.nat.cmlm_transformer import cmlm_base_architecture
 from fairseq.models.nat.fairseq_nat_model import ensemble_decoder
 from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
@@ -35,7 +35,6 @@ from fairseq_ext.masking import (
 )
 from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 from fairseq_ext.modules import apply_straight_through_from_args
-from fairseq_ext.modules.cross_attention_cache import cross_attention_cache, reading_cache
 
 # fairseq's NAT length predictor has 256 classes: a target (with <s> and </s>) may have at
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
@@ -50,9 +49,10 @@ def validate_hybrid_args(args) -> None:
         require(
             args.encoder_embed_dim == args.decoder_embed_dim,
             f"--hybrid-strategy {option_value(args, 'hybrid_strategy')} with --train-decoder-input "
-            f"{option_value(args, 'train_decoder_input')} and --train-copy-share {args.train_copy_share} "
-            f"copies source embeddings into the decoder, so --encoder-embed-dim "
-            f"({args.encoder_embed_dim}) must equal --decoder-embed-dim ({args.decoder_embed_dim})",
+            f"{option_value(args, 'train_decoder_input')} and --train-copy-share "
+            f"{args.train_copy_share} copies source embeddings into the decoder, so "
+            f"--encoder-embed-dim ({args.encoder_embed_dim}) must equal --decoder-embed-dim "
+            f"({args.decoder_embed_dim})",
         )
 
 
@@ -187,46 +187,6 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
             return super().forward(
                 src_tokens, src_lengths, prev_output_tokens, tgt_tokens, **kwargs
             )
-
-    def cross_attention_cache(self, encoder_out):
-        """The decoder's cross-attention keys and values of ``encoder_out``, for
-        ``forward_decoder`` (``modules.cross_attention_cache``)."""
-        return cross_attention_cache(self.decoder.layers, encoder_out)
-
-    def forward_decoder(
-        self, decoder_out, encoder_out, decoding_format=None, cross_attention_cache=None, **kwargs
-    ):
-        """fairseq's CMLM mask-predict pass (Ghazvininejad et al. 2019, section 3.2: predict the
-        masked slots, re-mask the least confident), the same tokens and scores with less work:
-        the vocabulary projection runs at the masked slots only, the score is ``max - logsumexp``
-        of their logits (no log-probabilities over the vocabulary), and the cross-attention reads
-        ``cross_attention_cache`` when given."""
-        step, max_step = decoder_out.step, decoder_out.max_step
-        tokens, scores, history = (
-            decoder_out.output_tokens,
-            decoder_out.output_scores,
-            decoder_out.history,
-        )
-        masks = tokens.eq(self.unk)
-        with reading_cache(self.decoder.layers, cross_attention_cache):
-            features, _ = self.decoder.extract_features(
-                tokens, encoder_out=encoder_out, embedding_copy=self.decoder.copies_source()
-            )
-        logits = self.decoder.output_layer(features[masks])
-        best, index = logits.max(-1)
-        tokens.masked_scatter_(masks, index)
-        scores.masked_scatter_(masks, best - logits.logsumexp(-1))
-        if history is not None:
-            history.append(tokens.clone())
-        if step + 1 < max_step:  # fairseq's re-masking, unchanged
-            remask = _skeptical_unmasking(scores, tokens.ne(self.pad), 1 - (step + 1) / max_step)
-            tokens.masked_fill_(remask, self.unk)
-            scores.masked_fill_(remask, 0.0)
-            if history is not None:
-                history.append(tokens.clone())
-        return decoder_out._replace(
-            output_tokens=tokens, output_scores=scores, attn=None, history=history
-        )
 
     @classmethod
     def build_decoder(cls, args, tgt_dict, embed_tokens):

@@ -1,25 +1,20 @@
-"""Where one mask-predict decoding of the shipped student spends its time (issue 41), with
-fairseq's CMLM pass and with the plugin's (``HiCMLMTransformerModel.forward_decoder``).
+"""Where one mask-predict decoding of the shipped student spends its time (issue 41), per part of
+fairseq's CMLM pass, and how much faster the lean loop and the CPU's length-sorted sub-batches
+decode (``--speedups``).
 
-``python -m reproduction.benchmarks.maskpredict_profile [--student CKPT] [--passes 10] [--threads 1]
-[--reps 3]`` decodes the first sentences of the shipped Multi30k test sample (batch 1: 20 sentences
-one by one; batch 64: 64 at once), length beam 1, ``force_max_iter`` (every sentence runs all
-passes, as the bench decodes), under ``torch.profiler`` on the CPU, and records each part's
-milliseconds per pass and share of the decoding's CPU time (median of ``--reps`` profiles taken
-alternately). Parts are labelled with ``record_function`` (forward hooks on
-modules, wrappers of methods), so they nest: self-/cross-attention and feed-forward lie inside
-"decoder layers", inside "decoder features", inside "mask-predict pass". The profiler's own
-cost inflates small ops, so the shares (not the milliseconds) are what to compare.
+``python -m reproduction.benchmarks.maskpredict_profile [--student CKPT] [--passes 10]
+[--threads 1] [--reps 3]`` profiles ``cmlm_hybrid``'s generator over fairseq's pass (the path of
+``--retain-iter-history``) on the first sentences of the shipped test sample (batch 1: 20
+sentences one by one; batch 64: 64 at once), length beam 1, every pass run, with
+``torch.profiler`` on the CPU (median of ``--reps`` profiles). Parts are labelled with
+``record_function`` and nest: attention and feed-forward inside "decoder layers", inside "decoder
+features", inside "mask-predict pass"; the shares, not the milliseconds, are what to compare.
+``--speedups`` times each of ``VARIANTS`` against "fairseq" at batch 1 and 64, 4 and 10 passes,
+interleaved in one process (``common.interleaved_medians``).
 
-``--speedups`` times instead, interleaved in one process (``common.interleaved_medians``),
-fairseq's pass over each variant (``VARIANTS``, the lean loop's among them) at batch 1 and 64
-with 4 and 10 passes. The profiles are of the generic loop (``forward_decoder`` per pass).
-
-Each run is kept in ``reproduction/benchmarks/results/maskpredict_profile.json`` (one entry per
-student, by SHA-256, and kind: profile or speed-ups; with the command, date, machine, threads
-and the load average before and after), and the ``maskpredict-profile`` block of
-docs/results/speed.md is drawn from it (``--render``: from the file alone). ``--student``
-profiles another student of the quickstart's dictionary, e.g. one shipped before.
+Runs are kept in ``reproduction/benchmarks/results/maskpredict_profile.json`` (per student and
+kind) and drawn into the ``maskpredict-profile`` block of docs/results/speed.md (``--render``:
+from the file alone); the records of issue 41 hold the plugin's former pass ("masked", "+kv").
 """
 
 from __future__ import annotations
@@ -62,39 +57,25 @@ METHODS = {
     "decoder features": ("decoder", "extract_features"),
     "soft copy of the source (Z)": ("decoder", "forward_copying_source"),
 }
-REMASK = ("fairseq.models.nat.cmlm_transformer", "fairseq_ext.models.hi_cmlm_transformer")
+REMASK = "fairseq.models.nat.cmlm_transformer"
 
 
 @contextmanager
-def variant(model, gen, name: str):
-    """Decode with one of ``VARIANTS``: "fairseq" is fairseq's CMLM pass (every slot projected
-    onto the vocabulary, log_softmax, the cross-attention keys and values projected every pass),
-    "masked" projects only the masked slots, "+kv" also reads the keys and values from the cache
-    computed once per sentence, "+sorted" also decodes a batch as length-sorted sub-batches
-    (``MaskPredictGenerator.cpu_chunk``), all in the generic loop (``forward_decoder`` per pass);
-    "lean+sorted", the plugin's decoding since issue 76, is ``lean_mask_predict``'s loop on the
-    sorted sub-batches."""
-    from fairseq.models.nat import CMLMNATransformerModel
-
+def variant(gen, name: str):
+    """Decode with one of ``VARIANTS``: "fairseq" is ``cmlm_hybrid``'s generator over fairseq's
+    CMLM pass (every slot projected onto the vocabulary, log_softmax, the cross-attention keys and
+    values projected every pass), "lean" is ``lean_mask_predict``'s loop, and "+sorted" decodes
+    a batch as length-sorted sub-batches (``MaskPredictGenerator.cpu_chunk``)."""
     gen.lean = name.startswith("lean")
-    patched = {}
-    if name == "fairseq":
-        patched["forward_decoder"] = partial(CMLMNATransformerModel.forward_decoder, model)
-    if name in ("fairseq", "masked"):
-        patched["cross_attention_cache"] = lambda encoder_out: None
-    for attr, value in patched.items():
-        setattr(model, attr, value)
     if not name.endswith("+sorted"):
         gen.cpu_chunk = 1 << 30
     try:
         yield
     finally:
-        for attr in patched:
-            delattr(model, attr)
         vars(gen).pop("cpu_chunk", None)
 
 
-VARIANTS = ("fairseq", "masked", "masked+kv", "masked+kv+sorted", "lean+sorted")
+VARIANTS = ("fairseq", "fairseq+sorted", "lean", "lean+sorted")
 
 
 def _modules(model, path: str):
@@ -173,17 +154,16 @@ def shares(model, task, sents, bsz: int, passes: int, name: str) -> dict[str, fl
     ``variant`` ``name``."""
     batches = _batches(task, sents, bsz, 20 if bsz == 1 else 64)
     gen, decode = _decoding(model, task, batches, passes)
-    with torch.no_grad(), variant(model, gen, name):
+    with torch.no_grad(), variant(gen, name):
         decode()  # warm-up
         with ExitStack() as stack:
             for label, paths in MODULES.items():
                 _label(stack, model, label, paths)
             for label, (owner, attr) in METHODS.items():
                 _label_attr(stack, model if owner == "model" else model.decoder, attr, label)
-            for module in REMASK:
-                _label_attr(
-                    stack, importlib.import_module(module), "_skeptical_unmasking", "re-masking"
-                )
+            _label_attr(
+                stack, importlib.import_module(REMASK), "_skeptical_unmasking", "re-masking"
+            )
             with profile(activities=[ProfilerActivity.CPU]) as prof:
                 with record_function("total"):
                     decode()
@@ -213,7 +193,7 @@ def speedups(model, task, sents, reps: int, sizes=((1, 40), (64, 128))) -> dict[
             gen, decode = _decoding(model, task, batches, passes)
 
             def run(name):
-                with variant(model, gen, name):
+                with variant(gen, name):
                     decode()
 
             with torch.no_grad():
@@ -226,24 +206,20 @@ def speedups(model, task, sents, reps: int, sizes=((1, 40), (64, 128))) -> dict[
 
 
 def profiles(model, task, sents, bsz: int, passes: int, reps: int) -> dict[str, dict[str, float]]:
-    """Milliseconds per pass of each part, fairseq's pass ("fairseq") beside the plugin's
-    ("plugin": "masked+kv", the same batch, not split), each the median over ``reps`` profiles
-    taken alternately."""
-    runs: dict = {"fairseq": [], "masked+kv": []}
-    for r in range(reps):
-        for name in list(runs) if r % 2 == 0 else list(runs)[::-1]:
-            runs[name].append(shares(model, task, sents, bsz, passes, name))
-    med = {
-        name: {k: statistics.median(x[k] for x in rs) for k in rs[0]} for name, rs in runs.items()
-    }
-    return {"fairseq": med["fairseq"], "plugin": med["masked+kv"]}
+    """Milliseconds per pass of each part of fairseq's pass, the median over ``reps`` profiles."""
+    runs = [shares(model, task, sents, bsz, passes, "fairseq") for _ in range(reps)]
+    return {"fairseq": {k: statistics.median(r[k] for r in runs) for k in runs[0]}}
+
+
+PASSES = {"fairseq": "fairseq's pass", "plugin": "plugin's pass"}  # the columns of a profile
 
 
 def profile_table(parts: dict[str, dict[str, float]], bsz: str, passes: int) -> list[str]:
     lines = [
-        f"| batch {bsz}, {passes} passes: part | fairseq's pass, ms/pass | share "
-        "| plugin's pass, ms/pass | share |",
-        "|---|---|---|---|---|",
+        f"| batch {bsz}, {passes} passes: part | "
+        + " | ".join(f"{PASSES[name]}, ms/pass | share" for name in parts)
+        + " |",
+        "|---|" + "---|---|" * len(parts),
     ]
     for k in parts["fairseq"]:
         cells = [f"{m[k]:.2f} | {100 * m[k] / m['total']:.1f}%" for m in parts.values()]
@@ -254,8 +230,8 @@ def profile_table(parts: dict[str, dict[str, float]], bsz: str, passes: int) -> 
 def _setting(run: dict) -> str:
     return (
         f"student {run['student_layout']} (SHA-256 {run['student_sha256'][:12]}...), "
-        f"`{run['command']}`, {run['date']}, {run['hardware']}, {run['reps']} rounds; 1-minute "
-        f"load average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
+        f"`{run['command']}`, {run['date']}, {run['hardware']}, {run['reps']} rounds; "
+        f"1-minute load average {run['load_before']:.2f} before, {run['load_after']:.2f} after"
     )
 
 
