@@ -578,19 +578,24 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
     (
         "a start the user names that is no checkpoint file: `--restore-file` missing, a folder or "
         "a dangling link, `--finetune-from-model` a folder or missing, `--continue-once` a "
-        "dangling link, `--init-encoder-from` missing, `--init-decoder-from` a folder",
+        "dangling link, `--init-encoder-from` missing, `--init-decoder-from` a folder; "
+        "`--restore-file checkpoint_1_2.pt` meaning the file of `--save-dir` (fairseq reads it "
+        "from the current folder)",
         "`--restore-file DIR/checkpoint_best.pt does not exist; DIR holds checkpoint_1_2.pt: give "
         "the checkpoint file to resume from (one fairseq-train wrote), or leave --restore-file "
         "out to resume --save-dir's checkpoint_last.pt; nothing was trained (fairseq-train would "
         "have started from update 0)` (`is a folder, not a checkpoint file`, `is a link to T, "
         "which does not exist`), each naming its own option, before any work; `--save-dir` is not "
-        "made (before: a training from update 0, exit 0, its weights those of a fresh run, for a "
-        "missing or folder `--restore-file`, a folder `--finetune-from-model` and a dangling "
-        "link; a `ValueError` traceback for a missing `--finetune-from-model`; "
-        "`--init-encoder-from` named as a `--path` problem)",
+        "made; the name of a file of `--save-dir`: `... --restore-file is read from the current "
+        "folder, not from --save-dir: give save/checkpoint_1_2.pt; ...` (before: a training from "
+        "update 0, exit 0, for a missing or folder `--restore-file`, a folder "
+        "`--finetune-from-model` and a dangling link; a `ValueError` traceback for a missing "
+        "`--finetune-from-model`; `--init-encoder-from` named as a `--path` problem)",
         (
             "test_training_start.py::"
             "test_a_named_start_that_is_no_checkpoint_file_is_one_line_and_nothing_is_trained",
+            "test_training_start.py::"
+            "test_a_restore_file_named_as_in_the_save_dir_is_given_its_path",
         ),
     ),
     (

@@ -265,6 +265,23 @@ def test_a_named_start_that_is_no_checkpoint_file_is_one_line_and_nothing_is_tra
     assert not save.exists()  # nothing trained, nothing written
 
 
+def test_a_restore_file_named_as_in_the_save_dir_is_given_its_path(tiny_data, trained, tmp_path):
+    """fairseq reads --restore-file from the current folder: a name of --save-dir trained from
+    update 0, exit 0."""
+    save = tmp_path / "save"
+    shutil.copytree(trained, save)
+    shutil.copy(save / "checkpoint_last.pt", save / "checkpoint_1_2.pt")
+    before = _hashes(save)
+    args = train_args(tiny_data, "save", "--restore-file", "checkpoint_1_2.pt", updates=4)
+    proc = run(args, check=False, cwd=tmp_path)
+    _one_line_error(
+        proc,
+        "--restore-file checkpoint_1_2.pt does not exist; --restore-file is read from the current "
+        f"folder, not from --save-dir: give save/checkpoint_1_2.pt; {NOTHING}",
+    )
+    assert _hashes(save) == before
+
+
 @pytest.mark.parametrize("spoil", ["dangling-link", "folder"])
 def test_a_checkpoint_last_that_is_a_dangling_link_or_a_folder_is_one_line(
     tiny_data, trained, tmp_path, spoil

@@ -168,13 +168,17 @@ def check_training_start(cfg) -> None:
                 f"--restore-file {restore} resumes one: give one of them"
             )
         path = restore.replace(".pt", f"{suffix}.pt")
+        in_save_dir = os.path.join(save_dir, path)
+        fix = (
+            f"--restore-file is read from the current folder, not from --save-dir: give "
+            f"{in_save_dir}"
+            if not os.path.isabs(path) and not os.path.lexists(path) and os.path.isfile(in_save_dir)
+            else "give the checkpoint file to resume from (one fairseq-train wrote), or leave "
+            f"--restore-file out to resume --save-dir's {DEFAULT_RESTORE}"
+        )
         if "://" not in path:
             resuming.require_checkpoint_file(
-                path,
-                "--restore-file",
-                "give the checkpoint file to resume from (one fairseq-train wrote), or leave "
-                f"--restore-file out to resume --save-dir's {DEFAULT_RESTORE}; "
-                f"{resuming.NOTHING_TRAINED}",
+                path, "--restore-file", f"{fix}; {resuming.NOTHING_TRAINED}"
             )
         return
     if "://" in save_dir:
