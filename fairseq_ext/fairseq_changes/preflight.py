@@ -122,22 +122,15 @@ def check_seed(seed: Any) -> None:
         )
 
 
-def _sections(cfg) -> list[dict]:
-    """The task and model options of ``cfg`` (all of them, where ``cfg`` is flat)."""
-    sections = [cfg] if isinstance(cfg, Namespace) else [cfg.get("task"), cfg.get("model")]
-    return [
-        vars(s) if isinstance(s, Namespace) else dict(s.items()) for s in sections if s is not None
-    ]
-
-
 def _start_checkpoints(cfg) -> dict[str, str]:
-    """``{flag: path}`` of every ``--init-from`` / ``--init-*-from`` given (a task or model option):
-    a checkpoint whose weights start the model, or a part of it."""
+    """``{flag: path}`` of every ``--init-from`` / ``--init-*-from`` given (a task or model option;
+    every option where ``cfg`` is flat): a checkpoint whose weights start the model, or a part."""
+    sections = [cfg] if isinstance(cfg, Namespace) else [cfg.get("task"), cfg.get("model")]
     found = {}
-    for options in _sections(cfg):
-        for name, value in options.items():
-            if re.fullmatch(r"init_(\w+_)?from", name) and value:
-                found[f"--{name.replace('_', '-')}"] = str(value)
+    for options in (vars(s) if isinstance(s, Namespace) else s for s in sections if s is not None):
+        for name in list(options.keys()):  # only these are read: another may be a missing value
+            if re.fullmatch(r"init_(\w+_)?from", name) and options.get(name):
+                found[f"--{name.replace('_', '-')}"] = str(options.get(name))
     return found
 
 
