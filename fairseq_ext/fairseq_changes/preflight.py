@@ -180,19 +180,21 @@ def check_training_start(cfg) -> None:
     resuming.check_checkpoint_last(save_dir, last)
     if os.path.exists(last) or newest_complete_checkpoint(save_dir):  # a resume (restore_last)
         return
-    for flag, path, what in (
-        (
-            "--continue-once",
-            _option(cfg, "checkpoint", "continue_once"),
-            "the checkpoint file to continue from",
-        ),
-        ("--finetune-from-model", finetune, "the checkpoint file of the model to fine-tune"),
-    ):
-        if path and "://" not in str(path):
-            resuming.require_checkpoint_file(
-                str(path), flag, f"give {what}; {resuming.NOTHING_TRAINED}"
-            )
-            return
+    starts = [  # fairseq starts a new training from the first given
+        (flag, str(path), what)
+        for flag, path, what in (
+            (
+                "--continue-once",
+                _option(cfg, "checkpoint", "continue_once"),
+                "the checkpoint file to continue from",
+            ),
+            ("--finetune-from-model", finetune, "the checkpoint file of the model to fine-tune"),
+        )
+        if path
+    ]
+    if starts and "://" not in starts[0][1]:
+        flag, path, what = starts[0]
+        resuming.require_checkpoint_file(path, flag, f"give {what}; {resuming.NOTHING_TRAINED}")
 
 
 def check_command(cfg, command: str) -> None:
