@@ -104,13 +104,14 @@ def _dead_pid() -> int:
 
 def _save_dir_left_by_a_killed_run(save):
     """A ``--save-dir`` as a killed training leaves it: its ``train.lock`` (a pid that is gone) and
-    fairseq's ``.pt.tmp``; and ``checkpoint_last.pt`` a hard link of ``witness``: a copy over it in
-    place (fairseq's) writes ``witness`` too, one that renames (the plugin's) does not."""
+    fairseq's ``.pt.tmp``; and ``checkpoint_best.pt`` a hard link of ``witness``: a copy over it in
+    place (fairseq's) writes ``witness`` too, one that renames (the plugin's) does not. There is no
+    ``checkpoint_last.pt``, so the training starts from update 0."""
     save.mkdir()
     (save / "train.lock").write_text(f"{_dead_pid()} {socket.gethostname()} {DEAD_START}\n")
     (save / "checkpoint_1_9.pt.tmp").write_bytes(b"half")
     (save / "witness").write_bytes(b"witness")
-    (save / "checkpoint_last.pt").hardlink_to(save / "witness")
+    (save / "checkpoint_best.pt").hardlink_to(save / "witness")
 
 
 def _changes_seen(save, stderr: str) -> dict:
@@ -126,10 +127,9 @@ def _changes_seen(save, stderr: str) -> dict:
 def _train(command: str, task: str, data, folder) -> dict:
     save = folder / f"{command}-{task}"
     _save_dir_left_by_a_killed_run(save)
-    restore = {
-        "checkpoint": {"save_dir": save, "restore_file": save / "none.pt"}
-    }  # witness is not read
-    options = {**COMMON, **OPTIONS[task], **restore}
+    # update 2 is saved as checkpoint_1_2.pt, then copied over checkpoint_best.pt
+    saving = {"checkpoint": {"save_dir": save, "save_interval_updates": 2}}
+    options = {**COMMON, **OPTIONS[task], **saving}
     options["task"] = {**options["task"], "data": data}
     if command == "fairseq-train":
         proc = run(["fairseq-train", data, *_flags(options)])

@@ -574,6 +574,64 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         "`checkpoint_last.pt`; past `--max-epoch` it trained nothing without a word)",
         ("test_training_start.py::test_resume_past_the_budget_trains_nothing_and_says_so",),
     ),
+    # what a training starts from (issue 83)
+    (
+        "a start the user names that is no checkpoint file: `--restore-file` missing, a folder or "
+        "a dangling link, `--finetune-from-model` a folder or missing, `--continue-once` a "
+        "dangling link, `--init-encoder-from` missing, `--init-decoder-from` a folder; "
+        "`--restore-file checkpoint_1_2.pt` meaning the file of `--save-dir` (fairseq reads it "
+        "from the current folder)",
+        "`--restore-file DIR/checkpoint_best.pt does not exist; DIR holds checkpoint_1_2.pt: give "
+        "the checkpoint file to resume from (one fairseq-train wrote), or leave --restore-file "
+        "out to resume --save-dir's checkpoint_last.pt; nothing was trained (fairseq-train would "
+        "have started from update 0)` (`is a folder, not a checkpoint file`, `is a link to T, "
+        "which does not exist`), each naming its own option, before any work; `--save-dir` is not "
+        "made; the name of a file of `--save-dir`: `... --restore-file is read from the current "
+        "folder, not from --save-dir: give save/checkpoint_1_2.pt; ...` (before: a training from "
+        "update 0, exit 0, for a missing or folder `--restore-file`, a folder "
+        "`--finetune-from-model` and a dangling link; a `ValueError` traceback for a missing "
+        "`--finetune-from-model`; `--init-encoder-from` named as a `--path` problem)",
+        (
+            "test_training_start.py::"
+            "test_a_named_start_that_is_no_checkpoint_file_is_one_line_and_nothing_is_trained",
+            "test_training_start.py::"
+            "test_a_restore_file_named_as_in_the_save_dir_is_given_its_path",
+        ),
+    ),
+    (
+        "a `checkpoint_last.pt` in `--save-dir` that is a dangling link (its target on a disk "
+        "that is gone) or a folder",
+        "`--save-dir DIR: checkpoint_last.pt is a link to T, which does not exist, so the "
+        "training would start again from update 0; make T available again (or link "
+        "checkpoint_last.pt to an existing checkpoint), or remove the link to start a new "
+        "training` (`is a folder, not a checkpoint file`); the folder is left as it was (before: "
+        "a training from update 0, exit 0)",
+        (
+            "test_training_start.py::"
+            "test_a_checkpoint_last_that_is_a_dangling_link_or_a_folder_is_one_line",
+        ),
+    ),
+    (
+        "resuming a `--save-dir` with another `--arch`, `--hybrid-strategy` or `--dropout` (any "
+        "model option that changes the model or what it learns) than its `checkpoint_last.pt` was "
+        "trained with",
+        "`--save-dir DIR holds a training with other model options: DIR/checkpoint_last.pt was "
+        "trained with --hybrid-strategy fence_replace, this run gives --hybrid-strategy all_mask "
+        "(...). Give a new --save-dir to train with these options (add --finetune-from-model "
+        "DIR/checkpoint_last.pt to start from its weights), or the checkpoint's options to resume "
+        "it`, before any update, the folder left as it was; the checkpoint's options resume "
+        "(before: the weights trained on under the new options, which the checkpoint then "
+        "recorded as its own, exit 0). The example scripts refuse the same case (`DIR holds a "
+        "training with other settings`)",
+        ("test_training_start.py::test_resuming_with_other_model_options_is_refused_naming_both",),
+    ),
+    (
+        "`--seed` out of range (-1, 2**32 - 1, 2**32), `fairseq-train` and `fairseq-generate`",
+        "`--seed -1 is out of range: give a whole number from 0 to 2147483647 (fairseq seeds "
+        "numpy with it plus the epoch number, and numpy takes 0 to 2**32 - 1)`, nothing written; "
+        "2147483647 trains (before: `ValueError: Seed must be between 0 and 2**32 - 1` tracebacks)",
+        ("test_training_start.py::test_a_seed_out_of_range_is_one_line",),
+    ),
     (
         "Ctrl-C (SIGINT to the process group) during `fairseq-generate`, or while `fairseq-interactive` waits for "
         "input (every command of the plugin's tasks, and the plugin's own commands)",

@@ -7,6 +7,8 @@
 * ``fairseq_loading``: fairseq's loaders as ``fairseq_changes`` replaces them, running the checks;
 * ``saving``: saving without losing work to a kill or a full disk; ``save_dir_lock``: one training
   per ``--save-dir``; ``resume_budget``: a resume trains no further than its budget;
+  ``resuming``: what a training starts from is there, and a resume has the model options it was
+  trained with;
 * ``starting``: a new model started from the weights of another checkpoint;
 * ``exporting``: ``export_weights``, a weights-only copy; ``converted``: a converted model
   written as a fairseq checkpoint;

@@ -16,9 +16,10 @@ times and logs a traceback. ``fairseq_changes`` changes this, for the plugin's t
   retries, no logged traceback), and the partial file is removed (``naming_full_disk``);
 * a ``--save-dir`` that cannot be written is one line before the first update
   (``checking_save_dir``);
-* when training starts, the run takes the folder's one-writer lock (``save_dir_lock``), and a
-  resume from a checkpoint already at ``--max-update`` or past ``--max-epoch`` trains nothing and
-  says so (``starting_safely``).
+* when training starts, the run takes the folder's one-writer lock (``save_dir_lock``), a resume
+  of ``checkpoint_last.pt`` with other model options than it was trained with is refused
+  (``resuming``), and a resume from a checkpoint already at ``--max-update`` or past
+  ``--max-epoch`` trains nothing and says so (``starting_safely``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import shutil
 import zipfile
 from typing import Optional
 
-from fairseq_ext.checkpoints import fairseq_loading, resume_budget, save_dir_lock
+from fairseq_ext.checkpoints import fairseq_loading, resume_budget, resuming, save_dir_lock
 from fairseq_ext.common.errors import NoSpaceError, full_disk, note
 from fairseq_ext.common.paths import require_writable_folder
 from fairseq_ext.fairseq_changes import patch_scope
@@ -82,8 +83,8 @@ def newest_complete_checkpoint(
     folder: str, exclude: tuple[str, ...] = (), pattern=None
 ) -> Optional[str]:
     """The most recently written complete checkpoint of ``folder`` with a name that fairseq-train
-    gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``, ``checkpoint_last.pt``;
-    only those ``pattern`` matches, when given)."""
+    gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``,
+    ``checkpoint_last.pt``; only those ``pattern`` matches, when given)."""
     pattern = pattern or _SAVED
     found = [
         p
@@ -108,8 +109,9 @@ def no_space_error(final: str) -> NoSpaceError:
     folder = os.path.dirname(os.path.abspath(final))
     return NoSpaceError(
         f"no space left on the device while saving {final}; the last good checkpoint is "
-        f"{_last_good(folder, final)}. Free space (or keep fewer checkpoints: --keep-interval-updates N, "
-        "--keep-last-epochs N, --no-epoch-checkpoints) and run the same command again to resume from it"
+        f"{_last_good(folder, final)}. Free space (or keep fewer checkpoints: "
+        "--keep-interval-updates N, --keep-last-epochs N, --no-epoch-checkpoints) and run the same "
+        "command again to resume from it"
     )
 
 
@@ -196,9 +198,8 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
     except OSError:
         shutil.copyfile(found, tmp)
     os.replace(tmp, last)
-    note(
-        f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}"
-    )
+    newest = os.path.basename(found)
+    note(f"{why}: resuming from {newest}, the newest complete checkpoint in {save_dir}")
 
 
 def starting_safely(load_fn):
@@ -223,14 +224,19 @@ def starting_safely(load_fn):
 
 
 def _start(load_fn, cfg, trainer, passthrough_args):
-    """The lock, the leftovers and ``checkpoint_last.pt`` first, fairseq's load, then the budget."""
+    """The lock, the leftovers and ``checkpoint_last.pt`` first (a resume of it only with the model
+    options it was trained with: ``resuming.check_same_model``, with the options as the built
+    model left them), fairseq's load, then the budget."""
     if os.path.isdir(cfg.save_dir) and "://" not in cfg.save_dir:
         if trainer.data_parallel_rank == 0:
             save_dir_lock.hold(cfg.save_dir)
             for path in remove_leftovers(cfg.save_dir, fairseq_tmp=True):
                 note(f"removed {path}, left by a save that was interrupted")
         if cfg.restore_file == "checkpoint_last.pt":
-            restore_last(cfg.save_dir, trainer.checkpoint_suffix or "")
+            suffix = trainer.checkpoint_suffix or ""
+            restore_last(cfg.save_dir, suffix)
+            last = os.path.join(cfg.save_dir, f"checkpoint_last{suffix}.pt")
+            resuming.check_same_model(cfg.save_dir, last, trainer.cfg.model)
     extra_state, epoch_itr = load_fn(cfg, trainer, **passthrough_args)
     resume_budget.stop_if_spent(cfg, trainer, extra_state, epoch_itr)
     return extra_state, epoch_itr

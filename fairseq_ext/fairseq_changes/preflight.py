@@ -1,18 +1,24 @@
-"""Every path a command of the plugin is given, checked before any work starts (``fairseq_ext.common.paths``
-says how): before a model is built, a folder made or a line read, one line names the path, what is
-wrong and the fix.
+"""Every path a command of the plugin is given, checked before any work starts
+(``fairseq_ext.common.paths`` says how): before a model is built, a folder made or a line read,
+one line names the path, what is wrong and the fix.
 
 * ``--path``: each ``:``-separated checkpoint is a readable file (a missing one is named with the
   checkpoints its folder holds);
 * the data folder (each ``:``-separated one): a readable folder, its ``dict.txt`` / ``dict.*.txt``
   readable and not cut short;
 * ``--input`` of ``fairseq-interactive`` (unless ``-``, standard input): a readable file;
-* ``--results-path`` of ``fairseq-generate`` and ``--save-dir`` of ``fairseq-train``: a folder, or one
-  that can be made, that takes files;
-* ``--sentencepiece-model`` (``--bpe sentencepiece``): a readable file.
+* ``--results-path`` of ``fairseq-generate`` and ``--save-dir`` of ``fairseq-train``: a folder, or
+  one that can be made, that takes files;
+* ``--sentencepiece-model`` (``--bpe sentencepiece``): a readable file;
+* what ``fairseq-train`` starts from (``check_training_start``): ``--restore-file``,
+  ``--finetune-from-model``, ``--continue-once`` and every ``--init-*-from`` a readable checkpoint
+  file, the ``checkpoint_last.pt`` of ``--save-dir`` no dangling link or folder
+  (``fairseq_ext.checkpoints.resuming``; its model options are compared once the model is built,
+  ``checkpoints.saving``).
 
-``--model-overrides`` of ``fairseq-generate`` and ``fairseq-interactive`` is checked there too: a
-Python literal dict (``model_overrides``), before fairseq's ``ast.literal_eval`` reads it.
+``--seed`` is checked for every command (``check_seed``), and ``--model-overrides`` of
+``fairseq-generate`` and ``fairseq-interactive``: a Python literal dict (``model_overrides``),
+before fairseq's ``ast.literal_eval`` reads it.
 
 ``fairseq_changes`` wraps where fairseq's commands start, with the command's configuration at
 hand: ``fairseq_cli.generate.main(cfg)`` (``checking_generate``) and
@@ -28,10 +34,13 @@ from __future__ import annotations
 import functools
 import glob
 import os
+import re
 import sys
 from argparse import Namespace
 from typing import Any, Optional
 
+from fairseq_ext.checkpoints import resuming
+from fairseq_ext.checkpoints.saving import newest_complete_checkpoint
 from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.common.paths import (
     refuse_cut_dictionary,
@@ -44,6 +53,9 @@ from fairseq_ext.fairseq_changes.model_overrides import literal_overrides
 from fairseq_ext.fairseq_changes.output_files import generating_exclusively
 
 DATA_FIX = "give the folder fairseq-preprocess wrote (its --destdir)"
+DEFAULT_RESTORE = "checkpoint_last.pt"  # fairseq's --restore-file: that of --save-dir
+# fairseq seeds numpy with --seed plus the epoch, and numpy takes 0 to 2**32 - 1
+MAX_SEED = 2**31 - 1
 # the folder a command writes: (option group, option, flag, what it writes there)
 WRITES = {
     "generate": ("common_eval", "results_path", "--results-path", "results"),
@@ -68,13 +80,9 @@ def _local_paths(paths: Optional[str]) -> list[str]:
 
 
 def _checkpoints_beside(path: str) -> str:
-    folder = os.path.dirname(path) or "."
-    try:
-        found = sorted(name for name in os.listdir(folder) if name.endswith(".pt"))
-    except OSError:
-        found = []
-    listed = f"{folder} holds {', '.join(found[:8])}: " if found else ""
-    return f"{listed}give --path {'one of them, or ' if found else ''}a checkpoint file fairseq-train wrote"
+    listed = resuming.listing(os.path.dirname(path))
+    either = "one of them, or " if listed else ""
+    return f"{listed}give --path {either}a checkpoint file fairseq-train wrote"
 
 
 def check_checkpoint(path: str) -> None:
@@ -104,9 +112,96 @@ def check_sentencepiece_model(path: Optional[str]) -> None:
         require_readable_file(str(path), "--sentencepiece-model", fix)
 
 
+def check_seed(seed: Any) -> None:
+    """``--seed`` is one numpy and fairseq take for every epoch (numpy refuses a seed outside
+    0 to 2**32 - 1, and fairseq adds the epoch to it)."""
+    if seed is not None and not 0 <= int(seed) <= MAX_SEED:
+        raise FairseqExtError(
+            f"--seed {seed} is out of range: give a whole number from 0 to {MAX_SEED} (fairseq "
+            "seeds numpy with it plus the epoch number, and numpy takes 0 to 2**32 - 1)"
+        )
+
+
+def _start_checkpoints(cfg) -> dict[str, str]:
+    """``{flag: path}`` of every ``--init-from`` / ``--init-*-from`` given (a task or model option;
+    every option where ``cfg`` is flat): a checkpoint whose weights start the model, or a part."""
+    sections = [cfg] if isinstance(cfg, Namespace) else [cfg.get("task"), cfg.get("model")]
+    found = {}
+    for options in (vars(s) if isinstance(s, Namespace) else s for s in sections if s is not None):
+        for name in list(options.keys()):  # only these are read: another may be a missing value
+            if re.fullmatch(r"init_(\w+_)?from", name) and options.get(name):
+                found[f"--{name.replace('_', '-')}"] = str(options.get(name))
+    return found
+
+
+def check_training_start(cfg) -> None:
+    """What fairseq-train starts from: ``--restore-file``, ``--finetune-from-model`` and
+    ``--continue-once`` (where fairseq reads them: on a first start), every ``--init-*-from`` and
+    the ``checkpoint_last.pt`` of ``--save-dir`` (``checkpoints.resuming``). Sharded checkpoints
+    (one file per rank) are left to fairseq."""
+    if (
+        _option(cfg, "distributed_training", "use_sharded_state")
+        or (_option(cfg, "common", "model_parallel_size") or 1) > 1
+    ):
+        return
+    for flag, path in _start_checkpoints(cfg).items():
+        if "://" not in path:
+            part = flag[len("--init-") : -len("-from")] or "model"
+            resuming.require_checkpoint_file(
+                path, flag, f"give the fairseq checkpoint file to start the {part} from"
+            )
+    save_dir = str(_option(cfg, "checkpoint", "save_dir"))
+    restore = str(_option(cfg, "checkpoint", "restore_file") or DEFAULT_RESTORE)
+    finetune = _option(cfg, "checkpoint", "finetune_from_model")
+    suffix = _option(cfg, "checkpoint", "checkpoint_suffix") or ""
+    if restore != DEFAULT_RESTORE:
+        if finetune:
+            raise FairseqExtError(
+                f"--finetune-from-model {finetune} starts a new training from a model and "
+                f"--restore-file {restore} resumes one: give one of them"
+            )
+        path = restore.replace(".pt", f"{suffix}.pt")
+        in_save_dir = os.path.join(save_dir, path)
+        fix = (
+            f"--restore-file is read from the current folder, not from --save-dir: give "
+            f"{in_save_dir}"
+            if not os.path.isabs(path) and not os.path.lexists(path) and os.path.isfile(in_save_dir)
+            else "give the checkpoint file to resume from (one fairseq-train wrote), or leave "
+            f"--restore-file out to resume --save-dir's {DEFAULT_RESTORE}"
+        )
+        if "://" not in path:
+            resuming.require_checkpoint_file(
+                path, "--restore-file", f"{fix}; {resuming.NOTHING_TRAINED}"
+            )
+        return
+    if "://" in save_dir:
+        return
+    last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
+    resuming.check_checkpoint_last(save_dir, last)
+    if os.path.exists(last) or newest_complete_checkpoint(save_dir):  # a resume (restore_last)
+        return
+    starts = [  # fairseq starts a new training from the first given
+        (flag, str(path), what)
+        for flag, path, what in (
+            (
+                "--continue-once",
+                _option(cfg, "checkpoint", "continue_once"),
+                "the checkpoint file to continue from",
+            ),
+            ("--finetune-from-model", finetune, "the checkpoint file of the model to fine-tune"),
+        )
+        if path
+    ]
+    if starts and "://" not in starts[0][1]:
+        flag, path, what = starts[0]
+        resuming.require_checkpoint_file(path, flag, f"give {what}; {resuming.NOTHING_TRAINED}")
+
+
 def check_command(cfg, command: str) -> None:
     """Every path of ``cfg`` that fairseq's ``command`` (``generate``, ``interactive``, ``train``,
-    ``validate``) reads or writes, before it does."""
+    ``validate``) reads or writes, before it does, and ``--seed``; for ``train`` also what the
+    training starts from (``check_training_start``)."""
+    check_seed(_option(cfg, "common", "seed"))
     for folder in _local_paths(_option(cfg, "task", "data")):
         check_data_folder(folder)
     for path in _local_paths(_option(cfg, "common_eval", "path")):
@@ -126,6 +221,8 @@ def check_command(cfg, command: str) -> None:
     overrides = _option(cfg, "common_eval", "model_overrides")
     if command in ("generate", "interactive") and overrides is not None:
         literal_overrides(overrides)
+    if command == "train":
+        check_training_start(cfg)
 
 
 def check_model_folder(
