@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reproduction.convergence import CAPPED, EARLY_STOPPED  # noqa: F401  (a run record's "stopped")
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reproduction" / "gigaword_10k" / "results.json"
 PAGE = ROOT / "docs" / "results" / "gigaword-10k.md"
@@ -18,7 +20,6 @@ SUMMARY_MARKERS = (
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
-EARLY_STOPPED, CAPPED = "patience", "max-updates (not converged)"  # a run record's "stopped"
 ESTABLISHED, OPPOSITE = (
     "yes",
     "no, the opposite",
