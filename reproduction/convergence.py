@@ -20,6 +20,7 @@ from pathlib import Path
 from reproduction.records import ROOT, write_json
 
 EARLY_STOPPED, CAPPED = "patience", "max-updates (not converged)"  # a run record's "stopped"
+SEEDS_FOR_A_VERDICT = 3  # a claim is decided only once each row it compares has this many seeds
 
 
 # ---------------------------------------------------------------- the stop rule
