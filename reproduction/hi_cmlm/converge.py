@@ -25,8 +25,9 @@ label smoothing 0.1, seeds 1 2 3 (the same seed hence the same initial weights i
 - ``student``: the shipped layout, a deep-shallow 3+1 HI-CMLM (Kasai et al. 2021: the teacher's
   3 encoder layers under 1 decoder layer) trained as
   ``examples/quickstart/pretrain.sh --stage student --student-layers 3 1`` (warm-up 1000),
-  validated on val outside the shipped test sample (val lines 201-700); its ``--length-offset``
-  chosen on those lines from ``--offsets`` with the best checkpoint; the sample scored once.
+  validated (offset 0) on val outside the shipped test sample (val lines 201-700); its
+  ``--length-offset`` chosen on those lines from ``--offsets`` with the best checkpoint; the
+  sample scored once.
 
 Protocol: chunks of ``--chunk`` updates (fairseq-train resumed from ``checkpoint_last.pt``, a
 checkpoint every ``--checkpoint-every`` updates); after each, mask-predict on val (10 passes,
@@ -39,6 +40,12 @@ not run again, a kept run or started work folder with other settings is refused 
 starts, a run killed mid-way resumes from ``WORK/runs/ROW-sSEED``, and a run stopped at the cap
 trains on when the cap is raised. At the end ``collect_converged`` writes ``KEPT/results.json``
 and the section "Table 1 at convergence" of docs/results/hi-cmlm.md.
+
+Cost on the project's 2-core CPU, one torch thread per run (measured: 600 updates in about 600 s,
+a validation decode of val in 150-200 s): a chunk of 500 updates with its validation is about 11
+minutes of one core; a run whose best is at update B takes B/500 + patience chunks, 2.3 to 3.8
+core-hours for B from 4000 to 8000; the 9 runs with their final decodes 22 to 35 core-hours, 11 to
+18 hours with ``--jobs 2``; a run the cap of 20000 updates stops takes 7.5 core-hours.
 """
 
 from __future__ import annotations
@@ -145,17 +152,18 @@ class Driver:
         a = self.a
         if a.distilled:
             return
-        data = self.work / "data"
-        env = {**self.env, "SPM_MODEL": str(MODEL_DIR / "spm.model")}
-        env["SRCDICT"] = str(MODEL_DIR / "dict.txt")
+        data, script = self.work / "data", ROOT / "data_prep"
+        env = {
+            **self.env,
+            "SPM_MODEL": str(MODEL_DIR / "spm.model"),
+            "SRCDICT": str(MODEL_DIR / "dict.txt"),
+        }
+        steps = [[script / "distill.sh", "--data", data / "bin", "--out", self.work / "distill"]]
+        steps[0] += ["--teacher", a.teacher]  # distill.sh keeps what it finished
+        if not (data / "bin" / "dict.en.txt").is_file():
+            steps.insert(0, [script / "multi30k.sh", "--local", a.multi30k, "--out", data])
         data.mkdir(parents=True, exist_ok=True)
-        for cmd in (
-            [ROOT / "data_prep" / "multi30k.sh", "--local", a.multi30k, "--out", data],
-            [ROOT / "data_prep" / "distill.sh", "--data", data / "bin", "--out"]
-            + [self.work / "distill", "--teacher", a.teacher],
-        ):
-            if cmd[0].name == "multi30k.sh" and (data / "bin" / "dict.en.txt").is_file():
-                continue
+        for cmd in steps:
             with open(self.work / "prepare.log", "a", encoding="utf-8") as log:
                 proc = subprocess.run(
                     ["bash", *map(str, cmd)], env=env, stdout=log, stderr=log, cwd=ROOT

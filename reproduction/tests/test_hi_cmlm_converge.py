@@ -10,6 +10,7 @@ import json
 import pytest
 
 from reproduction.hi_cmlm import collect_converged, converge
+from reproduction.tests.conftest import fork_commands_of
 from tests.conftest import TINY_DIMS
 
 PAGE = """# page
@@ -163,3 +164,52 @@ def test_the_section_says_when_no_run_has_finished(tmp_path):
     text = page.read_text()
     assert "**No run has finished yet**" in text and "| CMLM" not in text
     assert "until every row has 3 seeds stopped by their patience" in text
+
+
+def test_one_command_from_multi30k_files_prepares_distils_and_trains(tmp_path, monkeypatch):
+    """--multi30k: the raw files encoded with the shipped model and distilled by the shipped
+    teacher (data_prep/multi30k.sh, distill.sh), then a CMLM run at the shipped sizes."""
+    src = tmp_path / "multi30k"
+    src.mkdir()
+    sample = converge.ROOT / "examples" / "quickstart" / "data"
+    for split, name, n in (("train", "train", 40), ("val", "valid", 12)):
+        for lang in ("en", "de"):
+            lines = (sample / f"{name}.{lang}").read_text().splitlines()[:n]
+            (src / f"{split}.{lang}").write_text("\n".join(lines) + "\n")
+    (tmp_path / "page.md").write_text(PAGE)
+    fork_commands_of(monkeypatch, converge)
+    converge.main(
+        [
+            "--multi30k",
+            str(src),
+            "--work",
+            str(tmp_path / "work"),
+            "--kept",
+            str(tmp_path / "kept"),
+            "--page",
+            str(tmp_path / "page.md"),
+            "--rows",
+            "cmlm",
+            "--seeds",
+            "1",
+            "--chunk",
+            "1",
+            "--max-updates",
+            "1",
+            "--max-tokens",
+            "1024",
+            "--jobs",
+            "1",
+            "--in-process",
+        ]
+    )
+    distilled = tmp_path / "work" / "distill" / "bin"
+    r = kept(tmp_path, "cmlm-s1")
+    assert r["settings"]["teacher_sha256"] == converge.sha256(converge.MODEL_DIR / "teacher.pt")
+    assert r["settings"]["train_targets_sha256"] == converge.sha256(
+        distilled / "train.en-de.de.bin"
+    )
+    assert str(distilled) in r["command"] and "--encoder-embed-dim 192" in r["command"]
+    assert (
+        len((converge.ROOT / r["decodings"]["cmlm"]["hypotheses"]).read_text().splitlines()) == 12
+    )
