@@ -29,7 +29,17 @@ from reproduction.records import ROOT, write_json
 from reproduction.results_page import write_between_markers
 
 PAGE = ROOT / "docs" / "results" / "hi-cmlm.md"
+RESULTS = KEPT / "results.json"  # the committed one; a --kept folder holds its own
 MARKERS = ("<!-- table1-converged:start -->", "<!-- table1-converged:end -->")
+STATUS_FIELDS = (  # what the page says of each kept run
+    "row",
+    "seed",
+    "stopped",
+    "chosen_update",
+    "chosen_length_offset",
+    "valid_outside_sample",
+    "test_sample",
+)
 EARLY_TABLE = ROOT / "reproduction" / "hi_cmlm" / "results.json"  # the 600-update table
 COMMAND = "python -m reproduction.hi_cmlm.converge --multi30k data/multi30k"
 
@@ -91,9 +101,10 @@ def student_table(kept_runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def section(kept_runs: list[dict], summary: dict) -> str:
-    """The page's block: the runs, then the table, the student and what they show, or that no
-    run has finished."""
+def render(results: dict) -> str:
+    """The page's block from a results file: the runs, then the table, the student and what they
+    show, or that no run has finished."""
+    kept_runs, summary = results["kept_runs"], results["summary"]
     d = parser()
     head = (
         f"`{COMMAND}` (the protocol is in the driver's docstring; by default chunks of "
@@ -161,9 +172,14 @@ def main(argv: list[str] | None = None) -> None:
                 }
             )
         summary = collect_results.summarise(runs, tests)
-        write_json(results_file, {"runs": runs, "summary": summary})
+    results = {
+        "kept_runs": [{k: r[k] for k in STATUS_FIELDS if k in r} for r in kept_runs],
+        "runs": runs,
+        "summary": summary,
+    }
+    write_json(results_file, results)
     try:
-        write_between_markers(a.page, section(kept_runs, summary), *MARKERS)
+        write_between_markers(a.page, render(results), *MARKERS)
     except FairseqExtError as e:
         sys.exit(f"error: {e}")
     print(f"wrote the section 'Table 1 at convergence' of {rel(a.page)}", flush=True)
