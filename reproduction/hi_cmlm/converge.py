@@ -116,9 +116,8 @@ def row_key(row: str, decoding: str) -> str:
 def held_out(n: int) -> tuple[list[int], list[int]]:
     """The val lines a student is validated on (outside the shipped test sample) and the
     sample's lines, of a val set of ``n`` lines."""
-    return [i for i in range(n) if i not in SAMPLE_LINES], [
-        i for i in range(n) if i in SAMPLE_LINES
-    ]
+    sample = [i for i in range(n) if i in SAMPLE_LINES]
+    return [i for i in range(n) if i not in SAMPLE_LINES], sample
 
 
 def bleu(hyps: list[str], refs: list[str], lines: list[int] | None = None) -> float:
