@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import hashlib
 import json
 import os
 import re
@@ -76,11 +75,25 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 from data_prep.text import gigaword_style
 from fairseq_ext.analysis.rouge import lead, rouge_f1
-from fairseq_ext.checkpoints.saving import restore_last
+from reproduction import convergence
+from reproduction.convergence import (
+    RunClock,
+    checkpoint_updates,
+    fairseq_generate,
+    fairseq_train,
+    made_otherwise,
+    read_lines,
+    refusal,
+    rel,
+    same_run,
+    sha256,
+    started_otherwise,
+)
 from reproduction.gigaword_10k.protocol import CAPPED, EARLY_STOPPED, MODEL_ROWS, ROOT
 from reproduction.records import write_json
 
@@ -160,63 +173,10 @@ def family(row: str) -> str:
 # ---------------------------------------------------------------- the protocol's rules
 
 
-def best_index(curve: list[dict]) -> int | None:
-    """Index of the best validation (highest ROUGE-1; the earliest of equal ones)."""
-    if not curve:
-        return None
-    return max(range(len(curve)), key=lambda i: (curve[i]["rouge1"], -i))
-
-
-def should_stop(curve: list[dict], patience: int) -> bool:
-    """Early stopping: ROUGE-1 has not improved for ``patience`` validations after the best."""
-    if patience < 2:
-        raise ValueError("--patience must be >= 2")
-    best = best_index(curve)
-    return best is not None and len(curve) - 1 - best >= patience
-
-
-def next_chunk(curve: list[dict], chunk: int, max_updates: int, patience: int) -> int | None:
-    """The update count the next chunk trains to, or None when the run has stopped."""
-    if should_stop(curve, patience):
-        return None
-    target = (curve[-1]["update"] if curve else 0) + chunk
-    return target if target <= max_updates else None
-
-
-def seconds_after_state(state_file: Path, last: Path) -> float:
-    """The training seconds of a call killed between two validations: from its last saved state
-    to its last checkpoint, when that checkpoint is the newer file (0 otherwise)."""
-    if not (state_file.is_file() and last.is_file()):
-        return 0.0
-    return round(max(0.0, last.stat().st_mtime - state_file.stat().st_mtime), 1)
-
-
-class RunClock:
-    """A run's wall seconds over all its calls, kept in its ``state.json`` (with ``sessions``, the
-    number of calls, and ``machines``, the machines they ran on): the seconds saved by earlier
-    calls, a killed call's training up to its last checkpoint (``seconds_after_state``), and this
-    call's seconds at each ``save``."""
-
-    def __init__(self, state_file: Path, last: Path, state: dict, machine: str):
-        self.state_file, self.state = state_file, state
-        state["sessions"] += 1
-        machines = state.setdefault("machines", [])
-        if machine not in machines:
-            machines.append(machine)
-        self.t0, self.spent = time.time(), state["seconds"] + seconds_after_state(state_file, last)
-
-    def seconds(self) -> float:
-        return round(self.spent + time.time() - self.t0, 1)
-
-    def save(self) -> None:
-        """Writes the state with the seconds so far; its time stamp is where unsaved training
-        starts."""
-        self.state["seconds"] = self.seconds()
-        write_json(self.state_file, self.state)
-
-    def machines(self) -> str:
-        """The machine of every call, in order: a run resumed on another machine names both."""
-        return " then ".join(self.state["machines"])
+SCORE = "rouge1"  # the validation score the stop rule reads
+best_index = partial(convergence.best_index, key=SCORE)
+should_stop = partial(convergence.should_stop, key=SCORE)
+next_chunk = partial(convergence.next_chunk, key=SCORE)
 
 
 def loss_curve(log: str) -> list[dict]:
@@ -267,42 +227,6 @@ def set_aside_replaced_pretraining(kept: Path, sha: str) -> None:
         kept.replace(to)
 
 
-def same_run(done: dict, asked: dict) -> bool:
-    """Whether the kept run ``done`` is the run the settings ``asked`` describe: the same settings,
-    or, for a run that early stopping ended at update U, the same settings with any cap >= U
-    (a higher cap would have changed nothing)."""
-    if done["settings"] == asked:
-        return True
-    return (
-        done["stopped"] == EARLY_STOPPED
-        and asked["max_updates"] >= done["curve"][-1]["update"]
-        and {**done["settings"], "max_updates": asked["max_updates"]} == asked
-    )
-
-
-def settings_changed(made: dict, asked: dict) -> str:
-    """The settings in which two runs differ: ``key A (asked now B)``, comma-separated."""
-    keys = [k for k in dict.fromkeys([*made, *asked]) if made.get(k) != asked.get(k)]
-    return ", ".join(f"{k} {made.get(k)!r} (asked now {asked.get(k)!r})" for k in keys)
-
-
-def made_otherwise(record: Path, made: dict, asked: dict) -> str:
-    """The one line that refuses a kept run made with other settings than asked now."""
-    return (
-        f"{rel(record)} was made with other settings than asked now: "
-        f"{settings_changed(made, asked)}; remove it, give another --kept folder or ask for its "
-        "settings"
-    )
-
-
-def started_otherwise(folder: Path, started: dict, asked: dict) -> str:
-    """The one line that refuses a work folder started with other settings than asked now."""
-    return (
-        f"{rel(folder)} was started with other settings than asked now: "
-        f"{settings_changed(started, asked)}; remove it or ask for its settings"
-    )
-
-
 def repeats_curve(curve: list[dict], kept: list[dict]) -> bool:
     """Whether a run trained again from update 0 repeated each validation of the kept run it
     replaces (update, ROUGE and distinct headlines; not the seconds)."""
@@ -321,82 +245,11 @@ def choose_lenpen(grid: dict) -> str:
 # ---------------------------------------------------------------- helpers
 
 
-def rel(path) -> str:
-    path = Path(path)
-    try:
-        return str(path.resolve().relative_to(ROOT))
-    except ValueError:
-        return str(path)
-
-
-def read_lines(path: Path) -> list[str]:
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        return [line.rstrip("\n") for line in f]
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def sentence_rouge1(hyps: list[str], refs: list[str]) -> list[float]:
     from rouge_score import rouge_scorer
 
     scorer = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
     return [round(100.0 * scorer.score(r, h)["rouge1"].fmeasure, 2) for h, r in zip(hyps, refs)]
-
-
-# ---------------------------------------------------------------- in-process fairseq (in a worker)
-
-
-def load_plugin(argv: list) -> None:
-    """fairseq's parsers read --user-dir from sys.argv; in this process the plugin is imported
-    first."""
-    from fairseq_ext import plugin
-
-    if (
-        Path(str(argv[argv.index("--user-dir") + 1])).resolve()
-        != Path(plugin.__file__).resolve().parent
-    ):
-        raise SystemExit(f"--user-dir must be the imported plugin {Path(plugin.__file__).parent}")
-    plugin.load()
-
-
-def fairseq_train(argv: list) -> None:
-    load_plugin(argv)
-    from fairseq import options
-    from fairseq.dataclass.utils import convert_namespace_to_omegaconf
-    from fairseq.distributed import utils as distributed_utils
-    from fairseq_cli import train
-
-    args = options.parse_args_and_arch(options.get_training_parser(), [str(a) for a in argv])
-    distributed_utils.call_main(convert_namespace_to_omegaconf(args), train.main)
-
-
-def fairseq_generate(argv: list, out: Path) -> list[str]:
-    """fairseq-generate ARGV --results-path OUT in this process; the D- lines in sentence order."""
-    load_plugin(argv)
-    from fairseq import options
-    from fairseq_cli import generate
-
-    shutil.rmtree(out, ignore_errors=True)
-    args = options.parse_args_and_arch(
-        options.get_generation_parser(), [str(a) for a in argv] + ["--results-path", str(out)]
-    )
-    generate.main(args)
-    lines = {}
-    for line in read_lines(next(out.glob("generate-*.txt"))):
-        if line.startswith("D-"):
-            idx, _, text = (line[2:].split("\t", 2) + ["", ""])[:3]
-            lines[int(idx)] = text
-    return [lines[i] for i in sorted(lines)]
-
-
-def checkpoint_updates(path: Path) -> int:
-    from fairseq_ext.checkpoints.loading import safe_load
-
-    state = safe_load(str(path))
-    return int(state["optimizer_history"][-1]["num_updates"])
 
 
 # ---------------------------------------------------------------- the driver
@@ -973,11 +826,7 @@ class Driver:
             if not self.extends(name):
                 return self.kept_run(name)
         w.mkdir(parents=True, exist_ok=True)
-        state = (
-            json.loads(state_file.read_text(encoding="utf-8"))
-            if state_file.is_file()
-            else {"settings": asked, "curve": [], "lenpen": {}, "seconds": 0.0, "sessions": 0}
-        )
+        state = convergence.load_state(state_file, asked, lenpen={})
         if (
             kept.is_file() and not state_file.is_file()
         ):  # an extension whose work folder is gone: from update 0
@@ -1005,51 +854,30 @@ class Driver:
         valid_refs = read_lines(self.data / "spm" / "raw" / "valid.title")
         test_refs = read_lines(self.data / "spm" / "raw" / "test.title")
         best = w / "best.pt"
-        while (
-            target := next_chunk(state["curve"], a.chunk, a.max_updates, a.patience)
-        ) is not None:
-            c0, last = time.time(), save_dir / "checkpoint_last.pt"
-            # fairseq-train restored at --max-update would take one more step: a chunk trained
-            # before an interruption (its checkpoint saved, its decode not) is not trained again
-            restore_last(
-                str(save_dir)
-            )  # the plugin's rule, before fairseq-train reads where the run stands
-            if (
-                "batches_per_epoch_from" not in state
-            ):  # written at once: a kill within this chunk keeps it
-                state["batches_per_epoch_from"] = checkpoint_updates(last) if last.is_file() else 0
-                clock.save()
-            if (
-                ROWS[row].get("pretrain") and not last.is_file()
-            ):  # fairseq-train starts from the pre-training
-                state["pretraining_sha256"] = self.pretraining_sha256(row)
-                clock.save()
-            if not (last.is_file() and checkpoint_updates(last) == target):
-                fairseq_train(train + ["--max-update", target])
-            reached = checkpoint_updates(last)
-            if reached != target:
-                raise RuntimeError(f"{name}: training stopped at update {reached}, not {target}")
-            c1 = time.time()
-            hyps = self.decode(row, save_dir / "checkpoint_last.pt", "valid", "1.0", w)
+
+        def validate(checkpoint: Path) -> dict:
+            hyps = self.decode(row, checkpoint, "valid", "1.0", w)
             scores = {k: round(v, 2) for k, v in rouge_f1(hyps, valid_refs).items()}
-            if (
-                not state["curve"]
-                or scores["rouge1"] > state["curve"][best_index(state["curve"])]["rouge1"]
-            ):
-                tmp = w / "best.pt.tmp"
-                shutil.copyfile(save_dir / "checkpoint_last.pt", tmp)
-                tmp.replace(best)
-            state["curve"].append(
-                {
-                    "update": target,
-                    **scores,
-                    "distinct": len(set(hyps)),
-                    "train_seconds": round(c1 - c0, 1),
-                    "decode_seconds": round(time.time() - c1, 1),
-                }
-            )
-            clock.save()
-            print(f"{name}: update {target}, valid ROUGE-1 {scores['rouge1']:.2f}", flush=True)
+            return {**scores, "distinct": len(set(hyps))}
+
+        def first_start() -> None:  # fairseq-train starts from the pre-training
+            state["pretraining_sha256"] = self.pretraining_sha256(row)
+
+        convergence.train_in_chunks(
+            name,
+            state,
+            clock,
+            save_dir,
+            best,
+            train=lambda target: fairseq_train(train + ["--max-update", target]),
+            validate=validate,
+            key=SCORE,
+            label="ROUGE-1",
+            chunk=a.chunk,
+            max_updates=a.max_updates,
+            patience=a.patience,
+            first_start=first_start if ROWS[row].get("pretrain") else None,
+        )
         curve = state["curve"]
         chosen = curve[best_index(curve)]
         converged = should_stop(curve, a.patience)
@@ -1171,12 +999,7 @@ class Driver:
         last checkpoint; without (a machine that did not keep it) it is trained again from update
         0."""
         done = json.loads((self.kept / f"{name}.json").read_text(encoding="utf-8"))
-        asked = self.settings(done["row"])
-        return (
-            done["stopped"] != EARLY_STOPPED
-            and asked["max_updates"] > done["settings"]["max_updates"]
-            and {**done["settings"], "max_updates": asked["max_updates"]} == asked
-        )
+        return convergence.extends(done, self.settings(done["row"]))
 
     def kept_as_is(self, name: str) -> bool:
         """Whether run ``name`` has a record this call keeps rather than extends."""
@@ -1205,21 +1028,10 @@ class Driver:
         """Why the run of ``row`` and ``seed`` cannot be kept or run as asked now (a kept record or
         a started work folder with other settings), or None; every run is checked before any
         starts."""
-        name, asked = f"{row}-s{seed}", self.settings(row)
-        kept = self.kept / f"{name}.json"
-        if kept.is_file():
-            done = json.loads(kept.read_text(encoding="utf-8"))
-            return (
-                None
-                if same_run(done, asked) or self.extends(name)
-                else made_otherwise(kept, done["settings"], asked)
-            )
-        state_file = self.work / "runs" / name / "state.json"
-        if state_file.is_file():
-            started = json.loads(state_file.read_text(encoding="utf-8"))["settings"]
-            if started != asked:
-                return started_otherwise(state_file.parent, started, asked)
-        return None
+        name = f"{row}-s{seed}"
+        return refusal(
+            self.kept / f"{name}.json", self.work / "runs" / name / "state.json", self.settings(row)
+        )
 
     def grid_unasked(self, row: str) -> str | None:
         """Why ``row`` cannot run without ``--lr-grid``: its learning-rate probes are kept, so its

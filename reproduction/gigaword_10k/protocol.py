@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# a run record's "stopped"; how many seeds of each trained row a claim waits for
+from reproduction.convergence import CAPPED, EARLY_STOPPED, SEEDS_FOR_A_VERDICT  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "reproduction" / "gigaword_10k" / "results.json"
 PAGE = ROOT / "docs" / "results" / "gigaword-10k.md"
@@ -18,14 +21,10 @@ SUMMARY_MARKERS = (
 VALID = ("valid1k", "valid4k")
 CHOOSE_ON = "valid4k"
 TEST = "test1951"
-EARLY_STOPPED, CAPPED = "patience", "max-updates (not converged)"  # a run record's "stopped"
 ESTABLISHED, OPPOSITE = (
     "yes",
     "no, the opposite",
 )  # a claim's verdict when a difference is established
-SEEDS_FOR_A_VERDICT = (
-    3  # a claim is decided only once each trained row it compares has this many seeds
-)
 USER_SCRIPTS = {
     # defaults follow the row once converged
     "unilm-minilm": "examples/pretrained/minilm_gigaword.sh",

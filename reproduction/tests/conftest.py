@@ -8,7 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import forking_server, mono_data, spm_model, tiny_data  # noqa: F401  (pytest fixtures)
+from tests.conftest import (  # noqa: F401  (pytest fixtures)
+    forking_server,
+    mono_data,
+    spm_model,
+    tiny_checkpoint,
+    tiny_data,
+)
 from tests.forked_cli import ENTRY_POINTS
 
 

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from reproduction import convergence
 from reproduction.gigaword_10k import collect, driver, page, protocol
 from reproduction.tests.conftest import fork_commands_of
 from reproduction.tests.gigaword_tiny import make_english, make_gigaword
@@ -130,14 +131,14 @@ def test_a_killed_call_is_credited_its_training_up_to_its_last_checkpoint(tmp_pa
     """The state is saved at a call's start and at each validation; a checkpoint written after it
     holds training that no saved state counts."""
     state, last = tmp_path / "state.json", tmp_path / "checkpoint_last.pt"
-    assert driver.seconds_after_state(state, last) == 0.0  # neither file: nothing was trained
+    assert convergence.seconds_after_state(state, last) == 0.0  # neither file: nothing was trained
     state.write_text("{}"), last.write_bytes(b"")
     os.utime(state, (1000, 1000)), os.utime(last, (1612.34, 1612.34))
-    assert driver.seconds_after_state(state, last) == 612.3
+    assert convergence.seconds_after_state(state, last) == 612.3
     os.utime(
         last, (900, 900)
     )  # the checkpoint of the last validation, older than the state saved after it
-    assert driver.seconds_after_state(state, last) == 0.0
+    assert convergence.seconds_after_state(state, last) == 0.0
 
 
 def test_a_claim_is_decided_only_when_each_trained_row_has_three_seeds():
@@ -641,7 +642,7 @@ def test_a_run_killed_mid_chunk_continues_from_its_checkpoint_within_the_chunk(
     assert (
         json.loads(state_file.read_text())["batches_per_epoch_from"] == 0
     )  # kept through the kill, where it began
-    assert driver.seconds_after_state(state_file, save_dir / "checkpoint_last.pt") > 0
+    assert convergence.seconds_after_state(state_file, save_dir / "checkpoint_last.pt") > 0
     monkeypatch.setattr(
         driver,
         "fairseq_train",

@@ -24,6 +24,7 @@ from reproduction.benchmarks.run import render_frontier, render_rows, render_sum
 from reproduction.gigaword_10k import page, protocol  # noqa: E402
 from reproduction.gpu import publish, rehearse  # noqa: E402
 from reproduction.hi_cmlm import (
+    collect_converged,
     collect_quickstart,
     collect_results,
     collect_shipped,
@@ -64,6 +65,10 @@ TABLES = {
     "table1-findings": (
         "docs/results/hi-cmlm.md",
         lambda: collect_results.findings(load(REPRO / "hi_cmlm" / "results.json")["summary"]),
+    ),
+    "table1-converged": (
+        "docs/results/hi-cmlm.md",
+        lambda: collect_converged.render(load(collect_converged.RESULTS)),
     ),
     "shipped": (
         "docs/results/hi-cmlm.md",
