@@ -1,38 +1,8 @@
-"""Every way the plugin changes fairseq (and Python) beyond registering its tasks, models and
-criteria: one table, ``PATCHES``, applied by ``install()``.
-
-fairseq's own extension points come first: a task of the plugin records its dictionaries in
-its ``state_dict()`` (fairseq saves it as the checkpoint's ``task_state``), its models check a
-checkpoint's shapes in ``load_state_dict``, and its tasks build their datasets and generators
-in ``load_dataset`` and ``build_generator``. A row of the table wraps a function (or a method of
-fairseq's) only where fairseq 0.12 has no hook; its ``why`` says which is missing. No row replaces
-a module object or shadows a builtin; ``GONE`` lists the rows that did, and where their work is now.
-
-Whom a change serves (``patch_scope``): by default the plugin's own tasks only (the task at
-hand: the trainer's, the one a checkpoint is loaded for, the ``cfg.task`` a command's entry point
-receives; never the command line), so that ``--user-dir fairseq_ext`` changes nothing for
-fairseq's own tasks; ``FAIRSEQ_EXT_PATCH_ALL=1`` offers the changes to every task. Two rows act
-for every task: the allow-list, torch's own extension point, without which fairseq 0.12 cannot
-load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
-own error type (and on Ctrl-C where the plugin's tasks are served). ``FAIRSEQ_EXT_PATCHES=off``
-makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's
-and torch's: torch >= 2.6 loads weights-only and refuses the ``argparse.Namespace`` that fairseq
-pickles, with torch's message (nothing unsafe is loaded); the plugin's own loading
-(``fairseq_ext.checkpoints.safe_load``, ``python -m fairseq_ext.checkpoints inspect``, the hub)
-keeps its allow-list and one-line answers.
-
-This folder holds the plugin's changes of fairseq's behaviour: whom they serve (``patch_scope``),
-``--help`` and mistyped names (``cli_help``), the paths checked before work (``preflight``), one
-writer per output file (``output_files``), ``--model-overrides`` (``model_overrides``), what the
-commands print (``quiet``) and a ``--user-dir`` naming the wrong folder (``user_dir``). Reading
-the table imports no fairseq: each row names the function that makes its change, imported when
-the row is applied (some live beside what they change: ``checkpoints.saving``,
-``checkpoints.fairseq_loading``, ``data.interactive_input``). Registration in any import order is
-``fairseq_ext.plugin``'s (docs/fairseq-patches.md).
-
-``python -m fairseq_ext.fairseq_changes`` prints the table as ``docs/fairseq-patches.md`` shows it
-(``tests/test_fairseq_patches.py`` checks both).
-"""
+"""Every change the plugin makes to fairseq's (or Python's) behaviour: the table ``PATCHES``,
+applied by ``install()`` (and ``install_at_import()`` for the ``user-dir`` row); each row's wrapper
+lives in this folder and calls checks that live where they belong. Whom a change serves is
+``patch_scope``'s; ``FAIRSEQ_EXT_PATCHES=off[:NAME,...]`` turns rows off. docs/fairseq-patches.md
+shows the table (``python -m fairseq_ext.fairseq_changes``) and why."""
 
 from __future__ import annotations
 
@@ -43,9 +13,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from fairseq_ext.fairseq_changes import patch_scope
+from fairseq_ext.fairseq_changes import import_watch, patch_scope
 
 MARK = "fairseq_ext_patch"  # the attribute naming the row that made a replacement
+ROWS = "fairseq_ext_patches"  # the rows whose replacements wrap each other there, innermost first
 PLUGIN_TASKS = "the plugin's tasks"
 EVERY_TASK = "every task"
 CHECKPOINTS = "the plugin's tasks, and checkpoints a plugin task trained"
@@ -66,6 +37,7 @@ class Patch:
     make: Callable[[Any], Any]
     served: Optional[Callable[..., bool]] = None
     scoped: bool = True
+    at_import: bool = False
 
 
 def _wrapped_by(spec: str) -> Callable[[Any], Any]:
@@ -79,6 +51,27 @@ def _wrapped_by(spec: str) -> Callable[[Any], Any]:
 
     make.__qualname__ = spec
     return make
+
+
+def _replaced_by(spec: str) -> Callable[[Any], Any]:
+    """The row's ``make``: ``MODULE:FUNCTION`` itself in place of fairseq's original."""
+
+    def make(original):
+        module, function = spec.split(":")
+        return getattr(importlib.import_module(module), function)
+
+    make.__qualname__ = spec
+    return make
+
+
+def _served_by(spec: str) -> Callable[..., bool]:
+    """A row's ``served``: ``MODULE:FUNCTION``, imported when called."""
+
+    def served(*args, **kwargs) -> bool:
+        module, function = spec.split(":")
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    return served
 
 
 def _help_served(parser, input_args=None, *args, **kwargs) -> bool:
@@ -95,6 +88,20 @@ def _allow_list(add_safe_globals):
 
 
 PATCHES: tuple[Patch, ...] = (
+    Patch(
+        "user-dir",
+        "fairseq.utils.import_user_module",
+        "`--user-dir` naming this package registers the plugin even when the package was "
+        "imported before (by `fairseq_ext.masking`, the hub): fairseq imports a user dir's "
+        "`tasks` and `models` only on its first import of the package, and `--task cmlm_hybrid` "
+        "was an invalid choice. Applied when the package is imported, at once or when "
+        "`fairseq.utils` is. No hook: fairseq has none for loading a user dir",
+        "fairseq 0.12",
+        "a `--user-dir` naming this package",
+        _wrapped_by("fairseq_ext.fairseq_changes.user_dir:loading_this_plugin"),
+        scoped=False,
+        at_import=True,
+    ),
     Patch(
         "allow-list",
         "torch.serialization.add_safe_globals",
@@ -117,7 +124,7 @@ PATCHES: tuple[Patch, ...] = (
         "plugin's models",
         "fairseq 0.12, torch 2.6",
         CHECKPOINTS,
-        _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:guarded_loader"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_loading:guarded_loader"),
         scoped=False,
     ),
     Patch(
@@ -127,7 +134,7 @@ PATCHES: tuple[Patch, ...] = (
         "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
         "fairseq 0.12",
         CHECKPOINTS,
-        _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:ensemble_loading"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_loading:ensemble_loading"),
         scoped=False,
     ),
     Patch(
@@ -138,7 +145,7 @@ PATCHES: tuple[Patch, ...] = (
         "method of the task or the model runs around the copy",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:atomic_copy"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:atomic_copy"),
     ),
     Patch(
         "save-full-disk",
@@ -149,7 +156,7 @@ PATCHES: tuple[Patch, ...] = (
         "task's `state_dict` runs before the write, nothing of the plugin after it",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:naming_full_disk"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:naming_full_disk"),
     ),
     Patch(
         "save-dir-check",
@@ -160,7 +167,7 @@ PATCHES: tuple[Patch, ...] = (
         "`--save-dir`",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:checking_save_dir"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:checking_save_dir"),
     ),
     Patch(
         "resume-newest",
@@ -175,7 +182,7 @@ PATCHES: tuple[Patch, ...] = (
         "and built the epoch iterator, and past `--max-epoch` not at all",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:starting_safely"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:starting_safely"),
         scoped=False,
     ),
     Patch(
@@ -212,7 +219,7 @@ PATCHES: tuple[Patch, ...] = (
         "decoded before anything of the task runs; the task sees tokens only",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.data.interactive_input:replacing_buffered_read"),
+        _replaced_by("fairseq_ext.data.interactive_input:buffered_read"),
     ),
     Patch(
         "help-after-options",
@@ -227,6 +234,32 @@ PATCHES: tuple[Patch, ...] = (
         _help_served,
     ),
     Patch(
+        "quiet-commands",
+        "fairseq.options.parse_args_and_arch",
+        "a command of the plugin's tasks keeps its progress lines, results, warnings and errors "
+        "and drops fairseq's configuration log, model and set-up lines and Hydra's and torch's "
+        "deprecation warnings (`quiet.hush`), unless `--verbose` (an option of every plugin "
+        "task; the ranks a command starts inherit it). No hook: fairseq builds the "
+        "configuration (where Hydra warns) and logs it before it sets up the task, and a task's "
+        "`add_args` runs before `--verbose` is parsed",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.quiet:quiet_commands"),
+        scoped=False,
+    ),
+    Patch(
+        "quiet-setup",
+        "fairseq.tasks.setup_task",
+        "the same for a plugin task set up without fairseq's option parser "
+        "(`fairseq-hydra-train`, Python code); `FAIRSEQ_EXT_VERBOSE=1` keeps everything. Hook: "
+        "a task's `setup_task` would serve as well; wrapping fairseq's keeps the change in this "
+        "table, with the others",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.quiet:quiet_setup"),
+        _served_by("fairseq_ext.fairseq_changes.quiet:setup_served"),
+    ),
+    Patch(
         "one-line-errors",
         "sys.excepthook",
         "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
@@ -235,7 +268,7 @@ PATCHES: tuple[Patch, ...] = (
         "(fairseq's commands have none of their own)",
         "fairseq 0.12",
         EVERY_TASK,
-        _wrapped_by("fairseq_ext.common.errors:one_line_excepthook"),
+        _wrapped_by("fairseq_ext.fairseq_changes.one_line_errors:one_line_excepthook"),
         scoped=False,
     ),
 )
@@ -318,7 +351,8 @@ def _owners(target: str) -> list[tuple[Any, str]]:
 def _apply(patch: Patch) -> None:
     for owner, attribute in _owners(patch.target):
         original = getattr(owner, attribute)
-        if getattr(original, MARK, None) == patch.name:
+        rows = getattr(original, ROWS, ())
+        if patch.name in rows:
             continue
         replacement = patch.make(original)
         if replacement is original:  # a registration, nothing replaced
@@ -326,6 +360,7 @@ def _apply(patch: Patch) -> None:
         if patch.scoped and callable(replacement):
             replacement = _scoped(original, replacement, patch.served)
         setattr(replacement, MARK, patch.name)
+        setattr(replacement, ROWS, (*rows, patch.name))
         if inspect.isclass(owner) and isinstance(
             inspect.getattr_static(owner, attribute), staticmethod
         ):
@@ -341,17 +376,25 @@ def install() -> None:
             _apply(patch)
 
 
+def install_at_import() -> None:
+    """When the package is imported: the ``at_import`` rows, each once its target's module is
+    imported (this imports no fairseq)."""
+    for patch in PATCHES:
+        if patch.at_import and not patch_scope.patch_off(patch.name):
+            module = patch.target.rsplit(".", 1)[0]
+            import_watch.when_imported(module, functools.partial(_apply, patch))
+
+
 def table() -> str:
     """``PATCHES``, and the rows ``GONE``, as Markdown (the block of ``docs/fairseq-patches.md``)."""
-    before = [p.name for p in PATCHES] + [g.name for g in GONE]
     header = (
         "| name | what is changed | why, and the hook that is missing | needed since | serves by default "
         "| turn off |"
     )
     rows = [
-        f"Before issue 77: {len(before)} rows. After: {len(PATCHES)} rows, each a function (or a method of "
-        f"fairseq's) wrapped where fairseq has no hook, or a hook itself (`allow-list`, `one-line-errors`); "
-        f"{len(GONE)} rows gone, none left that replaces a module object or shadows a builtin.",
+        f"{len(PATCHES)} rows, each a function (or a method of fairseq's) wrapped where fairseq has no "
+        f"hook, or a hook itself (`allow-list`, `one-line-errors`); {len(GONE)} rows gone, none left "
+        "that replaces a module object or shadows a builtin.",
         "",
         header,
         "|---|---|---|---|---|---|",

@@ -24,11 +24,13 @@ as without it."""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import logging
 import os
-import sys
 import warnings
+from typing import Optional
+
+from fairseq_ext.fairseq_changes import patch_scope
 
 LOGGERS = ("fairseq", "fairseq_cli", "hydra")
 PROGRESS = (
@@ -109,28 +111,46 @@ def verbose_asked() -> bool:
     )
 
 
-class _Verbose(argparse.Action):
-    """``--verbose``: everything from now on (parsed before fairseq builds its configuration),
-    in the processes the command starts too (the ranks fairseq spawns set their task up anew)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, True)
-        os.environ[VERBOSE_ENV] = "1"
-        hush(verbose=True)
+def _task_name(cfg) -> Optional[str]:
+    """The task that ``fairseq.tasks.setup_task`` is given: a name, or a config's ``_name``."""
+    name = getattr(cfg, "task", None)
+    return name if isinstance(name, str) else getattr(cfg, "_name", None)
 
 
-def quiet_plugin_command(parser: argparse.ArgumentParser) -> None:
-    """For a command line whose task is the plugin's (its ``add_args``): ``--verbose`` added to
-    ``parser``, and ``hush()`` unless it was given."""
-    try:
-        parser.add_argument("--verbose", action=_Verbose, nargs=0, default=False, help=VERBOSE_HELP)
-    except argparse.ArgumentError:  # added by an earlier pass of fairseq's parser
-        pass
-    hush(verbose=verbose_asked())
+def quiet_commands(parse_args_and_arch):
+    """The ``quiet-commands`` row: fairseq's option parser, then, for a command of a task the
+    change serves, ``hush()`` unless ``--verbose`` (which the processes it starts inherit)."""
+
+    @functools.wraps(parse_args_and_arch)
+    def parse(*args, **kwargs):
+        parsed = parse_args_and_arch(*args, **kwargs)
+        options = parsed[0] if isinstance(parsed, tuple) else parsed
+        task = getattr(options, "task", None)
+        if task is not None and patch_scope.serves(task):
+            if getattr(options, "verbose", False):
+                os.environ[VERBOSE_ENV] = "1"
+            hush(verbose=verbose_asked())
+        return parsed
+
+    return parse
 
 
-def hush_command() -> None:
-    """``hush()`` for a command line of the plugin, before it imports fairseq: kept loud by
-    ``--verbose`` among its arguments (its parser accepts the flag, with ``VERBOSE_HELP``) or by
-    ``FAIRSEQ_EXT_VERBOSE=1``."""
-    hush(verbose="--verbose" in sys.argv[1:] or verbose_asked())
+def quiet_setup(setup_task):
+    """The ``quiet-setup`` row: ``fairseq.tasks.setup_task`` after ``hush()`` unless verbose."""
+
+    @functools.wraps(setup_task)
+    def quiet_setup_task(cfg, **kwargs):
+        hush(verbose=verbose_asked())
+        return setup_task(cfg, **kwargs)
+
+    return quiet_setup_task
+
+
+def setup_served(cfg, **kwargs) -> bool:
+    return patch_scope.serves(_task_name(cfg))
+
+
+def hush_command(argv: list[str]) -> None:
+    """``hush()`` for a command line of the plugin (``argv``), before it imports fairseq: kept
+    loud by ``--verbose`` among ``argv`` or by ``FAIRSEQ_EXT_VERBOSE=1``."""
+    hush(verbose="--verbose" in argv or verbose_asked())

@@ -1,6 +1,6 @@
 """The table of every option the plugin's models, tasks and criteria add to fairseq (name,
 default, range or choices, help), generated from their dataclass configs so that the table
-cannot disagree with them: ``python -m fairseq_ext.common.options_table > docs/options.md``
+cannot disagree with them: ``python -m fairseq_ext.options_table > docs/options.md``
 (``tests/test_options_table.py`` checks the committed page)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from enum import Enum
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
-    quiet.hush_command()
+    quiet.hush_command(sys.argv[1:])
 
 from fairseq_ext.common.config_fields import choices_of, fields_of, flag, model_config  # noqa: E402
 
@@ -21,7 +21,7 @@ HEADER = (
     "# Options\n\n"
     "Every option the plugin's models, tasks and criteria add to fairseq's own, with its default, "
     "its range (or its choices) and its help. Generated from the dataclass configs by "
-    "`python -m fairseq_ext.common.options_table > docs/options.md`; do not edit by hand. On the command line, "
+    "`python -m fairseq_ext.options_table > docs/options.md`; do not edit by hand. On the command line, "
     "`fairseq-train --user-dir fairseq_ext --task TASK --arch ARCH --criterion CRITERION --help` lists "
     "the same options with their defaults. Every task of the plugin also takes `--verbose`, which keeps the "
     "whole log fairseq prints (its configuration, the model, the set-up, Hydra's and torch's warnings; "
