@@ -1,8 +1,6 @@
-"""The plugin's options as fields of fairseq dataclass configs (``FairseqDataclass``, fairseq's
-convention for model, task and criterion configs): ``option`` writes an option's default, its
-help (with the paper's section) and its range once; the command line (``add_config_args``), the
-defaults of a named architecture (``fill_defaults``), the build-time check (``check_config``) and
-the options table (``fairseq_ext.common.options_table``) all read that one field."""
+"""The plugin's options as fields of fairseq dataclass configs: ``option`` states an option's
+default, help (with the paper's section) and range once, for the command line, ``fill_defaults``,
+``check_config`` and ``fairseq_ext.options_table``."""
 
 from __future__ import annotations
 
@@ -39,7 +37,8 @@ class Range:
 
     def __str__(self) -> str:
         if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"in {left}{self.low:g}, {self.high:g}{right}"
         finite = "a finite number " if self.finite else ""
         if self.low is not None:
             return f"{finite}{'>' if self.low_open else '>='} {self.low:g}"
@@ -67,7 +66,8 @@ def flag(name: str) -> str:
 
 
 def choices_of(f: dataclasses.Field) -> Optional[Sequence[str]]:
-    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else None."""
+    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else
+    None."""
     if "registry" in f.metadata:
         return list(f.metadata["registry"])
     kind = f.type

@@ -1,7 +1,5 @@
-"""What the plugin's models ask of the task that builds them, as abstract classes a task
-implements: the attention script a one-stack model runs by default (Su 2019, "From Language
-Models to Seq2Seq") and the position masking of Wagner et al. 2020 (section 2.1). Tasks and
-models both import this module; neither imports the other for it."""
+"""What the plugin's models ask of the task that builds them, as abstract classes a task implements
+(Su 2019, "From Language Models to Seq2Seq"; Wagner et al. 2020, section 2.1)."""
 
 from __future__ import annotations
 

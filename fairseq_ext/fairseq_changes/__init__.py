@@ -24,10 +24,9 @@ CHECKPOINTS = "the plugin's tasks, and checkpoints a plugin task trained"
 
 @dataclass(frozen=True)
 class Patch:
-    """One change: ``target`` (a dotted name) becomes ``make(original)``; ``FAIRSEQ_EXT_PATCHES=off:NAME``
-    leaves it out. ``serves`` says whom it serves by default. A ``scoped`` replacement runs only
-    where ``served(*args, **kwargs)`` holds (default: ``patch_scope.serves()``), fairseq's
-    original elsewhere; an unscoped one decides itself (``serves`` says how)."""
+    """One change: ``target`` (a dotted name) becomes ``make(original)``. A ``scoped`` replacement
+    runs where ``served(...)`` holds (default ``patch_scope.serves()``), the original elsewhere; an
+    unscoped one decides itself. An ``at_import`` row is applied when the package is imported."""
 
     name: str
     target: str
@@ -105,9 +104,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "allow-list",
         "torch.serialization.add_safe_globals",
-        "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's int64 array "
-        "reconstruction, which fairseq's checkpoints pickle; without them torch refuses every fairseq 0.12 "
-        "checkpoint. Hook: torch's own extension point",
+        "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and "
+        "numpy's int64 array reconstruction, which fairseq's checkpoints pickle; without them "
+        "torch refuses every fairseq 0.12 checkpoint. Hook: torch's own extension point",
         "torch 2.6 (weights-only loading by default)",
         EVERY_TASK,
         _allow_list,
@@ -116,12 +115,13 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "checked-loading",
         "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
-        "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task checks "
-        "`--model-overrides`, the task family and the dictionaries. A load for fairseq's own task runs fairseq's "
-        "loader and checks only a checkpoint a plugin task trained. No hook: a task's `load_state_dict` gets the "
-        "`task_state` only (no path, config or weights) and is not called on resume; a model's "
-        "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
-        "plugin's models",
+        "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a "
+        "task checks `--model-overrides`, the task family and the dictionaries. A load for "
+        "fairseq's own task runs fairseq's loader and checks only a checkpoint a plugin task "
+        "trained. No hook: a task's `load_state_dict` gets the `task_state` only (no path, "
+        "config or weights) and is not called on resume; a model's `upgrade_state_dict_named` "
+        "runs after fairseq has upgraded (or failed on) the file, and only for the plugin's "
+        "models",
         "fairseq 0.12, torch 2.6",
         CHECKPOINTS,
         _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_loading:guarded_loader"),
@@ -130,8 +130,9 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "ensemble-task",
         "fairseq.checkpoint_utils.load_model_ensemble_and_task",
-        "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
-        "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
+        "says which task the load is for (to `checked-loading`; a training says it in "
+        "`resume-newest`); behaviour unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` "
+        "the path and the overrides, not the task",
         "fairseq 0.12",
         CHECKPOINTS,
         _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_loading:ensemble_loading"),
@@ -140,9 +141,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "atomic-copy",
         "fairseq.file_io.PathManager.copy",
-        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
-        "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
-        "method of the task or the model runs around the copy",
+        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, "
+        "leftovers of killed copies removed: a kill never leaves a half file. No hook: "
+        "`save_checkpoint` copies in place, and no method of the task or the model runs around "
+        "the copy",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:atomic_copy"),
@@ -150,10 +152,11 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "save-full-disk",
         "fairseq.checkpoint_utils.torch_persistent_save",
-        "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
-        "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
-        "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
-        "task's `state_dict` runs before the write, nothing of the plugin after it",
+        "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one "
+        "attempt: a full disk is one line naming the last good checkpoint, at once (fairseq "
+        "retried three times and logged a traceback), and the partial file is removed; every "
+        "other failure gets fairseq's save. No hook: the task's `state_dict` runs before the "
+        "write, nothing of the plugin after it",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:naming_full_disk"),
@@ -161,10 +164,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "save-dir-check",
         "fairseq.checkpoint_utils.verify_checkpoint_directory",
-        "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
-        "traceback (fairseq-train's `checked-paths` says so earlier; this serves fairseq-hydra-train and Python "
-        "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
-        "`--save-dir`",
+        "a `--save-dir` that cannot be written is one line before the first update, not a "
+        "warning and a traceback (fairseq-train's `checked-paths` says so earlier; this serves "
+        "fairseq-hydra-train and Python drivers). No hook: `fairseq_cli.train.main` calls it "
+        "before it sets up the task, and the task never sees `--save-dir`",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:checking_save_dir"),
@@ -172,14 +175,16 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "resume-newest",
         "fairseq.checkpoint_utils.load_checkpoint",
-        "when training starts, for every task: the trainer's task becomes the task the process trains "
-        "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
-        "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second "
-        "training on it stops with one line naming the first), leftovers of killed saves are removed, a missing "
-        "or stale `checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
-        "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
-        "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
-        "and built the epoch iterator, and past `--max-epoch` not at all",
+        "when training starts, for every task: the trainer's task becomes the task the process "
+        "trains (`patch_scope`) and the task each checkpoint loaded here is checked against "
+        "(`checked-loading`). For a plugin task the run holds the folder's one-writer lock "
+        "(`train.lock`: pid, host, start time; a second training on it stops with one line "
+        "naming the first), leftovers of killed saves are removed, a missing or stale "
+        "`checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint "
+        "already at `--max-update` (or past `--max-epoch`) ends the run with one line, nothing "
+        "trained or written (fairseq trained one more update). No hook: a task's `begin_epoch` "
+        "runs after fairseq has read the checkpoint and built the epoch iterator, and past "
+        "`--max-epoch` not at all",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:starting_safely"),
@@ -188,14 +193,16 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "checked-paths-generate",
         "fairseq_cli.generate.main",
-        "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path fairseq-generate is given "
-        "(`--path` and each `:`-separated part, the data folder and its dictionaries, `--results-path`, "
-        "`--sentencepiece-model`) is checked before any work, and `--model-overrides` is a Python literal dict: a "
-        "missing, unreadable or unwritable path, a file for a folder, a cut dictionary or overrides that are no "
-        "dict is one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one writer (a lock) and is "
-        "moved into place complete (fairseq-generate writes it in a folder of its own, "
-        "`output_files.generating_exclusively`). No hook: fairseq-generate makes `--results-path`, opens its file "
-        "and reads `--model-overrides` before it sets up the task, and `setup_task` sees the task's options only",
+        "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path "
+        "fairseq-generate is given (`--path` and each `:`-separated part, the data folder and "
+        "its dictionaries, `--results-path`, `--sentencepiece-model`) is checked before any "
+        "work, and `--model-overrides` is a Python literal dict: a missing, unreadable or "
+        "unwritable path, a file for a folder, a cut dictionary or overrides that are no dict is "
+        "one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one "
+        "writer (a lock) and is moved into place complete (fairseq-generate writes it in a "
+        "folder of its own, `output_files.generating_exclusively`). No hook: fairseq-generate "
+        "makes `--results-path`, opens its file and reads `--model-overrides` before it sets up "
+        "the task, and `setup_task` sees the task's options only",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_generate"),
@@ -204,9 +211,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "checked-paths",
         "fairseq.distributed.utils.call_main",
-        "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, `--model-overrides`) and "
-        "fairseq-validate, before a worker is spawned; the task of `cfg` is the command's, in the ranks fairseq "
-        "spawns too. No hook: these commands build the model before they read `--input` or write `--save-dir`",
+        "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, "
+        "`--model-overrides`) and fairseq-validate, before a worker is spawned; the task of "
+        "`cfg` is the command's, in the ranks fairseq spawns too. No hook: these commands build "
+        "the model before they read `--input` or write `--save-dir`",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_call_main"),
@@ -215,8 +223,8 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "interactive-utf8",
         "fairseq_cli.interactive.buffered_read",
-        "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the lines are "
-        "decoded before anything of the task runs; the task sees tokens only",
+        "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: "
+        "the lines are decoded before anything of the task runs; the task sees tokens only",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _replaced_by("fairseq_ext.data.interactive_input:buffered_read"),
@@ -224,10 +232,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "help-after-options",
         "fairseq.options.parse_args_and_arch",
-        "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
-        "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
-        "name (`did you mean 'cmlm_hybrid'?`), not the whole usage and every choice. No hook: fairseq prints "
-        "both in its first pass",
+        "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are "
+        "added, so it lists them; a `--task`, `--arch` or `--criterion` that names nothing "
+        "registered is one line with the closest name (`did you mean 'cmlm_hybrid'?`), not the "
+        "whole usage and every choice. No hook: fairseq prints both in its first pass",
         "fairseq 0.12",
         "a plugin `--task`, `--arch` or `--criterion`, or one that names nothing registered",
         _wrapped_by("fairseq_ext.fairseq_changes.cli_help:help_after_first_pass"),
@@ -262,10 +270,11 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "one-line-errors",
         "sys.excepthook",
-        "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
-        "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
-        "Python's hook unchanged. Hook: `sys.excepthook` is Python's documented hook for an uncaught exception "
-        "(fairseq's commands have none of their own)",
+        "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of "
+        "the plugin's tasks ends it without a `KeyboardInterrupt` traceback (by SIGINT: status "
+        "130); every other exception goes to Python's hook unchanged. Hook: `sys.excepthook` is "
+        "Python's documented hook for an uncaught exception (fairseq's commands have none of "
+        "their own)",
         "fairseq 0.12",
         EVERY_TASK,
         _wrapped_by("fairseq_ext.fairseq_changes.one_line_errors:one_line_excepthook"),
@@ -277,7 +286,8 @@ PATCHES: tuple[Patch, ...] = (
 @dataclass(frozen=True)
 class Gone:
     """A row of the table until issue 77, whose work is now done by another row, at a point where
-    fairseq hands over the task or the configuration: what it replaced, and where its work is now."""
+    fairseq hands over the task or the configuration: what it replaced, and where its work is
+    now."""
 
     name: str
     target: str
@@ -288,14 +298,15 @@ GONE: tuple[Gone, ...] = (
     Gone(
         "results-file",
         "fairseq_cli.generate.open",
-        "the builtin `open` was shadowed in fairseq-generate's module; now `checked-paths-generate` takes the lock "
-        "and gives fairseq-generate a `--results-path` folder of its own, whose file it moves into place",
+        "the builtin `open` was shadowed in fairseq-generate's module; now "
+        "`checked-paths-generate` takes the lock and gives fairseq-generate a `--results-path` "
+        "folder of its own, whose file it moves into place",
     ),
     Gone(
         "overrides-generate",
         "fairseq_cli.generate.ast",
-        "the `ast` module object was replaced; now `checked-paths-generate` checks `cfg.common_eval.model_overrides` "
-        "before fairseq's `ast.literal_eval` reads it",
+        "the `ast` module object was replaced; now `checked-paths-generate` checks "
+        "`cfg.common_eval.model_overrides` before fairseq's `ast.literal_eval` reads it",
     ),
     Gone(
         "overrides-interactive",
@@ -305,14 +316,15 @@ GONE: tuple[Gone, ...] = (
     Gone(
         "trainer-task",
         "fairseq.trainer.Trainer.load_checkpoint",
-        "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which fairseq calls with "
-        "the trainer, says it for every checkpoint loaded when training starts",
+        "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which "
+        "fairseq calls with the trainer, says it for every checkpoint loaded when training starts",
     ),
     Gone(
         "save-no-retries",
         "fairseq.checkpoint_utils._torch_persistent_save",
-        "a private function of fairseq's, replaced so that a full disk stopped its retries; now `save-full-disk` "
-        "writes a local checkpoint in one attempt itself and hands any other failure to fairseq's save",
+        "a private function of fairseq's, replaced so that a full disk stopped its retries; now "
+        "`save-full-disk` writes a local checkpoint in one attempt itself and hands any other "
+        "failure to fairseq's save",
     ),
 )
 
@@ -386,15 +398,16 @@ def install_at_import() -> None:
 
 
 def table() -> str:
-    """``PATCHES``, and the rows ``GONE``, as Markdown (the block of ``docs/fairseq-patches.md``)."""
+    """``PATCHES``, and the rows ``GONE``, as Markdown (the block of
+    ``docs/fairseq-patches.md``)."""
     header = (
-        "| name | what is changed | why, and the hook that is missing | needed since | serves by default "
-        "| turn off |"
+        "| name | what is changed | why, and the hook that is missing | needed since | serves by "
+        "default | turn off |"
     )
     rows = [
-        f"{len(PATCHES)} rows, each a function (or a method of fairseq's) wrapped where fairseq has no "
-        f"hook, or a hook itself (`allow-list`, `one-line-errors`); {len(GONE)} rows gone, none left "
-        "that replaces a module object or shadows a builtin.",
+        f"{len(PATCHES)} rows, each a function (or a method of fairseq's) wrapped where fairseq "
+        f"has no hook, or a hook itself (`allow-list`, `one-line-errors`); {len(GONE)} rows gone, "
+        "none left that replaces a module object or shadows a builtin.",
         "",
         header,
         "|---|---|---|---|---|---|",

@@ -102,7 +102,8 @@ def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
 
 def loading_for_task(fn, task_of, paths_of):
     """Wrap a fairseq loader that knows the task, so that ``guarded_loader``'s
-    ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against ``task_of(...)``."""
+    ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against
+    ``task_of(...)``."""
 
     @functools.wraps(fn)
     def loader(*args, **kwargs):

@@ -73,7 +73,8 @@ def naming_full_disk(save_fn):
 def starting_safely(load_fn):
     """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: for every task, the
     trainer's task becomes the task this process trains (``patch_scope.training``) and the task
-    each checkpoint fairseq loads here is checked against (``checkpoint_loading.loading_for``). For a
+    each checkpoint fairseq loads here is checked against (``checkpoint_loading.loading_for``). For
+    a
     task it serves (``_start``): hold the ``--save-dir`` lock (first rank: ``save_dir_lock.hold``),
     remove leftovers, restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the
     run if the checkpoint has spent its budget (``resume_budget``)."""

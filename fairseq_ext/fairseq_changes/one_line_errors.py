@@ -10,12 +10,9 @@ from fairseq_ext.fairseq_changes import patch_scope
 
 
 def one_line_excepthook(previous):
-    """``sys.excepthook`` that prints a ``FairseqExtError`` (also behind another exception) as one
-    line on stderr (the process still exits with 1), prints nothing for Ctrl-C
-    (``KeyboardInterrupt``) in a command of the plugin (``patch_scope.serves`` of the task of the
-    command it ended, ``patch_scope.task_of``; Python then ends the process by SIGINT, which the
-    shell shows as status 130, so that a script running it stops too), and hands every other
-    exception to ``previous``."""
+    """``sys.excepthook``: a ``FairseqExtError`` (also behind another exception) as one line (exit
+    status 1), nothing for Ctrl-C in a command the change serves (Python then ends by SIGINT,
+    status 130), every other exception to ``previous``."""
     if getattr(previous, "prints_user_errors", False):
         return previous
 

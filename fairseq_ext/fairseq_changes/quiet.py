@@ -1,26 +1,7 @@
-"""Quiet by default: fairseq's and Hydra's noise off, the user's results and the plugin's messages on.
-
-Importing fairseq logs at INFO (``Please install tensorboardX``; one of its modules runs
-``logging.basicConfig``), ``fairseq-train`` logs its whole configuration, the model's layers and
-some forty lines of set-up, fairseq's Hydra calls raise five deprecation warnings per
-configuration and its data loader torch's ``pin_memory`` warning on CPU. ``hush()`` drops them
-for the rest of the process and keeps what a user reads: the progress lines (``train_inner``,
-``train``, ``valid``: losses, BLEU, ROUGE), ``RESULTS`` (one line per checkpoint saved,
-resumed or fine-tuned from, the size of the model, the end of the training, the speed of
-decoding), every warning and error, and the plugin's own messages (docs/output.md).
-
-Who is quiet:
-
-* a fairseq command of the plugin's tasks: fairseq asks the task for its options
-  (``add_args``, ``fairseq_ext.tasks.quiet_commands``) before it builds the configuration, and a
-  task the plugin registers calls ``quiet_plugin_command`` there; ``--verbose`` (an option the
-  call adds) keeps everything. ``fairseq-hydra-train`` and Python code that set up a plugin
-  task go quiet at ``setup_task``; ``FAIRSEQ_EXT_VERBOSE=1`` keeps everything there;
-* the plugin's own command lines (``hush_command`` before they import fairseq) and the hub API's
-  ``from_pretrained`` (``verbose=True`` keeps everything).
-
-fairseq's own tasks are left as they are: their commands print the same with the plugin loaded
-as without it."""
+"""What the commands print (docs/output.md): ``hush()`` keeps the progress lines, ``RESULTS``, every
+warning and the plugin's messages, and drops fairseq's and Hydra's noise. The rows
+``quiet-commands`` and ``quiet-setup`` apply it to the plugin's tasks, ``hush_command`` to the
+plugin's own command lines, the hub to ``from_pretrained`` (``verbose=True`` keeps everything)."""
 
 from __future__ import annotations
 
@@ -55,7 +36,8 @@ NOISE = (
     r"\s*The strict flag in the compose API is deprecated",
     r"'pin_memory' argument is set as true but no accelerator is found",
 )
-VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"  # "1": everything, as --verbose (which sets it for the processes it starts)
+# "1": everything, as --verbose (which sets it for the processes it starts)
+VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"
 VERBOSE_HELP = (
     "show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
     "deprecation warnings (hidden by default)"
@@ -81,7 +63,8 @@ def _ours(entry: tuple) -> bool:
 
 def hush(verbose: bool = False) -> None:
     """Unless ``verbose``: log records of ``LOGGERS`` below WARNING, but for the progress lines and
-    ``RESULTS``, and the warnings of ``NOISE`` are dropped from now on. ``hush(True)`` brings them back."""
+    ``RESULTS``, and the warnings of ``NOISE`` are dropped from now on. ``hush(True)`` brings them
+    back."""
     _chosen[:] = [verbose]
     for name in LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)

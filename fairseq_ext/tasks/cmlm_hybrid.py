@@ -61,18 +61,19 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
     )
     length_offset: int = option(
         0,
-        "decoding: tokens added to every predicted target length before the length beam (0: mask-predict as "
-        "Ghazvininejad et al. 2019 decode); a length predictor trained on distilled targets predicts short "
-        "translations, and docs/results/speed.md chooses the offset on Multi30k val; hi_cmlm_transformer only",
+        "decoding: tokens added to every predicted target length before the length beam (0: "
+        "mask-predict as Ghazvininejad et al. 2019 decode); a length predictor trained on "
+        "distilled targets predicts short translations, and docs/results/speed.md chooses the "
+        "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
     )
     int8_decoding: bool = field(
         default=False,
         metadata={
-            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every Linear "
-            "layer, as CTranslate2's int8): faster mask-predict, outputs not identical (the BLEU "
-            "change is measured in docs/results/speed.md); fairseq-generate, fairseq-interactive "
-            "and the hub only"
+            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every "
+            "Linear layer, as CTranslate2's int8): faster mask-predict, outputs not "
+            "identical (the BLEU change is measured in docs/results/speed.md); "
+            "fairseq-generate, fairseq-interactive and the hub only"
         },
     )
 
@@ -165,7 +166,8 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
         return model
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
+        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
+        refused."""
         return self.input_lines.dataset(
             super().build_dataset_for_inference,
             src_tokens,
@@ -178,16 +180,18 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
         for model in models:
             require(
                 isinstance(model, CMLMNATransformerModel),
-                f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid decodes with "
-                "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
-                "cmlm_transformer); decode an autoregressive checkpoint with --task translation",
+                f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid "
+                "decodes with mask-predict, which needs a conditional masked LM (--arch "
+                "hi_cmlm_transformer* or cmlm_transformer); decode an autoregressive checkpoint "
+                "with --task translation",
             )
         check_mask_predict_options(args)
         for model in models:
             require(
                 hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
-                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which predicts lengths "
-                "without it; give a hi_cmlm_transformer checkpoint or drop --length-offset",
+                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which "
+                "predicts lengths without it; give a hi_cmlm_transformer checkpoint or drop "
+                "--length-offset",
             )
             if hasattr(model.decoder, "length_offset"):
                 model.decoder.length_offset = self.cfg.length_offset

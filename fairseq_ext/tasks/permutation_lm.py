@@ -112,7 +112,10 @@ class PermutationLMTask(PluginTask, UniLMTask, FairseqTask):
                 limit=limit,
                 markers=("</s>",),
                 limit_name=f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>",
-                fix="raise it, split long lines, or use --sample-break-mode none (fixed-size blocks)",
+                fix=(
+                    "raise it, split long lines, or use --sample-break-mode none (fixed-size "
+                    "blocks)"
+                ),
             )
             blocks = lines
         else:
@@ -148,8 +151,8 @@ class PermutationLMTask(PluginTask, UniLMTask, FairseqTask):
         row = first_bad_row(sizes > positions)
         if row is not None:
             raise FairseqExtError(
-                f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
-                f"{positions} positions (--max-positions); lower --tokens-per-sample"
+                f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the "
+                f"model's {positions} positions (--max-positions); lower --tokens-per-sample"
             )
 
     def build_model(self, cfg, from_checkpoint=False):

@@ -49,8 +49,8 @@ class PositionMaskedLMConfig(MaskedLMConfig):
     )
     position_keep_prob: float = option(
         0.05,
-        "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 0.05); "
-        "with --position-random-prob at most 1",
+        "of the position-masked tokens, the fraction that keeps its true position (section 2.1: "
+        "0.05); with --position-random-prob at most 1",
         range=UNIT,
     )
     position_random_prob: float = option(

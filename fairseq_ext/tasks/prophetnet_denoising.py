@@ -76,7 +76,8 @@ def _infer_lang(folder: str) -> str:
 
 
 def _language_model_data(folder: str) -> bool:
-    """``fairseq-preprocess --only-source`` without ``-s``: ``dict.txt`` and no ``dict.LANG.txt``."""
+    """``fairseq-preprocess --only-source`` without ``-s``: ``dict.txt`` and no
+    ``dict.LANG.txt``."""
     return os.path.exists(os.path.join(folder, "dict.txt")) and not glob.glob(
         os.path.join(glob.escape(folder), "dict.*.txt")
     )
@@ -102,9 +103,10 @@ class ProphetNetDenoisingTask(PluginTask, FairseqTask):
         folder = cfg.data.split(os.pathsep)[0]
         require(
             not _language_model_data(folder),
-            f"{folder} was binarized for a language model (dict.txt, no language); prophetnet_denoising reads "
-            "dict.LANG.txt and no --source-lang fits: binarize it again with fairseq-preprocess --only-source "
-            "-s LANG (e.g. -s en) and give the same --source-lang",
+            f"{folder} was binarized for a language model (dict.txt, no language); "
+            "prophetnet_denoising reads dict.LANG.txt and no --source-lang fits: binarize it "
+            "again with fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same "
+            "--source-lang",
         )
         if cfg.source_lang is None:
             cfg.source_lang = _infer_lang(folder)

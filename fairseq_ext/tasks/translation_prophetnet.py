@@ -87,7 +87,8 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
         self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def build_model(self, cfg, from_checkpoint=False):
-        """With ``--eval-rouge``, the generator that validation decodes with (``RougeValidation``)."""
+        """With ``--eval-rouge``, the generator that validation decodes with
+        (``RougeValidation``)."""
         model = super().build_model(cfg, from_checkpoint)
         self.rouge.prepare(self, model, from_checkpoint)
         return model
@@ -104,7 +105,8 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
         self.rouge.reduce(logging_outputs)
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
+        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
+        refused."""
         return self.input_lines.dataset(
             super().build_dataset_for_inference,
             src_tokens,

@@ -2,7 +2,8 @@
 """Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (Su 2019, section
 "Seq2Seq"): a pair becomes ``<s> source </s> target </s>`` with segment ids under the prefix
 mask, on fairseq's ``translation`` data with RoBERTa's ``<mask>``, ``--keep-tokens``, beam search
-that stays within the positions table and validation ROUGE (``--eval-rouge``, ``tasks.rouge_validation``)."""
+that stays within the positions table and validation ROUGE (``--eval-rouge``,
+``tasks.rouge_validation``)."""
 
 import logging
 from dataclasses import dataclass, field
@@ -53,10 +54,10 @@ class UniLMSeq2SeqConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 def source_fills_table(split: str, row: int, size: int, positions: int) -> FairseqExtError:
     return FairseqExtError(
-        f"{split} source line {row + 1} has {size} tokens with </s>; with <s> that is {size + 1} of "
-        f"the model's {positions} positions (--max-positions), leaving none for the target: filter "
-        "or shorten long sources (data_prep/spm.py clean-pair --max-words), or train a model with "
-        "more positions"
+        f"{split} source line {row + 1} has {size} tokens with </s>; with <s> that is {size + 1} "
+        f"of the model's {positions} positions (--max-positions), leaving none for the target: "
+        "filter or shorten long sources (data_prep/spm.py clean-pair --max-words), or train a "
+        "model with more positions"
     )
 
 
@@ -186,9 +187,10 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
             row = first_bad_row(total > P)
             if row is not None:
                 raise FairseqExtError(
-                    f"{split} line {row + 1}: the source ({int(dataset.src_sizes[row])} tokens with </s>) "
-                    f"and target ({int(dataset.tgt_sizes[row])} with </s>) need {int(total[row])} positions, "
-                    f"more than the model's {P} (--max-positions); filter or shorten such pairs"
+                    f"{split} line {row + 1}: the source ({int(dataset.src_sizes[row])} tokens "
+                    f"with </s>) and target ({int(dataset.tgt_sizes[row])} with </s>) need "
+                    f"{int(total[row])} positions, more than the model's {P} (--max-positions); "
+                    "filter or shorten such pairs"
                 )
 
     def check_input_length(self, line: int, length: int) -> None:
