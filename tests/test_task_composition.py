@@ -115,3 +115,28 @@ def test_the_check_finds_a_tower_of_mixins():
         "Interface" in f for f in faults
     )  # an interface of this test module, not of fairseq_ext.common.interfaces
     assert "4 bases" in composition_faults(Deeper)
+
+
+def test_plugin_tasks_step_is_fairseqs_with_current_autocast_unless_the_parent_has_its_own(
+    monkeypatch,
+):
+    """``PluginTask.train_step``: ``amp_train_step`` where the parent's step is
+    ``FairseqTask.train_step``, the parent's own step (``translation_lev``'s noise) otherwise."""
+    from fairseq.tasks import FairseqTask
+    from fairseq.tasks.translation_lev import TranslationLevenshteinTask
+
+    from fairseq_ext.tasks import amp_train_step
+
+    monkeypatch.setattr(amp_train_step, "train_step", lambda *args: ("amp", args))
+    monkeypatch.setattr(TranslationLevenshteinTask, "train_step", lambda self, *a: ("lev", a))
+
+    class OnFairseqsStep(PluginTask, FairseqTask):
+        pass
+
+    class OnItsParentsStep(PluginTask, TranslationLevenshteinTask):
+        pass
+
+    step = ("sample", "model", "criterion", "optimizer", 3, False)
+    assert OnFairseqsStep.train_step(object.__new__(OnFairseqsStep), *step) == ("amp", step)
+    assert OnItsParentsStep.train_step(object.__new__(OnItsParentsStep), *step) == ("lev", step)
+    assert PLUGIN_TASKS["cmlm_hybrid"].__mro__[2] is TranslationLevenshteinTask
