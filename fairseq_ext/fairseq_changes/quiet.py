@@ -36,7 +36,7 @@ NOISE = (
     r"\s*The strict flag in the compose API is deprecated",
     r"'pin_memory' argument is set as true but no accelerator is found",
 )
-# "1": everything, as --verbose (which sets it for the processes it starts)
+# "1": everything, as --verbose (set by ``quiet_commands`` for the processes a command starts)
 VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"
 VERBOSE_HELP = (
     "show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
