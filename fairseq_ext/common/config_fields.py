@@ -48,11 +48,8 @@ class Range:
 def option(
     default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None
 ) -> Any:
-    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in. The
-    choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs; or,
-    where they are the keys of a ``registry`` that can grow after import (a mask registered by a
-    user), a plain ``str`` field that ``check_config`` checks against the registry as it is when
-    the model is built (a ``ChoiceEnum`` would freeze the keys of import time)."""
+    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in;
+    ``registry``: choices that can grow after import, checked by ``check_config`` at build time."""
     metadata = {"help": help}
     if range is not None:
         metadata["range"] = range
@@ -84,18 +81,15 @@ def fields_of(config: type) -> Iterator[dataclasses.Field]:
 
 
 def add_config_args(parser, config: type) -> None:
-    """The config's options on a model's argparse parser, beside those of the fairseq model it
-    extends (no defaults there: an unset option stays unset so that a named architecture can
-    choose it, as fairseq's own models do)."""
+    """The config's options on a model's argparse parser, without defaults (an unset option stays
+    unset for a named architecture to choose, as in fairseq's models)."""
     gen_parser_from_dataclass(parser, config(), delete_default=True)
 
 
 def model_config(model: type) -> type:
-    """The dataclass of a plugin model's own options: the one fairseq records for a model
-    registered with it (``register_model(name, dataclass=...)``), else the ``options_config`` of
-    a model that extends one of fairseq's argparse-configured models (CMLM, Transformer,
-    RoBERTa), whose ``add_args`` adds it to the parent's options: registered with a dataclass,
-    such a model would lose its parent's options from fairseq's ``cfg.model``."""
+    """The dataclass of a plugin model's own options: the one registered with it, else its
+    ``options_config`` (a model extending fairseq's argparse-configured CMLM, Transformer or
+    RoBERTa)."""
     return getattr(model, "__dataclass", None) or model.options_config
 
 

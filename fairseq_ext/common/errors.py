@@ -42,9 +42,8 @@ def note(message: str) -> None:
 
 
 def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
-    """The ``FairseqExtError`` behind ``exc``, if any: fairseq sometimes re-raises a generic
-    exception from inside an ``except`` block (e.g. "Cannot load model parameters ..."), which
-    keeps ours as the context."""
+    """The ``FairseqExtError`` behind ``exc`` (fairseq re-raises some errors from an ``except``
+    block, which keeps ours as the context), or None."""
     seen = set()
     while exc is not None and id(exc) not in seen:
         if isinstance(exc, FairseqExtError):

@@ -22,9 +22,8 @@ _NOT_PIECES = re.compile(
 
 
 def load_sentencepiece(path: str, option: str):
-    """``sentencepiece.SentencePieceProcessor`` of the file ``path``; a file that is no
-    sentencepiece
-    model is one line naming ``option``."""
+    """The sentencepiece model of the file ``path``; a file that is no model is one line naming
+    ``option``."""
     import sentencepiece
 
     require(
@@ -112,10 +111,8 @@ def refuse_raw_text(sentence: str, index: int, method: str) -> None:
 
 
 def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
-    """``build(cfg)`` (fairseq's ``FairseqTask.build_bpe``) where ``cfg`` asks for
-    ``--bpe sentencepiece``: the model file is read first (one line if it is no model) and the
-    built model is checked against ``dictionary`` (``check_coverage``; a warning is a note on
-    stderr). A path that does not exist is left to fairseq's own loading."""
+    """fairseq's ``build_bpe(cfg)``; for ``--bpe sentencepiece`` the model is read first (one line
+    if it is none) and checked against ``dictionary`` (``check_coverage``)."""
     name = getattr(cfg, "_name", None) or getattr(cfg, "bpe", None)
     if name != "sentencepiece":
         return build(cfg)
@@ -131,9 +128,8 @@ def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
 def checked_sentencepiece(
     path: str, option: str, dictionary_path: str, script: str, dictionary_option: str = "--dict"
 ):
-    """For a data script: the sentencepiece model ``path`` (``option``), checked against the fairseq
-    ``dict.txt`` the script binarizes with (``dictionary_option``); a refusal exits with one line
-    (``SCRIPT: error: ...``) before anything is written, a warning is one line on stderr."""
+    """For a data script: the model ``path`` checked against the ``dict.txt`` it binarizes with; a
+    refusal exits with one line before anything is written."""
 
     def warn(message: str) -> None:
         sys.stderr.write(f"{script}: warning: {message}\n")
