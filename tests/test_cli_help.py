@@ -12,7 +12,7 @@ from fairseq import options
 from fairseq.models import ARCH_MODEL_INV_REGISTRY
 
 from fairseq_ext.common.config_fields import flag
-from fairseq_ext.common.options_table import _own_fields, registered
+from fairseq_ext.options_table import _own_fields, registered
 from tests.conftest import USER_DIR, run
 
 ENTRIES = {

@@ -1,5 +1,8 @@
 """The plugin's import structure: no module of ``fairseq_ext`` imports another in a circle
-(function-level imports included), the product never imports the reproduction machinery,
+(function-level imports included), its packages form layers with one import back up (the
+checkpoint tools' use of ``fairseq_changes``), ``common`` imports no other package, only
+``fairseq_changes`` changes Python's hooks, logging or warnings (and reads ``sys.argv`` only for
+``--help``), the product never imports the reproduction machinery,
 ``fairseq_ext.masking`` imports nothing of fairseq (DESIGN: the mask layer is pure torch), and
 no module reads or writes a private attribute of argparse (options go through fairseq's
 ``gen_parser_from_dataclass`` and argparse's public methods).
@@ -88,6 +91,62 @@ def test_no_import_circle_in_the_plugin():
     assert cycles(graph) == []
 
 
+def package(module: str) -> str:
+    """``fairseq_ext.tasks.base`` -> ``tasks``; a top-level module is its own package."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+# the one import from a lower layer back up: the checkpoint tools (their command line, the save
+# locks) use fairseq_changes (quiet, the excepthook, output_files), whose rows call their checks
+BACK_UP = {("checkpoints", "fairseq_changes")}
+
+
+def package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, targets in import_graph().items():
+        graph.setdefault(package(module), set()).update(package(t) for t in targets)
+    return {name: targets - {name} for name, targets in graph.items()}
+
+
+def test_the_packages_form_layers_with_one_import_back_up():
+    graph = package_graph()
+    assert all(b in graph[a] for a, b in BACK_UP), "an allowed import back up is gone: drop it"
+    assert cycles({a: {b for b in bs if (a, b) not in BACK_UP} for a, bs in graph.items()}) == []
+    assert graph["common"] == set(), "common/ is the ground floor"
+
+
+CHANGES_PYTHON = {"setLevel", "filterwarnings", "simplefilter", "excepthook", "meta_path"}
+
+
+def test_only_fairseq_changes_changes_pythons_hooks_logging_or_warnings():
+    """``excepthook`` and ``meta_path`` assigned or changed, a logger's level, a warnings filter;
+    ``sys.argv`` read in ``fairseq_changes`` only by the ``--help`` row (``cli_help``)."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        restored = {  # inside ``with warnings.catch_warnings():`` nothing outlasts the block
+            id(inner)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.With) and "catch_warnings" in ast.unparse(node.items[0])
+            for inner in ast.walk(node)
+        }
+        for node in ast.walk(tree):
+            if id(node) in restored:
+                continue
+            if isinstance(node, ast.Attribute) and node.attr in CHANGES_PYTHON:
+                if node.attr == "excepthook" and not isinstance(node.ctx, ast.Store):
+                    continue
+                found.add((path.relative_to(PACKAGE).parts[0], node.attr))
+            if isinstance(node, ast.Attribute) and node.attr == "argv":
+                found.add((str(path.relative_to(PACKAGE)), "argv"))
+    changes = {where for where, what in found if what != "argv"}
+    assert changes == {"fairseq_changes"}, sorted(found)
+    assert {w for w, what in found if what == "argv" and w.startswith("fairseq_changes")} == {
+        "fairseq_changes/cli_help.py"
+    }
+
+
 def test_product_never_imports_the_reproduction_machinery():
     offenders = [
         str(p.relative_to(ROOT))
@@ -121,7 +180,8 @@ def test_masking_layer_imports_no_fairseq():
 
 
 def private_argparse_names() -> set[str]:
-    """The private attributes of an argparse parser and of its argument groups, and argparse's own."""
+    """The private attributes of an argparse parser and of its argument groups, and argparse's
+    own."""
     parser = argparse.ArgumentParser()
     group = parser.add_argument_group("options")
     names = (

@@ -1,10 +1,10 @@
-"""docs/options.md is what ``fairseq_ext.common.options_table`` generates from the dataclass configs
-(regenerate with ``python -m fairseq_ext.common.options_table > docs/options.md``), and the table
+"""docs/options.md is what ``fairseq_ext.options_table`` generates from the dataclass configs
+(regenerate with ``python -m fairseq_ext.options_table > docs/options.md``), and the table
 reads the configs rather than a copy: a changed default shows up in it."""
 
 import dataclasses
 
-from fairseq_ext.common import options_table
+from fairseq_ext import options_table
 from fairseq_ext.common.config_fields import Range, option
 from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 from tests.conftest import ROOT
@@ -13,7 +13,7 @@ from tests.conftest import ROOT
 def test_committed_options_page_equals_the_generated_one():
     committed = (ROOT / "docs" / "options.md").read_text(encoding="utf-8")
     assert committed == options_table.options_page(), (
-        "docs/options.md is stale: python -m fairseq_ext.common.options_table > docs/options.md"
+        "docs/options.md is stale: python -m fairseq_ext.options_table > docs/options.md"
     )
 
 

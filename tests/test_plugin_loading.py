@@ -27,7 +27,7 @@ def state():  # imports nothing of the plugin: fairseq skips a --user-dir that i
             "ngram_language_loss" in CRITERION_REGISTRY,
             getattr(checkpoint_utils.load_checkpoint_to_cpu, "fairseq_ext_patch", None) == "checked-loading",
             getattr(PathManager.copy, "fairseq_ext_patch", None) == "atomic-copy",
-            getattr(sys.excepthook, "__module__", None) == "fairseq_ext.common.errors"]
+            getattr(sys.excepthook, "__module__", None) == "fairseq_ext.fairseq_changes.one_line_errors"]
 """
 
 
@@ -140,7 +140,7 @@ except SystemExit as stop:
 )
 def test_user_dir_registers_whatever_was_imported_first(first):
     """fairseq's ``import_user_module`` skips a package already in ``sys.modules``; the plugin's
-    step after it (``plugin.load_on_user_dir``) registers anyway. fairseq-train's main, in process."""
+    step after it (the ``user-dir`` row of ``fairseq_changes``) registers anyway. fairseq-train's main, in process."""
     out = python("import sys\n" + first + FAIRSEQ_TRAIN_HELP).splitlines()
     assert "  --hybrid-strategy {all_mask,all_copied,weighted_sum,fence_replace}" in out, out[-20:]
     assert out[-1] == "True exit 0"
@@ -155,9 +155,9 @@ def test_user_dir_registers_when_asked_again_after_the_masks():
     )
     out = python(
         "from fairseq import options, utils\nimport fairseq_ext.masking\n"
-        f"print({parse}.task, {parse}.arch, utils.import_user_module.fairseq_ext_loads)"
+        f"print({parse}.task, {parse}.arch, utils.import_user_module.fairseq_ext_patch)"
     )
-    assert out.splitlines()[-1] == "unilm_seq2seq unilm_transformer_tiny True"
+    assert out.splitlines()[-1] == "unilm_seq2seq unilm_transformer_tiny user-dir"
 
 
 def test_plain_fairseq_train_registers():

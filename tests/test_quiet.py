@@ -64,7 +64,7 @@ def test_hush_drops_the_noise_and_verbose_brings_it_back():
         ["-m", "fairseq_ext.analysis", "--help"],
         ["-m", "fairseq_ext.analysis.draw_mask", "--help"],
         ["-m", "fairseq_ext.checkpoints", "--help"],
-        ["-m", "fairseq_ext.common.options_table"],
+        ["-m", "fairseq_ext.options_table"],
         [ROOT / "data_prep" / "keep_tokens.py", "--help"],
     ],
     ids=lambda c: str(c[1]).rsplit("/", 1)[-1],
@@ -74,9 +74,7 @@ def test_plugin_commands_print_no_fairseq_import_log(command):
 
 
 def test_options_table_verbose_shows_fairseqs_log():
-    assert (
-        FAIRSEQ_IMPORT_LOG in python("-m", "fairseq_ext.common.options_table", "--verbose").stderr
-    )
+    assert FAIRSEQ_IMPORT_LOG in python("-m", "fairseq_ext.options_table", "--verbose").stderr
 
 
 def test_convert_prints_only_the_plugins_messages_unless_verbose(tmp_path):

@@ -23,7 +23,7 @@ import sys
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below
-    quiet.hush_command()
+    quiet.hush_command(sys.argv[1:])
 
 from fairseq_ext.analysis.generate_output import read_generate_output  # noqa: E402
 from fairseq_ext.analysis.iterations import (

@@ -29,7 +29,7 @@ from torch import Tensor
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
-    quiet.hush_command()
+    quiet.hush_command(sys.argv[1:])
 
 from fairseq_ext.masking import (  # noqa: E402
     ATTENTION_VARIANTS,

@@ -44,11 +44,10 @@ def read_labels(path: str | Path) -> list[str]:
 def predict(checkpoint: str, data: str, batch_size: int = 64) -> list[str]:
     """The label the fine-tuned model predicts for every dev example, in file order."""
     import torch
-    from fairseq import checkpoint_utils
+    from fairseq import checkpoint_utils, utils
 
-    from fairseq_ext import plugin
-
-    plugin.load()
+    # the plugin loaded as fairseq's --user-dir loads it (its models and the changes of fairseq)
+    utils.import_user_module(argparse.Namespace(user_dir=str(Path(__file__).parents[1])))
     (model,), _, task = checkpoint_utils.load_model_ensemble_and_task(
         [checkpoint], arg_overrides={"data": data}
     )

@@ -4,11 +4,10 @@
   ``allow_list`` (which also lists what a file pickles: ``pickled_globals``, ``unsafe_globals``);
 * ``checks``, ``overrides``, ``families``, ``dictionaries``, ``shapes``: what a checkpoint must
   satisfy before a model is built from it;
-* ``fairseq_loading``: fairseq's loaders as ``fairseq_changes`` replaces them, running the checks;
-* ``saving``: saving without losing work to a kill or a full disk; ``save_dir_lock``: one training
-  per ``--save-dir``; ``resume_budget``: a resume trains no further than its budget;
-  ``resuming``: what a training starts from is there, and a resume has the model options it was
-  trained with;
+* ``saving``: saving without losing work to a kill or a full disk (applied by
+  ``fairseq_changes.checkpoint_saving``); ``save_dir_lock``: one training per ``--save-dir``;
+  ``resume_budget``: a resume trains no further than its budget; ``resuming``: what a training
+  starts from is there, and a resume has the model options it was trained with;
 * ``starting``: a new model started from the weights of another checkpoint;
 * ``exporting``: ``export_weights``, a weights-only copy; ``converted``: a converted model
   written as a fairseq checkpoint;

@@ -8,16 +8,18 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import zipfile
 
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
-    quiet.hush_command()
+    quiet.hush_command(sys.argv[1:])
 
 from fairseq_ext.checkpoints.allow_list import pickled_globals, unsafe_globals  # noqa: E402
 from fairseq_ext.checkpoints.exporting import export_weights  # noqa: E402
-from fairseq_ext.common.errors import install_cli_excepthook, note  # noqa: E402
+from fairseq_ext.common.errors import note  # noqa: E402
+from fairseq_ext.fairseq_changes.one_line_errors import install_cli_excepthook  # noqa: E402
 
 USAGE = __doc__
 

@@ -1,7 +1,7 @@
 """What a loaded checkpoint must satisfy before a model is built from it: a fairseq checkpoint
 (a dict with ``model`` and ``cfg``/``args``), finite weights, a task of the family that trained
 it (``families``), and the dictionaries it was trained with (``dictionaries``).
-``fairseq_loading`` runs these checks on every load that serves the plugin; ``overrides``
+``fairseq_changes.checkpoint_loading`` runs these checks on every load that serves the plugin; ``overrides``
 checks ``--model-overrides``.
 """
 

@@ -4,10 +4,10 @@ is not trained further.
 fairseq checks ``--max-update`` only after an update, so resuming a checkpoint at update 2 with
 ``--max-update 1`` (or running a finished training's command again) trains one more update and
 overwrites ``checkpoint_last.pt``; past ``--max-epoch`` it trains nothing, without a word.
-``stop_if_spent`` runs once the checkpoint is loaded (``saving.starting_safely``): where the
-budget is spent, it says so in one line and ends the run with exit status 0 before anything is
-trained or written, so that a driver may run a finished training's command again and find the
-checkpoint byte for byte as it was.
+``stop_if_spent`` runs once the checkpoint is loaded (``fairseq_changes.checkpoint_saving``):
+where the budget is spent, it says so in one line and ends the run with exit status 0 before
+anything is trained or written, so that a driver may run a finished training's command again
+and find the checkpoint byte for byte as it was.
 """
 
 from __future__ import annotations

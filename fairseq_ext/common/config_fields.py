@@ -1,8 +1,6 @@
-"""The plugin's options as fields of fairseq dataclass configs (``FairseqDataclass``, fairseq's
-convention for model, task and criterion configs): ``option`` writes an option's default, its
-help (with the paper's section) and its range once; the command line (``add_config_args``), the
-defaults of a named architecture (``fill_defaults``), the build-time check (``check_config``) and
-the options table (``fairseq_ext.common.options_table``) all read that one field."""
+"""The plugin's options as fields of fairseq dataclass configs: ``option`` states an option's
+default, help (with the paper's section) and range once, for the command line, ``fill_defaults``,
+``check_config`` and ``fairseq_ext.options_table``."""
 
 from __future__ import annotations
 
@@ -39,7 +37,8 @@ class Range:
 
     def __str__(self) -> str:
         if self.low is not None and self.high is not None:
-            return f"in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+            left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
+            return f"in {left}{self.low:g}, {self.high:g}{right}"
         finite = "a finite number " if self.finite else ""
         if self.low is not None:
             return f"{finite}{'>' if self.low_open else '>='} {self.low:g}"
@@ -49,11 +48,8 @@ class Range:
 def option(
     default: Any, help: str, *, range: Optional[Range] = None, registry: Optional[Mapping] = None
 ) -> Any:
-    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in. The
-    choices of a string option are its type, a ``ChoiceEnum``, as in fairseq's own configs; or,
-    where they are the keys of a ``registry`` that can grow after import (a mask registered by a
-    user), a plain ``str`` field that ``check_config`` checks against the registry as it is when
-    the model is built (a ``ChoiceEnum`` would freeze the keys of import time)."""
+    """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in;
+    ``registry``: choices that can grow after import, checked by ``check_config`` at build time."""
     metadata = {"help": help}
     if range is not None:
         metadata["range"] = range
@@ -67,7 +63,8 @@ def flag(name: str) -> str:
 
 
 def choices_of(f: dataclasses.Field) -> Optional[Sequence[str]]:
-    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else None."""
+    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else
+    None."""
     if "registry" in f.metadata:
         return list(f.metadata["registry"])
     kind = f.type
@@ -84,18 +81,15 @@ def fields_of(config: type) -> Iterator[dataclasses.Field]:
 
 
 def add_config_args(parser, config: type) -> None:
-    """The config's options on a model's argparse parser, beside those of the fairseq model it
-    extends (no defaults there: an unset option stays unset so that a named architecture can
-    choose it, as fairseq's own models do)."""
+    """The config's options on a model's argparse parser, without defaults (an unset option stays
+    unset for a named architecture to choose, as in fairseq's models)."""
     gen_parser_from_dataclass(parser, config(), delete_default=True)
 
 
 def model_config(model: type) -> type:
-    """The dataclass of a plugin model's own options: the one fairseq records for a model
-    registered with it (``register_model(name, dataclass=...)``), else the ``options_config`` of
-    a model that extends one of fairseq's argparse-configured models (CMLM, Transformer,
-    RoBERTa), whose ``add_args`` adds it to the parent's options: registered with a dataclass,
-    such a model would lose its parent's options from fairseq's ``cfg.model``."""
+    """The dataclass of a plugin model's own options: the one registered with it, else its
+    ``options_config`` (a model extending fairseq's argparse-configured CMLM, Transformer or
+    RoBERTa)."""
     return getattr(model, "__dataclass", None) or model.options_config
 
 

@@ -1,12 +1,7 @@
-"""The plugin's four families, one entry each: the fairseq tasks that train and decode it, the
-models it registers, the interface of the Python API that serves it, and the pictures of its
-masks (``analysis.draw_mask``). HI-CMLM: Wang et al. 2021; ProphetNet: Qi et al. 2020; UniLM
-on one stack: Su 2019; position masking: Wagner et al. 2020.
-
-Names only (no fairseq, no torch): the hub reads which interface serves a checkpoint's task,
-and the one-stack model which ``--attention-mask`` a task trains; the masks themselves are
-rules of ``masking`` that know no task.
-"""
+"""The plugin's four families, one entry each: the tasks that train and decode it, its models, the
+hub interface that serves it and the pictures of its masks (HI-CMLM: Wang et al. 2021;
+ProphetNet: Qi et al. 2020; UniLM on one stack: Su 2019; position masking: Wagner et al. 2020).
+Names only: no fairseq, no torch."""
 
 from __future__ import annotations
 
@@ -91,7 +86,8 @@ FAMILIES: tuple[Family, ...] = (
 
 
 def masks_of_task(task: str) -> tuple[str, ...]:
-    """The ``--attention-mask`` names that ``task`` trains (none for a task of no one-stack family)."""
+    """The ``--attention-mask`` names that ``task`` trains (none for a task of no one-stack
+    family)."""
     return next((f.attention_masks[task] for f in FAMILIES if task in f.attention_masks), ())
 
 

@@ -1,7 +1,5 @@
-"""What the plugin's models ask of the task that builds them, as abstract classes a task
-implements: the attention script a one-stack model runs by default (Su 2019, "From Language
-Models to Seq2Seq") and the position masking of Wagner et al. 2020 (section 2.1). Tasks and
-models both import this module; neither imports the other for it."""
+"""What the plugin's models ask of the task that builds them, as abstract classes a task implements
+(Su 2019, "From Language Models to Seq2Seq"; Wagner et al. 2020, section 2.1)."""
 
 from __future__ import annotations
 
@@ -19,12 +17,9 @@ class UniLMTask(ABC):
 
 
 class PositionMaskingTask(ABC):
-    """A task that masks positions (``position_masked_lm``). Its batches carry
-    ``net_input["src_positions"]`` ``(B, T)``, the input position index of every token
-    (``MASK_POSITION`` where the mask-position embedding replaces it), and
-    ``position_target`` ``(B, T)``, the original position of every position-masked token
-    (``NO_POSITION_LABEL`` elsewhere). ``position_masked_roberta`` builds its mask-position
-    embedding and position classifier only for such a task."""
+    """A task that masks positions (``position_masked_lm``): its batches carry
+    ``net_input["src_positions"]`` and ``position_target`` ``(B, T)``, which
+    ``position_masked_roberta`` reads."""
 
     @abstractmethod
     def longest_example(self) -> int:

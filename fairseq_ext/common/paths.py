@@ -1,9 +1,6 @@
-"""Checks of one path a user gave, each a ``FairseqExtError`` naming the path, what is wrong and
-the fix: a file or folder that is missing, of the other kind or unreadable, a folder that cannot
-be written (probed with an empty file, so a read-only mount or a folder without permission is
-found before any work), and a dictionary whose last line is cut (a ``fairseq-preprocess`` or a
-copy that ran out of disk space). ``fairseq_ext.fairseq_changes.preflight`` says which paths of a command are
-checked; nothing here writes anything that stays."""
+"""Checks of one path a user gave, each a ``FairseqExtError`` naming the path, what is wrong and the
+fix: missing, of the other kind, unreadable, a folder that cannot be written (probed with an empty
+file), a dictionary cut short. Nothing written here stays."""
 
 from __future__ import annotations
 
@@ -83,8 +80,9 @@ def require_writable_folder(path: str, option: str, what: str) -> None:
         os.close(descriptor)
     except OSError as exc:
         raise FairseqExtError(
-            f"cannot write {what} to {option} {path}: {exc.strerror}. Give a {option} on a writable filesystem that "
-            "you may create files in (or make this one writable), and run again"
+            f"cannot write {what} to {option} {path}: {exc.strerror}. Give a {option} on a "
+            "writable filesystem that you may create files in (or make this one writable), and "
+            "run again"
         ) from None
     os.remove(probe)
 
@@ -103,6 +101,7 @@ def refuse_cut_dictionary(path: str) -> None:
     line = data.count(b"\n") + 1
     raise FairseqExtError(
         f"dictionary {path} is cut short: its last line, line {line} {last[:40]!r}{count}, ends "
-        "without a newline, as when fairseq-preprocess runs out of disk space while writing it. Check the free disk "
-        "space (df -h), then run fairseq-preprocess again into an empty --destdir"
+        "without a newline, as when fairseq-preprocess runs out of disk space while writing it. "
+        "Check the free disk space (df -h), then run fairseq-preprocess again into an empty "
+        "--destdir"
     )

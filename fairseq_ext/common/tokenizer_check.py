@@ -1,26 +1,8 @@
-"""A sentencepiece model checked against the dictionary it feeds, wherever the plugin tokenises
-(``fairseq-interactive`` and ``fairseq-generate`` with ``--bpe sentencepiece``: ``checked_bpe``,
-from the build_bpe of the plugin's sequence-to-sequence tasks; the hub; the data scripts that
-encode with a model and a dictionary, ``data_prep/word_order.py``, ``headline_match.py`` and
-``common.sh`` with ``SRCDICT``: ``checked_sentencepiece``). Importing it imports neither fairseq nor sentencepiece.
-
-A dictionary built from text that a model encoded holds only that model's pieces, so the share
-of the dictionary's symbols that are pieces of the model (its *coverage*; the special symbols
-``<...>`` and fairseq's ``madeupwordNNNN`` padding left out) is 1.0 for the right model. Another
-model gives other pieces: the shipped quickstart dictionary (6000 symbols) is covered 5% by a
-300-piece model of the same text, 45% by a 4000-piece one, and encoding with either gives
-``<unk>`` for the pieces the dictionary lacks and garbage translations, without a word from
-fairseq. So:
-
-* under ``REFUSED_BELOW`` the model is refused with one line (it cannot be the dictionary's);
-* under ``COVERED`` it is warned about: a dictionary joined from two models (one per language)
-  is covered only in part by each, which a user may mean;
-* a file that is no sentencepiece model at all is one line, not sentencepiece's
-  ``RuntimeError: ... could not parse ModelProto``.
-
-Without a tokenizer the hub takes pieces; ``refuse_raw_text`` refuses text that holds none of
-the ``\u2581`` word marks of a sentencepiece dictionary.
-"""
+"""A sentencepiece model checked against the dictionary it feeds (``checked_bpe`` for ``--bpe
+sentencepiece``, ``checked_sentencepiece`` for the hub and data scripts): refused below
+``REFUSED_BELOW`` coverage of the dictionary's symbols, warned about below ``COVERED``; text
+without word marks refused where pieces are expected (``refuse_raw_text``). Imports neither
+fairseq nor sentencepiece."""
 
 from __future__ import annotations
 
@@ -40,8 +22,8 @@ _NOT_PIECES = re.compile(
 
 
 def load_sentencepiece(path: str, option: str):
-    """``sentencepiece.SentencePieceProcessor`` of the file ``path``; a file that is no sentencepiece
-    model is one line naming ``option``."""
+    """The sentencepiece model of the file ``path``; a file that is no model is one line naming
+    ``option``."""
     import sentencepiece
 
     require(
@@ -54,9 +36,9 @@ def load_sentencepiece(path: str, option: str):
     except (RuntimeError, OSError) as exc:
         reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
         raise FairseqExtError(
-            f"{option} {path} is not a sentencepiece model (sentencepiece cannot read it: {reason}); "
-            "give the .model file that spm_train (data_prep/spm.py train) wrote and that encoded "
-            "the training data, e.g. the spm.model beside the checkpoint"
+            f"{option} {path} is not a sentencepiece model (sentencepiece cannot read it: "
+            f"{reason}); give the .model file that spm_train (data_prep/spm.py train) wrote and "
+            "that encoded the training data, e.g. the spm.model beside the checkpoint"
         ) from None
 
 
@@ -66,7 +48,8 @@ def pieces(processor) -> set[str]:
 
 
 def dictionary_symbols(path: str) -> list[str]:
-    """The symbols of a fairseq ``dict.txt`` (its lines' first fields), for scripts that do not load fairseq."""
+    """The symbols of a fairseq ``dict.txt`` (its lines' first fields), for scripts that do not
+    load fairseq."""
     with open(path, encoding="utf-8") as f:
         return [line.split()[0] for line in f if line.strip()]
 
@@ -91,8 +74,8 @@ def check_coverage(
     if total == 0 or covered >= COVERED * total:
         return
     share = (
-        f"the sentencepiece model {model} ({len(model_pieces)} pieces) has only {covered} of the {total} "
-        f"symbols of {dictionary} ({100 * covered / total:.0f}%)"
+        f"the sentencepiece model {model} ({len(model_pieces)} pieces) has only {covered} of the "
+        f"{total} symbols of {dictionary} ({100 * covered / total:.0f}%)"
     )
     if covered < REFUSED_BELOW * total:
         raise FairseqExtError(
@@ -102,8 +85,8 @@ def check_coverage(
             "checkpoint"
         )
     warn(
-        f"{share}: expected only if the dictionary was joined from several models (one per language); otherwise "
-        "give the sentencepiece model that encoded the training data"
+        f"{share}: expected only if the dictionary was joined from several models (one per "
+        "language); otherwise give the sentencepiece model that encoded the training data"
     )
 
 
@@ -119,19 +102,17 @@ def refuse_raw_text(sentence: str, index: int, method: str) -> None:
     with no ``WORD_MARK`` is raw text, refused with one line saying how to give the tokenizer."""
     require(
         not sentence.strip() or WORD_MARK in sentence,
-        f"{method}: sentences[{index}] is raw text ({sentence.strip()!r:.60}), but this model was loaded without "
-        f"a tokenizer (no spm.model in its folder), so it takes sentencepiece pieces (e.g. "
-        f"'{WORD_MARK}A {WORD_MARK}man ...'): put the sentencepiece model that encoded its training data in the "
-        "folder as spm.model, or give from_pretrained(..., bpe='sentencepiece', sentencepiece_model=PATH), or pass "
-        "the input as pieces",
+        f"{method}: sentences[{index}] is raw text ({sentence.strip()!r:.60}), but this model was "
+        "loaded without a tokenizer (no spm.model in its folder), so it takes sentencepiece "
+        f"pieces (e.g. '{WORD_MARK}A {WORD_MARK}man ...'): put the sentencepiece model that "
+        "encoded its training data in the folder as spm.model, or give from_pretrained(..., "
+        "bpe='sentencepiece', sentencepiece_model=PATH), or pass the input as pieces",
     )
 
 
 def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
-    """``build(cfg)`` (fairseq's ``FairseqTask.build_bpe``) where ``cfg`` asks for
-    ``--bpe sentencepiece``: the model file is read first (one line if it is no model) and the
-    built model is checked against ``dictionary`` (``check_coverage``; a warning is a note on
-    stderr). A path that does not exist is left to fairseq's own loading."""
+    """fairseq's ``build_bpe(cfg)``; for ``--bpe sentencepiece`` the model is read first (one line
+    if it is none) and checked against ``dictionary`` (``check_coverage``)."""
     name = getattr(cfg, "_name", None) or getattr(cfg, "bpe", None)
     if name != "sentencepiece":
         return build(cfg)
@@ -147,9 +128,8 @@ def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
 def checked_sentencepiece(
     path: str, option: str, dictionary_path: str, script: str, dictionary_option: str = "--dict"
 ):
-    """For a data script: the sentencepiece model ``path`` (``option``), checked against the fairseq
-    ``dict.txt`` the script binarizes with (``dictionary_option``); a refusal exits with one line
-    (``SCRIPT: error: ...``) before anything is written, a warning is one line on stderr."""
+    """For a data script: the model ``path`` checked against the ``dict.txt`` it binarizes with; a
+    refusal exits with one line before anything is written."""
 
     def warn(message: str) -> None:
         sys.stderr.write(f"{script}: warning: {message}\n")

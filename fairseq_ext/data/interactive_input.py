@@ -101,8 +101,3 @@ class InteractiveInputLines:
         self.lines_seen = first - 1 + len(src_lengths)
         dataset = build(src_tokens, src_lengths, constraints=constraints)
         return SkippedRows(dataset, empty) if empty else dataset
-
-
-def replacing_buffered_read(fairseqs_buffered_read):
-    """The ``interactive-utf8`` row: ``buffered_read`` in place of fairseq-interactive's."""
-    return buffered_read

@@ -1,38 +1,8 @@
-"""Every way the plugin changes fairseq (and Python) beyond registering its tasks, models and
-criteria: one table, ``PATCHES``, applied by ``install()``.
-
-fairseq's own extension points come first: a task of the plugin records its dictionaries in
-its ``state_dict()`` (fairseq saves it as the checkpoint's ``task_state``), its models check a
-checkpoint's shapes in ``load_state_dict``, and its tasks build their datasets and generators
-in ``load_dataset`` and ``build_generator``. A row of the table wraps a function (or a method of
-fairseq's) only where fairseq 0.12 has no hook; its ``why`` says which is missing. No row replaces
-a module object or shadows a builtin; ``GONE`` lists the rows that did, and where their work is now.
-
-Whom a change serves (``patch_scope``): by default the plugin's own tasks only (the task at
-hand: the trainer's, the one a checkpoint is loaded for, the ``cfg.task`` a command's entry point
-receives; never the command line), so that ``--user-dir fairseq_ext`` changes nothing for
-fairseq's own tasks; ``FAIRSEQ_EXT_PATCH_ALL=1`` offers the changes to every task. Two rows act
-for every task: the allow-list, torch's own extension point, without which fairseq 0.12 cannot
-load its own checkpoints on torch >= 2.6, and the excepthook, which acts only on the plugin's
-own error type (and on Ctrl-C where the plugin's tasks are served). ``FAIRSEQ_EXT_PATCHES=off``
-makes none of the changes, ``off:NAME,NAME`` leaves out those named. Off, loading is fairseq's
-and torch's: torch >= 2.6 loads weights-only and refuses the ``argparse.Namespace`` that fairseq
-pickles, with torch's message (nothing unsafe is loaded); the plugin's own loading
-(``fairseq_ext.checkpoints.safe_load``, ``python -m fairseq_ext.checkpoints inspect``, the hub)
-keeps its allow-list and one-line answers.
-
-This folder holds the plugin's changes of fairseq's behaviour: whom they serve (``patch_scope``),
-``--help`` and mistyped names (``cli_help``), the paths checked before work (``preflight``), one
-writer per output file (``output_files``), ``--model-overrides`` (``model_overrides``), what the
-commands print (``quiet``) and a ``--user-dir`` naming the wrong folder (``user_dir``). Reading
-the table imports no fairseq: each row names the function that makes its change, imported when
-the row is applied (some live beside what they change: ``checkpoints.saving``,
-``checkpoints.fairseq_loading``, ``data.interactive_input``). Registration in any import order is
-``fairseq_ext.plugin``'s (docs/fairseq-patches.md).
-
-``python -m fairseq_ext.fairseq_changes`` prints the table as ``docs/fairseq-patches.md`` shows it
-(``tests/test_fairseq_patches.py`` checks both).
-"""
+"""Every change the plugin makes to fairseq's (or Python's) behaviour: the table ``PATCHES``,
+applied by ``install()`` (and ``install_at_import()`` for the ``user-dir`` row); each row's wrapper
+lives in this folder and calls checks that live where they belong. Whom a change serves is
+``patch_scope``'s; ``FAIRSEQ_EXT_PATCHES=off[:NAME,...]`` turns rows off. docs/fairseq-patches.md
+shows the table (``python -m fairseq_ext.fairseq_changes``) and why."""
 
 from __future__ import annotations
 
@@ -43,9 +13,10 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
-from fairseq_ext.fairseq_changes import patch_scope
+from fairseq_ext.fairseq_changes import import_watch, patch_scope
 
 MARK = "fairseq_ext_patch"  # the attribute naming the row that made a replacement
+ROWS = "fairseq_ext_patches"  # the rows whose replacements wrap each other there, innermost first
 PLUGIN_TASKS = "the plugin's tasks"
 EVERY_TASK = "every task"
 CHECKPOINTS = "the plugin's tasks, and checkpoints a plugin task trained"
@@ -53,10 +24,9 @@ CHECKPOINTS = "the plugin's tasks, and checkpoints a plugin task trained"
 
 @dataclass(frozen=True)
 class Patch:
-    """One change: ``target`` (a dotted name) becomes ``make(original)``; ``FAIRSEQ_EXT_PATCHES=off:NAME``
-    leaves it out. ``serves`` says whom it serves by default. A ``scoped`` replacement runs only
-    where ``served(*args, **kwargs)`` holds (default: ``patch_scope.serves()``), fairseq's
-    original elsewhere; an unscoped one decides itself (``serves`` says how)."""
+    """One change: ``target`` (a dotted name) becomes ``make(original)``. A ``scoped`` replacement
+    runs where ``served(...)`` holds (default ``patch_scope.serves()``), the original elsewhere; an
+    unscoped one decides itself. An ``at_import`` row is applied when the package is imported."""
 
     name: str
     target: str
@@ -66,6 +36,7 @@ class Patch:
     make: Callable[[Any], Any]
     served: Optional[Callable[..., bool]] = None
     scoped: bool = True
+    at_import: bool = False
 
 
 def _wrapped_by(spec: str) -> Callable[[Any], Any]:
@@ -79,6 +50,27 @@ def _wrapped_by(spec: str) -> Callable[[Any], Any]:
 
     make.__qualname__ = spec
     return make
+
+
+def _replaced_by(spec: str) -> Callable[[Any], Any]:
+    """The row's ``make``: ``MODULE:FUNCTION`` itself in place of fairseq's original."""
+
+    def make(original):
+        module, function = spec.split(":")
+        return getattr(importlib.import_module(module), function)
+
+    make.__qualname__ = spec
+    return make
+
+
+def _served_by(spec: str) -> Callable[..., bool]:
+    """A row's ``served``: ``MODULE:FUNCTION``, imported when called."""
+
+    def served(*args, **kwargs) -> bool:
+        module, function = spec.split(":")
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    return served
 
 
 def _help_served(parser, input_args=None, *args, **kwargs) -> bool:
@@ -96,11 +88,25 @@ def _allow_list(add_safe_globals):
 
 PATCHES: tuple[Patch, ...] = (
     Patch(
+        "user-dir",
+        "fairseq.utils.import_user_module",
+        "`--user-dir` naming this package registers the plugin even when the package was "
+        "imported before (by `fairseq_ext.masking`, the hub): fairseq imports a user dir's "
+        "`tasks` and `models` only on its first import of the package, and `--task cmlm_hybrid` "
+        "was an invalid choice. Applied when the package is imported, at once or when "
+        "`fairseq.utils` is. No hook: fairseq has none for loading a user dir",
+        "fairseq 0.12",
+        "a `--user-dir` naming this package",
+        _wrapped_by("fairseq_ext.fairseq_changes.user_dir:loading_this_plugin"),
+        scoped=False,
+        at_import=True,
+    ),
+    Patch(
         "allow-list",
         "torch.serialization.add_safe_globals",
-        "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's int64 array "
-        "reconstruction, which fairseq's checkpoints pickle; without them torch refuses every fairseq 0.12 "
-        "checkpoint. Hook: torch's own extension point",
+        "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and "
+        "numpy's int64 array reconstruction, which fairseq's checkpoints pickle; without them "
+        "torch refuses every fairseq 0.12 checkpoint. Hook: torch's own extension point",
         "torch 2.6 (weights-only loading by default)",
         EVERY_TASK,
         _allow_list,
@@ -109,86 +115,94 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "checked-loading",
         "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
-        "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task checks "
-        "`--model-overrides`, the task family and the dictionaries. A load for fairseq's own task runs fairseq's "
-        "loader and checks only a checkpoint a plugin task trained. No hook: a task's `load_state_dict` gets the "
-        "`task_state` only (no path, config or weights) and is not called on resume; a model's "
-        "`upgrade_state_dict_named` runs after fairseq has upgraded (or failed on) the file, and only for the "
-        "plugin's models",
+        "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a "
+        "task checks `--model-overrides`, the task family and the dictionaries. A load for "
+        "fairseq's own task runs fairseq's loader and checks only a checkpoint a plugin task "
+        "trained. No hook: a task's `load_state_dict` gets the `task_state` only (no path, "
+        "config or weights) and is not called on resume; a model's `upgrade_state_dict_named` "
+        "runs after fairseq has upgraded (or failed on) the file, and only for the plugin's "
+        "models",
         "fairseq 0.12, torch 2.6",
         CHECKPOINTS,
-        _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:guarded_loader"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_loading:guarded_loader"),
         scoped=False,
     ),
     Patch(
         "ensemble-task",
         "fairseq.checkpoint_utils.load_model_ensemble_and_task",
-        "says which task the load is for (to `checked-loading`; a training says it in `resume-newest`); behaviour "
-        "unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` the path and the overrides, not the task",
+        "says which task the load is for (to `checked-loading`; a training says it in "
+        "`resume-newest`); behaviour unchanged. No hook: fairseq hands `load_checkpoint_to_cpu` "
+        "the path and the overrides, not the task",
         "fairseq 0.12",
         CHECKPOINTS,
-        _wrapped_by("fairseq_ext.checkpoints.fairseq_loading:ensemble_loading"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_loading:ensemble_loading"),
         scoped=False,
     ),
     Patch(
         "atomic-copy",
         "fairseq.file_io.PathManager.copy",
-        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, leftovers of killed "
-        "copies removed: a kill never leaves a half file. No hook: `save_checkpoint` copies in place, and no "
-        "method of the task or the model runs around the copy",
+        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, "
+        "leftovers of killed copies removed: a kill never leaves a half file. No hook: "
+        "`save_checkpoint` copies in place, and no method of the task or the model runs around "
+        "the copy",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:atomic_copy"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:atomic_copy"),
     ),
     Patch(
         "save-full-disk",
         "fairseq.checkpoint_utils.torch_persistent_save",
-        "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one attempt: a full "
-        "disk is one line naming the last good checkpoint, at once (fairseq retried three times and logged a "
-        "traceback), and the partial file is removed; every other failure gets fairseq's save. No hook: the "
-        "task's `state_dict` runs before the write, nothing of the plugin after it",
+        "a local checkpoint is written as fairseq writes it (`.tmp`, renamed into place) in one "
+        "attempt: a full disk is one line naming the last good checkpoint, at once (fairseq "
+        "retried three times and logged a traceback), and the partial file is removed; every "
+        "other failure gets fairseq's save. No hook: the task's `state_dict` runs before the "
+        "write, nothing of the plugin after it",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:naming_full_disk"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:naming_full_disk"),
     ),
     Patch(
         "save-dir-check",
         "fairseq.checkpoint_utils.verify_checkpoint_directory",
-        "a `--save-dir` that cannot be written is one line before the first update, not a warning and a "
-        "traceback (fairseq-train's `checked-paths` says so earlier; this serves fairseq-hydra-train and Python "
-        "drivers). No hook: `fairseq_cli.train.main` calls it before it sets up the task, and the task never sees "
-        "`--save-dir`",
+        "a `--save-dir` that cannot be written is one line before the first update, not a "
+        "warning and a traceback (fairseq-train's `checked-paths` says so earlier; this serves "
+        "fairseq-hydra-train and Python drivers). No hook: `fairseq_cli.train.main` calls it "
+        "before it sets up the task, and the task never sees `--save-dir`",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:checking_save_dir"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:checking_save_dir"),
     ),
     Patch(
         "resume-newest",
         "fairseq.checkpoint_utils.load_checkpoint",
-        "when training starts, for every task: the trainer's task becomes the task the process trains "
-        "(`patch_scope`) and the task each checkpoint loaded here is checked against (`checked-loading`). For a "
-        "plugin task the run holds the folder's one-writer lock (`train.lock`: pid, host, start time; a second "
-        "training on it stops with one line naming the first), leftovers of killed saves are removed, a missing "
-        "or stale `checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint already at "
-        "`--max-update` (or past `--max-epoch`) ends the run with one line, nothing trained or written (fairseq "
-        "trained one more update). No hook: a task's `begin_epoch` runs after fairseq has read the checkpoint "
-        "and built the epoch iterator, and past `--max-epoch` not at all",
+        "when training starts, for every task: the trainer's task becomes the task the process "
+        "trains (`patch_scope`) and the task each checkpoint loaded here is checked against "
+        "(`checked-loading`). For a plugin task the run holds the folder's one-writer lock "
+        "(`train.lock`: pid, host, start time; a second training on it stops with one line "
+        "naming the first), leftovers of killed saves are removed, a missing or stale "
+        "`checkpoint_last.pt` gives way to the newest complete checkpoint, and a checkpoint "
+        "already at `--max-update` (or past `--max-epoch`) ends the run with one line, nothing "
+        "trained or written (fairseq trained one more update). No hook: a task's `begin_epoch` "
+        "runs after fairseq has read the checkpoint and built the epoch iterator, and past "
+        "`--max-epoch` not at all",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.checkpoints.saving:starting_safely"),
+        _wrapped_by("fairseq_ext.fairseq_changes.checkpoint_saving:starting_safely"),
         scoped=False,
     ),
     Patch(
         "checked-paths-generate",
         "fairseq_cli.generate.main",
-        "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path fairseq-generate is given "
-        "(`--path` and each `:`-separated part, the data folder and its dictionaries, `--results-path`, "
-        "`--sentencepiece-model`) is checked before any work, and `--model-overrides` is a Python literal dict: a "
-        "missing, unreadable or unwritable path, a file for a folder, a cut dictionary or overrides that are no "
-        "dict is one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one writer (a lock) and is "
-        "moved into place complete (fairseq-generate writes it in a folder of its own, "
-        "`output_files.generating_exclusively`). No hook: fairseq-generate makes `--results-path`, opens its file "
-        "and reads `--model-overrides` before it sets up the task, and `setup_task` sees the task's options only",
+        "the task of `cfg` is the command's (`patch_scope`). For a plugin task every path "
+        "fairseq-generate is given (`--path` and each `:`-separated part, the data folder and "
+        "its dictionaries, `--results-path`, `--sentencepiece-model`) is checked before any "
+        "work, and `--model-overrides` is a Python literal dict: a missing, unreadable or "
+        "unwritable path, a file for a folder, a cut dictionary or overrides that are no dict is "
+        "one line (`fairseq_ext.fairseq_changes.preflight`); the `--results-path` file has one "
+        "writer (a lock) and is moved into place complete (fairseq-generate writes it in a "
+        "folder of its own, `output_files.generating_exclusively`). No hook: fairseq-generate "
+        "makes `--results-path`, opens its file and reads `--model-overrides` before it sets up "
+        "the task, and `setup_task` sees the task's options only",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_generate"),
@@ -197,9 +211,10 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "checked-paths",
         "fairseq.distributed.utils.call_main",
-        "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, `--model-overrides`) and "
-        "fairseq-validate, before a worker is spawned; the task of `cfg` is the command's, in the ranks fairseq "
-        "spawns too. No hook: these commands build the model before they read `--input` or write `--save-dir`",
+        "the same for fairseq-train (`--save-dir`), fairseq-interactive (`--input`, "
+        "`--model-overrides`) and fairseq-validate, before a worker is spawned; the task of "
+        "`cfg` is the command's, in the ranks fairseq spawns too. No hook: these commands build "
+        "the model before they read `--input` or write `--save-dir`",
         "fairseq 0.12",
         PLUGIN_TASKS,
         _wrapped_by("fairseq_ext.fairseq_changes.preflight:checking_call_main"),
@@ -208,34 +223,61 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "interactive-utf8",
         "fairseq_cli.interactive.buffered_read",
-        "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: the lines are "
-        "decoded before anything of the task runs; the task sees tokens only",
+        "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: "
+        "the lines are decoded before anything of the task runs; the task sees tokens only",
         "fairseq 0.12",
         PLUGIN_TASKS,
-        _wrapped_by("fairseq_ext.data.interactive_input:replacing_buffered_read"),
+        _replaced_by("fairseq_ext.data.interactive_input:buffered_read"),
     ),
     Patch(
         "help-after-options",
         "fairseq.options.parse_args_and_arch",
-        "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are added, so it lists "
-        "them; a `--task`, `--arch` or `--criterion` that names nothing registered is one line with the closest "
-        "name (`did you mean 'cmlm_hybrid'?`), not the whole usage and every choice. No hook: fairseq prints "
-        "both in its first pass",
+        "`--help` is printed after the options of `--task`, `--arch` and `--criterion` are "
+        "added, so it lists them; a `--task`, `--arch` or `--criterion` that names nothing "
+        "registered is one line with the closest name (`did you mean 'cmlm_hybrid'?`), not the "
+        "whole usage and every choice. No hook: fairseq prints both in its first pass",
         "fairseq 0.12",
         "a plugin `--task`, `--arch` or `--criterion`, or one that names nothing registered",
         _wrapped_by("fairseq_ext.fairseq_changes.cli_help:help_after_first_pass"),
         _help_served,
     ),
     Patch(
+        "quiet-commands",
+        "fairseq.options.parse_args_and_arch",
+        "a command of the plugin's tasks keeps its progress lines, results, warnings and errors "
+        "and drops fairseq's configuration log, model and set-up lines and Hydra's and torch's "
+        "deprecation warnings (`quiet.hush`), unless `--verbose` (an option of every plugin "
+        "task; the ranks a command starts inherit it). No hook: fairseq builds the "
+        "configuration (where Hydra warns) and logs it before it sets up the task, and a task's "
+        "`add_args` runs before `--verbose` is parsed",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.quiet:quiet_commands"),
+        scoped=False,
+    ),
+    Patch(
+        "quiet-setup",
+        "fairseq.tasks.setup_task",
+        "the same for a plugin task set up without fairseq's option parser "
+        "(`fairseq-hydra-train`, Python code); `FAIRSEQ_EXT_VERBOSE=1` keeps everything. Hook: "
+        "a task's `setup_task` would serve as well; wrapping fairseq's keeps the change in this "
+        "table, with the others",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.quiet:quiet_setup"),
+        _served_by("fairseq_ext.fairseq_changes.quiet:setup_served"),
+    ),
+    Patch(
         "one-line-errors",
         "sys.excepthook",
-        "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of the plugin's tasks "
-        "ends it without a `KeyboardInterrupt` traceback (by SIGINT: status 130); every other exception goes to "
-        "Python's hook unchanged. Hook: `sys.excepthook` is Python's documented hook for an uncaught exception "
-        "(fairseq's commands have none of their own)",
+        "the plugin's own input errors (`FairseqExtError`) are one line; Ctrl-C in a command of "
+        "the plugin's tasks ends it without a `KeyboardInterrupt` traceback (by SIGINT: status "
+        "130); every other exception goes to Python's hook unchanged. Hook: `sys.excepthook` is "
+        "Python's documented hook for an uncaught exception (fairseq's commands have none of "
+        "their own)",
         "fairseq 0.12",
         EVERY_TASK,
-        _wrapped_by("fairseq_ext.common.errors:one_line_excepthook"),
+        _wrapped_by("fairseq_ext.fairseq_changes.one_line_errors:one_line_excepthook"),
         scoped=False,
     ),
 )
@@ -244,7 +286,8 @@ PATCHES: tuple[Patch, ...] = (
 @dataclass(frozen=True)
 class Gone:
     """A row of the table until issue 77, whose work is now done by another row, at a point where
-    fairseq hands over the task or the configuration: what it replaced, and where its work is now."""
+    fairseq hands over the task or the configuration: what it replaced, and where its work is
+    now."""
 
     name: str
     target: str
@@ -255,14 +298,15 @@ GONE: tuple[Gone, ...] = (
     Gone(
         "results-file",
         "fairseq_cli.generate.open",
-        "the builtin `open` was shadowed in fairseq-generate's module; now `checked-paths-generate` takes the lock "
-        "and gives fairseq-generate a `--results-path` folder of its own, whose file it moves into place",
+        "the builtin `open` was shadowed in fairseq-generate's module; now "
+        "`checked-paths-generate` takes the lock and gives fairseq-generate a `--results-path` "
+        "folder of its own, whose file it moves into place",
     ),
     Gone(
         "overrides-generate",
         "fairseq_cli.generate.ast",
-        "the `ast` module object was replaced; now `checked-paths-generate` checks `cfg.common_eval.model_overrides` "
-        "before fairseq's `ast.literal_eval` reads it",
+        "the `ast` module object was replaced; now `checked-paths-generate` checks "
+        "`cfg.common_eval.model_overrides` before fairseq's `ast.literal_eval` reads it",
     ),
     Gone(
         "overrides-interactive",
@@ -272,14 +316,15 @@ GONE: tuple[Gone, ...] = (
     Gone(
         "trainer-task",
         "fairseq.trainer.Trainer.load_checkpoint",
-        "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which fairseq calls with "
-        "the trainer, says it for every checkpoint loaded when training starts",
+        "said which task a resumed or fine-tuned checkpoint is for; now `resume-newest`, which "
+        "fairseq calls with the trainer, says it for every checkpoint loaded when training starts",
     ),
     Gone(
         "save-no-retries",
         "fairseq.checkpoint_utils._torch_persistent_save",
-        "a private function of fairseq's, replaced so that a full disk stopped its retries; now `save-full-disk` "
-        "writes a local checkpoint in one attempt itself and hands any other failure to fairseq's save",
+        "a private function of fairseq's, replaced so that a full disk stopped its retries; now "
+        "`save-full-disk` writes a local checkpoint in one attempt itself and hands any other "
+        "failure to fairseq's save",
     ),
 )
 
@@ -318,7 +363,8 @@ def _owners(target: str) -> list[tuple[Any, str]]:
 def _apply(patch: Patch) -> None:
     for owner, attribute in _owners(patch.target):
         original = getattr(owner, attribute)
-        if getattr(original, MARK, None) == patch.name:
+        rows = getattr(original, ROWS, ())
+        if patch.name in rows:
             continue
         replacement = patch.make(original)
         if replacement is original:  # a registration, nothing replaced
@@ -326,6 +372,7 @@ def _apply(patch: Patch) -> None:
         if patch.scoped and callable(replacement):
             replacement = _scoped(original, replacement, patch.served)
         setattr(replacement, MARK, patch.name)
+        setattr(replacement, ROWS, (*rows, patch.name))
         if inspect.isclass(owner) and isinstance(
             inspect.getattr_static(owner, attribute), staticmethod
         ):
@@ -341,17 +388,26 @@ def install() -> None:
             _apply(patch)
 
 
+def install_at_import() -> None:
+    """When the package is imported: the ``at_import`` rows, each once its target's module is
+    imported (this imports no fairseq)."""
+    for patch in PATCHES:
+        if patch.at_import and not patch_scope.patch_off(patch.name):
+            module = patch.target.rsplit(".", 1)[0]
+            import_watch.when_imported(module, functools.partial(_apply, patch))
+
+
 def table() -> str:
-    """``PATCHES``, and the rows ``GONE``, as Markdown (the block of ``docs/fairseq-patches.md``)."""
-    before = [p.name for p in PATCHES] + [g.name for g in GONE]
+    """``PATCHES``, and the rows ``GONE``, as Markdown (the block of
+    ``docs/fairseq-patches.md``)."""
     header = (
-        "| name | what is changed | why, and the hook that is missing | needed since | serves by default "
-        "| turn off |"
+        "| name | what is changed | why, and the hook that is missing | needed since | serves by "
+        "default | turn off |"
     )
     rows = [
-        f"Before issue 77: {len(before)} rows. After: {len(PATCHES)} rows, each a function (or a method of "
-        f"fairseq's) wrapped where fairseq has no hook, or a hook itself (`allow-list`, `one-line-errors`); "
-        f"{len(GONE)} rows gone, none left that replaces a module object or shadows a builtin.",
+        f"{len(PATCHES)} rows, each a function (or a method of fairseq's) wrapped where fairseq "
+        f"has no hook, or a hook itself (`allow-list`, `one-line-errors`); {len(GONE)} rows gone, "
+        "none left that replaces a module object or shadows a builtin.",
         "",
         header,
         "|---|---|---|---|---|---|",

@@ -1,4 +1,5 @@
-"""``python -m fairseq_ext.fairseq_changes``: the table of changes, as ``docs/fairseq-patches.md`` shows it."""
+"""``python -m fairseq_ext.fairseq_changes``: the table of changes, as ``docs/fairseq-patches.md``
+shows it."""
 
 import sys
 

@@ -1,19 +1,7 @@
-"""``--help`` after the options of ``--task``, ``--arch`` and ``--criterion`` are known.
-
-fairseq 0.12's ``options.parse_args_and_arch`` parses twice: the first pass finds the task, the
-architecture and the other registry choices, then their ``add_args`` add their options and the
-second pass parses them. ``-h`` acts in the first pass, so ``fairseq-train --task cmlm_hybrid
---arch hi_cmlm_transformer_tiny --help`` listed none of them (fairseq's own models and tasks
-neither). ``fairseq_changes`` wraps it (``help_after_first_pass``): with ``-h``/``--help``, the first pass runs without it and the
-help is printed where the second pass would begin, every added option in it with its default
-(a model's: its architecture's, which fairseq applies after parsing).
-
-The same wrapper answers a ``--task``, ``--arch`` or ``--criterion`` that names nothing registered
-(``cmlm_hybird``) with one line, the closest registered name in it (``did you mean
-'cmlm_hybrid'?``), where argparse printed the whole usage (115 lines for ``fairseq-train``) and
-every choice: while fairseq parses, the parser raises its ``ArgumentError`` (argparse's public
-``exit_on_error``) and ``one_line_choice_errors`` answers it; any other error is argparse's own
-(``parser.error``), and valid input parses as before."""
+"""The ``help-after-options`` row: ``--help`` printed after the options of ``--task``, ``--arch``
+and
+``--criterion`` are added (fairseq 0.12 answers it in its first pass, before them), and a
+registry option naming nothing registered answered with one line and the closest name."""
 
 from __future__ import annotations
 
@@ -58,7 +46,8 @@ def _given(argv: Optional[list[str]]) -> dict[str, Optional[str]]:
 
 
 def names_an_unknown_choice(argv: Optional[list[str]] = None) -> bool:
-    """Whether a command line gives ``--task``, ``--arch`` or ``--criterion`` a name nothing registered."""
+    """Whether a command line gives ``--task``, ``--arch`` or ``--criterion`` a name nothing
+    registered."""
     registries = _registries()
     return any(v is not None and v not in registries[option] for option, v in _given(argv).items())
 
@@ -170,6 +159,7 @@ def _print_help_without_arch(parser: argparse.ArgumentParser, argv: list[str]) -
         TASK_REGISTRY[args.task].add_args(parser)
     _print_help(parser, argv)
     print(
-        "\nThe model's options are listed with --arch ARCH (the architectures: the --arch choices above)."
+        "\nThe model's options are listed with --arch ARCH (the architectures: the --arch "
+        "choices above)."
     )
     parser.exit()

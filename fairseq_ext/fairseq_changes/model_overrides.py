@@ -18,8 +18,9 @@ def literal_overrides(text: str) -> dict:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
         raise FairseqExtError(
-            f"--model-overrides {text!r} is not a Python literal ({type(exc).__name__}); give a dict of plain values "
-            f"(numbers, strings, True/False, None; no calls such as float('nan')), e.g. {EXAMPLE}"
+            f"--model-overrides {text!r} is not a Python literal ({type(exc).__name__}); give a "
+            "dict of plain values (numbers, strings, True/False, None; no calls such as "
+            f"float('nan')), e.g. {EXAMPLE}"
         ) from None
     if not isinstance(value, dict):
         raise FairseqExtError(

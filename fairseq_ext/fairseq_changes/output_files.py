@@ -1,22 +1,7 @@
-"""Output files that are never half-written and never shared by two runs.
-
-``fairseq-generate --results-path DIR`` opens ``DIR/generate-SUBSET.txt`` with a plain
-``open(..., "w")``: two runs given the same folder both write it, and one line can be a splice
-of both (``P-66 0.0000 -0.08S-54 ...``); a killed run leaves a half file under the final name.
-``exclusive_output(path)`` is what the plugin's tools write with instead:
-
-* an exclusive lock (``fcntl.flock`` on ``PATH.lock``, holding the writer's PID, host and start
-  time): a second writer of the same path stops at once with one line naming the running process;
-* the text goes to ``PATH.partial-<pid>`` (a file, or a folder holding it) and is moved into
-  place (``os.replace``) only when the writer ends without an error, so ``PATH`` is always a complete file (or absent);
-* leftovers of killed writers are removed by the next writer of the path;
-* a full disk is one line saying whether an earlier complete file is kept; nothing partial stays.
-
-For the plugin's tasks ``fairseq-generate`` writes its results file this way
-(``generating_exclusively``, from the ``checked-paths-generate`` row of ``fairseq_changes``).
-``take_lock`` is the lock alone: ``checkpoints.save_dir_lock`` holds one on a ``--save-dir`` for
-the length of a training.
-"""
+"""Output files never half-written and never shared by two runs: ``exclusive_output`` writes
+under a lock (``PATH.lock``: PID, host, start time) to ``PATH.partial-<pid>`` and moves it into
+place when the writer ends without an error; ``take_lock`` is the lock alone. fairseq-generate's
+results file is written so (``generating_exclusively``, row ``checked-paths-generate``)."""
 
 from __future__ import annotations
 
@@ -190,7 +175,8 @@ class _ExclusiveTarget:
     def finish(
         self, written: str, failure: Optional[BaseException], raised: Optional[BaseException]
     ) -> None:
-        """Move ``written`` (the complete text) to ``path`` when there is no ``failure``; else remove
+        """Move ``written`` (the complete text) to ``path`` when there is no ``failure``; else
+        remove
         the partial text, and raise the full disk as one line, or ``failure`` where it is not
         ``raised`` (the exception already under way). The lock is released either way."""
         try:
@@ -235,7 +221,8 @@ class exclusive_output(_ExclusiveTarget):  # noqa: N801  (used like open())
 
 def generating_exclusively(main, cfg):
     """``fairseq_cli.generate.main(cfg)`` with a ``--results-path``: its file
-    (``generate-SUBSET.txt``) written as ``exclusive_output`` writes. fairseq-generate opens the file
+    (``generate-SUBSET.txt``) written as ``exclusive_output`` writes. fairseq-generate opens the
+    file
     itself, so its ``--results-path`` is, for the run, a folder of its own
     (``DIR/generate-SUBSET.txt.partial-<pid>``), whose file is moved into place when the run ends
     without an error."""

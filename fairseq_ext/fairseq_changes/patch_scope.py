@@ -1,28 +1,7 @@
-"""Whom a change of ``fairseq_ext.fairseq_changes`` serves: the plugin's own tasks, unless the user
-opts in for every task or turns changes off. Decided from the task at hand, never from the
-command line.
-
-A change serves a call when ``FAIRSEQ_EXT_PATCH_ALL=1`` (always, for fairseq's own tasks too), or
-else when the first of these that is known is a task of the plugin (its class is defined under
-``fairseq_ext.``):
-
-1. the task the call itself is for (the trainer's, the one a checkpoint is loaded for);
-2. the task of the fairseq command under way: the ``cfg.task`` that ``fairseq_cli.generate.main``
-   or ``distributed_utils.call_main`` received (``serving``; every fairseq command but
-   ``fairseq-hydra-train`` passes through one of them once the plugin is loaded, and a rank that
-   fairseq spawns gets it with its ``main``, ``ForTask``);
-3. the task this process trains, from the moment training starts
-   (``checkpoint_utils.load_checkpoint(cfg, trainer)``: ``training``).
-
-**With none of them known, the change serves** (the one default). That is Python code that loaded
-the plugin and calls fairseq's functions itself (the hub), and, under ``fairseq-hydra-train``
-(which imports the plugin inside ``fairseq_cli.train.main``, after ``call_main``), the check of
-``--save-dir`` that fairseq makes before it sets up the task. An exception that ends a command
-carries the command's task (``task_of``), for ``sys.excepthook``.
-
-``FAIRSEQ_EXT_PATCHES=off`` (every change) or ``off:NAME,NAME`` (the changes named) is read by
-``fairseq_changes.install``: those are not made at all.
-"""
+"""Whom a row of ``fairseq_changes`` serves: the plugin's own tasks, decided from the task at hand
+(the call's, the command's ``cfg.task``, the task this process trains), never from the command
+line; every task with ``FAIRSEQ_EXT_PATCH_ALL=1``; the call itself where no task is known.
+``FAIRSEQ_EXT_PATCHES=off[:NAME,...]`` turns rows off (docs/fairseq-patches.md)."""
 
 from __future__ import annotations
 

@@ -1,34 +1,17 @@
-"""Quiet by default: fairseq's and Hydra's noise off, the user's results and the plugin's messages on.
-
-Importing fairseq logs at INFO (``Please install tensorboardX``; one of its modules runs
-``logging.basicConfig``), ``fairseq-train`` logs its whole configuration, the model's layers and
-some forty lines of set-up, fairseq's Hydra calls raise five deprecation warnings per
-configuration and its data loader torch's ``pin_memory`` warning on CPU. ``hush()`` drops them
-for the rest of the process and keeps what a user reads: the progress lines (``train_inner``,
-``train``, ``valid``: losses, BLEU, ROUGE), ``RESULTS`` (one line per checkpoint saved,
-resumed or fine-tuned from, the size of the model, the end of the training, the speed of
-decoding), every warning and error, and the plugin's own messages (docs/output.md).
-
-Who is quiet:
-
-* a fairseq command of the plugin's tasks: fairseq asks the task for its options
-  (``add_args``, ``fairseq_ext.tasks.quiet_commands``) before it builds the configuration, and a
-  task the plugin registers calls ``quiet_plugin_command`` there; ``--verbose`` (an option the
-  call adds) keeps everything. ``fairseq-hydra-train`` and Python code that set up a plugin
-  task go quiet at ``setup_task``; ``FAIRSEQ_EXT_VERBOSE=1`` keeps everything there;
-* the plugin's own command lines (``hush_command`` before they import fairseq) and the hub API's
-  ``from_pretrained`` (``verbose=True`` keeps everything).
-
-fairseq's own tasks are left as they are: their commands print the same with the plugin loaded
-as without it."""
+"""What the commands print (docs/output.md): ``hush()`` keeps the progress lines, ``RESULTS``, every
+warning and the plugin's messages, and drops fairseq's and Hydra's noise. The rows
+``quiet-commands`` and ``quiet-setup`` apply it to the plugin's tasks, ``hush_command`` to the
+plugin's own command lines, the hub to ``from_pretrained`` (``verbose=True`` keeps everything)."""
 
 from __future__ import annotations
 
-import argparse
+import functools
 import logging
 import os
-import sys
 import warnings
+from typing import Optional
+
+from fairseq_ext.fairseq_changes import patch_scope
 
 LOGGERS = ("fairseq", "fairseq_cli", "hydra")
 PROGRESS = (
@@ -53,7 +36,8 @@ NOISE = (
     r"\s*The strict flag in the compose API is deprecated",
     r"'pin_memory' argument is set as true but no accelerator is found",
 )
-VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"  # "1": everything, as --verbose (which sets it for the processes it starts)
+# "1": everything, as --verbose (set by ``quiet_commands`` for the processes a command starts)
+VERBOSE_ENV = "FAIRSEQ_EXT_VERBOSE"
 VERBOSE_HELP = (
     "show fairseq's whole log (configuration, model, set-up) and Hydra's and torch's "
     "deprecation warnings (hidden by default)"
@@ -79,7 +63,8 @@ def _ours(entry: tuple) -> bool:
 
 def hush(verbose: bool = False) -> None:
     """Unless ``verbose``: log records of ``LOGGERS`` below WARNING, but for the progress lines and
-    ``RESULTS``, and the warnings of ``NOISE`` are dropped from now on. ``hush(True)`` brings them back."""
+    ``RESULTS``, and the warnings of ``NOISE`` are dropped from now on. ``hush(True)`` brings them
+    back."""
     _chosen[:] = [verbose]
     for name in LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
@@ -109,28 +94,46 @@ def verbose_asked() -> bool:
     )
 
 
-class _Verbose(argparse.Action):
-    """``--verbose``: everything from now on (parsed before fairseq builds its configuration),
-    in the processes the command starts too (the ranks fairseq spawns set their task up anew)."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        setattr(namespace, self.dest, True)
-        os.environ[VERBOSE_ENV] = "1"
-        hush(verbose=True)
+def _task_name(cfg) -> Optional[str]:
+    """The task that ``fairseq.tasks.setup_task`` is given: a name, or a config's ``_name``."""
+    name = getattr(cfg, "task", None)
+    return name if isinstance(name, str) else getattr(cfg, "_name", None)
 
 
-def quiet_plugin_command(parser: argparse.ArgumentParser) -> None:
-    """For a command line whose task is the plugin's (its ``add_args``): ``--verbose`` added to
-    ``parser``, and ``hush()`` unless it was given."""
-    try:
-        parser.add_argument("--verbose", action=_Verbose, nargs=0, default=False, help=VERBOSE_HELP)
-    except argparse.ArgumentError:  # added by an earlier pass of fairseq's parser
-        pass
-    hush(verbose=verbose_asked())
+def quiet_commands(parse_args_and_arch):
+    """The ``quiet-commands`` row: fairseq's option parser, then, for a command of a task the
+    change serves, ``hush()`` unless ``--verbose`` (which the processes it starts inherit)."""
+
+    @functools.wraps(parse_args_and_arch)
+    def parse(*args, **kwargs):
+        parsed = parse_args_and_arch(*args, **kwargs)
+        options = parsed[0] if isinstance(parsed, tuple) else parsed
+        task = getattr(options, "task", None)
+        if task is not None and patch_scope.serves(task):
+            if getattr(options, "verbose", False):
+                os.environ[VERBOSE_ENV] = "1"
+            hush(verbose=verbose_asked())
+        return parsed
+
+    return parse
 
 
-def hush_command() -> None:
-    """``hush()`` for a command line of the plugin, before it imports fairseq: kept loud by
-    ``--verbose`` among its arguments (its parser accepts the flag, with ``VERBOSE_HELP``) or by
-    ``FAIRSEQ_EXT_VERBOSE=1``."""
-    hush(verbose="--verbose" in sys.argv[1:] or verbose_asked())
+def quiet_setup(setup_task):
+    """The ``quiet-setup`` row: ``fairseq.tasks.setup_task`` after ``hush()`` unless verbose."""
+
+    @functools.wraps(setup_task)
+    def quiet_setup_task(cfg, **kwargs):
+        hush(verbose=verbose_asked())
+        return setup_task(cfg, **kwargs)
+
+    return quiet_setup_task
+
+
+def setup_served(cfg, **kwargs) -> bool:
+    return patch_scope.serves(_task_name(cfg))
+
+
+def hush_command(argv: list[str]) -> None:
+    """``hush()`` for a command line of the plugin (``argv``), before it imports fairseq: kept
+    loud by ``--verbose`` among ``argv`` or by ``FAIRSEQ_EXT_VERBOSE=1``."""
+    hush(verbose="--verbose" in argv or verbose_asked())

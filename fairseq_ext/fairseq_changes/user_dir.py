@@ -1,20 +1,38 @@
-"""A ``--user-dir`` that names a folder of this repository other than the plugin.
-
-fairseq imports the folder that ``--user-dir`` names as a module. ``examples/`` then registers
-nothing, and fairseq's option parser blames the task: ``argument --task: invalid choice:
-'cmlm_hybrid'``. ``examples/__init__.py`` calls ``refuse_as_user_dir`` instead, where the command
-line's ``--user-dir`` names that folder: one line naming it and the folder that holds the plugin.
-A folder without an ``__init__.py``, the repository root among them, is imported as an empty
-namespace package: nothing of the plugin runs, and fairseq's own answer stands.
-"""
+"""``--user-dir``: the ``user-dir`` row, and one line for a folder of this repository that holds
+no plugin (docs/plugin.md)."""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import os
 from pathlib import Path
 
-from fairseq_ext.common.errors import FairseqExtError, install_cli_excepthook
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.fairseq_changes.one_line_errors import install_cli_excepthook
 
 PLUGIN_DIR = Path(__file__).resolve().parent.parent
+PACKAGE = __name__.split(".")[0]
+
+
+def names_this_plugin(user_dir) -> bool:
+    """Whether a ``--user-dir`` value is this package's folder (relative to the working
+    directory, as fairseq resolves it)."""
+    return user_dir is not None and os.path.realpath(user_dir) == os.path.realpath(PLUGIN_DIR)
+
+
+def loading_this_plugin(import_user_module):
+    """fairseq's ``import_user_module``, then, for this package's folder, its ``models`` and
+    ``tasks`` imported as on fairseq's first import (which skips a package already imported)."""
+
+    @functools.wraps(import_user_module)
+    def loading_import_user_module(args):
+        import_user_module(args)
+        if names_this_plugin(getattr(args, "user_dir", None)):
+            for part in ("models", "tasks"):
+                importlib.import_module(f"{PACKAGE}.{part}")
+
+    return loading_import_user_module
 
 
 def refuse_as_user_dir(folder: str) -> None:

@@ -1,10 +1,6 @@
-"""fairseq task adapters (``register_task``), the criteria they train with and ``--bpe wordpiece``.
-
-fairseq's ``--user-dir fairseq_ext`` imports this package and ``fairseq_ext.models``
-(``fairseq/utils.py: import_user_module``); ``fairseq_ext.plugin.load()`` does the same from
-Python. Registration also applies the table of ``fairseq_changes`` (``install()``: what the plugin
-changes in fairseq, for whom, and how to turn each change off).
-"""
+"""The plugin's tasks (``register_task``), criteria and ``--bpe wordpiece``; importing this package
+(``--user-dir fairseq_ext``, ``plugin.load()``) registers them and applies
+``fairseq_changes.install()``."""
 
 from fairseq_ext import fairseq_changes
 

@@ -1,9 +1,5 @@
-"""fairseq's ``FairseqTask.train_step`` with torch's current autocast.
-
-fairseq 0.12 enters ``torch.cuda.amp.autocast(enabled=...)`` around the forward pass of every
-update; torch >= 2.4 deprecates that spelling, and each training prints a ``FutureWarning``.
-``torch.amp.autocast("cuda", enabled=...)`` is the same context (mixed precision on CUDA under
-``--amp``, nothing otherwise) without the warning. No other line differs from fairseq's."""
+"""fairseq's ``FairseqTask.train_step`` with ``torch.amp.autocast("cuda", ...)`` for fairseq 0.12's
+deprecated ``torch.cuda.amp.autocast`` (a ``FutureWarning`` per training on torch >= 2.4)."""
 
 from __future__ import annotations
 
@@ -12,7 +8,8 @@ from fairseq.optim.amp_optimizer import AMPOptimizer
 
 
 def train_step(sample, model, criterion, optimizer, update_num, ignore_grad=False):
-    """``FairseqTask.train_step``'s body; a plugin task whose step is fairseq's returns it from its own."""
+    """``FairseqTask.train_step``'s body; a plugin task whose step is fairseq's returns it from its
+    own."""
     model.train()
     model.set_num_updates(update_num)
     with torch.autograd.profiler.record_function("forward"):

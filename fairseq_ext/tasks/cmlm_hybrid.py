@@ -13,12 +13,10 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
-from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import require
-from fairseq_ext.common.tokenizer_check import checked_bpe
-from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
+from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
     note_unknown_share,
     refuse_empty_lines,
@@ -32,7 +30,7 @@ from fairseq_ext.generation.decoding_options import check_mask_predict_options, 
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.masking import uniform_count_mask
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
-from fairseq_ext.tasks import quiet_commands
+from fairseq_ext.tasks.base import PluginTask
 
 CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
 
@@ -63,24 +61,25 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
     )
     length_offset: int = option(
         0,
-        "decoding: tokens added to every predicted target length before the length beam (0: mask-predict as "
-        "Ghazvininejad et al. 2019 decode); a length predictor trained on distilled targets predicts short "
-        "translations, and docs/results/speed.md chooses the offset on Multi30k val; hi_cmlm_transformer only",
+        "decoding: tokens added to every predicted target length before the length beam (0: "
+        "mask-predict as Ghazvininejad et al. 2019 decode); a length predictor trained on "
+        "distilled targets predicts short translations, and docs/results/speed.md chooses the "
+        "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
     )
     int8_decoding: bool = field(
         default=False,
         metadata={
-            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every Linear "
-            "layer, as CTranslate2's int8): faster mask-predict, outputs not identical (the BLEU "
-            "change is measured in docs/results/speed.md); fairseq-generate, fairseq-interactive "
-            "and the hub only"
+            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every "
+            "Linear layer, as CTranslate2's int8): faster mask-predict, outputs not "
+            "identical (the BLEU change is measured in docs/results/speed.md); "
+            "fairseq-generate, fairseq-interactive and the hub only"
         },
     )
 
 
 @register_task("cmlm_hybrid", dataclass=CMLMHybridConfig)
-class CMLMHybridTask(TranslationLevenshteinTask):
+class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
@@ -89,29 +88,8 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         super().__init__(cfg, src_dict, tgt_dict)
         self.input_lines = InteractiveInputLines()
 
-    def state_dict(self):
-        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
-        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
-        return with_dictionaries(super().state_dict(), self)
-
-    def build_bpe(self, args):
-        """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
-        checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
-        return checked_bpe(
-            super().build_bpe,
-            args,
-            self.source_dictionary,
-            f"the source dictionary in {self.cfg.data}",
-        )
-
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        quiet_commands.add_verbose(parser)
-
     @classmethod
     def setup_task(cls, cfg, **kwargs):
-        quiet_commands.at_setup()
         check_config(cfg, CMLMHybridConfig)
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
@@ -161,10 +139,6 @@ class CMLMHybridTask(TranslationLevenshteinTask):
             option="--max-source-positions",
         )
 
-    def get_batch_iterator(self, dataset, **options):
-        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
-        return super().get_batch_iterator(complete_batches(dataset, options), **options)
-
     def inject_noise(self, target_tokens):
         """Decoder input for training: masked target slots become <unk> (the CMLM mask)."""
         d = self.tgt_dict
@@ -192,7 +166,8 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         return model
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
+        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
+        refused."""
         return self.input_lines.dataset(
             super().build_dataset_for_inference,
             src_tokens,
@@ -205,16 +180,18 @@ class CMLMHybridTask(TranslationLevenshteinTask):
         for model in models:
             require(
                 isinstance(model, CMLMNATransformerModel),
-                f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid decodes with "
-                "mask-predict, which needs a conditional masked LM (--arch hi_cmlm_transformer* or "
-                "cmlm_transformer); decode an autoregressive checkpoint with --task translation",
+                f"--path: the checkpoint holds a {type(model).__name__}, but --task cmlm_hybrid "
+                "decodes with mask-predict, which needs a conditional masked LM (--arch "
+                "hi_cmlm_transformer* or cmlm_transformer); decode an autoregressive checkpoint "
+                "with --task translation",
             )
         check_mask_predict_options(args)
         for model in models:
             require(
                 hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
-                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which predicts lengths "
-                "without it; give a hi_cmlm_transformer checkpoint or drop --length-offset",
+                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which "
+                "predicts lengths without it; give a hi_cmlm_transformer checkpoint or drop "
+                "--length-offset",
             )
             if hasattr(model.decoder, "length_offset"):
                 model.decoder.length_offset = self.cfg.length_offset

@@ -16,11 +16,9 @@ from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II
 
-from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import UniLMTask
-from fairseq_ext.data import complete_batches
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (
@@ -31,7 +29,7 @@ from fairseq_ext.data.size_checks import (
 )
 from fairseq_ext.masking import ATTENTION_VARIANTS, random_order
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks import amp_train_step, quiet_commands
+from fairseq_ext.tasks.base import PluginTask
 
 logger = logging.getLogger(__name__)
 
@@ -54,17 +52,12 @@ class PermutationLMConfig(FairseqDataclass):
 
 
 @register_task("permutation_lm", dataclass=PermutationLMConfig)
-class PermutationLMTask(UniLMTask, FairseqTask):
+class PermutationLMTask(PluginTask, UniLMTask, FairseqTask):
     """Permutation (or causal) language modelling of ``<s> x </s>`` on one stack."""
 
     cfg: PermutationLMConfig
     # one dictionary reads the input and the target
     source_dictionary = target_dictionary = property(attrgetter("dictionary"))
-
-    def state_dict(self):
-        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
-        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
-        return with_dictionaries(super().state_dict(), self)
 
     def __init__(self, cfg: PermutationLMConfig, dictionary: Dictionary):
         super().__init__(cfg)
@@ -79,13 +72,7 @@ class PermutationLMTask(UniLMTask, FairseqTask):
         return "permutation"
 
     @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        quiet_commands.add_verbose(parser)
-
-    @classmethod
     def setup_task(cls, cfg: PermutationLMConfig, **kwargs):
-        quiet_commands.at_setup()
         require(
             cfg.data is not None,
             "permutation_lm needs a data directory (fairseq-preprocess --only-source)",
@@ -125,7 +112,10 @@ class PermutationLMTask(UniLMTask, FairseqTask):
                 limit=limit,
                 markers=("</s>",),
                 limit_name=f"--tokens-per-sample {self.cfg.tokens_per_sample} minus <s>",
-                fix="raise it, split long lines, or use --sample-break-mode none (fixed-size blocks)",
+                fix=(
+                    "raise it, split long lines, or use --sample-break-mode none (fixed-size "
+                    "blocks)"
+                ),
             )
             blocks = lines
         else:
@@ -148,14 +138,12 @@ class PermutationLMTask(UniLMTask, FairseqTask):
 
     def get_batch_iterator(self, dataset, max_positions=None, **options):
         """Every sequence fits the model's positions (``check_model_positions``, once the model
-        is built), and every example is in a batch (``data.complete_batches``)."""
+        is built), and every example is in a batch (``PluginTask``)."""
         if isinstance(max_positions, tuple):  # the model's (P, P) against our int
             max_positions = min(p for p in max_positions if p is not None)
         if self.model_positions is not None:
             self.check_model_positions(dataset, self.model_positions)
-        return super().get_batch_iterator(
-            complete_batches(dataset, options), max_positions=max_positions, **options
-        )
+        return super().get_batch_iterator(dataset, max_positions=max_positions, **options)
 
     def check_model_positions(self, dataset, positions: int) -> None:
         """Every sequence, <s> and </s> included, must fit the model's positions table."""
@@ -163,8 +151,8 @@ class PermutationLMTask(UniLMTask, FairseqTask):
         row = first_bad_row(sizes > positions)
         if row is not None:
             raise FairseqExtError(
-                f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the model's "
-                f"{positions} positions (--max-positions); lower --tokens-per-sample"
+                f"a sequence of {int(sizes[row])} tokens (with <s> and </s>) is longer than the "
+                f"model's {positions} positions (--max-positions); lower --tokens-per-sample"
             )
 
     def build_model(self, cfg, from_checkpoint=False):
@@ -187,6 +175,4 @@ class PermutationLMTask(UniLMTask, FairseqTask):
             sample["net_input"]["order"] = random_order(
                 tokens.eq(self.dictionary.pad()), keep_first=1
             )
-        return amp_train_step.train_step(
-            sample, model, criterion, optimizer, update_num, ignore_grad
-        )
+        return super().train_step(sample, model, criterion, optimizer, update_num, ignore_grad)

@@ -16,7 +16,6 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
-from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import PositionMaskingTask
@@ -24,7 +23,6 @@ from fairseq_ext.data import (
     NO_POSITION_LABEL,
     POSITION_MASK_SOURCES,
     PositionMaskingDataset,
-    complete_batches,
 )
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import (
@@ -33,7 +31,7 @@ from fairseq_ext.data.size_checks import (
     refuse_missing_dictionary,
     refuse_truncated_binaries,
 )
-from fairseq_ext.tasks import amp_train_step, quiet_commands
+from fairseq_ext.tasks.base import PluginTask
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +49,8 @@ class PositionMaskedLMConfig(MaskedLMConfig):
     )
     position_keep_prob: float = option(
         0.05,
-        "of the position-masked tokens, the fraction that keeps its true position (section 2.1: 0.05); "
-        "with --position-random-prob at most 1",
+        "of the position-masked tokens, the fraction that keeps its true position (section 2.1: "
+        "0.05); with --position-random-prob at most 1",
         range=UNIT,
     )
     position_random_prob: float = option(
@@ -115,30 +113,13 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
 
 
 @register_task("position_masked_lm", dataclass=PositionMaskedLMConfig)
-class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
+class PositionMaskedLMTask(PluginTask, PositionMaskingTask, MaskedLMTask):
     """Masked LM whose examples also carry masked positions and their labels."""
 
     cfg: PositionMaskedLMConfig
 
-    def state_dict(self):
-        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
-        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
-        return with_dictionaries(super().state_dict(), self)
-
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        quiet_commands.add_verbose(parser)
-
-    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(
-            sample, model, criterion, optimizer, update_num, ignore_grad
-        )
-
     @classmethod
     def setup_task(cls, cfg: PositionMaskedLMConfig, **kwargs):
-        quiet_commands.at_setup()
         validate_config(cfg)
         refuse_missing_dictionary(os.path.join(utils.split_paths(cfg.data)[0], "dict.txt"))
         return super().setup_task(cfg, **kwargs)
@@ -239,7 +220,3 @@ class PositionMaskedLMTask(PositionMaskingTask, MaskedLMTask):
             "(blocks of exactly that size), raise --tokens-per-sample, or split long lines "
             "before fairseq-preprocess",
         )
-
-    def get_batch_iterator(self, dataset, **options):
-        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
-        return super().get_batch_iterator(complete_batches(dataset, options), **options)

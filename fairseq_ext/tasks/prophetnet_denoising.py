@@ -15,10 +15,8 @@ from fairseq.dataclass import FairseqDataclass
 from fairseq.tasks import FairseqTask, register_task
 from omegaconf import II, MISSING
 
-from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import FairseqExtError, require
-from fairseq_ext.data import complete_batches
 from fairseq_ext.data.mask_symbol import MASK_SYMBOL, load_with_mask_symbol
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset
 from fairseq_ext.data.size_checks import (
@@ -27,7 +25,7 @@ from fairseq_ext.data.size_checks import (
     refuse_missing_data_folder,
     refuse_truncated_binaries,
 )
-from fairseq_ext.tasks import amp_train_step, quiet_commands
+from fairseq_ext.tasks.base import PluginTask
 
 logger = logging.getLogger(__name__)
 
@@ -78,24 +76,20 @@ def _infer_lang(folder: str) -> str:
 
 
 def _language_model_data(folder: str) -> bool:
-    """``fairseq-preprocess --only-source`` without ``-s``: ``dict.txt`` and no ``dict.LANG.txt``."""
+    """``fairseq-preprocess --only-source`` without ``-s``: ``dict.txt`` and no
+    ``dict.LANG.txt``."""
     return os.path.exists(os.path.join(folder, "dict.txt")) and not glob.glob(
         os.path.join(glob.escape(folder), "dict.*.txt")
     )
 
 
 @register_task("prophetnet_denoising", dataclass=ProphetNetDenoisingConfig)
-class ProphetNetDenoisingTask(FairseqTask):
+class ProphetNetDenoisingTask(PluginTask, FairseqTask):
     """Span-masking pre-training of an encoder-decoder on monolingual text."""
 
     cfg: ProphetNetDenoisingConfig
     # one dictionary reads the input and the target
     source_dictionary = target_dictionary = property(attrgetter("dictionary"))
-
-    def state_dict(self):
-        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
-        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
-        return with_dictionaries(super().state_dict(), self)
 
     def __init__(self, cfg: ProphetNetDenoisingConfig, dictionary: Dictionary):
         super().__init__(cfg)
@@ -103,27 +97,16 @@ class ProphetNetDenoisingTask(FairseqTask):
         self.mask_idx = dictionary.index(MASK_SYMBOL)
 
     @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        quiet_commands.add_verbose(parser)
-
-    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(
-            sample, model, criterion, optimizer, update_num, ignore_grad
-        )
-
-    @classmethod
     def setup_task(cls, cfg: ProphetNetDenoisingConfig, **kwargs):
-        quiet_commands.at_setup()
         check_config(cfg, ProphetNetDenoisingConfig)
         refuse_missing_data_folder(cfg.data)
         folder = cfg.data.split(os.pathsep)[0]
         require(
             not _language_model_data(folder),
-            f"{folder} was binarized for a language model (dict.txt, no language); prophetnet_denoising reads "
-            "dict.LANG.txt and no --source-lang fits: binarize it again with fairseq-preprocess --only-source "
-            "-s LANG (e.g. -s en) and give the same --source-lang",
+            f"{folder} was binarized for a language model (dict.txt, no language); "
+            "prophetnet_denoising reads dict.LANG.txt and no --source-lang fits: binarize it "
+            "again with fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same "
+            "--source-lang",
         )
         if cfg.source_lang is None:
             cfg.source_lang = _infer_lang(folder)
@@ -174,7 +157,3 @@ class ProphetNetDenoisingTask(FairseqTask):
 
     def max_positions(self):
         return self.cfg.max_source_positions, self.cfg.max_target_positions
-
-    def get_batch_iterator(self, dataset, **options):
-        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
-        return super().get_batch_iterator(complete_batches(dataset, options), **options)

@@ -1,21 +1,8 @@
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-"""``--eval-rouge``: ROUGE-1/2/L of beam-search headlines on the validation split at every
-validation, for the headline tasks (``unilm_seq2seq``, ``translation_prophetnet``), as fairseq's
-``translation`` task does ``--eval-bleu``. A task takes the options with ``RougeValidationConfig``
-and holds a ``RougeValidation``, which its own hooks call.
-
-``valid_step`` decodes each validation batch with the task's own generator (built with the
-model, from ``--eval-rouge-args``), turns the hypothesis and the target into text as the user
-scripts of ``examples/`` do before scoring, scores each pair with the project's scorer
-(``fairseq_ext.analysis.rouge``) and logs the sums of the per-sentence F1 and the sentence count,
-which fairseq sums over batches and workers; ``reduce_metrics`` derives ``rouge1``, ``rouge2`` and
-``rougeL`` (mean sentence F1 x 100). So ``--best-checkpoint-metric rouge1
---maximize-best-checkpoint-metric --patience N`` keeps the best checkpoint by validation ROUGE-1
-and stops training when it has not improved for N validations.
-
-The references are the validation targets decoded the same way (fairseq's ``<unk>`` written as
-``UNK``, the Gigaword references' marker), not the raw reference file a script scores against;
-docs/unilm.md says by how much the two differ."""
+"""``--eval-rouge``: ROUGE-1/2/L F1 of beam-search outputs on the validation split at every
+validation (``unilm_seq2seq``, ``translation_prophetnet``), as ``translation`` has ``--eval-bleu``;
+scored by ``fairseq_ext.analysis.rouge`` against the targets decoded the same way
+(docs/unilm.md)."""
 
 import json
 import logging
@@ -36,7 +23,8 @@ from fairseq_ext.common.errors import FairseqExtError, require
 
 logger = logging.getLogger(__name__)
 
-# The Gigaword decoding of examples/pretrained/minilm_gigaword.sh and examples/prophetnet/gigaword.sh.
+# The Gigaword decoding of examples/pretrained/minilm_gigaword.sh and
+# examples/prophetnet/gigaword.sh.
 GIGAWORD_DECODING = (
     '{"beam": 4, "lenpen": 1.0, "no_repeat_ngram_size": 3, "max_len_a": 0, "max_len_b": 40}'
 )
@@ -61,7 +49,8 @@ DECODING_OPTIONS = (
 )
 ROUGE_DETOK = ChoiceEnum(["sentencepiece", "wordpiece", "none"])
 UNK = "UNK"  # the OOV marker of the Gigaword references (data_prep/gigaword.sh)
-BERT_UNK = "[UNK]"  # examples/pretrained/minilm_gigaword.sh writes fairseq's <unk> as this before joining pieces
+# examples/pretrained/minilm_gigaword.sh writes fairseq's <unk> as this before joining pieces
+BERT_UNK = "[UNK]"
 SENTENCEPIECE_MARK = "\u2581"
 
 
@@ -69,10 +58,10 @@ SENTENCEPIECE_MARK = "\u2581"
 class RougeValidationConfig(FairseqDataclass):
     eval_rouge: bool = option(
         False,
-        "at every validation, decode the validation split with beam search and log ROUGE-1/2/L F1 x 100 "
-        "(rouge1, rouge2, rougeL; fairseq_ext.analysis.rouge) against its targets; with "
-        "--best-checkpoint-metric rouge1 --maximize-best-checkpoint-metric [--patience N] the best "
-        "checkpoint and early stopping follow validation ROUGE-1",
+        "at every validation, decode the validation split with beam search and log ROUGE-1/2/L "
+        "F1 x 100 (rouge1, rouge2, rougeL; fairseq_ext.analysis.rouge) against its targets; with "
+        "--best-checkpoint-metric rouge1 --maximize-best-checkpoint-metric [--patience N] the "
+        "best checkpoint and early stopping follow validation ROUGE-1",
     )
     eval_rouge_args: str = option(
         GIGAWORD_DECODING,
@@ -89,12 +78,13 @@ class RougeValidationConfig(FairseqDataclass):
     )
     eval_rouge_wordpiece_tokenizer: Optional[str] = option(
         None,
-        "with --eval-rouge-detok wordpiece: the transformers folder (tokenizer.json or vocab.txt) whose "
-        "WordPiece tokenizer encoded the data",
+        "with --eval-rouge-detok wordpiece: the transformers folder (tokenizer.json or "
+        "vocab.txt) whose WordPiece tokenizer encoded the data",
     )
     eval_rouge_print_samples: bool = option(
         False,
-        "log the first hypothesis and reference of every validation batch that --eval-rouge decodes",
+        "log the first hypothesis and reference of every validation batch that --eval-rouge "
+        "decodes",
     )
 
 
@@ -140,7 +130,8 @@ def rouge_requested(cfg) -> bool:
 
 
 def check_rouge_config(cfg) -> None:
-    """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is loaded."""
+    """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is
+    loaded."""
     if not rouge_requested(cfg):
         return
     check_config(cfg, RougeValidationConfig)
@@ -148,12 +139,14 @@ def check_rouge_config(cfg) -> None:
     detok = option_value(cfg, "eval_rouge_detok")
     require(
         detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
-        f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop one of them",
+        f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop "
+        "one of them",
     )
     require(
         detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
         "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
-        "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded the data)",
+        "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded "
+        "the data)",
     )
 
 
@@ -169,21 +162,23 @@ class PiecesToText:
         if detok == "sentencepiece":
             require(
                 any(SENTENCEPIECE_MARK in s for s in dictionary.symbols),
-                "--eval-rouge-detok sentencepiece: no symbol of the target dictionary holds sentencepiece's "
-                f"word mark {SENTENCEPIECE_MARK!r}, so the data are not sentencepiece pieces; use "
-                "--eval-rouge-detok wordpiece (BERT WordPiece, with --eval-rouge-wordpiece-tokenizer DIR) or "
-                "none (words)",
+                "--eval-rouge-detok sentencepiece: no symbol of the target dictionary holds "
+                f"sentencepiece's word mark {SENTENCEPIECE_MARK!r}, so the data are not "
+                "sentencepiece pieces; use --eval-rouge-detok wordpiece (BERT WordPiece, with "
+                "--eval-rouge-wordpiece-tokenizer DIR) or none (words)",
             )
         elif detok == "wordpiece":
             require(
                 os.path.isdir(wordpiece_tokenizer),
-                f"--eval-rouge-wordpiece-tokenizer {wordpiece_tokenizer} is not a folder; give the transformers "
-                "folder (tokenizer.json or vocab.txt) whose tokenizer encoded the data",
+                f"--eval-rouge-wordpiece-tokenizer {wordpiece_tokenizer} is not a folder; give "
+                "the transformers folder (tokenizer.json or vocab.txt) whose tokenizer encoded "
+                "the data",
             )
             require(
                 any(s.startswith("##") for s in dictionary.symbols),
-                "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## continuation piece, "
-                "so the data are not BERT WordPiece pieces; use --eval-rouge-detok sentencepiece or none",
+                "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## "
+                "continuation piece, so the data are not BERT WordPiece pieces; use "
+                "--eval-rouge-detok sentencepiece or none",
             )
             self.wordpiece = encoders.build_bpe(
                 Namespace(bpe="wordpiece", wordpiece_tokenizer=wordpiece_tokenizer)
@@ -199,7 +194,8 @@ class PiecesToText:
             "sentencepiece" if self.detok == "sentencepiece" else None,
             extra_symbols_to_ignore=ignore,
         )
-        # a word of its own, as the marker of the references is: sentencepiece glues <unk> to its neighbours
+        # a word of its own, as the marker of the references is: sentencepiece glues <unk> to its
+        # neighbours
         return " ".join(text.replace(d.unk_word, f" {UNK} ").split())
 
 
@@ -257,7 +253,8 @@ class RougeValidation:
         logging_output["_rouge_sentences"] = len(refs)
 
     def reduce(self, logging_outputs) -> None:
-        """``rouge1``, ``rouge2``, ``rougeL``: the summed F1 over the summed sentence count, x 100."""
+        """``rouge1``, ``rouge2``, ``rougeL``: the summed F1 over the summed sentence count, x
+        100."""
         if not self.on:
             return
 

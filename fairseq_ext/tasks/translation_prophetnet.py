@@ -9,10 +9,8 @@ from dataclasses import dataclass
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
-from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.errors import require
-from fairseq_ext.common.tokenizer_check import checked_bpe
-from fairseq_ext.data import InteractiveInputLines, complete_batches, refuse_beyond_source_positions
+from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (
     note_unknown_share,
@@ -23,7 +21,7 @@ from fairseq_ext.data.size_checks import (
 )
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.generation.decoding_options import check_beam_search_options
-from fairseq_ext.tasks import amp_train_step, quiet_commands
+from fairseq_ext.tasks.base import PluginTask
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
 
@@ -33,7 +31,7 @@ class TranslationProphetNetConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 
 @register_task("translation_prophetnet", dataclass=TranslationProphetNetConfig)
-class TranslationProphetNetTask(TranslationTask):
+class TranslationProphetNetTask(PluginTask, TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
@@ -43,35 +41,8 @@ class TranslationProphetNetTask(TranslationTask):
         self.input_lines = InteractiveInputLines()
         self.rouge = RougeValidation(cfg)
 
-    def state_dict(self):
-        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
-        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
-        return with_dictionaries(super().state_dict(), self)
-
-    def build_bpe(self, args):
-        """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
-        checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
-        return checked_bpe(
-            super().build_bpe,
-            args,
-            self.source_dictionary,
-            f"the source dictionary in {self.cfg.data}",
-        )
-
-    @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        quiet_commands.add_verbose(parser)
-
-    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(
-            sample, model, criterion, optimizer, update_num, ignore_grad
-        )
-
     @classmethod
     def setup_task(cls, cfg, **kwargs):
-        quiet_commands.at_setup()
         # The decoder reads a right-padded target: padding comes after every real token, so
         # the causal attention never sees it and positions count from the start.
         require(
@@ -116,7 +87,8 @@ class TranslationProphetNetTask(TranslationTask):
         self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def build_model(self, cfg, from_checkpoint=False):
-        """With ``--eval-rouge``, the generator that validation decodes with (``RougeValidation``)."""
+        """With ``--eval-rouge``, the generator that validation decodes with
+        (``RougeValidation``)."""
         model = super().build_model(cfg, from_checkpoint)
         self.rouge.prepare(self, model, from_checkpoint)
         return model
@@ -132,12 +104,9 @@ class TranslationProphetNetTask(TranslationTask):
         super().reduce_metrics(logging_outputs, criterion)
         self.rouge.reduce(logging_outputs)
 
-    def get_batch_iterator(self, dataset, **options):
-        """Every example in a batch, an oversized one refused (``data.complete_batches``)."""
-        return super().get_batch_iterator(complete_batches(dataset, options), **options)
-
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions`` refused."""
+        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
+        refused."""
         return self.input_lines.dataset(
             super().build_dataset_for_inference,
             src_tokens,

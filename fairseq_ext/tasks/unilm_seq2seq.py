@@ -2,7 +2,8 @@
 """Task ``unilm_seq2seq``: sequence-to-sequence on one BERT-like stack (Su 2019, section
 "Seq2Seq"): a pair becomes ``<s> source </s> target </s>`` with segment ids under the prefix
 mask, on fairseq's ``translation`` data with RoBERTa's ``<mask>``, ``--keep-tokens``, beam search
-that stays within the positions table and validation ROUGE (``--eval-rouge``, ``tasks.rouge_validation``)."""
+that stays within the positions table and validation ROUGE (``--eval-rouge``,
+``tasks.rouge_validation``)."""
 
 import logging
 from dataclasses import dataclass, field
@@ -12,11 +13,9 @@ from fairseq import utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
-from fairseq_ext.checkpoints.dictionaries import with_dictionaries
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import UniLMTask
-from fairseq_ext.common.tokenizer_check import checked_bpe
-from fairseq_ext.data import InteractiveInputLines, complete_batches
+from fairseq_ext.data import InteractiveInputLines
 from fairseq_ext.data.keep_tokens import (
     RemapTokensDataset,
     count_unmapped,
@@ -35,7 +34,7 @@ from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_or
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.models.unilm_init import prepare_unilm_model
-from fairseq_ext.tasks import amp_train_step, quiet_commands
+from fairseq_ext.tasks.base import PluginTask
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
 logger = logging.getLogger(__name__)
@@ -55,33 +54,18 @@ class UniLMSeq2SeqConfig(RougeValidationConfig, UnsortedBatchesConfig):
 
 def source_fills_table(split: str, row: int, size: int, positions: int) -> FairseqExtError:
     return FairseqExtError(
-        f"{split} source line {row + 1} has {size} tokens with </s>; with <s> that is {size + 1} of "
-        f"the model's {positions} positions (--max-positions), leaving none for the target: filter "
-        "or shorten long sources (data_prep/spm.py clean-pair --max-words), or train a model with "
-        "more positions"
+        f"{split} source line {row + 1} has {size} tokens with </s>; with <s> that is {size + 1} "
+        f"of the model's {positions} positions (--max-positions), leaving none for the target: "
+        "filter or shorten long sources (data_prep/spm.py clean-pair --max-words), or train a "
+        "model with more positions"
     )
 
 
 @register_task("unilm_seq2seq", dataclass=UniLMSeq2SeqConfig)
-class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
+class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
-
-    def state_dict(self):
-        """fairseq saves this as the checkpoint's ``task_state``: with the symbols of the dictionaries,
-        which every load for a task compares with its own (``fairseq_ext.checkpoints.dictionaries``)."""
-        return with_dictionaries(super().state_dict(), self)
-
-    def build_bpe(self, args):
-        """fairseq-interactive and fairseq-generate build ``--bpe`` here: a sentencepiece model is
-        checked against the source dictionary (``fairseq_ext.common.tokenizer_check``)."""
-        return checked_bpe(
-            super().build_bpe,
-            args,
-            self.source_dictionary,
-            f"the source dictionary in {self.cfg.data}",
-        )
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(
@@ -114,19 +98,7 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
         return "prefix"
 
     @classmethod
-    def add_args(cls, parser):
-        super().add_args(parser)
-        quiet_commands.add_verbose(parser)
-
-    def train_step(self, sample, model, criterion, optimizer, update_num, ignore_grad=False):
-        """fairseq's step with torch's current autocast (``amp_train_step``)."""
-        return amp_train_step.train_step(
-            sample, model, criterion, optimizer, update_num, ignore_grad
-        )
-
-    @classmethod
     def setup_task(cls, cfg, **kwargs):
-        quiet_commands.at_setup()
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 
@@ -197,10 +169,10 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
 
     def get_batch_iterator(self, dataset, **options):
         """Every pair fits the model's positions (``check_model_positions``, once the model is
-        built), and every example is in a batch (``data.complete_batches``)."""
+        built), and every example is in a batch (``PluginTask``)."""
         if self.model_positions is not None:
             self.check_model_positions(dataset, self.model_positions)
-        return super().get_batch_iterator(complete_batches(dataset, options), **options)
+        return super().get_batch_iterator(dataset, **options)
 
     def check_model_positions(self, dataset, P: int) -> None:
         """Every pair must fit the one positions table: 1 (<s>) + source + target - 1."""
@@ -215,9 +187,10 @@ class UniLMSeq2SeqTask(UniLMTask, TranslationTask):
             row = first_bad_row(total > P)
             if row is not None:
                 raise FairseqExtError(
-                    f"{split} line {row + 1}: the source ({int(dataset.src_sizes[row])} tokens with </s>) "
-                    f"and target ({int(dataset.tgt_sizes[row])} with </s>) need {int(total[row])} positions, "
-                    f"more than the model's {P} (--max-positions); filter or shorten such pairs"
+                    f"{split} line {row + 1}: the source ({int(dataset.src_sizes[row])} tokens "
+                    f"with </s>) and target ({int(dataset.tgt_sizes[row])} with </s>) need "
+                    f"{int(total[row])} positions, more than the model's {P} (--max-positions); "
+                    "filter or shorten such pairs"
                 )
 
     def check_input_length(self, line: int, length: int) -> None:

@@ -423,7 +423,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    from fairseq_ext.common.errors import install_cli_excepthook
+    from fairseq_ext.fairseq_changes.one_line_errors import install_cli_excepthook
 
     install_cli_excepthook()
     main()

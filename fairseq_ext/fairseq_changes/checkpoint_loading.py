@@ -1,17 +1,5 @@
-"""fairseq's checkpoint loaders as ``fairseq_changes`` replaces them.
-
-fairseq has no hook between reading a checkpoint and building a model from it: a task's
-``load_state_dict`` gets the ``task_state`` only (not the path, the config or the weights) and
-is not called when training resumes. So ``checkpoint_utils.load_checkpoint_to_cpu`` is wrapped
-(``guarded_loader``): for a load that serves the plugin (``patch_scope.serves``) an unreadable,
-foreign or non-finite file is one line (``loading.safe_load`` tells why), and a load for a task
-checks ``--model-overrides``, the task family and the dictionaries (``checks``, ``overrides``).
-A load for fairseq's own task runs fairseq's loader untouched; only a checkpoint that a task of
-the plugin trained is checked after it loads. fairseq's loader that knows the task
-(``load_model_ensemble_and_task``) only says which task the load is for (``loading_for_task``);
-a training says it for every load when it starts (``loading_for``, from
-``saving.starting_safely``, with the trainer at hand).
-"""
+"""The ``checked-loading`` and ``ensemble-task`` rows: fairseq's checkpoint loaders with the
+checks of ``checkpoints.checks`` and ``checkpoints.overrides`` (docs/fairseq-patches.md)."""
 
 from __future__ import annotations
 
@@ -114,7 +102,8 @@ def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
 
 def loading_for_task(fn, task_of, paths_of):
     """Wrap a fairseq loader that knows the task, so that ``guarded_loader``'s
-    ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against ``task_of(...)``."""
+    ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against
+    ``task_of(...)``."""
 
     @functools.wraps(fn)
     def loader(*args, **kwargs):

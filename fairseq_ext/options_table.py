@@ -1,6 +1,6 @@
 """The table of every option the plugin's models, tasks and criteria add to fairseq (name,
 default, range or choices, help), generated from their dataclass configs so that the table
-cannot disagree with them: ``python -m fairseq_ext.common.options_table > docs/options.md``
+cannot disagree with them: ``python -m fairseq_ext.options_table > docs/options.md``
 (``tests/test_options_table.py`` checks the committed page)."""
 
 from __future__ import annotations
@@ -12,35 +12,36 @@ from enum import Enum
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
-    quiet.hush_command()
+    quiet.hush_command(sys.argv[1:])
 
 from fairseq_ext.common.config_fields import choices_of, fields_of, flag, model_config  # noqa: E402
 
 PLUGIN = "fairseq_ext."
 HEADER = (
-    "# Options\n\n"
-    "Every option the plugin's models, tasks and criteria add to fairseq's own, with its default, "
-    "its range (or its choices) and its help. Generated from the dataclass configs by "
-    "`python -m fairseq_ext.common.options_table > docs/options.md`; do not edit by hand. On the command line, "
-    "`fairseq-train --user-dir fairseq_ext --task TASK --arch ARCH --criterion CRITERION --help` lists "
-    "the same options with their defaults. Every task of the plugin also takes `--verbose`, which keeps the "
-    "whole log fairseq prints (its configuration, the model, the set-up, Hydra's and torch's warnings; "
-    "[what the commands print](output.md)).\n\n"
-    "How they reach fairseq: one dataclass per task, criterion and model, turned into command-line "
-    "options by fairseq's own `gen_parser_from_dataclass` (no private argparse attribute). Tasks, criteria "
-    "and `unilm_transformer` are registered with their dataclass (`register_task`, `register_criterion`, "
-    "`register_model(..., dataclass=...)`), so fairseq adds their options and defaults, on the command line "
-    "and under Hydra. `hi_cmlm_transformer`, `prophetnet` and `position_masked_roberta` extend fairseq's CMLM, "
-    "Transformer and RoBERTa, which fairseq 0.12 configures by argparse: registered with a dataclass, "
-    "fairseq's `cfg.model` would keep that dataclass's fields and drop the parent's options, so their "
-    "`add_args` adds the dataclass (`options_config`) to the parent's options, as fairseq's own "
-    "`TransformerModel.add_args` adds its `TransformerConfig`, and their architectures give every option left "
-    "unset the dataclass's default (`config_fields.fill_defaults`), as fairseq's architectures do with "
-    "`getattr(args, name, default)`. fairseq applies the architecture again when it loads a checkpoint, so "
-    "one saved before an option existed gets its default (`unilm_transformer`'s `build_model` sets them, as "
-    "fairseq's `TransformerModel.build_model` calls its base architecture). `--attention-mask` is a name of "
-    "`masking.ATTENTION_VARIANTS`, checked "
-    "when the model is built, so a mask registered after import is a choice.\n"
+    "# Options\n\nEvery option the plugin's models, tasks and criteria add to fairseq's own, "
+    "with its default, its range (or its choices) and its help. Generated from the dataclass "
+    "configs by `python -m fairseq_ext.options_table > docs/options.md`; do not edit by hand. On "
+    "the command line, `fairseq-train --user-dir fairseq_ext --task TASK --arch ARCH --criterion "
+    "CRITERION --help` lists the same options with their defaults. Every task of the plugin also "
+    "takes `--verbose`, which keeps the whole log fairseq prints (its configuration, the model, "
+    "the set-up, Hydra's and torch's warnings; [what the commands print](output.md)).\n\nHow "
+    "they reach fairseq: one dataclass per task, criterion and model, turned into command-line "
+    "options by fairseq's own `gen_parser_from_dataclass` (no private argparse attribute). "
+    "Tasks, criteria and `unilm_transformer` are registered with their dataclass "
+    "(`register_task`, `register_criterion`, `register_model(..., dataclass=...)`), so fairseq "
+    "adds their options and defaults, on the command line and under Hydra. "
+    "`hi_cmlm_transformer`, `prophetnet` and `position_masked_roberta` extend fairseq's CMLM, "
+    "Transformer and RoBERTa, which fairseq 0.12 configures by argparse: registered with a "
+    "dataclass, fairseq's `cfg.model` would keep that dataclass's fields and drop the parent's "
+    "options, so their `add_args` adds the dataclass (`options_config`) to the parent's options, "
+    "as fairseq's own `TransformerModel.add_args` adds its `TransformerConfig`, and their "
+    "architectures give every option left unset the dataclass's default "
+    "(`config_fields.fill_defaults`), as fairseq's architectures do with `getattr(args, name, "
+    "default)`. fairseq applies the architecture again when it loads a checkpoint, so one saved "
+    "before an option existed gets its default (`unilm_transformer`'s `build_model` sets them, "
+    "as fairseq's `TransformerModel.build_model` calls its base architecture). "
+    "`--attention-mask` is a name of `masking.ATTENTION_VARIANTS`, checked when the model is "
+    "built, so a mask registered after import is a choice.\n"
 )
 
 
@@ -91,7 +92,8 @@ def section(kind: str, name: str, config: type, note: str = "") -> str:
     lines += ["| option | default | range | help |", "|---|---|---|---|"]
     for f in rows:
         lines.append(
-            f"| `{flag(f.name)}` | {_default(f)} | {_cell(_range(f))} | {_cell(f.metadata.get('help', ''))} |"
+            f"| `{flag(f.name)}` | {_default(f)} | {_cell(_range(f))} | "
+            f"{_cell(f.metadata.get('help', ''))} |"
         )
     return "\n".join(lines + [""])
 
