@@ -12,8 +12,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -177,20 +175,6 @@ def load_shipped_student(dict_dir: Path):
         [str(model_dir / "checkpoint.pt")], arg_overrides={"data": str(dict_dir)}
     )
     return model.eval().float(), task
-
-
-@contextmanager
-def fairseq_pass(model):
-    """The reference pass for the mask-predict tests: fairseq's CMLM ``forward_decoder`` in place
-    of the plugin's, no cross-attention cache."""
-    from fairseq.models.nat import CMLMNATransformerModel
-
-    model.forward_decoder = partial(CMLMNATransformerModel.forward_decoder, model)
-    model.cross_attention_cache = lambda encoder_out: None
-    try:
-        yield
-    finally:
-        del model.forward_decoder, model.cross_attention_cache
 
 
 def write_lines(path: Path, lines: list[str]) -> None:

@@ -46,24 +46,34 @@ def _relative_error(got: torch.Tensor, want: torch.Tensor) -> float:
 
 
 # ------------------------------------------------------------------ decoding on CUDA
-@pytest.mark.parametrize("history", [False, True])  # the lean loop, fairseq's generator
+@pytest.mark.parametrize("lean", [True, False])  # the lean loop, fairseq's generator
 @pytest.mark.parametrize("strategy", ["all_mask", "fence_replace"])
-def test_mask_predict_length_beam_on_cuda_equals_the_cpu(tiny_data, strategy, history):
+def test_mask_predict_length_beam_on_cuda_equals_the_cpu(tiny_data, strategy, lean):
     """fairseq's own generator crashes here with a length beam (np.argmax of CUDA tensors)."""
     task, model, sample = _random_model_batch(tiny_data, strategy)
     options = argparse.Namespace(
         iter_decode_max_iter=4,
         iter_decode_with_beam=3,
         iter_decode_force_max_iter=True,
-        retain_iter_history=history,
+        retain_iter_history=True,
     )
-    on_cpu = task.build_generator([model], options).generate([model], sample)
+
+    def generator():
+        gen = task.build_generator([model], options)
+        assert gen.lean
+        gen.lean = lean
+        return gen
+
+    on_cpu = generator().generate([model], sample)
     model.to(CUDA)
-    on_cuda = task.build_generator([model], options).generate([model], _on_cuda(sample))
+    on_cuda = generator().generate([model], _on_cuda(sample))
     assert len(on_cuda) == len(on_cpu) == sample["target"].size(0)
     for got, want in zip(on_cuda, on_cpu):
         assert got[0]["tokens"].device.type == CUDA
         assert torch.equal(got[0]["tokens"].cpu(), want[0]["tokens"])
+        assert [h["tokens"].tolist() for h in got[0]["history"]] == [
+            h["tokens"].tolist() for h in want[0]["history"]
+        ]
         assert torch.allclose(
             got[0]["positional_scores"].cpu(), want[0]["positional_scores"], atol=1e-4
         )

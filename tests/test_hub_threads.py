@@ -11,6 +11,7 @@ import threading
 import pytest
 
 from fairseq_ext import hub
+from fairseq_ext.generation import lean_mask_predict, refinement
 from fairseq_ext.generation.int8 import QUANTIZED
 from tests.conftest import read_sample
 from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401  (fixtures)
@@ -83,12 +84,23 @@ def test_a_per_call_length_offset_equals_the_load_time_one(quickstart):
     assert quickstart.translate(sentences, passes=4) != loaded
 
 
-def test_per_call_options_reach_the_route_the_lean_loop_leaves(quickstart):
-    """``retain_iter_history`` decodes over the model's ``forward_decoder`` instead of the lean
-    loop: the call's strategy and offset reach the decoder there too, with the same outputs."""
+def test_per_call_options_reach_the_route_the_lean_loop_leaves(quickstart, monkeypatch):
+    """A model the lean loop does not serve (``lean_mask_predict.applies`` false) decodes with
+    fairseq's generator over the model's ``forward_decoder``: the call's strategy and offset
+    reach the decoder there too, with the same outputs (as with ``retain_iter_history``, which
+    the lean loop serves)."""
     sentences, options = SOURCES[:6], {"strategy": "all_mask", "length_offset": 2, "passes": 4}
     lean = quickstart.translate(sentences, **options)
     assert quickstart.translate(sentences, retain_iter_history=True, **options) == lean
+    passes, route = [], refinement._RefinementModel.forward_decoder
+
+    def counted(self, *args, **kwargs):
+        passes.append(1)
+        return route(self, *args, **kwargs)
+
+    monkeypatch.setattr(refinement._RefinementModel, "forward_decoder", counted)
+    monkeypatch.setattr(lean_mask_predict, "applies", lambda model: False)
+    assert quickstart.translate(sentences, **options) == lean and passes
     assert quickstart.translate(sentences, passes=4) != lean
 
 

@@ -22,7 +22,7 @@ from fairseq_ext.generation.decoding_options import decoding_call
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.generation.lean_mask_predict import _Slots, fairseq_extract_features
 from fairseq_ext.masking import HYBRID_STRATEGIES
-from tests.conftest import ROOT, fairseq_pass, load_shipped_student, read_sample
+from tests.conftest import ROOT, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"
 SENTENCES = 24
@@ -118,7 +118,7 @@ def test_lean_loop_decodes_as_the_reference(student, passes, beam, force, offset
     try:
         for sample in batches(rows, task.src_dict.pad(), bsz):
             got = lean.generate([model], sample)
-            with torch.no_grad(), fairseq_pass(model):
+            with torch.no_grad():
                 want = reference.generate([model], sample)
             assert_same(got, want)
             assert all(
@@ -177,13 +177,76 @@ def test_int8_weights_decode_as_fairseqs_generator_with_them(student):
         assert_same(got, want)
 
 
-def test_iteration_history_decodes_with_fairseqs_generator(student):
-    """``--retain-iter-history`` (fairseq-generate's E lines) needs every pass's tokens:
-    fairseq's generator decodes it."""
-    model, task, _ = student
-    args = options(4, 1, True)
+def assert_identical(with_history: list, without: list) -> None:
+    """The same hypotheses to the bit, history kept on the left only."""
+    for g, w in zip(with_history, without, strict=True):
+        g, w = g[0], w[0]
+        assert "history" in g and "history" not in w
+        assert torch.equal(g["tokens"], w["tokens"]) and g["steps"] == w["steps"]
+        assert torch.equal(g["positional_scores"], w["positional_scores"])
+
+
+def assert_same_history(got: list, want: list) -> None:
+    """fairseq's ``--retain-iter-history`` entries: the same tokens and steps, no scores."""
+    for g, w in zip(got, want, strict=True):
+        g, w = g[0]["history"], w[0]["history"]
+        assert len(g) == len(w)
+        for a, b in zip(g, w):
+            assert torch.equal(a["tokens"], b["tokens"]) and a["steps"] == b["steps"]
+            for key in ("positional_scores", "score", "hypo_attn", "alignment"):
+                assert a[key] is None and b[key] is None
+
+
+@pytest.mark.parametrize("passes,beam,force", CASES)
+def test_iteration_history_is_fairseqs(student, passes, beam, force):
+    """``--retain-iter-history``: the lean loop keeps the history of fairseq's generator (over
+    fairseq's CMLM pass, as in ``test_lean_loop_decodes_as_the_reference``) and decodes the same
+    hypotheses as without it."""
+    model, task, sources = student
+    args = options(passes, beam, force)
     args.retain_iter_history = True
-    assert not task.build_generator([model], args).lean
+    lean, plain = task.build_generator([model], args), task.build_generator([model], args)
+    plain.retain_history = False
+    assert lean.lean and plain.lean and lean.retain_history
+    if force:
+        reference = IterativeRefinementGenerator(
+            task.tgt_dict, max_iter=passes - 1, beam_size=beam, adaptive=False, retain_history=True
+        )
+    else:
+        reference = task.build_generator([model], args)
+        reference.lean = False
+    steps = []
+    for sample in batches(sources, task.src_dict.pad(), 8):
+        got = lean.generate([model], sample)
+        with torch.no_grad():
+            want = reference.generate([model], sample)
+        assert_same(got, want)
+        assert_same_history(got, want)
+        assert_identical(got, plain.generate([model], sample))
+        for h in got:
+            h = h[0]
+            steps.append(h["steps"])
+            # the start, then each pass's prediction and (but after the last pass) its re-masking
+            assert len(h["history"]) == 2 * h["steps"] + (2 if h["steps"] == passes - 1 else 3)
+            assert torch.equal(h["history"][-1]["tokens"], h["tokens"])
+            assert h["history"][0]["tokens"][1:-1].eq(task.tgt_dict.unk()).all()
+    if not force and passes == 10 and beam == 3:  # rows left the batch with their history
+        assert min(steps) < passes - 1 == max(steps)
+
+
+def test_int8_decodes_the_same_with_and_without_history(student):
+    """``--int8-decoding --retain-iter-history`` gives the hypotheses of ``--int8-decoding``: one
+    loop projects the same rows either way (int8's activation scale depends on them)."""
+    model, task, sources = student
+    int8 = quantize_for_decoding(copy.deepcopy(model))
+    args = options(10, 3, False)
+    plain = task.build_generator([int8], args)
+    args.retain_iter_history = True
+    kept = task.build_generator([int8], args)
+    for sample in batches(sources, task.src_dict.pad(), 8):
+        got = kept.generate([int8], sample)
+        assert_identical(got, plain.generate([int8], sample))
+        assert all(torch.equal(h[0]["history"][-1]["tokens"], h[0]["tokens"]) for h in got)
 
 
 def with_every_layer_option(model):

@@ -1,7 +1,7 @@
-"""``cmlm_hybrid``'s generator where the lean loop does not apply (``--retain-iter-history``):
-fairseq's generator with the plugin's fixes (``generation.refinement``) decodes the shipped
-student as fairseq's own with forced passes, and as the lean loop (and fairseq's own where that
-keeps no mask) with adaptive stop; the CPU's length-sorted sub-batches; the lean loop's cache."""
+"""``cmlm_hybrid``'s fairseq-generator path (``generation.refinement``, which decodes decoder
+layers the lean loop does not know; forced here with ``lean = False``) decodes the shipped
+student as fairseq's own generator with forced passes, and as the lean loop (and fairseq's own
+where that keeps no mask) with adaptive stop; the CPU's length-sorted sub-batches; the cache."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ def batch(sources: list[torch.Tensor], pad: int) -> dict:
     }
 
 
-def generator(task, model, passes: int, beam: int, force: bool, history: bool):
+def generator(task, model, passes: int, beam: int, force: bool, lean: bool, history: bool):
+    """``cmlm_hybrid``'s generator, which picks the lean loop for the student; ``lean=False``:
+    its fairseq-generator path."""
     gen = task.build_generator(
         [model],
         Namespace(
@@ -53,7 +55,8 @@ def generator(task, model, passes: int, beam: int, force: bool, history: bool):
             retain_iter_history=history,
         ),
     )
-    assert gen.lean is not history
+    assert gen.lean
+    gen.lean = lean
     return gen
 
 
@@ -64,13 +67,13 @@ def test_fairseq_generator_path_decodes_as_fairseq_and_the_lean_loop(
     student, bsz, beam, passes, force
 ):
     model, task, sources = student
-    fallback = generator(task, model, passes, beam, force, history=True)
+    fallback = generator(task, model, passes, beam, force, lean=False, history=True)
     if force:
         reference = IterativeRefinementGenerator(
             task.tgt_dict, max_iter=passes - 1, beam_size=beam, adaptive=False
         )
     else:
-        reference = generator(task, model, passes, beam, force, history=False)
+        reference = generator(task, model, passes, beam, force, lean=True, history=False)
     upstream = IterativeRefinementGenerator(task.tgt_dict, max_iter=passes - 1, beam_size=beam)
     kept_masks = 0
     for first in range(0, len(sources) if bsz == 1 else 1, 4 if bsz == 1 else 1):
@@ -116,14 +119,15 @@ def test_the_cache_is_shared_by_the_length_candidates(student):
     )
 
 
-@pytest.mark.parametrize("history", [False, True])
+@pytest.mark.parametrize("lean", [True, False])
 @pytest.mark.parametrize("beam,force", [(1, True), (3, True), (3, False)])
-def test_length_sorted_sub_batches_decode_as_the_whole_batch(student, beam, force, history):
+def test_length_sorted_sub_batches_decode_as_the_whole_batch(student, beam, force, lean):
     """On the CPU a batch of more than ``cpu_chunk`` sentences is decoded as length-sorted
-    sub-batches; the hypotheses are those of the whole batch, in its order."""
+    sub-batches; the hypotheses and their histories are those of the whole batch, in its
+    order."""
     model, task, sources = student
     sample = batch(sources, task.src_dict.pad())
-    gen = generator(task, model, 10, beam, force, history)
+    gen = generator(task, model, 10, beam, force, lean, history=True)
     with torch.no_grad():
         gen.cpu_chunk = 5
         parts = [h[0] for h in gen.generate([model], sample)]
@@ -136,3 +140,6 @@ def test_length_sorted_sub_batches_decode_as_the_whole_batch(student, beam, forc
         torch.testing.assert_close(
             p["positional_scores"], w["positional_scores"], rtol=0, atol=1e-5
         )
+        assert [h["tokens"].tolist() for h in p["history"]] == [
+            h["tokens"].tolist() for h in w["history"]
+        ]

@@ -1,15 +1,7 @@
-"""The numeric decoding options of the plugin's generators, checked when a task builds its
-generator (``fairseq-generate``, ``fairseq-interactive``, ``--eval-bleu``).
-
-fairseq clamps or ignores some out-of-range values without a word (``--iter-decode-with-beam
--2`` decodes with one length candidate, a ``--beam`` larger than the vocabulary with the
-vocabulary less padding, an ``--nbest`` larger than the beam prints fewer hypotheses) and
-stops on others with an ``assert`` deep in its code (``--temperature 0``, a ``--max-len-b``
-below ``--min-len``). Here each is one clear error naming the option.
-
-Mask-predict's passes are bounded by ``MAX_PASSES``, and a Python API call can give the hybrid
-strategy and the length offset for itself alone (``decoding_call``), without changing the model
-that other calls share.
+"""Checks of the numeric options of the plugin's generators, run when a task builds one: a
+value that fairseq clamps, ignores or stops on with an ``assert`` is one error naming the option.
+``MAX_PASSES`` bounds mask-predict's passes; ``decoding_call`` gives one Python API call its own
+hybrid strategy (Wang et al. 2021, section 3.2) and length offset, leaving the model unchanged.
 """
 
 from __future__ import annotations

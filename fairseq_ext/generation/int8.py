@@ -1,13 +1,6 @@
 """int8 weights for decoding on the CPU (``cmlm_hybrid --int8-decoding``): torch's dynamic
-quantisation (``torch.ao.quantization.quantize_dynamic``: weights stored as int8, activations
-quantised on the fly, per matrix product) of every ``nn.Linear`` of a model, in place, as
-CTranslate2's ``int8`` compute type does for the autoregressive models it serves. Not exact: the
-outputs change a little, and docs/results/speed.md measures the BLEU change beside the speed.
-
-fairseq's ``MultiheadAttention`` hands its projection weights to torch's fused attention
-(``F.multi_head_attention_forward``) unless ``skip_embed_dim_check`` is set; a quantised
-projection has no weight tensor to hand, so the flag routes it through the projections' own
-``forward``, which the quantised modules replace.
+quantisation of every ``nn.Linear`` in place (int8 weights, activations quantised per product),
+as CTranslate2's ``int8``. Not exact; docs/results/speed.md measures the BLEU change.
 """
 
 from __future__ import annotations
@@ -38,12 +31,13 @@ def quantize_for_decoding(model: torch.nn.Module) -> torch.nn.Module:
     )
     from fairseq.modules import MultiheadAttention
 
+    # fairseq's attention hands its projection weights to torch's fused attention unless this
+    # is set; int8 projections have no weight tensor and run through their own forward instead
     for module in model.modules():
         if isinstance(module, MultiheadAttention):
             module.skip_embed_dim_check = True
-    with (
-        warnings.catch_warnings()
-    ):  # torch announces the API's move to torchao; it is still torch's own
+    # torch announces the API's move to torchao; it is still torch's own
+    with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
         torch.ao.quantization.quantize_dynamic(

@@ -1,30 +1,10 @@
-"""A lean mask-predict loop (Ghazvininejad et al. 2019, section 3) for ``hi_cmlm_transformer``:
-the passes of ``MaskPredictGenerator``'s generic loop over ``forward_decoder``, with what does
-not change from one pass to the next computed once per batch.
-
-Once per batch: the encoder; the target slots (the length beam flattened into the batch); the
-decoder's padding mask and positional embeddings; the soft copy of the source embeddings Z
-(eq. 8-10: it depends on the source and on the target length, not on which slots are masked);
-the cross-attention keys and values of every decoder layer (``modules.cross_attention_cache``,
-computed for the sentences and shared by their length candidates). Per pass: the token
-embeddings mixed with Z by the strategy's rule and the decoder layers
-(``fairseq_extract_features``, a copy of fairseq's that reads those keys and values), the
-vocabulary projection at the masked slots (``VocabularyProjection``) and fairseq's re-masking
-(``_skeptical_unmasking``), on the same tensors, updated in place, under
-``torch.inference_mode``. No ``DecoderOut`` per pass, no history, and the encoder output is never
-reordered: under adaptive termination the finished rows leave the precomputed tensors by one
-index each.
-
-Everything a decoding changes is its own (the keys and values, the slots), handed from call to
-call and never set on the model: threads that share one model decode apart. The strategy and the
-length offset are the model's, or those of the Python API call under way in the thread
-(``decoding_options.decoding_call``).
-
-Every op that runs is the generic loop's, in the same order, but the vocabulary product at few
-rows; the hypotheses are the same, the scores within float rounding
-(``tests/test_lean_mask_predict.py``). ``applies`` says where that holds, and ``cmlm_hybrid``
-decodes with this loop there; ``--retain-iter-history``, another model class or a decoder
-layer of a kind it does not know decode with the generic loop.
+"""Mask-predict (Ghazvininejad et al. 2019, section 3) for ``hi_cmlm_transformer`` (Wang et
+al. 2021), as fairseq's ``IterativeRefinementGenerator`` decodes it over the CMLM pass, with what
+does not change between passes computed once per batch: the encoder, the length candidates
+(flattened into the batch), the padding mask and positions, the soft copy Z (eq. 8-10) and the
+cross-attention keys and values (``cross_attention_cache``). Per pass: the decoder layers
+(``fairseq_extract_features``), the vocabulary projection of the masked slots only and fairseq's
+re-masking, in place. The decoding state is the call's own, never set on the model.
 """
 
 from __future__ import annotations
@@ -39,14 +19,12 @@ from fairseq_ext.masking import mix_decoder_input
 from fairseq_ext.modules.cross_attention_cache import cross_attention_cache
 
 
-def applies(model, retain_history: bool) -> bool:
-    """Whether the lean loop decodes ``model`` exactly as the generic one: a
-    ``hi_cmlm_transformer`` (its ``HybridInputDecoder``), no iteration history, and decoder
-    layers that attend to the encoder with their own keys (fairseq's post- or pre-norm layer, no
-    ``--cross-self-attention``)."""
+def applies(model) -> bool:
+    """Whether this loop decodes ``model`` exactly: a ``hi_cmlm_transformer`` whose decoder
+    layers attend to the encoder with their own keys (no ``--cross-self-attention``)."""
     from fairseq_ext.models.hi_cmlm_transformer import HiCMLMTransformerModel
 
-    if not isinstance(model, HiCMLMTransformerModel) or retain_history:
+    if not isinstance(model, HiCMLMTransformerModel):
         return False
     layers = model.decoder.layers
     return all(
@@ -86,6 +64,7 @@ class _Slots:
             self.copy = decoder.forward_copying_source(src_embedding, src_mask, self.non_pad)
         self.kv = cross_attention_cache(decoder.layers, encoder_out)
         self.kv_per_row = beam == 1
+        self.history: list[torch.Tensor] | None = None  # each state's tokens, when kept
 
     def keep(self, rows: torch.Tensor) -> None:
         """Only ``rows`` (indices into the current rows) decode on."""
@@ -102,6 +81,8 @@ class _Slots:
             value = getattr(self, name)
             if value is not None:
                 setattr(self, name, value[rows])
+        if self.history is not None:
+            self.history = [h[rows] for h in self.history]
         # the cached keys and values, per sentence while every sentence has all its candidates
         index = rows if self.kv_per_row else self.sentence
         for buffer in self.kv.values():
@@ -116,16 +97,11 @@ class _Slots:
 def fairseq_extract_features(
     decoder, tokens, encoder_out, padding, positions, copy, kv
 ) -> torch.Tensor:
-    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (with its
-    ``forward_embedding``, ``HybridInputDecoder.forward_embedding``'s mix of Z and each
-    ``TransformerDecoderLayer.forward`` inlined) for decoder layers with encoder attention and no
-    cross-self-attention (``applies``), whose cross-attention reads its keys and values from
-    ``kv`` (``cross_attention_cache``) instead of projecting the encoder output again.
-
-    ``padding``, ``positions`` (None: no positional embedding) and ``copy`` (Z, None where the
-    strategy gives no slot Z) are the slots' own, computed once per batch; the keys and values
-    are handed to each call, never set on the shared layers, so concurrent decodes of one model
-    stay apart. ``tests/test_lean_mask_predict.py`` compares it with fairseq's own."""
+    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (its ``forward_embedding``
+    with ``HybridInputDecoder``'s mix of Z, and ``TransformerDecoderLayer.forward``, inlined) for
+    the layers ``applies`` accepts, whose cross-attention reads the keys and values ``kv``
+    (``cross_attention_cache``) handed to the call. ``padding``, ``positions`` and ``copy`` (Z)
+    are the slots' (None: none). ``tests/test_lean_mask_predict.py`` compares it with fairseq's."""
     x = decoder.embed_scale * decoder.embed_tokens(tokens)
     if decoder.project_in_dim is not None:
         x = decoder.project_in_dim(x)
@@ -196,11 +172,9 @@ def fairseq_extract_features(
 
 
 class VocabularyProjection:
-    """The decoder's output projection of the masked slots' features. For a few rows (batch 1),
-    the product with a contiguous copy of the transposed weight (kept while the weight is
-    unchanged), which the CPU's matrix product runs up to twice as fast as ``nn.Linear``'s
-    product with the transposed view, to within float rounding; otherwise the decoder's own
-    ``output_layer`` (an int8 or adaptive one included)."""
+    """The output projection of the masked slots' features: for at most ``few_rows`` rows on the
+    CPU, the product with a cached contiguous transpose of the weight (faster there than
+    ``nn.Linear``'s, equal to float rounding); otherwise the decoder's ``output_layer``."""
 
     few_rows = 32
 
@@ -226,9 +200,17 @@ class VocabularyProjection:
         return features @ weight_t
 
 
-def _hypothesis(step: int, tokens: torch.Tensor, scores: torch.Tensor, keep: torch.Tensor) -> dict:
+def _hypothesis(
+    step: int,
+    tokens: torch.Tensor,
+    scores: torch.Tensor,
+    keep: torch.Tensor,
+    history: list[torch.Tensor] | None = None,
+) -> dict:
+    """fairseq's hypothesis of one row (``IterativeRefinementGenerator.generate``'s
+    ``finalized_hypos``), with its ``history`` (the row's tokens in each kept state) if any."""
     positional = scores[keep]
-    return {
+    hypo = {
         "steps": step,
         "tokens": tokens[keep],
         "positional_scores": positional,
@@ -236,6 +218,19 @@ def _hypothesis(step: int, tokens: torch.Tensor, scores: torch.Tensor, keep: tor
         "hypo_attn": None,
         "alignment": None,
     }
+    if history is not None:
+        empty = dict.fromkeys(("positional_scores", "score", "hypo_attn", "alignment"))
+        hypo["history"] = [{"steps": step, "tokens": h[keep], **empty} for h in history]
+    return hypo
+
+
+def _outside_inference_mode(hypo: dict) -> dict:
+    """A copy of ``hypo`` whose tensors accept in-place updates (fairseq-interactive divides the
+    positional scores in place; tensors made in inference mode refuse it)."""
+    out = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in hypo.items()}
+    if "history" in out:
+        out["history"] = [_outside_inference_mode(h) for h in out["history"]]
+    return out
 
 
 def note_emptied(finalized: list[dict], offset: int) -> None:
@@ -259,10 +254,12 @@ def decode(
     adaptive: bool,
     unk: int,
     projection: VocabularyProjection,
+    history: bool = False,
 ) -> list[list[dict]]:
     """The best hypothesis of each sentence of ``sample`` after ``max_iter + 1`` passes (fewer
     for a row that ``adaptive`` termination stops: unchanged by a pass and no mask left), as
-    ``MaskPredictGenerator._decode`` gives it."""
+    fairseq's generator gives it; ``history``: with fairseq's ``--retain-iter-history`` entries
+    (the start, then each pass's prediction and, but after the last pass, its re-masking)."""
     src_tokens, src_lengths = sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"]
     bsz, passes = src_tokens.size(0), max_iter + 1
     decoder = model.decoder
@@ -270,7 +267,17 @@ def decode(
         encoder_out = model.forward_encoder([src_tokens, src_lengths])
         refuse_non_finite(encoder_out["encoder_out"][0], sample, "encoder outputs")
         slots = _Slots(model, encoder_out, src_tokens, beam)
+        if history:
+            slots.history = [slots.tokens.clone()]
         finalized: list[dict | None] = [None] * (bsz * beam)
+
+        def finalize(rows: list[int], step: int) -> None:
+            for i, row in zip(rows, slots.row[rows].tolist()):
+                kept = None if slots.history is None else [h[i] for h in slots.history]
+                finalized[row] = _hypothesis(
+                    step, slots.tokens[i], slots.scores[i], slots.non_pad[i], kept
+                )
+
         for step in range(passes):
             tokens, scores = slots.tokens, slots.scores
             previous = tokens.clone() if adaptive and step < max_iter else None
@@ -289,20 +296,20 @@ def decode(
             tokens.masked_scatter_(masks, index)
             scores.masked_scatter_(masks, best - logits.logsumexp(-1))
             refuse_non_finite(scores, sample, "scores")
+            if slots.history is not None:
+                slots.history.append(tokens.clone())
             if step == max_iter:
-                for row, t, s, k in zip(slots.row.tolist(), tokens, scores, slots.non_pad):
-                    finalized[row] = _hypothesis(step, t, s, k)
+                finalize(list(range(tokens.size(0))), step)
                 break
             remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
             tokens.masked_fill_(remask, unk)
             scores.masked_fill_(remask, 0.0)
+            if slots.history is not None:
+                slots.history.append(tokens.clone())
             if previous is not None:
                 done = (tokens == previous).all(dim=1) & tokens.ne(unk).all(dim=1)
                 if bool(done.any()):
-                    for i in done.nonzero(as_tuple=False).view(-1).tolist():
-                        finalized[slots.row[i].item()] = _hypothesis(
-                            step, tokens[i], scores[i], slots.non_pad[i]
-                        )
+                    finalize(done.nonzero(as_tuple=False).view(-1).tolist(), step)
                     if bool(done.all()):
                         break
                     slots.keep((~done).nonzero(as_tuple=False).view(-1))
@@ -312,9 +319,4 @@ def decode(
             )
             finalized = [finalized[i * beam + b] for i, b in enumerate(best)]
     note_emptied(finalized, call_length_offset(decoder.length_offset))
-    # tensors made in inference mode accept no in-place update after it (fairseq-interactive
-    # divides the positional scores in place): hand out copies made outside it
-    return [
-        [{k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in hypo.items()}]
-        for hypo in finalized
-    ]
+    return [[_outside_inference_mode(hypo)] for hypo in finalized]

@@ -1,7 +1,6 @@
 """Mask-predict with a length beam for task ``cmlm_hybrid`` (Ghazvininejad et al. 2019,
-section 3): ``lean_mask_predict``'s loop where it applies, else fairseq's
-``IterativeRefinementGenerator`` over the model's ``forward_decoder``, with the fairseq bugs of
-``_RefinementModel`` fixed (docs/hi-cmlm.md, "Train, decode, analyse")."""
+section 3): ``lean_mask_predict`` where it applies, else fairseq's ``IterativeRefinementGenerator``
+over the model's ``forward_decoder`` with three of its bugs fixed (``_RefinementModel``)."""
 
 from __future__ import annotations
 
@@ -128,7 +127,14 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
         beam = self.beam_size  # >= 1: check_mask_predict_options
         if self.lean:
             return lean_mask_predict.decode(
-                model, sample, self.max_iter, beam, self.adaptive, self.unk, self.projection
+                model,
+                sample,
+                self.max_iter,
+                beam,
+                self.adaptive,
+                self.unk,
+                self.projection,
+                self.retain_history,
             )
         fairseq = copy.copy(self)
         fairseq.beam_size = 1  # the candidates are rows of their own (_RefinementModel)

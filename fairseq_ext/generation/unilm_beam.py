@@ -1,11 +1,6 @@
-"""Beam search for ``unilm_transformer``: fairseq's ``SequenceGenerator`` with a length cap
-that respects the one shared positions table.
-
-In UniLM the target continues the source's positions (``<s> source </s> target``), so a
-batch whose padded source has ``S`` tokens leaves ``--max-positions - S`` positions for the
-target. fairseq caps the output length by ``max_decoder_positions()`` alone; this generator
-caps it per batch so that decoding never runs past the table. A non-finite score stops
-decoding with one line (``finite_scores``).
+"""Beam search for ``unilm_transformer`` (Dong et al. 2019): fairseq's ``SequenceGenerator``
+whose output length leaves room for the source in the positions table both share
+(``<s> source </s> target``); a non-finite score stops decoding (``finite_scores``).
 """
 
 from __future__ import annotations

@@ -203,16 +203,15 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             args, "beam"
         ):  # fairseq-generate's last line, "Generate SUBSET with beam=N": not --beam's 5
             args.beam = length_beam
-        retain_history = generation_option(args, "retain_iter_history")
         return MaskPredictGenerator(
             self.target_dictionary,
-            lean=len(models) == 1 and lean_mask_predict.applies(models[0], retain_history),
+            lean=len(models) == 1 and lean_mask_predict.applies(models[0]),
             max_iter=generation_option(args, "iter_decode_max_iter"),
             beam_size=length_beam,
             reranking=generation_option(args, "iter_decode_with_external_reranker"),
             decoding_format=generation_option(args, "decoding_format"),
             adaptive=not generation_option(args, "iter_decode_force_max_iter"),
-            retain_history=retain_history,
+            retain_history=generation_option(args, "retain_iter_history"),
         )
 
     def valid_step(self, sample, model, criterion):

@@ -9,8 +9,8 @@ adaptive termination (``fairseq-generate``'s default):
   ``fairseq_ext.generation.lean_mask_predict``;
 * ``generic``: the same generator with ``lean=False``: fairseq's ``IterativeRefinementGenerator``
   over fairseq's CMLM pass with the plugin's fixes (``fairseq_ext/generation/refinement.py``),
-  the path of ``--retain-iter-history``; the committed results were measured with the generic
-  loop it replaced (issue 84);
+  the path of a decoder the lean loop does not serve; the committed results were measured with
+  the generic loop it replaced (issue 84);
 * ``fairseq``: fairseq's own ``IterativeRefinementGenerator`` over the same pass: upstream as it
   is, its adaptive stop included (which can keep masked slots).
 

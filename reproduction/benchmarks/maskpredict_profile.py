@@ -4,8 +4,8 @@ decode (``--speedups``).
 
 ``python -m reproduction.benchmarks.maskpredict_profile [--student CKPT] [--passes 10]
 [--threads 1] [--reps 3]`` profiles ``cmlm_hybrid``'s generator over fairseq's pass (the path of
-``--retain-iter-history``) on the first sentences of the shipped test sample (batch 1: 20
-sentences one by one; batch 64: 64 at once), length beam 1, every pass run, with
+decoders the lean loop does not serve) on the first sentences of the shipped test sample (batch
+1: 20 sentences one by one; batch 64: 64 at once), length beam 1, every pass run, with
 ``torch.profiler`` on the CPU (median of ``--reps`` profiles). Parts are labelled with
 ``record_function`` and nest: attention and feed-forward inside "decoder layers", inside "decoder
 features", inside "mask-predict pass"; the shares, not the milliseconds, are what to compare.

@@ -32,11 +32,10 @@ from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 
 from fairseq_ext.generation.lean_mask_predict import (
     VocabularyProjection,
-    _features,
     _hypothesis,
     _Slots,
+    fairseq_extract_features,
 )
-from fairseq_ext.modules.cross_attention_cache import reading_cache
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.frontier import bleu, setting_name
 from reproduction.benchmarks.hicmlm import student_digest
@@ -63,36 +62,44 @@ def decode_stopping_when_unchanged(
         encoder_out = model.forward_encoder([src_tokens, src_lengths])
         slots = _Slots(model, encoder_out, src_tokens, beam)
         predicted = None  # the previous pass's prediction, before re-masking
-        with reading_cache(decoder.layers, slots.kv):
-            for step in range(passes):
-                tokens, scores = slots.tokens, slots.scores
-                masks = tokens.eq(unk)
-                logits = projection(decoder, _features(decoder, slots, encoder_out)[masks])
-                best, index = logits.max(-1)
-                tokens.masked_scatter_(masks, index)
-                scores.masked_scatter_(masks, best - logits.logsumexp(-1))
-                done = (
-                    torch.ones_like(slots.row, dtype=torch.bool)
-                    if step == passes - 1
-                    else (tokens == predicted).all(dim=1)
-                    if predicted is not None
-                    else torch.zeros_like(slots.row, dtype=torch.bool)
+        for step in range(passes):
+            tokens, scores = slots.tokens, slots.scores
+            masks = tokens.eq(unk)
+            features = fairseq_extract_features(
+                decoder,
+                tokens,
+                encoder_out,
+                slots.padding,
+                slots.positions,
+                slots.copy,
+                slots.kv,
+            )
+            logits = projection(decoder, features[masks])
+            best, index = logits.max(-1)
+            tokens.masked_scatter_(masks, index)
+            scores.masked_scatter_(masks, best - logits.logsumexp(-1))
+            done = (
+                torch.ones_like(slots.row, dtype=torch.bool)
+                if step == passes - 1
+                else (tokens == predicted).all(dim=1)
+                if predicted is not None
+                else torch.zeros_like(slots.row, dtype=torch.bool)
+            )
+            for i in done.nonzero(as_tuple=False).view(-1).tolist():
+                row = slots.row[i].item()
+                finalized[row], ran[row] = (
+                    _hypothesis(step, tokens[i], scores[i], slots.non_pad[i]),
+                    step + 1,
                 )
-                for i in done.nonzero(as_tuple=False).view(-1).tolist():
-                    row = slots.row[i].item()
-                    finalized[row], ran[row] = (
-                        _hypothesis(step, tokens[i], scores[i], slots.non_pad[i]),
-                        step + 1,
-                    )
-                if bool(done.all()):
-                    break
-                if bool(done.any()):
-                    slots.keep((~done).nonzero(as_tuple=False).view(-1))
-                    tokens, scores = slots.tokens, slots.scores
-                predicted = tokens.clone()
-                remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
-                tokens.masked_fill_(remask, unk)
-                scores.masked_fill_(remask, 0.0)
+            if bool(done.all()):
+                break
+            if bool(done.any()):
+                slots.keep((~done).nonzero(as_tuple=False).view(-1))
+                tokens, scores = slots.tokens, slots.scores
+            predicted = tokens.clone()
+            remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
+            tokens.masked_fill_(remask, unk)
+            scores.masked_fill_(remask, 0.0)
         if beam > 1:
             pick = (
                 torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
