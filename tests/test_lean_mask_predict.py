@@ -18,10 +18,10 @@ import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 from fairseq.modules import LayerNorm
 
-from fairseq_ext.generation.decoding_options import decoding_call
 from fairseq_ext.generation.int8 import quantize_for_decoding
 from fairseq_ext.generation.lean_mask_predict import _Slots, fairseq_extract_features
 from fairseq_ext.masking import HYBRID_STRATEGIES
+from fairseq_ext.models.decoding_call import decoding_call
 from tests.conftest import ROOT, load_shipped_student, read_sample
 
 MODEL = ROOT / "examples" / "quickstart" / "model"

@@ -1,15 +1,12 @@
 """Checks of the numeric options of the plugin's generators, run when a task builds one: a
 value that fairseq clamps, ignores or stops on with an ``assert`` is one error naming the option.
-``MAX_PASSES`` bounds mask-predict's passes; ``decoding_call`` gives one Python API call its own
-hybrid strategy (Wang et al. 2021, section 3.2) and length offset, leaving the model unchanged.
+``MAX_PASSES`` bounds mask-predict's passes; ``decoding_call`` (``models.decoding_call``) gives one
+Python API call its own hybrid strategy and length offset, leaving the model unchanged.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Optional
+from typing import Any, Callable
 
 from fairseq.dataclass.configs import GenerationConfig
 
@@ -20,50 +17,6 @@ from fairseq_ext.common.errors import require
 # fixes one token a pass (pass t re-masks floor(N (1 - (t + 1) / T)) of N tokens, Ghazvininejad et
 # al. 2019, section 3.1); more passes only repeat a mask count. Every pass costs a decoder run.
 MAX_PASSES = 253
-
-
-@dataclass(frozen=True)
-class DecodingCall:
-    """Decoding options of one call (None: as the model was loaded): the hybrid strategy that
-    fills masked slots (Wang et al. 2021, section 3.2) and the tokens added to each predicted
-    target length."""
-
-    strategy: Optional[str] = None
-    length_offset: Optional[int] = None
-
-
-# per thread (and per asyncio task): ``contextvars`` gives each its own value
-_CALL: ContextVar[Optional[DecodingCall]] = ContextVar("fairseq_ext_decoding_call", default=None)
-
-
-@contextmanager
-def decoding_call(
-    strategy: Optional[str] = None, length_offset: Optional[int] = None
-) -> Iterator[None]:
-    """Within the block, in this thread only, the HI-CMLM decoder fills masked slots by
-    ``strategy`` and adds ``length_offset`` to its predicted lengths (None: its own)."""
-    token = _CALL.set(DecodingCall(strategy, length_offset))
-    try:
-        yield
-    finally:
-        _CALL.reset(token)
-
-
-def call_strategy(saved: str) -> str:
-    """The hybrid strategy of the call under way in this thread, else ``saved`` (the model's)."""
-    call = _CALL.get()
-    return saved if call is None or call.strategy is None else call.strategy
-
-
-def call_length_offset(saved: int) -> int:
-    """The length offset of the call under way in this thread, else ``saved`` (the model's)."""
-    call = _CALL.get()
-    return saved if call is None or call.length_offset is None else call.length_offset
-
-
-def in_call() -> bool:
-    """Whether a Python API call (``decoding_call``) is under way in this thread."""
-    return _CALL.get() is not None
 
 
 def generation_option(args, name: str) -> Any:

@@ -13,9 +13,9 @@ import torch
 from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 
 from fairseq_ext.common.errors import note
-from fairseq_ext.generation.decoding_options import call_length_offset, in_call
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 from fairseq_ext.masking import mix_decoder_input
+from fairseq_ext.models.decoding_call import call_length_offset, in_call
 from fairseq_ext.modules.cross_attention_cache import cross_attention_cache
 
 

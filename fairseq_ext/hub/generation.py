@@ -17,7 +17,7 @@ options and decoding state are its own, so threads may share one loaded model
   (``--iter-decode-with-beam``), ``force_passes`` (``--iter-decode-force-max-iter``), and the
   ``strategy`` that fills the masked slots (``--model-overrides "{'hybrid_strategy': ...}"``)
   and the ``length_offset`` added to the predicted lengths (``--length-offset``), these two for
-  the call alone (``decoding_options.decoding_call``).
+  the call alone (``decoding_call.decoding_call``).
 * ``Seq2SeqHubInterface.summarize`` (ProphetNet, Qi et al. 2020; UniLM, Su 2019): beam search
   with fairseq's options by name (``beam``, ``lenpen``, ``max_len_b``, ``min_len``,
   ``no_repeat_ngram_size``, ...).
@@ -40,7 +40,7 @@ from fairseq.hub_utils import GeneratorHubInterface
 
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
-from fairseq_ext.generation.decoding_options import MAX_PASSES, decoding_call
+from fairseq_ext.generation.decoding_options import MAX_PASSES
 from fairseq_ext.hub.inputs import (
     as_list,
     check_choices,
@@ -51,6 +51,7 @@ from fairseq_ext.hub.inputs import (
     warn_unknown,
 )
 from fairseq_ext.masking import HYBRID_STRATEGIES
+from fairseq_ext.models.decoding_call import decoding_call
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")

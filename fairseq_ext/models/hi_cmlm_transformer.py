@@ -25,7 +25,6 @@ from fairseq_ext.common.config_fields import (
     set_sizes,
 )
 from fairseq_ext.common.errors import require
-from fairseq_ext.generation.decoding_options import call_length_offset, call_strategy
 from fairseq_ext.masking import (
     decoding_copies_source,
     mix_decoder_input,
@@ -33,6 +32,7 @@ from fairseq_ext.masking import (
     source_copy_weight,
     training_copy_weight,
 )
+from fairseq_ext.models.decoding_call import call_length_offset, call_strategy
 from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 from fairseq_ext.modules import apply_straight_through_from_args
 
@@ -95,7 +95,7 @@ class HybridInputDecoder(NATransformerDecoder):
 
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
         """fairseq's predicted target lengths, ``--length-offset`` (or the call's,
-        ``decoding_options.decoding_call``) added at decoding (no target)."""
+        ``decoding_call.decoding_call``) added at decoding (no target)."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
         offset = call_length_offset(self.length_offset)
         return lengths if tgt_tokens is not None or not offset else lengths + offset
@@ -108,7 +108,7 @@ class HybridInputDecoder(NATransformerDecoder):
 
     def copy_weight(self, prev_output_tokens):
         """Weight of Z per slot: the training input inside ``training_input``, else the decoding
-        rule of the strategy (the call's, ``decoding_options.decoding_call``, or the model's)."""
+        rule of the strategy (the call's, ``decoding_call.decoding_call``, or the model's)."""
         if self._training:
             return self._training_copy_weight
         return source_copy_weight(

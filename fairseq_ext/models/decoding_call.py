@@ -1,0 +1,54 @@
+"""The decoding options of one Python API call, per thread: the hybrid strategy that fills masked
+slots (Wang et al. 2021, section 3.2) and the length offset, read by the HI-CMLM model instead of
+its own; the model itself is never changed."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+
+@dataclass(frozen=True)
+class DecodingCall:
+    """Decoding options of one call (None: as the model was loaded): the hybrid strategy that
+    fills masked slots (Wang et al. 2021, section 3.2) and the tokens added to each predicted
+    target length."""
+
+    strategy: Optional[str] = None
+    length_offset: Optional[int] = None
+
+
+# per thread (and per asyncio task): ``contextvars`` gives each its own value
+_CALL: ContextVar[Optional[DecodingCall]] = ContextVar("fairseq_ext_decoding_call", default=None)
+
+
+@contextmanager
+def decoding_call(
+    strategy: Optional[str] = None, length_offset: Optional[int] = None
+) -> Iterator[None]:
+    """Within the block, in this thread only, the HI-CMLM decoder fills masked slots by
+    ``strategy`` and adds ``length_offset`` to its predicted lengths (None: its own)."""
+    token = _CALL.set(DecodingCall(strategy, length_offset))
+    try:
+        yield
+    finally:
+        _CALL.reset(token)
+
+
+def call_strategy(saved: str) -> str:
+    """The hybrid strategy of the call under way in this thread, else ``saved`` (the model's)."""
+    call = _CALL.get()
+    return saved if call is None or call.strategy is None else call.strategy
+
+
+def call_length_offset(saved: int) -> int:
+    """The length offset of the call under way in this thread, else ``saved`` (the model's)."""
+    call = _CALL.get()
+    return saved if call is None or call.length_offset is None else call.length_offset
+
+
+def in_call() -> bool:
+    """Whether a Python API call (``decoding_call``) is under way in this thread."""
+    return _CALL.get() is not None
