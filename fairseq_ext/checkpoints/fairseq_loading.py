@@ -1,17 +1,5 @@
-"""fairseq's checkpoint loaders as ``fairseq_changes`` replaces them.
-
-fairseq has no hook between reading a checkpoint and building a model from it: a task's
-``load_state_dict`` gets the ``task_state`` only (not the path, the config or the weights) and
-is not called when training resumes. So ``checkpoint_utils.load_checkpoint_to_cpu`` is wrapped
-(``guarded_loader``): for a load that serves the plugin (``patch_scope.serves``) an unreadable,
-foreign or non-finite file is one line (``loading.safe_load`` tells why), and a load for a task
-checks ``--model-overrides``, the task family and the dictionaries (``checks``, ``overrides``).
-A load for fairseq's own task runs fairseq's loader untouched; only a checkpoint that a task of
-the plugin trained is checked after it loads. fairseq's loader that knows the task
-(``load_model_ensemble_and_task``) only says which task the load is for (``loading_for_task``);
-a training says it for every load when it starts (``loading_for``, from
-``saving.starting_safely``, with the trainer at hand).
-"""
+"""fairseq's checkpoint loaders as ``fairseq_changes`` replaces them: the plugin's one-line
+refusals and checks (``checks``, ``overrides``) on every load that serves the plugin."""
 
 from __future__ import annotations
 
@@ -103,8 +91,7 @@ def guarded_loader(load_fn):
 
 @contextlib.contextmanager
 def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
-    """While the block runs, ``guarded_loader``'s ``load_checkpoint_to_cpu`` checks the checkpoints
-    of ``paths`` (None: every checkpoint it loads) against ``task``."""
+    """While the block runs, loads of ``paths`` (None: every load) are checked against ``task``."""
     token = _LOADING_FOR.set((task, None if paths is None else {os.path.abspath(p) for p in paths}))
     try:
         yield
@@ -113,8 +100,7 @@ def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
 
 
 def loading_for_task(fn, task_of, paths_of):
-    """Wrap a fairseq loader that knows the task, so that ``guarded_loader``'s
-    ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against ``task_of(...)``."""
+    """Wrap a fairseq loader so that it checks ``paths_of(...)`` against ``task_of(...)``."""
 
     @functools.wraps(fn)
     def loader(*args, **kwargs):
@@ -133,6 +119,5 @@ def ensemble_paths(filenames, *args, **kwargs):
 
 
 def ensemble_loading(load_model_ensemble_and_task):
-    """fairseq's ``load_model_ensemble_and_task`` saying which task its loads are for (the
-    ``ensemble-task`` row)."""
+    """fairseq's ``load_model_ensemble_and_task`` saying which task its loads are for."""
     return loading_for_task(load_model_ensemble_and_task, ensemble_task, ensemble_paths)

@@ -1,26 +1,5 @@
 """Saving checkpoints so that a kill or a full disk loses no more than the interval since the
-last complete one.
-
-fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
-over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``fairseq_changes`` changes this, for the plugin's tasks:
-
-* the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
-  destination is always the old file or the new one (``atomic_copy``);
-* leftovers of killed runs (``*.partial-<pid>`` of a process that is gone, fairseq's
-  ``*.pt.tmp``) are removed at the next copy and when training starts;
-* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy), or older
-  than a complete ``checkpoint_N_M.pt`` (killed before the copy), resumes from the newest
-  complete checkpoint in ``--save-dir`` and says so (``restore_last``);
-* no space left on the device while saving is one line naming the last good checkpoint (no
-  retries, no logged traceback), and the partial file is removed (``naming_full_disk``);
-* a ``--save-dir`` that cannot be written is one line before the first update
-  (``checking_save_dir``);
-* when training starts, the run takes the folder's one-writer lock (``save_dir_lock``), a resume
-  of ``checkpoint_last.pt`` with other model options than it was trained with is refused
-  (``resuming``), and a resume from a checkpoint already at ``--max-update`` or past
-  ``--max-epoch`` trains nothing and says so (``starting_safely``).
-"""
+last complete one, and starting a training safely."""
 
 from __future__ import annotations
 
@@ -48,8 +27,7 @@ _SAVED = re.compile(
 
 
 def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
-    """Remove ``*.partial-<pid>`` files of processes that are gone (and, with ``fairseq_tmp``,
-    fairseq's ``*.pt.tmp``, which only a killed save leaves) from ``folder``; return them."""
+    """Remove (and return) ``folder``'s leftovers of killed saves."""
     removed = []
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*.partial-*"))):
         match = _PARTIAL.search(path)
@@ -70,8 +48,7 @@ def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
 
 
 def is_complete(path: str) -> bool:
-    """A torch checkpoint (a zip archive) whose central directory is readable: a truncated
-    file is not."""
+    """A torch checkpoint (a zip archive) whose central directory is readable."""
     try:
         with zipfile.ZipFile(path) as archive:
             return bool(archive.namelist())
@@ -82,9 +59,7 @@ def is_complete(path: str) -> bool:
 def newest_complete_checkpoint(
     folder: str, exclude: tuple[str, ...] = (), pattern=None
 ) -> Optional[str]:
-    """The most recently written complete checkpoint of ``folder`` with a name that fairseq-train
-    gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``,
-    ``checkpoint_last.pt``; only those ``pattern`` matches, when given)."""
+    """The newest complete checkpoint of ``folder`` named as fairseq-train names them."""
     pattern = pattern or _SAVED
     found = [
         p
@@ -116,8 +91,7 @@ def no_space_error(final: str) -> NoSpaceError:
 
 
 def atomic_copy(copy_fn):
-    """``PathManager.copy`` for local files: copy to ``DST.partial-<pid>`` and ``os.replace``
-    it (atomic on POSIX), after removing the leftovers of killed copies."""
+    """``PathManager.copy`` for local files: copy to ``DST.partial-<pid>``, then ``os.replace``."""
 
     @functools.wraps(copy_fn)
     def copy(src_path: str, dst_path: str, overwrite: bool = False) -> bool:
@@ -143,11 +117,8 @@ def atomic_copy(copy_fn):
 
 
 def naming_full_disk(save_fn):
-    """fairseq's ``torch_persistent_save(obj, filename)``: a local file is written as fairseq
-    writes it (``filename.tmp``, then renamed into place), in one attempt, so that a full disk is
-    one line naming the last good checkpoint at once (fairseq retried three times and logged a
-    traceback) and the partial ``filename.tmp`` is removed; any other failure, an asynchronous
-    write and a URL get fairseq's own save, retries and all."""
+    """fairseq's ``torch_persistent_save``, where a full disk is one line naming the last good
+    checkpoint."""
 
     @functools.wraps(save_fn)
     def torch_persistent_save(obj, filename, async_write: bool = False):
@@ -171,10 +142,7 @@ def naming_full_disk(save_fn):
 
 
 def restore_last(save_dir: str, suffix: str = "") -> None:
-    """If ``checkpoint_last.pt`` is missing, or complete but older than a complete
-    ``checkpoint_N_M.pt``/``checkpointN.pt`` (a run killed between writing it and copying it),
-    put the newest complete checkpoint in its place (a hard link where possible) and say so.
-    A newer ``checkpoint_best.pt`` alone does not count: fairseq writes it only by a copy."""
+    """Put the newest complete checkpoint in place of a missing or older ``checkpoint_last.pt``."""
     last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
     if not os.path.isdir(save_dir):
         return
@@ -203,12 +171,7 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
 
 
 def starting_safely(load_fn):
-    """fairseq's ``load_checkpoint(cfg, trainer)``, run when training starts: for every task, the
-    trainer's task becomes the task this process trains (``patch_scope.training``) and the task
-    each checkpoint fairseq loads here is checked against (``fairseq_loading.loading_for``). For a
-    task it serves (``_start``): hold the ``--save-dir`` lock (first rank: ``save_dir_lock.hold``),
-    remove leftovers, restore a missing ``checkpoint_last.pt``, load as fairseq does, then end the
-    run if the checkpoint has spent its budget (``resume_budget``)."""
+    """fairseq's ``load_checkpoint(cfg, trainer)``, checking against the trainer's task."""
 
     @functools.wraps(load_fn)
     def load_checkpoint(cfg, trainer, **passthrough_args):
@@ -224,9 +187,7 @@ def starting_safely(load_fn):
 
 
 def _start(load_fn, cfg, trainer, passthrough_args):
-    """The lock, the leftovers and ``checkpoint_last.pt`` first (a resume of it only with the model
-    options it was trained with: ``resuming.check_same_model``, with the options as the built
-    model left them), fairseq's load, then the budget."""
+    """The lock, the leftovers, ``checkpoint_last.pt``, fairseq's load, then the budget."""
     if os.path.isdir(cfg.save_dir) and "://" not in cfg.save_dir:
         if trainer.data_parallel_rank == 0:
             save_dir_lock.hold(cfg.save_dir)
@@ -243,9 +204,7 @@ def _start(load_fn, cfg, trainer, passthrough_args):
 
 
 def checking_save_dir(verify_fn):
-    """fairseq's ``verify_checkpoint_directory(save_dir)``, run before the first update (by the
-    first rank only): a folder that cannot be written (read-only filesystem, no permission) is one
-    line, not a warning and a traceback."""
+    """fairseq's ``verify_checkpoint_directory``: a folder that cannot be written is one line."""
 
     @functools.wraps(verify_fn)
     def verify_checkpoint_directory(save_dir: str) -> None:
