@@ -11,10 +11,10 @@ output files and ``sys.argv``, imports the command's module and calls its entry 
 function its console script calls); the server checks that its preloads leave the root logger
 alone. fairseq itself (``FAIRSEQ``) is imported by the server too, but what its import does to
 logging (three of its modules call ``logging.basicConfig``, the first at DEBUG; one logs a notice)
-is recorded there and undone, and the child replays it at its own first ``import fairseq...``, where a fresh process
-would do it: after the command's own logging set-up (each command configures logging before it
-imports fairseq) and before anything else the command logs. The command's module and the plugin
-(loaded by ``--user-dir``) are imported in the child.
+is recorded there and undone, and the child replays it at its own first ``import fairseq...``, where
+a fresh process would do it: after the command's own logging set-up (each command configures logging
+before it imports fairseq) and before anything else the command logs. The command's module and the
+plugin (loaded by ``--user-dir``) are imported in the child.
 
 What differs from a fresh process: the traceback of an error that reaches the interpreter
 starts at this module's frame, not the console script's (the exception and its message are
@@ -23,16 +23,17 @@ thread) unless the request asks for another, which the child then sets with
 ``torch.set_num_threads``; a first import of fairseq by ``importlib.import_module`` rather than an
 import statement does not trigger the replay (no command imports fairseq first that way).
 The child runs the ``atexit`` handlers when the command ends, as the interpreter's exit would
-(``fairseq-train`` removes its ``--save-dir`` lock in one). ``tests/test_forked_cli.py`` holds the rest
-to fresh processes.
+(``fairseq-train`` removes its ``--save-dir`` lock in one). ``tests/test_forked_cli.py`` holds the
+rest to fresh processes.
 
-Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME``, ``python FILE.py``,
-``python -c CODE`` or ``python -`` (the program on standard input) are forked the same way
-(``python_program``): the child puts on ``sys.path[0]`` what the interpreter would (the working
-folder, the file's folder, or ``''``) and runs the module, file or code as ``__main__``, then collects
-its objects and runs the ``atexit`` handlers, as the interpreter's exit would. What differs from a
-fresh interpreter: ``sys.modules`` holds the preloads (torch, the libraries above and fairseq,
-nothing of the plugin), so a test that needs a first import in a process of its own starts one.
+Python programs that the tests start (``run``) as ``python -m fairseq_ext.NAME``, ``python
+FILE.py``, ``python -c CODE`` or ``python -`` (the program on standard input) are forked the same
+way (``python_program``): the child puts on ``sys.path[0]`` what the interpreter would (the working
+folder, the file's folder, or ``''``) and runs the module, file or code as ``__main__``, then
+collects its objects and runs the ``atexit`` handlers, as the interpreter's exit would. What differs
+from a fresh interpreter: ``sys.modules`` holds the preloads (torch, the libraries above and
+fairseq, nothing of the plugin), so a test that needs a first import in a process of its own starts
+one.
 
 Scripts that call the commands by name (the recipes of ``examples/``) reach the same server
 through ``Zygote.script_env``: a folder of stand-ins named like the console scripts, first on
@@ -42,8 +43,8 @@ socket), forwards the signals it receives to the forked command and leaves with 
 status; a ``python`` stand-in does so for the Python programs above and runs the interpreter for
 any other. One command at a time is forked; a stand-in that finds the server busy for longer than
 ``BUSY_GRACE`` (the ranks of a distributed run started side by side, or a command started by a
-forked one; not the stand-in of the command before it, still collecting its exit status), or that runs with
-other privileges than the server (``setpriv``), runs the real console script instead.
+forked one; not the stand-in of the command before it, still collecting its exit status), or that
+runs with other privileges than the server (``setpriv``), runs the real console script instead.
 
     python -m tests.forked_cli FOLDER   (the server; ``Zygote`` starts it)
 """
@@ -116,10 +117,11 @@ UNFORKED_FOLDER = Path(__file__).resolve().parents[1] / "data_prep"
 
 
 def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
-    """``(["module", NAME], ARGS)`` for ``python -m fairseq_ext.NAME ARGS``, ``(["path", FILE], ARGS)``
-    for ``python FILE.py ARGS`` (FILE outside ``UNFORKED_FOLDER``), ``(["code", CODE], ARGS)`` for
-    ``python -c CODE ARGS``, ``(["stdin", "<stdin>"], ARGS)`` for ``python - ARGS``, None for any other
-    command (other options included). ARGS is what the program reads as ``sys.argv[1:]``."""
+    """``(["module", NAME], ARGS)`` for ``python -m fairseq_ext.NAME ARGS``, ``(["path", FILE],
+    ARGS)`` for ``python FILE.py ARGS`` (FILE outside ``UNFORKED_FOLDER``), ``(["code", CODE],
+    ARGS)`` for ``python -c CODE ARGS``, ``(["stdin", "<stdin>"], ARGS)`` for ``python - ARGS``,
+    None for any other command (other options included). ARGS is what the program reads as
+    ``sys.argv[1:]``."""
     if not cmd or cmd[0] != sys.executable:
         return None
     if len(cmd) >= 3 and cmd[1] == "-m" and cmd[2].startswith("fairseq_ext."):
@@ -138,8 +140,8 @@ def python_program(cmd: list[str]) -> tuple[list[str], list[str]] | None:
 
 
 def _run_program(kind: str, target: str) -> None:
-    """``python -m TARGET``, ``python TARGET``, ``python -c TARGET`` or ``python -`` in this (forked)
-    process; ``sys.argv[1:]`` is set."""
+    """``python -m TARGET``, ``python TARGET``, ``python -c TARGET`` or ``python -`` in this
+    (forked) process; ``sys.argv[1:]`` is set."""
     import runpy
     import types
 
@@ -160,8 +162,9 @@ def _run_program(kind: str, target: str) -> None:
 
 def _import_recording_logging(modules) -> list[tuple]:
     """Import ``modules`` and return what the import did to logging, in order: ``("basicConfig",
-    (args, kwargs))`` for each call, ``("record", (logger, record))`` for each record logged, whatever
-    its level (the child decides with its own levels); then undo it (the root logger as before)."""
+    (args, kwargs))`` for each call, ``("record", (logger, record))`` for each record logged,
+    whatever its level (the child decides with its own levels); then undo it (the root logger as
+    before)."""
     import importlib
     import logging
 
@@ -264,7 +267,8 @@ def _child(request: dict, fairseq_logging: list[tuple], streams: list[int] | Non
             sys.excepthook(*sys.exc_info())
             code = 1
     finally:
-        try:  # what the interpreter's exit does: a program's objects, then (any command) the atexit handlers
+        # what the interpreter's exit does: a program's objects, then (any command) atexit handlers
+        try:
             if request.get("program"):
                 gc.collect()
             atexit._run_exitfuncs()
@@ -449,7 +453,8 @@ class Zygote:
             path.chmod(0o755)
 
     def script_env(self, env: dict) -> dict:
-        """``env`` with the stand-ins first on ``PATH``: a script's fairseq commands are forked here."""
+        """``env`` with the stand-ins first on ``PATH``: a script's fairseq commands are forked
+        here."""
         return {**env, "PATH": str(self.folder / "bin") + os.pathsep + env["PATH"]}
 
     def run(
@@ -492,7 +497,8 @@ class Zygote:
         return subprocess.CompletedProcess(cmd, status, read["stdout"], read["stderr"])
 
     def _line(self, timeout: float | None) -> str:
-        """The server's next answer line, read unbuffered (so that a timeout sees what is pending)."""
+        """The server's next answer line, read unbuffered (so that a timeout sees what is
+        pending)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         fd, line = self.server.stdout.fileno(), b""
         while not line.endswith(b"\n"):

@@ -1,6 +1,7 @@
-"""``amp_train_step.train_step`` is fairseq's ``FairseqTask.train_step`` with torch's current autocast
-spelling: on the same model, sample and criterion both give the same loss, sample size, logging
-output and gradients, and only fairseq's warns (``torch.cuda.amp.autocast`` is deprecated)."""
+"""``amp_train_step.train_step`` is fairseq's ``FairseqTask.train_step`` with torch's current
+autocast spelling: on the same model, sample and criterion both give the same loss, sample size,
+logging output and gradients, and only fairseq's warns (``torch.cuda.amp.autocast`` is
+deprecated)."""
 
 from __future__ import annotations
 

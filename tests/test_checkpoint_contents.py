@@ -64,8 +64,8 @@ def reordered_data(tiny_data, tmp_path_factory):
 
 REORDERED = (
     "dictionary mismatch: the source dictionary of the data is not the one {ckpt} was trained with "
-    "(the same 400 entries in another order: entry 7 is {a!r} in the checkpoint's, {b!r} in the data's; "
-    "entry 8 is {b!r} in the checkpoint's, {a!r} in the data's)"
+    "(the same 400 entries in another order: entry 7 is {a!r} in the checkpoint's, {b!r} in the "
+    "data's; entry 8 is {b!r} in the checkpoint's, {a!r} in the data's)"
 )
 
 
@@ -287,8 +287,8 @@ def test_prophetnet_checkpoint_for_cmlm_hybrid_names_the_task(tiny_data, tmp_pat
     proc = run(generate_args(tiny_data, tmp_path / "checkpoint_last.pt"), check=False)
     _one_line_error(
         proc,
-        f"{tmp_path / 'checkpoint_last.pt'} was trained with --task translation_prophetnet "
-        "(--arch prophetnet_tiny); --task cmlm_hybrid cannot use it. Give --task translation_prophetnet",
+        f"{tmp_path / 'checkpoint_last.pt'} was trained with --task translation_prophetnet (--arch "
+        "prophetnet_tiny); --task cmlm_hybrid cannot use it. Give --task translation_prophetnet",
     )
 
 

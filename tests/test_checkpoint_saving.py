@@ -1,10 +1,10 @@
 """Checkpoint saving through real fairseq-train processes: leftovers of killed saves
 (``*.partial-<pid>``, fairseq's ``*.pt.tmp``) are removed at start-up and at the next copy; a
 run whose ``checkpoint_last.pt`` is missing, or older than a complete checkpoint, resumes from
-the newest complete checkpoint and says so; a full disk (a small tmpfs that fills up midway through a save; writes to
-``/dev/full``, which fail with the kernel's ENOSPC at once) is one line naming the last good
-checkpoint, with nothing partial left behind; a --save-dir that cannot be written (a read-only
-mount, a folder without write permission) is one line before the first update."""
+the newest complete checkpoint and says so; a full disk (a small tmpfs that fills up midway through
+a save; writes to ``/dev/full``, which fail with the kernel's ENOSPC at once) is one line naming the
+last good checkpoint, with nothing partial left behind; a --save-dir that cannot be written (a
+read-only mount, a folder without write permission) is one line before the first update."""
 
 import os
 import re
@@ -66,8 +66,8 @@ def test_lost_checkpoint_last_resumes_from_the_newest_complete_one(tiny_data, tm
     log = resumed.stdout + resumed.stderr
     assert f"fairseq_ext: removed {partial}, left by a save that was interrupted" in log
     assert (
-        f"fairseq_ext: {save / 'checkpoint_last.pt'} is missing (a run killed while writing it?): resuming from "
-        f"checkpoint_1_2.pt, the newest complete checkpoint in {save}"
+        f"fairseq_ext: {save / 'checkpoint_last.pt'} is missing (a run killed while writing it?): "
+        f"resuming from checkpoint_1_2.pt, the newest complete checkpoint in {save}"
     ) in log
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 1 @ 2 updates\)", log)
     assert sorted(os.listdir(save)) == [
@@ -89,8 +89,9 @@ def test_older_checkpoint_last_gives_way_to_the_newest_complete_one(tiny_data, t
     resumed = run(_save_args(tiny_data, save, 6))
     log = resumed.stdout + resumed.stderr
     assert (
-        f"fairseq_ext: {save / 'checkpoint_last.pt'} is older than checkpoint_1_4.pt (a run killed before copying "
-        f"it?): resuming from checkpoint_1_4.pt, the newest complete checkpoint in {save}"
+        f"fairseq_ext: {save / 'checkpoint_last.pt'} is older than checkpoint_1_4.pt (a run killed "
+        "before copying it?): resuming from checkpoint_1_4.pt, the newest complete checkpoint in "
+        f"{save}"
     ) in log
     assert re.search(r"Loaded checkpoint .*checkpoint_last\.pt \(epoch 1 @ 4 updates\)", log)
     assert _updates(save / "checkpoint_last.pt") == 6 and _updates(save / "checkpoint_1_4.pt") == 4
@@ -118,8 +119,9 @@ def test_full_disk_while_saving_names_the_last_good_checkpoint(tiny_data, tmp_pa
     proc = run(_save_args(tiny_data, save, 4), check=False)
     assert proc.returncode != 0
     assert (
-        f"fairseq_ext: error: no space left on the device while saving {save / 'checkpoint_1_4.pt'}; the last "
-        f"good checkpoint is {save / 'checkpoint_last.pt'}. Free space"
+        "fairseq_ext: error: no space left on the device while saving "
+        f"{save / 'checkpoint_1_4.pt'}; the last good checkpoint is {save / 'checkpoint_last.pt'}. "
+        "Free space"
     ) in proc.stderr
     assert "Traceback" not in proc.stderr
     assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
@@ -169,8 +171,9 @@ def test_filesystem_that_fills_up_during_a_save_names_the_last_good_checkpoint(t
         proc = run(_save_args(tiny_data, save, 4), check=False)
         assert proc.returncode != 0
         assert (
-            f"fairseq_ext: error: no space left on the device while saving {save / 'checkpoint_1_4.pt'}; the last "
-            f"good checkpoint is {save / 'checkpoint_last.pt'}. Free space"
+            "fairseq_ext: error: no space left on the device while saving "
+            f"{save / 'checkpoint_1_4.pt'}; the last good checkpoint is "
+            f"{save / 'checkpoint_last.pt'}. Free space"
         ) in proc.stderr
         assert "Traceback" not in proc.stderr and "enforce fail" not in proc.stderr
         assert sorted(os.listdir(save)) == ["checkpoint_1_2.pt", "checkpoint_last.pt"]
@@ -180,8 +183,9 @@ def test_filesystem_that_fills_up_during_a_save_names_the_last_good_checkpoint(t
 def _refused_save_dir(proc, save, reason):
     assert proc.returncode != 0
     assert proc.stderr.splitlines()[-1] == (
-        f"fairseq_ext: error: cannot write checkpoints to --save-dir {save}: {reason}. Give a --save-dir on a writable "
-        "filesystem that you may create files in (or make this one writable), and run again"
+        f"fairseq_ext: error: cannot write checkpoints to --save-dir {save}: {reason}. Give a "
+        "--save-dir on a writable filesystem that you may create files in (or make this one "
+        "writable), and run again"
     )
     assert "Traceback" not in proc.stderr and "Unable to access" not in proc.stderr + proc.stdout
 
@@ -197,7 +201,8 @@ def test_read_only_save_dir_is_one_line_before_training(tiny_data, tmp_path):
 
 
 def test_save_dir_the_user_cannot_write_is_one_line(tiny_data, tmp_path):
-    """A folder without write permission, for a user who is not root (as root: without root's override)."""
+    """A folder without write permission, for a user who is not root (as root: without root's
+    override)."""
     save = tmp_path / "locked"
     save.mkdir(mode=0o555)
     proc = run(as_unprivileged(_save_args(tiny_data, save, 2)), check=False)

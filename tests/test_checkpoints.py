@@ -176,8 +176,8 @@ def test_raw_pickles_are_inspected_without_running_them(tmp_path, protocol, caps
     out = capsys.readouterr()
     assert out.out == f"{SYSTEM}\tREFUSED\n"
     assert out.err == (
-        f"fairseq_ext: {evil} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
-        "format): these are the globals its pickles name, read without running them\n"
+        f"fairseq_ext: {evil} is not in the zip format of torch.save (a raw pickle, or torch's "
+        "legacy format): these are the globals its pickles name, read without running them\n"
     )
     with pytest.raises(
         UnsafeCheckpointError, match=f"refusing to load {evil}: it pickles {SYSTEM}, which"
@@ -215,8 +215,9 @@ def _random_bytes(tmp_path, seed):
 
 
 RANDOM_BYTES = (
-    r"it is neither a torch checkpoint \(a zip archive\) nor a pickle: corrupt, or not a checkpoint "
-    r"\(\w+: .*\)\. Not malicious: it pickles no foreign global, and nothing in it was run"
+    r"it is neither a torch checkpoint \(a zip archive\) nor a pickle: corrupt, or not a "
+    r"checkpoint \(\w+: .*\)\. Not malicious: it pickles no foreign global, and nothing in it was "
+    r"run"
 )
 
 
@@ -262,10 +263,11 @@ def test_random_bytes_or_a_folder_as_path_is_one_line_on_the_command_line(tiny_d
         _error_line(run(generate_args(tiny_data, path), check=False)),
     )
     assert _error_line(run([*INSPECT, path], check=False)) == (
-        f"fairseq_ext: error: cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a "
-        "pickle. The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train"
+        f"fairseq_ext: error: cannot read checkpoint {path}: it is neither a torch checkpoint (a "
+        "zip archive) nor a pickle. The file is corrupt or not a checkpoint; use a checkpoint "
+        "written by fairseq-train"
     )
     assert _error_line(run(generate_args(tiny_data, tmp_path), check=False)) == (
-        f"fairseq_ext: error: checkpoint {tmp_path} is a folder, not a file; give a checkpoint file in it, e.g. "
-        f"{tmp_path / 'checkpoint_best.pt'}"
+        f"fairseq_ext: error: checkpoint {tmp_path} is a folder, not a file; give a checkpoint "
+        f"file in it, e.g. {tmp_path / 'checkpoint_best.pt'}"
     )

@@ -147,7 +147,8 @@ def _classification_data(spm_model, mono_data, out: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def finetuned(spm_model, mono_data, pretrained, tmp_path_factory):
-    """A save dir of a short sentence_prediction fine-tuning of ``pretrained``, with its train.log."""
+    """A save dir of a short sentence_prediction fine-tuning of ``pretrained``, with its
+    train.log."""
     out = tmp_path_factory.mktemp("posmask_finetune")
     data = _classification_data(spm_model, mono_data, out)
     proc = run(

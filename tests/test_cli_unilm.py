@@ -208,7 +208,8 @@ def test_generate_decodes_every_sentence_with_the_pruned_dictionary(
     for i, line in sources.items():
         expected = [p if p in kept else "<unk>" for p in raw[i].split()]
         assert line.split() == expected
-    # the model's options are a dataclass config, saved as plain values: nothing but tensors is pickled
+    # the model's options are a dataclass config, saved as plain values: nothing but tensors is
+    # pickled
     assert pickled_globals(str(unilm_checkpoint)) == []
     # the same checkpoint without --keep-tokens: one clear line
     bad = run(args, check=False)
@@ -327,14 +328,15 @@ def test_empty_target_and_bad_options_are_refused(spm_model, tiny_data, tmp_path
         "fairseq_ext: error: --attention-mask permutation is for --task permutation_lm"
         in proc.stderr
     )
-    # a name no mask is registered under: the registry's names, when the model is built (no argparse choices)
+    # a name no mask is registered under: the registry's names, when the model is built (no argparse
+    # choices)
     proc = run(
         _seq2seq_train(tiny_data, tmp_path / "ckpt", "--attention-mask", "prefx"), check=False
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert (
-        "fairseq_ext: error: --attention-mask 'prefx' is unknown; choose one of prefix, causal, permutation"
-        in proc.stderr.splitlines()
+        "fairseq_ext: error: --attention-mask 'prefx' is unknown; choose one of prefix, causal, "
+        "permutation" in proc.stderr.splitlines()
     )
 
 

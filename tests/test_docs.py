@@ -11,7 +11,8 @@ from tests.conftest import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-# generated block -> (the page that holds it, the script or driver that writes it, how it names the page)
+# generated block -> (the page that holds it, the script or driver that writes it, how it names the
+# page)
 GENERATED = {
     "table1": (
         "docs/results/hi-cmlm.md",
@@ -101,7 +102,8 @@ def prose(text: str) -> list[str]:
 
 
 def anchors(page: Path) -> set[str]:
-    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens, repeats numbered."""
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces as hyphens, repeats
+    numbered."""
     seen: dict[str, int] = {}
     out = set()
     fenced = False

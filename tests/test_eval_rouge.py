@@ -134,7 +134,8 @@ def validations(log: str) -> dict[int, dict[str, float]]:
 
 
 def updates_and_score(checkpoint) -> tuple[int, float]:
-    """The update count of a checkpoint and the validation score fairseq saved with it (unrounded)."""
+    """The update count of a checkpoint and the validation score fairseq saved with it
+    (unrounded)."""
     state = safe_load(str(checkpoint))
     return state["optimizer_history"][-1]["num_updates"], state["extra_state"]["val_loss"]
 
@@ -328,7 +329,8 @@ def test_without_patience_training_runs_to_max_update(headlines, tmp_path):
         ),
         (
             ["--eval-rouge-detok", "wordpiece", "--eval-rouge-wordpiece-tokenizer", "."],
-            "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## continuation piece",
+            "--eval-rouge-detok wordpiece: no symbol of the target dictionary is a ## continuation "
+            "piece",
         ),
     ],
     ids=[

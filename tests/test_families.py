@@ -1,5 +1,5 @@
-"""The family registry (``fairseq_ext.common.families``) names what fairseq registers, the hub reads it
-to pick an interface, and the mask layer knows no task of it."""
+"""The family registry (``fairseq_ext.common.families``) names what fairseq registers, the hub reads
+it to pick an interface, and the mask layer knows no task of it."""
 
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def test_every_family_names_what_fairseq_registers():
 
 def test_checkpoint_families_are_the_registrys():
     """Which tasks share checkpoints comes from the registry alone: each family's tasks and
-    fairseq's own that share them, every task in one family, only HI-CMLM's beyond ``translation``."""
+    fairseq's own that share them, every task in one family, only HI-CMLM's beyond
+    ``translation``."""
     from fairseq_ext.checkpoints.families import NON_AUTOREGRESSIVE, TASK_FAMILIES, family_of
 
     assert TASK_FAMILIES == (

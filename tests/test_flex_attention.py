@@ -270,7 +270,8 @@ def test_benchmark_names_the_lengths_where_flex_wins():
 
 @pytest.mark.parametrize("build_case", [flex_vs_dense.unilm_prefix, flex_vs_dense.prophetnet_ngram])
 def test_benchmark_cases_run_their_dense_step(build_case):
-    """The cases of ``gpu.flex_vs_dense`` build and run (dense; flex needs CUDA for its backward)."""
+    """The cases of ``gpu.flex_vs_dense`` build and run (dense; flex needs CUDA for its
+    backward)."""
     case = build_case(16, 2, 1, torch.device("cpu"))
     output, input_grad, weight_grad = case.step("dense", torch.float32)
     assert case.tokens == 16

@@ -88,8 +88,8 @@ sys.exit("refused: " + sys.argv[1])
 
 def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_path):
     """``python FILE.py`` run by the server's child: the same exit status, standard error and
-    ``sys.path[0]``, ``sys.argv``, ``__name__`` and working folder as a fresh interpreter, and a file
-    left open is flushed; its parent is the server, also when a script calls it by name.
+    ``sys.path[0]``, ``sys.argv``, ``__name__`` and working folder as a fresh interpreter, and a
+    file left open is flushed; its parent is the server, also when a script calls it by name.
     ``python -m fairseq_ext.NAME`` likewise (its one-line refusal of a missing file), and
     ``python -c CODE`` and ``python -`` (the code on standard input, which it may read on)."""
     (tmp_path / "prog.py").write_text(PROGRAM)
@@ -126,8 +126,8 @@ def test_a_python_program_is_forked_with_the_interpreters_sys_path_and_argv(tmp_
         3
     ] == lines[4]
     code = (
-        "import os, sys; print(repr(sys.path[0]), sys.argv, __name__, __file__ if '__file__' in dir() else None, "
-        "os.getcwd(), sys.stdin.read().split()); sys.exit('refused')"
+        "import os, sys; print(repr(sys.path[0]), sys.argv, __name__, __file__ if '__file__' in "
+        "dir() else None, os.getcwd(), sys.stdin.read().split()); sys.exit('refused')"
     )
     for cmd, given in (
         ([sys.executable, "-c", code, "a b"], "x y"),
@@ -170,7 +170,8 @@ def test_what_importing_fairseq_logs_comes_at_the_programs_first_import_of_it(fi
     expected = (
         [
             "one",
-            "INFO:fairseq.tasks.text_to_speech:Please install tensorboardX: pip install tensorboardX",
+            "INFO:fairseq.tasks.text_to_speech:Please install tensorboardX: pip install "
+            "tensorboardX",
             "INFO:after:two",
         ]
         if not first

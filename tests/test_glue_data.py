@@ -167,7 +167,8 @@ def test_the_shipped_files_are_read_whole():
     assert len(glue.read_tsv(folder / "SST-2" / "dev.tsv", ("0", "1"))) == 872
 
 
-# ---- fine-tuning a tiny converted BERT on it, with and without the straight-through flag ------------
+# ---- fine-tuning a tiny converted BERT on it, with and without the straight-through flag
+# ------------
 
 
 @pytest.fixture(scope="module")

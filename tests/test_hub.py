@@ -187,7 +187,8 @@ READABLE = [
 def test_default_translate_is_the_recommended_setting_and_repeats_no_word(quickstart):
     """Without arguments, translate decodes as the results pages do (10 passes, length beam 3),
     and none of a few plain sentences comes back with a word twice in a row (fairseq's own
-    11 passes and length beam 1 give "Eine Frau singt singt."); what from_pretrained is given wins."""
+    11 passes and length beam 1 give "Eine Frau singt singt."); what from_pretrained is given
+    wins."""
     default = quickstart.translate(READABLE)
     assert default == quickstart.translate(READABLE, passes=10, length_beam=3)
     for text in default:
@@ -242,10 +243,11 @@ def test_fairseqs_own_from_pretrained_with_user_dir(tmp_path):
     """Without this API, fairseq's own hub loader works once the plugin is loaded through its
     user_dir argument (a process of its own that has imported nothing of the plugin)."""
     code = (
-        "from fairseq.models.nat import CMLMNATransformerModel\n"
-        f"m = CMLMNATransformerModel.from_pretrained({str(MODEL)!r}, checkpoint_file='checkpoint.pt', "
-        f"user_dir={USER_DIR!r}, bpe='sentencepiece', sentencepiece_model={str(MODEL / 'spm.model')!r})\n"
-        "print(m.translate('A man is riding a bike.', iter_decode_max_iter=9, iter_decode_with_beam=3))\n"
+        "from fairseq.models.nat import CMLMNATransformerModel\nm = "
+        f"CMLMNATransformerModel.from_pretrained({str(MODEL)!r}, checkpoint_file='checkpoint.pt', "
+        f"user_dir={USER_DIR!r}, bpe='sentencepiece', "
+        f"sentencepiece_model={str(MODEL / 'spm.model')!r})\nprint(m.translate('A man is riding a "
+        "bike.', iter_decode_max_iter=9, iter_decode_with_beam=3))\n"
     )
     proc = run([sys.executable, "-c", code], cwd=tmp_path)
     from_api = hub.from_pretrained(MODEL).translate(
@@ -539,7 +541,8 @@ def test_bad_input_is_one_clear_error(tmp_path, quickstart):
 
 
 def test_folder_that_is_missing_a_file_or_holds_a_cut_dictionary_is_one_error(tmp_path):
-    """The folder and its dictionaries are checked before fairseq reads them (``fairseq_ext.fairseq_changes.preflight``)."""
+    """The folder and its dictionaries are checked before fairseq reads them
+    (``fairseq_ext.fairseq_changes.preflight``)."""
     (tmp_path / "afile").write_text("not a folder\n")
     for given, wrong in (
         (tmp_path / "missing", "does not exist"),

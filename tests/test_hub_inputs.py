@@ -12,7 +12,9 @@ import pytest
 from fairseq_ext import hub
 from fairseq_ext.common.errors import FairseqExtError
 from tests.conftest import run
-from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401  (fixtures)
+
+# fixtures
+from tests.test_hub import MODEL, classifier, masked_lm, prophetnet, quickstart, unilm  # noqa: F401
 
 # method, a good input, the output of an empty input
 CASES = {
@@ -81,7 +83,8 @@ def test_one_output_per_input_and_empty_inputs_give_empty_outputs(models, method
 
 
 def test_empty_input_counts_no_lines_and_prints_nothing(quickstart, capsys):
-    """The fairseq-interactive note ("input line N is empty") is not the API's: nothing on stderr."""
+    """The fairseq-interactive note ("input line N is empty") is not the API's: nothing on
+    stderr."""
     assert quickstart.translate(["", "A dog runs.", "A cat sleeps."]) == [
         "",
         *quickstart.translate(["A dog runs.", "A cat sleeps."]),
@@ -147,7 +150,8 @@ def test_unilm_leaves_the_target_positions_and_translate_is_summarize(
     unilm, models, tiny_data, spm_model
 ):
     """UniLM's source and target share one position table (--max-positions 256): an input may
-    take all but two of its positions. ProphetNet and UniLM answer ``translate`` as ``summarize``."""
+    take all but two of its positions. ProphetNet and UniLM answer ``translate`` as
+    ``summarize``."""
     checkpoint, _ = unilm
     model = hub.from_pretrained(
         checkpoint.parent,

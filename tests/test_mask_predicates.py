@@ -197,7 +197,10 @@ def test_flex_attention_takes_every_rule_unchanged():
 
 
 def test_masking_states_its_rules_without_flex_attention():
-    code = "import sys, fairseq_ext.masking; assert 'torch.nn.attention.flex_attention' not in sys.modules"
+    code = (
+        "import sys, fairseq_ext.masking; "
+        "assert 'torch.nn.attention.flex_attention' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
@@ -327,7 +330,8 @@ def test_attention_mask_option_reads_the_registry(monkeypatch):
     """``--attention-mask`` comes from the registered dataclass (fairseq's ``add_args``), its help
     names every variant, and the name is checked against ``ATTENTION_VARIANTS`` as it is when the
     model is built: a variant registered after import is accepted, an unknown name is refused with
-    the registry's names (argparse choices or a ``ChoiceEnum`` would freeze those of import time)."""
+    the registry's names (argparse choices or a ``ChoiceEnum`` would freeze those of import
+    time)."""
     parser = argparse.ArgumentParser()
     UniLMTransformerModel.add_args(parser)
     words = " ".join(parser.format_help().split())
@@ -442,13 +446,14 @@ def test_each_task_accepts_the_masks_the_registry_lists_for_it(monkeypatch):
         (
             "bidirectional",
             "unilm_seq2seq",
-            "--attention-mask bidirectional is for --task permutation_lm; unilm_seq2seq takes prefix or causal",
+            "--attention-mask bidirectional is for --task permutation_lm; unilm_seq2seq takes "
+            "prefix or causal",
         ),
         (
             "prefix",
             "permutation_lm",
-            "--attention-mask prefix is for --task unilm_seq2seq; permutation_lm takes causal or permutation or "
-            "bidirectional",
+            "--attention-mask prefix is for --task unilm_seq2seq; permutation_lm takes causal or "
+            "permutation or bidirectional",
         ),
     ):
         with pytest.raises(FairseqExtError, match=message):

@@ -32,8 +32,8 @@ def _start(args):
 
 
 def _wait_for(path, proc, holds_pid=True):
-    """Until ``path`` exists and, with ``holds_pid``, holds the run's pid (the run holds the lock and
-    has said so): bounded in time."""
+    """Until ``path`` exists and, with ``holds_pid``, holds the run's pid (the run holds the lock
+    and has said so): bounded in time."""
     deadline = time.time() + DEADLINE_S
     while not (
         path.exists() and (not holds_pid or path.read_text().split()[:1] == [str(proc.pid)])
@@ -64,8 +64,8 @@ def test_second_run_on_the_same_results_path_refuses_and_names_the_first(
             first.kill()
     assert second.returncode != 0
     assert (
-        f"fairseq_ext: error: {results / 'generate-test.txt'} is being written by process {first.pid} "
-        "("
+        f"fairseq_ext: error: {results / 'generate-test.txt'} is being written by process "
+        f"{first.pid} ("
     ) in second.stderr and "wait for it to end or give another --results-path" in second.stderr
     assert "Traceback" not in second.stderr
     assert first.returncode == 0, err[-2000:]
@@ -141,8 +141,9 @@ def test_full_disk_while_writing_results_keeps_the_earlier_file(
             proc = run(args, check=False)
             assert proc.returncode != 0
             assert proc.stderr.splitlines()[-1] == (
-                f"fairseq_ext: error: no space left on the device while writing {results / 'generate-test.txt'}; "
-                f"the earlier complete {results / 'generate-test.txt'} is kept. Free space there (or give another "
+                "fairseq_ext: error: no space left on the device while writing "
+                f"{results / 'generate-test.txt'}; the earlier complete "
+                f"{results / 'generate-test.txt'} is kept. Free space there (or give another "
                 "--results-path) and run the same command again"
             )
             assert "Traceback" not in proc.stderr

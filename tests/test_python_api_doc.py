@@ -36,8 +36,8 @@ def blocks(page: str) -> list[str]:
 
 
 def python(code: str, folder) -> str:
-    """stdout of ``code`` in an interpreter of its own started in ``folder`` (which imports the package
-    of this clone: an editable install, or the PYTHONPATH that ``run`` sets)."""
+    """stdout of ``code`` in an interpreter of its own started in ``folder`` (which imports the
+    package of this clone: an editable install, or the PYTHONPATH that ``run`` sets)."""
     return run([sys.executable, "-c", code], cwd=folder).stdout
 
 

@@ -20,7 +20,9 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT, read_sample, script_env, write_lines
-from tests.test_user_scripts import gigaword, wikitext  # noqa: F401  (the tiny data sets, as fixtures)
+
+# the tiny data sets, as fixtures
+from tests.test_user_scripts import gigaword, wikitext  # noqa: F401
 
 README = ROOT / "README.md"
 MARK = re.compile(r"<!-- not run by tests/test_readme\.py( as written)?: (.+) -->")
@@ -51,7 +53,8 @@ BLOCKS = bash_blocks()
 
 
 def block_id(n: int, code: str) -> str:
-    """``3-fairseq-train-data-multi30k-bin``: the block's index and its first command's first words."""
+    """``3-fairseq-train-data-multi30k-bin``: the block's index and its first command's first
+    words."""
     first = next(line for line in code.splitlines() if not re.fullmatch(r"UPDATES=\d+", line))
     return f"{n}-" + re.sub(r"[^a-z0-9]+", "-", " ".join(first.split()[:2]).lower()).strip("-")
 
@@ -84,13 +87,15 @@ def workspace(tmp_path_factory, request):
 
 
 def offline(code: str, local: dict) -> str:
-    """A data block in its offline form: each data script with ``--local`` and the tiny vocabulary."""
+    """A data block in its offline form: each data script with ``--local`` and the tiny
+    vocabulary."""
     out = []
     for line in code.splitlines():
         m = DATA_SCRIPT.match(line)
         assert m, f"a block marked as downloading holds {line!r}, which is no data script"
         out.append(
-            f"bash data_prep/{m.group(1)}.sh {m.group(2)} --local {local[m.group(1)]} --vocab {TINY_VOCAB}"
+            f"bash data_prep/{m.group(1)}.sh {m.group(2)} --local {local[m.group(1)]} --vocab "
+            f"{TINY_VOCAB}"
         )
     return "\n".join(out) + "\n"
 

@@ -210,7 +210,8 @@ def test_two_gloo_ranks_match_one_process(request, family, tmp_path):
             str(r),
         ]
 
-    # rank 1 in a process of its own, rank 0 beside it forked by the tests' server (tests.forked_cli)
+    # rank 1 in a process of its own, rank 0 beside it forked by the tests' server
+    # (tests.forked_cli)
     other = subprocess.Popen(
         rank(1), env=cli_env() | ddp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -305,8 +306,8 @@ def test_sigkill_and_resume_loses_nothing_beyond_the_checkpoint(request, family,
     )
     lost = done - newest
     print(
-        f"{family}: killed after update {done}; the newest complete checkpoint holds update {newest}; "
-        f"{lost} update(s) redone"
+        f"{family}: killed after update {done}; the newest complete checkpoint holds update "
+        f"{newest}; {lost} update(s) redone"
     )
     assert lost <= interval  # nothing lost beyond the checkpoint interval
 

@@ -52,8 +52,8 @@ def test_lead_baseline_is_scored_beside_the_hypotheses(tmp_path, capsys):
     assert lines[0].startswith("ROUGE-1=100.00 ROUGE-2=100.00 ROUGE-L=100.00")
     f1 = 2 * 0.75 / 1.75
     assert (
-        lines[1]
-        == f"ROUGE-1={100 * f1:.2f} ROUGE-2={100 * 2 * (2 / 3) / (1 + 2 / 3):.2f} ROUGE-L={100 * f1:.2f} "
+        lines[1] == f"ROUGE-1={100 * f1:.2f} ROUGE-2={100 * 2 * (2 / 3) / (1 + 2 / 3):.2f} "
+        f"ROUGE-L={100 * f1:.2f} "
         "lead-3 (the first 3 words of each article)"
     )
     assert json.loads((tmp_path / "out.json").read_text())["lead3"]["rouge1"] == pytest.approx(

@@ -24,15 +24,15 @@ from tests.conftest import ROOT, USER_DIR, binarize, generate_args, read_sample,
 MODEL = ROOT / "examples" / "quickstart" / "model"
 SENTENCE = "A man is riding a bike."
 WRONG = (
-    "the sentencepiece model {model} (300 pieces) has only {covered} of the 5997 symbols of {dictionary} "
-    "({share}%): it is not the model whose pieces the dictionary holds, so text encoded with it reaches the model as pieces "
-    "it was not trained on (and <unk>); give the sentencepiece model that encoded the training data, e.g. the "
-    "spm.model beside the checkpoint"
+    "the sentencepiece model {model} (300 pieces) has only {covered} of the 5997 symbols of "
+    "{dictionary} ({share}%): it is not the model whose pieces the dictionary holds, so text "
+    "encoded with it reaches the model as pieces it was not trained on (and <unk>); give the "
+    "sentencepiece model that encoded the training data, e.g. the spm.model beside the checkpoint"
 )
 NOT_A_MODEL = (
-    "{option} {path} is not a sentencepiece model (sentencepiece cannot read it: INTERNAL: could not parse "
-    "ModelProto from {path}); give the .model file that spm_train (data_prep/spm.py train) wrote and that "
-    "encoded the training data, e.g. the spm.model beside the checkpoint"
+    "{option} {path} is not a sentencepiece model (sentencepiece cannot read it: INTERNAL: could "
+    "not parse ModelProto from {path}); give the .model file that spm_train (data_prep/spm.py "
+    "train) wrote and that encoded the training data, e.g. the spm.model beside the checkpoint"
 )
 
 
@@ -135,10 +135,11 @@ def test_hub_refuses_another_tokenizer_and_raw_text_without_one(wrong_model, not
     with pytest.raises(FairseqExtError) as raised:
         model.translate(["\u2581A \u2581man", SENTENCE])
     assert str(raised.value) == (
-        f"translate: sentences[1] is raw text ({SENTENCE!r}), but this model was loaded without a tokenizer (no "
-        "spm.model in its folder), so it takes sentencepiece pieces (e.g. '\u2581A \u2581man ...'): put the "
-        "sentencepiece model that encoded its training data in the folder as spm.model, or give from_pretrained(..., "
-        "bpe='sentencepiece', sentencepiece_model=PATH), or pass the input as pieces"
+        f"translate: sentences[1] is raw text ({SENTENCE!r}), but this model was loaded without a "
+        "tokenizer (no spm.model in its folder), so it takes sentencepiece pieces (e.g. '\u2581A "
+        "\u2581man ...'): put the sentencepiece model that encoded its training data in the folder "
+        "as spm.model, or give from_pretrained(..., bpe='sentencepiece', "
+        "sentencepiece_model=PATH), or pass the input as pieces"
     )
     pieces = " ".join(hub.from_pretrained(MODEL).bpe.encode(SENTENCE).split())
     assert model.translate(pieces).startswith("\u2581Ein \u2581Mann")
@@ -231,11 +232,12 @@ def test_generate_names_a_split_encoded_with_another_model(wrong_model, tmp_path
         assert len(notes) == (2 if noted else 0), notes
         for side, line in zip(("source", "target"), notes):
             assert re.fullmatch(
-                rf"fairseq_ext: \d+\.\d% of the {side} tokens of the test split in {re.escape(str(data))} are <unk> "
-                r"\(\d+ of \d+, in \d+ of its 40 lines\): it was probably encoded with another sentencepiece model "
-                r"than the one the dictionary was built from \(or holds characters the vocabulary lacks\); encode the "
-                r"text with the checkpoint's own model \(data_prep/spm.py encode --model SPM.model\) and binarize it "
-                r"again",
+                rf"fairseq_ext: \d+\.\d% of the {side} tokens of the test split in "
+                rf"{re.escape(str(data))} are <unk> \(\d+ of \d+, in \d+ of its 40 lines\): it was "
+                r"probably encoded with another sentencepiece model than the one the dictionary "
+                r"was built from \(or holds characters the vocabulary lacks\); encode the text "
+                r"with the checkpoint's own model \(data_prep/spm.py encode --model SPM.model\) "
+                r"and binarize it again",
                 line,
             ), line
 
@@ -253,9 +255,9 @@ def test_dictionary_joined_from_two_models_is_warned_about_not_refused():
         warned.append,
     )
     assert warned == [
-        "the sentencepiece model en.model (60 pieces) has only 60 of the 100 symbols of dict.txt (60%): "
-        "expected only if the dictionary was joined from several models (one per language); otherwise "
-        "give the sentencepiece model that encoded the training data"
+        "the sentencepiece model en.model (60 pieces) has only 60 of the 100 symbols of dict.txt "
+        "(60%): expected only if the dictionary was joined from several models (one per language); "
+        "otherwise give the sentencepiece model that encoded the training data"
     ]
     check_coverage(
         english | german, sorted(english | german), "joint.model", "dict.txt", warned.append

@@ -34,9 +34,9 @@ def test_missing_split_is_named_with_the_fix(tmp_path, family):
         assert str(caught.value).startswith(f"no binarized 'valid' split for 'en' in {folder}")
         return
     assert str(caught.value) == (
-        f"Dataset not found: valid (no valid*.idx in {folder}); binarize it with fairseq-preprocess --validpref "
-        f"PREFIX --destdir {folder} (with the same dictionaries), or name a split the folder has (none) with "
-        "--gen-subset/--valid-subset"
+        f"Dataset not found: valid (no valid*.idx in {folder}); binarize it with "
+        f"fairseq-preprocess --validpref PREFIX --destdir {folder} (with the same dictionaries), "
+        "or name a split the folder has (none) with --gen-subset/--valid-subset"
     )
 
 
@@ -90,8 +90,8 @@ def test_generate_with_a_missing_gen_subset_is_one_line(tiny_data, tiny_checkpoi
     proc = run(generate_args(tiny_data, tiny_checkpoint, subset="valid2"), check=False)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert (
-        f"fairseq_ext: error: Dataset not found: valid2 (no valid2*.idx in {tiny_data}); binarize it with "
-        "fairseq-preprocess --validpref PREFIX"
+        f"fairseq_ext: error: Dataset not found: valid2 (no valid2*.idx in {tiny_data}); binarize "
+        "it with fairseq-preprocess --validpref PREFIX"
     ) in proc.stderr
     assert "or name a split the folder has (test, train, valid)" in proc.stderr
 
@@ -149,8 +149,8 @@ def test_interactive_input_that_is_not_utf8_names_file_and_line(
     )
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     assert (
-        f"fairseq_ext: error: {text} line 2 is not valid UTF-8 (byte 0xe9 at column 4); convert the text to "
-        "UTF-8 first"
+        f"fairseq_ext: error: {text} line 2 is not valid UTF-8 (byte 0xe9 at column 4); convert "
+        "the text to UTF-8 first"
     ) in proc.stderr
     assert (
         "H-0\t" in proc.stdout and "H-1\t" not in proc.stdout
@@ -285,7 +285,8 @@ def test_data_script_checks_the_encoding_before_fairseq_preprocess(tmp_path, scr
 
 
 def _multi30k(local, out):
-    """data_prep/multi30k.sh with the quickstart model's sentencepiece model and 76 KB dictionary."""
+    """data_prep/multi30k.sh with the quickstart model's sentencepiece model and 76 KB
+    dictionary."""
     env = {
         **cli_env(),
         "SPM_MODEL": str(QUICKSTART_MODEL / "spm.model"),
@@ -319,8 +320,9 @@ def test_full_disk_during_fairseq_preprocess_leaves_no_cut_dictionary(tmp_path):
         proc = _multi30k(local, out)
         assert proc.returncode != 0 and "Traceback" not in proc.stderr.splitlines()[-1]
         assert proc.stderr.splitlines()[-1] == (
-            f"error: no space left on the device while fairseq-preprocess wrote {out / 'bin.partial'} (removed; no "
-            f"{out / 'bin'} was made); free space there (df -h) and run the same command again"
+            "error: no space left on the device while fairseq-preprocess wrote "
+            f"{out / 'bin.partial'} (removed; no {out / 'bin'} was made); free space there (df -h) "
+            "and run the same command again"
         )
         assert not list(out.rglob("dict*")) and not (out / "bin").exists()
         subprocess.run(["mount", "-o", "remount,size=4096k", str(disk)], check=True)
@@ -329,8 +331,9 @@ def test_full_disk_during_fairseq_preprocess_leaves_no_cut_dictionary(tmp_path):
         _fill(disk, 56)  # room for clean-pair's temporary files, not for the dictionary
         proc = _multi30k(local, out)
         assert proc.returncode != 0 and proc.stderr.splitlines()[-1] == (
-            f"error: no space left on the device while fairseq-preprocess wrote {out / 'bin.partial'} (removed; the "
-            f"earlier {out / 'bin'} is kept); free space there (df -h) and run the same command again"
+            "error: no space left on the device while fairseq-preprocess wrote "
+            f"{out / 'bin.partial'} (removed; the earlier {out / 'bin'} is kept); free space there "
+            "(df -h) and run the same command again"
         )
         assert {p.name: p.read_bytes() for p in (out / "bin").iterdir()} == complete
         assert not (out / "bin.partial").exists() and not list(out.rglob("*.partial-*"))
@@ -368,9 +371,9 @@ def test_language_model_data_for_prophetnet_denoising_names_the_fix(mono_data, t
     """Data binarized without ``-s`` (``dict.txt``): no ``--source-lang`` fits, the line says to
     binarize with ``-s LANG`` (before: "0 dict.*.txt files; name the side with --source-lang")."""
     expected = (
-        f"{mono_data} was binarized for a language model (dict.txt, no language); prophetnet_denoising "
-        "reads dict.LANG.txt and no --source-lang fits: binarize it again with fairseq-preprocess "
-        "--only-source -s LANG (e.g. -s en) and give the same --source-lang"
+        f"{mono_data} was binarized for a language model (dict.txt, no language); "
+        "prophetnet_denoising reads dict.LANG.txt and no --source-lang fits: binarize it again "
+        "with fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same --source-lang"
     )
     with pytest.raises(FairseqExtError) as refused:
         build(mono_data, "prophetnet_denoising")  # with --source-lang en

@@ -64,7 +64,8 @@ def refused(script: str, *args) -> str:
 
 
 def words(line: str) -> list[str]:
-    """A sample sentence as Gigaword / WikiText text: lowercased, punctuation split off, digits '#'."""
+    """A sample sentence as Gigaword / WikiText text: lowercased, punctuation split off, digits
+    '#'."""
     line = re.sub(r"[0-9]", "#", line.lower())
     return re.sub(r"([.,!?;:'\"()])", r" \1 ", line).split()
 
@@ -152,9 +153,9 @@ def wmt(tmp_path_factory) -> Path:
     ],
 )
 def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
-    """data_prep/DATASET.sh --local, then run.sh (train once, decode with each strategy, sacreBLEU); with two
-    strategies, run again: the decoding recorded with other settings is redone, and another training
-    setting in the same --work is refused."""
+    """data_prep/DATASET.sh --local, then run.sh (train once, decode with each strategy, sacreBLEU);
+    with two strategies, run again: the decoding recorded with other settings is redone, and another
+    training setting in the same --work is refused."""
     out = bash(
         f"hi_cmlm/{script}",
         "--local",
@@ -198,8 +199,8 @@ def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
     )
     if len(strategies) == 1:
         return
-    # a decoding recorded with other settings is redone (the others are kept); a training with other settings
-    # in the same --work is refused before anything runs
+    # a decoding recorded with other settings is redone (the others are kept); a training with other
+    # settings in the same --work is refused before anything runs
     first, second = (tmp_path / "hi_cmlm" / f"decode-{s}" for s in strategies)
     (first / "settings").write_text("--gen-subset valid --ref '' --iter 4 --length-beam 5\n")
     kept = (second / "bleu.json").stat().st_mtime_ns
@@ -227,8 +228,8 @@ def test_hi_cmlm_paper_recipe(wmt, tmp_path, script, local, tgt, strategies):
         " ".join(strategies),
     )
     assert (
-        f"{first} was decoded with other settings (--gen-subset valid --ref '' --iter 4 --length-beam 5): decoding again"
-        in again
+        f"{first} was decoded with other settings (--gen-subset valid --ref '' --iter 4 "
+        "--length-beam 5): decoding again" in again
     )
     assert (
         f"{second} was decoded" not in again and (second / "bleu.json").stat().st_mtime_ns == kept
@@ -351,7 +352,8 @@ def test_prophetnet_gigaword(gigaword, wikitext, tmp_path):
         sum(c.startswith("fairseq-train") for c in commands) == 2
         and "--lenpen 1.0 " in commands[-2]
     )
-    # the same --work with another n, the same data folder with another vocabulary: refused before anything runs
+    # the same --work with another n, the same data folder with another vocabulary: refused before
+    # anything runs
     line = refused(
         "prophetnet/gigaword.sh",
         "--data",
@@ -392,8 +394,8 @@ def test_prophetnet_gigaword(gigaword, wikitext, tmp_path):
         "--finetune-updates",
         2,
     ) == (
-        f"error: {tmp_path / 'gigaword-data'} holds binarized data with other settings (--vocab 200); give another "
-        f"--prep or remove {tmp_path / 'gigaword-data'}"
+        f"error: {tmp_path / 'gigaword-data'} holds binarized data with other settings (--vocab "
+        f"200); give another --prep or remove {tmp_path / 'gigaword-data'}"
     )  # --eval-at alone: fixed updates, no early stopping
 
 
@@ -401,8 +403,8 @@ def test_prophetnet_gigaword_refuses_a_validation_interval_past_the_cap_and_two_
     tmp_path,
 ):
     assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--finetune-updates", 100) == (
-        "error: --validate-every 500 is more than --finetune-updates 100: no validation would choose the checkpoint; "
-        "give --validate-every at most 100 or --patience 0"
+        "error: --validate-every 500 is more than --finetune-updates 100: no validation would "
+        "choose the checkpoint; give --validate-every at most 100 or --patience 0"
     )
     assert refused(
         "prophetnet/gigaword.sh", "--work", tmp_path, "--eval-at", 50, "--patience", 3
@@ -419,7 +421,8 @@ def test_prophetnet_gigaword_refuses_a_validation_interval_past_the_cap_and_two_
         "--pretrain-updates",
         0,
     ) == (
-        "error: --pretrain-text is pre-trained on with --pretrain-updates N >= 1 (--model prophetnet, no --init)"
+        "error: --pretrain-text is pre-trained on with --pretrain-updates N >= 1 (--model "
+        "prophetnet, no --init)"
     )
     assert refused("prophetnet/gigaword.sh", "--work", tmp_path, "--lenpen", "long") == (
         "error: --lenpen takes a number such as 1.0, got 'long'"
@@ -433,8 +436,8 @@ def test_prophetnet_gigaword_refuses_a_validation_interval_past_the_cap_and_two_
     assert refused(
         "prophetnet/gigaword.sh", "--work", tmp_path, "--eval-at", 50, "--lenpen", 1.5
     ) == (
-        f"error: {tmp_path}/points/50.json was decoded with --lenpen 1.0 and its checkpoint deleted once scored; "
-        "give that --lenpen or another --work"
+        f"error: {tmp_path}/points/50.json was decoded with --lenpen 1.0 and its checkpoint "
+        "deleted once scored; give that --lenpen or another --work"
     )
 
 
@@ -494,14 +497,14 @@ def test_unilm_gigaword(gigaword, tmp_path):
     assert lead8 == pytest.approx(lead8_rouge1(raw / "valid.article", raw / "valid.title"))
 
 
-def test_unilm_gigaword_refuses_a_validation_interval_past_the_cap_and_a_length_penalty_not_a_number(
+def test_unilm_gigaword_refuses_a_validation_interval_past_the_cap_and_a_non_numeric_lenpen(
     gigaword, tmp_path
 ):
     assert refused(
         "unilm/gigaword.sh", "--data", gigaword, "--out", tmp_path, "--updates", 100
     ) == (
-        "error: --validate-every 500 is more than --updates 100: no validation would choose the checkpoint; "
-        "give --validate-every at most 100 or --patience 0"
+        "error: --validate-every 500 is more than --updates 100: no validation would choose the "
+        "checkpoint; give --validate-every at most 100 or --patience 0"
     )
     assert refused("unilm/gigaword.sh", "--out", tmp_path, "--lenpen", "long") == (
         "error: --lenpen takes a number such as 1.0, got 'long'"
@@ -623,10 +626,11 @@ def tiny_bert_folder(gigaword, tmp_path_factory) -> Path:
 
 
 def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder, tmp_path):
-    """With --patience: validation ROUGE (--eval-rouge, WordPiece joined by the tiny BERT's tokenizer)
-    every 2 updates, early stopping, and checkpoint_best.pt decoded and scored (at the validation's
-    length penalty 1.0, then at the default 1.2, data and training not redone); batches in a random
-    order; another --max-examples in the same --work is refused in one line, the data untouched."""
+    """With --patience: validation ROUGE (--eval-rouge, WordPiece joined by the tiny BERT's
+    tokenizer) every 2 updates, early stopping, and checkpoint_best.pt decoded and scored (at the
+    validation's length penalty 1.0, then at the default 1.2, data and training not redone); batches
+    in a random order; another --max-examples in the same --work is refused in one line, the data
+    untouched."""
     out = bash(
         "pretrained/minilm_gigaword.sh",
         "--data",
@@ -685,15 +689,16 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
     assert (
         f"scored checkpoint_best.pt: update {best} of the {rouge['trained_updates']} trained" in out
     )
-    # here the decoded validation targets are the titles as rouge-score reads them, so the script's ROUGE-1
-    # (fairseq-generate, raw titles) is the one fairseq-train logged
+    # here the decoded validation targets are the titles as rouge-score reads them, so the script's
+    # ROUGE-1 (fairseq-generate, raw titles) is the one fairseq-train logged
     assert rouge["rouge1"] == pytest.approx(valid[best], abs=1e-3) and valid[best] > 0
     text = tmp_path / "text"
     assert rouge["lead8"]["rouge1"] == pytest.approx(
         lead8_rouge1(text / "valid.article", text / "valid.title")
     )
     assert "lead-8 (the first 8 words of each article)" in out
-    # the release's <unk> (UNK after data_prep/gigaword.sh) is one [UNK] piece, never "< un ##k >" or "un ##k"
+    # the release's <unk> (UNK after data_prep/gigaword.sh) is one [UNK] piece, never "< un ##k >"
+    # or "un ##k"
     raw_unk = sum(
         line.split().count("<unk>")
         for line in (gigaword / "train10k.article.txt").read_text().splitlines()[:6]
@@ -759,10 +764,10 @@ def test_pretrained_minilm_gigaword_with_a_tiny_bert(gigaword, tiny_bert_folder,
         2,
     )
     assert other == (
-        f"error: {tmp_path / 'checkpoints'} holds a training with other settings (at most 8 updates, early "
-        f"stopping on validation ROUGE-1 (--patience 1, validated every 2 updates); lr 0.02, warm-up 1, "
-        f"--max-tokens 1000, seed 1; --max-examples 6, tokenizer {tiny_bert_folder}); give another --work "
-        f"or remove {tmp_path / 'checkpoints'}"
+        f"error: {tmp_path / 'checkpoints'} holds a training with other settings (at most 8 "
+        "updates, early stopping on validation ROUGE-1 (--patience 1, validated every 2 updates); "
+        "lr 0.02, warm-up 1, --max-tokens 1000, seed 1; --max-examples 6, tokenizer "
+        f"{tiny_bert_folder}); give another --work or remove {tmp_path / 'checkpoints'}"
     )
     assert sorted((p.name, p.stat().st_mtime_ns) for p in (tmp_path / "bin").iterdir()) == binary
 
@@ -816,7 +821,8 @@ def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert
         and f"word-order validation accuracy: {(tmp_path / 'accuracy.txt').read_text().strip()}%"
         in out
     )
-    # the same settings again: nothing retrained; another --prob in the same --work: refused in one line
+    # the same settings again: nothing retrained; another --prob in the same --work: refused in one
+    # line
     again = bash(
         "pretrained/minilm_position_masking.sh",
         "--wikitext",
@@ -856,8 +862,9 @@ def test_pretrained_minilm_position_masking_with_a_tiny_bert(wikitext, tiny_bert
     )
     pre = tmp_path / "pretrain"
     assert other == (
-        f"error: {pre} holds a training with other settings (--prob 0.10, --updates 2, --tokens-per-sample "
-        f"64, from {tmp_path / 'converted' / 'model.pt'}); give another --work or remove {pre}"
+        f"error: {pre} holds a training with other settings (--prob 0.10, --updates 2, "
+        f"--tokens-per-sample 64, from {tmp_path / 'converted' / 'model.pt'}); give another --work "
+        f"or remove {pre}"
     )
 
 
@@ -866,10 +873,10 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
     prints is epochs of ceil(N / 32) updates, the dev score is the scorer's line, the published
     reference stands beside it, and the hub's ``classify`` on the fine-tuned checkpoint gives the
     scorer's predictions; every sentence is used (163 = 5 x 32 + 3: 6 batches an epoch, where
-    fairseq's default batch multiple of 8 would make 5). Run again after its fine-tuning stopped at update 20 of 24
-    (checkpoint_last.pt as that validation's checkpoint left it, no finished mark), it continues
-    from there to the same weights and dev score; other settings in the same --work are refused
-    in one line."""
+    fairseq's default batch multiple of 8 would make 5). Run again after its fine-tuning stopped at
+    update 20 of 24 (checkpoint_last.pt as that validation's checkpoint left it, no finished mark),
+    it continues from there to the same weights and dev score; other settings in the same --work are
+    refused in one line."""
     import torch
 
     from fairseq_ext.checkpoints.loading import safe_load
@@ -910,10 +917,11 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
     score = (tmp_path / "w" / "dev.score").read_text().strip()
     assert re.fullmatch(r"mcc -?\d+\.\d\d", score)
     assert (
-        f"CoLA dev {score} (Matthews correlation x 100) after 24 updates; published MiniLM-L6xH384: 47.5"
-        in out
+        f"CoLA dev {score} (Matthews correlation x 100) after 24 updates; published "
+        "MiniLM-L6xH384: 47.5" in out
     )
-    # the hub API classifies the dev sentences as the scorer's predictions say (the same tokens, head and labels)
+    # the hub API classifies the dev sentences as the scorer's predictions say (the same tokens,
+    # head and labels)
     from fairseq_ext import hub
 
     model = hub.from_pretrained(
@@ -945,8 +953,9 @@ def test_position_masking_glue_recipe_with_a_tiny_bert(gigaword, tiny_bert_folde
         env=cli_env(),
     )
     assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
-        f"error: {ft} holds a fine-tuning with other settings (task=CoLA updates=24 lr=1e-3 seed=1 straight_through=1 "
-        f"model={tmp_path / 'w' / 'converted' / 'model.pt'}); give another --work or remove {ft}"
+        f"error: {ft} holds a fine-tuning with other settings (task=CoLA updates=24 lr=1e-3 seed=1 "
+        f"straight_through=1 model={tmp_path / 'w' / 'converted' / 'model.pt'}); give another "
+        f"--work or remove {ft}"
     ]
 
 

@@ -288,7 +288,8 @@ def test_real_bert_tokenizer_json_matches_transformers(tmp_path):
     assert encoded == [" ".join(fast.tokenize(s)) for s in sentences] and cut == 0
     assert any("##" in piece for piece in encoded[1].split())
     assert len(encoded[2].split()) == 200 and "[PAD]" not in " ".join(encoded)
-    # the vocab.txt route on the same (real) vocabulary agrees, and with the pure-Python BERT tokenizer
+    # the vocab.txt route on the same (real) vocabulary agrees, and with the pure-Python BERT
+    # tokenizer
     vocab = sorted(tok.get_vocab(with_added_tokens=False).items(), key=lambda kv: kv[1])
     vocab_dir = tmp_path / "vocab_only"
     vocab_dir.mkdir()

@@ -1,8 +1,7 @@
 """``python -m fairseq_ext.checkpoints``: what a checkpoint pickles, and a weights-only copy.
 
-python -m fairseq_ext.checkpoints inspect CKPT        # globals a checkpoint (or a raw pickle) pickles
-python -m fairseq_ext.checkpoints export CKPT OUT [--fp16]   # weights-only copy
-"""
+python -m fairseq_ext.checkpoints inspect CKPT   # globals a checkpoint (or a raw pickle) pickles
+python -m fairseq_ext.checkpoints export CKPT OUT [--fp16]   # weights-only copy"""
 
 from __future__ import annotations
 
@@ -44,8 +43,9 @@ def main(argv: list[str] | None = None) -> None:
         found = pickled_globals(args.checkpoint)
         if not zipfile.is_zipfile(args.checkpoint):
             note(
-                f"{args.checkpoint} is not in the zip format of torch.save (a raw pickle, or torch's legacy "
-                "format): these are the globals its pickles name, read without running them"
+                f"{args.checkpoint} is not in the zip format of torch.save (a raw pickle, or "
+                "torch's legacy format): these are the globals its pickles name, read without "
+                "running them"
             )
         bad = unsafe_globals(args.checkpoint)
         for g in found:

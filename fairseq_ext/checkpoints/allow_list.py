@@ -1,19 +1,5 @@
-"""The globals a fairseq checkpoint may pickle, and those a file does pickle.
-
-fairseq calls ``torch.load`` without ``weights_only``, which torch >= 2.6 treats as
-``weights_only=True``: any pickled global outside torch's own safe set is refused. The
-checkpoints that fairseq writes for this plugin's models contain exactly these globals
-(measured by ``tests/test_checkpoints.py`` for every checkpoint kind the plugin writes):
-
-* ``argparse.Namespace``: the legacy ``args`` of argparse-configured models, also nested
-  in ``cfg``; every checkpoint has it;
-* numpy's array reconstruction (``ndarray``, ``dtype``, ``_reconstruct`` and the int64
-  dtype class): fairseq's ``--eval-bleu`` keeps its n-gram counts as int64 arrays in the
-  saved metrics.
-
-``fairseq_changes`` registers ``SAFE_CHECKPOINT_GLOBALS`` with torch's allow-list; ``pickled_globals``
-lists what a file pickles without running it.
-"""
+"""The globals a fairseq checkpoint of the plugin may pickle (for torch's ``weights_only``
+loading), and those a file does pickle."""
 
 from __future__ import annotations
 
@@ -57,11 +43,8 @@ class CorruptCheckpointError(FairseqExtError):
 
 
 def static_pickle_globals(path: str) -> Optional[set[str]]:
-    """The globals named by the pickles at the start of a file that is no zip archive (a raw
-    pickle; torch's legacy format: five pickles, then raw storage bytes), read with
-    ``pickletools`` (nothing is run); None when the file is neither: a raw pickle fills the file,
-    the legacy format starts with five. Random bytes can start with a few valid opcodes (one
-    file in 256 with pickle's STOP alone), which makes neither."""
+    """Globals named by the pickles of a raw pickle or a torch legacy-format file, read with
+    ``pickletools`` (nothing is run); None when the file is neither."""
     found: set[str] = set()
     complete = 0
     with open(path, "rb") as f:
@@ -89,15 +72,15 @@ def static_pickle_globals(path: str) -> Optional[set[str]]:
 
 
 def pickled_globals(path: str) -> list[str]:
-    """Every global pickled in ``path`` beyond torch's built-in safe set (the allow-list
-    is ignored for this listing); also for raw pickles and torch's legacy format."""
+    """Every global pickled in ``path`` beyond torch's built-in safe set."""
     require_file(path)
     if not zipfile.is_zipfile(path):
         found = static_pickle_globals(path)
         if found is None:
             raise CorruptCheckpointError(
-                f"cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) nor a pickle. "
-                "The file is corrupt or not a checkpoint; use a checkpoint written by fairseq-train"
+                f"cannot read checkpoint {path}: it is neither a torch checkpoint (a zip archive) "
+                "nor a pickle. The file is corrupt or not a checkpoint; use a checkpoint written "
+                "by fairseq-train"
             )
         return sorted(found - set(_weights_only_unpickler._get_allowed_globals()))
     registered = torch.serialization.get_safe_globals()
@@ -115,7 +98,7 @@ def unsafe_globals(path: str) -> list[str]:
 
 
 def require_file(path: str, missing_fix: str = "check the --path/--restore-file argument") -> None:
-    """``path`` is a checkpoint file that can be read (``missing_fix``: what to do when it is missing)."""
+    """``path`` is a readable checkpoint file (``missing_fix``: what to do when it is missing)."""
     fix = (
         f"give a checkpoint file in it, e.g. {os.path.join(path, 'checkpoint_best.pt')}"
         if os.path.isdir(path)

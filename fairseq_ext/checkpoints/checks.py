@@ -1,9 +1,5 @@
-"""What a loaded checkpoint must satisfy before a model is built from it: a fairseq checkpoint
-(a dict with ``model`` and ``cfg``/``args``), finite weights, a task of the family that trained
-it (``families``), and the dictionaries it was trained with (``dictionaries``).
-``fairseq_changes.checkpoint_loading`` runs these checks on every load that serves the plugin; ``overrides``
-checks ``--model-overrides``.
-"""
+"""What a loaded checkpoint must satisfy before a model is built from it: a fairseq checkpoint,
+finite weights, a task of its family and the dictionaries it was trained with."""
 
 from __future__ import annotations
 
@@ -33,7 +29,6 @@ def _get(section, key: str, default=None):
 
 
 def trained_task(state: dict) -> Optional[str]:
-    """The ``--task`` the checkpoint was trained with."""
     task = _section(state.get("cfg"), "task")
     name = _get(task, "_name")
     if name is None and state.get("args") is not None:
@@ -42,7 +37,6 @@ def trained_task(state: dict) -> Optional[str]:
 
 
 def trained_arch(state: dict) -> Optional[str]:
-    """The ``--arch`` the checkpoint was trained with."""
     model = _section(state.get("cfg"), "model")
     arch = _get(model, "arch") or _get(model, "_name")
     if arch is None and state.get("args") is not None:
@@ -65,38 +59,37 @@ def refuse_non_checkpoint(path: str, state: Any) -> None:
     else:
         what = f"a {type(state).__name__}"
     raise FairseqExtError(
-        f"{path} is not a fairseq checkpoint: it holds {what}, not 'model' with 'cfg'. Give a checkpoint "
-        "written by fairseq-train (checkpoint_last.pt, checkpoint_best.pt, checkpoint_N_M.pt); weights from "
-        "elsewhere are converted with 'python -m fairseq_ext.convert'"
+        f"{path} is not a fairseq checkpoint: it holds {what}, not 'model' with 'cfg'. Give a "
+        "checkpoint written by fairseq-train (checkpoint_last.pt, checkpoint_best.pt, "
+        "checkpoint_N_M.pt); weights from elsewhere are converted with 'python -m "
+        "fairseq_ext.convert'"
     )
 
 
 def refuse_non_finite(path: str, state: dict) -> None:
-    """Every floating-point tensor of ``state["model"]`` is finite; the first one that is not is
-    named."""
+    """Every floating-point tensor of ``state["model"]`` is finite, or the first one is named."""
     for name, value in state["model"].items():
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             bad = ~torch.isfinite(value)
             if bool(bad.any()):
                 raise FairseqExtError(
-                    f"refusing to load {path}: {name} holds {int(bad.sum())} non-finite value(s) (NaN or Inf) "
-                    f"of {value.numel()}; a model with them decodes empty or garbage output. Use an earlier "
-                    "checkpoint (checkpoint_best.pt or an earlier checkpoint_N_M.pt); if training diverged, "
-                    "resume from it with a lower --lr or --clip-norm"
+                    f"refusing to load {path}: {name} holds {int(bad.sum())} non-finite value(s) "
+                    f"(NaN or Inf) of {value.numel()}; a model with them decodes empty or garbage "
+                    "output. Use an earlier checkpoint (checkpoint_best.pt or an earlier "
+                    "checkpoint_N_M.pt); if training diverged, resume from it with a lower --lr or "
+                    "--clip-norm"
                 )
 
 
 def check_task_family(path: str, state: dict, task_name: Optional[str]) -> None:
-    """A checkpoint trained by a task of one family (``families.family_of``) is refused by a task
-    of another (its model cannot do that task; the dictionaries would be compared in vain). Tasks
-    outside the groups (fairseq's ``sentence_prediction`` fine-tuning a position-masked encoder)
-    are left to their own checks, except ``translation`` (fairseq's default task) with a
-    mask-predict checkpoint."""
+    """A checkpoint of one task family is refused by a task of another; tasks outside the
+    families are left to their own checks, except ``translation`` with a mask-predict checkpoint."""
     trained = trained_task(state)
     if task_name == "translation" and family_of(trained) == NON_AUTOREGRESSIVE:
         raise FairseqExtError(
-            f"{path} was trained with --task {trained} (--arch {trained_arch(state)}); --task translation (fairseq's "
-            f"default when no --task is given) decodes autoregressively and cannot use it. Give --task {trained}"
+            f"{path} was trained with --task {trained} (--arch {trained_arch(state)}); --task "
+            "translation (fairseq's default when no --task is given) decodes autoregressively and "
+            f"cannot use it. Give --task {trained}"
         )
     if (
         family_of(trained) is None
@@ -105,8 +98,9 @@ def check_task_family(path: str, state: dict, task_name: Optional[str]) -> None:
     ):
         return
     raise FairseqExtError(
-        f"{path} was trained with --task {trained} (--arch {trained_arch(state)}); --task {task_name} cannot use it. "
-        f"Give --task {trained}, or a checkpoint trained with --task {task_name}"
+        f"{path} was trained with --task {trained} (--arch {trained_arch(state)}); --task "
+        f"{task_name} cannot use it. Give --task {trained}, or a checkpoint trained with --task "
+        f"{task_name}"
     )
 
 
@@ -117,10 +111,7 @@ def _same_family(trained: Optional[str], task_name: Optional[str]) -> bool:
 
 
 def check_dictionaries(path: str, state: dict, task, task_name: Optional[str]) -> None:
-    """The task's dictionaries are the ones the checkpoint was trained with, symbol by symbol
-    (nothing to compare for a checkpoint without the record). The target side is compared
-    only within a task family: another task (e.g. ``sentence_prediction`` fine-tuning a
-    ``position_masked_lm`` checkpoint) has targets of its own."""
+    """The task's dictionaries are the checkpoint's (the target side only within a family)."""
     recorded = recorded_dictionaries(state)
     if not recorded:
         return

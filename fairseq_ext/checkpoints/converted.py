@@ -1,13 +1,4 @@
-"""Writing a converted model as the checkpoint ``fairseq-train`` would have saved at update 0.
-
-The model is built by fairseq itself (the task from the folder's ``dict.txt``, the
-architecture and sizes from the command-line options the converter derived), so the
-converted parameters must fill exactly the model's own state dict: a missing, extra or
-misshapen parameter is an error here, not at fine-tuning time. The checkpoint holds only
-what fairseq's own checkpoints hold (tensors, plain containers, ``argparse.Namespace``), so
-the plugin's weights-only loader reads it (``loading``). The options come from
-``fairseq_ext.convert.training_options``.
-"""
+"""A converted model written as the checkpoint ``fairseq-train`` would save at update 0."""
 
 from __future__ import annotations
 
@@ -25,7 +16,6 @@ logger = logging.getLogger(__name__)
 
 
 def build_model(args: Namespace):
-    """The model fairseq-train would build for ``args`` (its task reads ``dict.txt``)."""
     from fairseq import tasks
 
     task = tasks.setup_task(args)
@@ -35,8 +25,7 @@ def build_model(args: Namespace):
 def fill(
     model: torch.nn.Module, converted: Dict[str, Tensor], extra: Iterable[str] = ()
 ) -> Dict[str, Tensor]:
-    """``converted`` checked against ``model``'s own parameters: every one present with its
-    shape; names in ``extra`` may be added (read by another model of the plugin)."""
+    """``converted`` checked against ``model``'s parameters (``extra``: names that may be added)."""
     own = model.state_dict()
     converted = dict(converted)
     for name, value in own.items():  # fairseq's format-version buffers

@@ -1,5 +1,4 @@
-"""A small weights-only copy of a checkpoint (``python -m fairseq_ext.checkpoints export``): the
-model weights, the config and the recorded dictionaries, no optimizer state."""
+"""A weights-only copy of a checkpoint (``python -m fairseq_ext.checkpoints export``)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ from fairseq_ext.fairseq_changes.output_files import exclusive_output
 
 
 def export_weights(src: str, dst: str, fp16: bool = False) -> None:
-    """Write a small checkpoint with the model weights and config only (no optimizer state),
+    """Write the model weights, config and dictionaries of ``checkpoint`` (no optimizer state),
     loadable by ``fairseq-generate --path`` and ``fairseq-train --finetune-from-model``."""
     state = safe_load(src)
     model = {

@@ -1,10 +1,4 @@
-"""Which tasks may use each other's checkpoints: one function, ``family_of``, over the plugin's
-family registry (``fairseq_ext.common.families``).
-
-Tasks that train and decode the same models form a family (the plugin's tasks of a technique
-and fairseq's own tasks that share its checkpoints): a checkpoint of one may be used by another
-of its family (pre-training -> fine-tuning), never by a task of another family.
-"""
+"""Which tasks may use each other's checkpoints: those of one family."""
 
 from __future__ import annotations
 
@@ -20,5 +14,4 @@ NON_AUTOREGRESSIVE = frozenset(
 
 
 def family_of(task_name: Optional[str]) -> Optional[frozenset]:
-    """The family of ``task_name`` (a frozenset of task names), or None for a task in none."""
     return next((family for family in TASK_FAMILIES if task_name in family), None)

@@ -1,7 +1,5 @@
-"""Safe checkpoint loading: torch's ``weights_only=True`` unpickler plus the exact allow-list of
-``allow_list.SAFE_CHECKPOINT_GLOBALS``, and one line for a file it cannot load: a foreign global
-(unsafe, refused, nothing run), a truncated or corrupt file (told apart from a malicious one), a
-folder or a missing path."""
+"""Safe checkpoint loading: torch's ``weights_only`` unpickler with ``allow_list``, and one line
+for a file it cannot load."""
 
 from __future__ import annotations
 
@@ -31,15 +29,15 @@ def _explain_failure(path: str, exc: BaseException) -> FairseqExtError:
     names = names or list(dict.fromkeys(re.findall(r"GLOBAL ([\w.]+)", str(exc))))
     if names:
         return UnsafeCheckpointError(
-            f"refusing to load {path}: it pickles {', '.join(names)}, which fairseq_ext does not allow "
-            "(a pickled global can run code when loaded). Use a checkpoint written by "
-            "fairseq-train, or re-save a trusted one as plain tensors with "
-            "'python -m fairseq_ext.checkpoints export'."
+            f"refusing to load {path}: it pickles {', '.join(names)}, which fairseq_ext does not "
+            "allow (a pickled global can run code when loaded). Use a checkpoint written by "
+            "fairseq-train, or re-save a trusted one as plain tensors with 'python -m "
+            "fairseq_ext.checkpoints export'."
         )
     return CorruptCheckpointError(
-        f"cannot read checkpoint {path}: it is {_kind_of_unreadable(path)} ({type(exc).__name__}: {_reason(exc)}). "
-        "Not malicious: it pickles no foreign global, and nothing in it was run. Use another "
-        "checkpoint, e.g. checkpoint_best.pt or an earlier checkpoint_N_M.pt."
+        f"cannot read checkpoint {path}: it is {_kind_of_unreadable(path)} ({type(exc).__name__}: "
+        f"{_reason(exc)}). Not malicious: it pickles no foreign global, and nothing in it was run. "
+        "Use another checkpoint, e.g. checkpoint_best.pt or an earlier checkpoint_N_M.pt."
     )
 
 
@@ -47,11 +45,14 @@ def _kind_of_unreadable(path: str) -> str:
     with open(path, "rb") as f:
         zip_header = f.read(4) == b"PK\x03\x04"
     if zip_header:
-        return "a torch checkpoint (a zip archive) that is truncated or corrupt (an interrupted copy or save?)"
+        return (
+            "a torch checkpoint (a zip archive) that is truncated or corrupt "
+            "(an interrupted copy or save?)"
+        )
     if static_pickle_globals(path) is not None:
         return (
-            "a pickle that the weights-only loader cannot read (a raw pickle, or torch's legacy format), "
-            "not a checkpoint fairseq-train writes"
+            "a pickle that the weights-only loader cannot read (a raw pickle, or torch's legacy "
+            "format), not a checkpoint fairseq-train writes"
         )
     return "neither a torch checkpoint (a zip archive) nor a pickle: corrupt, or not a checkpoint"
 

@@ -1,7 +1,4 @@
-"""``--model-overrides`` checked against the checkpoint it overrides: only options the checkpoint
-has, set to values of their type (and among their choices). fairseq sets an unknown key
-without a word, so a typo is ignored, and a bad value fails only when decoding uses it.
-``fairseq_cli``'s reading of the text itself is ``model_overrides.literal_overrides``."""
+"""``--model-overrides`` checked against the checkpoint it overrides."""
 
 from __future__ import annotations
 
@@ -15,7 +12,6 @@ from fairseq_ext.common.errors import FairseqExtError
 
 
 def _known_options(state: dict) -> dict[str, Any]:
-    """Every option name the checkpoint's configuration holds, with its value."""
     known: dict[str, Any] = {}
     sections = []
     cfg = state.get("cfg")
@@ -36,8 +32,7 @@ def _known_options(state: dict) -> dict[str, Any]:
 
 
 class _ActionsByDest(argparse.ArgumentParser):
-    """A parser that keeps each action ``add_argument`` returns, by ``dest`` (a later one wins,
-    as with ``conflict_handler="resolve"``)."""
+    """A parser that keeps each action ``add_argument`` returns, by ``dest`` (a later one wins)."""
 
     def __init__(self):
         super().__init__(add_help=False, conflict_handler="resolve")
@@ -102,8 +97,7 @@ def _value_problem(
 
 def check_model_overrides(path: str, state: dict, overrides: Optional[dict]) -> None:
     """``--model-overrides`` may only set options the checkpoint has, to values of their type
-    (and among their choices). fairseq sets an unknown key without a word, so a typo is
-    ignored, and a bad value fails only when decoding uses it."""
+    (and among their choices); fairseq ignores a typo and fails on a bad value only when used."""
     if not overrides:
         return
     known = _known_options(state)
@@ -115,8 +109,8 @@ def check_model_overrides(path: str, state: dict, overrides: Optional[dict]) -> 
             )
             guess = f" (did you mean {close[0]!r}?)" if close else ""
             raise FairseqExtError(
-                f"--model-overrides: {key!r} is not an option of {path}{guess}; keys are option names with "
-                "underscores, e.g. \"{'iter_decode_max_iter': 4}\""
+                f"--model-overrides: {key!r} is not an option of {path}{guess}; keys are option "
+                f"names with underscores, e.g. \"{{'iter_decode_max_iter': 4}}\""
             )
         if actions is None:
             actions = _option_actions(state)

@@ -1,15 +1,5 @@
-"""What a training starts from, checked before it trains: a checkpoint the user names is a
-readable file and the ``checkpoint_last.pt`` of ``--save-dir`` is no dangling link or folder
-(``fairseq_changes.preflight`` checks both before any work, for fairseq-train with a plugin task),
-and the checkpoint a resume continues was trained with this run's model options (``saving``
-compares them once the model is built: building sets some, e.g. shared embeddings). Each problem
-is one line naming the option and the fix.
-
-fairseq starts from update 0, and exits 0, when ``--restore-file`` or ``checkpoint_last.pt`` is
-missing, a folder or a dangling link, and when ``--finetune-from-model`` is a folder; resuming a
-``--save-dir`` with other model options trains its weights on under the new options without a
-word (docs/reliability.md).
-"""
+"""What a training starts from, checked before it trains; each problem is one line naming the
+option and the fix."""
 
 from __future__ import annotations
 
@@ -51,9 +41,7 @@ def listing(folder: str) -> str:
 
 
 def require_checkpoint_file(path: str, option: str, fix: str) -> None:
-    """``path``, given as ``option``, is a checkpoint file this process can read: a dangling link,
-    a folder and a missing file are each one line naming ``option``, the checkpoints there are,
-    and ``fix``."""
+    """``path``, given as ``option``, is a readable checkpoint file, or one line naming ``fix``."""
     if os.path.islink(path) and not os.path.exists(path):
         raise FairseqExtError(
             f"{option} {path} is a link to {os.readlink(path)}, which does not exist; {fix}"
@@ -66,8 +54,7 @@ def require_checkpoint_file(path: str, option: str, fix: str) -> None:
 
 
 def check_checkpoint_last(save_dir: str, path: str) -> None:
-    """The ``checkpoint_last.pt`` that a training of ``save_dir`` resumes (``path``) is a file or
-    absent: fairseq takes a dangling link or a folder for no checkpoint and starts again."""
+    """The ``checkpoint_last.pt`` of ``save_dir`` (``path``) is a file or absent."""
     name = os.path.basename(path)
     if os.path.islink(path) and not os.path.exists(path):
         raise FairseqExtError(
@@ -93,9 +80,7 @@ def _as_dict(options: Any) -> Optional[dict]:
 
 
 def trained_options(path: str) -> Optional[dict]:
-    """The model options saved in checkpoint ``path`` (``cfg.model``, or ``args`` in older
-    checkpoints), read weights-only and memory-mapped (no weight is read); None where the file
-    is no checkpoint whose options can be read (the loader names what is wrong with it)."""
+    """The model options saved in checkpoint ``path`` (weights unread), or None."""
     import torch
 
     from fairseq_ext.checkpoints.allow_list import SAFE_CHECKPOINT_GLOBALS
@@ -141,8 +126,7 @@ def _flag(name: str, value: Any) -> str:
 
 
 def differing_options(trained: dict, given: dict) -> list[tuple[str, Any, Any]]:
-    """``(option, trained value, given value)`` for the architecture and each model option of
-    ``given``'s architecture that both hold with different values (``FREE_ON_RESUME`` aside)."""
+    """``(option, trained, given)`` for each model option that differs."""
     arch = given.get("arch") or given.get("_name")
     names = model_option_names(arch) - FREE_ON_RESUME
     differ = []
@@ -155,9 +139,7 @@ def differing_options(trained: dict, given: dict) -> list[tuple[str, Any, Any]]:
 
 
 def check_same_model(save_dir: str, path: str, given: Any) -> None:
-    """A resume of ``save_dir`` from its ``path`` (``checkpoint_last.pt``) with the model options
-    ``given`` (``cfg.model``): refused where the checkpoint was trained with another architecture
-    or other model options, naming both."""
+    """Refuse a resume of ``save_dir`` with other model options than it was trained with."""
     trained = trained_options(path)
     given = _as_dict(given)
     if trained is None or given is None:

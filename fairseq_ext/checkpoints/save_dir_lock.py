@@ -1,17 +1,5 @@
-"""One training per ``--save-dir``: a lock held for the length of the run.
-
-fairseq lets two trainings share a ``--save-dir``: both exit 0 and the folder keeps the
-checkpoints of whichever saved last, the other run's are gone. ``hold(save_dir)`` (called when
-training starts, before fairseq reads a checkpoint: the ``resume-newest`` row of
-``fairseq_changes``) takes the one-writer lock of ``output_files.take_lock`` on
-``SAVE_DIR/train.lock``, which records the pid, host and start time of the run:
-
-* a second training on the folder stops at once with one line naming the holder and what to do;
-* the lock goes with the process (the kernel releases it however the process ends); the file is
-  removed when the process exits, so a kill leaves only the file, which the next run takes over
-  and names (``took over ...``);
-* a process holds the lock of a folder once, however often it starts training on it.
-"""
+"""One training per ``--save-dir``: ``SAVE_DIR/train.lock`` held for the length of the run,
+naming its pid, host and start time; a lock left by a killed run is taken over."""
 
 from __future__ import annotations
 
@@ -44,8 +32,8 @@ def _gone(record: LockRecord) -> str:
 
 
 def hold(save_dir: str) -> None:
-    """Hold the lock of ``save_dir`` (an existing folder) until this process exits, or stop with
-    one line naming the training that holds it."""
+    """Hold the lock of ``save_dir`` until this process exits, or stop with one line naming the
+    training that holds it."""
     lock_path = os.path.realpath(os.path.join(save_dir, LOCK_NAME))
     if lock_path in _HELD:
         return
@@ -62,8 +50,9 @@ def hold(save_dir: str) -> None:
 
     def refused() -> SaveDirInUseError:
         return SaveDirInUseError(
-            f"--save-dir {save_dir} is in use by another training: {describe(read_record(lock_path))} holds "
-            f"{lock_path}; wait for it to end (or stop it), or give this run another --save-dir"
+            f"--save-dir {save_dir} is in use by another training: "
+            f"{describe(read_record(lock_path))} holds {lock_path}; wait for it to end (or stop "
+            "it), or give this run another --save-dir"
         )
 
     try:

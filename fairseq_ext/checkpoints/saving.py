@@ -1,27 +1,5 @@
 """Saving checkpoints so that a kill or a full disk loses no more than the interval since the
-last complete one.
-
-fairseq writes ``checkpoint_N_M.pt`` atomically (``.tmp``, then rename) but then *copies* it
-over ``checkpoint_last.pt``/``checkpoint_best.pt`` in place, retries a failed write three
-times and logs a traceback. ``fairseq_changes.checkpoint_saving`` changes this, for the plugin's
-tasks, with the functions here:
-
-* the copy goes to ``DST.partial-<pid>`` and is renamed into place (``os.replace``), so the
-  destination is always the old file or the new one (``atomic_copy``);
-* leftovers of killed runs (``*.partial-<pid>`` of a process that is gone, fairseq's
-  ``*.pt.tmp``) are removed at the next copy and when training starts;
-* a run whose ``checkpoint_last.pt`` is missing (killed during its very first copy), or older
-  than a complete ``checkpoint_N_M.pt`` (killed before the copy), resumes from the newest
-  complete checkpoint in ``--save-dir`` and says so (``restore_last``);
-* no space left on the device while saving is one line naming the last good checkpoint (no
-  retries, no logged traceback), and the partial file is removed (``naming_full_disk``);
-* a ``--save-dir`` that cannot be written is one line before the first update
-  (``checking_save_dir``);
-* when training starts, the run takes the folder's one-writer lock (``save_dir_lock``), a resume
-  of ``checkpoint_last.pt`` with other model options than it was trained with is refused
-  (``resuming``), and a resume from a checkpoint already at ``--max-update`` or past
-  ``--max-epoch`` trains nothing and says so (``starting_safely``).
-"""
+last complete one (applied by ``fairseq_changes.checkpoint_saving``)."""
 
 from __future__ import annotations
 
@@ -45,8 +23,7 @@ _SAVED = re.compile(
 
 
 def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
-    """Remove ``*.partial-<pid>`` files of processes that are gone (and, with ``fairseq_tmp``,
-    fairseq's ``*.pt.tmp``, which only a killed save leaves) from ``folder``; return them."""
+    """Remove (and return) ``folder``'s leftovers of killed saves."""
     removed = []
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "*.partial-*"))):
         match = _PARTIAL.search(path)
@@ -67,8 +44,7 @@ def remove_leftovers(folder: str, *, fairseq_tmp: bool = False) -> list[str]:
 
 
 def is_complete(path: str) -> bool:
-    """A torch checkpoint (a zip archive) whose central directory is readable: a truncated
-    file is not."""
+    """A torch checkpoint (a zip archive) whose central directory is readable."""
     try:
         with zipfile.ZipFile(path) as archive:
             return bool(archive.namelist())
@@ -79,9 +55,7 @@ def is_complete(path: str) -> bool:
 def newest_complete_checkpoint(
     folder: str, exclude: tuple[str, ...] = (), pattern=None
 ) -> Optional[str]:
-    """The most recently written complete checkpoint of ``folder`` with a name that fairseq-train
-    gives (``checkpoint_N_M.pt``, ``checkpointN.pt``, ``checkpoint_best.pt``,
-    ``checkpoint_last.pt``; only those ``pattern`` matches, when given)."""
+    """The newest complete checkpoint of ``folder`` named as fairseq-train names them."""
     pattern = pattern or _SAVED
     found = [
         p
@@ -113,10 +87,7 @@ def no_space_error(final: str) -> NoSpaceError:
 
 
 def restore_last(save_dir: str, suffix: str = "") -> None:
-    """If ``checkpoint_last.pt`` is missing, or complete but older than a complete
-    ``checkpoint_N_M.pt``/``checkpointN.pt`` (a run killed between writing it and copying it),
-    put the newest complete checkpoint in its place (a hard link where possible) and say so.
-    A newer ``checkpoint_best.pt`` alone does not count: fairseq writes it only by a copy."""
+    """Put the newest complete checkpoint in place of a missing or older ``checkpoint_last.pt``."""
     last = os.path.join(save_dir, f"checkpoint_last{suffix}.pt")
     if not os.path.isdir(save_dir):
         return

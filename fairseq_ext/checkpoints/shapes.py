@@ -1,12 +1,4 @@
-"""Loading a checkpoint into a model built from the current data: a clear error when the
-dictionary, the sizes or the structure do not match, instead of torch's list of size
-mismatches (which fairseq wraps in "please ensure that the architectures match").
-
-A dictionary mismatch has one message (``dictionary_mismatch``), whether it is found from the
-symbols a checkpoint records (``checks.check_dictionaries``) or, for a checkpoint
-without them, from the rows of its vocabulary-sized parameters. A shape that differs in
-another dimension names the option behind it (embedding or FFN dimension, positions, n-gram
-streams); other parameter names name the layers and the architecture."""
+"""Loading a checkpoint into a model: one error naming what differs, not torch's size list."""
 
 from __future__ import annotations
 
@@ -55,9 +47,7 @@ def dictionary_mismatch(
     rows_of: str = "",
     hint: str = "",
 ) -> FairseqExtError:
-    """The error for data whose ``side`` (source/target) dictionary is not the checkpoint's.
-    ``checkpoint`` and ``data`` are the symbols in order, or (a checkpoint without recorded
-    symbols) the entry counts, ``rows_of`` naming the parameter the count comes from."""
+    """The error for a ``side`` dictionary that is not the checkpoint's."""
     if isinstance(checkpoint, int):
         detail = (
             f"{where}'s {rows_of} has {checkpoint} rows, the data's {side} dictionary has {data} "
@@ -91,13 +81,8 @@ def check_state_dict_shapes(
     shape_options: tuple[tuple[str, str], ...] = (),
     dictionary_hint: str = "",
 ) -> None:
-    """Raise ``FairseqExtError`` naming the first parameter whose shape differs.
-
-    ``shape_options`` pairs a parameter-name suffix with the option that sets its shape
-    (e.g. ``("ngram_embeddings.weight", "--ngram")``), so that the message names the option
-    to change. A vocabulary-sized parameter with other rows is a dictionary mismatch
-    (``dictionary_hint`` is added to its fix); one with another width, the embedding dimension.
-    """
+    """Raise ``FairseqExtError`` naming the first parameter whose shape differs and the option
+    (``shape_options``: parameter-name suffix, option) or dictionary behind it."""
     own = model.state_dict()
     differing = [
         (name, value, own[name])
@@ -112,7 +97,10 @@ def check_state_dict_shapes(
         return 0 if value.shape[1:] != mine.shape[1:] else 1
 
     for name, value, mine in sorted(differing, key=vocabulary_first):
-        shapes = f"the checkpoint's {name} has shape {tuple(value.shape)}, this model's {tuple(mine.shape)}"
+        shapes = (
+            f"the checkpoint's {name} has shape {tuple(value.shape)}, "
+            f"this model's {tuple(mine.shape)}"
+        )
         if name.endswith(_VOCAB_PARAMS):
             if value.shape[1:] != mine.shape[1:]:
                 option = _dimension_option(name, "embed-dim")
@@ -153,11 +141,8 @@ def _key_list(text: str, kind: str) -> str:
 
 
 class CheckpointShapeCheckMixin:
-    """Mix into a ``FairseqModel`` (before it in the bases): ``load_state_dict`` checks shapes
-    first, and a checkpoint with other parameter names (another number of layers, another
-    architecture) gets one message instead of torch's key lists. ``shape_options`` (a class
-    attribute) names the option behind a parameter's shape; ``dictionary_hint`` is added to the
-    fix of a dictionary mismatch."""
+    """Mix into a ``FairseqModel`` (first in the bases): ``load_state_dict`` checks shapes and
+    parameter names first (``shape_options``, ``dictionary_hint``: class attributes)."""
 
     shape_options: tuple[tuple[str, str], ...] = ()
     dictionary_hint: str = ""
@@ -176,6 +161,7 @@ class CheckpointShapeCheckMixin:
                 k for k in (_key_list(text, "Missing"), _key_list(text, "Unexpected")) if k
             )
             raise FairseqExtError(
-                f"the checkpoint's parameters do not match this {type(self).__name__} ({keys}); use the "
-                "--arch and size options (e.g. --encoder-layers, --decoder-layers) it was trained with"
+                f"the checkpoint's parameters do not match this {type(self).__name__} ({keys}); "
+                "use the --arch and size options (e.g. --encoder-layers, --decoder-layers) it was "
+                "trained with"
             ) from None

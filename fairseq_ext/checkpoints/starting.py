@@ -1,10 +1,5 @@
-"""Starting a new model from the weights of a fairseq checkpoint: the one implementation behind
-the plugin's checkpoint starts, ``cmlm_hybrid``'s ``--init-encoder-from`` / ``--init-decoder-from``
-(an autoregressive teacher's weights, Wang et al. 2021, section 4.1) and ``unilm_transformer``'s
-``--init-from`` (a BERT/RoBERTa checkpoint, Su 2019). The checkpoint is read by fairseq's loader
-(so with the plugin's weights-only loading), every copied weight's shape is checked, and the
-weights the model keeps new are logged. fairseq's ``--finetune-from-model`` starts the whole
-model from a checkpoint of the same architecture and needs nothing of this."""
+"""Starting a new model from the weights of a fairseq checkpoint: ``--init-encoder-from`` /
+``--init-decoder-from`` (Wang et al. 2021, section 4.1) and ``--init-from``."""
 
 from __future__ import annotations
 
@@ -50,14 +45,14 @@ def load_start_checkpoint(path: str) -> StartCheckpoint:
 
 
 def copy_weights(module: nn.Module, weights: dict, option: str, fix: str) -> list[str]:
-    """Load ``weights`` (named as ``module``'s own) into ``module``; its parameters that
-    ``weights`` lacks keep their values. A shape that differs is one error naming ``option``
-    and ``fix``. Returns the names kept new."""
+    """Load ``weights`` into ``module``, a shape that differs naming ``option``; returns those
+    kept new."""
     own = module.state_dict()
     for name, value in weights.items():
         require(
             value.shape == own[name].shape,
-            f"{option}: {name} has shape {tuple(value.shape)} there and {tuple(own[name].shape)} here; {fix}",
+            f"{option}: {name} has shape {tuple(value.shape)} there and {tuple(own[name].shape)} "
+            f"here; {fix}",
         )
     with torch.no_grad():
         module.load_state_dict(
@@ -67,12 +62,7 @@ def copy_weights(module: nn.Module, weights: dict, option: str, fix: str) -> lis
 
 
 def init_part_from_checkpoint(model: nn.Module, part: str, path: str) -> None:
-    """``--init-encoder-from`` / ``--init-decoder-from``: copy ``encoder.*`` or ``decoder.*``
-    weights of a fairseq checkpoint (e.g. the autoregressive teacher) into ``model.encoder`` /
-    ``model.decoder``. The encoder must match entirely; the decoder takes every weight present
-    under its own name (a CMLM decoder is an autoregressive decoder without the causal mask,
-    plus a length predictor that stays new). With shared embeddings this also sets the other
-    side's embeddings."""
+    """Copy a checkpoint's ``encoder.*`` or ``decoder.*`` weights into ``model``."""
     option = f"--init-{part}-from {path}"
     state = load_start_checkpoint(path).weights
     prefix = f"{part}."

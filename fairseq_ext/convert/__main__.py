@@ -75,9 +75,8 @@ def _to_transformers(a) -> dict:
 
 
 def check_out(out: Path, force: bool, read: list[Path], beside: Path | None = None) -> None:
-    """Refuse an OUT that is a file, equal to or inside a folder the command reads (``read``)
-    or equal to ``beside`` (the checkpoint's folder), or that already holds a model (any of
-    ``MODEL_FILES``) unless ``force``."""
+    """Refuse an OUT that is a file, is or is inside a folder read (``read``), equals ``beside``,
+    or holds a model (``MODEL_FILES``) unless ``force``."""
     where = out.resolve()
     require(not out.exists() or out.is_dir(), f"{out} is a file; OUT is the folder to write")
     for folder in read:
@@ -99,8 +98,8 @@ def check_out(out: Path, force: bool, read: list[Path], beside: Path | None = No
 
 
 def _remove_new_files(out: Path, before: set[str] | None, names) -> None:
-    """After a failed conversion: the files of ``names`` it wrote that were not in OUT before
-    (``before``: OUT's names, None where OUT did not exist), and OUT if it made it."""
+    """After a failed conversion, remove the files of ``names`` that OUT did not hold
+    (``before``), and OUT if it was made."""
     for name in names:
         if name not in (before or ()) and (out / name).is_file():
             (out / name).unlink()

@@ -1,33 +1,5 @@
-"""A BERT-family checkpoint (transformers' ``BertModel`` or ``BertForMaskedLM``, with or
-without the ``bert.`` prefix) as one fairseq checkpoint that both encoder models load:
-
-* ``position_masked_roberta`` (fairseq's RoBERTa names): fine-tuning with
-  ``--finetune-from-model``, continued pre-training with ``--task position_masked_lm``;
-* ``unilm_transformer --init-from`` (Su 2019, section "Seq2Seq": "the BERT MLM pre-training
-  weights can be directly used").
-
-What maps how (Devlin et al. 2019, section 3.2 and Figure 2: token + segment + position
-embeddings, post-norm layers, GELU, the MLM output tied to the token embedding):
-
-* vocabulary rows permuted to fairseq's order (``vocabulary.py``);
-* positions: fairseq's learned positions put position ``p`` at row ``padding_idx + 1 + p``
-  = ``p + 2``, so BERT's 512 rows become rows 2..513 of 514; BERT adds the segment-0 embedding
-  to every token of a single segment, so it is added to every position row (exact for every
-  input of one segment, which is all RoBERTa reads);
-* segments: ``encoder.sentence_encoder.embed_segments.weight`` holds ``type[s] - type[0]``
-  (row 0 is zero): ``unilm_transformer`` adds it to positions that already hold ``type[0]``,
-  which gives BERT's ``type[s]`` for the target segment too; ``position_masked_roberta``
-  drops it;
-* layer norms: BERT's epsilon (``layer_norm_eps``, 1e-12) is the models' ``--layernorm-eps``;
-* the MLM head (``cls.predictions``: dense, GELU, LayerNorm, tied output, bias) becomes
-  RoBERTa's ``lm_head``; a checkpoint without one (``BertModel``) gets a freshly initialised
-  head (BERT's initialisation, named in the log and recorded in ``OUT/conversion.json``, so
-  that ``fairseq_ext.hub.from_pretrained`` warns that ``fill_mask`` is meaningless);
-* the position-masking head of ``position_masked_roberta`` (Wagner et al. 2020, section 2.1)
-  is new: the mask-position embedding starts at the segment-0 embedding plus N(0, 0.02)
-  noise, the position classifier at N(0, 0.02) / zero bias (both named in the log);
-* the pooler and the next-sentence head are not used by either model (named in the log).
-"""
+"""A BERT-family checkpoint (Devlin et al. 2019, section 3.2) as one fairseq checkpoint that
+``position_masked_roberta`` and ``unilm_transformer --init-from`` load (docs/pretrained.md)."""
 
 from __future__ import annotations
 
@@ -92,8 +64,7 @@ def _strip_prefix(state: Dict[str, Tensor]) -> Dict[str, Tensor]:
 
 
 def check_config(config: dict, path) -> None:
-    """A usable BERT config: the sizes present, and not a variant the post-norm,
-    absolute-position encoder cannot reproduce."""
+    """A BERT config with its sizes, of a variant the post-norm encoder reproduces."""
     require(
         config.get("model_type") == "bert",
         f"{path}: model_type is {config.get('model_type')!r}, not 'bert'; this converts "
@@ -118,7 +89,6 @@ def check_config(config: dict, path) -> None:
 
 
 def model_options(config: dict) -> List[str]:
-    """The fairseq options that build the same sizes (shared by both models)."""
     return [
         "--encoder-layers",
         str(config["num_hidden_layers"]),
@@ -144,8 +114,7 @@ def model_options(config: dict) -> List[str]:
 def convert_state(
     state: Dict[str, Tensor], config: dict, rows: Tensor
 ) -> Tuple[Dict[str, Tensor], List[str]]:
-    """BERT's parameters in fairseq's RoBERTa names (see the module docstring). Returns the
-    state dict and the names of BERT parameters it does not use."""
+    """BERT's parameters in fairseq's RoBERTa names, and the BERT names left unused."""
     sd = _strip_prefix(state)
     used = set()
 
@@ -219,8 +188,7 @@ def convert_state(
 
 
 def convert(folder: TransformersFolder, out: Path) -> dict:
-    """Write ``out/model.pt``, ``out/dict.txt`` and a copy of the tokenizer files; returns what
-    a user needs to know."""
+    """Write ``out/model.pt``, ``out/dict.txt`` and the tokenizer files; returns user notes."""
     config = folder.config
     check_config(config, folder.path)
     tokens, rows = fairseq_rows(folder.vocab, folder.specials)

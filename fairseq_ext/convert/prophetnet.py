@@ -1,22 +1,6 @@
-"""ProphetNet checkpoints both ways (Qi et al. 2020): transformers'
-``ProphetNetForConditionalGeneration`` folder (``save_pretrained``, as
-``microsoft/prophetnet-large-uncased``) <-> a ``prophetnet`` checkpoint + ``dict.txt``.
-
-The parameters map one to one (``prophetnet_transformers.py``); two layouts differ:
-
-* vocabulary rows: the checkpoint's WordPiece order <-> fairseq's (``vocabulary.py``); with
-  ``--vocab`` the export restores the original order and ids, without it the model's own
-  dictionary becomes the exported vocabulary (pad 1, bos 0, eos 2, as fairseq numbers them);
-* positions: both tables put position ``p`` at row ``padding_idx + 1 + p``, and the padding
-  ids differ (BERT's ``[PAD]`` is 0, fairseq's ``<pad>`` 1), so the rows shift by the
-  difference.
-
-The predicting streams' relative positions: transformers' forward pass gathers them in a
-mixed-up layout (``correct_predicting_stream_layout``); the weights are the same either way,
-so conversion changes no weight. A converted model computes ProphetNet's function as the
-release and this plugin do, which equals transformers' only with the correction applied
-(tested); the uncorrected transformers model differs from both.
-"""
+"""ProphetNet checkpoints (Qi et al. 2020) both ways: a transformers
+``ProphetNetForConditionalGeneration`` folder <-> a ``prophetnet`` checkpoint and ``dict.txt``
+(vocabulary rows permuted, position rows shifted; docs/pretrained.md)."""
 
 from __future__ import annotations
 
@@ -83,7 +67,6 @@ def shift_rows(table: Tensor, shift: int) -> Tensor:
 
 
 def check_config(config: dict, path) -> None:
-    """A usable ProphetNet config: the sizes present and a supported activation."""
     require(
         config.get("model_type") == "prophetnet",
         f"{path}: model_type is {config.get('model_type')!r}, not 'prophetnet'",
@@ -119,8 +102,8 @@ def _check_ids(folder: TransformersFolder) -> None:
 
 
 def options_of(config: dict, shift: int) -> List[str]:
-    """fairseq options of the same sizes; the position tables of ``P`` rows become
-    ``--max-source-positions P + shift - 2``, ``--max-target-positions P + shift - 3``."""
+    """fairseq options of the same sizes (position tables of ``P`` rows: ``P + shift - 2`` source
+    and ``P + shift - 3`` target positions)."""
     rows = config["max_position_embeddings"] + shift
     return [
         "--arch",
@@ -173,9 +156,8 @@ def _embedding(state: Dict[str, Tensor]) -> Tensor:
 
 
 def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
-    """Write ``out/model.pt`` (a ``prophetnet`` checkpoint of task ``translation_prophetnet``
-    with ``-s src -t tgt`` on the data folder ``out``), ``out/dict.txt`` (and the same as
-    ``dict.src.txt`` / ``dict.tgt.txt``) and a copy of the tokenizer files."""
+    """Write ``out/model.pt`` (task ``translation_prophetnet``, data folder ``out``), the
+    dictionaries and the tokenizer files."""
     config = folder.config
     check_config(config, folder.path)
     _check_ids(folder)
@@ -239,7 +221,7 @@ def export_to_transformers(
     dictionary: Optional[Path] = None,
     vocab_folder: Optional[Path] = None,
 ) -> dict:
-    """Write a ``prophetnet`` checkpoint as a ``save_pretrained`` folder (module docstring)."""
+    """Write a ``prophetnet`` checkpoint as a ``save_pretrained`` folder."""
     from fairseq import checkpoint_utils
     from fairseq.data import Dictionary
 

@@ -1,23 +1,6 @@
 """The ``prophetnet`` model and transformers' ``ProphetNetForConditionalGeneration`` (Qi et al.
-2020): the same function under two parameter layouts.
-
-* ``to_transformers_state_dict`` / ``from_transformers_state_dict``: parameter names, and the
-  one layout that differs: transformers' predicting stream ``k`` adds n-gram embedding row
-  ``(k - 2) mod n`` (as ProphetNet's release does), this plugin row ``k - 1``, so the rows are
-  rolled by one.
-* ``transformers_config``: a ``ProphetNetConfig`` of the same sizes as a fairseq ``args``.
-* ``correct_predicting_stream_layout``: transformers (5.23.0 checked) reshapes the predicting
-  streams' relative-position logits in the order (batch, position, stream, head) but gathers
-  them with buckets laid out as (stream, batch, head, position), so with several heads or
-  streams a query gets another query's bias. The correction gathers in the release's layout
-  (every query its own bias); with it both models compute the same logits (tested).
-
-Positions: transformers has one table size (``max_position_embeddings``) for both sides; this
-plugin's encoder table has ``max_source_positions + pad + 1`` rows and its decoder table
-``max_target_positions + pad + 2`` (one more row for the last predicting stream), so a
-transformers model with ``P`` rows equals a ``prophetnet`` with ``max_source_positions =
-P - pad - 1`` and ``max_target_positions = P - pad - 2``.
-"""
+2020): parameter names, the n-gram rows rolled by one, the config of the same sizes, and the
+correction of transformers' predicting-stream relative-position layout (docs/prophetnet.md)."""
 
 from __future__ import annotations
 
@@ -91,8 +74,7 @@ def to_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
 
 
 def from_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
-    """``ProphetNetForConditionalGeneration``'s state dict -> a ``prophetnet`` one (the
-    inverse of ``to_transformers_state_dict``)."""
+    """The inverse of ``to_transformers_state_dict``."""
     embed = sd["prophetnet.word_embeddings.weight"]
     out = {
         "encoder.embed_tokens.weight": embed,
@@ -111,9 +93,8 @@ def from_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
 
 
 def transformers_config(args, dictionary, **overrides):
-    """``transformers.ProphetNetConfig`` of the sizes in fairseq ``args`` (a ``prophetnet``
-    architecture) and the special symbols of ``dictionary``. The two position tables must
-    agree (see the module docstring)."""
+    """``transformers.ProphetNetConfig`` of the sizes in fairseq ``args`` and the symbols of
+    ``dictionary``."""
     import transformers
 
     pad = dictionary.pad()
@@ -154,9 +135,7 @@ def _predict_relative_bias(
     self, hidden_states: Tensor, attn_weights: Tensor, position_ids: Tensor, buckets: Tensor
 ) -> Tensor:
     """Relative-position logits of the predicting streams, every query its own:
-    ``out[b, k, h, t, s] = proj(hidden[b, t, k])[bucket(b, t, s), h]``, shape
-    ``(B, ngram, H, T, S)``. A replacement for transformers'
-    ``ProphetNetNgramSelfAttention.get_predict_relative_pos_embeddings``."""
+    ``out[b, k, h, t, s] = proj(hidden[b, t, k])[bucket(b, t, s), h]``."""
     from transformers.models.prophetnet.modeling_prophetnet import compute_relative_buckets
 
     bsz, length = hidden_states.shape[:2]
@@ -181,9 +160,8 @@ def _predict_relative_bias(
 
 
 def correct_predicting_stream_layout(model) -> int:
-    """Make every n-stream self-attention of a transformers ProphetNet model gather its
-    predicting streams' relative-position logits in the release's layout (module docstring).
-    Returns the number of attention modules changed."""
+    """Make each n-stream self-attention of a transformers ProphetNet gather its relative-position
+    logits in the release's layout; returns how many were changed."""
     from transformers.models.prophetnet.modeling_prophetnet import ProphetNetNgramSelfAttention
 
     changed = 0

@@ -1,5 +1,4 @@
-"""The ``fairseq-train`` options a converted model is built with (``checkpoints.converted`` builds
-and writes it)."""
+"""The ``fairseq-train`` options a converted model is built with."""
 
 from __future__ import annotations
 
@@ -11,10 +10,8 @@ from fairseq_ext import plugin
 
 
 def training_args(data, argv: List[str]) -> Namespace:
-    """fairseq-train's options for ``argv`` (``--task``, ``--arch``, sizes, ...) on ``data``,
-    the plugin's tasks and models registered (``plugin.load``). ``data`` is recorded as an
-    absolute path, so that the saved checkpoint loads on its own from any working folder
-    (``checkpoint_utils.load_model_ensemble_and_task([path])``)."""
+    """fairseq-train's options for ``argv`` on ``data`` (recorded as an absolute path, so that
+    the checkpoint loads from any folder)."""
     from fairseq import options
 
     plugin.load()

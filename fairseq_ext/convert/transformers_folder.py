@@ -1,17 +1,5 @@
-"""A checkpoint folder as transformers' ``save_pretrained`` writes it: ``config.json``, the
-weights (``model.safetensors`` or ``pytorch_model.bin``) and the vocabulary, read without
-transformers and without unpickling anything but tensors. The vocabulary is the file the
-tokenizer's ``save_pretrained`` writes: ``vocab.txt`` (BERT's slow tokenizer),
-``prophetnet.tokenizer`` (``ProphetNetTokenizer``: the same one-token-a-line format under its
-own name) or ``tokenizer.json`` (a fast WordPiece tokenizer).
-
-``read_config`` reads ``config.json`` alone, so a caller can refuse an unsupported
-``model_type`` or setting (``require_settings``) before anything else is read. ``read_folder``
-answers every problem (a missing file, a foreign pickle, a vocabulary whose size differs from
-the config's) with one ``FairseqExtError`` that names the file and the fix. ``write_folder``
-writes the same layout (safetensors, the tokenizer files); ``copy_tokenizer`` copies a
-folder's tokenizer files.
-"""
+"""A folder as transformers' ``save_pretrained`` writes it (``config.json``, the weights, the
+tokenizer's vocabulary), read without transformers and unpickling only tensors, and written."""
 
 from __future__ import annotations
 
@@ -42,8 +30,7 @@ BERT_SPECIALS = {
 
 @dataclass
 class TransformersFolder:
-    """What a ``save_pretrained`` folder holds: the config, the weights, the vocabulary in id
-    order and the special tokens by role (``cls_token``, ``pad_token``, ...)."""
+    """A ``save_pretrained`` folder: config, weights, vocabulary in id order, special tokens."""
 
     path: Path
     config: dict
@@ -57,7 +44,7 @@ class TransformersFolder:
 
 
 def _foreign_globals(file: Path) -> list[str]:
-    """The globals ``file`` pickles beyond the checkpoint allow-list (none for random bytes)."""
+    """The globals ``file`` pickles beyond the checkpoint allow-list."""
     try:
         return unsafe_globals(str(file))
     except FairseqExtError:  # neither a zip archive nor a pickle
@@ -112,7 +99,7 @@ def _load_weights(path: Path) -> Dict[str, Tensor]:
 
 
 def load_vocab(path: Path) -> List[str]:
-    """The tokens in id order, as transformers' tokenizer reads them (module docstring)."""
+    """The tokens in id order, as transformers' tokenizer reads them."""
     for name in VOCABULARY_FILES:
         if (path / name).exists():
             return (path / name).read_text(encoding="utf-8").rstrip("\n").split("\n")
@@ -147,7 +134,6 @@ def load_specials(path: Path) -> Dict[str, str]:
 
 
 def read_config(path) -> dict:
-    """``config.json`` of a ``save_pretrained`` folder."""
     path = Path(path)
     require(
         path.is_dir(),
@@ -174,8 +160,7 @@ def read_config(path) -> dict:
 
 
 def require_settings(config: dict, path, sizes, numbers=()) -> None:
-    """Each of ``sizes`` in ``config`` a positive integer, and each of ``numbers`` that is
-    there a number >= 0 (dropouts, epsilons): one line naming the first key that is not."""
+    """Each of ``sizes`` a positive integer and each of ``numbers`` present a number >= 0."""
     file = Path(path) / "config.json"
     for key in sizes:
         require(key in config, f"{file} has no {key}; give the config.json saved with this model")
@@ -194,7 +179,7 @@ def require_settings(config: dict, path, sizes, numbers=()) -> None:
 
 
 def read_folder(path) -> TransformersFolder:
-    """Read a ``save_pretrained`` folder (see the module docstring)."""
+    """Read a ``save_pretrained`` folder; each problem is one line naming the file and the fix."""
     path = Path(path)
     config = read_config(path)
     state = _load_weights(path)
@@ -217,7 +202,6 @@ TOKENIZER_FILES = (
 
 
 def copy_tokenizer(source: Path, destination: Path) -> List[str]:
-    """Copy the tokenizer files of ``source`` into ``destination``; returns their names."""
     copied = [name for name in TOKENIZER_FILES if (Path(source) / name).exists()]
     for name in copied:
         shutil.copyfile(Path(source) / name, Path(destination) / name)
@@ -232,12 +216,8 @@ def write_folder(
     specials: Dict[str, str],
     tokenizer_from: Optional[Path] = None,
 ) -> None:
-    """Write ``config.json`` and ``model.safetensors``, and the tokenizer: the files of
-    ``tokenizer_from`` (the folder the model was converted from) when given, so that
-    ``AutoTokenizer.from_pretrained`` reads the folder, else ``vocab.txt`` and
-    ``special_tokens_map.json`` of ``vocab`` (the model's own dictionary, for reference).
-    Tensors that share storage (tied embeddings) are written as separate copies, as
-    safetensors requires; transformers re-ties them."""
+    """Write ``config.json``, ``model.safetensors`` (tied tensors copied) and the tokenizer: the
+    files of ``tokenizer_from`` when given, else ``vocab``'s ``vocab.txt``."""
     from safetensors.torch import save_file
 
     path = Path(path)

@@ -1,26 +1,6 @@
-"""A WordPiece vocabulary (BERT, ProphetNet) as a fairseq dictionary, row for row.
-
-fairseq's dictionary starts with its own four symbols ``<s> <pad> </s> <unk>`` (ids 0-3),
-then the words of ``dict.txt``; the tasks of this plugin append ``<mask>``. BERT's vocabulary
-has its specials elsewhere (uncased BERT: ``[PAD]`` 0, ``[UNK]`` 100, ``[CLS]`` 101, ``[SEP]``
-102, ``[MASK]`` 103). The mapping is one-to-one:
-
-====================  ==========================  ============================================
-fairseq id            symbol                      checkpoint token
-====================  ==========================  ============================================
-0                     ``<s>``                     ``cls_token`` (``[CLS]``)
-1                     ``<pad>``                   ``pad_token`` (``[PAD]``)
-2                     ``</s>``                    ``sep_token`` (``[SEP]``; ProphetNet's bos/eos)
-3                     ``<unk>``                   ``unk_token`` (``[UNK]``)
-4 .. V - 2            ``dict.txt`` in vocab order every other token, in the checkpoint's order
-V - 1                 ``<mask>`` (the task's)     ``mask_token`` (``[MASK]``)
-====================  ==========================  ============================================
-
-so ``<s> x </s>`` is ``[CLS] x [SEP]``, and ``rows[i]`` (the checkpoint id of fairseq id ``i``)
-permutes every vocabulary-sized parameter. A data set encoded with the checkpoint's own
-tokenizer (``data_prep/wordpiece.py``) and binarized with ``fairseq-preprocess --srcdict
-dict.txt`` then gives the model the ids it was trained on.
-"""
+"""A WordPiece vocabulary (BERT, ProphetNet) as a fairseq dictionary, row for row: fairseq's
+``<s> <pad> </s> <unk>`` are ``[CLS] [PAD] [SEP] [UNK]``, ``<mask>`` is ``[MASK]``, the other
+tokens keep their order (docs/pretrained.md)."""
 
 from __future__ import annotations
 
@@ -42,8 +22,8 @@ MASK = ("<mask>", "mask_token")
 
 
 def fairseq_rows(vocab: List[str], specials: Dict[str, str]) -> Tuple[List[str], Tensor]:
-    """``(dict_tokens, rows)``: the words of ``dict.txt`` and, for every fairseq id of the
-    dictionary with ``<mask>`` appended, the checkpoint id it takes its row from."""
+    """``(dict_tokens, rows)``: the words of ``dict.txt``, and the checkpoint id of every
+    fairseq id (``<mask>`` appended)."""
     index = {}
     for i, token in enumerate(vocab):
         require(
@@ -83,8 +63,7 @@ def fairseq_rows(vocab: List[str], specials: Dict[str, str]) -> Tuple[List[str],
 
 
 def write_dict(path, tokens: List[str]) -> None:
-    """A fairseq ``dict.txt``: one ``token count`` line per word, in id order (the counts are
-    placeholders: nothing of this plugin or fairseq reads them once the dictionary exists)."""
+    """A fairseq ``dict.txt`` in id order (placeholder counts)."""
     Path(path).write_text("".join(f"{t} 1\n" for t in tokens), encoding="utf-8")
 
 
@@ -96,9 +75,8 @@ def inverse(rows: Tensor) -> Tensor:
 
 
 def checkpoint_rows(symbols: List[str], vocab: List[str], specials: Dict[str, str]) -> Tensor:
-    """The inverse direction: for every checkpoint id of ``vocab``, the fairseq id (of the
-    dictionary ``symbols``, ``<mask>`` included) it takes its row from. ``symbols`` must be
-    the dictionary ``fairseq_rows`` made of this vocabulary."""
+    """The fairseq id of every checkpoint id of ``vocab`` (``symbols``: ``fairseq_rows``'s
+    dictionary)."""
     words, rows = fairseq_rows(vocab, specials)
     expected = [s for s, _ in FAIRSEQ_SPECIALS] + words + [MASK[0]]
     if list(symbols) != expected:

@@ -91,8 +91,7 @@ def guarded_loader(load_fn):
 
 @contextlib.contextmanager
 def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
-    """While the block runs, ``guarded_loader``'s ``load_checkpoint_to_cpu`` checks the checkpoints
-    of ``paths`` (None: every checkpoint it loads) against ``task``."""
+    """While the block runs, loads of ``paths`` (None: every load) are checked against ``task``."""
     token = _LOADING_FOR.set((task, None if paths is None else {os.path.abspath(p) for p in paths}))
     try:
         yield
@@ -101,9 +100,7 @@ def loading_for(task, paths: Optional[list[str]] = None) -> Iterator[None]:
 
 
 def loading_for_task(fn, task_of, paths_of):
-    """Wrap a fairseq loader that knows the task, so that ``guarded_loader``'s
-    ``load_checkpoint_to_cpu`` checks the checkpoint of ``paths_of(...)`` against
-    ``task_of(...)``."""
+    """Wrap a fairseq loader so that it checks ``paths_of(...)`` against ``task_of(...)``."""
 
     @functools.wraps(fn)
     def loader(*args, **kwargs):
@@ -122,6 +119,5 @@ def ensemble_paths(filenames, *args, **kwargs):
 
 
 def ensemble_loading(load_model_ensemble_and_task):
-    """fairseq's ``load_model_ensemble_and_task`` saying which task its loads are for (the
-    ``ensemble-task`` row)."""
+    """fairseq's ``load_model_ensemble_and_task`` saying which task its loads are for."""
     return loading_for_task(load_model_ensemble_and_task, ensemble_task, ensemble_paths)

@@ -1,24 +1,5 @@
-"""Masked-token filling and sentence classification with the position-masked encoder
-(Wagner et al. 2020, ``position_masked_roberta``), on fairseq's ``RobertaHubInterface``.
-
-At inference the model is RoBERTa (the position head only acts in pre-training, section
-2.1), so fairseq's RoBERTa interface applies as it is: ``encode`` (``<s> pieces </s>``, the
-folder's own tokenizer), ``extract_features``, ``predict`` and a one-sentence ``fill_mask``.
-This subclass adds batched forms: ``fill_mask`` over a list of sentences (one ``<mask>``
-each, the output format of fairseq's) and ``classify`` (the ``sentence_prediction`` head of a
-checkpoint fine-tuned with ``examples/position_masking/finetune.sh``, its labels by name). A
-batch is right-padded, which RoBERTa's padding mask and padding-aware positions make
-equivalent to one sentence at a time (tested against fairseq's own one-sentence methods).
-
-A call does not change the model (its mode included: it refuses a model left in training mode
-rather than switch it), so threads may share one loaded model (docs/python-api.md).
-
-Both return one output per input, in input order (``fairseq_ext.hub.inputs``): an empty or
-whitespace-only input gives ``[]`` (``fill_mask``) or ``None`` (``classify``), or is refused
-with ``allow_empty=False``; an input longer than the model's positions is refused
-(``too_long="error"``) or cut with a warning (``too_long="truncate"``); an unknown keyword is
-refused with the list of accepted ones.
-"""
+"""Masked-token filling and sentence classification with the position-masked encoder (Wagner et
+al. 2020, section 2.1: RoBERTa at inference), batched, on fairseq's ``RobertaHubInterface``."""
 
 from __future__ import annotations
 
@@ -45,8 +26,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
     """A ``position_masked_roberta`` checkpoint (pre-trained, or fine-tuned to classify)."""
 
     def _fitted(self, method: str, tokens: torch.Tensor, index: int, too_long: str) -> torch.Tensor:
-        """``tokens`` within the model's positions (``inputs.fit``), ``<unk>`` pieces warned
-        about."""
+        """``tokens`` within the model's positions, ``<unk>`` pieces warned about."""
         tokens = fit(
             tokens,
             self.model.max_positions(),
@@ -59,8 +39,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         return tokens
 
     def _inference(self, method: str):
-        """``torch.no_grad`` for a call on a model in evaluation mode. The call does not switch
-        the mode itself (fairseq's ``utils.model_eval`` does, and back): threads share the model."""
+        """``torch.no_grad`` for a model in evaluation mode (not switched: threads share it)."""
         require(
             not self.model.training,
             f"{method}: the model is in training mode (dropout on), as .train() left it; call "
@@ -92,8 +71,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         ).long()
 
     def _filled(self, sentence: str, piece: str, probability: float):
-        """fairseq's format: a piece that starts a word (sentencepiece's ``\u2581``, a WordPiece
-        without ``##``) takes the space before ``<mask>``, a continuation glues to the word."""
+        """fairseq's format: a word-initial piece takes the space before ``<mask>``."""
         if self.bpe is None:
             token = " " + piece
         else:
@@ -114,8 +92,8 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         too_long: str = "error",
         **options,
     ):
-        """For a sentence (``str``) or a list of them, each with one ``<mask>``: the ``topk``
-        fillings as ``(filled sentence, probability, token)``, most probable first."""
+        """The ``topk`` fillings ``(filled sentence, probability, token)`` of each sentence's one
+        ``<mask>``, most probable first."""
         refuse_unknown("fill_mask", options, ("topk", *CALL_ARGUMENTS))
         batch, single = as_list(sentences, "fill_mask")
         dictionary = self.task.source_dictionary
@@ -165,8 +143,8 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         too_long: str = "error",
         **options,
     ):
-        """The label (by name) of a sentence or a list of them; a sentence pair is a tuple.
-        With ``return_probs``: ``(label, probabilities over the labels in label order)``."""
+        """The label of each sentence (a pair is a tuple); with ``return_probs``, also the
+        probabilities in label order."""
         refuse_unknown("classify", options, ("head", "return_probs", *CALL_ARGUMENTS))
         batch, single = as_list(sentences, "classify", pairs=True)
         batch_size = positive_int("classify", "batch_size", batch_size)

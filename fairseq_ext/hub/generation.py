@@ -1,35 +1,7 @@
-"""Text in, text out for the plugin's sequence-to-sequence families, on fairseq's
-``GeneratorHubInterface`` (``fairseq.hub_utils``).
-
-The interface tokenizes with the folder's own tokenizer (``cfg.bpe``), binarizes with the
-task's dictionary, cuts batches with the task's own ``get_batch_iterator`` (``max_tokens`` /
-``batch_size`` of the checkpoint's configuration, or of ``from_pretrained``'s overrides), asks
-the task for its generator with the given options, and decodes the best hypothesis of every
-sentence, in input order; fairseq's ``generate`` (token ids in, hypotheses out) stays as it is.
-So a call decodes exactly as ``fairseq-generate`` / ``fairseq-interactive`` with the same
-options (tested in tests/test_hub.py). A call changes nothing that another call reads: its
-options and decoding state are its own, so threads may share one loaded model
-(tests/test_hub_threads.py, docs/python-api.md).
-
-* ``HICMLMHubInterface.translate``: mask-predict (Ghazvininejad et al. 2019) with the HI-CMLM
-  decoder input (Wang et al. 2021, section 3.2): ``passes`` decoder passes (fairseq's
-  ``--iter-decode-max-iter passes - 1``), ``length_beam`` length candidates
-  (``--iter-decode-with-beam``), ``force_passes`` (``--iter-decode-force-max-iter``), and the
-  ``strategy`` that fills the masked slots (``--model-overrides "{'hybrid_strategy': ...}"``)
-  and the ``length_offset`` added to the predicted lengths (``--length-offset``), these two for
-  the call alone (``decoding_call.decoding_call``).
-* ``Seq2SeqHubInterface.summarize`` (ProphetNet, Qi et al. 2020; UniLM, Su 2019): beam search
-  with fairseq's options by name (``beam``, ``lenpen``, ``max_len_b``, ``min_len``,
-  ``no_repeat_ngram_size``, ...).
-
-Both return one output per input, in input order (``fairseq_ext.hub.inputs``): an empty or
-whitespace-only input gives ``""`` (``allow_empty=False`` refuses it, naming its index), an
-input longer than the model takes is refused (``too_long="error"``) or cut with a warning
-(``too_long="truncate"``), and a keyword that is neither an argument nor a generation option
-is refused with the list of accepted ones. Loaded without a tokenizer, a model whose dictionary
-holds sentencepiece pieces takes pieces: raw text is refused with one line saying how to give
-the tokenizer (``tokenizer_check.refuse_raw_text``).
-"""
+"""Text in, text out for the sequence-to-sequence families on fairseq's
+``GeneratorHubInterface``, decoding as ``fairseq-generate`` with the same options:
+``HICMLMHubInterface.translate`` (mask-predict, Ghazvininejad et al. 2019, with HI-CMLM's decoder
+input, Wang et al. 2021, section 3.2) and ``Seq2SeqHubInterface.summarize`` (beam search)."""
 
 from __future__ import annotations
 
@@ -64,10 +36,9 @@ HICMLM_ARGUMENTS = {
 
 
 class TextGenerator(GeneratorHubInterface):
-    """fairseq's ``sample`` with one output per input (module docstring)."""
+    """fairseq's ``sample`` with one output per input."""
 
     def input_limit(self) -> tuple[int, str]:
-        """The most tokens (with ``</s>``) an input may have, and why."""
         positions = getattr(self.task, "model_positions", None)
         if positions is not None:  # UniLM: source and target share one position table
             return positions - 2, "its positions, less two for the target"
@@ -85,8 +56,7 @@ class TextGenerator(GeneratorHubInterface):
         allow_empty: bool,
         too_long: str,
     ):
-        """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
-        the method's own, named when a keyword of ``options`` is unknown."""
+        """The best hypothesis of each input, decoded (``""`` for an empty one)."""
         refuse_unknown(
             method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")]
         )
@@ -113,15 +83,11 @@ class TextGenerator(GeneratorHubInterface):
 class HICMLMHubInterface(TextGenerator):
     """A ``cmlm_hybrid`` checkpoint (``hi_cmlm_transformer``)."""
 
-    # mask-predict as the results pages decode and recommend it (docs/results/hi-cmlm.md, speed.md):
-    # 10 passes, length beam 3; from_pretrained sets them where it is not given the option.
-    # fairseq's own defaults (11 passes, length beam 1) give the shipped student "Eine Frau singt
-    # singt." for "A woman sings."
+    # as docs/results/hi-cmlm.md decodes; fairseq's defaults are 11 passes, length beam 1
     DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
 
     def input_limit(self) -> tuple[int, str]:
-        """The source positions, and at most the 255 tokens the length predictor can give the
-        translation."""
+        """The source positions, and at most the 255 tokens the length predictor can give."""
         limit = min(self.max_positions[0], MAX_NAT_TARGET_LENGTH)
         return (
             limit,
@@ -142,12 +108,9 @@ class HICMLMHubInterface(TextGenerator):
         verbose: bool = False,
         **options,
     ):
-        """Translate a sentence (``str``) or a list of them. Unset arguments keep what
-        ``from_pretrained`` was given, else ``DEFAULT_GENERATION`` (10 passes, length beam 3), else
-        the checkpoint's saved configuration; ``passes`` at most ``MAX_PASSES``; ``strategy`` and
-        ``length_offset`` (``--length-offset``) for this call alone; ``allow_empty`` and
-        ``too_long``: module docstring; ``options`` are further generation options by fairseq
-        name. A negative offset that leaves outputs empty is warned about with their share."""
+        """Translate a sentence or a list of them (docs/python-api.md). Unset arguments keep
+        ``from_pretrained``'s, else ``DEFAULT_GENERATION``, else the checkpoint's; ``strategy``
+        and ``length_offset`` are for this call alone."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
         for name, option in HICMLM_ARGUMENTS.items():
             require(
@@ -193,7 +156,6 @@ class HICMLMHubInterface(TextGenerator):
         return outputs
 
     def _check_length_offset(self, length_offset) -> None:
-        """``length_offset`` None, or an integer in ``--length-offset``'s range."""
         if length_offset is None:
             return
         bounds = {f.name: f for f in fields(getattr(type(self.task), "__dataclass"))}[
@@ -210,8 +172,7 @@ class HICMLMHubInterface(TextGenerator):
         )
 
     def _warn_emptied(self, sentences, outputs, length_offset) -> None:
-        """A warning with the share of non-empty inputs whose translation came out empty, where
-        a negative length offset (the call's or the model's) cut their predicted lengths."""
+        """Warn with the share of non-empty inputs that a negative length offset left empty."""
         offset = self.task.cfg.length_offset if length_offset is None else length_offset
         if offset >= 0:
             return
@@ -228,8 +189,7 @@ class HICMLMHubInterface(TextGenerator):
 
 
 class Seq2SeqHubInterface(TextGenerator):
-    """A ``translation_prophetnet`` (``prophetnet``) or ``unilm_seq2seq``
-    (``unilm_transformer``) checkpoint."""
+    """A ``translation_prophetnet`` or ``unilm_seq2seq`` checkpoint."""
 
     def summarize(
         self,
@@ -240,10 +200,8 @@ class Seq2SeqHubInterface(TextGenerator):
         verbose: bool = False,
         **options,
     ):
-        """The best beam-search output for a source (``str``) or a list of them. ``beam``
-        defaults to ``fairseq-generate``'s (the checkpoint's configuration, or
-        ``from_pretrained``'s overrides); ``allow_empty`` and ``too_long``: module docstring;
-        ``options`` are generation options by fairseq name."""
+        """The best beam-search output for a source or a list of them (docs/python-api.md);
+        ``options``: generation options by fairseq name."""
         return self._beam_search(
             "summarize", sentences, beam, allow_empty, too_long, verbose, options
         )

@@ -1,6 +1,4 @@
-"""What every method of the Python API checks before it runs the model: the type of its
-input, its keywords, empty inputs, inputs longer than the model takes and text that the
-vocabulary cannot spell. One output per input, in input order, whatever the input holds."""
+"""What every method of the Python API checks before it runs the model."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ TOO_LONG = ("error", "truncate")
 
 
 def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
-    """``(the inputs as a list, whether a single input was given)``; with ``pairs`` a tuple of
-    strings is one input (a sentence pair)."""
+    """``(the inputs as a list, whether one input was given)``; with ``pairs``, a tuple is one."""
 
     def one(value) -> bool:
         return isinstance(value, str) or (
@@ -42,7 +39,6 @@ def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
 
 
 def check_choices(method: str, allow_empty, too_long) -> None:
-    """One error for an ``allow_empty`` that is not a bool or a ``too_long`` not in ``TOO_LONG``."""
     require(
         isinstance(allow_empty, bool),
         f"{method}: allow_empty must be True or False, got {allow_empty!r}",
@@ -54,8 +50,7 @@ def check_choices(method: str, allow_empty, too_long) -> None:
 
 
 def empty_rows(sentences: list, method: str, allow_empty: bool, gives: str) -> set[int]:
-    """The indices of inputs with no text (empty or whitespace only); refused unless
-    ``allow_empty``."""
+    """The indices of empty or whitespace-only inputs; refused unless ``allow_empty``."""
     empty = {i for i, s in enumerate(sentences) if not "".join(s).strip()}
     if empty and not allow_empty:
         raise FairseqExtError(
@@ -66,7 +61,7 @@ def empty_rows(sentences: list, method: str, allow_empty: bool, gives: str) -> s
 
 
 def refuse_unknown(method: str, options: dict, accepted) -> None:
-    """A ``TypeError`` naming the keywords of ``options`` not in ``accepted``, and ``accepted``."""
+    """A ``TypeError`` naming the keywords of ``options`` not in ``accepted``."""
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise TypeError(
@@ -76,7 +71,6 @@ def refuse_unknown(method: str, options: dict, accepted) -> None:
 
 
 def positive_int(method: str, name: str, value) -> int:
-    """``value`` if it is an integer >= 1, else one error naming ``name``."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(
             f"{method}: {name} must be an integer >= 1, got {type(value).__name__} {value!r}"
@@ -88,8 +82,7 @@ def positive_int(method: str, name: str, value) -> int:
 def fit(
     tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str
 ) -> torch.Tensor:
-    """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else refused
-    (``too_long="error"``) or cut to the first ``limit`` with ``</s>`` kept, with a warning."""
+    """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else refused or cut."""
     if len(tokens) <= limit:
         return tokens
     said = (

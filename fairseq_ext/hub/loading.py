@@ -1,31 +1,5 @@
-"""Loading a model folder for the Python API, on fairseq's own hub loader.
-
-``from_pretrained`` registers the plugin (``fairseq_ext.plugin.load``: the tasks, models and
-the weights-only checkpoint loader with its allow-list), finds the folder's checkpoint and its
-own tokenizer, and calls fairseq's ``hub_utils.from_pretrained`` (the loader behind
-``TransformerModel.from_pretrained``), which builds the task from the data folder's
-dictionaries and the model from the checkpoint's saved configuration, keyword arguments
-overriding it as ``fairseq-generate --model-overrides`` would. The model comes back behind
-the interface of its family (``fairseq_ext.common.families``).
-
-What a folder holds (a ``fairseq-train`` save folder, ``examples/quickstart/model``, or an
-output of ``python -m fairseq_ext.convert from-transformers``):
-
-* a checkpoint: ``checkpoint_file``, else the first of ``CHECKPOINT_NAMES`` present;
-* the dictionaries the task reads (``dict.txt``; ``dict.SRC.txt`` and ``dict.TGT.txt`` for
-  pairs), in ``data_name_or_path`` (default: the folder itself);
-* its tokenizer: ``spm.model`` or ``sentencepiece.bpe.model`` (sentencepiece), or
-  ``tokenizer.json``, ``vocab.txt`` or ``prophetnet.tokenizer`` (WordPiece,
-  ``fairseq_ext.wordpiece.bpe``); ``bpe=...`` overrides it, and without either the input
-  must already be split into the dictionary's tokens (raw text is refused where the dictionary
-  holds sentencepiece pieces). A sentencepiece model is checked against the dictionary
-  (``fairseq_ext.common.tokenizer_check``): another model's is refused, or warned about.
-
-Instead of a folder, the name of a model the package ships (``SHIPPED``, a pip install included):
-``hi-cmlm-multi30k-en-de`` is the quickstart's student (one file:
-``examples/quickstart/model/checkpoint.pt`` is a link to it), its sentencepiece model and
-dictionaries. A path that exists wins over a name.
-"""
+"""Loading a model folder (or a shipped model's name) for the Python API, on fairseq's
+``hub_utils.from_pretrained`` (docs/python-api.md)."""
 
 from __future__ import annotations
 
@@ -47,13 +21,11 @@ WORDPIECE_FILES = ("tokenizer.json", "vocab.txt", "prophetnet.tokenizer")
 
 
 def shipped_names() -> list[str]:
-    """The names of the models the package ships (folders of ``SHIPPED``)."""
     return sorted(p.name for p in SHIPPED.iterdir() if p.is_dir()) if SHIPPED.is_dir() else []
 
 
 def model_folder(model_dir) -> Path:
-    """``model_dir`` as a folder: the path, or the shipped model of that name where no such path
-    exists."""
+    """``model_dir`` as a folder: the path, or else the shipped model of that name."""
     path = Path(model_dir).expanduser()
     if not path.exists() and str(model_dir) in shipped_names():
         return SHIPPED / str(model_dir)
@@ -61,7 +33,6 @@ def model_folder(model_dir) -> Path:
 
 
 def checkpoint_name(folder: Path, checkpoint_file: str | None) -> str:
-    """``checkpoint_file`` if given, else the first of ``CHECKPOINT_NAMES`` in ``folder``."""
     if checkpoint_file is not None:
         for name in checkpoint_file.split(":"):
             require(
@@ -89,14 +60,12 @@ def tokenizer_options(folder: Path) -> dict:
 
 
 def register_wordpiece() -> None:
-    """Register ``--bpe wordpiece`` (``fairseq_ext.wordpiece.bpe``; loading the plugin does
-    too); building it needs the ``tokenizers`` library (the ``convert`` extra)."""
+    """Register ``--bpe wordpiece`` (building it needs the ``tokenizers`` library)."""
     from fairseq_ext.wordpiece import bpe  # noqa: F401  (register_bpe runs on import)
 
 
 def refuse_unknown_overrides(cfg, overrides: dict) -> None:
-    """A ``TypeError`` for keywords that are no option of the loaded configuration (fairseq
-    ignores them silently), with the closest option names."""
+    """A ``TypeError`` for keywords that are no option of the configuration."""
     known = set(cfg) | {key for group in cfg.values() if hasattr(group, "keys") for key in group}
     unknown = sorted(set(overrides) - known)
     if unknown:
@@ -110,8 +79,7 @@ def refuse_unknown_overrides(cfg, overrides: dict) -> None:
 
 
 def warn_untrained_head(folder: Path, interface) -> None:
-    """Warn (once, at load) when ``folder`` was converted from a BERT checkpoint without an MLM
-    head (``conversion.json``): the head is untrained, so ``fill_mask`` is meaningless."""
+    """Warn once when ``folder`` was converted from a BERT checkpoint without an MLM head."""
     from fairseq_ext.convert.bert import CONVERSION_FILE
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
 
@@ -128,9 +96,7 @@ def warn_untrained_head(folder: Path, interface) -> None:
 
 
 def check_dictionary_record(path: Path, loaded: dict) -> None:
-    """The dictionaries the task read from the folder are those the checkpoint records (as
-    ``fairseq-interactive`` checks them, ``checkpoints.checks.check_dictionaries``): fairseq merged
-    the checkpoint's ``task_state`` into the task, with the record the plugin's tasks save."""
+    """The dictionaries the task read from the folder are those the checkpoint records."""
     from fairseq_ext.checkpoints.checks import check_dictionaries
 
     task, name = loaded["task"], loaded["args"].task._name
@@ -141,7 +107,6 @@ def check_dictionary_record(path: Path, loaded: dict) -> None:
 
 
 def _interface(cfg, task, models):
-    """The interface that ``families.hub_family`` names for the checkpoint's task and arch."""
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
     from fairseq_ext.hub.generation import HICMLMHubInterface, Seq2SeqHubInterface
 
@@ -175,18 +140,10 @@ def from_pretrained(
     length_offset: int = 0,
     **overrides,
 ):
-    """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
-    evaluation mode (fairseq's RoBERTa interface otherwise starts in training mode, dropout on).
-    ``overrides`` are fairseq options by name: ``bpe``/``sentencepiece_model``/
-    ``wordpiece_tokenizer`` for another tokenizer, generation defaults (``beam``, ``lenpen``,
-    ``iter_decode_max_iter``, ...; over the interface's ``DEFAULT_GENERATION`` where it has one),
-    ``batch_size``/``max_tokens`` for batching, or model options (``hybrid_strategy``) as with
-    ``--model-overrides``. ``int8_decoding``: mask-predict with int8 weights on the CPU
-    (``--int8-decoding``, converted here), ``length_offset``: tokens added to each predicted length
-    (``--length-offset``; ``translate`` takes one per call too); ``cmlm_hybrid`` checkpoints
-    only. The dictionaries must be those the checkpoint records (as ``fairseq-interactive``
-    checks them). fairseq's INFO log and Hydra's and torch's deprecation warnings are hidden from
-    then on unless ``verbose`` (``fairseq_ext.fairseq_changes.quiet.hush``)."""
+    """Load ``model_dir`` on ``device`` (default CPU) in evaluation mode, behind its family's
+    interface. ``overrides`` are fairseq options by name (tokenizer, generation defaults,
+    batching, model options); ``int8_decoding`` and ``length_offset``: ``cmlm_hybrid`` only;
+    ``verbose`` shows fairseq's log and warnings (docs/python-api.md)."""
     from fairseq_ext import plugin
     from fairseq_ext.fairseq_changes import quiet
 

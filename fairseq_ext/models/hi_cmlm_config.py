@@ -1,6 +1,4 @@
-"""The options of ``hi_cmlm_transformer`` (Wang et al. 2021, "HI-CMLM"): what a masked decoder
-slot gets at decoding (section 3.2, Table 1) and in training (section 3.3), and the
-temperature of the relative-position soft copy (eq. 9)."""
+"""The options of ``hi_cmlm_transformer`` (Wang et al. 2021, sections 3.2-3.3, eq. 9)."""
 
 from dataclasses import dataclass
 

@@ -1,8 +1,6 @@
-"""``hi_cmlm_transformer``: fairseq's CMLM whose masked decoder slots get [MASK] (M), a
-relative-position soft copy of the source embeddings (Z, eq. 8-10) or a mix (Wang et al. 2021,
-"HI-CMLM", section 3.2 for decoding, section 3.3 for training); the options are
-``hi_cmlm_config.HiCMLMConfig``, and ``--hybrid-strategy all_mask --train-copy-share 0`` is
-fairseq's ``cmlm_transformer``."""
+"""``hi_cmlm_transformer``: fairseq's CMLM whose masked decoder slots get [MASK] (M), a soft copy
+of the source embeddings by relative position (Z, eq. 8-10) or a mix (Wang et al. 2021, sections
+3.2-3.3); ``--hybrid-strategy all_mask --train-copy-share 0`` is ``cmlm_transformer``."""
 
 from __future__ import annotations
 
@@ -42,8 +40,7 @@ MAX_NAT_TARGET_LENGTH = 255
 
 
 def validate_hybrid_args(args) -> None:
-    """Clear errors for out-of-range HI-CMLM options (``HiCMLMConfig``) and for a source copy
-    between embeddings of different sizes."""
+    """Clear errors for out-of-range HI-CMLM options and a copy between unequal embeddings."""
     check_config(args, HiCMLMConfig)
     if uses_source_copy(args):
         require(
@@ -85,8 +82,7 @@ class HybridInputDecoder(NATransformerDecoder):
 
     @contextmanager
     def training_input(self, copy_weight):
-        """Within the block, masked slots get ``copy_weight`` (a ``(B, T)`` tensor from
-        ``masking.training_copy_weight``, or None for M everywhere) instead of the decoding rule."""
+        """Within the block, masked slots get ``copy_weight`` (``(B, T)``; None: M everywhere)."""
         self._training, self._training_copy_weight = True, copy_weight
         try:
             yield
@@ -94,8 +90,7 @@ class HybridInputDecoder(NATransformerDecoder):
             self._training, self._training_copy_weight = False, None
 
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
-        """fairseq's predicted target lengths, ``--length-offset`` (or the call's,
-        ``decoding_call.decoding_call``) added at decoding (no target)."""
+        """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
         offset = call_length_offset(self.length_offset)
         return lengths if tgt_tokens is not None or not offset else lengths + offset
@@ -107,8 +102,7 @@ class HybridInputDecoder(NATransformerDecoder):
         return decoding_copies_source(call_strategy(self.hybrid_strategy))
 
     def copy_weight(self, prev_output_tokens):
-        """Weight of Z per slot: the training input inside ``training_input``, else the decoding
-        rule of the strategy (the call's, ``decoding_call.decoding_call``, or the model's)."""
+        """Weight of Z per slot: the training input in ``training_input``, else the strategy's."""
         if self._training:
             return self._training_copy_weight
         return source_copy_weight(
@@ -202,8 +196,7 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
 
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer")
 def hi_cmlm_base_architecture(args):
-    """``HiCMLMConfig``'s defaults on fairseq's CMLM base sizes: 6+6 layers, 512 dims, 8 heads,
-    FFN 2048, shared embeddings."""
+    """``HiCMLMConfig``'s defaults on fairseq's CMLM base sizes (6+6 layers, 512 dims)."""
     fill_defaults(args, HiCMLMConfig)
     cmlm_base_architecture(args)
 
@@ -223,8 +216,7 @@ def hi_cmlm_tiny_architecture(args):
 
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny_deep_shallow")
 def hi_cmlm_tiny_deep_shallow_architecture(args):
-    """6 encoder layers under 1 decoder layer, 192 dims (Kasai et al. 2021, "Deep Encoder,
-    Shallow Decoder", section 3): every mask-predict pass runs one decoder layer."""
+    """6 encoder layers, 1 decoder layer, 192 dims (Kasai et al. 2021, section 3)."""
     set_sizes(
         args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("encoder",)
     )

@@ -124,7 +124,8 @@ def dict_folder(folder: Path, words: int) -> Path:
 
 
 def build(folder: Path, family: str, *extra: str, seed: int = 0):
-    """``(task, model, criterion)`` built from ``fairseq-train FOLDER --user-dir ... <family> extra``."""
+    """``(task, model, criterion)`` built from ``fairseq-train FOLDER --user-dir ... <family>
+    extra``."""
     argv = [str(folder), "--user-dir", USER_DIR, *FAMILY_ARGV[family], *extra]
     args = options.parse_args_and_arch(options.get_training_parser(), argv)
     cfg = convert_namespace_to_omegaconf(args)

@@ -2,7 +2,8 @@
 each epoch every rank writes its own parameters to ``$DUMP_PARAMS.rank<R>`` (fairseq itself
 saves checkpoints on rank 0 only).
 
-    DUMP_PARAMS=/tmp/params python tests/helpers/train_and_dump.py DATA --user-dir ... (fairseq-train args)
+    DUMP_PARAMS=/tmp/params python tests/helpers/train_and_dump.py DATA --user-dir ...
+    (fairseq-train args)
 """
 
 import os
