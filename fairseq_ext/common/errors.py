@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import errno
+import os
+import signal
 import sys
 from types import TracebackType
 
@@ -43,26 +45,42 @@ def note(message: str) -> None:
     sys.stderr.write(f"fairseq_ext: {message}\n")
 
 
-def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
-    """The ``FairseqExtError`` behind ``exc``, if any: fairseq sometimes re-raises a generic
-    exception from inside an ``except`` block (e.g. "Cannot load model parameters ..."), which
-    keeps ours as the context."""
+def in_chain(exc: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The exception of type ``kind`` behind ``exc`` (``exc`` itself included), if any."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, FairseqExtError):
+        if isinstance(exc, kind):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None
 
 
+def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
+    """The ``FairseqExtError`` behind ``exc``, if any: fairseq sometimes re-raises a generic
+    exception from inside an ``except`` block (e.g. "Cannot load model parameters ..."), which
+    keeps ours as the context."""
+    return in_chain(exc, FairseqExtError)
+
+
+def end_by_sigint() -> None:
+    """End this process by SIGINT (status 130 in the shell), its output flushed, as Python ends
+    one that a ``KeyboardInterrupt`` ended."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def one_line_excepthook(previous):
     """``sys.excepthook`` that prints a ``FairseqExtError`` (also behind another exception) as one
     line on stderr (the process still exits with 1), prints nothing for Ctrl-C
-    (``KeyboardInterrupt``) in a command of the plugin (``patch_scope.serves`` of the task of the
-    command it ended, ``patch_scope.task_of``; Python then ends the process by SIGINT, which the
-    shell shows as status 130, so that a script running it stops too), and hands every other
-    exception to ``previous``."""
+    (``KeyboardInterrupt``, also behind an exception raised while it unwound, such as a
+    DataLoader's ``RuntimeError`` for a worker the same Ctrl-C ended) in a command of the
+    plugin (``patch_scope.serves`` of the task of the command it ended, ``patch_scope.task_of``;
+    the process then ends by SIGINT, which the shell shows as status 130, so that a script
+    running it stops too: Python does so for a ``KeyboardInterrupt``, ``end_by_sigint`` for one
+    behind another exception), and hands every other exception to ``previous``."""
     if getattr(previous, "prints_user_errors", False):
         return previous
 
@@ -73,7 +91,10 @@ def one_line_excepthook(previous):
         if user_error is not None:
             sys.stderr.write(f"fairseq_ext: error: {user_error}\n")
             return
-        if issubclass(exc_type, KeyboardInterrupt) and patch_scope.serves(patch_scope.task_of(exc)):
+        interrupted = in_chain(exc, KeyboardInterrupt) is not None
+        if interrupted and patch_scope.serves(patch_scope.task_of(exc)):
+            if not isinstance(exc, KeyboardInterrupt):
+                end_by_sigint()
             return
         previous(exc_type, exc, tb)
 

@@ -86,10 +86,14 @@ def check_checkpoint(path: str) -> None:
 
 
 def check_data_folder(folder: str, label: str = "data folder") -> None:
-    """A data folder is readable, and so is each dictionary in it, none of them cut short."""
+    """A data folder is readable, and so is each dictionary in it, none of them cut short or
+    malformed (``checkpoints.dictionaries.refuse_malformed_dictionary``)."""
+    from fairseq_ext.checkpoints.dictionaries import refuse_malformed_dictionary
+
     require_readable_folder(folder, label, DATA_FIX)
     for dictionary in sorted(glob.glob(os.path.join(glob.escape(folder), "dict.*txt"))):
         refuse_cut_dictionary(dictionary)
+        refuse_malformed_dictionary(dictionary)
 
 
 def check_sentencepiece_model(path: Optional[str]) -> None:
