@@ -96,6 +96,36 @@ def check_data_folder(folder: str, label: str = "data folder") -> None:
         refuse_malformed_dictionary(dictionary)
 
 
+def _splits_read(cfg, command: str) -> list[str]:
+    """The splits ``command`` reads: ``--gen-subset`` (generate), ``--train-subset`` and
+    ``--valid-subset`` (train; validate: ``--valid-subset``)."""
+    if command == "generate":
+        return [str(_option(cfg, "dataset", "gen_subset"))]
+    valid = str(_option(cfg, "dataset", "valid_subset") or "").split(",")
+    if command == "train":
+        skip = _option(cfg, "dataset", "disable_validation")
+        return [str(_option(cfg, "dataset", "train_subset"))] + ([] if skip else valid)
+    return valid if command == "validate" else []
+
+
+def check_split_sides(cfg, command: str) -> None:
+    """For a sequence-to-sequence task (a ``TranslationTask``), every split the command reads
+    has both sides of the pair whole (``data.size_checks.refuse_half_made_pair``): a killed
+    fairseq-preprocess leaves a split without its target side."""
+    from fairseq.tasks import TASK_REGISTRY
+    from fairseq.tasks.translation import TranslationTask
+
+    from fairseq_ext.data.size_checks import refuse_half_made_pair
+
+    task = TASK_REGISTRY.get(patch_scope.task_of_cfg(cfg))
+    if task is None or not issubclass(task, TranslationTask):
+        return
+    source, target = _option(cfg, "task", "source_lang"), _option(cfg, "task", "target_lang")
+    for folder in _local_paths(_option(cfg, "task", "data")):
+        for split in filter(None, _splits_read(cfg, command)):
+            refuse_half_made_pair(folder, split, source, target)
+
+
 def check_sentencepiece_model(path: Optional[str]) -> None:
     """``--bpe sentencepiece`` has a ``--sentencepiece-model`` that is a readable file (what is in
     it is sentencepiece's to read)."""
@@ -113,6 +143,7 @@ def check_command(cfg, command: str) -> None:
     ``validate``) reads or writes, before it does."""
     for folder in _local_paths(_option(cfg, "task", "data")):
         check_data_folder(folder)
+    check_split_sides(cfg, command)
     for path in _local_paths(_option(cfg, "common_eval", "path")):
         check_checkpoint(path)
     source = _option(cfg, "interactive", "input")
