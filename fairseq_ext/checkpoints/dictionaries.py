@@ -64,8 +64,7 @@ def refuse_malformed_dictionary(path: str) -> None:
     ``#fairseq:overwrite``. fairseq stops on the first bad line with a traceback (a
     ``RuntimeError`` or ``ValueError``); here the file, the line and the fix are one
     ``FairseqExtError``. Used by the commands' pre-flight, the Python API (both through
-    ``fairseq_changes.preflight.check_data_folder``) and the data scripts (``python -m
-    fairseq_ext.checkpoints.dictionaries DICT``)."""
+    ``fairseq_changes.preflight.check_data_folder``) and the data scripts (``main``)."""
     fix = (
         "use the dict.*.txt fairseq-preprocess wrote, or rebuild it with fairseq-preprocess "
         "(without --srcdict)"
@@ -108,9 +107,10 @@ def refuse_malformed_dictionary(path: str) -> None:
 
 
 def main(paths: list[str]) -> int:
-    """``python -m fairseq_ext.checkpoints.dictionaries DICT...``: each dictionary file checked
-    (``refuse_malformed_dictionary``) before a data script hands it to ``fairseq-preprocess
-    --srcdict``; one line and status 1 for the first bad one."""
+    """Each dictionary file of ``paths`` checked (``refuse_cut_dictionary``,
+    ``refuse_malformed_dictionary``) before a data script hands it to ``fairseq-preprocess
+    --srcdict`` (``data_prep/common.sh``, ``sentence_prediction_data.py``); one line on stderr
+    and 1 for the first bad one, else 0."""
     for path in paths:
         try:
             refuse_cut_dictionary(path)
@@ -120,6 +120,3 @@ def main(paths: list[str]) -> int:
             return 1
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
