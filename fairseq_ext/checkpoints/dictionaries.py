@@ -119,4 +119,3 @@ def main(paths: list[str]) -> int:
             sys.stderr.write(f"error: {exc}\n")
             return 1
     return 0
-
