@@ -174,3 +174,44 @@ def test_the_data_scripts_binarize_again_after_a_kill(tiny_data, big_raw, tmp_pa
     run(_script_preprocess(dest, args))  # the same command again
     assert not (tmp_path / "bin.partial").exists()
     assert _hashes(dest) == _hashes(reference) | {"preprocess.log": _hashes(dest)["preprocess.log"]}
+
+
+def _malformed(text, case):
+    """``text`` of a dictionary with line 30 repeated as line 60 (``repeat``) or without its
+    count (``count``), and the line number and token the message names."""
+    lines = text.splitlines(keepends=True)
+    token = lines[29].split()[0]
+    if case == "repeat":
+        return "".join(lines[:59] + [lines[29]] + lines[59:]), 60, token
+    return "".join(lines[:29] + [token + "\n"] + lines[30:]), 30, token
+
+
+@pytest.mark.parametrize("case", ["repeat", "count"])
+def test_a_malformed_dictionary_is_one_line_for_every_reader(
+    case, tiny_data, tiny_checkpoint, big_raw, tmp_path
+):
+    text, line, token = _malformed((tiny_data / "dict.en.txt").read_text(encoding="utf-8"), case)
+    data = tmp_path / "data"
+    shutil.copytree(tiny_data, data)
+    (data / "dict.en.txt").write_text(text, encoding="utf-8")
+    with pytest.raises((RuntimeError, ValueError)):  # fairseq's own reading fails on it
+        Dictionary.load(str(data / "dict.en.txt"))
+    before = _hashes(data)
+    said = "repeats the token" if case == "repeat" else "has no count"
+    named = f"dictionary {data / 'dict.en.txt'} line {line}"
+    _one_error(run(generate_args(data, tiny_checkpoint), check=False), named, token, said)
+    assert _hashes(data) == before
+
+    model = tmp_path / "model"  # the Python API on a model folder with that dictionary
+    shutil.copytree(MODEL, model, ignore=shutil.ignore_patterns("teacher.pt"))
+    shipped = (MODEL / "dict.en.txt").read_text(encoding="utf-8")
+    text, line, token = _malformed(shipped, case)
+    (model / "dict.en.txt").write_text(text, encoding="utf-8")
+    with pytest.raises(FairseqExtError, match=f"dict.en.txt line {line} .*{said}"):
+        hub.from_pretrained(model)
+
+    dest = tmp_path / "bin"  # the data scripts' fairseq-preprocess --srcdict
+    proc = run(_script_preprocess(dest, _preprocess_args(big_raw, data / "dict.en.txt")), False)
+    _one_error(proc, named, said)
+    assert proc.stderr.count("\n") == 1
+    assert not dest.exists() and not (tmp_path / "bin.partial").exists()
