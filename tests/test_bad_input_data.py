@@ -215,3 +215,38 @@ def test_a_malformed_dictionary_is_one_line_for_every_reader(
     _one_error(proc, named, said)
     assert proc.stderr.count("\n") == 1
     assert not dest.exists() and not (tmp_path / "bin.partial").exists()
+
+
+def _lengths(tiny_data, split):
+    """Each pair's length as cmlm_hybrid batches it, from the encoded text: the longer side's
+    pieces, with <s> and </s>."""
+    raw = tiny_data.parent / "raw"
+    en, de = ((raw / f"{split}.{lang}").read_text().splitlines() for lang in ("en", "de"))
+    return [max(len(s.split()), len(t.split())) + 2 for s, t in zip(en, de)]
+
+
+def test_max_tokens_below_an_example_names_the_split_line_and_length(
+    tiny_data, tiny_checkpoint, tmp_path
+):
+    before = _hashes(tiny_data)
+    for split in ("test", "train"):
+        lengths = _lengths(tiny_data, split)
+        limit = sorted(lengths)[len(lengths) // 2]
+        first = next(i for i, n in enumerate(lengths) if n > limit)
+        expected = (
+            f"{split} line {first + 1} of {tiny_data} has {lengths[first]} tokens, more than "
+            f"--max-tokens {limit} ({sum(n > limit for n in lengths)} of the {len(lengths)} are; "
+            f"the longest has {max(lengths)})"
+        )
+        if split == "test":
+            proc = run(generate_args(tiny_data, tiny_checkpoint, "--max-tokens", limit), False)
+        else:
+            save = tmp_path / "ck"
+            proc = run(train_args(tiny_data, save, "--max-tokens", limit), check=False)
+            assert not list(save.glob("*.pt"))
+        _one_error(proc, expected)
+    # the longest test pair as --max-tokens: every sentence decoded
+    longest = max(_lengths(tiny_data, "test"))
+    proc = run(generate_args(tiny_data, tiny_checkpoint, "--max-tokens", longest))
+    assert sum(line.startswith("H-") for line in proc.stdout.splitlines()) == 21
+    assert _hashes(tiny_data) == before
