@@ -110,12 +110,12 @@ def _splits_read(cfg, command: str) -> list[str]:
 
 def check_split_sides(cfg, command: str) -> None:
     """For a sequence-to-sequence task (a ``TranslationTask``), every split the command reads
-    has both sides of the pair whole (``data.size_checks.refuse_half_made_pair``): a killed
+    has both sides of the pair whole (``data.half_made.refuse_half_made_pair``): a killed
     fairseq-preprocess leaves a split without its target side."""
     from fairseq.tasks import TASK_REGISTRY
     from fairseq.tasks.translation import TranslationTask
 
-    from fairseq_ext.data.size_checks import refuse_half_made_pair
+    from fairseq_ext.data.half_made import refuse_half_made_pair
 
     task = TASK_REGISTRY.get(patch_scope.task_of_cfg(cfg))
     if task is None or not issubclass(task, TranslationTask):
