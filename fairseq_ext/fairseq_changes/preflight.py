@@ -5,7 +5,8 @@ wrong and the fix.
 * ``--path``: each ``:``-separated checkpoint is a readable file (a missing one is named with the
   checkpoints its folder holds);
 * the data folder (each ``:``-separated one): a readable folder, its ``dict.txt`` / ``dict.*.txt``
-  readable and not cut short;
+  readable, not cut short, no token twice and no line without its count; for a
+  sequence-to-sequence task, each split the command reads with both sides of its pair;
 * ``--input`` of ``fairseq-interactive`` (unless ``-``, standard input): a readable file;
 * ``--results-path`` of ``fairseq-generate`` and ``--save-dir`` of ``fairseq-train``: a folder, or one
   that can be made, that takes files;
