@@ -8,10 +8,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
 import pytest
 
-from tests.conftest import USER_DIR, cli_env, generate_args
+from tests.conftest import USER_DIR, cli_env, generate_args, train_args
 
 DEADLINE_S = 300
 
@@ -25,8 +27,8 @@ def _hashes(folder):
 
 def _interrupted(args, started, stream):
     """Run ``args`` in a session of its own until a line of ``stream`` ("stdout" or "stderr")
-    holds ``started``, then press Ctrl-C (SIGINT to the process group). Returns the exit status
-    and the whole standard error."""
+    holds ``started`` (a ``Path``: until that file exists), then press Ctrl-C (SIGINT to the
+    process group). Returns the exit status and the whole standard error."""
     # SIGINT as a terminal user's command has it: `make test` runs pytest in the background, where
     # the shell ignores SIGINT and its children inherit that (Python then installs no handler)
     proc = subprocess.Popen(
@@ -41,7 +43,9 @@ def _interrupted(args, started, stream):
     )
     try:
         seen = []
-        for line in getattr(proc, stream):
+        while isinstance(started, Path) and not started.exists() and proc.poll() is None:
+            time.sleep(0.05)
+        for line in [] if isinstance(started, Path) else getattr(proc, stream):
             seen.append(line)
             if started in line:
                 break
@@ -124,3 +128,19 @@ def test_an_error_raised_while_ctrl_c_unwinds_ends_quietly_by_sigint():
         )
         assert proc.returncode == code, proc.stderr[-2000:]
         assert ("Traceback" in proc.stderr) is traceback, proc.stderr[-2000:]
+
+
+def test_ctrl_c_during_training_with_dataloader_workers_keeps_the_checkpoints(tiny_data, tmp_path):
+    """fairseq-train with two DataLoader workers, Ctrl-C once its first epoch is saved: it ends
+    quietly by SIGINT, and ``checkpoint_last.pt`` loads."""
+    from fairseq import checkpoint_utils
+
+    before = _hashes(tiny_data)
+    save = tmp_path / "ck"
+    args = train_args(tiny_data, save, "--num-workers", "2", "--max-tokens", "500", updates=10**5)
+    code, err = _interrupted(args, save / "checkpoint_last.pt", "stderr")
+    assert code == -signal.SIGINT
+    assert "Traceback" not in err and "Error" not in err, err[-2000:]
+    state = checkpoint_utils.load_checkpoint_to_cpu(str(save / "checkpoint_last.pt"))
+    assert state["optimizer_history"][-1]["num_updates"] > 0
+    assert _hashes(tiny_data) == before

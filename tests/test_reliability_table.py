@@ -425,15 +425,18 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         ),
     ),
     (
-        "Ctrl-C during `fairseq-generate --num-workers 2` (four times), and an exception raised "
-        "while a Ctrl-C unwinds (as a DataLoader raises for a worker that Ctrl-C ended)",
-        "nothing, status 130 (SIGINT), the data untouched: DataLoader workers ignore SIGINT and "
+        "Ctrl-C during `fairseq-generate --num-workers 2` (four times) and `fairseq-train "
+        "--num-workers 2` (after its first checkpoint), and an exception raised while a Ctrl-C "
+        "unwinds (as a DataLoader raises for a worker that Ctrl-C ended)",
+        "nothing, status 130 (SIGINT), the data untouched, `checkpoint_last.pt` loads: DataLoader "
+        "workers ignore SIGINT and "
         "are stopped by the main process; an exception with a `KeyboardInterrupt` behind it ends "
         "by SIGINT too (before: about 1 in 5 a `RuntimeError: DataLoader worker ... exited "
         "unexpectedly` traceback); the same exception without a Ctrl-C keeps its traceback",
         (
             "test_interrupted_commands.py::test_ctrl_c_with_dataloader_workers_ends_quietly_every_time",
             "test_interrupted_commands.py::test_an_error_raised_while_ctrl_c_unwinds_ends_quietly_by_sigint",
+            "test_interrupted_commands.py::test_ctrl_c_during_training_with_dataloader_workers_keeps_the_checkpoints",
         ),
     ),
     # checkpoints
