@@ -32,11 +32,23 @@ fetch() {
 # (and iconv as the fix), before anything is made from them.
 check_utf8() { "$PYTHON" "$DATA_PREP_DIR/spm.py" check-utf8 "$@"; }
 
+# check_dictionaries DICT...: stop with one line naming the first dictionary that is cut short,
+# repeats a token or has a line without its count (fairseq-preprocess --srcdict: a traceback).
+check_dictionaries() {
+  "$PYTHON" -c 'import sys; from fairseq_ext.checkpoints.dictionaries import main
+sys.exit(main(sys.argv[1:]))' "$@" || exit 1
+}
+
 # preprocess DEST LOG ARGS...: fairseq-preprocess ARGS --destdir DEST.partial, moved to DEST only
 # when complete (its output in LOG), so that a full disk or a kill leaves no cut dict.*.txt under
-# DEST; on a failure DEST.partial is removed and an earlier DEST is kept.
+# DEST and the same command can run again; on a failure DEST.partial is removed and an earlier
+# DEST is kept. A --srcdict or --tgtdict is checked first (check_dictionaries).
 preprocess() {
-  local dest="$1" log="$2" output; shift 2
+  local dest="$1" log="$2" output arg previous=""; shift 2
+  for arg in "$@"; do
+    case "$previous" in --srcdict|--tgtdict) check_dictionaries "$arg" ;; esac
+    previous="$arg"
+  done
   rm -rf "$dest.partial"
   if ! output=$(fairseq-preprocess "$@" --destdir "$dest.partial" 2>&1); then
     rm -rf "$dest.partial"

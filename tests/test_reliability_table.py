@@ -25,6 +25,7 @@ RELIABILITY_FILES = (
     "test_training_start.py",
     "test_interrupted_commands.py",
     "test_tokenizer_check.py",
+    "test_bad_input_data.py",
 )
 NOT_CASES = {  # tests of those files that check a guarantee, not an answer to bad input or a fault
     "test_checkpoints.py::test_allow_list_is_exactly_what_plugin_checkpoints_need",
@@ -373,6 +374,69 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         (
             "test_unilm_model.py::test_order_that_is_not_a_permutation_is_refused_by_the_model",
             "test_draw_mask.py::test_cli_writes_every_picture_and_refuses_bad_orders",
+        ),
+    ),
+    # half-made data, hand-edited dictionaries, --max-tokens, Ctrl-C with workers (issue 83)
+    (
+        "a `fairseq-preprocess` killed (SIGKILL) while it wrote the target side: the train split "
+        "without `train.en-de.de.idx`, then `fairseq-train` or `fairseq-generate` of "
+        "`cmlm_hybrid`, `translation_prophetnet` or `unilm_seq2seq` on the folder",
+        "`DATA holds half of the train split: train.en-de.en.bin, train.en-de.en.idx, "
+        "train.en-de.de.bin, but not train.en-de.de.idx, as when fairseq-preprocess is stopped "
+        "before it ends (killed?); binarize the data again into an empty --destdir ...`, before a "
+        "model is built or `--save-dir` made; the folder untouched (before: `AttributeError: "
+        "'NoneType' object has no attribute 'ne'` mid-training, `TypeError: ... missing "
+        "'prev_output_tokens'`)",
+        (
+            "test_bad_input_data.py::test_a_killed_fairseq_preprocess_is_named_before_any_task_starts",
+        ),
+    ),
+    (
+        "a data script (`data_prep/*.sh`, `sentence_prediction_data.py`) killed during "
+        "`fairseq-preprocess`, an earlier binarization in place, then the same command again",
+        "the earlier folder is kept byte for byte through the kill (the script binarizes into "
+        "`DEST.partial`); the command run again completes, equal to one `fairseq-preprocess` run "
+        "(a bare `fairseq-preprocess` run again into its half-made `--destdir` is still fairseq's "
+        "`FileExistsError`: the plugin is not loaded there)",
+        ("test_bad_input_data.py::test_the_data_scripts_binarize_again_after_a_kill",),
+    ),
+    (
+        "a dictionary that repeats a token (line 30 again as line 60), or a line in its middle "
+        "without its count, at `fairseq-generate`, `fairseq_ext.hub.from_pretrained` and a data "
+        "script's `fairseq-preprocess --srcdict`",
+        "`dictionary DATA/dict.en.txt line 60 repeats the token 'X' of line 30: a dictionary "
+        "lists each token once ...; remove the repeated line, mark it #fairseq:overwrite ...` / "
+        "`... line 30 'X' has no count: fairseq reads every line as '<token> <count>' ...`, a "
+        "`FairseqExtError` from the API, `error: ...` and exit 1 from the script before "
+        "`fairseq-preprocess` runs (before: `RuntimeError: Duplicate word found ...`, "
+        "`ValueError: Incorrect dictionary format ...` tracebacks)",
+        ("test_bad_input_data.py::test_a_malformed_dictionary_is_one_line_for_every_reader",),
+    ),
+    (
+        "`--max-tokens` below the longest example, at `fairseq-generate` and `fairseq-train` "
+        "(every task of the plugin: the check is in the batching each task hands fairseq)",
+        "`test line N of DATA has L tokens, more than --max-tokens M (K of the 21 are; the "
+        "longest has X): give a --max-tokens (for validation: --max-tokens-valid) of X or more "
+        "...`, before any batch; nothing trained or written (before: `AssertionError: Sentences "
+        "lengths should not exceed max_tokens` at generate, a warning and 191 training pairs "
+        "skipped at train)",
+        (
+            "test_bad_input_data.py::test_max_tokens_below_an_example_names_the_split_line_and_length",
+        ),
+    ),
+    (
+        "Ctrl-C during `fairseq-generate --num-workers 2` (four times) and `fairseq-train "
+        "--num-workers 2` (after its first checkpoint), and an exception raised while a Ctrl-C "
+        "unwinds (as a DataLoader raises for a worker that Ctrl-C ended)",
+        "nothing, status 130 (SIGINT), the data untouched, `checkpoint_last.pt` loads: DataLoader "
+        "workers ignore SIGINT and "
+        "are stopped by the main process; an exception with a `KeyboardInterrupt` behind it ends "
+        "by SIGINT too (before: about 1 in 5 a `RuntimeError: DataLoader worker ... exited "
+        "unexpectedly` traceback); the same exception without a Ctrl-C keeps its traceback",
+        (
+            "test_interrupted_commands.py::test_ctrl_c_with_dataloader_workers_ends_quietly_every_time",
+            "test_interrupted_commands.py::test_an_error_raised_while_ctrl_c_unwinds_ends_quietly_by_sigint",
+            "test_interrupted_commands.py::test_ctrl_c_during_training_with_dataloader_workers_keeps_the_checkpoints",
         ),
     ),
     # checkpoints

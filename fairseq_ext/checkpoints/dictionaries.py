@@ -13,7 +13,11 @@ both. Checkpoints without any record keep the size check of ``shapes``.
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Iterable, Optional
+
+from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.paths import refuse_cut_dictionary
 
 RECORD_KEY = "dictionaries"
 
@@ -46,3 +50,72 @@ def recorded_dictionaries(state: dict) -> Optional[dict[str, list[str]]]:
     task_state = state.get("task_state")
     recorded = task_state.get(RECORD_KEY) if hasattr(task_state, "get") else None
     return recorded or state.get(RECORD_KEY) or None
+
+
+# the symbols every fairseq dictionary starts with, before the lines of its file
+FAIRSEQ_SYMBOLS = ("<s>", "<pad>", "</s>", "<unk>")
+OVERWRITE = "#fairseq:overwrite"
+
+
+def refuse_malformed_dictionary(path: str) -> None:
+    """A dictionary file (``dict.*.txt``) as fairseq's ``Dictionary.add_from_file`` reads it:
+    every line ``<token> <count>`` (optionally ``#fairseq:overwrite``), the count a whole number,
+    the text UTF-8, no token twice (nor one of ``FAIRSEQ_SYMBOLS``) unless marked
+    ``#fairseq:overwrite``. fairseq stops on the first bad line with a traceback (a
+    ``RuntimeError`` or ``ValueError``); here the file, the line and the fix are one
+    ``FairseqExtError``. Used by the commands' pre-flight, the Python API (both through
+    ``fairseq_changes.preflight.check_data_folder``) and the data scripts (``main``)."""
+    fix = (
+        "use the dict.*.txt fairseq-preprocess wrote, or rebuild it with fairseq-preprocess "
+        "(without --srcdict)"
+    )
+    seen = dict.fromkeys(FAIRSEQ_SYMBOLS, 0)
+    with open(path, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8").rstrip()
+            except UnicodeDecodeError as exc:
+                raise FairseqExtError(
+                    f"dictionary {path} line {number} is not UTF-8 (byte 0x{raw[exc.start]:02x}); "
+                    f"{fix}"
+                ) from None
+            token, _, count = line.rpartition(" ")
+            overwrite = count == OVERWRITE
+            if overwrite:
+                token, _, count = token.rpartition(" ")
+            try:
+                int(count)
+            except ValueError:
+                raise FairseqExtError(
+                    f"dictionary {path} line {number} {line[:40]!r} has no count: fairseq reads "
+                    f"every line as '<token> <count>'; give it its count back (any whole number) "
+                    f"or {fix}"
+                ) from None
+            if token in seen and not overwrite:
+                first = (
+                    f"line {seen[token]}"
+                    if seen[token]
+                    else f"one of fairseq's own symbols ({' '.join(FAIRSEQ_SYMBOLS)})"
+                )
+                raise FairseqExtError(
+                    f"dictionary {path} line {number} repeats the token {token!r} of {first}: "
+                    f"a dictionary lists each token once (an edited or concatenated file?); "
+                    f"remove the repeated line, mark it {OVERWRITE} to replace the earlier one, "
+                    f"or {fix}"
+                )
+            seen.setdefault(token, number)
+
+
+def main(paths: list[str]) -> int:
+    """Each dictionary file of ``paths`` checked (``refuse_cut_dictionary``,
+    ``refuse_malformed_dictionary``) before a data script hands it to ``fairseq-preprocess
+    --srcdict`` (``data_prep/common.sh``, ``sentence_prediction_data.py``); one line on stderr
+    and 1 for the first bad one, else 0."""
+    for path in paths:
+        try:
+            refuse_cut_dictionary(path)
+            refuse_malformed_dictionary(path)
+        except FairseqExtError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return 1
+    return 0

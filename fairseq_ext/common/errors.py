@@ -41,13 +41,18 @@ def note(message: str) -> None:
     sys.stderr.write(f"fairseq_ext: {message}\n")
 
 
-def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
-    """The ``FairseqExtError`` behind ``exc`` (fairseq re-raises some errors from an ``except``
-    block, which keeps ours as the context), or None."""
+def in_chain(exc: BaseException | None, kind: type[BaseException]) -> BaseException | None:
+    """The exception of type ``kind`` behind ``exc`` (``exc`` itself included), if any."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, FairseqExtError):
+        if isinstance(exc, kind):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:
+    """The ``FairseqExtError`` behind ``exc`` (fairseq re-raises some errors from an ``except``
+    block, which keeps ours as the context), or None."""
+    return in_chain(exc, FairseqExtError)

@@ -3,11 +3,18 @@ batch whose size is no multiple of ``--required-batch-size-multiple``, and its
 ``filter_indices_by_size`` stops on an example longer than the model's positions with a bare
 ``Exception``. Each task of the plugin hands fairseq ``complete_batches(dataset, options)`` from
 its own ``get_batch_iterator``: that tail is one more batch, and an oversized example is one
-clear error unless the user asked fairseq to skip it (``--skip-invalid-size-inputs-valid-test``)."""
+clear error unless the user asked fairseq to skip it (``--skip-invalid-size-inputs-valid-test``).
+An example longer than ``--max-tokens`` is one clear error too (``refuse_beyond_max_tokens``),
+and Ctrl-C ends a DataLoader worker only through the main process (``ignore_ctrl_c_in_worker``)."""
 
 from __future__ import annotations
 
+import os
+import signal
+from typing import Optional
+
 import numpy as np
+import torch.utils.data
 from fairseq.data import BaseWrapperDataset, FairseqDataset
 
 from fairseq_ext.common.errors import FairseqExtError
@@ -44,14 +51,20 @@ class CompleteBatchesDataset(BaseWrapperDataset):
     def __hash__(self):
         return hash((self.dataset, self.skip_oversized))
 
+    def __getitem__(self, index):
+        ignore_ctrl_c_in_worker()
+        return self.dataset[index]
+
     def filter_indices_by_size(self, indices, max_sizes):
         kept, ignored = self.dataset.filter_indices_by_size(indices, max_sizes)
         if len(ignored) and not self.skip_oversized:
+            size = _plain(self.dataset.size(ignored[0]))
             raise FairseqExtError(
-                f"example #{int(ignored[0])} (fairseq's 0-based id) has size {_plain(self.dataset.size(ignored[0]))}, "
-                f"more than the model's positions {_plain(max_sizes)} ({len(ignored)} such example(s)); "
-                "split or filter long lines before fairseq-preprocess, pass the position limits the model "
-                "was trained with, or skip them knowingly with --skip-invalid-size-inputs-valid-test"
+                f"example #{int(ignored[0])} (fairseq's 0-based id) has size {size}, more than "
+                f"the model's positions {_plain(max_sizes)} ({len(ignored)} such example(s)); "
+                "split or filter long lines before fairseq-preprocess, pass the position limits "
+                "the model was trained with, or skip them knowingly with "
+                "--skip-invalid-size-inputs-valid-test"
             )
         return kept, ignored
 
@@ -73,10 +86,69 @@ class CompleteBatchesDataset(BaseWrapperDataset):
         return batches
 
 
+def ignore_ctrl_c_in_worker() -> None:
+    """In a DataLoader worker process, SIGINT ignored. Ctrl-C reaches the whole process group:
+    a worker it ends first can make the main process fail with ``DataLoader worker ... exited
+    unexpectedly`` instead of ending quietly; the main process stops its workers itself."""
+    if (
+        torch.utils.data.get_worker_info() is not None
+        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
+    ):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _indexed_file(dataset) -> Optional[tuple[str, int]]:
+    """``(prefix, lines)`` of the binarized file under ``dataset`` (its source side for a pair):
+    the first ``_path`` found through the wrappers' ``dataset`` and ``src``."""
+    todo, seen = [dataset], set()
+    while todo:
+        d = todo.pop(0)
+        if d is None or id(d) in seen:
+            continue
+        seen.add(id(d))
+        path = getattr(d, "_path", None)
+        if isinstance(path, str):
+            return path, len(d)
+        todo += [getattr(d, name, None) for name in ("dataset", "src")]
+    return None
+
+
+def refuse_beyond_max_tokens(dataset: FairseqDataset, max_tokens: Optional[int]) -> None:
+    """No example of ``dataset`` longer than ``max_tokens`` (``--max-tokens``): fairseq-generate
+    and validation would stop with an ``AssertionError`` while batching, training would skip
+    those examples with a warning. The message names the split, the line and its length."""
+    if not max_tokens or len(dataset) == 0:
+        return
+    indices = np.arange(len(dataset))
+    try:
+        sizes = np.asarray(dataset.num_tokens_vec(indices))
+    except NotImplementedError:
+        sizes = np.fromiter((dataset.num_tokens(i) for i in indices), dtype=np.int64)
+    longer = sizes > max_tokens
+    if not longer.any():
+        return
+    row = int(np.argmax(longer))
+    found = _indexed_file(dataset)
+    where = f"example #{row} (fairseq's 0-based id)"
+    if found is not None:
+        prefix, lines = found
+        split = os.path.basename(prefix).split(".")[0]
+        place = f"{split} line {row + 1}" if lines == len(dataset) else f"{split} {where}"
+        where = f"{place} of {os.path.dirname(prefix) or '.'}"
+    raise FairseqExtError(
+        f"{where} has {int(sizes[row])} tokens, more than --max-tokens {max_tokens} "
+        f"({int(longer.sum())} of the {len(dataset)} are; the longest has {int(sizes.max())}): "
+        f"give a --max-tokens (for validation: --max-tokens-valid) of {int(sizes.max())} or "
+        "more, or split or filter long lines before fairseq-preprocess"
+    )
+
+
 def complete_batches(dataset: FairseqDataset, options: dict) -> CompleteBatchesDataset:
     """The dataset a task's ``get_batch_iterator`` hands fairseq for ``dataset``, given the
     keyword ``options`` it was called with (their ``ignore_invalid_inputs`` skips oversized
-    examples, as fairseq does)."""
+    examples, as fairseq does), once every example fits their ``max_tokens``
+    (``refuse_beyond_max_tokens``)."""
+    refuse_beyond_max_tokens(dataset, options.get("max_tokens"))
     return CompleteBatchesDataset(
         dataset, skip_oversized=options.get("ignore_invalid_inputs", False)
     )

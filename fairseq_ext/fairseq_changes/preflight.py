@@ -5,7 +5,8 @@ one line names the path, what is wrong and the fix.
 * ``--path``: each ``:``-separated checkpoint is a readable file (a missing one is named with the
   checkpoints its folder holds);
 * the data folder (each ``:``-separated one): a readable folder, its ``dict.txt`` / ``dict.*.txt``
-  readable and not cut short;
+  readable, not cut short, no token twice and no line without its count; for a
+  sequence-to-sequence task, each split the command reads with both sides of its pair;
 * ``--input`` of ``fairseq-interactive`` (unless ``-``, standard input): a readable file;
 * ``--results-path`` of ``fairseq-generate`` and ``--save-dir`` of ``fairseq-train``: a folder, or
   one that can be made, that takes files;
@@ -94,10 +95,44 @@ def check_checkpoint(path: str) -> None:
 
 
 def check_data_folder(folder: str, label: str = "data folder") -> None:
-    """A data folder is readable, and so is each dictionary in it, none of them cut short."""
+    """A data folder is readable, and so is each dictionary in it, none of them cut short or
+    malformed (``checkpoints.dictionaries.refuse_malformed_dictionary``)."""
+    from fairseq_ext.checkpoints.dictionaries import refuse_malformed_dictionary
+
     require_readable_folder(folder, label, DATA_FIX)
     for dictionary in sorted(glob.glob(os.path.join(glob.escape(folder), "dict.*txt"))):
         refuse_cut_dictionary(dictionary)
+        refuse_malformed_dictionary(dictionary)
+
+
+def _splits_read(cfg, command: str) -> list[str]:
+    """The splits ``command`` reads: ``--gen-subset`` (generate), ``--train-subset`` and
+    ``--valid-subset`` (train; validate: ``--valid-subset``)."""
+    if command == "generate":
+        return [str(_option(cfg, "dataset", "gen_subset"))]
+    valid = str(_option(cfg, "dataset", "valid_subset") or "").split(",")
+    if command == "train":
+        skip = _option(cfg, "dataset", "disable_validation")
+        return [str(_option(cfg, "dataset", "train_subset"))] + ([] if skip else valid)
+    return valid if command == "validate" else []
+
+
+def check_split_sides(cfg, command: str) -> None:
+    """For a sequence-to-sequence task (a ``TranslationTask``), every split the command reads
+    has both sides of the pair whole (``data.half_made.refuse_half_made_pair``): a killed
+    fairseq-preprocess leaves a split without its target side."""
+    from fairseq.tasks import TASK_REGISTRY
+    from fairseq.tasks.translation import TranslationTask
+
+    from fairseq_ext.data.half_made import refuse_half_made_pair
+
+    task = TASK_REGISTRY.get(patch_scope.task_of_cfg(cfg))
+    if task is None or not issubclass(task, TranslationTask):
+        return
+    source, target = _option(cfg, "task", "source_lang"), _option(cfg, "task", "target_lang")
+    for folder in _local_paths(_option(cfg, "task", "data")):
+        for split in filter(None, _splits_read(cfg, command)):
+            refuse_half_made_pair(folder, split, source, target)
 
 
 def check_sentencepiece_model(path: Optional[str]) -> None:
@@ -204,6 +239,7 @@ def check_command(cfg, command: str) -> None:
     check_seed(_option(cfg, "common", "seed"))
     for folder in _local_paths(_option(cfg, "task", "data")):
         check_data_folder(folder)
+    check_split_sides(cfg, command)
     for path in _local_paths(_option(cfg, "common_eval", "path")):
         check_checkpoint(path)
     source = _option(cfg, "interactive", "input")

@@ -1,0 +1,54 @@
+"""A binarized split that a killed ``fairseq-preprocess`` left half-made: one side of a
+sequence-to-sequence pair without the other (``refuse_half_made_pair``), named before any work
+(``fairseq_changes.preflight.check_split_sides``)."""
+
+from __future__ import annotations
+
+import glob
+import os
+from typing import Optional
+
+from fairseq import utils
+from fairseq.data import data_utils
+
+from fairseq_ext.common.errors import FairseqExtError
+
+
+def _shards(folder: str, split: str) -> list[str]:
+    """``split`` and the shards fairseq reads after it (``split1``, ``split2``, ...) that have a
+    file in ``folder``."""
+    names, k = [split], 1
+    while glob.glob(os.path.join(glob.escape(folder), f"{split}{k}.*")):
+        names.append(f"{split}{k}")
+        k += 1
+    return names
+
+
+def refuse_half_made_pair(
+    data: str, split: str, source: Optional[str], target: Optional[str]
+) -> None:
+    """Every folder of ``data`` that holds a file of ``split`` (and its shards) for the pair
+    ``source``-``target`` (None: inferred as fairseq does) holds both sides whole, each an
+    ``.idx`` and a ``.bin``. fairseq-preprocess binarizes every split of the source side, then
+    of the target side, each ``.bin`` before its ``.idx``: a killed run leaves a split without its
+    target side, which a sequence-to-sequence task would read as a source-only set (fairseq
+    then fails mid-training with an ``AttributeError``, at generation with a ``TypeError``)."""
+    for folder in utils.split_paths(data):
+        pair = (source, target) if source and target else data_utils.infer_language_pair(folder)
+        if None in pair:
+            continue
+        for shard in _shards(folder, split):
+            for a, b in (pair, pair[::-1]):
+                stem = os.path.join(folder, f"{shard}.{a}-{b}")
+                files = [f"{stem}.{side}.{ext}" for side in pair for ext in ("bin", "idx")]
+                missing = [f for f in files if not os.path.isfile(f)]
+                if missing and len(missing) < len(files):
+                    have = ", ".join(os.path.basename(f) for f in files if f not in missing)
+                    raise FairseqExtError(
+                        f"{folder} holds half of the {shard} split: {have}, but not "
+                        f"{', '.join(os.path.basename(f) for f in missing)}, as when "
+                        "fairseq-preprocess is stopped before it ends (killed?); binarize the "
+                        "data again into an empty --destdir (fairseq-preprocess refuses a folder "
+                        "that holds its dictionaries: remove it first), or run the data_prep "
+                        "script again, which replaces its folder only when complete"
+                    )
