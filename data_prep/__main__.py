@@ -29,13 +29,15 @@ def main(argv: list[str]) -> int:
     found = scripts()
     if not argv or argv[0] in {"-h", "--help"}:
         print(
-            f"usage: python -m fairseq_ext.data_prep NAME [ARGS]\nscripts in {HERE}: {', '.join(found)}"
+            f"usage: python -m fairseq_ext.data_prep NAME [ARGS]\nscripts in {HERE}: "
+            f"{', '.join(found)}"
         )
         return 0
     name, args = argv[0], argv[1:]
     if name not in found:
         print(
-            f"fairseq_ext.data_prep: error: no data script named {name!r}; one of: {', '.join(found)}",
+            f"fairseq_ext.data_prep: error: no data script named {name!r}; one of: "
+            f"{', '.join(found)}",
             file=sys.stderr,
         )
         return 2

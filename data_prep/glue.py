@@ -218,7 +218,8 @@ def main(argv: list[str] | None = None) -> None:
                 f"label {lab}: {sum(1 for _, x in kept if x == lab)}" for lab in LABELS[args.task]
             )
             print(
-                f"glue: {folder / name}: read {len(rows)} examples, wrote {len(kept)} to {out / 'raw'}/{split}.* "
+                f"glue: {folder / name}: read {len(rows)} examples, wrote {len(kept)} to "
+                f"{out / 'raw'}/{split}.* "
                 f"({counts}; {cut} cut to {args.max_tokens} pieces)",
                 file=sys.stderr,
             )

@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> None:
         f.writelines(f"{tok} {n}\n" for tok, n in kept)
     total = len(full) - full.nspecial
     print(
-        f"kept {len(kept)} of {total} tokens ({100.0 * len(kept) / max(1, total):.1f}%) in {args.out}"
+        f"kept {len(kept)} of {total} tokens ({100.0 * len(kept) / max(1, total):.1f}%) in "
+        f"{args.out}"
         + (f"; {outside} running tokens are not in {args.dict}" if outside else "")
     )
 

@@ -77,7 +77,8 @@ def complete_files(*paths: str):
 
 def _refuse_not_utf8(name: str, line: int, column: int, byte: int) -> None:
     sys.exit(
-        f"spm.py: error: {name} line {line} is not valid UTF-8 (byte 0x{byte:02x} at column {column}); "
+        f"spm.py: error: {name} line {line} is not valid UTF-8 (byte 0x{byte:02x} at column "
+        f"{column}); "
         "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8. Nothing was written"
     )
 
@@ -129,7 +130,8 @@ def clean_pair(args: argparse.Namespace) -> None:
     src, tgt = _read(args.src), _read(args.tgt)
     if len(src) != len(tgt):
         sys.exit(
-            f"spm.py: error: {args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}: the sides of a "
+            f"spm.py: error: {args.src} has {len(src)} lines but {args.tgt} has {len(tgt)}: the "
+            "sides of a "
             "parallel corpus must align line by line. Nothing was written"
         )
     with (
@@ -149,7 +151,8 @@ def clean_pair(args: argparse.Namespace) -> None:
             ot.write(t + "\n")
             kept += 1
     print(
-        f"clean-pair: kept {kept} pairs, dropped {dropped} (empty side or over {args.max_words} words)",
+        f"clean-pair: kept {kept} pairs, dropped {dropped} (empty side or over {args.max_words} "
+        "words)",
         file=sys.stderr,
     )
 

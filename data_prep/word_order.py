@@ -123,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     if not 1 <= args.min_words <= args.max_words or args.min_words < args.span:
         p.error(
-            f"need --span <= --min-words <= --max-words, got {args.span}, {args.min_words}, {args.max_words}"
+            f"need --span <= --min-words <= --max-words, got {args.span}, {args.min_words}, "
+            f"{args.max_words}"
         )
     encode = _encoder(args)
     raw = args.out / "raw"
@@ -132,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
         source = args.raw / f"{split}.txt"
         if not source.exists():
             raise SystemExit(
-                f"error: {source} does not exist (pass --raw, the raw/ folder of data_prep/wikitext2.sh)"
+                f"error: {source} does not exist (pass --raw, the raw/ folder of "
+                "data_prep/wikitext2.sh)"
             )
         sents = sentences(
             source.read_text(encoding="utf-8").splitlines(), args.min_words, args.max_words

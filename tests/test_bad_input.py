@@ -43,9 +43,12 @@ def _refused_load(model, state_dict, untouched: bool = True) -> str:
 
 
 MISMATCH = (
-    "dictionary mismatch: the source dictionary of the data is not the one the checkpoint was trained with "
-    "(the checkpoint's {param} has {rows} rows, the data's source dictionary has {entries} entries); binarize "
-    "the data with the checkpoint's dictionary (fairseq-preprocess --srcdict DICT [--tgtdict DICT]) or give "
+    "dictionary mismatch: the source dictionary of the data is not the one the checkpoint was "
+    "trained with "
+    "(the checkpoint's {param} has {rows} rows, the data's source dictionary has {entries} "
+    "entries); binarize "
+    "the data with the checkpoint's dictionary (fairseq-preprocess --srcdict DICT [--tgtdict "
+    "DICT]) or give "
     "the data directory it was trained with"
 )
 
@@ -103,7 +106,8 @@ def test_checkpoint_with_another_ffn_dimension_names_it(tmp_path, family):
     _, trained, _ = build(folder, family)
     _, model, _ = build(folder, family, "--encoder-ffn-embed-dim", "128")
     assert _refused_load(model, trained.state_dict()).startswith(
-        "--encoder-ffn-embed-dim (or the embedding dimension) differs from the checkpoint's (the checkpoint's "
+        "--encoder-ffn-embed-dim (or the embedding dimension) differs from the checkpoint's (the "
+        "checkpoint's "
         "encoder.layers.0.fc1.weight has shape (64, 32), this model's (128, 32))"
     )
 
@@ -115,7 +119,8 @@ def test_checkpoint_with_another_ffn_dimension_names_it(tmp_path, family):
             "prophetnet",
             ["--ngram", "2"],
             ["--ngram", "3"],
-            "--ngram differs from the checkpoint's (the checkpoint's decoder.ngram_embeddings.weight has shape (2, 32), "
+            "--ngram differs from the checkpoint's (the checkpoint's "
+            "decoder.ngram_embeddings.weight has shape (2, 32), "
             "this model's (3, 32)); use the --ngram the checkpoint was trained with",
         ),
         (
@@ -383,8 +388,10 @@ def test_empty_interactive_line_is_named_and_skipped(tmp_path, family, capsys):
     )
     assert batched_ids(dataset) == [1]
     assert capsys.readouterr().err.splitlines() == [
-        "fairseq_ext: input line 2 is empty: skipped, nothing is printed for id 1 (give one source sentence per line)",
-        "fairseq_ext: input line 4 is empty: skipped, nothing is printed for id 3 (give one source sentence per line)",
+        "fairseq_ext: input line 2 is empty: skipped, nothing is printed for id 1 (give one "
+        "source sentence per line)",
+        "fairseq_ext: input line 4 is empty: skipped, nothing is printed for id 3 (give one "
+        "source sentence per line)",
     ]
     assert batched_ids(task.build_dataset_for_inference([torch.tensor([eos])], [1])) == []
     assert "input line 5 is empty" in capsys.readouterr().err
@@ -451,8 +458,10 @@ def test_incomplete_bin_is_named_when_the_split_is_loaded(
     with pytest.raises(FairseqExtError) as caught:
         _load_and_batch(folder, family, *EOS_MODE.get(family, []))
     assert str(caught.value) == (
-        f"{binary} has {int(full * kept)} bytes but {binary.with_suffix('.idx')} indexes {full}: the binarized "
-        "valid split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it again with "
+        f"{binary} has {int(full * kept)} bytes but {binary.with_suffix('.idx')} indexes {full}: "
+        f"the binarized "
+        "valid split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it "
+        "again with "
         "fairseq-preprocess"
     )
 

@@ -69,8 +69,10 @@ def test_user_dir_naming_the_examples_folder_names_the_plugin(tiny_data, tmp_pat
         proc = run(_with_user_dir(command, ROOT / "examples"), check=False, fresh=True)
         assert proc.returncode == 1
         assert proc.stderr.splitlines()[-1] == (
-            f"fairseq_ext: error: --user-dir {ROOT / 'examples'} holds no fairseq plugin: it registers no task, model "
-            f"or criterion (so --task would be refused as an invalid choice); the plugin is {USER_DIR}: give "
+            f"fairseq_ext: error: --user-dir {ROOT / 'examples'} holds no fairseq plugin: it "
+            f"registers no task, model "
+            f"or criterion (so --task would be refused as an invalid choice); the plugin is "
+            f"{USER_DIR}: give "
             f"--user-dir {USER_DIR}"
         )
         assert (
@@ -185,7 +187,8 @@ def test_out_of_range_decoding_option_is_refused_not_clamped(tiny_data, tiny_che
     )
     _refused(
         proc,
-        "--iter-decode-with-beam must be >= 1 (the number of length candidates per sentence), got -2",
+        "--iter-decode-with-beam must be >= 1 (the number of length candidates per sentence), got "
+        "-2",
     )
     assert "H-" not in proc.stdout
 
@@ -301,7 +304,8 @@ def test_missing_checkpoint_is_named_with_the_checkpoints_beside_it(tmp_path):
         )
         _one_line(
             proc,
-            f"fairseq_ext: error: checkpoint {missing} does not exist; {MODEL} holds checkpoint.pt, "
+            f"fairseq_ext: error: checkpoint {missing} does not exist; {MODEL} holds "
+            f"checkpoint.pt, "
             "teacher.pt: give --path one of them, or a checkpoint file fairseq-train wrote",
         )
     assert not (tmp_path / "results").exists()
@@ -315,7 +319,8 @@ def test_missing_interactive_input_is_one_line_before_the_model_loads(tmp_path):
     )
     _one_line(
         proc,
-        f"fairseq_ext: error: --input {missing} does not exist (nor does its folder {missing.parent}); "
+        f"fairseq_ext: error: --input {missing} does not exist (nor does its folder "
+        f"{missing.parent}); "
         "give the text file to translate, or - for standard input",
     )
 
@@ -332,8 +337,10 @@ def test_results_path_on_a_read_only_mount_is_one_line(tmp_path):
             )
             _one_line(
                 proc,
-                f"fairseq_ext: error: cannot write results to --results-path {results}: Read-only file "
-                "system. Give a --results-path on a writable filesystem that you may create files in (or "
+                f"fairseq_ext: error: cannot write results to --results-path {results}: Read-only "
+                f"file "
+                "system. Give a --results-path on a writable filesystem that you may create files "
+                "in (or "
                 "make this one writable), and run again",
             )
         assert os.listdir(ro) == []
@@ -359,7 +366,8 @@ def test_results_path_that_is_a_file_is_one_line(tmp_path):
         )
         _one_line(
             proc,
-            f"fairseq_ext: error: {wrong}; give --results-path a folder (new or existing) for the results",
+            f"fairseq_ext: error: {wrong}; give --results-path a folder (new or existing) for the "
+            f"results",
         )
     assert os.listdir(afile.parent) == ["afile"] and afile.read_text() == "notes\n"
 
@@ -422,7 +430,8 @@ def test_dictionary_cut_by_a_full_disk_is_named(tmp_path):
         _one_line(
             proc,
             re.compile(
-                f"fairseq_ext: error: dictionary {re.escape(str(cut))} is cut short: its last line, line \\d+ '[^']*'"
+                f"fairseq_ext: error: dictionary {re.escape(str(cut))} is cut short: its last "
+                f"line, line \\d+ '[^']*'"
                 r"( \(no count\))?, ends without a newline, as when fairseq-preprocess runs out of disk space while "
                 r"writing it\. Check the free disk space \(df -h\), then run fairseq-preprocess again into an empty "
                 r"--destdir"

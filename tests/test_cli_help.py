@@ -107,7 +107,8 @@ def test_help_without_arch_lists_the_tasks_options_and_says_what_arch_adds(task,
     ]
     assert [f for f in wanted if f"{f} " not in text] == []
     assert text.endswith(
-        "The model's options are listed with --arch ARCH (the architectures: the --arch choices above)."
+        "The model's options are listed with --arch ARCH (the architectures: the --arch choices "
+        "above)."
     )
 
 
@@ -140,7 +141,8 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
         ),
         (
             ["--task", "cmlm_hybrid", "--arch", "hi_cmlm_tiny"],
-            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean 'hi_cmlm_transformer_tiny'?",
+            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean "
+            "'hi_cmlm_transformer_tiny'?",
         ),
         (
             [
@@ -151,7 +153,8 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
                 "--criterion",
                 "ngram_languge_loss",
             ],
-            "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean 'ngram_language_loss'?",
+            "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean "
+            "'ngram_language_loss'?",
         ),
         (
             ["--task", "cmlm_hybird", "--help"],
@@ -200,7 +203,8 @@ def test_fairseq_train_mistyped_task_with_and_without_the_plugin():
     )
     lines = [line for line in with_plugin.stderr.splitlines() if " | INFO | " not in line]
     assert with_plugin.returncode == 2 and lines == [
-        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'? "
+        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; did you mean "
+        "'cmlm_hybrid'? "
         "(--help lists the choices)"
     ]
     fairseq_alone = run(["fairseq-train", "data", "--task", "translatoin"], check=False, fresh=True)

@@ -182,14 +182,18 @@ def test_translation_trains_and_decodes_the_same_with_and_without_the_plugin(tmp
 
 def test_patches_off_changes_nothing_and_off_by_name_leaves_out_those():
     code = (
-        "import sys\nfrom fairseq import checkpoint_utils, options\nfrom fairseq.file_io import PathManager\n"
-        "before = (checkpoint_utils.load_checkpoint_to_cpu, PathManager.copy, options.parse_args_and_arch, "
+        "import sys\nfrom fairseq import checkpoint_utils, options\nfrom fairseq.file_io import "
+        "PathManager\n"
+        "before = (checkpoint_utils.load_checkpoint_to_cpu, PathManager.copy, "
+        "options.parse_args_and_arch, "
         "sys.excepthook)\n"
         "from fairseq_ext import plugin; plugin.load()\n"
-        "after = (checkpoint_utils.load_checkpoint_to_cpu, PathManager.copy, options.parse_args_and_arch, "
+        "after = (checkpoint_utils.load_checkpoint_to_cpu, PathManager.copy, "
+        "options.parse_args_and_arch, "
         "sys.excepthook)\n"
         "import torch, argparse\n"
-        "print([a is b for a, b in zip(before, after)], argparse.Namespace in torch.serialization.get_safe_globals())"
+        "print([a is b for a, b in zip(before, after)], argparse.Namespace in "
+        "torch.serialization.get_safe_globals())"
     )
     switches = ("", "off", "off:atomic-copy,allow-list")
     outputs = _together(
@@ -228,7 +232,8 @@ def test_no_row_replaces_a_module_object_or_shadows_a_builtin():
         "for p in fairseq_changes.PATCHES:\n"
         "    for owner, attribute in fairseq_changes._owners(p.target):\n"
         "        value = inspect.getattr_static(owner, attribute, vars(builtins).get(attribute))\n"
-        "        print(p.name, inspect.ismodule(value), getattr(builtins, attribute, None) is value)\n"
+        "        print(p.name, inspect.ismodule(value), getattr(builtins, attribute, None) is "
+        "value)\n"
     )
     out = _together({"check": [sys.executable, "-c", code]})["check"].splitlines()
     assert sorted({line.split()[0] for line in out}) == sorted(

@@ -241,7 +241,8 @@ OUT_OF_RANGE = {
         [
             (
                 "3",
-                "--mask-multiple-length is a masked_lm option that position_masked_lm does not support",
+                "--mask-multiple-length is a masked_lm option that position_masked_lm does not "
+                "support",
             )
         ],
     ),

@@ -193,7 +193,8 @@ SET_UP = (
     "plugin.load()\n"
     "from fairseq_ext.tasks.cmlm_hybrid import CMLMHybridConfig\n"
     "before = logging.getLogger('fairseq').level\n"
-    "config = CMLMHybridConfig(_name='cmlm_hybrid', data=sys.argv[1], source_lang='en', target_lang='de')\n"
+    "config = CMLMHybridConfig(_name='cmlm_hybrid', data=sys.argv[1], source_lang='en', "
+    "target_lang='de')\n"
     "tasks.setup_task(OmegaConf.structured(FairseqConfig(task=config)).task)\n"
     "print(before, logging.getLogger('fairseq').level)\n"
 )

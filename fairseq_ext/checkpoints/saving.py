@@ -112,5 +112,6 @@ def restore_last(save_dir: str, suffix: str = "") -> None:
         shutil.copyfile(found, tmp)
     os.replace(tmp, last)
     note(
-        f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in {save_dir}"
+        f"{why}: resuming from {os.path.basename(found)}, the newest complete checkpoint in "
+        f"{save_dir}"
     )

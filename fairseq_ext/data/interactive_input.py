@@ -23,7 +23,8 @@ def utf8_lines(stream, name: str) -> Iterator[str]:
             yield raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise FairseqExtError(
-                f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
+                f"{exc.start + 1}); "
                 "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8"
             ) from None
 
@@ -92,7 +93,8 @@ class InteractiveInputLines:
         for i, length in enumerate(int(n) for n in src_lengths):
             if length <= 1:  # only </s>
                 note(
-                    f"input line {first + i} is empty: skipped, nothing is printed for id {first + i - 1} "
+                    f"input line {first + i} is empty: skipped, nothing is printed for id "
+                    f"{first + i - 1} "
                     "(give one source sentence per line)"
                 )
                 empty.append(i)
