@@ -4,8 +4,8 @@ checkpoint with fairseq's ``sentence_prediction`` task, the kind of downstream e
 Wagner et al. 2020 ("Positional Masking for Language Models", section 5) judge position
 masking and the enhanced dropout gradient by.
 
-    python data_prep/glue.py --task CoLA --tokenizer HF_DIR --dict CONVERTED/dict.txt --out OUT [--local DIR]
-        [--train-limit N] [--max-tokens 62]
+    python data_prep/glue.py --task CoLA --tokenizer HF_DIR --dict CONVERTED/dict.txt --out OUT
+        [--local DIR] [--train-limit N] [--max-tokens 62]
 
 Input: ``train.tsv`` and ``dev.tsv`` of the task, tab-separated, one example a line, in
 either layout found in the wild, told apart by the file's first line:

@@ -48,8 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     total = len(full) - full.nspecial
     print(
         f"kept {len(kept)} of {total} tokens ({100.0 * len(kept) / max(1, total):.1f}%) in "
-        f"{args.out}"
-        + (f"; {outside} running tokens are not in {args.dict}" if outside else "")
+        f"{args.out}" + (f"; {outside} running tokens are not in {args.dict}" if outside else "")
     )
 
 

@@ -55,7 +55,7 @@ def train(args: argparse.Namespace) -> None:
 
 
 def _partial(path: str) -> str:
-    """``NAME.EXT`` -> ``NAME.partial-PID.EXT``, the name ``complete_files`` writes ``path`` under."""
+    """``NAME.EXT`` -> ``NAME.partial-PID.EXT``: where ``complete_files`` writes ``path``."""
     stem, ext = os.path.splitext(path)
     return f"{stem}.partial-{os.getpid()}{ext}"
 

@@ -4,7 +4,8 @@
 written order, or has a span of its words been shuffled?
 
     python data_prep/word_order.py --raw DIR --spm SPM.model --dict DICT.txt --out OUT [--span 4]
-    python data_prep/word_order.py --raw DIR --wordpiece CHECKPOINT_FOLDER --dict CONVERTED/dict.txt --out OUT
+    python data_prep/word_order.py --raw DIR --wordpiece CHECKPOINT_FOLDER --dict CONVERTED/dict.txt
+        --out OUT
 
 DIR holds ``train.txt`` and ``valid.txt`` as written by ``data_prep/wikitext2.sh`` (split by
 article, so no validation sentence was seen in pre-training). Headings (`` = Title = ``) are

@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Encode text with a converted checkpoint's own WordPiece tokenizer, and decode hypotheses.
 
-    python data_prep/wordpiece.py encode --tokenizer DIR [--input FILE] [--output FILE] [--max-tokens N]
+    python data_prep/wordpiece.py encode --tokenizer DIR [--input FILE] [--output FILE]
+        [--max-tokens N]
     python data_prep/wordpiece.py decode --tokenizer DIR [--input FILE] [--output FILE]
 
 BERT (Devlin et al. 2019, section 3) and the models built on its vocabulary (ProphetNet,
@@ -34,7 +35,8 @@ lines were cut.
 
 decode: joins the pieces as BERT does (a ``##`` piece glues to the previous one; the
 tokenizer's WordPiece decoder also removes the space before ``. , ? !``, "hello ," ->
-"hello,", but keeps "dog ' s", as transformers' own decode does). fairseq's own symbols (``<unk>``, ``<s>``, ``</s>``, ``<pad>``, ``<mask>``), which
+"hello,", but keeps "dog ' s", as transformers' own decode does). fairseq's own symbols
+(``<unk>``, ``<s>``, ``</s>``, ``<pad>``, ``<mask>``), which
 fairseq-generate may print, are dropped; the checkpoint's own special tokens ([UNK], [SEP],
 ...) are kept unless ``--drop-checkpoint-specials`` is given. Since BERT's normaliser
 lowercases (uncased checkpoints) and splits punctuation, score against references that went
@@ -152,7 +154,8 @@ def main(argv: list[str] | None = None) -> None:
         s.add_argument(
             "--tokenizer",
             required=True,
-            help="transformers checkpoint folder with tokenizer.json, vocab.txt or prophetnet.tokenizer",
+            help="transformers checkpoint folder with tokenizer.json, vocab.txt or "
+            "prophetnet.tokenizer",
         )
         s.add_argument("--input", help="input file (default: stdin), one sentence a line, UTF-8")
         s.add_argument("--output", help="output file (default: stdout)")
@@ -164,7 +167,8 @@ def main(argv: list[str] | None = None) -> None:
             s.add_argument(
                 "--drop-checkpoint-specials",
                 action="store_true",
-                help="also drop the checkpoint's special tokens ([CLS], [SEP], [PAD], [MASK], [UNK])",
+                help="also drop the checkpoint's special tokens "
+                "([CLS], [SEP], [PAD], [MASK], [UNK])",
             )
     args = p.parse_args(argv)
     if getattr(args, "max_tokens", None) is not None and args.max_tokens < 1:

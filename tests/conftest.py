@@ -161,8 +161,8 @@ def _close_zygote():
 
 
 def load_shipped_student(dict_dir: Path):
-    """``(model, task)``: the shipped quickstart student in float32, evaluation mode, its task set up
-    on a folder holding only the shipped dictionary."""
+    """``(model, task)``: the shipped quickstart student in float32, evaluation mode, its task set
+    up on a folder holding only the shipped dictionary."""
     from fairseq import checkpoint_utils
 
     from fairseq_ext import plugin
@@ -188,7 +188,8 @@ def read_sample(split: str, lang: str, n: int | None = None) -> list[str]:
 
 def save_tiny_bert(folder: Path, text: str) -> Path:
     """A random BertModel (1 layer of 32) saved as save_pretrained writes it into ``folder``, with
-    a vocab.txt of ``text``'s words, every character and its ## piece (so that no word becomes [UNK])."""
+    a vocab.txt of ``text``'s words, every character and its ## piece (so that no word becomes
+    [UNK])."""
     import transformers
 
     vocab_words = sorted(set(text.split()))

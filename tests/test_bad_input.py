@@ -1,10 +1,10 @@
-"""Bad input for every model family, in process (cheap): a checkpoint from another dictionary,
-other sizes or other layers, or a model of another family; empty, whitespace-only and
-over-long lines of raw text along the documented path (data_prep/spm.py encode ->
-fairseq-preprocess -> the task); a ``.bin`` shorter than its ``.idx``; examples longer than
-the model's positions at generation. Each is one ``FairseqExtError`` naming the problem and
-the fix. An empty line of interactive input is named on stderr and skipped. The command-line cases (wrong
-``--user-dir``, a corrupt or foreign checkpoint in a save dir) are in ``test_bad_input_cli.py``."""
+"""Bad input for every model family, in process (cheap): a checkpoint from another dictionary, other
+sizes or other layers, or a model of another family; empty, whitespace-only and over-long lines of
+raw text along the documented path (data_prep/spm.py encode -> fairseq-preprocess -> the task); a
+``.bin`` shorter than its ``.idx``; examples longer than the model's positions at generation. Each
+is one ``FairseqExtError`` naming the problem and the fix. An empty line of interactive input is
+named on stderr and skipped. The command-line cases (wrong ``--user-dir``, a corrupt or foreign
+checkpoint in a save dir) are in ``test_bad_input_cli.py``."""
 
 import logging
 import os
@@ -86,7 +86,8 @@ def test_checkpoint_from_another_dictionary_is_named(tmp_path, family, param, ro
 def test_checkpoint_with_another_embedding_dimension_names_it_not_the_dictionary(
     tmp_path, family, option, param
 ):
-    """Before: 'dictionary mismatch: ... has 6008 entries but the dictionary of the data has 6008'."""
+    """Before: 'dictionary mismatch: ... has 6008 entries but the dictionary of the data has
+    6008'."""
     folder = dict_folder(tmp_path, 30)
     wider = ["--encoder-embed-dim", "64"] + (
         ["--decoder-embed-dim", "64"] if family in ("hi_cmlm", "prophetnet") else []

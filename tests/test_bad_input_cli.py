@@ -1,12 +1,12 @@
-"""Bad input as the command line meets it: a wrong ``--user-dir`` (fairseq imports it before
-any plugin code runs; ``examples/`` answers for itself); a corrupt or foreign
-``checkpoint_last.pt`` in the save dir of a run that resumes (one clear line, a non-zero exit,
-and the save dir left as it was); a checkpoint of another family, a decoding option out of range
-and an incomplete ``.bin`` at generation.
-The paths a command is given, checked before any work with the shipped quickstart model
-(``fairseq_ext.fairseq_changes.preflight``): a missing checkpoint or ``--input``, a ``--results-path`` on a
-read-only mount or that is a file, a dictionary that a full disk cut (a small tmpfs that fills
-while fairseq-preprocess writes it), a missing or unreadable ``--sentencepiece-model``."""
+"""Bad input as the command line meets it: a wrong ``--user-dir`` (fairseq imports it before any
+plugin code runs; ``examples/`` answers for itself); a corrupt or foreign ``checkpoint_last.pt``
+in the save dir of a run that resumes (one clear line, a non-zero exit, and the save dir left as
+it was); a checkpoint of another family, a decoding option out of range and an incomplete
+``.bin`` at generation. The paths a command is given, checked before any work with the shipped
+quickstart model (``fairseq_ext.fairseq_changes.preflight``): a missing checkpoint or
+``--input``, a ``--results-path`` on a read-only mount or that is a file, a dictionary that a
+full disk cut (a small tmpfs that fills while fairseq-preprocess writes it), a missing or
+unreadable ``--sentencepiece-model``."""
 
 import os
 import re
@@ -263,7 +263,8 @@ def test_missing_or_unnamed_data_folder_is_one_line(task, arch, criterion, tmp_p
 
 
 def _quickstart(command, *extra):
-    """``command`` on the shipped model, its folder as the data folder (it holds the dictionaries)."""
+    """``command`` on the shipped model, its folder as the data folder (it holds the
+    dictionaries)."""
     return [
         command,
         MODEL,
@@ -326,7 +327,8 @@ def test_missing_interactive_input_is_one_line_before_the_model_loads(tmp_path):
 
 
 def test_results_path_on_a_read_only_mount_is_one_line(tmp_path):
-    """The mount itself and a folder to make on it; before: ``OSError: [Errno 30]`` from ``os.makedirs``."""
+    """The mount itself and a folder to make on it; before: ``OSError: [Errno 30]`` from
+    ``os.makedirs``."""
     with tmpfs(tmp_path / "ro", 1024, read_only=True) as ro:
         for results in (ro / "results", ro):
             proc = run(
@@ -375,7 +377,8 @@ def test_results_path_that_is_a_file_is_one_line(tmp_path):
 def test_dictionary_cut_by_a_full_disk_is_named(tmp_path):
     """fairseq-preprocess on a 48 KiB tmpfs runs out of space while it writes the 76 KB dictionary
     (``OSError: [Errno 28]``), leaving ``dict.en.txt`` cut mid-line; fairseq-generate on that folder
-    stopped with ``ValueError: Incorrect dictionary format ...`` and said nothing of the cut file."""
+    stopped with ``ValueError: Incorrect dictionary format ...`` and said nothing of the cut
+    file."""
     spm = tmp_path / "spm"
     spm.mkdir()
     for lang in ("en", "de"):
@@ -432,8 +435,10 @@ def test_dictionary_cut_by_a_full_disk_is_named(tmp_path):
             re.compile(
                 f"fairseq_ext: error: dictionary {re.escape(str(cut))} is cut short: its last "
                 f"line, line \\d+ '[^']*'"
-                r"( \(no count\))?, ends without a newline, as when fairseq-preprocess runs out of disk space while "
-                r"writing it\. Check the free disk space \(df -h\), then run fairseq-preprocess again into an empty "
+                r"( \(no count\))?, ends without a newline, as when fairseq-preprocess runs out of "
+                r"disk "
+                r"space while writing it\. Check the free disk space \(df -h\), then run "
+                r"fairseq-preprocess again into an empty "
                 r"--destdir"
             ),
         )

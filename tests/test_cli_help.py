@@ -1,8 +1,9 @@
 """``--help`` lists the options of the ``--task``, ``--arch`` and ``--criterion`` it is given
-(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and criterion, with the
-default the architecture gives it; the issue's command line through ``fairseq-train`` itself. A
-mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest registered name,
-exit status 2; every other error is argparse's own, and fairseq without the plugin is unchanged."""
+(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and criterion,
+with the default the architecture gives it; the issue's command line through ``fairseq-train``
+itself. A mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest
+registered name, exit status 2; every other error is argparse's own, and fairseq without the plugin
+is unchanged."""
 
 import itertools
 import re

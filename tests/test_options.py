@@ -344,7 +344,7 @@ def test_every_plugin_model_has_a_dataclass_config_and_its_command_line_is_that_
         config = model_config(cls)
         assert dataclasses.is_dataclass(config) and issubclass(config, FairseqDataclass), name
         assert _add_args_options(cls) == _dataclass_options(config), name
-    # the model that subclasses no argparse-configured fairseq model is registered with its config only
+    # the model that subclasses no argparse-configured fairseq model: registered with its config
     assert MODEL_DATACLASS_REGISTRY["unilm_transformer"] is model_config(
         models["unilm_transformer"]
     )
@@ -444,7 +444,7 @@ DECODING_CASES = [
 
 @pytest.fixture(scope="module")
 def built(folder):
-    """Each family's (task, model) built once for the decoding cases, which build only generators."""
+    """Each family's (task, model) built once for the decoding cases (they build generators)."""
     families: dict[str, tuple] = {}
 
     def get(family: str) -> tuple:

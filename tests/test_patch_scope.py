@@ -1,8 +1,9 @@
 """Whom the changes of ``fairseq_changes`` serve is decided from the task at hand, never from the
-command line (``fairseq_ext.fairseq_changes.patch_scope``): the same training through ``fairseq-train`` and
-through ``fairseq-hydra-train`` (the task in a config file, no ``--task`` anywhere) gets the same
-changes, and fairseq's own ``translation`` through ``fairseq-hydra-train`` gets none of them; a
-rank that fairseq spawns knows its command's task; with no task at hand the changes serve."""
+command line (``fairseq_ext.fairseq_changes.patch_scope``): the same training through
+``fairseq-train`` and through ``fairseq-hydra-train`` (the task in a config file, no ``--task``
+anywhere) gets the same changes, and fairseq's own ``translation`` through ``fairseq-hydra-train``
+gets none of them; a rank that fairseq spawns knows its command's task; with no task at hand the
+changes serve."""
 
 from __future__ import annotations
 
@@ -164,7 +165,8 @@ sys.argv = ["fairseq-train", "--task", "cmlm_hybrid"]  # read by nothing
 print(patch_scope.serves())  # no task at hand: the one default
 for task in ("translation", "cmlm_hybrid"):
     with patch_scope.serving(task):
-        print(task, patch_scope.serves(), patch_scope.serves("cmlm_hybrid"), patch_scope.serves("translation"))
+        print(task, patch_scope.serves(), patch_scope.serves("cmlm_hybrid"),
+              patch_scope.serves("translation"))
     os.environ["FAIRSEQ_EXT_PATCH_ALL"] = "1"
     with patch_scope.serving(task):
         print(task, "all", patch_scope.serves())
@@ -205,8 +207,10 @@ from fairseq_ext.fairseq_changes import patch_scope
 from tests.helpers.scope_probe import served_after_loading
 
 if __name__ == "__main__":
-    with multiprocessing.get_context("spawn").Pool(1) as pool:  # pickles main, as torch's spawn does
-        print(*(pool.apply(patch_scope.ForTask(served_after_loading, task)) for task in ("cmlm_hybrid", "translation")))
+    # pickles main, as torch's spawn does
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print(*(pool.apply(patch_scope.ForTask(served_after_loading, task))
+                for task in ("cmlm_hybrid", "translation")))
 """
 
 

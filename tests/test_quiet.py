@@ -1,8 +1,8 @@
-"""Quiet by default (``fairseq_ext.fairseq_changes.quiet``): the plugin's command lines, fairseq's commands of the
-plugin's tasks and the hub API print the results and the plugin's own messages, not fairseq's
-configuration and set-up log, Hydra's deprecation warnings or torch's ``pin_memory`` and
-autocast warnings; ``--verbose`` / ``verbose=True`` shows them. fairseq's own tasks print the
-same with the plugin loaded as without it. Python's warnings are on here (the other tests'
+"""Quiet by default (``fairseq_ext.fairseq_changes.quiet``): the plugin's command lines, fairseq's
+commands of the plugin's tasks and the hub API print the results and the plugin's own messages, not
+fairseq's configuration and set-up log, Hydra's deprecation warnings or torch's ``pin_memory`` and
+autocast warnings; ``--verbose`` / ``verbose=True`` shows them. fairseq's own tasks print the same
+with the plugin loaded as without it. Python's warnings are on here (the other tests'
 ``PYTHONWARNINGS=ignore`` is removed), and every command is a process of its own."""
 
 import logging

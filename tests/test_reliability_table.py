@@ -77,7 +77,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         "`--model-overrides` that is no Python literal dict (`{'copy_temperature': "
         "float('nan')}`, a list), a "
         "non-finite number (`1e999`), a key with no close option (`ngram`)",
-        '`--model-overrides "..." is not a Python literal (ValueError); give a dict of plain values ...`, `... must '
+        '`--model-overrides "..." is not a Python literal (ValueError); give a dict of plain '
+        "values ...`, `... must "
         "be a finite number, got inf`, no far-off guess (before: a traceback from "
         "`ast.literal_eval`, infinity "
         "accepted, `did you mean '_name'`)",
@@ -178,7 +179,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         ),
     ),
     (
-        'raw text given to the hub of a folder without a tokenizer (no `spm.model`): `translate(["A man ..."])`',
+        "raw text given to the hub of a folder without a tokenizer (no `spm.model`): "
+        '`translate(["A man ..."])`',
         "`translate: sentences[0] is raw text ('A man ...'), but this model was loaded without a "
         "tokenizer (no "
         "spm.model in its folder), so it takes sentencepiece pieces (e.g. '▁A ▁man ...'): put the "
@@ -298,7 +300,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         "`--source-lang`",
         "`DATA was binarized for a language model (dict.txt, no language); ... binarize it again "
         "with "
-        'fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same --source-lang` (before: "has 0 '
+        "fairseq-preprocess --only-source -s LANG (e.g. -s en) and give the same --source-lang` "
+        '(before: "has 0 '
         'dict.*.txt files; name the side with --source-lang", then "dict.en.txt does not exist")',
         ("test_traces.py::test_language_model_data_for_prophetnet_denoising_names_the_fix",),
     ),
@@ -377,7 +380,8 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         "user's file, before "
         "anything is made from it (before: `spm.py train` exited 0 with a U+FFFD piece in the "
         "vocabulary; the scripts "
-        'named a copy they had made, or "standard input"; `fairseq-preprocess` on such text ends in `ValueError: '
+        'named a copy they had made, or "standard input"; `fairseq-preprocess` on such text ends '
+        "in `ValueError: "
         "negative seek position -1`)",
         (
             "test_traces.py::test_spm_py_train_refuses_text_that_is_not_utf8_before_writing",
@@ -816,8 +820,7 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         (
             "test_length_offset.py::"
             "test_a_per_call_offset_that_empties_outputs_is_warned_with_their_share",
-            "test_length_offset.py::"
-            "test_fairseq_generate_notes_the_translations_an_offset_empties",
+            "test_length_offset.py::test_fairseq_generate_notes_the_translations_an_offset_empties",
             "test_hub_threads.py::test_a_per_call_length_offset_equals_the_load_time_one",
         ),
     ),

@@ -1,8 +1,8 @@
 """``fairseq-interactive`` input checked line by line for the plugin's sequence-to-sequence
 tasks: an empty line is answered with one line on stderr and skipped, a line the model cannot
 take ends the session with one clear error, as fairseq-generate does for a binarized split.
-``fairseq_changes`` makes fairseq-interactive (the plugin's tasks) name a line that is not UTF-8 (file and line number)
-instead of stopping with Python's ``UnicodeDecodeError``."""
+``fairseq_changes`` makes fairseq-interactive (the plugin's tasks) name a line that is not UTF-8
+(file and line number) instead of stopping with Python's ``UnicodeDecodeError``."""
 
 from __future__ import annotations
 
