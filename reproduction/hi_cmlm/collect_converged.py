@@ -67,7 +67,7 @@ def table_runs(kept_runs: list[dict]) -> dict:
 
 
 def status(kept_runs: list[dict], rows: list[str]) -> tuple[str, bool]:
-    """Which runs exist and how each stopped; whether every row has the seeds of a verdict."""
+    """Which runs exist and how each stopped; whether every row has enough seeds for a verdict."""
     lines, decided = [], True
     for row in rows:
         mine = [r for r in kept_runs if r["row"] == row]
