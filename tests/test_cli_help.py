@@ -206,3 +206,26 @@ def test_fairseq_train_mistyped_task_with_and_without_the_plugin():
     fairseq_alone = run(["fairseq-train", "data", "--task", "translatoin"], check=False, fresh=True)
     assert fairseq_alone.returncode == 2 and fairseq_alone.stderr.startswith("usage: fairseq-train")
     assert "invalid choice: 'translatoin' (choose from " in fairseq_alone.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("task", [e[1] for e in ENTRIES["Task"]])
+def test_a_missing_arch_is_one_line_naming_the_tasks_architectures(task, capsys):
+    from fairseq_ext.common.families import FAMILIES
+
+    code, err = parse_error(["data", "--task", task], capsys)
+    (family,) = [f for f in FAMILIES if task in f.tasks]
+    names = [a for m in family.models for a in ARCH_MODEL_INV_REGISTRY[m]]
+    assert code == 2 and err.endswith(
+        f": error: --arch is missing; the architectures of --task {task}: {', '.join(names)}\n"
+    ), err
+    assert len(err.splitlines()) == 1 and names
+
+
+def test_fairseq_train_without_arch_is_one_line():
+    proc = run(
+        ["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybrid"], check=False
+    )
+    lines = [line for line in proc.stderr.splitlines() if " | INFO | " not in line]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith("fairseq-train: error: --arch is missing; the architectures of ")
+    assert "hi_cmlm_transformer_tiny" in lines[0]
