@@ -7,8 +7,9 @@
 # translates line n of its --*-tgt file. L1 and L2 name the sides in the binary files (the
 # -s and -t of fairseq's commands). Training pairs with an empty side are dropped; the
 # validation and test pairs are kept as given (raw copies in OUT/raw/{valid,test}.L).
-# --vocab: the sentencepiece vocabulary of both sides together; a few thousand pairs hold
-#   no more than about 3000 pieces (1000 learns fastest), a million pairs 32000.
+# --vocab: one sentencepiece vocabulary for both sides; it must fit the text (3,000 Multi30k
+#   pairs hold at most 6154 pieces; a larger value is refused in one line naming what fits):
+#   1000 for a few thousand pairs (docs/own-corpus.md), 32000 for millions.
 source "$(dirname "$0")/common.sh"
 
 OUT="data/parallel" SRC="" TGT="" VOCAB=8000
