@@ -1,8 +1,9 @@
 """``--help`` lists the options of the ``--task``, ``--arch`` and ``--criterion`` it is given
-(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and criterion, with the
-default the architecture gives it; the issue's command line through ``fairseq-train`` itself. A
-mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest registered name,
-exit status 2; every other error is argparse's own, and fairseq without the plugin is unchanged."""
+(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and
+criterion, with the default the architecture gives it; the issue's command line through
+``fairseq-train`` itself. A mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming
+the closest registered name, exit status 2, and a missing ``--arch`` one line naming the task's
+architectures; every other error is argparse's own, and fairseq without the plugin is unchanged."""
 
 import itertools
 import re
@@ -107,7 +108,8 @@ def test_help_without_arch_lists_the_tasks_options_and_says_what_arch_adds(task,
     ]
     assert [f for f in wanted if f"{f} " not in text] == []
     assert text.endswith(
-        "The model's options are listed with --arch ARCH (the architectures: the --arch choices above)."
+        "The model's options are listed with --arch ARCH (the architectures: the --arch choices "
+        "above)."
     )
 
 
@@ -140,7 +142,8 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
         ),
         (
             ["--task", "cmlm_hybrid", "--arch", "hi_cmlm_tiny"],
-            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean 'hi_cmlm_transformer_tiny'?",
+            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; "
+            "did you mean 'hi_cmlm_transformer_tiny'?",
         ),
         (
             [
@@ -151,7 +154,8 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
                 "--criterion",
                 "ngram_languge_loss",
             ],
-            "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean 'ngram_language_loss'?",
+            "argument --criterion: invalid choice: 'ngram_languge_loss'; "
+            "did you mean 'ngram_language_loss'?",
         ),
         (
             ["--task", "cmlm_hybird", "--help"],
@@ -200,8 +204,8 @@ def test_fairseq_train_mistyped_task_with_and_without_the_plugin():
     )
     lines = [line for line in with_plugin.stderr.splitlines() if " | INFO | " not in line]
     assert with_plugin.returncode == 2 and lines == [
-        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; did you mean 'cmlm_hybrid'? "
-        "(--help lists the choices)"
+        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; "
+        "did you mean 'cmlm_hybrid'? (--help lists the choices)"
     ]
     fairseq_alone = run(["fairseq-train", "data", "--task", "translatoin"], check=False, fresh=True)
     assert fairseq_alone.returncode == 2 and fairseq_alone.stderr.startswith("usage: fairseq-train")
