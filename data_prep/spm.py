@@ -26,6 +26,7 @@ import errno
 import gzip
 import io
 import os
+import re
 import sys
 
 import sentencepiece as spm
@@ -34,24 +35,34 @@ import sentencepiece as spm
 def train(args: argparse.Namespace) -> None:
     check_files(args)
     with complete_files(f"{args.model}.vocab", f"{args.model}.model") as (_, model):
-        spm.SentencePieceTrainer.train(
-            input=",".join(args.files),
-            model_prefix=model[: -len(".model")],
-            vocab_size=args.vocab_size,
-            character_coverage=args.character_coverage,
-            model_type="unigram",
-            input_sentence_size=args.input_sentence_size,
-            shuffle_input_sentence=True,
-            num_threads=2,
-            bos_id=-1,
-            eos_id=-1,
-            unk_id=0,
-            pad_id=-1,
-            user_defined_symbols=args.user_defined_symbols.split(",")
-            if args.user_defined_symbols
-            else [],
-            minloglevel=2,
-        )
+        try:
+            spm.SentencePieceTrainer.train(
+                input=",".join(args.files),
+                model_prefix=model[: -len(".model")],
+                vocab_size=args.vocab_size,
+                character_coverage=args.character_coverage,
+                model_type="unigram",
+                input_sentence_size=args.input_sentence_size,
+                shuffle_input_sentence=True,
+                num_threads=2,
+                bos_id=-1,
+                eos_id=-1,
+                unk_id=0,
+                pad_id=-1,
+                user_defined_symbols=args.user_defined_symbols.split(",")
+                if args.user_defined_symbols
+                else [],
+                minloglevel=2,
+            )
+        except RuntimeError as exc:  # sentencepiece: "Vocabulary size too high (N). ... <= M"
+            most = re.search(r"Vocabulary size too high .*<= (\d+)", str(exc))
+            if most is None:
+                raise
+            sys.exit(
+                f"spm.py: error: --vocab {args.vocab_size} is more pieces than this training "
+                f"text holds; give --vocab {most.group(1)} or less (a few thousand sentence "
+                "pairs: about 1000)"
+            )
 
 
 def _partial(path: str) -> str:

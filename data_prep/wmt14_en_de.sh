@@ -8,6 +8,7 @@
 #   newstest2013.{en,de} (valid); --with-extra-dev adds news-test2008 .. newstest2011 as
 #   in-domain training pairs (newstest2012 is left out: it overlaps OpenNMT's valid set).
 #   No test split is read from DIR; decode newstest2013 there.
+# Other file names (your own corpus): data_prep/parallel.sh (docs/own-corpus.md).
 source "$(dirname "$0")/common.sh"
 
 LOCAL="" OUT="data/wmt14_en_de" VOCAB=32000 EXTRA=0

@@ -7,6 +7,7 @@
 #   newstest2016 (test), from statmt.org and OPUS.
 # --local DIR: a folder with train10k.europarl.{en,ro} (a 10k-pair sample of Europarl)
 #   and newsdev2016.{en,ro} (valid); no test split is read from it.
+# Other file names (your own corpus): data_prep/parallel.sh (docs/own-corpus.md).
 source "$(dirname "$0")/common.sh"
 
 LOCAL="" OUT="data/wmt16_en_ro" VOCAB=32000 ROARGS=()

@@ -1,9 +1,9 @@
 """``--help`` lists the options of the ``--task``, ``--arch`` and ``--criterion`` it is given
-(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and criterion,
-with the default the architecture gives it; the issue's command line through ``fairseq-train``
-itself. A mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming the closest
-registered name, exit status 2; every other error is argparse's own, and fairseq without the plugin
-is unchanged."""
+(``fairseq_ext.fairseq_changes.cli_help``): every option of every plugin model, task and
+criterion, with the default the architecture gives it; the issue's command line through
+``fairseq-train`` itself. A mistyped ``--task``, ``--arch`` or ``--criterion`` is one line naming
+the closest registered name, exit status 2, and a missing ``--arch`` one line naming the task's
+architectures; every other error is argparse's own, and fairseq without the plugin is unchanged."""
 
 import itertools
 import re
@@ -142,8 +142,8 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
         ),
         (
             ["--task", "cmlm_hybrid", "--arch", "hi_cmlm_tiny"],
-            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; did you mean "
-            "'hi_cmlm_transformer_tiny'?",
+            "argument --arch/-a: invalid choice: 'hi_cmlm_tiny'; "
+            "did you mean 'hi_cmlm_transformer_tiny'?",
         ),
         (
             [
@@ -154,8 +154,8 @@ def parse_error(argv: list[str], capsys) -> tuple[int, str]:
                 "--criterion",
                 "ngram_languge_loss",
             ],
-            "argument --criterion: invalid choice: 'ngram_languge_loss'; did you mean "
-            "'ngram_language_loss'?",
+            "argument --criterion: invalid choice: 'ngram_languge_loss'; "
+            "did you mean 'ngram_language_loss'?",
         ),
         (
             ["--task", "cmlm_hybird", "--help"],
@@ -204,10 +204,32 @@ def test_fairseq_train_mistyped_task_with_and_without_the_plugin():
     )
     lines = [line for line in with_plugin.stderr.splitlines() if " | INFO | " not in line]
     assert with_plugin.returncode == 2 and lines == [
-        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; did you mean "
-        "'cmlm_hybrid'? "
-        "(--help lists the choices)"
+        "fairseq-train: error: argument --task: invalid choice: 'cmlm_hybird'; "
+        "did you mean 'cmlm_hybrid'? (--help lists the choices)"
     ]
     fairseq_alone = run(["fairseq-train", "data", "--task", "translatoin"], check=False, fresh=True)
     assert fairseq_alone.returncode == 2 and fairseq_alone.stderr.startswith("usage: fairseq-train")
     assert "invalid choice: 'translatoin' (choose from " in fairseq_alone.stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("task", [e[1] for e in ENTRIES["Task"]])
+def test_a_missing_arch_is_one_line_naming_the_tasks_architectures(task, capsys):
+    from fairseq_ext.common.families import FAMILIES
+
+    code, err = parse_error(["data", "--task", task], capsys)
+    (family,) = [f for f in FAMILIES if task in f.tasks]
+    names = [a for m in family.models for a in ARCH_MODEL_INV_REGISTRY[m]]
+    assert code == 2 and err.endswith(
+        f": error: --arch is missing; the architectures of --task {task}: {', '.join(names)}\n"
+    ), err
+    assert len(err.splitlines()) == 1 and names
+
+
+def test_fairseq_train_without_arch_is_one_line():
+    proc = run(
+        ["fairseq-train", "data", "--user-dir", USER_DIR, "--task", "cmlm_hybrid"], check=False
+    )
+    lines = [line for line in proc.stderr.splitlines() if " | INFO | " not in line]
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith("fairseq-train: error: --arch is missing; the architectures of ")
+    assert "hi_cmlm_transformer_tiny" in lines[0]

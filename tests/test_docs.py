@@ -11,8 +11,8 @@ from tests.conftest import ROOT
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-# generated block -> (the page that holds it, the script or driver that writes it, how it names the
-# page)
+# generated block -> (the page that holds it, the script or driver that writes it, how it names
+# the page)
 GENERATED = {
     "table1": (
         "docs/results/hi-cmlm.md",
@@ -224,3 +224,25 @@ def test_every_script_a_user_runs_is_executable():
         if mode != "100755" and Path(path).name not in sourced
     ]
     assert not plain, "not executable in git (chmod +x, then git add): " + ", ".join(plain)
+
+
+COMMAND = re.compile(r"(?m)^\s*(fairseq-|python |bash |examples/|data_prep/|sacrebleu )")
+
+
+@pytest.mark.parametrize(
+    "page",
+    [p for p in PAGES if "results" not in p.parts],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
+def test_a_page_with_commands_says_to_activate_the_venv_before_them(page):
+    """After ``make quickstart`` a new shell has neither fairseq's commands nor the Python that
+    the data scripts need on ``PATH``: a page says ``source .venv/bin/activate`` before its
+    first command."""
+    text = page.read_text(encoding="utf-8")
+    first = next(
+        (m.start() for m in re.finditer(r"^```(?:bash|sh)\n(.*?)^```$", text, re.M | re.S)
+         if COMMAND.search(m.group(1))),
+        None,
+    )  # fmt: skip
+    if first is not None:
+        assert "source .venv/bin/activate" in text[: first + 200], page.relative_to(ROOT)

@@ -227,7 +227,7 @@ def test_no_row_replaces_a_module_object_or_shadows_a_builtin():
     the plugin changes it (not a builtin a module would shadow), and is no module."""
     code = (
         "import builtins, inspect, sys\n"
-        "import fairseq_cli.generate, fairseq_cli.interactive\n"
+        "import fairseq_cli.generate, fairseq_cli.interactive, fairseq_cli.train\n"
         "from fairseq_ext import fairseq_changes\n"
         "for p in fairseq_changes.PATCHES:\n"
         "    for owner, attribute in fairseq_changes._owners(p.target):\n"

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import ROOT, read_sample, script_env, write_lines
-
-# the tiny data sets, as fixtures
-from tests.test_user_scripts import gigaword, wikitext  # noqa: F401
+from tests.test_own_corpus import new_shell_env
+from tests.test_user_scripts import gigaword, wikitext  # noqa: F401  (the tiny data sets, as fixtures)
 
 README = ROOT / "README.md"
 MARK = re.compile(r"<!-- not run by tests/test_readme\.py( as written)?: (.+) -->")
@@ -78,6 +79,7 @@ def workspace(tmp_path_factory, request):
     folder = tmp_path_factory.mktemp("readme")
     for name in ("fairseq_ext", "data_prep", "examples"):
         (folder / name).symlink_to(ROOT / name)
+    (folder / ".venv").symlink_to(Path(sys.prefix))  # what make quickstart made
     local = {
         "multi30k": request.getfixturevalue("multi30k"),
         "gigaword": request.getfixturevalue("gigaword"),
@@ -93,9 +95,9 @@ def offline(code: str, local: dict) -> str:
     for line in code.splitlines():
         m = DATA_SCRIPT.match(line)
         assert m, f"a block marked as downloading holds {line!r}, which is no data script"
+        script, args = m.group(1), m.group(2)
         out.append(
-            f"bash data_prep/{m.group(1)}.sh {m.group(2)} --local {local[m.group(1)]} --vocab "
-            f"{TINY_VOCAB}"
+            f"bash data_prep/{script}.sh {args} --local {local[script]} --vocab {TINY_VOCAB}"
         )
     return "\n".join(out) + "\n"
 
@@ -164,6 +166,55 @@ def test_readme_block_runs(index, workspace):
     for earlier in range(index + 1):  # what a block reads, the blocks before it wrote
         if earlier not in workspace["ran"] and not (BLOCKS[earlier][1] and not BLOCKS[earlier][2]):
             run_block(earlier, workspace)
+
+
+ACTIVATE = "source .venv/bin/activate"
+
+
+def commands() -> list[str]:
+    """Every command of the README's bash blocks, its continuation lines joined."""
+    return [
+        line
+        for code, _, _ in BLOCKS
+        for line in code.replace("\\\n", " ").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+
+@pytest.mark.skipif(
+    not (Path(sys.prefix) / "bin" / "activate").is_file(), reason="not in a virtual environment"
+)
+def test_a_new_shell_finds_the_readmes_commands_after_its_activation(tmp_path):
+    """The README activates ``.venv`` before its first command that needs it; in a new shell
+    (the virtual environment's ``bin`` not on ``PATH``) that line makes every command of the
+    blocks, and the Python packages the data scripts import, those of ``.venv``."""
+    (first,) = [n for n, (code, _, _) in enumerate(BLOCKS) if code.startswith(ACTIVATE)]
+    assert all(why and not offline for _, why, offline in BLOCKS[:first]), "activate it first"
+    (tmp_path / ".venv").symlink_to(Path(sys.prefix))
+    names = ["python", "fairseq-train", "fairseq-generate", "fairseq-preprocess", "sacrebleu"]
+    firsts = {c.split()[0] if c.split()[0] != "bash" else c.split()[1] for c in commands()}
+    assert {"fairseq-train", "fairseq-generate", "data_prep/multi30k.sh"} <= firsts, firsts
+    proc = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", BLOCKS[first][0] + "command -v " + " ".join(names)
+         + "\npython -c 'import sentencepiece, fairseq, fairseq_ext'"],
+        cwd=tmp_path, capture_output=True, text=True, env=new_shell_env(),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    found = proc.stdout.split()  # activate names the folder it was made in: compare resolved
+    venv_bin = (tmp_path / ".venv" / "bin").resolve()
+    assert [Path(p).parent.resolve() for p in found] == [venv_bin] * len(names), found
+
+
+def test_blocks_log_progress_within_seconds_and_cap_decode_lengths():
+    """Every fairseq-train of the blocks logs every 10 updates or fewer (fairseq's default is
+    100: minutes of silence on a CPU); every beam search has a length cap (an undertrained model
+    decodes up to fairseq's default of 200 tokens a sentence)."""
+    for command in commands():
+        if command.startswith("fairseq-train "):
+            interval = re.search(r"--log-interval (\d+)", command)
+            assert interval and int(interval.group(1)) <= 10, command
+        if command.startswith("fairseq-generate ") and "--beam " in command:
+            assert re.search(r"--max-len-b \d+", command), command
 
 
 def test_results_summary_quotes_only_numbers_its_pages_hold():

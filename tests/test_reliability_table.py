@@ -919,6 +919,34 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         ("test_interrupted_commands.py::test_ctrl_c_ends_the_command_quietly_with_status_130",),
     ),
     (
+        "Ctrl-C during `fairseq-train` of a plugin task (one process)",
+        "the update under way ends, `checkpoint_last.pt` is saved at it, one line says "
+        "`interrupted by Ctrl-C after update N: saved DIR/checkpoint_last.pt; the same command "
+        "resumes from it`, status 130 without a traceback; a second Ctrl-C stops at once, saving "
+        "nothing (before: it ended at once and silently, every update since the last save lost)",
+        (
+            "test_ctrl_c_training.py::"
+            "test_ctrl_c_saves_the_last_update_and_the_same_command_resumes",
+        ),
+    ),
+    (
+        "`fairseq-train --task cmlm_hybrid` (any plugin task) without `--arch`",
+        "one line, exit 2: `--arch is missing; the architectures of --task cmlm_hybrid: "
+        "hi_cmlm_transformer, ...` (before: a 20-line traceback ending in a bare `RuntimeError`)",
+        (
+            "test_cli_help.py::test_a_missing_arch_is_one_line_naming_the_tasks_architectures",
+            "test_cli_help.py::test_fairseq_train_without_arch_is_one_line",
+        ),
+    ),
+    (
+        "a data script's `--vocab` larger than its training text holds (`--vocab 32000` on "
+        "3,000 pairs)",
+        "one line: `spm.py: error: --vocab 32000 is more pieces than this training text holds; "
+        "give --vocab 6154 or less ...`, nothing binarized (before: sentencepiece's traceback, "
+        "`Vocabulary size too high`)",
+        ("test_own_corpus.py::test_parallel_refuses_bad_input_in_one_line",),
+    ),
+    (
         "SIGKILL during training, then the same command again",
         "resumes from `checkpoint_last.pt`: parameters, Adam "
         "moments, learning rate and scheduler equal an uninterrupted run",

@@ -221,6 +221,20 @@ PATCHES: tuple[Patch, ...] = (
         scoped=False,
     ),
     Patch(
+        "save-on-ctrl-c",
+        "fairseq_cli.train.validate_and_save",
+        "the first Ctrl-C in fairseq-train ends the update under way, saves the checkpoints "
+        "fairseq saves mid-epoch (`checkpoint_last.pt`) and says so and that the same command "
+        "resumes from it, then ends as Ctrl-C does (status 130); a second Ctrl-C stops at once. "
+        "fairseq ended at once, saving nothing and saying nothing (every update since the last "
+        "save lost). A training of one process only: the ranks of a distributed one would stop "
+        "at different updates. No hook: fairseq calls this after every update, with the trainer "
+        "and the epoch iterator that a save needs, and nothing of the task runs there",
+        "fairseq 0.12",
+        PLUGIN_TASKS,
+        _wrapped_by("fairseq_ext.fairseq_changes.interrupt:saving_on_ctrl_c"),
+    ),
+    Patch(
         "interactive-utf8",
         "fairseq_cli.interactive.buffered_read",
         "input that is not UTF-8 is named by file and line, not a `UnicodeDecodeError`. No hook: "

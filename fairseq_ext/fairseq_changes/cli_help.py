@@ -129,7 +129,12 @@ def help_after_first_pass(original):
 def _parse(original, parser, input_args, parse_known, suppress_defaults, modify_parser, argv):
     """fairseq's two passes; with ``-h``/``--help``, the help where the second would begin."""
     if not any(a in HELP for a in argv):
-        return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        try:
+            return original(parser, input_args, parse_known, suppress_defaults, modify_parser)
+        except RuntimeError:  # fairseq's bare one: a command with model options and no --arch
+            if _given(argv)["--arch"] is not None:
+                raise
+            parser.exit(2, f"{parser.prog}: error: {missing_arch(_given(argv)['--task'])}\n")
     passes = []
 
     def print_help_before_second_pass(p):
@@ -147,6 +152,20 @@ def _parse(original, parser, input_args, parse_known, suppress_defaults, modify_
         if len(passes) != 1:
             raise
         _print_help_without_arch(passes[0], without_help)
+
+
+def missing_arch(task: Optional[str]) -> str:
+    """The line for a command without ``--arch``: the architectures of ``task``'s family (every
+    registered one for a task of no family)."""
+    from fairseq.models import ARCH_MODEL_INV_REGISTRY
+
+    from fairseq_ext.common.families import FAMILIES
+
+    models = next((f.models for f in FAMILIES if task in f.tasks), ())
+    names = [a for m in models for a in ARCH_MODEL_INV_REGISTRY.get(m, ())]
+    if names:
+        return f"--arch is missing; the architectures of --task {task}: {', '.join(names)}"
+    return "--arch is missing (--help lists the architectures)"
 
 
 def _print_help_without_arch(parser: argparse.ArgumentParser, argv: list[str]) -> None:

@@ -1,0 +1,80 @@
+"""The ``save-on-ctrl-c`` row: the first Ctrl-C in fairseq-train ends the update under way, saves
+``checkpoint_last.pt`` and says how to resume; a second Ctrl-C stops at once, as fairseq did."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+
+
+class _CtrlC:
+    """SIGINT while training: the first sets ``requested`` (and gives SIGINT back to Python), so
+    that the loop stops where fairseq stops for ``--max-update``."""
+
+    requested = False
+    listening = False
+
+    @classmethod
+    def listen(cls, world_size: int) -> None:
+        """Catch the first SIGINT, in the main thread of a training of one process (the ranks of
+        a distributed training would stop at different updates and wait for each other)."""
+        if (
+            cls.listening
+            or world_size > 1
+            or threading.current_thread() is not threading.main_thread()
+        ):
+            return
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return
+        signal.signal(signal.SIGINT, cls._first)
+        cls.listening = True
+
+    @classmethod
+    def _first(cls, signum, frame) -> None:
+        cls.requested = True
+        cls.stop_listening()
+        sys.stderr.write(
+            "\nCtrl-C: stopping after this update and saving checkpoint_last.pt "
+            "(Ctrl-C again stops at once, saving nothing)\n"
+        )
+        sys.stderr.flush()
+
+    @classmethod
+    def stop_listening(cls) -> None:
+        if cls.listening:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            cls.listening = False
+
+
+def saving_on_ctrl_c(original):
+    """``fairseq_cli.train.validate_and_save``, which fairseq-train calls after every update: once
+    Ctrl-C was pressed, save the checkpoints fairseq saves mid-epoch (``checkpoint_last.pt``;
+    nothing with ``--no-save``), say what was saved and how to resume, and end as Ctrl-C ends
+    a command (``KeyboardInterrupt``: status 130, no traceback for the plugin's tasks)."""
+    from fairseq import checkpoint_utils
+
+    def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
+        _CtrlC.listen(cfg.distributed_training.distributed_world_size)
+        if not _CtrlC.requested:
+            valid_losses, should_stop = original(
+                cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch
+            )
+            if should_stop:
+                _CtrlC.stop_listening()
+            if should_stop or not _CtrlC.requested:
+                return valid_losses, should_stop
+        saved = checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, None)
+        last = os.path.join(cfg.checkpoint.save_dir, "checkpoint_last.pt")
+        if saved is None and not cfg.checkpoint.no_save and os.path.isfile(last):
+            saved = last  # fairseq releases whose save_checkpoint returns nothing
+        said = f"interrupted by Ctrl-C after update {trainer.get_num_updates()}: " + (
+            f"saved {saved}; the same command resumes from it"
+            if saved is not None
+            else "nothing saved (--no-save)"
+        )
+        sys.stderr.write(f"fairseq-train: {said}\n")
+        raise KeyboardInterrupt
+
+    return validate_and_save
