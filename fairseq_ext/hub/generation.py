@@ -15,9 +15,10 @@ options and decoding state are its own, so threads may share one loaded model
   decoder input (Wang et al. 2021, section 3.2): ``passes`` decoder passes (fairseq's
   ``--iter-decode-max-iter passes - 1``), ``length_beam`` length candidates
   (``--iter-decode-with-beam``), ``force_passes`` (``--iter-decode-force-max-iter``), and the
-  ``strategy`` that fills the masked slots (``--model-overrides "{'hybrid_strategy': ...}"``)
-  and the ``length_offset`` added to the predicted lengths (``--length-offset``), these two for
-  the call alone (``decoding_call.decoding_call``).
+  ``strategy`` that fills the masked slots (``--model-overrides "{'hybrid_strategy': ...}"``),
+  the ``length_offset`` added to the predicted lengths (``--length-offset``) and
+  ``remove_repeats`` (``--remove-repeats``), these three for the call alone
+  (``decoding_call.decoding_call``).
 * ``Seq2SeqHubInterface.summarize`` (ProphetNet, Qi et al. 2020; UniLM, Su 2019): beam search
   with fairseq's options by name (``beam``, ``lenpen``, ``max_len_b``, ``min_len``,
   ``no_repeat_ngram_size``, ...).
@@ -118,6 +119,10 @@ class HICMLMHubInterface(TextGenerator):
     # fairseq's own defaults (11 passes, length beam 1) give the shipped student "Eine Frau singt
     # singt." for "A woman sings."
     DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
+    # the length offset and the removal of consecutive repeated tokens that from_pretrained sets
+    # where it is not given them: chosen together on Multi30k val for the shipped student
+    # (reproduction/hi_cmlm/remove_repeats.json, docs/results/hi-cmlm.md)
+    DEFAULT_DECODING = {"length_offset": 3, "remove_repeats": True}
 
     def input_limit(self) -> tuple[int, str]:
         """The source positions, and at most the 255 tokens the length predictor can give the
@@ -136,6 +141,7 @@ class HICMLMHubInterface(TextGenerator):
         length_beam: int | None = None,
         strategy: str | None = None,
         length_offset: int | None = None,
+        remove_repeats: bool | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
         too_long: str = "error",
@@ -144,8 +150,9 @@ class HICMLMHubInterface(TextGenerator):
     ):
         """Translate a sentence (``str``) or a list of them. Unset arguments keep what
         ``from_pretrained`` was given, else ``DEFAULT_GENERATION`` (10 passes, length beam 3), else
-        the checkpoint's saved configuration; ``passes`` at most ``MAX_PASSES``; ``strategy`` and
-        ``length_offset`` (``--length-offset``) for this call alone; ``allow_empty`` and
+        the checkpoint's saved configuration; ``passes`` at most ``MAX_PASSES``; ``strategy``,
+        ``length_offset`` (``--length-offset``) and ``remove_repeats`` (``--remove-repeats``:
+        drop each output token equal to the one before it) for this call alone; ``allow_empty`` and
         ``too_long``: module docstring; ``options`` are further generation options by fairseq
         name. A negative offset that leaves outputs empty is warned about with their share."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
@@ -177,8 +184,18 @@ class HICMLMHubInterface(TextGenerator):
             f"{', '.join(HYBRID_STRATEGIES)}",
         )
         self._check_length_offset(length_offset)
-        arguments = (*HICMLM_ARGUMENTS, "strategy", "length_offset", *CALL_ARGUMENTS)
-        with decoding_call(strategy, length_offset):
+        require(
+            remove_repeats is None or isinstance(remove_repeats, bool),
+            f"translate: remove_repeats must be True or False, got {remove_repeats!r}",
+        )
+        arguments = (
+            *HICMLM_ARGUMENTS,
+            "strategy",
+            "length_offset",
+            "remove_repeats",
+            *CALL_ARGUMENTS,
+        )
+        with decoding_call(strategy, length_offset, remove_repeats):
             outputs = self.generate_text(
                 "translate",
                 sentences,

@@ -172,7 +172,8 @@ def from_pretrained(
     device=None,
     verbose: bool = False,
     int8_decoding: bool = False,
-    length_offset: int = 0,
+    length_offset: int | None = None,
+    remove_repeats: bool | None = None,
     **overrides,
 ):
     """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
@@ -183,7 +184,9 @@ def from_pretrained(
     ``batch_size``/``max_tokens`` for batching, or model options (``hybrid_strategy``) as with
     ``--model-overrides``. ``int8_decoding``: mask-predict with int8 weights on the CPU
     (``--int8-decoding``, converted here), ``length_offset``: tokens added to each predicted length
-    (``--length-offset``; ``translate`` takes one per call too); ``cmlm_hybrid`` checkpoints
+    (``--length-offset``), ``remove_repeats``: drop each output token equal to the one before it
+    (``--remove-repeats``); ``translate`` takes these two per call too, and unset they are the
+    interface's ``DEFAULT_DECODING`` (chosen on Multi30k val); ``cmlm_hybrid`` checkpoints
     only. The dictionaries must be those the checkpoint records (as ``fairseq-interactive``
     checks them). fairseq's INFO log and Hydra's and torch's deprecation warnings are hidden from
     then on unless ``verbose`` (``fairseq_ext.fairseq_changes.quiet.hush``)."""
@@ -249,7 +252,13 @@ def from_pretrained(
     for option, value in getattr(interface, "DEFAULT_GENERATION", {}).items():
         if option not in overrides:  # the family's decoding defaults, unless given here
             interface.cfg.generation[option] = value
-    decoding = {"int8_decoding": int8_decoding, "length_offset": length_offset}
+    require(
+        remove_repeats is None or isinstance(remove_repeats, bool),
+        f"from_pretrained: remove_repeats must be True or False, got {remove_repeats!r}",
+    )
+    given = {"length_offset": length_offset, "remove_repeats": remove_repeats}
+    decoding = {"int8_decoding": int8_decoding, **getattr(interface, "DEFAULT_DECODING", {})}
+    decoding.update((k, v) for k, v in given.items() if v is not None)  # given wins
     for option, value in decoding.items():
         if value:
             require(
