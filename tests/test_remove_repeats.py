@@ -1,8 +1,9 @@
-"""Removal of consecutive repeated tokens after mask-predict (``--remove-repeats``,
-``remove_repeats``; docs/results/hi-cmlm.md): it removes exactly the consecutive duplicates
-(against itertools.groupby on random sequences), fairseq-generate and the Python API agree, a
-per-call choice holds for its thread alone, and the hub's, ``make quickstart``'s defaults are the
-ones ``reproduction/hi_cmlm/remove_repeats.json`` chose on Multi30k val."""
+"""Removal of consecutive repeats after mask-predict (``--remove-repeats N``, ``remove_repeats``;
+docs/results/hi-cmlm.md): it removes exactly the consecutive duplicates (N = 1, against
+itertools.groupby on random sequences) and the repeated spans of up to N tokens (against a
+rewrite of the sequence by regular expressions), fairseq-generate and the Python API agree, a
+per-call choice holds for its thread alone, and the hub's and ``make quickstart``'s defaults are
+the ones ``reproduction/hi_cmlm/remove_repeats.json`` chose on Multi30k val."""
 
 import itertools
 import json
@@ -48,8 +49,47 @@ def test_removes_exactly_the_consecutive_duplicates():
         assert hypo["tokens"] is tokens and len(tokens) == n  # the input is left as it was
 
 
+def spans_removed(tokens: list[int], span: int) -> list[int]:
+    """An independent reference: the sequence as text, one character a token, rewritten left to
+    right, each prefix's repeated tail span (shortest first) cut with a regular expression."""
+    text = ""
+    for token in tokens:
+        text += chr(ord("a") + token)
+        while True:
+            for n in range(1, span + 1):
+                if re.search(rf"(.{{{n}}})\1$", text):
+                    text = text[:-n]
+                    break
+            else:
+                break
+    return [ord(c) - ord("a") for c in text]
+
+
+def test_removes_exactly_the_repeated_spans_of_up_to_n_tokens():
+    generator = torch.Generator().manual_seed(1)
+    for span in (2, 3):
+        for _ in range(300):
+            n = int(torch.randint(1, 30, (1,), generator=generator))
+            tokens = torch.randint(0, 3, (n,), generator=generator)
+            scores = torch.randn(n, generator=generator)
+            out = remove_consecutive_repeats(
+                {"tokens": tokens, "positional_scores": scores, "score": 0.0}, span
+            )
+            assert out["tokens"].tolist() == spans_removed(tokens.tolist(), span)
+            kept = out["tokens"].tolist()
+            assert not any(
+                kept[i : i + k] == kept[i + k : i + 2 * k]
+                for k in range(1, span + 1)
+                for i in range(len(kept) - 2 * k + 1)
+            )
+            # the kept scores are those of kept positions, in order
+            positions = [scores.tolist().index(x) for x in out["positional_scores"].tolist()]
+            assert positions == sorted(positions)
+            assert [tokens[i].item() for i in positions] == kept
+
+
 def test_fairseq_generate_and_the_api_remove_the_same_repeats(quickstart, quickstart_test_set):
-    """``--remove-repeats`` and ``remove_repeats=True`` give the same outputs, which differ from
+    """``--remove-repeats 2`` and ``remove_repeats=2`` give the same outputs, which differ from
     the outputs without it where those repeat a word, and repeat fewer words."""
     src, data = quickstart_test_set
     cli = [
@@ -78,10 +118,10 @@ def test_fairseq_generate_and_the_api_remove_the_same_repeats(quickstart, quicks
         "--post-process",
         "sentencepiece",
     ]
-    removed = detokenized(run([*cli, "--remove-repeats"]).stdout)
+    removed = detokenized(run([*cli, "--remove-repeats", "2"]).stdout)
     kept = detokenized(run(cli).stdout)
-    assert quickstart.translate(src, length_offset=2, remove_repeats=True) == removed
-    assert quickstart.translate(src, length_offset=2, remove_repeats=False) == kept
+    assert quickstart.translate(src, length_offset=2, remove_repeats=2) == removed
+    assert quickstart.translate(src, length_offset=2, remove_repeats=0) == kept
     assert repeating(removed) < repeating(kept)
     assert (
         quickstart.task.cfg.remove_repeats == HICMLMHubInterface.DEFAULT_DECODING["remove_repeats"]
@@ -91,24 +131,28 @@ def test_fairseq_generate_and_the_api_remove_the_same_repeats(quickstart, quicks
 def test_a_per_call_choice_holds_for_its_thread_alone(quickstart):
     sources = read_sample("test", "en", 40)
     calls = [
-        lambda: quickstart.translate(sources[:20], length_offset=2, remove_repeats=True),
-        lambda: quickstart.translate(sources[:20], length_offset=2, remove_repeats=False),
-        lambda: quickstart.translate(sources[20:], passes=4, remove_repeats=False),
-        lambda: quickstart.translate(sources[20:], passes=4, remove_repeats=True),
+        lambda: quickstart.translate(sources[:20], length_offset=2, remove_repeats=2),
+        lambda: quickstart.translate(sources[:20], length_offset=2, remove_repeats=0),
+        lambda: quickstart.translate(sources[20:], passes=4, remove_repeats=0),
+        lambda: quickstart.translate(sources[20:], passes=4, remove_repeats=2),
     ]
     on, off = calls[0](), calls[1]()
     assert on != off and repeating(on) < repeating(off)
     assert_concurrent_equals_sequential(calls)
-    loaded = hub.from_pretrained(MODEL, length_offset=2, remove_repeats=False)
+    loaded = hub.from_pretrained(MODEL, length_offset=2, remove_repeats=0)
     assert loaded.translate(sources[:20]) == off
-    assert loaded.translate(sources[:20], remove_repeats=True) == on
+    assert loaded.translate(sources[:20], remove_repeats=2) == on
 
 
 def test_a_value_that_is_not_a_bool_is_one_error(quickstart):
-    with pytest.raises(FairseqExtError, match="translate: remove_repeats must be True or False"):
-        quickstart.translate("A dog runs.", remove_repeats="yes")
-    with pytest.raises(FairseqExtError, match="from_pretrained: remove_repeats must be True or"):
-        hub.from_pretrained(MODEL, remove_repeats=1)
+    with pytest.raises(
+        TypeError, match=r"translate: remove_repeats must be an integer in \[0, 8\]"
+    ):
+        quickstart.translate("A dog runs.", remove_repeats=True)
+    with pytest.raises(FairseqExtError, match=r"remove_repeats must be in \[0, 8\], got 9"):
+        quickstart.translate("A dog runs.", remove_repeats=9)
+    with pytest.raises(TypeError, match="from_pretrained: remove_repeats must be an integer"):
+        hub.from_pretrained(MODEL, remove_repeats="2")
 
 
 def test_the_defaults_are_those_chosen_on_validation(quickstart):
@@ -127,19 +171,14 @@ def test_the_defaults_are_those_chosen_on_validation(quickstart):
     ]
     fit = [r for r in here if r["repeated_share"] <= 0.03]
     assert chosen == max(fit, key=lambda r: r["bleu"])
-    offset_2 = next(r for r in here if (r["length_offset"], r["remove_repeats"]) == (2, "off"))
+    offset_2 = next(r for r in here if (r["length_offset"], r["remove_repeats"]) == (2, 0))
     assert chosen["bleu"] >= offset_2["bleu"]
-    defaults = {
-        "length_offset": chosen["length_offset"],
-        "remove_repeats": chosen["remove_repeats"] == "tokens",
-    }
+    defaults = {k: chosen[k] for k in ("length_offset", "remove_repeats")}
     assert HICMLMHubInterface.DEFAULT_DECODING == defaults
     assert quickstart.task.cfg.length_offset == defaults["length_offset"]
     assert quickstart.task.cfg.remove_repeats == defaults["remove_repeats"]
     script = (ROOT / "examples" / "quickstart" / "run.sh").read_text(encoding="utf-8")
-    flags = f"--length-offset {defaults['length_offset']}" + (
-        " --remove-repeats" if defaults["remove_repeats"] else ""
-    )
+    flags = f"--length-offset {chosen['length_offset']} --remove-repeats {chosen['remove_repeats']}"
     assert f"--iter-decode-max-iter {passes - 1} --iter-decode-with-beam {beam}" in script
     assert flags in script
 
@@ -150,5 +189,5 @@ def test_the_defaults_repeat_few_words_on_the_test_sample(quickstart):
     src = read_sample("test", "en", 100)
     assert repeating(read_sample("test", "de", 100)) == 0
     default = repeating(quickstart.translate(src))
-    plain = repeating(quickstart.translate(src, length_offset=2, remove_repeats=False))
+    plain = repeating(quickstart.translate(src, length_offset=2, remove_repeats=0))
     assert default <= 3 < plain, (default, plain)

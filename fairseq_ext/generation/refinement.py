@@ -1,7 +1,7 @@
 """Mask-predict with a length beam for task ``cmlm_hybrid`` (Ghazvininejad et al. 2019,
 section 3): ``lean_mask_predict`` where it applies, else fairseq's ``IterativeRefinementGenerator``
 over the model's ``forward_decoder`` with three of its bugs fixed (``_RefinementModel``); then,
-if asked, consecutive repeated tokens are removed from the outputs (``repeats``)."""
+if asked, consecutive repeats of up to N tokens are removed from the outputs (``repeats``)."""
 
 from __future__ import annotations
 
@@ -67,14 +67,15 @@ class _RefinementModel:
 class MaskPredictGenerator(IterativeRefinementGenerator):
     """fairseq's generator for one CMLM model (its options and its H/D/P, I and E lines);
     ``lean``: decode with ``lean_mask_predict`` (``lean_mask_predict.applies``);
-    ``remove_repeats``: remove consecutive repeated tokens from each output after the last pass
-    (``--remove-repeats``; a Python API call may choose otherwise, ``decoding_call``)."""
+    ``remove_repeats``: remove consecutive repeats of up to that many tokens from each output
+    after the last pass (``--remove-repeats``, 0: none; a Python API call may choose otherwise,
+    ``decoding_call``)."""
 
     # On the CPU, a batch of more sentences decodes as sub-batches of this many sentences of
     # similar source length (``_length_sorted``), the hypotheses returned in the batch's order.
     cpu_chunk = 16
 
-    def __init__(self, tgt_dict, lean: bool = False, remove_repeats: bool = False, **kwargs):
+    def __init__(self, tgt_dict, lean: bool = False, remove_repeats: int = 0, **kwargs):
         super().__init__(tgt_dict, **kwargs)
         self.lean = lean
         self.remove_repeats = remove_repeats
@@ -108,8 +109,9 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             for rows, part in self._length_sorted(sample):
                 for row, hypos in zip(rows, self._decode(model, part), strict=True):
                     finalized[row] = hypos
-        if call_remove_repeats(self.remove_repeats):
-            return [[remove_consecutive_repeats(hypo) for hypo in hypos] for hypos in finalized]
+        span = call_remove_repeats(self.remove_repeats)
+        if span:
+            return [[remove_consecutive_repeats(h, span) for h in hypos] for hypos in finalized]
         return finalized
 
     def _length_sorted(self, sample: dict):

@@ -122,7 +122,7 @@ class HICMLMHubInterface(TextGenerator):
     # the length offset and the removal of consecutive repeated tokens that from_pretrained sets
     # where it is not given them: chosen together on Multi30k val for the shipped student
     # (reproduction/hi_cmlm/remove_repeats.json, docs/results/hi-cmlm.md)
-    DEFAULT_DECODING = {"length_offset": 3, "remove_repeats": True}
+    DEFAULT_DECODING = {"length_offset": 3, "remove_repeats": 3}
 
     def input_limit(self) -> tuple[int, str]:
         """The source positions, and at most the 255 tokens the length predictor can give the
@@ -141,7 +141,7 @@ class HICMLMHubInterface(TextGenerator):
         length_beam: int | None = None,
         strategy: str | None = None,
         length_offset: int | None = None,
-        remove_repeats: bool | None = None,
+        remove_repeats: int | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
         too_long: str = "error",
@@ -151,8 +151,8 @@ class HICMLMHubInterface(TextGenerator):
         """Translate a sentence (``str``) or a list of them. Unset arguments keep what
         ``from_pretrained`` was given, else ``DEFAULT_GENERATION`` (10 passes, length beam 3), else
         the checkpoint's saved configuration; ``passes`` at most ``MAX_PASSES``; ``strategy``,
-        ``length_offset`` (``--length-offset``) and ``remove_repeats`` (``--remove-repeats``:
-        drop each output token equal to the one before it) for this call alone; ``allow_empty`` and
+        ``length_offset`` (``--length-offset``) and ``remove_repeats`` (``--remove-repeats N``:
+        drop each repeat of up to N tokens; 0: none) for this call alone; ``allow_empty`` and
         ``too_long``: module docstring; ``options`` are further generation options by fairseq
         name. A negative offset that leaves outputs empty is warned about with their share."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
@@ -183,11 +183,8 @@ class HICMLMHubInterface(TextGenerator):
             f"translate: strategy {strategy!r} is unknown; choose one of "
             f"{', '.join(HYBRID_STRATEGIES)}",
         )
-        self._check_length_offset(length_offset)
-        require(
-            remove_repeats is None or isinstance(remove_repeats, bool),
-            f"translate: remove_repeats must be True or False, got {remove_repeats!r}",
-        )
+        self.check_integer("translate", "length_offset", length_offset)
+        self.check_integer("translate", "remove_repeats", remove_repeats)
         arguments = (
             *HICMLM_ARGUMENTS,
             "strategy",
@@ -209,22 +206,19 @@ class HICMLMHubInterface(TextGenerator):
         self._warn_emptied(sentences, outputs, length_offset)
         return outputs
 
-    def _check_length_offset(self, length_offset) -> None:
-        """``length_offset`` None, or an integer in ``--length-offset``'s range."""
-        if length_offset is None:
+    def check_integer(self, method: str, name: str, value) -> None:
+        """``value`` None, or an integer in the range of the task's option ``name``."""
+        if value is None:
             return
         bounds = {f.name: f for f in fields(getattr(type(self.task), "__dataclass"))}[
-            "length_offset"
+            name
         ].metadata["range"]
-        if not isinstance(length_offset, int) or isinstance(length_offset, bool):
+        if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(
-                f"translate: length_offset must be an integer {bounds}, got "
-                f"{type(length_offset).__name__} {length_offset!r}"
+                f"{method}: {name} must be an integer {bounds}, got "
+                f"{type(value).__name__} {value!r}"
             )
-        require(
-            length_offset in bounds,
-            f"translate: length_offset must be {bounds}, got {length_offset}",
-        )
+        require(value in bounds, f"{method}: {name} must be {bounds}, got {value}")
 
     def _warn_emptied(self, sentences, outputs, length_offset) -> None:
         """A warning with the share of non-empty inputs whose translation came out empty, where

@@ -173,7 +173,7 @@ def from_pretrained(
     verbose: bool = False,
     int8_decoding: bool = False,
     length_offset: int | None = None,
-    remove_repeats: bool | None = None,
+    remove_repeats: int | None = None,
     **overrides,
 ):
     """Load ``model_dir`` (module docstring) on ``device`` (default CPU; e.g. ``"cuda"``), in
@@ -184,12 +184,13 @@ def from_pretrained(
     ``batch_size``/``max_tokens`` for batching, or model options (``hybrid_strategy``) as with
     ``--model-overrides``. ``int8_decoding``: mask-predict with int8 weights on the CPU
     (``--int8-decoding``, converted here), ``length_offset``: tokens added to each predicted length
-    (``--length-offset``), ``remove_repeats``: drop each output token equal to the one before it
-    (``--remove-repeats``); ``translate`` takes these two per call too, and unset they are the
-    interface's ``DEFAULT_DECODING`` (chosen on Multi30k val); ``cmlm_hybrid`` checkpoints
-    only. The dictionaries must be those the checkpoint records (as ``fairseq-interactive``
-    checks them). fairseq's INFO log and Hydra's and torch's deprecation warnings are hidden from
-    then on unless ``verbose`` (``fairseq_ext.fairseq_changes.quiet.hush``)."""
+    (``--length-offset``), ``remove_repeats``: drop each repeat of up to that many tokens
+    (``--remove-repeats``, 0: none); ``translate`` takes these two per call too, and unset they
+    are the interface's ``DEFAULT_DECODING`` (chosen on Multi30k val); ``cmlm_hybrid``
+    checkpoints only. The dictionaries must be those the checkpoint records (as
+    ``fairseq-interactive`` checks them). fairseq's INFO log and Hydra's and torch's deprecation
+    warnings are hidden from then on unless ``verbose``
+    (``fairseq_ext.fairseq_changes.quiet.hush``)."""
     from fairseq_ext import plugin
     from fairseq_ext.fairseq_changes import quiet
 
@@ -252,10 +253,8 @@ def from_pretrained(
     for option, value in getattr(interface, "DEFAULT_GENERATION", {}).items():
         if option not in overrides:  # the family's decoding defaults, unless given here
             interface.cfg.generation[option] = value
-    require(
-        remove_repeats is None or isinstance(remove_repeats, bool),
-        f"from_pretrained: remove_repeats must be True or False, got {remove_repeats!r}",
-    )
+    if hasattr(interface, "check_integer"):  # the range of length_offset: check_config below
+        interface.check_integer("from_pretrained", "remove_repeats", remove_repeats)
     given = {"length_offset": length_offset, "remove_repeats": remove_repeats}
     decoding = {"int8_decoding": int8_decoding, **getattr(interface, "DEFAULT_DECODING", {})}
     decoding.update((k, v) for k, v in given.items() if v is not None)  # given wins

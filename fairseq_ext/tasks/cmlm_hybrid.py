@@ -67,14 +67,14 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
     )
-    remove_repeats: bool = field(
-        default=False,
-        metadata={
-            "help": "decoding: remove every output token that equals the token before it, after "
-            "mask-predict's last pass (the post-processing of Lee et al. 2018's and "
-            "DA-Transformer's non-autoregressive decoders); docs/results/hi-cmlm.md chooses it "
-            "with --length-offset on Multi30k val"
-        },
+    remove_repeats: int = option(
+        0,
+        "decoding: after mask-predict's last pass, remove each span of at most N tokens that "
+        "repeats the span just before it (1: each token equal to the one before it, as Lee et al. "
+        "2018's and DA-Transformer's non-autoregressive decoders; 2 and more: also the pieces "
+        "of a repeated word); 0: none; docs/results/hi-cmlm.md chooses it with --length-offset "
+        "on Multi30k val",
+        range=Range(0, 8),
     )
     int8_decoding: bool = field(
         default=False,
