@@ -137,7 +137,7 @@ def test_hicmlm_translate_equals_fairseq_generate(
         length_beam=length_beam,
         strategy=strategy,
         length_offset=0,
-        remove_repeats=False,
+        remove_repeats=0,
     )  # fairseq-generate's own decoding: no offset, repeats kept
     assert ours == detokenized(out.stdout)
     assert (
@@ -179,7 +179,7 @@ def test_quickstart_translates_through_fairseq_interactive_as_shipped(quickstart
         input="\n".join(src) + "\n",
     )
     expected = detokenized(out.stdout)
-    plain = {"passes": 10, "length_beam": 3, "length_offset": 0, "remove_repeats": False}
+    plain = {"passes": 10, "length_beam": 3, "length_offset": 0, "remove_repeats": 0}
     assert quickstart.translate(src, **plain) == expected
     assert quickstart.translate(src[0], **plain) == expected[0]
 
