@@ -274,6 +274,9 @@ def from_pretrained(
         check_config(
             interface.task.cfg, getattr(type(interface.task), "__dataclass")
         )  # fairseq's register_task
+    for model in getattr(interface, "models", []):  # as build_generator sets it; now, not in a call
+        if hasattr(getattr(model, "decoder", None), "length_offset"):
+            model.decoder.length_offset = interface.task.cfg.length_offset
     if int8_decoding:  # now, not lazily in a call: calls in several threads share the model
         from fairseq_ext.generation.int8 import quantize_for_decoding
 
