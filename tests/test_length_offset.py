@@ -98,7 +98,7 @@ def test_the_hub_takes_the_offset_and_refuses_one_out_of_range():
     from fairseq_ext.common.errors import FairseqExtError
 
     sentences = read_sample("test", "en", 6)
-    plain = hub.from_pretrained(MODEL).translate(sentences, passes=4)
+    plain = hub.from_pretrained(MODEL, length_offset=0).translate(sentences, passes=4)
     longer = hub.from_pretrained(MODEL, length_offset=2).translate(sentences, passes=4)
     assert sum(len(s.split()) for s in longer) > sum(len(s.split()) for s in plain)
     with pytest.raises(FairseqExtError, match=r"--length-offset must be in \[-16, 16\], got 20"):

@@ -1,6 +1,7 @@
 """Mask-predict with a length beam for task ``cmlm_hybrid`` (Ghazvininejad et al. 2019,
 section 3): ``lean_mask_predict`` where it applies, else fairseq's ``IterativeRefinementGenerator``
-over the model's ``forward_decoder`` with three of its bugs fixed (``_RefinementModel``)."""
+over the model's ``forward_decoder`` with three of its bugs fixed (``_RefinementModel``); then,
+if asked, consecutive repeats of up to N tokens are removed from the outputs (``repeats``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.generation import lean_mask_predict
 from fairseq_ext.generation.finite_scores import refuse_non_finite
+from fairseq_ext.generation.repeats import remove_consecutive_repeats
+from fairseq_ext.models.decoding_call import call_remove_repeats
 
 
 class _RefinementModel:
@@ -63,15 +66,19 @@ class _RefinementModel:
 
 class MaskPredictGenerator(IterativeRefinementGenerator):
     """fairseq's generator for one CMLM model (its options and its H/D/P, I and E lines);
-    ``lean``: decode with ``lean_mask_predict`` (``lean_mask_predict.applies``)."""
+    ``lean``: decode with ``lean_mask_predict`` (``lean_mask_predict.applies``);
+    ``remove_repeats``: remove consecutive repeats of up to that many tokens from each output
+    after the last pass (``--remove-repeats``, 0: none; a Python API call may choose otherwise,
+    ``decoding_call``)."""
 
     # On the CPU, a batch of more sentences decodes as sub-batches of this many sentences of
     # similar source length (``_length_sorted``), the hypotheses returned in the batch's order.
     cpu_chunk = 16
 
-    def __init__(self, tgt_dict, lean: bool = False, **kwargs):
+    def __init__(self, tgt_dict, lean: bool = False, remove_repeats: int = 0, **kwargs):
         super().__init__(tgt_dict, **kwargs)
         self.lean = lean
+        self.remove_repeats = remove_repeats
         self.projection = lean_mask_predict.VocabularyProjection()
         self.markers = (len(tgt_dict), len(tgt_dict) + 1)
 
@@ -96,11 +103,15 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             model.eval()
         src_tokens = sample["net_input"]["src_tokens"]
         if src_tokens.device.type != "cpu" or len(src_tokens) <= self.cpu_chunk:
-            return self._decode(model, sample)
-        finalized: list = [None] * len(src_tokens)
-        for rows, part in self._length_sorted(sample):
-            for row, hypos in zip(rows, self._decode(model, part), strict=True):
-                finalized[row] = hypos
+            finalized = self._decode(model, sample)
+        else:
+            finalized = [None] * len(src_tokens)
+            for rows, part in self._length_sorted(sample):
+                for row, hypos in zip(rows, self._decode(model, part), strict=True):
+                    finalized[row] = hypos
+        span = call_remove_repeats(self.remove_repeats)
+        if span:
+            return [[remove_consecutive_repeats(h, span) for h in hypos] for hypos in finalized]
         return finalized
 
     def _length_sorted(self, sample: dict):

@@ -1,6 +1,7 @@
 """The decoding options of one Python API call, per thread: the hybrid strategy that fills masked
 slots (Wang et al. 2021, section 3.2) and the length offset, read by the HI-CMLM model instead of
-its own; the model itself is never changed."""
+its own, and the removal of consecutive repeats (spans of up to N tokens), read by mask-predict's
+generator instead of its own; the model itself is never changed."""
 
 from __future__ import annotations
 
@@ -13,11 +14,13 @@ from typing import Iterator, Optional
 @dataclass(frozen=True)
 class DecodingCall:
     """Decoding options of one call (None: as the model was loaded): the hybrid strategy that
-    fills masked slots (Wang et al. 2021, section 3.2) and the tokens added to each predicted
-    target length."""
+    fills masked slots (Wang et al. 2021, section 3.2), the tokens added to each predicted
+    target length and the longest consecutive repeat (in tokens) removed from the outputs (0:
+    none)."""
 
     strategy: Optional[str] = None
     length_offset: Optional[int] = None
+    remove_repeats: Optional[int] = None
 
 
 # per thread (and per asyncio task): ``contextvars`` gives each its own value
@@ -26,11 +29,14 @@ _CALL: ContextVar[Optional[DecodingCall]] = ContextVar("fairseq_ext_decoding_cal
 
 @contextmanager
 def decoding_call(
-    strategy: Optional[str] = None, length_offset: Optional[int] = None
+    strategy: Optional[str] = None,
+    length_offset: Optional[int] = None,
+    remove_repeats: Optional[int] = None,
 ) -> Iterator[None]:
     """Within the block, in this thread only, the HI-CMLM decoder fills masked slots by
-    ``strategy`` and adds ``length_offset`` to its predicted lengths (None: its own)."""
-    token = _CALL.set(DecodingCall(strategy, length_offset))
+    ``strategy`` and adds ``length_offset`` to its predicted lengths, and mask-predict removes
+    consecutive repeats of up to ``remove_repeats`` tokens from its outputs (None: its own)."""
+    token = _CALL.set(DecodingCall(strategy, length_offset, remove_repeats))
     try:
         yield
     finally:
@@ -47,6 +53,13 @@ def call_length_offset(saved: int) -> int:
     """The length offset of the call under way in this thread, else ``saved`` (the model's)."""
     call = _CALL.get()
     return saved if call is None or call.length_offset is None else call.length_offset
+
+
+def call_remove_repeats(saved: int) -> int:
+    """The longest consecutive repeat (tokens) that the call under way in this thread removes,
+    else ``saved`` (the generator's)."""
+    call = _CALL.get()
+    return saved if call is None or call.remove_repeats is None else call.remove_repeats
 
 
 def in_call() -> bool:

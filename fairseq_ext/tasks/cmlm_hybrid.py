@@ -67,6 +67,15 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
     )
+    remove_repeats: int = option(
+        0,
+        "decoding: after mask-predict's last pass, remove each span of at most N tokens that "
+        "repeats the span just before it (1: each token equal to the one before it, as Lee et al. "
+        "2018's and DA-Transformer's non-autoregressive decoders; 2 and more: also the pieces "
+        "of a repeated word); 0: none; docs/results/hi-cmlm.md chooses it with --length-offset "
+        "on Multi30k val",
+        range=Range(0, 8),
+    )
     int8_decoding: bool = field(
         default=False,
         metadata={
@@ -212,6 +221,7 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             decoding_format=generation_option(args, "decoding_format"),
             adaptive=not generation_option(args, "iter_decode_force_max_iter"),
             retain_history=generation_option(args, "retain_iter_history"),
+            remove_repeats=self.cfg.remove_repeats,
         )
 
     def valid_step(self, sample, model, criterion):
