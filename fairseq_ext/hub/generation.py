@@ -3,7 +3,8 @@
 
 The interface tokenizes with the folder's own tokenizer (``cfg.bpe``), binarizes with the
 task's dictionary, cuts batches with the task's own ``get_batch_iterator`` (``max_tokens`` /
-``batch_size`` of the checkpoint's configuration, or of ``from_pretrained``'s overrides), asks
+``batch_size`` of the checkpoint's configuration, or of ``from_pretrained``'s overrides; inputs
+that make one batch are collated directly, in the iterator's order: ``one_batch``), asks
 the task for its generator with the given options, and decodes the best hypothesis of every
 sentence, in input order; fairseq's ``generate`` (token ids in, hypotheses out) stays as it is.
 So a call decodes exactly as ``fairseq-generate`` / ``fairseq-interactive`` with the same
@@ -24,23 +25,29 @@ options and decoding state are its own, so threads may share one loaded model
 
 Both return one output per input, in input order (``fairseq_ext.hub.inputs``): an empty or
 whitespace-only input gives ``""`` (``allow_empty=False`` refuses it, naming its index), an
-input longer than the model takes is refused (``too_long="error"``) or cut with a warning
-(``too_long="truncate"``), and a keyword that is neither an argument nor a generation option
-is refused with the list of accepted ones. Loaded without a tokenizer, a model whose dictionary
-holds sentencepiece pieces takes pieces: raw text is refused with one line saying how to give
-the tokenizer (``tokenizer_check.refuse_raw_text``).
+input longer than the model takes gives None, named in one warning (``too_long="skip"``), or is
+refused (``"error"``) or cut with a warning (``"truncate"``), and a keyword that is neither an
+argument nor a generation option is refused with the list of accepted ones. Loaded without a
+tokenizer, a model whose dictionary holds sentencepiece pieces takes pieces: raw text is refused
+with one line saying how to give the tokenizer (``tokenizer_check.refuse_raw_text``).
 """
 
 from __future__ import annotations
 
 import warnings
+from argparse import Namespace
 from dataclasses import fields
 
+import torch
+from fairseq import utils
+from fairseq.data.data_utils import numpy_seed
 from fairseq.hub_utils import GeneratorHubInterface
+from omegaconf import OmegaConf
 
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
 from fairseq_ext.generation.decoding_options import MAX_PASSES
+from fairseq_ext.generation.lean_mask_predict import VocabularyProjection
 from fairseq_ext.hub.inputs import (
     as_list,
     check_choices,
@@ -48,6 +55,7 @@ from fairseq_ext.hub.inputs import (
     fit,
     positive_int,
     refuse_unknown,
+    warn_skipped,
     warn_unknown,
 )
 from fairseq_ext.masking import HYBRID_STRATEGIES
@@ -55,6 +63,9 @@ from fairseq_ext.models.decoding_call import decoding_call
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
+# fairseq's get_batch_iterator orders a dataset under numpy_seed(seed + epoch): 1 + 1, as the hub
+# calls it (ties of length keep that order in a batch; int8 decoding depends on a row's batch)
+ITERATOR_SEED = 2
 # translate's arguments and the fairseq generation options they set
 HICMLM_ARGUMENTS = {
     "passes": "iter_decode_max_iter",
@@ -65,6 +76,95 @@ HICMLM_ARGUMENTS = {
 
 class TextGenerator(GeneratorHubInterface):
     """fairseq's ``sample`` with one output per input (module docstring)."""
+
+    def __init__(self, cfg, task, models):
+        super().__init__(cfg, task, models)
+        # the generation and batching options as built, read by every call (not deep-copied)
+        self.generation_options = OmegaConf.to_container(cfg.generation, resolve=True)
+        self.batching = {
+            "max_tokens": cfg.dataset.max_tokens,
+            "max_sentences": cfg.dataset.batch_size,
+        }
+
+    def generate(
+        self,
+        tokenized_sentences,
+        beam: int = 5,
+        verbose: bool = False,
+        skip_invalid_size_inputs: bool = False,
+        inference_step_args=None,
+        prefix_allowed_tokens_fn=None,
+        **kwargs,
+    ):
+        """fairseq's ``generate`` (token ids in, the hypotheses of each input in input order)
+        with the call's options over ``generation_options`` (``generator``), not over a deep
+        copy of the configuration, and its batches from ``_build_batches``; ``verbose`` (a log
+        line per hypothesis) is fairseq's own."""
+        if verbose or (torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1):
+            return super().generate(
+                tokenized_sentences,
+                beam,
+                verbose,
+                skip_invalid_size_inputs,
+                inference_step_args,
+                prefix_allowed_tokens_fn,
+                **kwargs,
+            )
+        generator = self.generator(beam, kwargs, prefix_allowed_tokens_fn)
+        results = []
+        for batch in self._build_batches(tokenized_sentences, skip_invalid_size_inputs):
+            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+            hypotheses = self.task.inference_step(
+                generator, self.models, batch, **(inference_step_args or {})
+            )
+            results.extend(zip(batch["id"].tolist(), hypotheses))
+        return [hypos for _, hypos in sorted(results, key=lambda x: x[0])]
+
+    def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
+        """The task's generator for one call: ``beam`` and ``options`` over
+        ``generation_options`` (a checkpoint's configuration holds untyped values, which fairseq's
+        ``generate`` sets on its copy as they are)."""
+        call = Namespace(**{**self.generation_options, "beam": beam, **options})
+        return self.task.build_generator(
+            self.models, call, prefix_allowed_tokens_fn=prefix_allowed_tokens_fn
+        )
+
+    def _build_batches(self, tokens: list, skip_invalid_size_inputs: bool):
+        """fairseq's batches of ``tokens`` (the task's dataset for inference and batch iterator);
+        where they make one batch, that batch collated directly (``one_batch``)."""
+        lengths = torch.LongTensor([t.numel() for t in tokens])
+        dataset = self.task.build_dataset_for_inference(tokens, lengths)
+        batch = None if skip_invalid_size_inputs else self.one_batch(dataset, lengths)
+        if batch is not None:
+            return [batch]
+        return self.task.get_batch_iterator(
+            dataset=dataset,
+            **self.batching,
+            max_positions=self.max_positions,
+            ignore_invalid_inputs=skip_invalid_size_inputs,
+            disable_iterator_cache=True,
+        ).next_epoch_itr(shuffle=False)
+
+    def one_batch(self, dataset, lengths: torch.Tensor):
+        """The batch fairseq's iterator makes of ``dataset`` when it makes one (no more rows than
+        ``batch_size``, rows x the longest within ``max_tokens``; every row neither empty nor
+        over ``input_limit``, which the task's iterator skips or refuses), else None: the rows
+        in the iterator's order (``ordered_indices`` under its numpy seed), collated."""
+        rows = len(lengths)
+        if int(lengths.min()) <= 1 or int(lengths.max()) > self.input_limit()[0]:
+            return None
+        longest = max(dataset.num_tokens(i) for i in range(rows))
+        max_sentences, max_tokens = self.batching["max_sentences"], self.batching["max_tokens"]
+        if (max_sentences is not None and 0 < max_sentences < rows) or (
+            max_tokens is not None and 0 < max_tokens < rows * longest
+        ):
+            return None
+        if rows == 1:
+            order = [0]
+        else:
+            with numpy_seed(ITERATOR_SEED):
+                order = dataset.ordered_indices()
+        return dataset.collater([dataset[i] for i in order])
 
     def input_limit(self) -> tuple[int, str]:
         """The most tokens (with ``</s>``) an input may have, and why."""
@@ -88,21 +188,28 @@ class TextGenerator(GeneratorHubInterface):
         """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
         the method's own, named when a keyword of ``options`` is unknown."""
         refuse_unknown(
-            method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")]
+            method, options, [*arguments, *(k for k in self.generation_options if k != "_name")]
         )
         batch, single = as_list(sentences, method)
         check_choices(method, allow_empty, too_long)
         empty = empty_rows(batch, method, allow_empty, gives='""')
         limit, why = self.input_limit()
         takes_pieces = self.bpe is None and is_sentencepiece_dictionary(self.src_dict.symbols)
-        tokens = {}
+        tokens, skipped = {}, []
         for i, sentence in enumerate(batch):
             if i not in empty:
                 if takes_pieces:
                     refuse_raw_text(sentence, i, method)
-                tokens[i] = fit(self.encode(sentence), limit, i, method, too_long, why)
+                fitted = fit(self.encode(sentence), limit, i, method, too_long, why)
+                if fitted is None:
+                    skipped.append(i)
+                    continue
+                tokens[i] = fitted
                 warn_unknown(tokens[i], self.src_dict.unk(), i, method)
+        warn_skipped(method, skipped, limit, why)
         outputs = [""] * len(batch)
+        for i in skipped:
+            outputs[i] = None
         if tokens:
             hypotheses = self.generate(list(tokens.values()), beam, verbose, **options)
             for i, hypos in zip(tokens, hypotheses):
@@ -118,6 +225,17 @@ class HICMLMHubInterface(TextGenerator):
     # fairseq's own defaults (11 passes, length beam 1) give the shipped student "Eine Frau singt
     # singt." for "A woman sings."
     DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
+
+    def __init__(self, cfg, task, models):
+        super().__init__(cfg, task, models)
+        self.projection = VocabularyProjection()
+
+    def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
+        """The task's mask-predict generator, with the interface's one ``projection`` (its cached
+        transpose of the output weights, made once, not per call)."""
+        generator = super().generator(beam, options, prefix_allowed_tokens_fn)
+        generator.projection = self.projection
+        return generator
 
     def input_limit(self) -> tuple[int, str]:
         """The source positions, and at most the 255 tokens the length predictor can give the
@@ -138,7 +256,7 @@ class HICMLMHubInterface(TextGenerator):
         length_offset: int | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         verbose: bool = False,
         **options,
     ):
@@ -182,7 +300,7 @@ class HICMLMHubInterface(TextGenerator):
             outputs = self.generate_text(
                 "translate",
                 sentences,
-                self.cfg.generation.beam,
+                self.generation_options["beam"],
                 arguments,
                 options,
                 verbose,
@@ -212,13 +330,13 @@ class HICMLMHubInterface(TextGenerator):
     def _warn_emptied(self, sentences, outputs, length_offset) -> None:
         """A warning with the share of non-empty inputs whose translation came out empty, where
         a negative length offset (the call's or the model's) cut their predicted lengths."""
-        offset = self.task.cfg.length_offset if length_offset is None else length_offset
-        if offset >= 0:
-            return
         pairs = [(outputs, sentences)] if isinstance(sentences, str) else zip(outputs, sentences)
-        given = [output for output, sentence in pairs if sentence.strip()]
+        given = [output for output, sentence in pairs if sentence.strip() and output is not None]
         empty = sum(not output for output in given)
-        if empty:
+        if not empty:
+            return
+        offset = self.task.cfg.length_offset if length_offset is None else length_offset
+        if offset < 0:
             warnings.warn(
                 f"translate: {empty} of {len(given)} outputs are empty: length_offset={offset} "
                 f"cuts every predicted length by {-offset} tokens; give an offset closer to 0 "
@@ -236,7 +354,7 @@ class Seq2SeqHubInterface(TextGenerator):
         sentences,
         beam: int | None = None,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         verbose: bool = False,
         **options,
     ):
@@ -253,7 +371,7 @@ class Seq2SeqHubInterface(TextGenerator):
         sentences,
         beam: int | None = None,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         verbose: bool = False,
         **options,
     ):
@@ -263,7 +381,9 @@ class Seq2SeqHubInterface(TextGenerator):
         )
 
     def _beam_search(self, method, sentences, beam, allow_empty, too_long, verbose, options):
-        beam = self.cfg.generation.beam if beam is None else positive_int(method, "beam", beam)
+        beam = (
+            self.generation_options["beam"] if beam is None else positive_int(method, "beam", beam)
+        )
         return self.generate_text(
             method,
             sentences,
