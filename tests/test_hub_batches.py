@@ -128,3 +128,19 @@ def test_the_options_the_model_was_loaded_with_hold_for_every_call():
     model.translate("A dog runs.", passes=3, length_beam=2)
     assert model.generation_options == before
     assert model.translate("A dog runs.") == model.translate("A dog runs.", length_beam=1)
+
+
+def test_a_mask_predict_generator_is_kept_per_set_of_call_options(quickstart):
+    """The same options (with the same types) give the same generator; other options, or an
+    equal value of another type, another one; an unhashable value one for the call alone; at
+    most ``KEPT_GENERATORS`` sets are kept."""
+    kept = quickstart.generator(3, {"iter_decode_max_iter": 1})
+    assert quickstart.generator(3, {"iter_decode_max_iter": 1}) is kept
+    assert quickstart.generator(3, {"iter_decode_max_iter": 2}) is not kept
+    assert quickstart.generator(3, {"iter_decode_max_iter": True}) is not kept
+    assert quickstart.generator(1, {"iter_decode_max_iter": 1}) is not kept
+    unhashable = {"iter_decode_max_iter": 1, "print_alignment": []}
+    assert quickstart.generator(3, unhashable) is not quickstart.generator(3, unhashable)
+    for passes in range(quickstart.KEPT_GENERATORS + 5):
+        quickstart.generator(3, {"iter_decode_max_iter": passes})
+    assert len(quickstart.generators) <= quickstart.KEPT_GENERATORS

@@ -38,10 +38,13 @@ import warnings
 from argparse import Namespace
 from dataclasses import fields
 
+import numpy as np
 import torch
 from fairseq import utils
+from fairseq.data import LanguagePairDataset
 from fairseq.data.data_utils import numpy_seed
 from fairseq.hub_utils import GeneratorHubInterface
+from fairseq.tokenizer import tokenize_line
 from omegaconf import OmegaConf
 
 from fairseq_ext.common.errors import require
@@ -72,6 +75,27 @@ HICMLM_ARGUMENTS = {
     "length_beam": "iter_decode_with_beam",
     "force_passes": "iter_decode_force_max_iter",
 }
+
+
+def one_row(dataset) -> dict:
+    """The batch ``dataset.collater`` makes of the one row of a ``LanguagePairDataset`` for
+    inference (fairseq's ``language_pair_dataset.collate`` of one sample without a target),
+    made directly: on the CPU that collation costs a tenth of a short sentence's decode."""
+    sample = dataset[0]
+    plain = type(dataset) is LanguagePairDataset and dataset.pad_to_multiple == 1
+    if not plain or dataset.src_lang_id is not None or dataset.tgt_lang_id is not None:
+        return dataset.collater([sample])
+    if set(sample) != {"id", "source", "target"} or sample["target"] is not None:
+        return dataset.collater([sample])
+    source = sample["source"]
+    length = int(source.ne(dataset.src_dict.pad()).sum())
+    return {
+        "id": torch.tensor([0]),
+        "nsentences": 1,
+        "ntokens": length,
+        "net_input": {"src_tokens": source[None].clone(), "src_lengths": torch.tensor([length])},
+        "target": None,
+    }
 
 
 class TextGenerator(GeneratorHubInterface):
@@ -113,7 +137,8 @@ class TextGenerator(GeneratorHubInterface):
         generator = self.generator(beam, kwargs, prefix_allowed_tokens_fn)
         results = []
         for batch in self._build_batches(tokenized_sentences, skip_invalid_size_inputs):
-            batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+            if self.device.type != "cpu":  # batches are collated on the CPU
+                batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
             hypotheses = self.task.inference_step(
                 generator, self.models, batch, **(inference_step_args or {})
             )
@@ -129,10 +154,23 @@ class TextGenerator(GeneratorHubInterface):
             self.models, call, prefix_allowed_tokens_fn=prefix_allowed_tokens_fn
         )
 
+    def binarize(self, sentence: str) -> torch.LongTensor:
+        """fairseq's (``Dictionary.encode_line``: each word's index, ``<unk>`` for a word the
+        dictionary lacks, then ``</s>``), the tensor made from a list, not element by element."""
+        index = self.src_dict.index
+        return torch.tensor([*map(index, tokenize_line(sentence)), self.src_dict.eos()])
+
+    def string(self, tokens) -> str:
+        """fairseq's, from a 1-d tensor's ids as a list (its elements one by one cost ten times
+        as much)."""
+        if torch.is_tensor(tokens) and tokens.dim() == 1:
+            tokens = tokens.tolist()
+        return self.tgt_dict.string(tokens)
+
     def _build_batches(self, tokens: list, skip_invalid_size_inputs: bool):
         """fairseq's batches of ``tokens`` (the task's dataset for inference and batch iterator);
         where they make one batch, that batch collated directly (``one_batch``)."""
-        lengths = torch.LongTensor([t.numel() for t in tokens])
+        lengths = np.array([t.numel() for t in tokens], dtype=np.int64)
         dataset = self.task.build_dataset_for_inference(tokens, lengths)
         batch = None if skip_invalid_size_inputs else self.one_batch(dataset, lengths)
         if batch is not None:
@@ -145,7 +183,7 @@ class TextGenerator(GeneratorHubInterface):
             disable_iterator_cache=True,
         ).next_epoch_itr(shuffle=False)
 
-    def one_batch(self, dataset, lengths: torch.Tensor):
+    def one_batch(self, dataset, lengths: np.ndarray):
         """The batch fairseq's iterator makes of ``dataset`` when it makes one (no more rows than
         ``batch_size``, rows x the longest within ``max_tokens``; every row neither empty nor
         over ``input_limit``, which the task's iterator skips or refuses), else None: the rows
@@ -160,10 +198,9 @@ class TextGenerator(GeneratorHubInterface):
         ):
             return None
         if rows == 1:
-            order = [0]
-        else:
-            with numpy_seed(ITERATOR_SEED):
-                order = dataset.ordered_indices()
+            return one_row(dataset)
+        with numpy_seed(ITERATOR_SEED):
+            order = dataset.ordered_indices()
         return dataset.collater([dataset[i] for i in order])
 
     def input_limit(self) -> tuple[int, str]:
@@ -187,9 +224,13 @@ class TextGenerator(GeneratorHubInterface):
     ):
         """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
         the method's own, named when a keyword of ``options`` is unknown."""
-        refuse_unknown(
-            method, options, [*arguments, *(k for k in self.generation_options if k != "_name")]
-        )
+        if any(
+            k == "_name" or (k not in self.generation_options and k not in arguments)
+            for k in options
+        ):
+            refuse_unknown(
+                method, options, [*arguments, *(k for k in self.generation_options if k != "_name")]
+            )
         batch, single = as_list(sentences, method)
         check_choices(method, allow_empty, too_long)
         empty = empty_rows(batch, method, allow_empty, gives='""')
@@ -226,15 +267,32 @@ class HICMLMHubInterface(TextGenerator):
     # singt." for "A woman sings."
     DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
 
+    # generators kept, one per set of call options (a bound on the sets a server may send)
+    KEPT_GENERATORS = 64
+
     def __init__(self, cfg, task, models):
         super().__init__(cfg, task, models)
         self.projection = VocabularyProjection()
+        self.generators = {}
 
     def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
-        """The task's mask-predict generator, with the interface's one ``projection`` (its cached
-        transpose of the output weights, made once, not per call)."""
-        generator = super().generator(beam, options, prefix_allowed_tokens_fn)
-        generator.projection = self.projection
+        """The task's mask-predict generator for ``beam`` and ``options``, built at their first
+        call and kept (a ``MaskPredictGenerator`` holds options only: calls in several threads
+        may share it), with the interface's one ``projection`` (the output weights transposed
+        once)."""
+        key = (type(beam), beam, prefix_allowed_tokens_fn)
+        key += tuple((name, type(value), value) for name, value in sorted(options.items()))
+        try:
+            generator = self.generators.get(key)
+        except TypeError:  # an unhashable option value: built for this call alone
+            key = generator = None
+        if generator is None:
+            generator = super().generator(beam, options, prefix_allowed_tokens_fn)
+            generator.projection = self.projection
+            if key is not None:
+                if len(self.generators) >= self.KEPT_GENERATORS:
+                    self.generators = {}
+                self.generators[key] = generator
         return generator
 
     def input_limit(self) -> tuple[int, str]:

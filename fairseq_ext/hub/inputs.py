@@ -122,7 +122,7 @@ def warn_skipped(method: str, skipped: list[int], limit: int, why: str) -> None:
 
 def warn_unknown(tokens: torch.Tensor, unk: int, index: int, method: str) -> None:
     """Warn when the vocabulary spelt pieces of input ``index`` as ``<unk>``."""
-    count = int((tokens == unk).sum())
+    count = tokens.tolist().count(unk)
     if count:
         warnings.warn(
             f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. "
