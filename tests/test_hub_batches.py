@@ -8,6 +8,7 @@ import copy
 
 import pytest
 import torch
+from fairseq.hub_utils import GeneratorHubInterface
 from omegaconf import DictConfig
 
 from fairseq_ext import hub
@@ -144,3 +145,7 @@ def test_a_mask_predict_generator_is_kept_per_set_of_call_options(quickstart):
     for passes in range(quickstart.KEPT_GENERATORS + 5):
         quickstart.generator(3, {"iter_decode_max_iter": passes})
     assert len(quickstart.generators) <= quickstart.KEPT_GENERATORS
+
+
+def test_generate_of_no_sentences_is_no_hypotheses(quickstart):
+    assert quickstart.generate([], 3) == [] == GeneratorHubInterface.generate(quickstart, [], 3)

@@ -80,7 +80,8 @@ HICMLM_ARGUMENTS = {
 def one_row(dataset) -> dict:
     """The batch ``dataset.collater`` makes of the one row of a ``LanguagePairDataset`` for
     inference (fairseq's ``language_pair_dataset.collate`` of one sample without a target),
-    made directly: on the CPU that collation costs a tenth of a short sentence's decode."""
+    made directly, without the general collation's bookkeeping (a call's largest cost around
+    the decode of one sentence)."""
     sample = dataset[0]
     plain = type(dataset) is LanguagePairDataset and dataset.pad_to_multiple == 1
     if not plain or dataset.src_lang_id is not None or dataset.tgt_lang_id is not None:
@@ -189,7 +190,7 @@ class TextGenerator(GeneratorHubInterface):
         over ``input_limit``, which the task's iterator skips or refuses), else None: the rows
         in the iterator's order (``ordered_indices`` under its numpy seed), collated."""
         rows = len(lengths)
-        if int(lengths.min()) <= 1 or int(lengths.max()) > self.input_limit()[0]:
+        if not rows or int(lengths.min()) <= 1 or int(lengths.max()) > self.input_limit()[0]:
             return None
         longest = max(dataset.num_tokens(i) for i in range(rows))
         max_sentences, max_tokens = self.batching["max_sentences"], self.batching["max_tokens"]
