@@ -5,6 +5,7 @@ sentences in groups of many sizes, on HI-CMLM (float and int8, several decoding 
 ProphetNet and UniLM, every output and every hypothesis's scores compared."""
 
 import copy
+import json
 
 import pytest
 import torch
@@ -149,3 +150,21 @@ def test_a_mask_predict_generator_is_kept_per_set_of_call_options(quickstart):
 
 def test_generate_of_no_sentences_is_no_hypotheses(quickstart):
     assert quickstart.generate([], 3) == [] == GeneratorHubInterface.generate(quickstart, [], 3)
+
+
+def test_the_overhead_script_writes_its_results_and_table(tmp_path):
+    """``reproduction/benchmarks/hub_overhead.py`` (docs/python-api.md's table), on 2 sentences
+    and 1 round: every row with its three sides, the load beside them, the table on the page."""
+    from reproduction.benchmarks import hub_overhead
+
+    out, page = tmp_path / "hub_overhead.json", tmp_path / "page.md"
+    page.write_text(f"before\n{hub_overhead.START}\nold\n{hub_overhead.END}\nafter\n")
+    result = hub_overhead.main(
+        ["--sentences", "2", "--rounds", "1", "--out", str(out)] + ["--page", str(page)]
+    )
+    assert json.loads(out.read_text()) == result and len(result["rows"]) == 5
+    for row in result["rows"]:
+        assert set(row["cpu"]["ms_per_sentence"]) == {"decode", "call", "fairseq generate"}
+    assert "load average" in result["uptime_before"] and result["cores"] >= 1
+    text = page.read_text()
+    assert "old" not in text and text.count("| `translate` |") == 4 and text.endswith("after\n")
