@@ -1,8 +1,9 @@
 """Every method of the Python API (``translate``, ``summarize``, ``fill_mask``, ``classify``)
 returns one output per input, in order, whatever the input holds: empty and whitespace-only
 inputs give an empty output (or one error naming the index), inputs longer than the model
-takes are refused or truncated with a warning naming the index and the limit, wrong types and
-unknown keywords are one clear line, and text the vocabulary lacks is warned about."""
+takes give None with one warning naming their indexes and the limit (or are refused, or
+truncated with a warning, on request), wrong types and unknown keywords are one clear line, and
+text the vocabulary lacks is warned about."""
 
 import sys
 import warnings
@@ -92,31 +93,59 @@ def test_empty_input_counts_no_lines_and_prints_nothing(quickstart, capsys):
     assert "is empty" not in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("method", CASES)
-def test_too_long_is_refused_or_truncated_with_a_warning(models, method):
+def too_long(models, method: str) -> tuple[str, int, str]:
+    """An input of ``method`` longer than its model takes, the model's limit and its reason."""
     good, _ = CASES[method]
     model = models(method)
-    limit = (
-        model.input_limit()[0]
-        if method in ("translate", "summarize")
-        else model.model.max_positions()
-    )
-    long = good + " bike" * (limit + 5)
+    if method in ("translate", "summarize"):
+        limit, why = model.input_limit()
+    else:
+        limit, why = model.model.max_positions(), "its positions, with <s> and </s>"
+    return good + " bike" * (limit + 5), limit, why
+
+
+@pytest.mark.parametrize("method", CASES)
+def test_too_long_gives_none_named_in_one_warning_by_default(models, method):
+    """By default every other input is answered, an over-long one gives None (no method gives
+    None for an input it answered, nor ``translate`` and ``summarize`` for an empty one), and
+    one warning names every such index."""
+    good, nothing = CASES[method]
+    long, limit, why = too_long(models, method)
+    alone = call(models, method, good)
+    with pytest.warns(UserWarning) as caught:
+        out = call(models, method, [long, good, "", long])
+    named = [str(w.message) for w in caught if "more tokens than" in str(w.message)]
+    assert named == [
+        f"{method}: sentences[0], sentences[3] have more tokens than the {limit} the model takes "
+        f"({why}): output None; shorten, or pass too_long='truncate' to keep the first {limit} "
+        "(too_long='error' refuses the call)"
+    ]
+    assert out == [None, alone, nothing, None] and alone is not None
+    with pytest.warns(UserWarning, match=rf"^{method}: sentences\[0\] has more tokens than"):
+        assert call(models, method, long) is None
+
+
+@pytest.mark.parametrize("method", CASES)
+def test_too_long_is_refused_or_truncated_on_request(models, method):
+    good, _ = CASES[method]
+    long, limit, _ = too_long(models, method)
     with pytest.raises(
         FairseqExtError,
         match=rf"{method}: sentences\[1\] has \d+ tokens, more than the {limit} "
-        r".*too_long='truncate'",
+        r".*too_long='truncate'.*too_long='skip' gives None",
     ):
-        call(models, method, [good, long])
+        call(models, method, [good, long], too_long="error")
     with pytest.warns(
         UserWarning,
         match=rf"{method}: sentences\[1\] has \d+ tokens, more than the {limit} .*"
         rf"truncated to its first {limit}",
     ):
         out = call(models, method, [good, long], too_long="truncate")
-    assert len(out) == 2 and out[0] == call(models, method, good)
+    assert len(out) == 2 and out[0] == call(models, method, good) and out[1] is not None
     for sentences in (good, ""):  # checked before anything else, even with nothing to cut
-        with pytest.raises(FairseqExtError, match="too_long must be one of error, truncate"):
+        with pytest.raises(
+            FairseqExtError, match="too_long must be one of skip, error, truncate, got 'cut'"
+        ):
             call(models, method, sentences, too_long="cut")
 
 
@@ -166,7 +195,11 @@ def test_unilm_leaves_the_target_positions_and_translate_is_summarize(
     with pytest.raises(
         FairseqExtError, match=r"summarize: sentences\[0\] has \d+ tokens, more than the 254 "
     ):
-        model.summarize(good + " bike" * 300)
+        model.summarize(good + " bike" * 300, too_long="error")
+    with pytest.warns(
+        UserWarning, match=r"summarize: sentences\[1\] has more tokens than the 254 "
+    ):
+        assert model.summarize([good, good + " bike" * 300]) == [model.summarize(good), None]
     assert models("summarize").translate(["", good]) == models("summarize").summarize(["", good])
 
 

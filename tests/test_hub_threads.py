@@ -100,6 +100,7 @@ def test_per_call_options_reach_the_route_the_lean_loop_leaves(quickstart, monke
 
     monkeypatch.setattr(refinement._RefinementModel, "forward_decoder", counted)
     monkeypatch.setattr(lean_mask_predict, "applies", lambda model: False)
+    monkeypatch.setattr(quickstart, "generators", {})  # those kept were built for the lean loop
     assert quickstart.translate(sentences, **options) == lean and passes
     assert quickstart.translate(sentences, passes=4) != lean
 

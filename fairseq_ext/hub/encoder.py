@@ -15,6 +15,7 @@ from fairseq_ext.hub.inputs import (
     fit,
     positive_int,
     refuse_unknown,
+    warn_skipped,
     warn_unknown,
 )
 
@@ -25,18 +26,22 @@ CALL_ARGUMENTS = ("batch_size", "allow_empty", "too_long")
 class PositionMaskedHubInterface(RobertaHubInterface):
     """A ``position_masked_roberta`` checkpoint (pre-trained, or fine-tuned to classify)."""
 
-    def _fitted(self, method: str, tokens: torch.Tensor, index: int, too_long: str) -> torch.Tensor:
-        """``tokens`` within the model's positions, ``<unk>`` pieces warned about."""
-        tokens = fit(
-            tokens,
-            self.model.max_positions(),
-            index,
-            method,
-            too_long,
-            "its positions, with <s> and </s>",
-        )
-        warn_unknown(tokens, self.task.source_dictionary.unk(), index, method)
-        return tokens
+    def _fitted(self, method: str, encoded, too_long: str) -> tuple[list[int], list[torch.Tensor]]:
+        """The indices and tokens of ``encoded`` (pairs of an input's index and its tokens) within
+        the model's positions (``inputs.fit``, ``too_long``), ``<unk>`` pieces warned about; the
+        inputs ``too_long="skip"`` leaves out are named in one warning."""
+        limit, why = self.model.max_positions(), "its positions, with <s> and </s>"
+        rows, tokens, skipped = [], [], []
+        for index, encoding in encoded:
+            fitted = fit(encoding, limit, index, method, too_long, why)
+            if fitted is None:
+                skipped.append(index)
+                continue
+            warn_unknown(fitted, self.task.source_dictionary.unk(), index, method)
+            rows.append(index)
+            tokens.append(fitted)
+        warn_skipped(method, skipped, limit, why)
+        return rows, tokens
 
     def _inference(self, method: str):
         """``torch.no_grad`` for a model in evaluation mode (not switched: threads share it)."""
@@ -89,7 +94,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         topk: int = 5,
         batch_size: int = 32,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         **options,
     ):
         """The ``topk`` fillings ``(filled sentence, probability, token)`` of each sentence's one
@@ -109,17 +114,18 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         check_choices("fill_mask", allow_empty, too_long)
         empty = empty_rows(batch, "fill_mask", allow_empty, gives="[]")
         mask_id = dictionary.index(MASK)
-        rows = [i for i in range(len(batch)) if i not in empty]
-        tokens = [
-            self._fitted("fill_mask", self._encode_masked(batch[i], i), i, too_long) for i in rows
-        ]
+        rows, tokens = self._fitted(
+            "fill_mask",
+            ((i, self._encode_masked(batch[i], i)) for i in range(len(batch)) if i not in empty),
+            too_long,
+        )
         for i, t in zip(rows, tokens):
             require(
                 bool((t == mask_id).any()),
                 f"fill_mask: the {MASK} of sentences[{i}] lies beyond the model's "
                 f"{self.model.max_positions()} positions; shorten the text before it",
             )
-        results = [[] for _ in batch]
+        results = [[] if i in empty else None for i in range(len(batch))]  # None: skipped
         with self._inference("fill_mask"):
             for start, chunk, padded in self._batches(tokens, batch_size):
                 logits, _ = self.model(padded, features_only=False, return_all_hiddens=False)
@@ -140,7 +146,7 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         return_probs: bool = False,
         batch_size: int = 32,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         **options,
     ):
         """The label of each sentence (a pair is a tuple); with ``return_probs``, also the
@@ -162,16 +168,15 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         check_choices("classify", allow_empty, too_long)
         empty = empty_rows(batch, "classify", allow_empty, gives="None")
         labels = self.task.label_dictionary
-        rows = [i for i in range(len(batch)) if i not in empty]
-        tokens = [
-            self._fitted(
-                "classify",
-                self.encode(*batch[i]) if isinstance(batch[i], tuple) else self.encode(batch[i]),
-                i,
-                too_long,
-            )
-            for i in rows
-        ]
+        rows, tokens = self._fitted(
+            "classify",
+            (
+                (i, self.encode(*s) if isinstance(s, tuple) else self.encode(s))
+                for i, s in enumerate(batch)
+                if i not in empty
+            ),
+            too_long,
+        )
         results = [None] * len(batch)
         with self._inference("classify"):
             for start, _, padded in self._batches(tokens, batch_size):

@@ -6,13 +6,22 @@ input, Wang et al. 2021, section 3.2) and ``Seq2SeqHubInterface.summarize`` (bea
 from __future__ import annotations
 
 import warnings
+from argparse import Namespace
 from dataclasses import fields
 
+import numpy as np
+import torch
+from fairseq import utils
+from fairseq.data import LanguagePairDataset
+from fairseq.data.data_utils import numpy_seed
 from fairseq.hub_utils import GeneratorHubInterface
+from fairseq.tokenizer import tokenize_line
+from omegaconf import OmegaConf
 
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
 from fairseq_ext.generation.decoding_options import MAX_PASSES
+from fairseq_ext.generation.lean_mask_predict import VocabularyProjection
 from fairseq_ext.hub.inputs import (
     as_list,
     check_choices,
@@ -20,6 +29,7 @@ from fairseq_ext.hub.inputs import (
     fit,
     positive_int,
     refuse_unknown,
+    warn_skipped,
     warn_unknown,
 )
 from fairseq_ext.masking import HYBRID_STRATEGIES
@@ -27,6 +37,9 @@ from fairseq_ext.models.decoding_call import decoding_call
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
 
 CALL_ARGUMENTS = ("allow_empty", "too_long", "verbose")
+# fairseq's get_batch_iterator orders a dataset under numpy_seed(seed + epoch): 1 + 1, as the hub
+# calls it (ties of length keep that order in a batch; int8 decoding depends on a row's batch)
+ITERATOR_SEED = 2
 # translate's arguments and the fairseq generation options they set
 HICMLM_ARGUMENTS = {
     "passes": "iter_decode_max_iter",
@@ -35,8 +48,132 @@ HICMLM_ARGUMENTS = {
 }
 
 
+def one_row(dataset) -> dict:
+    """The batch ``dataset.collater`` makes of the one row of a ``LanguagePairDataset`` for
+    inference (fairseq's ``language_pair_dataset.collate`` of one sample without a target),
+    made directly, without the general collation's bookkeeping (a call's largest cost around
+    the decode of one sentence)."""
+    sample = dataset[0]
+    plain = type(dataset) is LanguagePairDataset and dataset.pad_to_multiple == 1
+    if not plain or dataset.src_lang_id is not None or dataset.tgt_lang_id is not None:
+        return dataset.collater([sample])
+    if set(sample) != {"id", "source", "target"} or sample["target"] is not None:
+        return dataset.collater([sample])
+    source = sample["source"]
+    length = int(source.ne(dataset.src_dict.pad()).sum())
+    return {
+        "id": torch.tensor([0]),
+        "nsentences": 1,
+        "ntokens": length,
+        "net_input": {"src_tokens": source[None].clone(), "src_lengths": torch.tensor([length])},
+        "target": None,
+    }
+
+
 class TextGenerator(GeneratorHubInterface):
     """fairseq's ``sample`` with one output per input."""
+
+    def __init__(self, cfg, task, models):
+        super().__init__(cfg, task, models)
+        # the generation and batching options as built, read by every call (not deep-copied)
+        self.generation_options = OmegaConf.to_container(cfg.generation, resolve=True)
+        self.batching = {
+            "max_tokens": cfg.dataset.max_tokens,
+            "max_sentences": cfg.dataset.batch_size,
+        }
+
+    def generate(
+        self,
+        tokenized_sentences,
+        beam: int = 5,
+        verbose: bool = False,
+        skip_invalid_size_inputs: bool = False,
+        inference_step_args=None,
+        prefix_allowed_tokens_fn=None,
+        **kwargs,
+    ):
+        """fairseq's ``generate`` (token ids in, the hypotheses of each input in input order)
+        with the call's options over ``generation_options`` (``generator``), not over a deep
+        copy of the configuration, and its batches from ``_build_batches``; ``verbose`` (a log
+        line per hypothesis) is fairseq's own."""
+        if verbose or (torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1):
+            return super().generate(
+                tokenized_sentences,
+                beam,
+                verbose,
+                skip_invalid_size_inputs,
+                inference_step_args,
+                prefix_allowed_tokens_fn,
+                **kwargs,
+            )
+        generator = self.generator(beam, kwargs, prefix_allowed_tokens_fn)
+        results = []
+        for batch in self._build_batches(tokenized_sentences, skip_invalid_size_inputs):
+            if self.device.type != "cpu":  # batches are collated on the CPU
+                batch = utils.apply_to_sample(lambda t: t.to(self.device), batch)
+            hypotheses = self.task.inference_step(
+                generator, self.models, batch, **(inference_step_args or {})
+            )
+            results.extend(zip(batch["id"].tolist(), hypotheses))
+        return [hypos for _, hypos in sorted(results, key=lambda x: x[0])]
+
+    def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
+        """The task's generator for one call: ``beam`` and ``options`` over
+        ``generation_options`` (a checkpoint's configuration holds untyped values, which fairseq's
+        ``generate`` sets on its copy as they are)."""
+        call = Namespace(**{**self.generation_options, "beam": beam, **options})
+        return self.task.build_generator(
+            self.models, call, prefix_allowed_tokens_fn=prefix_allowed_tokens_fn
+        )
+
+    def binarize(self, sentence: str) -> torch.LongTensor:
+        """fairseq's (``Dictionary.encode_line``: each word's index, ``<unk>`` for a word the
+        dictionary lacks, then ``</s>``), the tensor made from a list, not element by element."""
+        index = self.src_dict.index
+        return torch.tensor([*map(index, tokenize_line(sentence)), self.src_dict.eos()])
+
+    def string(self, tokens) -> str:
+        """fairseq's, from a 1-d tensor's ids as a list (its elements one by one cost ten times
+        as much)."""
+        if torch.is_tensor(tokens) and tokens.dim() == 1:
+            tokens = tokens.tolist()
+        return self.tgt_dict.string(tokens)
+
+    def _build_batches(self, tokens: list, skip_invalid_size_inputs: bool):
+        """fairseq's batches of ``tokens`` (the task's dataset for inference and batch iterator);
+        where they make one batch, that batch collated directly (``one_batch``)."""
+        lengths = np.array([t.numel() for t in tokens], dtype=np.int64)
+        dataset = self.task.build_dataset_for_inference(tokens, lengths)
+        batch = None if skip_invalid_size_inputs else self.one_batch(dataset, lengths)
+        if batch is not None:
+            return [batch]
+        return self.task.get_batch_iterator(
+            dataset=dataset,
+            **self.batching,
+            max_positions=self.max_positions,
+            ignore_invalid_inputs=skip_invalid_size_inputs,
+            disable_iterator_cache=True,
+        ).next_epoch_itr(shuffle=False)
+
+    def one_batch(self, dataset, lengths: np.ndarray):
+        """The batch fairseq's iterator makes of ``dataset`` when it makes one (no more rows than
+        ``batch_size``, rows x the longest within ``max_tokens``; every row neither empty nor
+        over ``input_limit``, which the task's iterator skips or refuses), else None: the rows
+        in the iterator's order (``ordered_indices`` under its numpy seed), collated."""
+        rows = len(lengths)
+        if not rows or int(lengths.min()) <= 1 or int(lengths.max()) > self.input_limit()[0]:
+            return None
+        longest = max(dataset.num_tokens(i) for i in range(rows))
+        max_sentences, max_tokens = self.batching["max_sentences"], self.batching["max_tokens"]
+        if (max_sentences is not None and 0 < max_sentences < rows) or (
+            max_tokens is not None and 0 < max_tokens < rows * longest
+        ):
+            return None
+        if rows == 1:
+            return one_row(dataset)
+        with numpy_seed(ITERATOR_SEED):
+            order = dataset.ordered_indices()
+        return dataset.collater([dataset[i] for i in order])
 
     def input_limit(self) -> tuple[int, str]:
         positions = getattr(self.task, "model_positions", None)
@@ -56,23 +193,35 @@ class TextGenerator(GeneratorHubInterface):
         allow_empty: bool,
         too_long: str,
     ):
-        """The best hypothesis of each input, decoded (``""`` for an empty one)."""
-        refuse_unknown(
-            method, options, [*arguments, *(k for k in self.cfg.generation if k != "_name")]
-        )
+        """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
+        the method's own, named when a keyword of ``options`` is unknown."""
+        if any(
+            k == "_name" or (k not in self.generation_options and k not in arguments)
+            for k in options
+        ):
+            refuse_unknown(
+                method, options, [*arguments, *(k for k in self.generation_options if k != "_name")]
+            )
         batch, single = as_list(sentences, method)
         check_choices(method, allow_empty, too_long)
         empty = empty_rows(batch, method, allow_empty, gives='""')
         limit, why = self.input_limit()
         takes_pieces = self.bpe is None and is_sentencepiece_dictionary(self.src_dict.symbols)
-        tokens = {}
+        tokens, skipped = {}, []
         for i, sentence in enumerate(batch):
             if i not in empty:
                 if takes_pieces:
                     refuse_raw_text(sentence, i, method)
-                tokens[i] = fit(self.encode(sentence), limit, i, method, too_long, why)
+                fitted = fit(self.encode(sentence), limit, i, method, too_long, why)
+                if fitted is None:
+                    skipped.append(i)
+                    continue
+                tokens[i] = fitted
                 warn_unknown(tokens[i], self.src_dict.unk(), i, method)
+        warn_skipped(method, skipped, limit, why)
         outputs = [""] * len(batch)
+        for i in skipped:
+            outputs[i] = None
         if tokens:
             hypotheses = self.generate(list(tokens.values()), beam, verbose, **options)
             for i, hypos in zip(tokens, hypotheses):
@@ -89,6 +238,34 @@ class HICMLMHubInterface(TextGenerator):
     # where it is not given them: chosen together on Multi30k val for the shipped student
     # (reproduction/hi_cmlm/remove_repeats.json, docs/results/hi-cmlm.md)
     DEFAULT_DECODING = {"length_offset": 3, "remove_repeats": 3}
+
+    # generators kept, one per set of call options (a bound on the sets a server may send)
+    KEPT_GENERATORS = 64
+
+    def __init__(self, cfg, task, models):
+        super().__init__(cfg, task, models)
+        self.projection = VocabularyProjection()
+        self.generators = {}
+
+    def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
+        """The task's mask-predict generator for ``beam`` and ``options``, built at their first
+        call and kept (a ``MaskPredictGenerator`` holds options only: calls in several threads
+        may share it), with the interface's one ``projection`` (the output weights transposed
+        once)."""
+        key = (type(beam), beam, prefix_allowed_tokens_fn)
+        key += tuple((name, type(value), value) for name, value in sorted(options.items()))
+        try:
+            generator = self.generators.get(key)
+        except TypeError:  # an unhashable option value: built for this call alone
+            key = generator = None
+        if generator is None:
+            generator = super().generator(beam, options, prefix_allowed_tokens_fn)
+            generator.projection = self.projection
+            if key is not None:
+                if len(self.generators) >= self.KEPT_GENERATORS:
+                    self.generators = {}
+                self.generators[key] = generator
+        return generator
 
     def input_limit(self) -> tuple[int, str]:
         """The source positions, and at most the 255 tokens the length predictor can give."""
@@ -109,7 +286,7 @@ class HICMLMHubInterface(TextGenerator):
         remove_repeats: int | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         verbose: bool = False,
         **options,
     ):
@@ -157,7 +334,7 @@ class HICMLMHubInterface(TextGenerator):
             outputs = self.generate_text(
                 "translate",
                 sentences,
-                self.cfg.generation.beam,
+                self.generation_options["beam"],
                 arguments,
                 options,
                 verbose,
@@ -182,14 +359,15 @@ class HICMLMHubInterface(TextGenerator):
         require(value in bounds, f"{method}: {name} must be {bounds}, got {value}")
 
     def _warn_emptied(self, sentences, outputs, length_offset) -> None:
-        """Warn with the share of non-empty inputs that a negative length offset left empty."""
-        offset = self.task.cfg.length_offset if length_offset is None else length_offset
-        if offset >= 0:
-            return
+        """A warning with the share of non-empty inputs whose translation came out empty, where
+        a negative length offset (the call's or the model's) cut their predicted lengths."""
         pairs = [(outputs, sentences)] if isinstance(sentences, str) else zip(outputs, sentences)
-        given = [output for output, sentence in pairs if sentence.strip()]
+        given = [output for output, sentence in pairs if sentence.strip() and output is not None]
         empty = sum(not output for output in given)
-        if empty:
+        if not empty:
+            return
+        offset = self.task.cfg.length_offset if length_offset is None else length_offset
+        if offset < 0:
             warnings.warn(
                 f"translate: {empty} of {len(given)} outputs are empty: length_offset={offset} "
                 f"cuts every predicted length by {-offset} tokens; give an offset closer to 0 "
@@ -206,7 +384,7 @@ class Seq2SeqHubInterface(TextGenerator):
         sentences,
         beam: int | None = None,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         verbose: bool = False,
         **options,
     ):
@@ -221,7 +399,7 @@ class Seq2SeqHubInterface(TextGenerator):
         sentences,
         beam: int | None = None,
         allow_empty: bool = True,
-        too_long: str = "error",
+        too_long: str = "skip",
         verbose: bool = False,
         **options,
     ):
@@ -231,7 +409,9 @@ class Seq2SeqHubInterface(TextGenerator):
         )
 
     def _beam_search(self, method, sentences, beam, allow_empty, too_long, verbose, options):
-        beam = self.cfg.generation.beam if beam is None else positive_int(method, "beam", beam)
+        beam = (
+            self.generation_options["beam"] if beam is None else positive_int(method, "beam", beam)
+        )
         return self.generate_text(
             method,
             sentences,

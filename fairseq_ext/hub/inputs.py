@@ -8,7 +8,7 @@ import torch
 
 from fairseq_ext.common.errors import FairseqExtError, require
 
-TOO_LONG = ("error", "truncate")
+TOO_LONG = ("skip", "error", "truncate")
 
 
 def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
@@ -81,25 +81,41 @@ def positive_int(method: str, name: str, value) -> int:
 
 def fit(
     tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str
-) -> torch.Tensor:
-    """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else refused or cut."""
+) -> torch.Tensor | None:
+    """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else None (``too_long="skip"``),
+    refused (``"error"``) or cut with ``</s>`` kept and a warning (``"truncate"``)."""
     if len(tokens) <= limit:
         return tokens
+    if too_long == "skip":
+        return None
     said = (
         f"{method}: sentences[{index}] has {len(tokens)} tokens, more than the {limit} the model "
         f"takes ({why})"
     )
     if too_long == "error":
         raise FairseqExtError(
-            f"{said}; shorten it, or pass too_long='truncate' to keep its first {limit}"
+            f"{said}; shorten it, or pass too_long='truncate' to keep its first {limit} "
+            "(too_long='skip' gives None for it)"
         )
     warnings.warn(f"{said}: truncated to its first {limit}", stacklevel=2)
     return torch.cat([tokens[: limit - 1], tokens[-1:]])
 
 
+def warn_skipped(method: str, skipped: list[int], limit: int, why: str) -> None:
+    """One warning naming the inputs that ``too_long="skip"`` left without an output (None)."""
+    if skipped:
+        names = ", ".join(f"sentences[{i}]" for i in skipped)
+        warnings.warn(
+            f"{method}: {names} ha{'s' if len(skipped) == 1 else 've'} more tokens than the "
+            f"{limit} the model takes ({why}): output None; shorten, or pass "
+            f"too_long='truncate' to keep the first {limit} (too_long='error' refuses the call)",
+            stacklevel=2,
+        )
+
+
 def warn_unknown(tokens: torch.Tensor, unk: int, index: int, method: str) -> None:
     """Warn when the vocabulary spelt pieces of input ``index`` as ``<unk>``."""
-    count = int((tokens == unk).sum())
+    count = tokens.tolist().count(unk)
     if count:
         warnings.warn(
             f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. "

@@ -106,7 +106,10 @@ def check_dictionary_record(path: Path, loaded: dict) -> None:
     check_dictionaries(str(path), state, task, name)
 
 
-def _interface(cfg, task, models):
+def _interface(cfg, task, models, overrides: dict):
+    """The interface that ``families.hub_family`` names for the checkpoint's task and arch, built
+    with its ``DEFAULT_GENERATION`` where ``overrides`` does not give the option (an interface
+    reads its generation options when built)."""
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
     from fairseq_ext.hub.generation import HICMLMHubInterface, Seq2SeqHubInterface
 
@@ -121,6 +124,9 @@ def _interface(cfg, task, models):
     interface = {
         c.__name__: c for c in (HICMLMHubInterface, Seq2SeqHubInterface, PositionMaskedHubInterface)
     }[family.hub_interface]
+    for option, value in getattr(interface, "DEFAULT_GENERATION", {}).items():
+        if option not in overrides:
+            cfg.generation[option] = value
     if interface is PositionMaskedHubInterface:
         require(
             len(models) == 1,
@@ -203,11 +209,8 @@ def from_pretrained(
     refuse_unknown_overrides(loaded["args"], overrides)
     check_dictionary_record(folder / name, loaded)
     interface = _interface(
-        loaded["args"], loaded["task"], loaded["models"]
+        loaded["args"], loaded["task"], loaded["models"], overrides
     ).eval()  # no dropout at inference
-    for option, value in getattr(interface, "DEFAULT_GENERATION", {}).items():
-        if option not in overrides:  # the family's decoding defaults, unless given here
-            interface.cfg.generation[option] = value
     if hasattr(interface, "check_integer"):  # the range of length_offset: check_config below
         interface.check_integer("from_pretrained", "remove_repeats", remove_repeats)
     given = {"length_offset": length_offset, "remove_repeats": remove_repeats}
