@@ -425,7 +425,7 @@ BEAM_SEARCH_OUT_OF_RANGE = [
 DECODING_CASES = [
     ("hi_cmlm", "--iter-decode-with-beam", -2, "--iter-decode-with-beam must be >= 1"),
     ("hi_cmlm", "--iter-decode-with-beam", 0, "--iter-decode-with-beam must be >= 1"),
-    ("hi_cmlm", "--iter-decode-max-iter", -1, "--iter-decode-max-iter must be >= 0"),
+    ("hi_cmlm", "--iter-decode-max-iter", -1, "--iter-decode-max-iter must be in [0, 252]"),
     (
         "hi_cmlm",
         "--iter-decode-eos-penalty",

@@ -64,7 +64,7 @@ def refuse_malformed_dictionary(path: str) -> None:
     ``#fairseq:overwrite``. fairseq stops on the first bad line with a traceback (a
     ``RuntimeError`` or ``ValueError``); here the file, the line and the fix are one
     ``FairseqExtError``. Used by the commands' pre-flight, the Python API (both through
-    ``fairseq_changes.preflight.check_data_folder``) and the data scripts (``main``)."""
+    ``data.folder_checks.check_data_folder``) and the data scripts (``main``)."""
     fix = (
         "use the dict.*.txt fairseq-preprocess wrote, or rebuild it with fairseq-preprocess "
         "(without --srcdict)"

@@ -16,7 +16,7 @@ from fairseq import utils
 from fairseq.data import data_utils, indexed_dataset
 
 from fairseq_ext.common.errors import FairseqExtError, note, require
-from fairseq_ext.fairseq_changes.preflight import check_data_folder
+from fairseq_ext.data.folder_checks import check_data_folder
 
 UNKNOWN_SHARE = (
     0.01  # a split whose share of <unk> is above this was likely encoded with another tokenizer
@@ -40,7 +40,7 @@ def refuse_missing_dictionary(path: str) -> None:
 
 def refuse_missing_data_folder(data: str) -> None:
     """Every folder of ``--data`` (``:``-separated) is a readable folder whose dictionaries are not
-    cut short (``preflight.check_data_folder``); fairseq would stop with a bare
+    cut short (``folder_checks.check_data_folder``); fairseq would stop with a bare
     ``FileNotFoundError`` from deep inside its task set-up."""
     for folder in utils.split_paths(data):
         check_data_folder(folder)

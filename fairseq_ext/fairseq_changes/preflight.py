@@ -33,7 +33,6 @@ fairseq-generate's results file is then written whole or not at all
 from __future__ import annotations
 
 import functools
-import glob
 import os
 import re
 import sys
@@ -44,7 +43,6 @@ from fairseq_ext.checkpoints import resuming
 from fairseq_ext.checkpoints.saving import newest_complete_checkpoint
 from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.common.paths import (
-    refuse_cut_dictionary,
     require_readable_file,
     require_readable_folder,
     require_writable_folder,
@@ -53,7 +51,6 @@ from fairseq_ext.fairseq_changes import patch_scope
 from fairseq_ext.fairseq_changes.model_overrides import literal_overrides
 from fairseq_ext.fairseq_changes.output_files import generating_exclusively
 
-DATA_FIX = "give the folder fairseq-preprocess wrote (its --destdir)"
 DEFAULT_RESTORE = "checkpoint_last.pt"  # fairseq's --restore-file: that of --save-dir
 # fairseq seeds numpy with --seed plus the epoch, and numpy takes 0 to 2**32 - 1
 MAX_SEED = 2**31 - 1
@@ -94,17 +91,6 @@ def check_checkpoint(path: str) -> None:
     require_file(path, _checkpoints_beside(path))
 
 
-def check_data_folder(folder: str, label: str = "data folder") -> None:
-    """A data folder is readable, and so is each dictionary in it, none of them cut short or
-    malformed (``checkpoints.dictionaries.refuse_malformed_dictionary``)."""
-    from fairseq_ext.checkpoints.dictionaries import refuse_malformed_dictionary
-
-    require_readable_folder(folder, label, DATA_FIX)
-    for dictionary in sorted(glob.glob(os.path.join(glob.escape(folder), "dict.*txt"))):
-        refuse_cut_dictionary(dictionary)
-        refuse_malformed_dictionary(dictionary)
-
-
 def _splits_read(cfg, command: str) -> list[str]:
     """The splits ``command`` reads: ``--gen-subset`` (generate), ``--train-subset`` and
     ``--valid-subset`` (train; validate: ``--valid-subset``)."""
@@ -119,12 +105,12 @@ def _splits_read(cfg, command: str) -> list[str]:
 
 def check_split_sides(cfg, command: str) -> None:
     """For a sequence-to-sequence task (a ``TranslationTask``), every split the command reads
-    has both sides of the pair whole (``data.half_made.refuse_half_made_pair``): a killed
+    has both sides of the pair whole (``data.folder_checks.refuse_half_made_pair``): a killed
     fairseq-preprocess leaves a split without its target side."""
     from fairseq.tasks import TASK_REGISTRY
     from fairseq.tasks.translation import TranslationTask
 
-    from fairseq_ext.data.half_made import refuse_half_made_pair
+    from fairseq_ext.data import folder_checks  # fairseq: imported once a command runs
 
     task = TASK_REGISTRY.get(patch_scope.task_of_cfg(cfg))
     if task is None or not issubclass(task, TranslationTask):
@@ -132,7 +118,7 @@ def check_split_sides(cfg, command: str) -> None:
     source, target = _option(cfg, "task", "source_lang"), _option(cfg, "task", "target_lang")
     for folder in _local_paths(_option(cfg, "task", "data")):
         for split in filter(None, _splits_read(cfg, command)):
-            refuse_half_made_pair(folder, split, source, target)
+            folder_checks.refuse_half_made_pair(folder, split, source, target)
 
 
 def check_sentencepiece_model(path: Optional[str]) -> None:
@@ -236,9 +222,11 @@ def check_command(cfg, command: str) -> None:
     """Every path of ``cfg`` that fairseq's ``command`` (``generate``, ``interactive``, ``train``,
     ``validate``) reads or writes, before it does, and ``--seed``; for ``train`` also what the
     training starts from (``check_training_start``)."""
+    from fairseq_ext.data import folder_checks  # fairseq: imported once a command runs
+
     check_seed(_option(cfg, "common", "seed"))
     for folder in _local_paths(_option(cfg, "task", "data")):
-        check_data_folder(folder)
+        folder_checks.check_data_folder(folder)
     check_split_sides(cfg, command)
     for path in _local_paths(_option(cfg, "common_eval", "path")):
         check_checkpoint(path)
@@ -266,8 +254,10 @@ def check_model_folder(
 ) -> None:
     """``fairseq_ext.hub.from_pretrained``'s folder and the folder of its dictionaries; ``fix``:
     what the error for a missing folder tells the user to give instead."""
+    from fairseq_ext.data import folder_checks  # fairseq: imported once a command runs
+
     require_readable_folder(folder, "model folder", fix)
-    check_data_folder(data_folder, "dictionary folder")
+    folder_checks.check_data_folder(data_folder, "dictionary folder")
 
 
 def _command_of(main) -> str:

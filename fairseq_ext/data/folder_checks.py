@@ -1,6 +1,6 @@
-"""A binarized split that a killed ``fairseq-preprocess`` left half-made: one side of a
-sequence-to-sequence pair without the other (``refuse_half_made_pair``), named before any work
-(``fairseq_changes.preflight.check_split_sides``)."""
+"""A data folder as fairseq-preprocess should have left it: readable, its dictionaries whole
+(``check_data_folder``), no split with one side of its pair only, as a killed fairseq-preprocess
+leaves it (``refuse_half_made_pair``); run before any work by ``fairseq_changes.preflight``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ from fairseq import utils
 from fairseq.data import data_utils
 
 from fairseq_ext.common.errors import FairseqExtError
+from fairseq_ext.common.paths import refuse_cut_dictionary, require_readable_folder
+
+DATA_FIX = "give the folder fairseq-preprocess wrote (its --destdir)"
 
 
 def _shards(folder: str, split: str) -> list[str]:
@@ -52,3 +55,14 @@ def refuse_half_made_pair(
                         "that holds its dictionaries: remove it first), or run the data_prep "
                         "script again, which replaces its folder only when complete"
                     )
+
+
+def check_data_folder(folder: str, label: str = "data folder") -> None:
+    """A data folder is readable, and so is each dictionary in it, none of them cut short or
+    malformed (``checkpoints.dictionaries.refuse_malformed_dictionary``)."""
+    from fairseq_ext.checkpoints.dictionaries import refuse_malformed_dictionary
+
+    require_readable_folder(folder, label, DATA_FIX)
+    for dictionary in sorted(glob.glob(os.path.join(glob.escape(folder), "dict.*txt"))):
+        refuse_cut_dictionary(dictionary)
+        refuse_malformed_dictionary(dictionary)
