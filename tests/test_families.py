@@ -105,7 +105,7 @@ def test_the_hub_refuses_a_checkpoint_no_family_serves():
         r"unilm_seq2seq, position_masked_lm or sentence_prediction "
         r"\(position_masked_roberta only\)",
     ):
-        loading._interface(cfg, None, [])
+        loading._interface(cfg, None, [], {})
 
 
 def test_no_table_of_task_names_in_the_hub():

@@ -82,7 +82,7 @@ README_PYTHON = (
     "from fairseq_ext import hub\n"
     "model = hub.from_pretrained('hi-cmlm-multi30k-en-de')\n"
     "print(hub.loading.SHIPPED)\n"
-    "print(model.translate('A woman sings.'))\n"
+    "print(model.translate('A man is riding a bike.'))\n"
 )
 
 
@@ -148,7 +148,7 @@ def test_installed_plugin_works_outside_the_clone(wheel, tmp_path):
     assert translated.returncode == 0, translated.stderr[-2000:]
     assert translated.stdout.split("\n")[-3:] == [
         str(site / "fairseq_ext" / "hub" / "models"),
-        "Eine Frau singt.",
+        "Ein Mann fährt auf einem Fahrrad.",
         "",
     ]
     unknown = subprocess.run(

@@ -114,6 +114,13 @@ OUT_OF_RANGE = {
             ("-17", "--length-offset must be in [-16, 16]"),
         ],
     ),
+    ("task", "cmlm_hybrid", "--remove-repeats"): (
+        "hi_cmlm",
+        [
+            ("9", "--remove-repeats must be in [0, 8]"),
+            ("-1", "--remove-repeats must be in [0, 8]"),
+        ],
+    ),
     ("model", "hi_cmlm_transformer", "--copy-temperature"): (
         "hi_cmlm",
         [

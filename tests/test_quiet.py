@@ -99,11 +99,9 @@ def test_hub_prints_the_translations_only_unless_verbose():
     quiet_run = python("-c", "import sys\n" + HUB, MODEL, "quiet")
     assert quiet_run.stderr == "" and len(quiet_run.stdout.splitlines()) == 2
     loud = python("-c", "import sys\n" + HUB, MODEL, "verbose").stderr
-    assert (
-        FAIRSEQ_IMPORT_LOG in loud
-        and PIN_MEMORY in loud
-        and loud.count("fairseq.tasks.fairseq_task") >= 8
-    )
+    # fairseq's log while loading (a call of one batch builds no batch iterator or DataLoader,
+    # so it logs nothing more and warns of no pin_memory)
+    assert FAIRSEQ_IMPORT_LOG in loud and "INFO:fairseq.tasks.translation:[de] dictionary" in loud
 
 
 def command(cmd: list, cwd, extra_env: dict | None = None) -> subprocess.CompletedProcess:
