@@ -246,6 +246,33 @@ def note_emptied(finalized: list[dict], offset: int) -> None:
         )
 
 
+def predict_masked(slots, decoder, encoder_out: dict, projection, unk: int) -> None:
+    """One pass's prediction: the masked slots of ``slots`` take their most probable token and
+    its log-probability, in place (Ghazvininejad et al. 2019, section 3.1)."""
+    masks = slots.tokens.eq(unk)
+    features = fairseq_extract_features(
+        decoder,
+        slots.tokens,
+        encoder_out,
+        slots.padding,
+        slots.positions,
+        slots.copy,
+        slots.kv,
+    )
+    logits = projection(decoder, features[masks])
+    best, index = logits.max(-1)
+    slots.tokens.masked_scatter_(masks, index)
+    slots.scores.masked_scatter_(masks, best - logits.logsumexp(-1))
+
+
+def remask(slots, step: int, passes: int, unk: int) -> None:
+    """Mask again the lowest-scoring tokens after pass ``step`` of ``passes`` (fairseq's
+    ``_skeptical_unmasking``: a linearly decaying share), in place."""
+    masked = _skeptical_unmasking(slots.scores, slots.non_pad, 1 - (step + 1) / passes)
+    slots.tokens.masked_fill_(masked, unk)
+    slots.scores.masked_fill_(masked, 0.0)
+
+
 def decode(
     model,
     sample: dict,
@@ -281,29 +308,14 @@ def decode(
         for step in range(passes):
             tokens, scores = slots.tokens, slots.scores
             previous = tokens.clone() if adaptive and step < max_iter else None
-            masks = tokens.eq(unk)
-            features = fairseq_extract_features(
-                decoder,
-                tokens,
-                encoder_out,
-                slots.padding,
-                slots.positions,
-                slots.copy,
-                slots.kv,
-            )
-            logits = projection(decoder, features[masks])
-            best, index = logits.max(-1)
-            tokens.masked_scatter_(masks, index)
-            scores.masked_scatter_(masks, best - logits.logsumexp(-1))
+            predict_masked(slots, decoder, encoder_out, projection, unk)
             refuse_non_finite(scores, sample, "scores")
             if slots.history is not None:
                 slots.history.append(tokens.clone())
             if step == max_iter:
                 finalize(list(range(tokens.size(0))), step)
                 break
-            remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
-            tokens.masked_fill_(remask, unk)
-            scores.masked_fill_(remask, 0.0)
+            remask(slots, step, passes, unk)
             if slots.history is not None:
                 slots.history.append(tokens.clone())
             if previous is not None:

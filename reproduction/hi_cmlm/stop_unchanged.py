@@ -28,13 +28,13 @@ from argparse import Namespace
 from pathlib import Path
 
 import torch
-from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 
 from fairseq_ext.generation.lean_mask_predict import (
     VocabularyProjection,
     _hypothesis,
     _Slots,
-    fairseq_extract_features,
+    predict_masked,
+    remask,
 )
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.frontier import bleu, setting_name
@@ -64,20 +64,7 @@ def decode_stopping_when_unchanged(
         predicted = None  # the previous pass's prediction, before re-masking
         for step in range(passes):
             tokens, scores = slots.tokens, slots.scores
-            masks = tokens.eq(unk)
-            features = fairseq_extract_features(
-                decoder,
-                tokens,
-                encoder_out,
-                slots.padding,
-                slots.positions,
-                slots.copy,
-                slots.kv,
-            )
-            logits = projection(decoder, features[masks])
-            best, index = logits.max(-1)
-            tokens.masked_scatter_(masks, index)
-            scores.masked_scatter_(masks, best - logits.logsumexp(-1))
+            predict_masked(slots, decoder, encoder_out, projection, unk)
             done = (
                 torch.ones_like(slots.row, dtype=torch.bool)
                 if step == passes - 1
@@ -97,9 +84,7 @@ def decode_stopping_when_unchanged(
                 slots.keep((~done).nonzero(as_tuple=False).view(-1))
                 tokens, scores = slots.tokens, slots.scores
             predicted = tokens.clone()
-            remask = _skeptical_unmasking(scores, slots.non_pad, 1 - (step + 1) / passes)
-            tokens.masked_fill_(remask, unk)
-            scores.masked_fill_(remask, 0.0)
+            remask(slots, step, passes, unk)
         if beam > 1:
             pick = (
                 torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
