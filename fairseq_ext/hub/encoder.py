@@ -8,16 +8,7 @@ from fairseq.data.data_utils import collate_tokens
 from fairseq.models.roberta import RobertaHubInterface
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.hub.inputs import (
-    as_list,
-    check_choices,
-    empty_rows,
-    fit,
-    positive_int,
-    refuse_unknown,
-    warn_skipped,
-    warn_unknown,
-)
+from fairseq_ext.hub.inputs import encoded, positive_int, refuse_unknown, require_bool
 
 MASK = "<mask>"
 CALL_ARGUMENTS = ("batch_size", "allow_empty", "too_long")
@@ -26,38 +17,28 @@ CALL_ARGUMENTS = ("batch_size", "allow_empty", "too_long")
 class PositionMaskedHubInterface(RobertaHubInterface):
     """A ``position_masked_roberta`` checkpoint (pre-trained, or fine-tuned to classify)."""
 
-    def _fitted(self, method: str, encoded, too_long: str) -> tuple[list[int], list[torch.Tensor]]:
-        """The indices and tokens of ``encoded`` (pairs of an input's index and its tokens) within
-        the model's positions (``inputs.fit``, ``too_long``), ``<unk>`` pieces warned about; the
-        inputs ``too_long="skip"`` leaves out are named in one warning."""
-        limit, why = self.model.max_positions(), "its positions, with <s> and </s>"
-        rows, tokens, skipped = [], [], []
-        for index, encoding in encoded:
-            fitted = fit(encoding, limit, index, method, too_long, why)
-            if fitted is None:
-                skipped.append(index)
-                continue
-            warn_unknown(fitted, self.task.source_dictionary.unk(), index, method)
-            rows.append(index)
-            tokens.append(fitted)
-        warn_skipped(method, skipped, limit, why)
-        return rows, tokens
-
-    def _inference(self, method: str):
-        """``torch.no_grad`` for a model in evaluation mode (not switched: threads share it)."""
+    def _encoded(self, method, sentences, encode, gives, allow_empty, too_long, pairs=False):
+        """``inputs.encoded`` within the model's positions, for a model in evaluation mode (not
+        switched: threads share it)."""
         require(
             not self.model.training,
             f"{method}: the model is in training mode (dropout on), as .train() left it; call "
             ".eval() first (a call that switched the mode would switch it for every thread "
             "sharing the model)",
         )
-        return torch.no_grad()
+        limit, why = self.model.max_positions(), "its positions, with <s> and </s>"
+        unk = self.task.source_dictionary.unk()
+        return encoded(
+            method, sentences, encode, limit, why, unk, allow_empty, too_long, gives, pairs
+        )
 
-    def _batches(self, tokens: list[torch.Tensor], batch_size: int):
-        dictionary = self.task.source_dictionary
-        for start in range(0, len(tokens), batch_size):
-            chunk = tokens[start : start + batch_size]
-            yield start, chunk, collate_tokens(chunk, pad_idx=dictionary.pad()).to(self.device)
+    def _batches(self, tokens: dict, batch_size: int):
+        """``(input indices, tokens, padded tokens on the device)`` of each batch."""
+        rows = list(tokens)
+        for start in range(0, len(rows), batch_size):
+            chunk = [tokens[i] for i in rows[start : start + batch_size]]
+            padded = collate_tokens(chunk, self.task.source_dictionary.pad())
+            yield rows[start : start + batch_size], chunk, padded.to(self.device)
 
     def _encode_masked(self, sentence: str, index: int) -> torch.Tensor:
         """``<s> pieces <mask> pieces </s>`` as fairseq's ``fill_mask`` builds it."""
@@ -100,42 +81,34 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         """The ``topk`` fillings ``(filled sentence, probability, token)`` of each sentence's one
         ``<mask>``, most probable first."""
         refuse_unknown("fill_mask", options, ("topk", *CALL_ARGUMENTS))
-        batch, single = as_list(sentences, "fill_mask")
         dictionary = self.task.source_dictionary
-        topk, batch_size = (
-            positive_int("fill_mask", "topk", topk),
-            positive_int("fill_mask", "batch_size", batch_size),
-        )
+        topk = positive_int("fill_mask", "topk", topk)
+        batch_size = positive_int("fill_mask", "batch_size", batch_size)
         require(
             topk <= len(dictionary),
             f"fill_mask: topk {topk} is more than the {len(dictionary)} words the model "
             "knows; give a smaller topk",
         )
-        check_choices("fill_mask", allow_empty, too_long)
-        empty = empty_rows(batch, "fill_mask", allow_empty, gives="[]")
-        mask_id = dictionary.index(MASK)
-        rows, tokens = self._fitted(
-            "fill_mask",
-            ((i, self._encode_masked(batch[i], i)) for i in range(len(batch)) if i not in empty),
-            too_long,
+        batch, single, empty, tokens = self._encoded(
+            "fill_mask", sentences, self._encode_masked, "[]", allow_empty, too_long
         )
-        for i, t in zip(rows, tokens):
+        mask_id = dictionary.index(MASK)
+        for i, t in tokens.items():
             require(
                 bool((t == mask_id).any()),
                 f"fill_mask: the {MASK} of sentences[{i}] lies beyond the model's "
                 f"{self.model.max_positions()} positions; shorten the text before it",
             )
         results = [[] if i in empty else None for i in range(len(batch))]  # None: skipped
-        with self._inference("fill_mask"):
-            for start, chunk, padded in self._batches(tokens, batch_size):
+        with torch.no_grad():
+            for rows, chunk, padded in self._batches(tokens, batch_size):
                 logits, _ = self.model(padded, features_only=False, return_all_hiddens=False)
-                for row, t in enumerate(chunk):
+                for row, (i, t) in enumerate(zip(rows, chunk)):
                     position = int((t == mask_id).nonzero()[0])
                     values, index = logits[row, position].float().softmax(dim=-1).topk(topk)
-                    sentence = batch[rows[start + row]]
-                    results[rows[start + row]] = [
-                        self._filled(sentence, dictionary[i], p)
-                        for i, p in zip(index.tolist(), values.tolist())
+                    results[i] = [
+                        self._filled(batch[i], dictionary[w], p)
+                        for w, p in zip(index.tolist(), values.tolist())
                     ]
         return results[0] if single else results
 
@@ -152,12 +125,8 @@ class PositionMaskedHubInterface(RobertaHubInterface):
         """The label of each sentence (a pair is a tuple); with ``return_probs``, also the
         probabilities in label order."""
         refuse_unknown("classify", options, ("head", "return_probs", *CALL_ARGUMENTS))
-        batch, single = as_list(sentences, "classify", pairs=True)
         batch_size = positive_int("classify", "batch_size", batch_size)
-        require(
-            isinstance(return_probs, bool),
-            f"classify: return_probs must be True or False, got {return_probs!r}",
-        )
+        require_bool("classify", "return_probs", return_probs)
         require(
             isinstance(head, str) and head in self.model.classification_heads,
             f"the checkpoint has no classification head {head!r} (it has "
@@ -165,24 +134,22 @@ class PositionMaskedHubInterface(RobertaHubInterface):
             "checkpoint fine-tuned with --task sentence_prediction "
             "(examples/position_masking/finetune.sh)",
         )
-        check_choices("classify", allow_empty, too_long)
-        empty = empty_rows(batch, "classify", allow_empty, gives="None")
-        labels = self.task.label_dictionary
-        rows, tokens = self._fitted(
+        batch, single, _, tokens = self._encoded(
             "classify",
-            (
-                (i, self.encode(*s) if isinstance(s, tuple) else self.encode(s))
-                for i, s in enumerate(batch)
-                if i not in empty
-            ),
+            sentences,
+            lambda s, _: self.encode(*s) if isinstance(s, tuple) else self.encode(s),
+            "None",
+            allow_empty,
             too_long,
+            pairs=True,
         )
+        labels = self.task.label_dictionary
         results = [None] * len(batch)
-        with self._inference("classify"):
-            for start, _, padded in self._batches(tokens, batch_size):
+        with torch.no_grad():
+            for rows, _, padded in self._batches(tokens, batch_size):
                 features, _ = self.model(padded, features_only=True, return_all_hiddens=False)
                 probs = self.model.classification_heads[head](features).float().softmax(dim=-1)
-                for offset, row in enumerate(probs):
+                for i, row in zip(rows, probs):
                     label = labels[int(row.argmax()) + labels.nspecial]
-                    results[rows[start + offset]] = (label, row.cpu()) if return_probs else label
+                    results[i] = (label, row.cpu()) if return_probs else label
         return results[0] if single else results

@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from argparse import Namespace
 from dataclasses import fields
+from functools import partialmethod
 
 import numpy as np
 import torch
@@ -22,16 +23,7 @@ from fairseq_ext.common.errors import require
 from fairseq_ext.common.tokenizer_check import is_sentencepiece_dictionary, refuse_raw_text
 from fairseq_ext.generation.decoding_options import MAX_PASSES
 from fairseq_ext.generation.lean_mask_predict import VocabularyProjection
-from fairseq_ext.hub.inputs import (
-    as_list,
-    check_choices,
-    empty_rows,
-    fit,
-    positive_int,
-    refuse_unknown,
-    warn_skipped,
-    warn_unknown,
-)
+from fairseq_ext.hub.inputs import encoded, positive_int, refuse_unknown, require_bool
 from fairseq_ext.masking import HYBRID_STRATEGIES
 from fairseq_ext.models.decoding_call import decoding_call
 from fairseq_ext.models.hi_cmlm_transformer import MAX_NAT_TARGET_LENGTH
@@ -49,15 +41,17 @@ HICMLM_ARGUMENTS = {
 
 
 def one_row(dataset) -> dict:
-    """The batch ``dataset.collater`` makes of the one row of a ``LanguagePairDataset`` for
-    inference (fairseq's ``language_pair_dataset.collate`` of one sample without a target),
-    made directly, without the general collation's bookkeeping (a call's largest cost around
-    the decode of one sentence)."""
+    """``dataset.collater`` of the one row of a plain ``LanguagePairDataset`` for inference, made
+    directly (the general collation is a call's largest cost around the decode of a sentence)."""
     sample = dataset[0]
-    plain = type(dataset) is LanguagePairDataset and dataset.pad_to_multiple == 1
-    if not plain or dataset.src_lang_id is not None or dataset.tgt_lang_id is not None:
-        return dataset.collater([sample])
-    if set(sample) != {"id", "source", "target"} or sample["target"] is not None:
+    if (
+        type(dataset) is not LanguagePairDataset
+        or dataset.pad_to_multiple != 1
+        or dataset.src_lang_id is not None
+        or dataset.tgt_lang_id is not None
+        or set(sample) != {"id", "source", "target"}
+        or sample["target"] is not None
+    ):
         return dataset.collater([sample])
     source = sample["source"]
     length = int(source.ne(dataset.src_dict.pad()).sum())
@@ -92,10 +86,8 @@ class TextGenerator(GeneratorHubInterface):
         prefix_allowed_tokens_fn=None,
         **kwargs,
     ):
-        """fairseq's ``generate`` (token ids in, the hypotheses of each input in input order)
-        with the call's options over ``generation_options`` (``generator``), not over a deep
-        copy of the configuration, and its batches from ``_build_batches``; ``verbose`` (a log
-        line per hypothesis) is fairseq's own."""
+        """fairseq's ``generate``, with the call's options over ``generation_options`` rather
+        than over a deep copy of the configuration, and batches from ``_build_batches``."""
         if verbose or (torch.is_tensor(tokenized_sentences) and tokenized_sentences.dim() == 1):
             return super().generate(
                 tokenized_sentences,
@@ -118,30 +110,25 @@ class TextGenerator(GeneratorHubInterface):
         return [hypos for _, hypos in sorted(results, key=lambda x: x[0])]
 
     def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
-        """The task's generator for one call: ``beam`` and ``options`` over
-        ``generation_options`` (a checkpoint's configuration holds untyped values, which fairseq's
-        ``generate`` sets on its copy as they are)."""
+        """The task's generator of ``beam`` and ``options`` over ``generation_options``."""
         call = Namespace(**{**self.generation_options, "beam": beam, **options})
         return self.task.build_generator(
             self.models, call, prefix_allowed_tokens_fn=prefix_allowed_tokens_fn
         )
 
     def binarize(self, sentence: str) -> torch.LongTensor:
-        """fairseq's (``Dictionary.encode_line``: each word's index, ``<unk>`` for a word the
-        dictionary lacks, then ``</s>``), the tensor made from a list, not element by element."""
+        """fairseq's ``Dictionary.encode_line``, the tensor made from a list at once."""
         index = self.src_dict.index
         return torch.tensor([*map(index, tokenize_line(sentence)), self.src_dict.eos()])
 
     def string(self, tokens) -> str:
-        """fairseq's, from a 1-d tensor's ids as a list (its elements one by one cost ten times
-        as much)."""
+        """fairseq's, from a 1-d tensor's ids as a list (ten times faster than one by one)."""
         if torch.is_tensor(tokens) and tokens.dim() == 1:
             tokens = tokens.tolist()
         return self.tgt_dict.string(tokens)
 
     def _build_batches(self, tokens: list, skip_invalid_size_inputs: bool):
-        """fairseq's batches of ``tokens`` (the task's dataset for inference and batch iterator);
-        where they make one batch, that batch collated directly (``one_batch``)."""
+        """fairseq's batches of ``tokens``; where they make one batch, that one (``one_batch``)."""
         lengths = np.array([t.numel() for t in tokens], dtype=np.int64)
         dataset = self.task.build_dataset_for_inference(tokens, lengths)
         batch = None if skip_invalid_size_inputs else self.one_batch(dataset, lengths)
@@ -156,10 +143,9 @@ class TextGenerator(GeneratorHubInterface):
         ).next_epoch_itr(shuffle=False)
 
     def one_batch(self, dataset, lengths: np.ndarray):
-        """The batch fairseq's iterator makes of ``dataset`` when it makes one (no more rows than
-        ``batch_size``, rows x the longest within ``max_tokens``; every row neither empty nor
-        over ``input_limit``, which the task's iterator skips or refuses), else None: the rows
-        in the iterator's order (``ordered_indices`` under its numpy seed), collated."""
+        """The one batch fairseq's iterator makes of ``dataset`` (within the batch size and
+        ``max_tokens``, no row empty or over ``input_limit``), collated in the iterator's order;
+        else None."""
         rows = len(lengths)
         if not rows or int(lengths.min()) <= 1 or int(lengths.max()) > self.input_limit()[0]:
             return None
@@ -182,46 +168,25 @@ class TextGenerator(GeneratorHubInterface):
         limit = min(p for p in self.max_positions if p is not None)
         return limit, "its source and target positions"
 
-    def generate_text(
-        self,
-        method: str,
-        sentences,
-        beam: int,
-        arguments: tuple,
-        options: dict,
-        verbose: bool,
-        allow_empty: bool,
-        too_long: str,
-    ):
-        """The best hypothesis of each input, decoded; ``""`` for an empty one. ``arguments``:
-        the method's own, named when a keyword of ``options`` is unknown."""
-        if any(
-            k == "_name" or (k not in self.generation_options and k not in arguments)
-            for k in options
-        ):
-            refuse_unknown(
-                method, options, [*arguments, *(k for k in self.generation_options if k != "_name")]
-            )
-        batch, single = as_list(sentences, method)
-        check_choices(method, allow_empty, too_long)
-        empty = empty_rows(batch, method, allow_empty, gives='""')
+    def generate_text(self, method, sentences, beam, arguments, options, verbose, **call):
+        """The best hypothesis of each input (``inputs.encoded`` with ``call``'s choices),
+        decoded; ``""`` for an empty one. ``arguments``: the method's own, named when a keyword of
+        ``options`` is unknown."""
+        accepted = [*arguments, *(k for k in self.generation_options if k != "_name")]
+        refuse_unknown(method, options, accepted)
         limit, why = self.input_limit()
         takes_pieces = self.bpe is None and is_sentencepiece_dictionary(self.src_dict.symbols)
-        tokens, skipped = {}, []
-        for i, sentence in enumerate(batch):
-            if i not in empty:
-                if takes_pieces:
-                    refuse_raw_text(sentence, i, method)
-                fitted = fit(self.encode(sentence), limit, i, method, too_long, why)
-                if fitted is None:
-                    skipped.append(i)
-                    continue
-                tokens[i] = fitted
-                warn_unknown(tokens[i], self.src_dict.unk(), i, method)
-        warn_skipped(method, skipped, limit, why)
-        outputs = [""] * len(batch)
-        for i in skipped:
-            outputs[i] = None
+
+        def encode(sentence: str, index: int):
+            if takes_pieces:
+                refuse_raw_text(sentence, index, method)
+            return self.encode(sentence)
+
+        unk = self.src_dict.unk()
+        batch, single, empty, tokens = encoded(
+            method, sentences, encode, limit, why, unk, gives='""', **call
+        )
+        outputs = ["" if i in empty else None for i in range(len(batch))]
         if tokens:
             hypotheses = self.generate(list(tokens.values()), beam, verbose, **options)
             for i, hypos in zip(tokens, hypotheses):
@@ -248,10 +213,8 @@ class HICMLMHubInterface(TextGenerator):
         self.generators = {}
 
     def generator(self, beam: int, options: dict, prefix_allowed_tokens_fn=None):
-        """The task's mask-predict generator for ``beam`` and ``options``, built at their first
-        call and kept (a ``MaskPredictGenerator`` holds options only: calls in several threads
-        may share it), with the interface's one ``projection`` (the output weights transposed
-        once)."""
+        """The mask-predict generator of ``beam`` and ``options``, kept after its first call (it
+        holds options only: threads share it), with the interface's one ``projection``."""
         key = (type(beam), beam, prefix_allowed_tokens_fn)
         key += tuple((name, type(value), value) for name, value in sorted(options.items()))
         try:
@@ -269,12 +232,8 @@ class HICMLMHubInterface(TextGenerator):
 
     def input_limit(self) -> tuple[int, str]:
         """The source positions, and at most the 255 tokens the length predictor can give."""
-        limit = min(self.max_positions[0], MAX_NAT_TARGET_LENGTH)
-        return (
-            limit,
-            f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length "
-            "predictor has",
-        )
+        why = f"its source positions and the {MAX_NAT_TARGET_LENGTH} target tokens its length"
+        return min(self.max_positions[0], MAX_NAT_TARGET_LENGTH), why + " predictor has"
 
     def translate(
         self,
@@ -311,10 +270,7 @@ class HICMLMHubInterface(TextGenerator):
         if length_beam is not None:
             options["iter_decode_with_beam"] = positive_int("translate", "length_beam", length_beam)
         if force_passes is not None:
-            require(
-                isinstance(force_passes, bool),
-                f"translate: force_passes must be True or False, got {force_passes!r}",
-            )
+            require_bool("translate", "force_passes", force_passes)
             options["iter_decode_force_max_iter"] = force_passes
         require(
             strategy is None or strategy in HYBRID_STRATEGIES,
@@ -323,23 +279,17 @@ class HICMLMHubInterface(TextGenerator):
         )
         self.check_integer("translate", "length_offset", length_offset)
         self.check_integer("translate", "remove_repeats", remove_repeats)
-        arguments = (
-            *HICMLM_ARGUMENTS,
-            "strategy",
-            "length_offset",
-            "remove_repeats",
-            *CALL_ARGUMENTS,
-        )
+        arguments = (*HICMLM_ARGUMENTS, "strategy", "length_offset", "remove_repeats")
         with decoding_call(strategy, length_offset, remove_repeats):
             outputs = self.generate_text(
                 "translate",
                 sentences,
                 self.generation_options["beam"],
-                arguments,
+                (*arguments, *CALL_ARGUMENTS),
                 options,
                 verbose,
-                allow_empty,
-                too_long,
+                allow_empty=allow_empty,
+                too_long=too_long,
             )
         self._warn_emptied(sentences, outputs, length_offset)
         return outputs
@@ -348,9 +298,8 @@ class HICMLMHubInterface(TextGenerator):
         """``value`` None, or an integer in the range of the task's option ``name``."""
         if value is None:
             return
-        bounds = {f.name: f for f in fields(getattr(type(self.task), "__dataclass"))}[
-            name
-        ].metadata["range"]
+        config = fields(getattr(type(self.task), "__dataclass"))
+        bounds = next(f for f in config if f.name == name).metadata["range"]
         if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(
                 f"{method}: {name} must be an integer {bounds}, got "
@@ -379,8 +328,9 @@ class HICMLMHubInterface(TextGenerator):
 class Seq2SeqHubInterface(TextGenerator):
     """A ``translation_prophetnet`` or ``unilm_seq2seq`` checkpoint."""
 
-    def summarize(
+    def _beam_search(
         self,
+        method: str,
         sentences,
         beam: int | None = None,
         allow_empty: bool = True,
@@ -390,35 +340,18 @@ class Seq2SeqHubInterface(TextGenerator):
     ):
         """The best beam-search output for a source or a list of them (docs/python-api.md);
         ``options``: generation options by fairseq name."""
-        return self._beam_search(
-            "summarize", sentences, beam, allow_empty, too_long, verbose, options
-        )
-
-    def translate(
-        self,
-        sentences,
-        beam: int | None = None,
-        allow_empty: bool = True,
-        too_long: str = "skip",
-        verbose: bool = False,
-        **options,
-    ):
-        """``summarize`` by the name fairseq's translation interface uses."""
-        return self._beam_search(
-            "translate", sentences, beam, allow_empty, too_long, verbose, options
-        )
-
-    def _beam_search(self, method, sentences, beam, allow_empty, too_long, verbose, options):
-        beam = (
-            self.generation_options["beam"] if beam is None else positive_int(method, "beam", beam)
-        )
+        if beam is not None:
+            beam = positive_int(method, "beam", beam)
         return self.generate_text(
             method,
             sentences,
-            beam,
+            self.generation_options["beam"] if beam is None else beam,
             ("beam", *CALL_ARGUMENTS),
             options,
             verbose,
-            allow_empty,
-            too_long,
+            allow_empty=allow_empty,
+            too_long=too_long,
         )
+
+    summarize = partialmethod(_beam_search, "summarize")
+    translate = partialmethod(_beam_search, "translate")  # the name of fairseq's interface

@@ -16,10 +16,7 @@ def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
 
     def one(value) -> bool:
         return isinstance(value, str) or (
-            pairs
-            and isinstance(value, tuple)
-            and len(value) > 0
-            and all(isinstance(v, str) for v in value)
+            pairs and isinstance(value, tuple) and value and all(isinstance(v, str) for v in value)
         )
 
     item = "a str or a tuple of str (a pair)" if pairs else "a str"
@@ -36,28 +33,6 @@ def as_list(sentences, method: str, pairs: bool = False) -> tuple[list, bool]:
                 f"{method}: sentences[{i}] must be {item}, got {type(value).__name__} {value!r:.60}"
             )
     return list(sentences), False
-
-
-def check_choices(method: str, allow_empty, too_long) -> None:
-    require(
-        isinstance(allow_empty, bool),
-        f"{method}: allow_empty must be True or False, got {allow_empty!r}",
-    )
-    require(
-        too_long in TOO_LONG,
-        f"{method}: too_long must be one of {', '.join(TOO_LONG)}, got {too_long!r}",
-    )
-
-
-def empty_rows(sentences: list, method: str, allow_empty: bool, gives: str) -> set[int]:
-    """The indices of empty or whitespace-only inputs; refused unless ``allow_empty``."""
-    empty = {i for i, s in enumerate(sentences) if not "".join(s).strip()}
-    if empty and not allow_empty:
-        raise FairseqExtError(
-            f"{method}: sentences[{min(empty)}] is empty or whitespace only; give it text, or "
-            f"pass allow_empty=True to get {gives} for it"
-        )
-    return empty
 
 
 def refuse_unknown(method: str, options: dict, accepted) -> None:
@@ -79,9 +54,11 @@ def positive_int(method: str, name: str, value) -> int:
     return value
 
 
-def fit(
-    tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str
-) -> torch.Tensor | None:
+def require_bool(method: str, name: str, value) -> None:
+    require(isinstance(value, bool), f"{method}: {name} must be True or False, got {value!r}")
+
+
+def fit(tokens: torch.Tensor, limit: int, index: int, method: str, too_long: str, why: str):
     """``tokens`` (ending in ``</s>``) if at most ``limit`` long; else None (``too_long="skip"``),
     refused (``"error"``) or cut with ``</s>`` kept and a warning (``"truncate"``)."""
     if len(tokens) <= limit:
@@ -97,28 +74,51 @@ def fit(
             f"{said}; shorten it, or pass too_long='truncate' to keep its first {limit} "
             "(too_long='skip' gives None for it)"
         )
-    warnings.warn(f"{said}: truncated to its first {limit}", stacklevel=2)
+    warnings.warn(f"{said}: truncated to its first {limit}", stacklevel=3)
     return torch.cat([tokens[: limit - 1], tokens[-1:]])
 
 
-def warn_skipped(method: str, skipped: list[int], limit: int, why: str) -> None:
-    """One warning naming the inputs that ``too_long="skip"`` left without an output (None)."""
+def encoded(
+    method, sentences, encode, limit, why, unk, allow_empty, too_long, gives, pairs=False
+) -> tuple[list, bool, set[int], dict]:
+    """``(inputs, one input given, empty inputs, {index: tokens})``: inputs checked (``as_list``),
+    empty ones refused unless ``allow_empty`` (a call gives ``gives`` for them), the others
+    ``encode(input, index)``d and fitted in ``limit`` (``fit``); ``<unk>`` pieces are warned
+    about, and the inputs ``too_long="skip"`` leaves out named in one warning."""
+    batch, single = as_list(sentences, method, pairs)
+    require_bool(method, "allow_empty", allow_empty)
+    require(
+        too_long in TOO_LONG,
+        f"{method}: too_long must be one of {', '.join(TOO_LONG)}, got {too_long!r}",
+    )
+    empty = {i for i, s in enumerate(batch) if not "".join(s).strip()}
+    if empty and not allow_empty:
+        raise FairseqExtError(
+            f"{method}: sentences[{min(empty)}] is empty or whitespace only; give it text, or "
+            f"pass allow_empty=True to get {gives} for it"
+        )
+    tokens, skipped = {}, []
+    for i, sentence in enumerate(batch):
+        if i in empty:
+            continue
+        fitted = fit(encode(sentence, i), limit, i, method, too_long, why)
+        if fitted is None:
+            skipped.append(i)
+            continue
+        count = fitted.tolist().count(unk)
+        if count:
+            warnings.warn(
+                f"{method}: sentences[{i}] has {count} piece(s) the model's vocabulary lacks "
+                "(e.g. emoji or another script); the model reads them as <unk>",
+                stacklevel=3,
+            )
+        tokens[i] = fitted
     if skipped:
-        names = ", ".join(f"sentences[{i}]" for i in skipped)
         warnings.warn(
-            f"{method}: {names} ha{'s' if len(skipped) == 1 else 've'} more tokens than the "
-            f"{limit} the model takes ({why}): output None; shorten, or pass "
-            f"too_long='truncate' to keep the first {limit} (too_long='error' refuses the call)",
-            stacklevel=2,
+            f"{method}: {', '.join(f'sentences[{i}]' for i in skipped)} "
+            f"ha{'s' if len(skipped) == 1 else 've'} more tokens than the {limit} the model "
+            f"takes ({why}): output None; shorten, or pass too_long='truncate' to keep the first "
+            f"{limit} (too_long='error' refuses the call)",
+            stacklevel=3,
         )
-
-
-def warn_unknown(tokens: torch.Tensor, unk: int, index: int, method: str) -> None:
-    """Warn when the vocabulary spelt pieces of input ``index`` as ``<unk>``."""
-    count = tokens.tolist().count(unk)
-    if count:
-        warnings.warn(
-            f"{method}: sentences[{index}] has {count} piece(s) the model's vocabulary lacks (e.g. "
-            "emoji or another script); the model reads them as <unk>",
-            stacklevel=2,
-        )
+    return batch, single, empty, tokens
