@@ -59,11 +59,6 @@ def tokenizer_options(folder: Path) -> dict:
     return {}
 
 
-def register_wordpiece() -> None:
-    """Register ``--bpe wordpiece`` (building it needs the ``tokenizers`` library)."""
-    from fairseq_ext.wordpiece import bpe  # noqa: F401  (register_bpe runs on import)
-
-
 def refuse_unknown_overrides(cfg, overrides: dict) -> None:
     """A ``TypeError`` for keywords that are no option of the configuration."""
     known = set(cfg) | {key for group in cfg.values() if hasattr(group, "keys") for key in group}
@@ -73,8 +68,7 @@ def refuse_unknown_overrides(cfg, overrides: dict) -> None:
         raise TypeError(
             f"from_pretrained() got unknown keyword(s) {', '.join(unknown)}: no fairseq option of "
             f"this checkpoint has that name{' (close: ' + ', '.join(close) + ')' if close else ''}"
-            "; "
-            "give options by their fairseq name with _ for -, e.g. beam, batch_size, bpe"
+            "; give options by their fairseq name with _ for -, e.g. beam, batch_size, bpe"
         )
 
 
@@ -84,15 +78,16 @@ def warn_untrained_head(folder: Path, interface) -> None:
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
 
     record = folder / CONVERSION_FILE
-    if isinstance(interface, PositionMaskedHubInterface) and record.is_file():
-        if json.loads(record.read_text(encoding="utf-8")).get("mlm_head") == "new":
-            warnings.warn(
-                f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel "
-                "such as all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are "
-                "meaningless until it is trained (--task position_masked_lm); classify after "
-                "fine-tuning is not affected",
-                stacklevel=4,
-            )
+    if not isinstance(interface, PositionMaskedHubInterface) or not record.is_file():
+        return
+    if json.loads(record.read_text(encoding="utf-8")).get("mlm_head") == "new":
+        warnings.warn(
+            f"{folder} was converted from a checkpoint without an MLM head (e.g. a BertModel "
+            "such as all-MiniLM-L6-v2): its MLM head is untrained, so fill_mask's fillings are "
+            "meaningless until it is trained (--task position_masked_lm); classify after "
+            "fine-tuning is not affected",
+            stacklevel=4,
+        )
 
 
 def check_dictionary_record(path: Path, loaded: dict) -> None:
@@ -107,9 +102,8 @@ def check_dictionary_record(path: Path, loaded: dict) -> None:
 
 
 def _interface(cfg, task, models, overrides: dict):
-    """The interface that ``families.hub_family`` names for the checkpoint's task and arch, built
-    with its ``DEFAULT_GENERATION`` where ``overrides`` does not give the option (an interface
-    reads its generation options when built)."""
+    """The interface ``families.hub_family`` names for the checkpoint, built with its
+    ``DEFAULT_GENERATION`` where ``overrides`` does not give the option."""
     from fairseq_ext.hub.encoder import PositionMaskedHubInterface
     from fairseq_ext.hub.generation import HICMLMHubInterface, Seq2SeqHubInterface
 
@@ -174,25 +168,22 @@ def from_pretrained(
             f"{checkpoint_file!r:.60}"
         )
     folder = model_folder(model_dir)
-    options = {} if "bpe" in overrides else tokenizer_options(folder)
-    options.update(overrides)
-    data = (
-        folder / data_name_or_path if data_name_or_path.startswith(".") else Path(data_name_or_path)
-    )
+    options = {**({} if "bpe" in overrides else tokenizer_options(folder)), **overrides}
+    data = folder / data_name_or_path if data_name_or_path.startswith(".") else data_name_or_path
+    shipped = ", ".join(shipped_names())
     check_model_folder(
         str(folder),
         str(data),
-        "give the folder that holds the checkpoint, or the name of a model "
-        f"the package ships ({', '.join(shipped_names())})",
+        f"give the folder that holds the checkpoint, or the name of a model the package ships "
+        f"({shipped})",
     )
+    sentencepiece_model = None
     if options.get("bpe") == "sentencepiece":
-        check_sentencepiece_model(options.get("sentencepiece_model"))
+        sentencepiece_model = options.get("sentencepiece_model")
+        check_sentencepiece_model(sentencepiece_model)
     name = checkpoint_name(folder, checkpoint_file)
-    if options.get("bpe") == "wordpiece":
-        register_wordpiece()
-    sentencepiece_model = (
-        options.get("sentencepiece_model") if options.get("bpe") == "sentencepiece" else None
-    )
+    if options.get("bpe") == "wordpiece":  # registers --bpe wordpiece (needs tokenizers)
+        from fairseq_ext.wordpiece import bpe  # noqa: F401
     if sentencepiece_model is not None and Path(sentencepiece_model).is_file():
         load_sentencepiece(str(sentencepiece_model), "sentencepiece_model")
     try:
@@ -208,9 +199,7 @@ def from_pretrained(
         ) from None
     refuse_unknown_overrides(loaded["args"], overrides)
     check_dictionary_record(folder / name, loaded)
-    interface = _interface(
-        loaded["args"], loaded["task"], loaded["models"], overrides
-    ).eval()  # no dropout at inference
+    interface = _interface(loaded["args"], loaded["task"], loaded["models"], overrides).eval()
     if hasattr(interface, "check_integer"):  # the range of length_offset: check_config below
         interface.check_integer("from_pretrained", "remove_repeats", remove_repeats)
     given = {"length_offset": length_offset, "remove_repeats": remove_repeats}
@@ -224,14 +213,10 @@ def from_pretrained(
                 f"{folder / name} was trained with --task {loaded['args'].task._name}",
             )
             setattr(interface.task.cfg, option, value)
-    if any(decoding.values()):
-        from fairseq_ext.common.config_fields import (
-            check_config,
-        )  # imports fairseq: after quiet.hush
+    if any(decoding.values()):  # against the task's dataclass (fairseq's register_task)
+        from fairseq_ext.common.config_fields import check_config
 
-        check_config(
-            interface.task.cfg, getattr(type(interface.task), "__dataclass")
-        )  # fairseq's register_task
+        check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))
     for model in getattr(interface, "models", []):  # as build_generator sets it; now, not in a call
         if hasattr(getattr(model, "decoder", None), "length_offset"):
             model.decoder.length_offset = interface.task.cfg.length_offset
