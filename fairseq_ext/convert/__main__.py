@@ -29,6 +29,7 @@ import logging
 import sys
 from pathlib import Path
 
+from fairseq_ext.common.cli import command_parser
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.convert.transformers_folder import TOKENIZER_FILES, WEIGHT_FILES
 from fairseq_ext.fairseq_changes import quiet
@@ -46,10 +47,12 @@ TO_WRITES = ("config.json", "model.safetensors", *TOKENIZER_FILES)
 MODEL_FILES = sorted({*FROM_WRITES, *TO_WRITES, *WEIGHT_FILES})
 
 
-def _from_transformers(a) -> dict:
+def _convert(a) -> dict:
     from fairseq_ext.convert import bert, prophetnet
     from fairseq_ext.convert.transformers_folder import read_config, read_folder
 
+    if a.command == "to-transformers":
+        return prophetnet.export_to_transformers(a.checkpoint, a.out, a.dict, a.vocab)
     converters = {
         "bert": (bert.check_config, bert.convert),
         "prophetnet": (prophetnet.check_config, prophetnet.convert_from_transformers),
@@ -63,15 +66,9 @@ def _from_transformers(a) -> dict:
         )
     check, convert = converters[model_type]
     check(config, a.folder)
-    info = convert(read_folder(a.folder), Path(a.out))
-    (Path(a.out) / "options.txt").write_text(" ".join(info["options"]) + "\n")
+    info = convert(read_folder(a.folder), a.out)
+    (a.out / "options.txt").write_text(" ".join(info["options"]) + "\n")
     return info
-
-
-def _to_transformers(a) -> dict:
-    from fairseq_ext.convert.prophetnet import export_to_transformers
-
-    return export_to_transformers(Path(a.checkpoint), Path(a.out), a.dict, a.vocab)
 
 
 def check_out(out: Path, force: bool, read: list[Path], beside: Path | None = None) -> None:
@@ -108,11 +105,7 @@ def _remove_new_files(out: Path, before: set[str] | None, names) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.convert",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m fairseq_ext.convert", __doc__)
     sub = p.add_subparsers(dest="command", required=True)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--verbose", action="store_true", help=quiet.VERBOSE_HELP)
@@ -148,16 +141,13 @@ def main(argv: list[str] | None = None) -> int:
             check_out(a.out, a.force, [a.folder])
         else:
             check_out(a.out, a.force, [a.vocab] if a.vocab else [], a.checkpoint.parent)
-    except FairseqExtError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    writes = FROM_WRITES if a.command == "from-transformers" else TO_WRITES
-    try:
-        info = _from_transformers(a) if a.command == "from-transformers" else _to_transformers(a)
-    except BaseException as exc:
-        _remove_new_files(a.out, before, writes)
-        if not isinstance(exc, FairseqExtError):
+        try:
+            info = _convert(a)
+        except BaseException:
+            writes = FROM_WRITES if a.command == "from-transformers" else TO_WRITES
+            _remove_new_files(a.out, before, writes)
             raise
+    except FairseqExtError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(info, indent=2))

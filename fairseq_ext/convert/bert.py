@@ -11,9 +11,8 @@ from typing import Dict, List, Tuple
 import torch
 from torch import Tensor
 
-from fairseq_ext.checkpoints import converted
 from fairseq_ext.common.errors import FairseqExtError, require
-from fairseq_ext.convert.training_options import training_args
+from fairseq_ext.convert.training_options import command_line, save_converted
 from fairseq_ext.convert.transformers_folder import (
     TransformersFolder,
     copy_tokenizer,
@@ -48,14 +47,15 @@ _HEAD = {
 ENC = "encoder.sentence_encoder."
 SEGMENTS = ENC + "embed_segments.weight"
 INIT_SEED = 0
-SIZES = (
-    "vocab_size",
-    "hidden_size",
-    "num_hidden_layers",
-    "num_attention_heads",
-    "intermediate_size",
-    "max_position_embeddings",
-)
+# fairseq option -> the BERT config key of its setting
+CONFIG_KEYS = {
+    "encoder_layers": "num_hidden_layers",
+    "encoder_embed_dim": "hidden_size",
+    "encoder_ffn_embed_dim": "intermediate_size",
+    "encoder_attention_heads": "num_attention_heads",
+    "max_positions": "max_position_embeddings",
+}
+SIZES = ("vocab_size", *CONFIG_KEYS.values())
 NUMBERS = ("layer_norm_eps", "hidden_dropout_prob", "attention_probs_dropout_prob")
 
 
@@ -89,26 +89,16 @@ def check_config(config: dict, path) -> None:
 
 
 def model_options(config: dict) -> List[str]:
-    return [
-        "--encoder-layers",
-        str(config["num_hidden_layers"]),
-        "--encoder-embed-dim",
-        str(config["hidden_size"]),
-        "--encoder-ffn-embed-dim",
-        str(config["intermediate_size"]),
-        "--encoder-attention-heads",
-        str(config["num_attention_heads"]),
-        "--max-positions",
-        str(config["max_position_embeddings"]),
-        "--activation-fn",
-        ACTIVATIONS[config["hidden_act"]],
-        "--layernorm-eps",
-        repr(float(config.get("layer_norm_eps", 1e-12))),
-        "--dropout",
-        str(config.get("hidden_dropout_prob", 0.1)),
-        "--attention-dropout",
-        str(config.get("attention_probs_dropout_prob", 0.1)),
-    ]
+    options = {arg: config[key] for arg, key in CONFIG_KEYS.items()}
+    return command_line(
+        {
+            **options,
+            "activation_fn": ACTIVATIONS[config["hidden_act"]],
+            "layernorm_eps": repr(float(config.get("layer_norm_eps", 1e-12))),
+            "dropout": config.get("hidden_dropout_prob", 0.1),
+            "attention_dropout": config.get("attention_probs_dropout_prob", 0.1),
+        }
+    )
 
 
 def convert_state(
@@ -197,32 +187,14 @@ def convert(folder: TransformersFolder, out: Path) -> dict:
     copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     state, unused = convert_state(folder.state, config, rows)
     options = model_options(config)
-    args = training_args(
-        out,
-        [
-            "--task",
-            "position_masked_lm",
-            "--criterion",
-            "position_masked_lm",
-            "--arch",
-            "position_masked_roberta",
-            "--tokens-per-sample",
-            str(config["max_position_embeddings"]),
-            "--optimizer",
-            "adam",
-            *options,
-        ],
-    )
-    _, model = converted.build_model(args)
-    checkpoint = converted.fill(model, state, extra=[SEGMENTS])
-    converted.save(out / "model.pt", args, checkpoint)
+    task = ["--task", "position_masked_lm", "--criterion", "position_masked_lm"]
+    arch = ["--arch", "position_masked_roberta", "--optimizer", "adam"]
+    positions = ["--tokens-per-sample", str(config["max_position_embeddings"])]
+    save_converted(out, [*task, *arch, *positions, *options], state, extra=[SEGMENTS])
     if unused:
         logger.info("not used by either model: %s", ", ".join(unused))
-    head = (
-        "converted"
-        if any(k.startswith("cls.predictions.") for k in _strip_prefix(folder.state))
-        else "new"
-    )
+    stripped = _strip_prefix(folder.state)
+    head = "converted" if any(k.startswith("cls.predictions.") for k in stripped) else "new"
     # the Python API warns at load when fill_mask would use a head that was never trained
     (out / CONVERSION_FILE).write_text(
         json.dumps({"model_type": "bert", "mlm_head": head}) + "\n", encoding="utf-8"

@@ -5,20 +5,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import torch
 from torch import Tensor
 
 from fairseq_ext import plugin
-from fairseq_ext.checkpoints import converted
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.convert.prophetnet_transformers import (
+    CONFIG_KEYS,
+    DEFAULTED_KEYS,
+    EMBEDDING_COPIES,
     from_transformers_state_dict,
     to_transformers_state_dict,
     transformers_config,
 )
-from fairseq_ext.convert.training_options import training_args
+from fairseq_ext.convert.training_options import command_line, save_converted
 from fairseq_ext.convert.transformers_folder import (
     TransformersFolder,
     copy_tokenizer,
@@ -36,27 +38,8 @@ from fairseq_ext.convert.vocabulary import (
 )
 
 FAIRSEQ_PAD = 1
-SIZES = (
-    "vocab_size",
-    "hidden_size",
-    "num_encoder_layers",
-    "num_decoder_layers",
-    "encoder_ffn_dim",
-    "decoder_ffn_dim",
-    "num_encoder_attention_heads",
-    "num_decoder_attention_heads",
-    "ngram",
-    "num_buckets",
-    "relative_max_distance",
-    "max_position_embeddings",
-)
+SIZES = ("vocab_size", *dict.fromkeys(CONFIG_KEYS.values()), "max_position_embeddings")
 NUMBERS = ("dropout", "attention_dropout", "activation_dropout")
-_WORD_EMBEDDINGS = (
-    "prophetnet.word_embeddings.weight",
-    "prophetnet.encoder.word_embeddings.weight",
-    "prophetnet.decoder.word_embeddings.weight",
-    "lm_head.weight",
-)
 
 
 def shift_rows(table: Tensor, shift: int) -> Tensor:
@@ -105,54 +88,14 @@ def options_of(config: dict, shift: int) -> List[str]:
     """fairseq options of the same sizes (position tables of ``P`` rows: ``P + shift - 2`` source
     and ``P + shift - 3`` target positions)."""
     rows = config["max_position_embeddings"] + shift
-    return [
-        "--arch",
-        "prophetnet",
-        "--encoder-layers",
-        str(config["num_encoder_layers"]),
-        "--decoder-layers",
-        str(config["num_decoder_layers"]),
-        "--encoder-embed-dim",
-        str(config["hidden_size"]),
-        "--decoder-embed-dim",
-        str(config["hidden_size"]),
-        "--encoder-ffn-embed-dim",
-        str(config["encoder_ffn_dim"]),
-        "--decoder-ffn-embed-dim",
-        str(config["decoder_ffn_dim"]),
-        "--encoder-attention-heads",
-        str(config["num_encoder_attention_heads"]),
-        "--decoder-attention-heads",
-        str(config["num_decoder_attention_heads"]),
-        "--ngram",
-        str(config["ngram"]),
-        "--num-buckets",
-        str(config["num_buckets"]),
-        "--relative-max-distance",
-        str(config["relative_max_distance"]),
-        "--max-source-positions",
-        str(rows - FAIRSEQ_PAD - 1),
-        "--max-target-positions",
-        str(rows - FAIRSEQ_PAD - 2),
-        "--activation-fn",
-        config.get("activation_function", "gelu"),
-        "--dropout",
-        str(config.get("dropout", 0.1)),
-        "--attention-dropout",
-        str(config.get("attention_dropout", 0.1)),
-        "--activation-dropout",
-        str(config.get("activation_dropout", 0.1)),
-    ]
-
-
-def _embedding(state: Dict[str, Tensor]) -> Tensor:
-    for name in _WORD_EMBEDDINGS:
-        if name in state:
-            return state[name]
-    raise FairseqExtError(
-        "the checkpoint has no word embeddings (prophetnet.word_embeddings.weight); is it a "
-        "ProphetNetForConditionalGeneration?"
+    options = {arg: config[key] for arg, key in CONFIG_KEYS.items()}
+    options.update(
+        (arg, config.get(key, default)) for arg, (key, default) in DEFAULTED_KEYS.items()
     )
+    options.update(
+        max_source_positions=rows - FAIRSEQ_PAD - 1, max_target_positions=rows - FAIRSEQ_PAD - 2
+    )
+    return ["--arch", "prophetnet", *command_line(options)]
 
 
 def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
@@ -163,7 +106,13 @@ def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
     _check_ids(folder)
     tokens, rows = fairseq_rows(folder.vocab, folder.specials)
     state = dict(folder.state)
-    state["prophetnet.word_embeddings.weight"] = _embedding(state)
+    embedding = next((state[name] for name in EMBEDDING_COPIES if name in state), None)
+    require(
+        embedding is not None,
+        "the checkpoint has no word embeddings (prophetnet.word_embeddings.weight); is it a "
+        "ProphetNetForConditionalGeneration?",
+    )
+    state["prophetnet.word_embeddings.weight"] = embedding
     try:
         sd = from_transformers_state_dict(state)
     except KeyError as exc:
@@ -174,39 +123,20 @@ def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
     embed = sd["encoder.embed_tokens.weight"][rows]
     sd["encoder.embed_tokens.weight"] = sd["decoder.embed_tokens.weight"] = embed
     shift = FAIRSEQ_PAD - config["pad_token_id"]
-    for side in ("encoder", "decoder"):
-        sd[f"{side}.embed_positions.weight"] = shift_rows(
-            sd[f"{side}.embed_positions.weight"], shift
-        )
+    for name in ("encoder.embed_positions.weight", "decoder.embed_positions.weight"):
+        sd[name] = shift_rows(sd[name], shift)
     out.mkdir(parents=True, exist_ok=True)
-    for name in (
-        "dict.txt",
-        "dict.src.txt",
-        "dict.tgt.txt",
-    ):  # the task's dictionaries, out is its data
+    for name in ("dict.txt", "dict.src.txt", "dict.tgt.txt"):  # out is the task's data folder
         write_dict(out / name, tokens)
     copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     options = options_of(config, shift)
-    args = training_args(
+    task = ["--task", "translation_prophetnet", "-s", "src", "-t", "tgt"]
+    save_converted(
         out,
-        [
-            "--task",
-            "translation_prophetnet",
-            "-s",
-            "src",
-            "-t",
-            "tgt",
-            "--criterion",
-            "ngram_language_loss",
-            "--optimizer",
-            "adam",
-            *options,
-        ],
+        [*task, "--criterion", "ngram_language_loss", "--optimizer", "adam", *options],
+        sd,
+        tied=[("decoder.embed_tokens.weight", "encoder.embed_tokens.weight")],
     )
-    _, model = converted.build_model(args)
-    state_out = converted.fill(model, sd)
-    state_out["decoder.embed_tokens.weight"] = state_out["encoder.embed_tokens.weight"]
-    converted.save(out / "model.pt", args, state_out)
     return {
         "checkpoint": str(out / "model.pt"),
         "dictionary": str(out / "dict.txt"),
@@ -262,10 +192,8 @@ def export_to_transformers(
         pad, bos, eos = fairseq_dict.pad(), fairseq_dict.bos(), fairseq_dict.eos()
     shift = FAIRSEQ_PAD - pad
     sd["encoder.embed_tokens.weight"] = sd["encoder.embed_tokens.weight"][order]
-    for side in ("encoder", "decoder"):
-        sd[f"{side}.embed_positions.weight"] = shift_rows(
-            sd[f"{side}.embed_positions.weight"], -shift
-        )
+    for name in ("encoder.embed_positions.weight", "decoder.embed_positions.weight"):
+        sd[name] = shift_rows(sd[name], -shift)
     config = transformers_config(
         args,
         fairseq_dict,
@@ -276,14 +204,6 @@ def export_to_transformers(
         decoder_start_token_id=eos,
         max_position_embeddings=sd["encoder.embed_positions.weight"].size(0),
     )
-    config_dict = config.to_dict()
-    config_dict["architectures"] = ["ProphetNetForConditionalGeneration"]
-    write_folder(
-        out,
-        config_dict,
-        to_transformers_state_dict(sd),
-        vocab,
-        specials,
-        tokenizer_from=vocab_folder,
-    )
+    config = {**config.to_dict(), "architectures": ["ProphetNetForConditionalGeneration"]}
+    write_folder(out, config, to_transformers_state_dict(sd), vocab, specials, vocab_folder)
     return {"folder": str(out), "vocabulary": len(vocab), "pad_token_id": pad, "eos_token_id": eos}

@@ -34,12 +34,33 @@ _LAYER_NAMES = {
         },
     ),
 }
-_EMBEDDING_COPIES = (
+EMBEDDING_COPIES = (
     "prophetnet.word_embeddings.weight",
     "prophetnet.encoder.word_embeddings.weight",
     "prophetnet.decoder.word_embeddings.weight",
     "lm_head.weight",
 )
+# each fairseq option of the prophetnet architecture -> the ProphetNetConfig key of its setting
+CONFIG_KEYS = {
+    "decoder_embed_dim": "hidden_size",
+    "encoder_embed_dim": "hidden_size",
+    "encoder_ffn_embed_dim": "encoder_ffn_dim",
+    "decoder_ffn_embed_dim": "decoder_ffn_dim",
+    "encoder_layers": "num_encoder_layers",
+    "decoder_layers": "num_decoder_layers",
+    "encoder_attention_heads": "num_encoder_attention_heads",
+    "decoder_attention_heads": "num_decoder_attention_heads",
+    "ngram": "ngram",
+    "num_buckets": "num_buckets",
+    "relative_max_distance": "relative_max_distance",
+}
+# the same for the settings a config.json may leave out, with transformers' defaults
+DEFAULTED_KEYS = {
+    "activation_fn": ("activation_function", "gelu"),
+    "dropout": ("dropout", 0.1),
+    "attention_dropout": ("attention_dropout", 0.1),
+    "activation_dropout": ("activation_dropout", 0.1),
+}
 
 
 def _layer_count(sd: Dict[str, Tensor], prefix: str) -> int:
@@ -64,10 +85,9 @@ def _name_pairs(sd_ours: Dict[str, Tensor]):
 
 def to_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
     """A ``prophetnet`` state dict -> ``ProphetNetForConditionalGeneration``'s."""
-    out = {name: sd["encoder.embed_tokens.weight"] for name in _EMBEDDING_COPIES}
-    out["prophetnet.decoder.ngram_embeddings.weight"] = sd["decoder.ngram_embeddings.weight"].roll(
-        -1, 0
-    )
+    out = {name: sd["encoder.embed_tokens.weight"] for name in EMBEDDING_COPIES}
+    ngram = sd["decoder.ngram_embeddings.weight"]
+    out["prophetnet.decoder.ngram_embeddings.weight"] = ngram.roll(-1, 0)
     for ours, theirs in _name_pairs(sd):
         out[theirs] = sd[ours]
     return out
@@ -76,12 +96,11 @@ def to_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
 def from_transformers_state_dict(sd: Dict[str, Tensor]) -> Dict[str, Tensor]:
     """The inverse of ``to_transformers_state_dict``."""
     embed = sd["prophetnet.word_embeddings.weight"]
+    ngram = sd["prophetnet.decoder.ngram_embeddings.weight"]
     out = {
         "encoder.embed_tokens.weight": embed,
         "decoder.embed_tokens.weight": embed,
-        "decoder.ngram_embeddings.weight": sd["prophetnet.decoder.ngram_embeddings.weight"].roll(
-            1, 0
-        ),
+        "decoder.ngram_embeddings.weight": ngram.roll(1, 0),
     }
     layers = {
         side: _layer_count(sd, f"prophetnet.{side}.layers.") for side in ("encoder", "decoder")
@@ -105,23 +124,11 @@ def transformers_config(args, dictionary, **overrides):
             f"--max-source-positions {args.max_target_positions + 1} with "
             f"--max-target-positions {args.max_target_positions}"
         )
-    options = dict(
+    options = {key: getattr(args, arg) for arg, key in CONFIG_KEYS.items()}
+    options.update((key, getattr(args, arg)) for arg, (key, _) in DEFAULTED_KEYS.items())
+    options.update(
         vocab_size=len(dictionary),
-        hidden_size=args.encoder_embed_dim,
-        encoder_ffn_dim=args.encoder_ffn_embed_dim,
-        decoder_ffn_dim=args.decoder_ffn_embed_dim,
-        num_encoder_layers=args.encoder_layers,
-        num_decoder_layers=args.decoder_layers,
-        num_encoder_attention_heads=args.encoder_attention_heads,
-        num_decoder_attention_heads=args.decoder_attention_heads,
-        ngram=args.ngram,
-        num_buckets=args.num_buckets,
-        relative_max_distance=args.relative_max_distance,
         max_position_embeddings=rows,
-        dropout=args.dropout,
-        attention_dropout=args.attention_dropout,
-        activation_dropout=args.activation_dropout,
-        activation_function=args.activation_fn,
         pad_token_id=pad,
         bos_token_id=dictionary.bos(),
         eos_token_id=dictionary.eos(),
@@ -141,21 +148,16 @@ def _predict_relative_bias(
     bsz, length = hidden_states.shape[:2]
     keys = attn_weights.size(-1)
     if buckets is None:  # one decoding step: distances from the step's position to every key
-        distance = torch.arange(keys, device=position_ids.device).view(
-            1, 1, keys
-        ) - position_ids.view(-1, 1, 1)
+        distance = torch.arange(keys, device=position_ids.device).view(1, 1, keys)
+        distance = distance - position_ids.view(-1, 1, 1)
         buckets = compute_relative_buckets(
             self.num_buckets, self.relative_max_distance, distance.expand(bsz, length, keys), False
         )
     rel = self.relative_pos_embeddings(hidden_states)  # (B, T, ngram, buckets * H)
-    rel = rel.view(bsz, length, self.ngram, self.num_buckets, self.num_attn_heads).permute(
-        0, 2, 4, 1, 3
-    )
-    index = (
-        buckets.long()
-        .view(bsz, 1, 1, length, keys)
-        .expand(bsz, self.ngram, self.num_attn_heads, length, keys)
-    )
+    rel = rel.view(bsz, length, self.ngram, self.num_buckets, self.num_attn_heads)
+    rel = rel.permute(0, 2, 4, 1, 3)
+    index = buckets.long().view(bsz, 1, 1, length, keys)
+    index = index.expand(bsz, self.ngram, self.num_attn_heads, length, keys)
     return rel.gather(-1, index)
 
 

@@ -18,7 +18,6 @@ from fairseq_ext.common.errors import FairseqExtError, require
 
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")
-SPECIAL_KEYS = ("cls_token", "pad_token", "sep_token", "unk_token", "mask_token")
 BERT_SPECIALS = {
     "cls_token": "[CLS]",
     "pad_token": "[PAD]",
@@ -37,18 +36,6 @@ class TransformersFolder:
     state: Dict[str, Tensor]
     vocab: List[str]
     specials: Dict[str, str] = field(default_factory=dict)
-
-    @property
-    def model_type(self) -> str:
-        return self.config.get("model_type", "")
-
-
-def _foreign_globals(file: Path) -> list[str]:
-    """The globals ``file`` pickles beyond the checkpoint allow-list."""
-    try:
-        return unsafe_globals(str(file))
-    except FairseqExtError:  # neither a zip archive nor a pickle
-        return []
 
 
 def _load_weights(path: Path) -> Dict[str, Tensor]:
@@ -69,7 +56,10 @@ def _load_weights(path: Path) -> Dict[str, Tensor]:
         try:
             state = torch.load(file, map_location="cpu", weights_only=True)
         except pickle.UnpicklingError:
-            names = ", ".join(_foreign_globals(file))
+            try:  # the globals it pickles beyond the checkpoint allow-list
+                names = ", ".join(unsafe_globals(str(file)))
+            except FairseqExtError:  # neither a zip archive nor a pickle
+                names = ""
             if not names:  # random bytes, a pickle torch cannot read: corrupt, not foreign
                 raise FairseqExtError(
                     f"{file} is not a readable torch checkpoint (truncated or corrupt; nothing in "
@@ -80,9 +70,7 @@ def _load_weights(path: Path) -> Dict[str, Tensor]:
                 "only weights-only checkpoints are loaded: re-save it with "
                 "save_pretrained(..., safe_serialization=True)"
             ) from None
-        except (
-            Exception
-        ) as exc:  # random bytes fail with any of IndexError, KeyError, RuntimeError, ...
+        except Exception as exc:  # random bytes fail with IndexError, KeyError, RuntimeError...
             raise FairseqExtError(
                 f"{file} is not a readable torch checkpoint ({type(exc).__name__}: "
                 f"{str(exc).splitlines()[0] if str(exc) else ''}); save the model again with "
@@ -128,7 +116,7 @@ def load_specials(path: Path) -> Dict[str, str]:
         file = path / name
         if file.exists():
             for key, value in json.loads(file.read_text(encoding="utf-8")).items():
-                if key in SPECIAL_KEYS:
+                if key in BERT_SPECIALS:
                     specials[key] = value["content"] if isinstance(value, dict) else value
     return specials
 
