@@ -101,7 +101,7 @@ def test_a_new_script_is_one_registry_entry(monkeypatch, capsys):
     monkeypatch.setitem(
         SCRIPTS,
         "identity",
-        Script(identity, "each token sees itself", {"size": (int, 3, "tokens")}),
+        Script(identity, "each token sees itself", {"size": "tokens"}),
     )
     main(["identity", "--size", "4"])
     out = capsys.readouterr().out

@@ -20,6 +20,7 @@ import math
 import os
 import sys
 
+from fairseq_ext.common.cli import command_parser
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below
@@ -56,24 +57,18 @@ def _fmt(x: float) -> str:
 def analyse(
     runs, max_iter: int, post_process: str | None, mask_weight: float, fence_first: str
 ) -> dict:
-    results = {}
+    results, labels = {}, [bin_label(*b) for b in LENGTH_BINS]
     for name, path, strategy in runs:
         sentences = read_generate_output(path)
+        weighing = (strategy, mask_weight, fence_first)
         results[name] = {
             "path": path,
             "strategy": strategy,
             "sentences": len(sentences),
             "bleu_per_iteration": bleu_per_iteration(sentences, max_iter, post_process),
-            "bleu_by_length": dict(
-                zip([bin_label(*b) for b in LENGTH_BINS], bleu_by_length(sentences))
-            ),
+            "bleu_by_length": dict(zip(labels, bleu_by_length(sentences))),
             "copy_share_of_masked": dict(
-                zip(
-                    [bin_label(*b) for b in LENGTH_BINS],
-                    copy_share_per_iteration(
-                        sentences, max_iter, strategy, mask_weight, fence_first
-                    ),
-                )
+                zip(labels, copy_share_per_iteration(sentences, max_iter, *weighing))
             ),
         }
     return results
@@ -117,61 +112,64 @@ def plot(results: dict, max_iter: int, out_dir: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     paths = []
+
+    def save(fig, ax, name: str, **labels) -> None:
+        legend = labels.pop("legend", None)
+        ax.set(**labels)
+        ax.legend(title=legend)
+        paths.append(os.path.join(out_dir, name))
+        fig.tight_layout()
+        fig.savefig(paths[-1], dpi=120)
+        plt.close(fig)
+
     iters = list(range(1, max_iter + 1))
     fig, ax = plt.subplots(figsize=(6, 4))
     for n, r in results.items():
         ax.plot(iters, r["bleu_per_iteration"], marker="o", label=n)
-    ax.set(xlabel="decoder pass (iteration)", ylabel="sacreBLEU", title="BLEU after each iteration")
     ax.grid(alpha=0.3)
-    ax.legend()
-    paths.append(os.path.join(out_dir, "bleu_per_iteration.png"))
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
-
+    save(
+        fig,
+        ax,
+        "bleu_per_iteration.png",
+        xlabel="decoder pass (iteration)",
+        ylabel="sacreBLEU",
+        title="BLEU after each iteration",
+    )
     labels = [bin_label(*b) for b in LENGTH_BINS]
     fig, ax = plt.subplots(figsize=(6, 4))
     width = 0.8 / max(1, len(results))
     for k, (n, r) in enumerate(results.items()):
-        ax.bar(
-            [i + k * width for i in range(len(labels))],
-            [r["bleu_by_length"][lb] for lb in labels],
-            width=width,
-            label=n,
-        )
+        x = [i + k * width for i in range(len(labels))]
+        ax.bar(x, [r["bleu_by_length"][lb] for lb in labels], width=width, label=n)
     ax.set_xticks([i + width * (len(results) - 1) / 2 for i in range(len(labels))], labels)
-    ax.set(xlabel="reference length (words)", ylabel="sacreBLEU", title="BLEU by target length")
-    ax.legend()
-    paths.append(os.path.join(out_dir, "bleu_by_length.png"))
-    fig.tight_layout()
-    fig.savefig(paths[-1], dpi=120)
-    plt.close(fig)
-
+    save(
+        fig,
+        ax,
+        "bleu_by_length.png",
+        xlabel="reference length (words)",
+        ylabel="sacreBLEU",
+        title="BLEU by target length",
+    )
     for n, r in results.items():
         fig, ax = plt.subplots(figsize=(6, 4))
         for label, shares in r["copy_share_of_masked"].items():
             ax.plot(iters, shares, marker="o", label=label)
-        ax.set(
+        ax.grid(alpha=0.3)
+        save(
+            fig,
+            ax,
+            f"copy_share_{n}.png",
             xlabel="decoder pass (iteration)",
             ylabel="copied share of masked slots",
             title=f"Copied embeddings in the masked area: {n}",
             ylim=(0, 1.05),
+            legend="reference length",
         )
-        ax.legend(title="reference length")
-        ax.grid(alpha=0.3)
-        paths.append(os.path.join(out_dir, f"copy_share_{n}.png"))
-        fig.tight_layout()
-        fig.savefig(paths[-1], dpi=120)
-        plt.close(fig)
     return paths
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.analysis",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m fairseq_ext.analysis", __doc__)
     p.add_argument(
         "--run",
         action="append",

@@ -17,15 +17,16 @@ script is one entry of ``SCRIPTS``: a function of its options that returns a ``M
 
 from __future__ import annotations
 
-import argparse
+import inspect
 import os
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from torch import Tensor
 
+from fairseq_ext.common.cli import command_parser
 from fairseq_ext.fairseq_changes import quiet
 
 if __name__ == "__main__":  # before the imports below import fairseq
@@ -76,11 +77,12 @@ class MaskPicture:
 
 @dataclass(frozen=True)
 class Script:
-    """One drawable mask: ``draw(**options)`` and its options (name -> (type, default, help))."""
+    """One drawable mask: ``draw(**options)`` and the help of each option (its type and default
+    are those of ``draw``'s keyword)."""
 
     draw: Callable[..., MaskPicture]
     help: str
-    options: dict[str, tuple[type, Any, str]] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)
 
 
 DEFAULT_WORDS = "bei jing huan ying ni"  # 北京欢迎你, "Beijing welcomes you", Su 2019's example
@@ -241,52 +243,39 @@ def draw_ngram(length: int = 5, ngram: int = ProphetNetConfig.ngram) -> MaskPict
     )
 
 
+WORDS = {"words": "space-separated words"}
 SCRIPTS: dict[str, Script] = {
-    "bidirectional": Script(
-        draw_bidirectional,
-        "BERT: everyone sees everyone",
-        {"words": (str, DEFAULT_WORDS, "space-separated words")},
-    ),
-    "causal": Script(
-        draw_causal,
-        "left-to-right LM (lower triangle)",
-        {"words": (str, DEFAULT_WORDS, "space-separated words")},
-    ),
+    "bidirectional": Script(draw_bidirectional, "BERT: everyone sees everyone", WORDS),
+    "causal": Script(draw_causal, "left-to-right LM (lower triangle)", WORDS),
     "permutation": Script(
         draw_permutation,
         "XLNet's permutation LM for one factorisation order",
         {
-            "words": (str, DEFAULT_WORDS, "space-separated words"),
-            "order": (str, "4,2,5,3,1", "1-based word positions in generation order"),
-            "seed": (int, -1, "draw a random order with this seed instead of --order"),
+            **WORDS,
+            "order": "1-based word positions in generation order",
+            "seed": "draw a random order with this seed instead of --order",
         },
     ),
     "prefix": Script(
         draw_prefix,
         "UniLM seq2seq (prefix LM) from segment ids",
-        {
-            "source": (str, "what do you want to eat", "source words"),
-            "target": (str, "white cut chicken", "target words"),
-        },
+        {"source": "source words", "target": "target words"},
     ),
     "hicmlm": Script(
         draw_hicmlm,
         "HI-CMLM decoder input of each hybrid strategy at one mask-predict pass",
         {
-            "length": (int, 12, "target length L"),
-            "iterations": (int, 10, "decoder passes T"),
-            "iteration": (int, 2, "0-based pass t; L*(T-t)/T slots are masked"),
-            "mask_weight": (float, HiCMLMConfig.mask_weight, "M weight of weighted_sum"),
-            "seed": (int, 0, "seed of the masked-slot choice"),
+            "length": "target length L",
+            "iterations": "decoder passes T",
+            "iteration": "0-based pass t; L*(T-t)/T slots are masked",
+            "mask_weight": "M weight of weighted_sum",
+            "seed": "seed of the masked-slot choice",
         },
     ),
     "ngram": Script(
         draw_ngram,
         "ProphetNet's main stream and n predicting streams",
-        {
-            "length": (int, 5, "target positions T"),
-            "ngram": (int, ProphetNetConfig.ngram, "predicting streams n"),
-        },
+        {"length": "target positions T", "ngram": "predicting streams n"},
     ),
 }
 
@@ -359,11 +348,7 @@ def draw(name: str, **options) -> MaskPicture:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.analysis.draw_mask",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m fairseq_ext.analysis.draw_mask", __doc__)
     p.add_argument("mask", nargs="?", choices=list(SCRIPTS), help="which mask to draw")
     p.add_argument("--png", help="also write the picture as a PNG here")
     p.add_argument(
@@ -373,12 +358,14 @@ def main(argv: list[str] | None = None) -> None:
     added = set()  # an option that several masks take is listed once, with the first of them
     for name, script in SCRIPTS.items():
         group = p.add_argument_group(f"{name} options")
-        for option, (kind, default, help_text) in script.options.items():
+        defaults = inspect.signature(script.draw).parameters
+        for option, help_text in script.options.items():
             if option not in added:
                 added.add(option)
+                default = defaults[option].default
                 group.add_argument(
                     "--" + option.replace("_", "-"),
-                    type=kind,
+                    type=type(default),
                     default=None,
                     help=f"{help_text} (default {default})",
                 )

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from sklearn.metrics import accuracy_score, matthews_corrcoef
 
+from fairseq_ext.common.cli import command_parser
+
 METRICS = {"CoLA": "mcc", "SST-2": "accuracy"}
 
 
@@ -62,9 +64,8 @@ def predict(checkpoint: str, data: str, batch_size: int = 64) -> list[str]:
             batch = dataset.collater(
                 [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
             )
-            logits = model(**batch["net_input"], features_only=True, classification_head_name=head)[
-                0
-            ]
+            inputs = batch["net_input"]
+            logits, _ = model(**inputs, features_only=True, classification_head_name=head)
             for example, cls in zip(batch["id"].tolist(), logits.argmax(-1).tolist()):
                 out[example] = labels[cls + labels.nspecial]
     return [out[i] for i in range(len(dataset))]
@@ -91,11 +92,7 @@ def _problem(args: argparse.Namespace) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.analysis.glue",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m fairseq_ext.analysis.glue", __doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
     pr = sub.add_parser("predict", help="one predicted label a line for the dev split")
     pr.add_argument("--checkpoint", required=True, help="a sentence_prediction checkpoint")

@@ -19,11 +19,12 @@ releases, ``UNK`` and ``<unk>``, are the same word ``unk`` to this tokenizer.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from rouge_score import rouge_scorer
+
+from fairseq_ext.common.cli import command_parser
 
 ROUGE_TYPES = ("rouge1", "rouge2", "rougeL")
 
@@ -64,11 +65,7 @@ def _line(scores: dict[str, float]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.analysis.rouge",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m fairseq_ext.analysis.rouge", __doc__)
     p.add_argument("--hyp", required=True, help="one hypothesis per line")
     p.add_argument("--ref", required=True, help="one reference per line, aligned with --hyp")
     p.add_argument("--json", help="also write the scores here")

@@ -13,13 +13,14 @@ prints the score as JSON; ``--into`` adds it as ``"tokenized"`` to the JSON that
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
 from pathlib import Path
 
 import sacrebleu
+
+from fairseq_ext.common.cli import command_parser
 
 COMPOUND = re.compile(r"(\S)-(\S)")
 COMPOUND_SPLIT_LANGS = ("de",)
@@ -54,11 +55,7 @@ def tokenized_bleu(hypotheses: list[str], references: list[str], lang: str) -> d
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m fairseq_ext.analysis.tokenized_bleu",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = command_parser("python -m fairseq_ext.analysis.tokenized_bleu", __doc__)
     p.add_argument("ref", type=Path, help="references, one a line (detokenized text)")
     p.add_argument("hyp", type=Path, help="hypotheses, one a line (detokenized text)")
     p.add_argument("--lang", required=True, help="the target language (Moses' -l)")

@@ -1,6 +1,5 @@
 """The plugin's options as fields of fairseq dataclass configs: ``option`` states an option's
-default, help (with the paper's section) and range once, for the command line, ``fill_defaults``,
-``check_config`` and ``fairseq_ext.options_table``."""
+default, help and range once, for the command line, ``check_config`` and the options table."""
 
 from __future__ import annotations
 
@@ -50,12 +49,8 @@ def option(
 ) -> Any:
     """A config field: ``default``, ``help`` and, for numbers, the ``range`` it must lie in;
     ``registry``: choices that can grow after import, checked by ``check_config`` at build time."""
-    metadata = {"help": help}
-    if range is not None:
-        metadata["range"] = range
-    if registry is not None:
-        metadata["registry"] = registry
-    return field(default=default, metadata=metadata)
+    metadata = {"help": help, "range": range, "registry": registry}
+    return field(default=default, metadata={k: v for k, v in metadata.items() if v is not None})
 
 
 def flag(name: str) -> str:
@@ -63,8 +58,7 @@ def flag(name: str) -> str:
 
 
 def choices_of(f: dataclasses.Field) -> Optional[Sequence[str]]:
-    """The allowed values of a ``ChoiceEnum`` or registry field (the registry's keys now), else
-    None."""
+    """The allowed values of a ``ChoiceEnum`` or registry field (its keys now), else None."""
     if "registry" in f.metadata:
         return list(f.metadata["registry"])
     kind = f.type
@@ -88,8 +82,7 @@ def add_config_args(parser, config: type) -> None:
 
 def model_config(model: type) -> type:
     """The dataclass of a plugin model's own options: the one registered with it, else its
-    ``options_config`` (a model extending fairseq's argparse-configured CMLM, Transformer or
-    RoBERTa)."""
+    ``options_config`` (a model extending an argparse-configured fairseq model)."""
     return getattr(model, "__dataclass", None) or model.options_config
 
 
@@ -130,23 +123,8 @@ def set_unset(args, **values) -> None:
             setattr(args, name, v)
 
 
-def set_sizes(
-    args,
-    *,
-    layers: int,
-    embed_dim: int,
-    ffn_embed_dim: int,
-    attention_heads: int,
-    sides: tuple[str, ...] = ("encoder", "decoder"),
-) -> None:
-    """A named architecture's sizes of the Transformer stacks in ``sides``, where unset."""
+def set_sizes(args, sides=("encoder", "decoder"), **sizes) -> None:
+    """A named architecture's sizes (``layers``, ``embed_dim``, ``ffn_embed_dim``,
+    ``attention_heads``) of the Transformer stacks in ``sides``, where unset."""
     for side in sides:
-        set_unset(
-            args,
-            **{
-                f"{side}_layers": layers,
-                f"{side}_embed_dim": embed_dim,
-                f"{side}_ffn_embed_dim": ffn_embed_dim,
-                f"{side}_attention_heads": attention_heads,
-            },
-        )
+        set_unset(args, **{f"{side}_{name}": value for name, value in sizes.items()})

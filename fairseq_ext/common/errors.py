@@ -1,4 +1,4 @@
-"""User-facing errors: one message that names the problem and the fix (printed as one line by
+"""User-facing errors: one message naming the problem and the fix (printed as one line by
 ``fairseq_changes.one_line_errors``)."""
 
 from __future__ import annotations
@@ -8,26 +8,31 @@ import sys
 
 
 class FairseqExtError(ValueError):
-    """A problem with the user's input (options, data, checkpoint). The message says what is
-    wrong and how to fix it; command-line tools print it without a traceback."""
+    """A problem with the user's input (options, data, checkpoint); tools print it without a
+    traceback."""
 
 
 class NoSpaceError(FairseqExtError):
     """The device being written is full."""
 
 
-def full_disk(exc: BaseException | None) -> bool:
-    """Whether ``exc`` or an exception it was raised from is a full disk (torch raises a
-    RuntimeError, ``unexpected pos``, while closing its archive after the OSError)."""
+def _chain(exc: BaseException | None):
+    """``exc`` and the exceptions it was raised from or during, each once."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, NoSpaceError) or (
-            isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-        ):
-            return True
+        yield exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
-    return False
+
+
+def full_disk(exc: BaseException | None) -> bool:
+    """Whether ``exc`` or one behind it is a full disk (torch raises a RuntimeError, ``unexpected
+    pos``, while closing its archive after the OSError)."""
+    return any(
+        isinstance(e, NoSpaceError)
+        or (isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT))
+        for e in _chain(exc)
+    )
 
 
 def require(condition: bool, message: str) -> None:
@@ -43,13 +48,7 @@ def note(message: str) -> None:
 
 def in_chain(exc: BaseException | None, kind: type[BaseException]) -> BaseException | None:
     """The exception of type ``kind`` behind ``exc`` (``exc`` itself included), if any."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        if isinstance(exc, kind):
-            return exc
-        seen.add(id(exc))
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return next((e for e in _chain(exc) if isinstance(e, kind)), None)
 
 
 def user_error_in_chain(exc: BaseException | None) -> FairseqExtError | None:

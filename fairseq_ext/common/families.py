@@ -1,7 +1,6 @@
-"""The plugin's four families, one entry each: the tasks that train and decode it, its models, the
-hub interface that serves it and the pictures of its masks (HI-CMLM: Wang et al. 2021;
-ProphetNet: Qi et al. 2020; UniLM on one stack: Su 2019; position masking: Wagner et al. 2020).
-Names only: no fairseq, no torch."""
+"""The plugin's four families, one entry each (HI-CMLM: Wang et al. 2021; ProphetNet: Qi et al.
+2020; UniLM: Dong et al. 2019, on one stack as Su 2019 builds it; position masking: Wagner et al.
+2020). Names only: no fairseq, no torch."""
 
 from __future__ import annotations
 
@@ -11,23 +10,12 @@ from typing import Optional
 
 @dataclass(frozen=True)
 class Family:
-    """One masking technique of the plugin.
-
-    Attributes:
-        name: the technique, as the docs name it.
-        tasks: its ``register_task`` names.
-        models: its ``register_model`` names (each with its architectures).
-        hub_interface: the class of ``fairseq_ext.hub`` that serves its checkpoints.
-        hub_tasks: the tasks whose checkpoints the Python API loads (fairseq's own among them
-            where such a task fine-tunes the family's model).
-        hub_model: where given, the API serves ``hub_tasks`` only for architectures of this model.
-        attention_masks: for a one-stack family, the ``--attention-mask`` names (keys of
-            ``masking.ATTENTION_VARIANTS``) that each task trains.
-        mask_pictures: the scripts of ``analysis.draw_mask`` that draw its masks.
-        fairseq_tasks: fairseq's own tasks that share its checkpoints (a checkpoint of one task of
-            ``tasks + fairseq_tasks`` may start another, never a task of another family).
-        autoregressive: whether fairseq's ``translation`` can decode its models.
-    """
+    """One masking technique: its ``register_task`` and ``register_model`` names; the class of
+    ``fairseq_ext.hub`` that serves checkpoints of ``hub_tasks`` (only of ``hub_model``'s
+    architectures where given); for a one-stack family, the ``--attention-mask`` names each task
+    trains; the ``analysis.draw_mask`` scripts of its masks; fairseq's own tasks whose checkpoints
+    may start one of its tasks (never another family's); whether fairseq's ``translation`` decodes
+    its models (``autoregressive``)."""
 
     name: str
     tasks: tuple[str, ...]
@@ -86,8 +74,7 @@ FAMILIES: tuple[Family, ...] = (
 
 
 def masks_of_task(task: str) -> tuple[str, ...]:
-    """The ``--attention-mask`` names that ``task`` trains (none for a task of no one-stack
-    family)."""
+    """The ``--attention-mask`` names that ``task`` trains (none outside one-stack families)."""
     return next((f.attention_masks[task] for f in FAMILIES if task in f.attention_masks), ())
 
 

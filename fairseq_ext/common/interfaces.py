@@ -1,5 +1,5 @@
 """What the plugin's models ask of the task that builds them, as abstract classes a task implements
-(Su 2019, "From Language Models to Seq2Seq"; Wagner et al. 2020, section 2.1)."""
+(UniLM: Dong et al. 2019, section 2; Wagner et al. 2020, section 2.1)."""
 
 from __future__ import annotations
 

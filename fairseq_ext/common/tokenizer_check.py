@@ -1,8 +1,6 @@
-"""A sentencepiece model checked against the dictionary it feeds (``checked_bpe`` for ``--bpe
-sentencepiece``, ``checked_sentencepiece`` for the hub and data scripts): refused below
-``REFUSED_BELOW`` coverage of the dictionary's symbols, warned about below ``COVERED``; text
-without word marks refused where pieces are expected (``refuse_raw_text``). Imports neither
-fairseq nor sentencepiece."""
+"""A sentencepiece model checked against the dictionary it feeds (for ``--bpe sentencepiece``, the
+hub and the data scripts): refused below ``REFUSED_BELOW`` coverage of the dictionary's symbols,
+warned about below ``COVERED``. Imports neither fairseq nor sentencepiece."""
 
 from __future__ import annotations
 
@@ -16,14 +14,12 @@ from fairseq_ext.common.errors import FairseqExtError, note, require
 COVERED = 0.9  # the share of the dictionary a model must cover not to be warned about
 REFUSED_BELOW = 0.5  # under this share the model is refused
 WORD_MARK = "\u2581"  # sentencepiece's mark of a piece that starts a word
-_NOT_PIECES = re.compile(
-    r"<.*>|madeupword\d+"
-)  # special symbols, fairseq's padding of the dictionary
+# special symbols, fairseq's padding of the dictionary
+_NOT_PIECES = re.compile(r"<.*>|madeupword\d+")
 
 
 def load_sentencepiece(path: str, option: str):
-    """The sentencepiece model of the file ``path``; a file that is no model is one line naming
-    ``option``."""
+    """The sentencepiece model of the file ``path`` (given as ``option``)."""
     import sentencepiece
 
     require(
@@ -42,22 +38,25 @@ def load_sentencepiece(path: str, option: str):
         ) from None
 
 
+def _words(symbols: Iterable[str]) -> list[str]:
+    return [s for s in symbols if not _NOT_PIECES.fullmatch(s)]
+
+
 def pieces(processor) -> set[str]:
     """The pieces of a ``SentencePieceProcessor``."""
     return {processor.id_to_piece(i) for i in range(processor.get_piece_size())}
 
 
 def dictionary_symbols(path: str) -> list[str]:
-    """The symbols of a fairseq ``dict.txt`` (its lines' first fields), for scripts that do not
-    load fairseq."""
+    """The symbols of a fairseq ``dict.txt`` (its lines' first fields)."""
     with open(path, encoding="utf-8") as f:
         return [line.split()[0] for line in f if line.strip()]
 
 
 def coverage(model_pieces: set[str], symbols: Iterable[str]) -> tuple[int, int]:
-    """How many of the dictionary's ``symbols`` (special symbols and padding left out) are pieces
+    """How many of the dictionary's words (``symbols`` but special ones and padding) are pieces
     of the model, and of how many."""
-    words = [s for s in symbols if not _NOT_PIECES.fullmatch(s)]
+    words = _words(symbols)
     return sum(s in model_pieces for s in words), len(words)
 
 
@@ -69,7 +68,7 @@ def check_coverage(
     warn: Callable[[str], None],
 ) -> None:
     """Refuse a model that covers under ``REFUSED_BELOW`` of the dictionary, ``warn`` about one
-    under ``COVERED`` (module docstring). ``model`` and ``dictionary`` name them in the message."""
+    under ``COVERED``; ``model`` and ``dictionary`` name them in the message."""
     covered, total = coverage(model_pieces, symbols)
     if total == 0 or covered >= COVERED * total:
         return
@@ -91,15 +90,13 @@ def check_coverage(
 
 
 def is_sentencepiece_dictionary(symbols: list[str]) -> bool:
-    """Whether a dictionary holds sentencepiece pieces: a tenth of its symbols or more start a word
-    with ``WORD_MARK``."""
-    words = [s for s in symbols if not _NOT_PIECES.fullmatch(s)]
+    """Whether a tenth or more of a dictionary's words start with ``WORD_MARK``."""
+    words = _words(symbols)
     return bool(words) and sum(s.startswith(WORD_MARK) for s in words) >= 0.1 * len(words)
 
 
 def refuse_raw_text(sentence: str, index: int, method: str) -> None:
-    """Without a tokenizer a model of a sentencepiece dictionary takes pieces: a non-empty input
-    with no ``WORD_MARK`` is raw text, refused with one line saying how to give the tokenizer."""
+    """Refuse a non-empty input without ``WORD_MARK`` (raw text) for a model that takes pieces."""
     require(
         not sentence.strip() or WORD_MARK in sentence,
         f"{method}: sentences[{index}] is raw text ({sentence.strip()!r:.60}), but this model was "
@@ -111,8 +108,8 @@ def refuse_raw_text(sentence: str, index: int, method: str) -> None:
 
 
 def checked_bpe(build: Callable, cfg, dictionary, dictionary_name: str):
-    """fairseq's ``build_bpe(cfg)``; for ``--bpe sentencepiece`` the model is read first (one line
-    if it is none) and checked against ``dictionary`` (``check_coverage``)."""
+    """fairseq's ``build_bpe(cfg)``; a ``--bpe sentencepiece`` model read first (one line if it is
+    none) and checked against ``dictionary``."""
     name = getattr(cfg, "_name", None) or getattr(cfg, "bpe", None)
     if name != "sentencepiece":
         return build(cfg)
@@ -129,7 +126,7 @@ def checked_sentencepiece(
     path: str, option: str, dictionary_path: str, script: str, dictionary_option: str = "--dict"
 ):
     """For a data script: the model ``path`` checked against the ``dict.txt`` it binarizes with; a
-    refusal exits with one line before anything is written."""
+    refusal exits with one line."""
 
     def warn(message: str) -> None:
         sys.stderr.write(f"{script}: warning: {message}\n")
@@ -149,9 +146,7 @@ def checked_sentencepiece(
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m fairseq_ext.common.tokenizer_check MODEL DICT``: ``checked_sentencepiece`` for
-    ``data_prep/common.sh``, which encodes with MODEL and binarizes with the dictionary
-    ``SRCDICT``."""
+    """``python -m fairseq_ext.common.tokenizer_check MODEL DICT`` for ``data_prep/common.sh``."""
     model, dictionary = sys.argv[1:] if argv is None else argv
     checked_sentencepiece(
         model, "the sentencepiece model", dictionary, "data_prep/common.sh", "SRCDICT"

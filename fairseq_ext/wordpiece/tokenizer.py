@@ -16,6 +16,7 @@ from fairseq_ext.common.errors import FairseqExtError
 FAIRSEQ_SPECIALS = frozenset({"<unk>", "<s>", "</s>", "<pad>", "<mask>"})
 BERT_SPECIALS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")
+BERT_ON = ("tokenize_chinese_chars", "do_lower_case")  # settings on unless set false
 
 
 class WordpieceError(FairseqExtError):
@@ -66,27 +67,20 @@ def _from_vocab(vocab_file: Path, config: dict) -> Tokenizer:
             f"the unknown token {unk!r} is not in {vocab_file}; add it to the vocabulary "
             f'or set "unk_token" in tokenizer_config.json'
         )
-    lowercase = config.get("do_lower_case", True)
-    lowercase = True if lowercase is None else bool(lowercase)
     strip_accents = config.get("strip_accents")
-    chinese = config.get("tokenize_chinese_chars", True)
+    on = {key: config.get(key) is None or bool(config[key]) for key in BERT_ON}
     tok = Tokenizer(models.WordPiece(vocab, unk_token=unk, max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(
         clean_text=True,
-        handle_chinese_chars=True if chinese is None else bool(chinese),
+        handle_chinese_chars=on["tokenize_chinese_chars"],
         strip_accents=None if strip_accents is None else bool(strip_accents),
-        lowercase=lowercase,
+        lowercase=on["do_lower_case"],
     )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
-    specials = list(BERT_SPECIALS)
-    for key, value in config.items():
-        if key.endswith("_token") and _token_string(value):
-            specials.append(_token_string(value))
-    for value in config.get("additional_special_tokens") or []:
-        if _token_string(value):
-            specials.append(_token_string(value))
-    present = [s for s in dict.fromkeys(specials) if s in vocab]
+    named = [value for key, value in config.items() if key.endswith("_token")]
+    found = map(_token_string, [*named, *(config.get("additional_special_tokens") or [])])
+    present = [s for s in dict.fromkeys([*BERT_SPECIALS, *found]) if s and s in vocab]
     tok.add_special_tokens([AddedToken(s, normalized=False) for s in present])
     return tok
 
