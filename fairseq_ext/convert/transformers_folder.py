@@ -8,7 +8,7 @@ import pickle
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 import torch
 from torch import Tensor
@@ -19,11 +19,7 @@ from fairseq_ext.common.errors import FairseqExtError, require
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 VOCABULARY_FILES = ("vocab.txt", "prophetnet.tokenizer")
 BERT_SPECIALS = {
-    "cls_token": "[CLS]",
-    "pad_token": "[PAD]",
-    "sep_token": "[SEP]",
-    "unk_token": "[UNK]",
-    "mask_token": "[MASK]",
+    f"{role}_token": f"[{role.upper()}]" for role in ("cls", "pad", "sep", "unk", "mask")
 }
 
 
@@ -196,23 +192,15 @@ def copy_tokenizer(source: Path, destination: Path) -> List[str]:
     return copied
 
 
-def write_folder(
-    path,
-    config: dict,
-    state: Dict[str, Tensor],
-    vocab: List[str],
-    specials: Dict[str, str],
-    tokenizer_from: Optional[Path] = None,
-) -> None:
+def write_folder(path, config: dict, state: dict, vocab: list, specials: dict, tokenizer_from=None):
     """Write ``config.json``, ``model.safetensors`` (tied tensors copied) and the tokenizer: the
     files of ``tokenizer_from`` when given, else ``vocab``'s ``vocab.txt``."""
     from safetensors.torch import save_file
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
-    (path / "config.json").write_text(
-        json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8"
-    )
+    config = json.dumps(config, indent=2, sort_keys=True)
+    (path / "config.json").write_text(config + "\n", encoding="utf-8")
     save_file(
         {k: v.detach().contiguous().clone() for k, v in state.items()},
         str(path / "model.safetensors"),
