@@ -76,28 +76,24 @@ def analyse(
 
 def print_tables(results: dict, max_iter: int, out=sys.stdout) -> None:
     names = list(results)
-    width = max(12, *(len(n) for n in names))
-    print("BLEU after each iteration (Figure 2)", file=out)
-    print("iter".ljust(6) + "".join(n.rjust(width + 1) for n in names), file=out)
-    for t in range(max_iter):
-        print(
-            str(t + 1).ljust(6)
-            + "".join(_fmt(results[n]["bleu_per_iteration"][t]).rjust(width + 1) for n in names),
-            file=out,
-        )
-    print("\nBLEU by reference length in words, final output (Table 2)", file=out)
-    print("bin".ljust(10) + "".join(n.rjust(width + 1) for n in names), file=out)
-    for b in LENGTH_BINS:
-        label = bin_label(*b)
-        print(
-            label.ljust(10)
-            + "".join(_fmt(results[n]["bleu_by_length"][label]).rjust(width + 1) for n in names),
-            file=out,
-        )
+    width = max(12, *(len(n) for n in names)) + 1
+
+    def table(title: str, corner: str, column: int, key: str, rows: list) -> None:
+        print(title, file=out)
+        print(corner.ljust(column) + "".join(n.rjust(width) for n in names), file=out)
+        for label, row in rows:
+            values = [_fmt(results[n][key][row]).rjust(width) for n in names]
+            print(label.ljust(column) + "".join(values), file=out)
+
+    passes = [(str(t + 1), t) for t in range(max_iter)]
+    table("BLEU after each iteration (Figure 2)", "iter", 6, "bleu_per_iteration", passes)
+    labels = [(bin_label(*b), bin_label(*b)) for b in LENGTH_BINS]
+    title = "\nBLEU by reference length in words, final output (Table 2)"
+    table(title, "bin", 10, "bleu_by_length", labels)
     for n in names:
+        strategy = results[n]["strategy"]
         print(
-            f"\nShare of copied embeddings among masked slots, {n} ({results[n]['strategy']}) "
-            "(Figure 3)",
+            f"\nShare of copied embeddings among masked slots, {n} ({strategy}) (Figure 3)",
             file=out,
         )
         print("bin".ljust(10) + "".join(f"{t + 1:>7d}" for t in range(max_iter)), file=out)

@@ -10,45 +10,36 @@ import tempfile
 from fairseq_ext.common.errors import FairseqExtError
 
 
-def _missing(label: str, path: str, fix: str) -> FairseqExtError:
-    parent = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(parent):
-        return FairseqExtError(
-            f"{label} {path} does not exist (nor does its folder {os.path.dirname(path) or '.'}); "
-            f"{fix}"
-        )
-    return FairseqExtError(f"{label} {path} does not exist; {fix}")
-
-
-def _unreadable(label: str, path: str, exc: OSError, fix: str) -> FairseqExtError:
-    return FairseqExtError(
-        f"{label} {path} cannot be read: {exc.strerror}; make it readable (chmod a+r), or {fix}"
-    )
+def _require_readable(path: str, label: str, fix: str, folder: bool) -> None:
+    if not os.path.exists(path):
+        if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            where = os.path.dirname(path) or "."
+            raise FairseqExtError(
+                f"{label} {path} does not exist (nor does its folder {where}); {fix}"
+            )
+        raise FairseqExtError(f"{label} {path} does not exist; {fix}")
+    if os.path.isdir(path) != folder:
+        kind = "a folder, not a file" if os.path.isdir(path) else "a file, not a folder"
+        raise FairseqExtError(f"{label} {path} is {kind}; {fix}")
+    try:
+        if folder:
+            os.listdir(path)
+        else:
+            open(path, "rb").close()
+    except OSError as exc:
+        raise FairseqExtError(
+            f"{label} {path} cannot be read: {exc.strerror}; make it readable (chmod a+r), or {fix}"
+        ) from None
 
 
 def require_readable_file(path: str, label: str, fix: str) -> None:
     """``path`` is a file this process can open for reading."""
-    if not os.path.exists(path):
-        raise _missing(label, path, fix)
-    if os.path.isdir(path):
-        raise FairseqExtError(f"{label} {path} is a folder, not a file; {fix}")
-    try:
-        with open(path, "rb"):
-            pass
-    except OSError as exc:
-        raise _unreadable(label, path, exc, fix) from None
+    _require_readable(path, label, fix, folder=False)
 
 
 def require_readable_folder(path: str, label: str, fix: str) -> None:
     """``path`` is a folder whose entries this process can list."""
-    if not os.path.exists(path):
-        raise _missing(label, path, fix)
-    if not os.path.isdir(path):
-        raise FairseqExtError(f"{label} {path} is a file, not a folder; {fix}")
-    try:
-        os.listdir(path)
-    except OSError as exc:
-        raise _unreadable(label, path, exc, fix) from None
+    _require_readable(path, label, fix, folder=True)
 
 
 def _nearest_existing(path: str) -> str:

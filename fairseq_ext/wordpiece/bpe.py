@@ -2,21 +2,19 @@
 needing only the ``tokenizers`` library (fairseq's ``bert`` BPE needs transformers)."""
 
 # No "from __future__ import annotations" here: fairseq reads the dataclass field types at run time.
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from fairseq.data.encoders import register_bpe
 from fairseq.dataclass import FairseqDataclass
 
+from fairseq_ext.common.config_fields import option
 from fairseq_ext.common.errors import FairseqExtError
 
 
 @dataclass
 class WordpieceBPEConfig(FairseqDataclass):
-    wordpiece_tokenizer: str = field(
-        default="???",
-        metadata={
-            "help": "folder with the checkpoint's tokenizer.json, vocab.txt or prophetnet.tokenizer"
-        },
+    wordpiece_tokenizer: str = option(
+        "???", "folder with the checkpoint's tokenizer.json, vocab.txt or prophetnet.tokenizer"
     )
 
 
