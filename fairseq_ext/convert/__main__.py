@@ -32,17 +32,10 @@ from pathlib import Path
 from fairseq_ext.common.cli import command_parser
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.convert.transformers_folder import TOKENIZER_FILES, WEIGHT_FILES
+from fairseq_ext.convert.vocabulary import DICTIONARIES
 from fairseq_ext.fairseq_changes import quiet
 
-FROM_WRITES = (
-    "model.pt",
-    "dict.txt",
-    "dict.src.txt",
-    "dict.tgt.txt",
-    "options.txt",
-    "conversion.json",
-    *TOKENIZER_FILES,
-)
+FROM_WRITES = ("model.pt", *DICTIONARIES, "options.txt", "conversion.json", *TOKENIZER_FILES)
 TO_WRITES = ("config.json", "model.safetensors", *TOKENIZER_FILES)
 MODEL_FILES = sorted({*FROM_WRITES, *TO_WRITES, *WEIGHT_FILES})
 

@@ -80,12 +80,7 @@ def check_config(config: dict, path) -> None:
         f"{path}: hidden_act {config.get('hidden_act')!r} has no fairseq equivalent; supported: "
         f"{', '.join(ACTIVATIONS)}",
     )
-    require_settings(config, path, SIZES, NUMBERS)
-    require(
-        config["hidden_size"] % config["num_attention_heads"] == 0,
-        f"{path}: hidden_size {config['hidden_size']} is not divisible by num_attention_heads "
-        f"{config['num_attention_heads']}",
-    )
+    require_settings(config, path, SIZES, NUMBERS, heads=["num_attention_heads"])
 
 
 def model_options(config: dict) -> List[str]:

@@ -30,6 +30,7 @@ from fairseq_ext.convert.transformers_folder import (
     write_folder,
 )
 from fairseq_ext.convert.vocabulary import (
+    DICTIONARIES,
     FAIRSEQ_SPECIALS,
     MASK,
     checkpoint_rows,
@@ -58,13 +59,8 @@ def check_config(config: dict, path) -> None:
         config.get("activation_function", "gelu") in ("gelu", "relu"),
         f"{path}: activation_function {config.get('activation_function')!r} is not supported",
     )
-    require_settings(config, path, SIZES, NUMBERS)
-    for heads in ("num_encoder_attention_heads", "num_decoder_attention_heads"):
-        require(
-            config["hidden_size"] % config[heads] == 0,
-            f"{path}: hidden_size {config['hidden_size']} is not divisible by {heads} "
-            f"{config[heads]}",
-        )
+    heads = ("num_encoder_attention_heads", "num_decoder_attention_heads")
+    require_settings(config, path, SIZES, NUMBERS, heads)
 
 
 def _check_ids(folder: TransformersFolder) -> None:
@@ -126,7 +122,7 @@ def convert_from_transformers(folder: TransformersFolder, out: Path) -> dict:
     for name in ("encoder.embed_positions.weight", "decoder.embed_positions.weight"):
         sd[name] = shift_rows(sd[name], shift)
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("dict.txt", "dict.src.txt", "dict.tgt.txt"):  # out is the task's data folder
+    for name in DICTIONARIES:  # out is the task's data folder
         write_dict(out / name, tokens)
     copy_tokenizer(folder.path, out)  # the Python API reads text with it (fairseq_ext.hub)
     options = options_of(config, shift)

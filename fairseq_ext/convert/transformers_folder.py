@@ -143,8 +143,9 @@ def read_config(path) -> dict:
     return config
 
 
-def require_settings(config: dict, path, sizes, numbers=()) -> None:
-    """Each of ``sizes`` a positive integer and each of ``numbers`` present a number >= 0."""
+def require_settings(config: dict, path, sizes, numbers, heads) -> None:
+    """Each of ``sizes`` a positive integer, each of ``numbers`` present a number >= 0, and
+    ``hidden_size`` divisible by each of ``heads``."""
     file = Path(path) / "config.json"
     for key in sizes:
         require(key in config, f"{file} has no {key}; give the config.json saved with this model")
@@ -159,6 +160,11 @@ def require_settings(config: dict, path, sizes, numbers=()) -> None:
         require(
             type(value) in (int, float) and value >= 0,
             f"{file}: {key} is {value!r}, not a number >= 0",
+        )
+    for key in heads:
+        require(
+            config["hidden_size"] % config[key] == 0,
+            f"{path}: hidden_size {config['hidden_size']} is not divisible by {key} {config[key]}",
         )
 
 

@@ -19,6 +19,7 @@ FAIRSEQ_SPECIALS = (
     ("<unk>", "unk_token"),
 )
 MASK = ("<mask>", "mask_token")
+DICTIONARIES = ("dict.txt", "dict.src.txt", "dict.tgt.txt")  # a conversion's data folder
 
 
 def fairseq_rows(vocab: List[str], specials: Dict[str, str]) -> Tuple[List[str], Tensor]:
