@@ -102,12 +102,8 @@ def _language_model_picture(name: str, words: list[str], order: list[int]) -> Te
 
 def draw_bidirectional(words: str = DEFAULT_WORDS) -> MaskPicture:
     tokens = ["[CLS]", *words.split(), "[SEP]"]
-    return MaskPicture(
-        mask_picture(predicates.bidirectional, len(tokens), len(tokens)),
-        tokens,
-        tokens,
-        "bidirectional (BERT): every token sees every token",
-    )
+    m = mask_picture(predicates.bidirectional, len(tokens), len(tokens))
+    return MaskPicture(m, tokens, tokens, "bidirectional (BERT): every token sees every token")
 
 
 def draw_causal(words: str = DEFAULT_WORDS) -> MaskPicture:
@@ -163,15 +159,11 @@ def draw_prefix(
     src, tgt = ["[CLS]", *source.split(), "[SEP]"], [*target.split(), "[SEP]"]
     tokens = src + tgt
     segment_ids = [0] * len(src) + [1] * len(tgt)
-    m = mask_picture(
-        _variant_rule("prefix", segment_ids, list(range(len(tokens)))), len(tokens), len(tokens)
-    )
+    rule = _variant_rule("prefix", segment_ids, list(range(len(tokens))))
+    m = mask_picture(rule, len(tokens), len(tokens))
+    note = "segment 0 = [CLS] source [SEP], segment 1 = target [SEP]"
     return MaskPicture(
-        m,
-        tokens,
-        tokens,
-        "UniLM seq2seq: bidirectional source, causal target",
-        note="segment 0 = [CLS] source [SEP], segment 1 = target [SEP]",
+        m, tokens, tokens, "UniLM seq2seq: bidirectional source, causal target", note=note
     )
 
 
@@ -202,9 +194,8 @@ def draw_hicmlm(
     if length < 1 or iterations < 1:
         raise ValueError("--length and --iterations must be >= 1")
     words = hicmlm_masked_slots(length, iterations, iteration, seed)
-    masked = torch.cat(
-        [torch.zeros(1, dtype=torch.bool), words, torch.zeros(1, dtype=torch.bool)]
-    ).unsqueeze(0)
+    masked = torch.zeros(1, length + 2, dtype=torch.bool)  # <s> and </s> are never masked
+    masked[0, 1:-1] = words
     rows = []
     for strategy in HYBRID_STRATEGIES:
         w = source_copy_weight(masked, strategy, mask_weight, HiCMLMConfig.fence_first)[0]
