@@ -77,17 +77,16 @@ class InteractiveInputLines:
     """The input lines of one task's session (fairseq-interactive, or the Python API), numbered
     across the buffers fairseq reads them in. A task holds one and calls ``dataset`` from its
     ``build_dataset_for_inference``: empty lines are answered and skipped, and the others must
-    pass the task's rule for a line."""
+    pass the task's rule ``check_line(line, length)`` (1-based line number, tokens with
+    ``</s>``)."""
 
-    def __init__(self):
-        self.lines_seen = 0
+    def __init__(self, check_line: Callable[[int, int], None]):
+        self.check_line, self.lines_seen = check_line, 0
 
-    def dataset(
-        self, build, src_tokens, src_lengths, constraints, check_line: Callable[[int, int], None]
-    ):
+    def dataset(self, build, src_tokens, src_lengths, constraints):
         """``build(src_tokens, src_lengths, constraints=constraints)`` (fairseq's
         ``build_dataset_for_inference``) without the empty lines, once every other line passed
-        ``check_line(line, length)`` (1-based line number, tokens with ``</s>``)."""
+        ``check_line``."""
         first = self.lines_seen + 1
         empty = []
         for i, length in enumerate(int(n) for n in src_lengths):
@@ -99,7 +98,7 @@ class InteractiveInputLines:
                 )
                 empty.append(i)
             else:
-                check_line(first + i, length)
+                self.check_line(first + i, length)
         self.lines_seen = first - 1 + len(src_lengths)
         dataset = build(src_tokens, src_lengths, constraints=constraints)
         return SkippedRows(dataset, empty) if empty else dataset

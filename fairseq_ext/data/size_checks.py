@@ -120,6 +120,33 @@ def refuse_long_lines(
         )
 
 
+def check_pair_split(
+    dataset,
+    *,
+    split: str,
+    data: str,
+    unk: int,
+    evaluation: bool,
+    markers: tuple[str, ...] = ("</s>",),
+    long_lines: tuple = (),
+) -> None:
+    """The checks of a ``LanguagePairDataset``: no empty line on either side, none longer than
+    each ``(side, refuse_long_lines' keywords)`` of ``long_lines`` allows, and for an
+    ``evaluation`` split each side's share of ``<unk>`` (``note_unknown_share``)."""
+    sides = {"source": (dataset.src_sizes, dataset.src), "target": (dataset.tgt_sizes, dataset.tgt)}
+    for side, (sizes, _) in sides.items():
+        if sizes is not None:
+            refuse_empty_lines(
+                sizes, split=split, row_name=f"{side} line", data=data, markers=markers
+            )
+    for side, rule in long_lines:
+        if sides[side][0] is not None:
+            refuse_long_lines(sides[side][0], split=split, row_name=f"{side} line", **rule)
+    for side, (_, tokens) in sides.items():
+        if evaluation and tokens is not None:
+            note_unknown_share(tokens, unk, split=split, side=side, data=data)
+
+
 def _indexed_bytes(prefix: str) -> Optional[int]:
     """How many bytes ``prefix.bin`` must have by ``prefix.idx`` (fairseq's mmap and cached
     formats; None for another format or a missing ``.bin``)."""

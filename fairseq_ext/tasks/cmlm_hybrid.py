@@ -18,9 +18,7 @@ from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import require
 from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
-    note_unknown_share,
-    refuse_empty_lines,
-    refuse_long_lines,
+    check_pair_split,
     refuse_missing_dictionary,
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
@@ -95,7 +93,9 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
 
     def __init__(self, cfg: CMLMHybridConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self.input_lines = InteractiveInputLines()
+        self.input_lines = InteractiveInputLines(
+            refuse_beyond_source_positions(cfg.max_source_positions)
+        )
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
@@ -111,41 +111,23 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
-        self._check_sizes(split, self.datasets[split])
-
-    def _check_sizes(self, split: str, dataset) -> None:
-        """Refuse what would otherwise be skipped, clamped or learnt as garbage."""
-        both = ("<s>", "</s>")  # translation_lev adds <s> to both sides
-        for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
-            if sizes is not None:
-                refuse_empty_lines(
-                    sizes, split=split, row_name=f"{side} line", data=self.cfg.data, markers=both
-                )
-        if split != self.cfg.train_subset:
-            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
-                if tokens is not None:
-                    note_unknown_share(
-                        tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data
-                    )
         limit = min(self.cfg.max_target_positions, MAX_NAT_TARGET_LENGTH)
-        if dataset.tgt_sizes is not None:
-            refuse_long_lines(
-                dataset.tgt_sizes,
-                split=split,
-                row_name="target line",
-                limit=limit,
-                markers=both,
-                limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
-                "see also --max-target-positions",
-                fix="split or filter long sentences before fairseq-preprocess",
-            )
-        limit = self.cfg.max_source_positions
-        refuse_long_lines(
-            dataset.src_sizes,
-            split=split,
-            row_name="source line",
+        target = dict(
             limit=limit,
-            option="--max-source-positions",
+            markers=("<s>", "</s>"),
+            limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
+            "see also --max-target-positions",
+            fix="split or filter long sentences before fairseq-preprocess",
+        )
+        source = dict(limit=self.cfg.max_source_positions, option="--max-source-positions")
+        check_pair_split(
+            self.datasets[split],
+            split=split,
+            data=self.cfg.data,
+            unk=self.src_dict.unk(),
+            evaluation=split != self.cfg.train_subset,
+            markers=("<s>", "</s>"),  # translation_lev adds <s> to both sides
+            long_lines=(("target", target), ("source", source)),
         )
 
     def inject_noise(self, target_tokens):
@@ -175,15 +157,9 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
         return model
 
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
-        refused."""
-        return self.input_lines.dataset(
-            super().build_dataset_for_inference,
-            src_tokens,
-            src_lengths,
-            constraints,
-            refuse_beyond_source_positions(self.cfg.max_source_positions),
-        )
+        """Interactive input checked line by line (``data.interactive_input``)."""
+        build = super().build_dataset_for_inference
+        return self.input_lines.dataset(build, src_tokens, src_lengths, constraints)
 
     def build_generator(self, models, args, **unused):
         for model in models:

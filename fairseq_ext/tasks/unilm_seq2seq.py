@@ -24,9 +24,8 @@ from fairseq_ext.data.keep_tokens import (
 )
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (
+    check_pair_split,
     first_bad_row,
-    note_unknown_share,
-    refuse_empty_lines,
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
 )
@@ -34,6 +33,7 @@ from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_or
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.tasks import rouge_validation
 from fairseq_ext.tasks.base import PluginTask
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
@@ -66,6 +66,9 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
+    # fairseq's validation, and validation ROUGE with --eval-rouge
+    valid_step = rouge_validation.valid_step
+    reduce_metrics = rouge_validation.reduce_metrics
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(
@@ -78,7 +81,7 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         self.model_positions: Optional[int] = (
             None  # the one positions table, known once the model is built
         )
-        self.input_lines = InteractiveInputLines()
+        self.input_lines = InteractiveInputLines(self.check_input_length)
         if cfg.keep_tokens:
             pruned, self.keep_ids, self.lookup = prune_dictionary(
                 src_dict, read_keep_list(cfg.keep_tokens), f"--keep-tokens {cfg.keep_tokens}"
@@ -132,19 +135,10 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
             shuffle=(split != "test"),
             pad_to_multiple=self.cfg.required_seq_len_multiple,
         )
-        self._check_empty(split, dataset)
-        if split != self.cfg.train_subset:
-            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
-                if tokens is not None:
-                    note_unknown_share(
-                        tokens,
-                        self.full_dictionary.unk(),
-                        split=split,
-                        side=side,
-                        data=self.cfg.data,
-                    )
+        unk = self.full_dictionary.unk()
+        evaluation = split != self.cfg.train_subset
+        check_pair_split(dataset, split=split, data=self.cfg.data, unk=unk, evaluation=evaluation)
         if self.lookup is not None:
-            unk = self.full_dictionary.unk()
             for side in ("src", "tgt"):
                 lost, total = count_unmapped(getattr(dataset, side), self.lookup, unk)
                 if lost:
@@ -161,11 +155,6 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
                 setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
             dataset.src_dict = dataset.tgt_dict = self.src_dict
         self.datasets[split] = in_batch_order(dataset, self.cfg)
-
-    def _check_empty(self, split: str, dataset) -> None:
-        for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
-            if sizes is not None:
-                refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
 
     def get_batch_iterator(self, dataset, **options):
         """Every pair fits the model's positions (``check_model_positions``, once the model is
@@ -212,26 +201,10 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         self.rouge.prepare(self, model, from_checkpoint)
         return model
 
-    def valid_step(self, sample, model, criterion):
-        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
-        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
-        self.rouge.score(self, sample, model, logging_output)
-        return loss, sample_size, logging_output
-
-    def reduce_metrics(self, logging_outputs, criterion):
-        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
-        super().reduce_metrics(logging_outputs, criterion)
-        self.rouge.reduce(logging_outputs)
-
     def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines refused by ``check_input_length``."""
-        return self.input_lines.dataset(
-            super().build_dataset_for_inference,
-            src_tokens,
-            src_lengths,
-            constraints,
-            self.check_input_length,
-        )
+        """Interactive input checked line by line (``data.interactive_input``)."""
+        build = super().build_dataset_for_inference
+        return self.input_lines.dataset(build, src_tokens, src_lengths, constraints)
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """Beam search within the positions table (``UniLMSequenceGenerator``), for decoding
