@@ -24,8 +24,7 @@ def utf8_lines(stream, name: str) -> Iterator[str]:
         except UnicodeDecodeError as exc:
             raise FairseqExtError(
                 f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
-                f"{exc.start + 1}); "
-                "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8"
+                f"{exc.start + 1}); convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8"
             ) from None
 
 
@@ -65,9 +64,8 @@ def refuse_beyond_source_positions(limit: int) -> Callable[[int, int], None]:
     def check(line: int, length: int) -> None:
         require(
             length <= limit,
-            f"input line {line} has {length} tokens, more than --max-source-positions "
-            f"{limit}, the model's positions (fixed when it was trained); split or "
-            "shorten the line",
+            f"input line {line} has {length} tokens, more than --max-source-positions {limit}, the "
+            "model's positions (fixed when it was trained); split or shorten the line",
         )
 
     return check
@@ -93,8 +91,7 @@ class InteractiveInputLines:
             if length <= 1:  # only </s>
                 note(
                     f"input line {first + i} is empty: skipped, nothing is printed for id "
-                    f"{first + i - 1} "
-                    "(give one source sentence per line)"
+                    f"{first + i - 1} (give one source sentence per line)"
                 )
                 empty.append(i)
             else:

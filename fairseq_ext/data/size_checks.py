@@ -56,8 +56,7 @@ def refuse_unnamed_language_pair(cfg) -> None:
         require(
             data_utils.infer_language_pair(folder) != (None, None),
             f"{folder} holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages "
-            "from: give -s "
-            "and -t, the languages fairseq-preprocess binarized",
+            "from: give -s and -t, the languages fairseq-preprocess binarized",
         )
 
 
@@ -82,8 +81,7 @@ def refuse_empty_lines(
     if row is not None:
         raise FairseqExtError(
             f"{split} {row_name} {row + 1} is empty: it has only {' and '.join(markers)} "
-            f"({int(bad.sum())} of "
-            f"the {len(bad)} in {data}); {fix}"
+            f"({int(bad.sum())} of the {len(bad)} in {data}); {fix}"
         )
 
 
@@ -105,8 +103,7 @@ def refuse_long_lines(
     limit_name = limit_name or f"{option} {limit}"
     fix = fix or (
         f"split or filter long lines before fairseq-preprocess (a larger {option} helps only a "
-        "model "
-        "trained with it: a trained model keeps the positions it was trained with)"
+        "model trained with it: a trained model keeps the positions it was trained with)"
     )
     counted = f" with {' and '.join(markers)}" if markers else ""
     sizes = np.asarray(sizes)
@@ -115,8 +112,7 @@ def refuse_long_lines(
     if row is not None:
         raise FairseqExtError(
             f"{split} {row_name} {row + 1} has {int(sizes[row])} tokens{counted}, more than "
-            f"{limit_name} "
-            f"({int(bad.sum())} of the {len(bad)}); {fix}"
+            f"{limit_name} ({int(bad.sum())} of the {len(bad)}); {fix}"
         )
 
 
@@ -201,10 +197,8 @@ def refuse_missing_or_empty_split(data: str, split: str) -> None:
         option = _SPLIT_OPTION.get(split.rstrip("0123456789"), "--testpref (or --validpref)")
         raise FairseqExtError(
             f"Dataset not found: {split} (no {split}*.idx in {data}); binarize it with "
-            f"fairseq-preprocess {option} "
-            f"PREFIX --destdir {folders[0]} "
-            "(with the same dictionaries), or name a split the folder has "
-            f"({', '.join(found) or 'none'}) with "
+            f"fairseq-preprocess {option} PREFIX --destdir {folders[0]} (with the same "
+            f"dictionaries), or name a split the folder has ({', '.join(found) or 'none'}) with "
             "--gen-subset/--valid-subset"
         )
     for index in indexes:
@@ -243,10 +237,8 @@ def refuse_truncated_binaries(data: str, split: str) -> None:
             require(
                 actual >= expected,
                 f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized "
-                f"{split} "
-                "split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it "
-                "again "
-                "with fairseq-preprocess",
+                f"{split} split is incomplete (an interrupted fairseq-preprocess or copy?); "
+                "binarize it again with fairseq-preprocess",
             )
 
 
@@ -263,12 +255,10 @@ def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -
         unknown, lines, total = unknown + count, lines + (count > 0), total + len(tokens)
     if total and unknown > UNKNOWN_SHARE * total:
         note(
-            f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} "
-            f"are <unk> ({unknown} "
-            f"of {total}, in {lines} of its {len(dataset)} lines): it was probably encoded with "
-            "another sentencepiece "
-            "model than the one the dictionary was built from (or holds characters the vocabulary "
-            "lacks); encode the "
-            "text with the checkpoint's own model (data_prep/spm.py encode --model SPM.model) and "
-            "binarize it again"
+            f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} are "
+            f"<unk> ({unknown} of {total}, in {lines} of its {len(dataset)} lines): it was "
+            "probably encoded with another sentencepiece model than the one the dictionary was "
+            "built from (or holds characters the vocabulary lacks); encode the text with the "
+            "checkpoint's own model (data_prep/spm.py encode --model SPM.model) and binarize it "
+            "again"
         )

@@ -11,22 +11,21 @@ fairseq's iterator cache would otherwise keep the batches of the epoch its proce
 a run resumed in a later epoch would cut other batches, see some pairs of that epoch twice and
 others not at all."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from fairseq.data import BaseWrapperDataset
 from fairseq.tasks.translation import TranslationConfig
 
+from fairseq_ext.common.config_fields import option
+
 
 @dataclass
 class UnsortedBatchesConfig(TranslationConfig):
-    unsorted_batches: bool = field(
-        default=False,
-        metadata={
-            "help": "cut batches from the pairs in a random order (drawn from --seed "
-            "and the epoch, again at each epoch) instead of fairseq's order by "
-            "source length, so that a batch mixes lengths"
-        },
+    unsorted_batches: bool = option(
+        False,
+        "cut batches from the pairs in a random order (drawn from --seed and the epoch, again at "
+        "each epoch) instead of fairseq's order by source length, so that a batch mixes lengths",
     )
 
 

@@ -4,7 +4,7 @@
 mask-predict decoding, on fairseq's ``translation_lev``; data the model cannot honour is
 refused, never skipped or clamped."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum
@@ -35,27 +35,20 @@ CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
 
 @dataclass
 class CMLMHybridConfig(TranslationLevenshteinConfig):
-    noise: CMLM_NOISE = field(
-        default="random_mask",
-        metadata={
-            "help": "random_mask: CMLM's uniform number of masked target tokens; "
-            "full_mask: mask every target token; no_noise: none"
-        },
+    noise: CMLM_NOISE = option(
+        "random_mask",
+        "random_mask: CMLM's uniform number of masked target tokens; "
+        "full_mask: mask every target token; no_noise: none",
     )
-    init_encoder_from: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "start training with the encoder (and shared embeddings) of this fairseq "
-            "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary"
-        },
+    init_encoder_from: Optional[str] = option(
+        None,
+        "start training with the encoder (and shared embeddings) of this fairseq "
+        "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary",
     )
-    init_decoder_from: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "start training with every decoder weight of this checkpoint that the "
-            "CMLM decoder has under the same name (an autoregressive decoder's layers; "
-            "the length predictor stays new)"
-        },
+    init_decoder_from: Optional[str] = option(
+        None,
+        "start training with every decoder weight of this checkpoint that the CMLM decoder has "
+        "under the same name (an autoregressive decoder's layers; the length predictor stays new)",
     )
     length_offset: int = option(
         0,
@@ -74,14 +67,12 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "on Multi30k val",
         range=Range(0, 8),
     )
-    int8_decoding: bool = field(
-        default=False,
-        metadata={
-            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every "
-            "Linear layer, as CTranslate2's int8): faster mask-predict, outputs not "
-            "identical (the BLEU change is measured in docs/results/speed.md); "
-            "fairseq-generate, fairseq-interactive and the hub only"
-        },
+    int8_decoding: bool = option(
+        False,
+        "decode on the CPU with int8 weights (torch's dynamic quantisation of every "
+        "Linear layer, as CTranslate2's int8): faster mask-predict, outputs not "
+        "identical (the BLEU change is measured in docs/results/speed.md); "
+        "fairseq-generate, fairseq-interactive and the hub only",
     )
 
 

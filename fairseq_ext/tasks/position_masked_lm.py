@@ -6,7 +6,7 @@ original position as a label; with ``--position-mask-prob 0`` it is fairseq's ``
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from fairseq import utils
@@ -59,17 +59,13 @@ class PositionMaskedLMConfig(MaskedLMConfig):
         "(section 2.1: 0.05)",
         range=UNIT,
     )
-    position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
-        default="independent",
-        metadata={
-            "help": "independent: position-masked tokens are drawn from all tokens; "
-            "token_masked: from the token-masked ones (--position-mask-prob is then "
-            "a fraction of those)"
-        },
+    position_mask_source: POSITION_MASK_SOURCE_CHOICES = option(
+        "independent",
+        "independent: position-masked tokens are drawn from all tokens; token_masked: from the "
+        "token-masked ones (--position-mask-prob is then a fraction of those)",
     )
-    mask_special_tokens: bool = field(
-        default=False,
-        metadata={"help": "let token masking choose <s> and </s> too, as fairseq's masked_lm does"},
+    mask_special_tokens: bool = option(
+        False, "let token masking choose <s> and </s> too, as fairseq's masked_lm does"
     )
 
 

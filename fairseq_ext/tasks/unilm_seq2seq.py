@@ -6,13 +6,14 @@ that stays within the positions table and validation ROUGE (``--eval-rouge``,
 ``tasks.rouge_validation``)."""
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from fairseq import utils
 from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
 
+from fairseq_ext.common.config_fields import option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import UniLMTask
 from fairseq_ext.data import InteractiveInputLines
@@ -42,13 +43,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class UniLMSeq2SeqConfig(RougeValidationConfig, UnsortedBatchesConfig):
-    keep_tokens: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
-            "dictionary, embedding and output layer; pass the same FILE to "
-            "fairseq-generate"
-        },
+    keep_tokens: Optional[str] = option(
+        None,
+        "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the dictionary, "
+        "embedding and output layer; pass the same FILE to fairseq-generate",
     )
 
 
