@@ -143,19 +143,19 @@ def check_pair_split(
             note_unknown_share(tokens, unk, split=split, side=side, data=data)
 
 
-def _indexed_bytes(prefix: str) -> Optional[int]:
-    """How many bytes ``prefix.bin`` must have by ``prefix.idx`` (fairseq's mmap and cached
-    formats; None for another format or a missing ``.bin``)."""
+def _index(prefix: str) -> Optional[tuple[int, int]]:
+    """``(lines, bytes of prefix.bin)`` that ``prefix.idx`` indexes (fairseq's mmap and cached
+    formats; None for another format)."""
     impl = indexed_dataset.infer_dataset_impl(prefix)
     if impl == "mmap":
         index = indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
         if len(index) == 0:
-            return 0
+            return 0, 0
         pointer, size = index[len(index) - 1]
-        return int(pointer) + int(size) * np.dtype(index.dtype).itemsize
+        return len(index), int(pointer) + int(size) * np.dtype(index.dtype).itemsize
     if impl == "cached":
         index = indexed_dataset.IndexedDataset(prefix)
-        return int(index.data_offsets[-1]) * index.element_size
+        return len(index), int(index.data_offsets[-1]) * index.element_size
     return None
 
 
@@ -167,23 +167,11 @@ def _split_indexes(folder: str, split: str) -> set[str]:
     return {*glob.glob(stem + ".idx"), *glob.glob(stem + ".*.idx"), *glob.glob(stem + "[0-9]*.idx")}
 
 
-def _entries(prefix: str) -> Optional[int]:
-    """How many lines ``prefix.idx`` indexes (None for a format fairseq-preprocess does not
-    write)."""
-    impl = indexed_dataset.infer_dataset_impl(prefix)
-    if impl == "mmap":
-        return len(
-            indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
-        )
-    if impl == "cached":
-        return len(indexed_dataset.IndexedDataset(prefix))
-    return None
-
-
-def refuse_missing_or_empty_split(data: str, split: str) -> None:
-    """``split`` was binarized into one of the ``data`` folders and has at least one line;
-    fairseq would stop with a bare ``FileNotFoundError`` (or decode nothing and fail on the
-    score)."""
+def refuse_truncated_binaries(data: str, split: str) -> None:
+    """``split`` was binarized into the ``data`` folders (fairseq would stop with a bare
+    ``FileNotFoundError``), and each ``.idx`` of it (shards ``split1``, ... included) indexes at
+    least one line and no more bytes than its ``.bin`` has: an interrupted fairseq-preprocess or
+    copy leaves it shorter, and fairseq would fail inside numpy past its end."""
     folders = utils.split_paths(data)
     indexes = sorted(i for folder in folders for i in _split_indexes(folder, split))
     if not indexes:
@@ -204,42 +192,28 @@ def refuse_missing_or_empty_split(data: str, split: str) -> None:
     for index in indexes:
         prefix = index[: -len(".idx")]
         try:
-            entries = _entries(prefix)
-        except (AssertionError, ValueError, IndexError, OSError, struct.error):
-            continue  # refuse_truncated_binaries names the damaged index
+            found = _index(prefix)
+        except (AssertionError, ValueError, struct.error) as exc:
+            raise FairseqExtError(
+                f"cannot read {index} ({type(exc).__name__}): the binarized {split} split is "
+                "incomplete or not made by fairseq-preprocess; binarize it again with "
+                "fairseq-preprocess"
+            ) from None
+        if found is None:
+            continue
+        lines, expected = found
         require(
-            entries != 0,
+            lines != 0,
             f"the {split} split {prefix}.{{idx,bin}} is empty (0 lines): binarize it again from a "
             "non-empty text file, or name another split with --gen-subset/--valid-subset",
         )
-
-
-def refuse_truncated_binaries(data: str, split: str) -> None:
-    """``split`` is there with at least one line (``refuse_missing_or_empty_split``), and every
-    ``.bin`` of it (shards ``split1``, ... included) in the ``data`` folders is as long as its
-    ``.idx`` says. An interrupted fairseq-preprocess or copy leaves it shorter, and fairseq
-    would fail inside numpy at the first example past its end."""
-    refuse_missing_or_empty_split(data, split)
-    for folder in utils.split_paths(data):
-        for index in sorted(_split_indexes(folder, split)):
-            prefix = index[: -len(".idx")]
-            try:
-                expected = _indexed_bytes(prefix)
-            except (AssertionError, ValueError, struct.error) as exc:
-                raise FairseqExtError(
-                    f"cannot read {index} ({type(exc).__name__}): the binarized {split} split is "
-                    "incomplete "
-                    "or not made by fairseq-preprocess; binarize it again with fairseq-preprocess"
-                ) from None
-            if expected is None:
-                continue
-            actual = os.path.getsize(prefix + ".bin")
-            require(
-                actual >= expected,
-                f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized "
-                f"{split} split is incomplete (an interrupted fairseq-preprocess or copy?); "
-                "binarize it again with fairseq-preprocess",
-            )
+        actual = os.path.getsize(prefix + ".bin")
+        require(
+            actual >= expected,
+            f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized "
+            f"{split} split is incomplete (an interrupted fairseq-preprocess or copy?); "
+            "binarize it again with fairseq-preprocess",
+        )
 
 
 def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -> None:

@@ -1,6 +1,8 @@
 """The masking decisions of the four techniques as pure tensor functions (torch and numpy,
 no fairseq); docs/masking.md states the conventions (True = chosen / may attend)."""
 
+# ruff: noqa: F401  (the names this package exports)
+
 from fairseq_ext.masking import predicates
 from fairseq_ext.masking.attention import check_order, order_ranks, padded_dense_mask, random_order
 from fairseq_ext.masking.attention_variants import ATTENTION_VARIANTS
@@ -21,34 +23,3 @@ from fairseq_ext.masking.position_masking import MASK_POSITION, bert_token_mask,
 from fairseq_ext.masking.relative_position import ngram_stream_buckets
 from fairseq_ext.masking.soft_copy import soft_copy
 from fairseq_ext.masking.span_corruption import block_span_mask, span_lengths
-
-__all__ = [
-    "additive_attention_mask",
-    "ATTENTION_VARIANTS",
-    "bert_token_mask",
-    "block_span_mask",
-    "check_order",
-    "decoding_copies_source",
-    "example_rng",
-    "FENCE_FIRST",
-    "HYBRID_STRATEGIES",
-    "mask_picture",
-    "MASK_POSITION",
-    "mix_decoder_input",
-    "ngram_stream_buckets",
-    "NgramStreamTables",
-    "order_ranks",
-    "padded_dense_mask",
-    "PAPER_MASK_WEIGHT",
-    "position_mask",
-    "predicates",
-    "random_order",
-    "replace_80_10_10",
-    "soft_copy",
-    "source_copy_weight",
-    "span_lengths",
-    "step_mask",
-    "training_copy_weight",
-    "TRAINING_INPUTS",
-    "uniform_count_mask",
-]

@@ -9,9 +9,8 @@ import logging
 from dataclasses import dataclass
 from typing import Optional
 
-from fairseq import utils
 from fairseq.tasks import register_task
-from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
+from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.common.config_fields import option
 from fairseq_ext.common.errors import FairseqExtError, require
@@ -109,30 +108,10 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
-        paths = utils.split_paths(self.cfg.data)
-        if split != self.cfg.train_subset:
-            paths = paths[:1]
-        src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        dataset = load_langpair_dataset(
-            paths[(epoch - 1) % len(paths)],
-            split,
-            src,
-            self.full_dictionary,
-            tgt,
-            self.full_dictionary,
-            combine=combine,
-            dataset_impl=self.cfg.dataset_impl,
-            upsample_primary=self.cfg.upsample_primary,
-            left_pad_source=self.cfg.left_pad_source,
-            left_pad_target=self.cfg.left_pad_target,
-            max_source_positions=self.cfg.max_source_positions,
-            max_target_positions=self.cfg.max_target_positions,
-            load_alignments=self.cfg.load_alignments,
-            truncate_source=self.cfg.truncate_source,
-            num_buckets=self.cfg.num_batch_buckets,
-            shuffle=(split != "test"),
-            pad_to_multiple=self.cfg.required_seq_len_multiple,
-        )
+        # the data's ids are the full dictionary's; fairseq reads only the specials of the task's
+        # dictionary, which keep their ids under --keep-tokens
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        dataset = self.datasets[split]
         unk = self.full_dictionary.unk()
         evaluation = split != self.cfg.train_subset
         check_pair_split(dataset, split=split, data=self.cfg.data, unk=unk, evaluation=evaluation)
@@ -151,7 +130,6 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
                         self.cfg.keep_tokens,
                     )
                 setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
-            dataset.src_dict = dataset.tgt_dict = self.src_dict
         self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def get_batch_iterator(self, dataset, **options):
