@@ -60,9 +60,7 @@ class PermutationLMTask(PluginTask, UniLMTask, FairseqTask):
         super().__init__(cfg)
         self.dictionary = dictionary
         self.attention_mask = None
-        self.model_positions: Optional[int] = (
-            None  # the one positions table, known once the model is built
-        )
+        self.model_positions: Optional[int] = None  # the one positions table, once built
 
     def default_attention_mask(self) -> str:
         """XLNet's random factorisation order (``UniLMTask``)."""

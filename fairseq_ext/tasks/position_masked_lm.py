@@ -37,6 +37,11 @@ logger = logging.getLogger(__name__)
 
 POSITION_MASK_SOURCE_CHOICES = ChoiceEnum(list(POSITION_MASK_SOURCES))
 UNIT = Range(0, 1)
+# the options of the task that PositionMaskingDataset takes under the same names
+MASKING_OPTIONS = (
+    "mask_prob leave_unmasked_prob random_token_prob freq_weighted_replacement position_mask_prob "
+    "position_keep_prob position_random_prob position_mask_source mask_special_tokens"
+).split()
 
 
 @dataclass
@@ -164,15 +169,7 @@ class PositionMaskedLMTask(PluginTask, PositionMaskingTask, MaskedLMTask):
             self.mask_idx,
             split,
             seed=cfg.seed,
-            mask_prob=cfg.mask_prob,
-            leave_unmasked_prob=cfg.leave_unmasked_prob,
-            random_token_prob=cfg.random_token_prob,
-            freq_weighted_replacement=cfg.freq_weighted_replacement,
-            position_mask_prob=cfg.position_mask_prob,
-            position_keep_prob=cfg.position_keep_prob,
-            position_random_prob=cfg.position_random_prob,
-            position_mask_source=cfg.position_mask_source,
-            mask_special_tokens=cfg.mask_special_tokens,
+            **{name: getattr(cfg, name) for name in MASKING_OPTIONS},
         )
         source = masked.field("source")
         net_input = {"src_positions": RightPadDataset(masked.field("positions"), pad_idx=0)}

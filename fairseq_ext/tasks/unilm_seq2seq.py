@@ -75,9 +75,7 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         )
         self.full_dictionary = src_dict
         self.keep_ids = self.lookup = None
-        self.model_positions: Optional[int] = (
-            None  # the one positions table, known once the model is built
-        )
+        self.model_positions: Optional[int] = None  # the one positions table, once built
         self.input_lines = InteractiveInputLines(self.check_input_length)
         if cfg.keep_tokens:
             pruned, self.keep_ids, self.lookup = prune_dictionary(
