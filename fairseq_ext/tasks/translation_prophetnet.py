@@ -37,6 +37,7 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
     # fairseq's validation, and validation ROUGE with --eval-rouge
     valid_step = rouge_validation.valid_step
     reduce_metrics = rouge_validation.reduce_metrics
+    load_dictionary = staticmethod(load_with_mask_symbol)  # with RoBERTa's <mask>
 
     def __init__(self, cfg: TranslationProphetNetConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
@@ -55,10 +56,6 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
         )
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
-
-    @classmethod
-    def load_dictionary(cls, filename):
-        return load_with_mask_symbol(filename)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)

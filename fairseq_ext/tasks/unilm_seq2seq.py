@@ -66,6 +66,7 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
     # fairseq's validation, and validation ROUGE with --eval-rouge
     valid_step = rouge_validation.valid_step
     reduce_metrics = rouge_validation.reduce_metrics
+    load_dictionary = staticmethod(load_with_mask_symbol)  # with RoBERTa's <mask>
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(
@@ -99,10 +100,6 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
     def setup_task(cls, cfg, **kwargs):
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
-
-    @classmethod
-    def load_dictionary(cls, filename):
-        return load_with_mask_symbol(filename)
 
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
