@@ -19,11 +19,7 @@ from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import PositionMaskingTask
-from fairseq_ext.data import (
-    NO_POSITION_LABEL,
-    POSITION_MASK_SOURCES,
-    PositionMaskingDataset,
-)
+from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
