@@ -73,12 +73,7 @@ def main_stream_mask(length: int, device=None) -> Tensor:
 
 def predicting_stream_main_mask(length: int, ngram: int, device=None) -> Tensor:
     """``(n, T, T)``: stream ``k`` at ``t`` sees main ``j <= max(t - k + 1, 0)``."""
-    _check_ngram(ngram)
-    rows = torch.arange(length, (1 + ngram) * length, device=device)
-    seen = mask_at(ngram_stream(length), rows.unsqueeze(1), torch.arange(length, device=device))[
-        0, 0
-    ]
-    return seen.reshape(ngram, length, length)
+    return ngram_stream_mask(length, ngram, device)[length:, :length].reshape(ngram, length, length)
 
 
 def ngram_stream_mask(length: int, ngram: int, device=None) -> Tensor:

@@ -112,25 +112,6 @@ def decoding_args(text: str) -> Namespace:
     return Namespace(**args)
 
 
-def check_rouge_config(cfg) -> None:
-    """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is
-    loaded."""
-    check_config(cfg, RougeValidationConfig)
-    decoding_args(cfg.eval_rouge_args)
-    detok = option_value(cfg, "eval_rouge_detok")
-    require(
-        detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
-        f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop "
-        "one of them",
-    )
-    require(
-        detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
-        "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
-        "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded "
-        "the data)",
-    )
-
-
 class PiecesToText:
     """Token ids of ``dictionary`` -> the text a user script scores: fairseq-generate's line
     (``--post-process sentencepiece`` or the pieces as they are), or for WordPiece data the pieces
@@ -189,8 +170,22 @@ class RougeValidation:
     def __init__(self, cfg):
         self.cfg, self.generator, self.text = cfg, None, None
         self.on = bool(getattr(cfg, "eval_rouge", False))  # a configuration saved before it: off
-        if self.on:
-            check_rouge_config(cfg)
+        if not self.on:
+            return
+        check_config(cfg, RougeValidationConfig)  # before a split is loaded
+        decoding_args(cfg.eval_rouge_args)
+        detok = option_value(cfg, "eval_rouge_detok")
+        require(
+            detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
+            f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; "
+            "drop one of them",
+        )
+        require(
+            detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
+            "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
+            "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer "
+            "encoded the data)",
+        )
 
     def prepare(self, task, model, from_checkpoint: bool) -> None:
         """The generator and the text of ``model``; a model loaded to decode is not validated."""
