@@ -6,6 +6,7 @@ take ends the session with one clear error, as fairseq-generate does for a binar
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Callable, Iterator
 
@@ -99,3 +100,14 @@ class InteractiveInputLines:
         self.lines_seen = first - 1 + len(src_lengths)
         dataset = build(src_tokens, src_lengths, constraints=constraints)
         return SkippedRows(dataset, empty) if empty else dataset
+
+
+def inference_dataset_hook(parent: type) -> Callable:
+    """The ``build_dataset_for_inference`` of a task on fairseq's task ``parent`` that holds an
+    ``InteractiveInputLines`` as ``input_lines``: ``parent``'s dataset of the lines it passes."""
+
+    def build_dataset_for_inference(task, src_tokens, src_lengths, constraints=None):
+        build = functools.partial(parent.build_dataset_for_inference, task)
+        return task.input_lines.dataset(build, src_tokens, src_lengths, constraints)
+
+    return build_dataset_for_inference

@@ -16,7 +16,11 @@ from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, Translat
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import require
-from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
+from fairseq_ext.data.interactive_input import (
+    InteractiveInputLines,
+    inference_dataset_hook,
+    refuse_beyond_source_positions,
+)
 from fairseq_ext.data.size_checks import (
     check_pair_split,
     refuse_missing_dictionary,
@@ -81,6 +85,7 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
+    build_dataset_for_inference = inference_dataset_hook(TranslationLevenshteinTask)
 
     def __init__(self, cfg: CMLMHybridConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
@@ -146,11 +151,6 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             if self.cfg.init_decoder_from:
                 init_part_from_checkpoint(model, "decoder", self.cfg.init_decoder_from)
         return model
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input checked line by line (``data.interactive_input``)."""
-        build = super().build_dataset_for_inference
-        return self.input_lines.dataset(build, src_tokens, src_lengths, constraints)
 
     def build_generator(self, models, args, **unused):
         for model in models:

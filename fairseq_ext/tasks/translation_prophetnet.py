@@ -10,7 +10,11 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
+from fairseq_ext.data.interactive_input import (
+    InteractiveInputLines,
+    inference_dataset_hook,
+    refuse_beyond_source_positions,
+)
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (
     check_pair_split,
@@ -34,7 +38,7 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
-    # fairseq's validation, and validation ROUGE with --eval-rouge
+    build_dataset_for_inference = inference_dataset_hook(TranslationTask)
     valid_step = rouge_validation.valid_step
     reduce_metrics = rouge_validation.reduce_metrics
     load_dictionary = staticmethod(load_with_mask_symbol)  # with RoBERTa's <mask>
@@ -79,11 +83,6 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
         model = super().build_model(cfg, from_checkpoint)
         self.rouge.prepare(self, model, from_checkpoint)
         return model
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input checked line by line (``data.interactive_input``)."""
-        build = super().build_dataset_for_inference
-        return self.input_lines.dataset(build, src_tokens, src_lengths, constraints)
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """fairseq's beam search, for decoding options in range only."""

@@ -15,7 +15,7 @@ from fairseq.tasks.translation import TranslationTask
 from fairseq_ext.common.config_fields import option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import UniLMTask
-from fairseq_ext.data import InteractiveInputLines
+from fairseq_ext.data.interactive_input import InteractiveInputLines, inference_dataset_hook
 from fairseq_ext.data.keep_tokens import (
     RemapTokensDataset,
     count_unmapped,
@@ -63,7 +63,7 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
-    # fairseq's validation, and validation ROUGE with --eval-rouge
+    build_dataset_for_inference = inference_dataset_hook(TranslationTask)
     valid_step = rouge_validation.valid_step
     reduce_metrics = rouge_validation.reduce_metrics
     load_dictionary = staticmethod(load_with_mask_symbol)  # with RoBERTa's <mask>
@@ -171,11 +171,6 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         self.model_positions = model.encoder.max_positions()
         self.rouge.prepare(self, model, from_checkpoint)
         return model
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input checked line by line (``data.interactive_input``)."""
-        build = super().build_dataset_for_inference
-        return self.input_lines.dataset(build, src_tokens, src_lengths, constraints)
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """Beam search within the positions table (``UniLMSequenceGenerator``), for decoding
