@@ -105,10 +105,10 @@ def mix_decoder_input(mask_embeddings: Tensor, copied: Tensor, copy_weight: Tens
     return torch.lerp(mask_embeddings, copied.to(mask_embeddings.dtype), w)
 
 
-def _relative_index(mask: Tensor) -> tuple[Tensor, Tensor]:
-    index = mask.long().cumsum(dim=1) - 1
-    length = mask.sum(dim=1, keepdim=True)
-    return index, length
+def _relative_positions(mask: Tensor) -> Tensor:
+    """``i / L`` of each position ``i`` among the ``L`` non-pad ones of its row."""
+    lengths = mask.sum(dim=1, keepdim=True).clamp(min=1)
+    return (mask.long().cumsum(dim=1) - 1).float() / lengths.float()
 
 
 def relative_position_copy_weights(
@@ -118,10 +118,7 @@ def relative_position_copy_weights(
     ``(B, T, S)``."""
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
-    i, len_y = _relative_index(tgt_mask)
-    j, len_x = _relative_index(src_mask)
-    pos_y = i.float() / len_y.clamp(min=1).float()
-    pos_x = j.float() / len_x.clamp(min=1).float()
+    pos_y, pos_x = _relative_positions(tgt_mask), _relative_positions(src_mask)
     distance = -(pos_y.unsqueeze(2) - pos_x.unsqueeze(1)).abs()
     logits = distance / temperature
     logits = logits.masked_fill(~src_mask.unsqueeze(1), torch.finfo(logits.dtype).min)

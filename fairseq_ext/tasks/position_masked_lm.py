@@ -16,7 +16,7 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
-from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, flag, option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import PositionMaskingTask
 from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset
@@ -76,21 +76,20 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
     check_config(cfg, PositionMaskedLMConfig)
     for name in ("mask_prob", "leave_unmasked_prob", "random_token_prob"):
         value = getattr(cfg, name)
-        require(0.0 <= value <= 1.0, f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+        require(0.0 <= value <= 1.0, f"{flag(name)} must be in [0, 1], got {value}")
     require(
         cfg.mask_prob > 0.0,
         "--mask-prob must be > 0: the MLM loss needs token-masked tokens (BERT uses 0.15)",
     )
-    require(
-        cfg.leave_unmasked_prob + cfg.random_token_prob <= 1.0,
-        f"--leave-unmasked-prob + --random-token-prob must be <= 1, got "
-        f"{cfg.leave_unmasked_prob} + {cfg.random_token_prob}",
-    )
-    require(
-        cfg.position_keep_prob + cfg.position_random_prob <= 1.0,
-        f"--position-keep-prob + --position-random-prob must be <= 1, got "
-        f"{cfg.position_keep_prob} + {cfg.position_random_prob}",
-    )
+    for keep, random in (
+        ("leave_unmasked_prob", "random_token_prob"),
+        ("position_keep_prob", "position_random_prob"),
+    ):
+        shares = getattr(cfg, keep), getattr(cfg, random)
+        require(
+            sum(shares) <= 1.0,
+            f"{flag(keep)} + {flag(random)} must be <= 1, got {shares[0]} + {shares[1]}",
+        )
     require(
         cfg.tokens_per_sample >= 2, f"--tokens-per-sample must be >= 2, got {cfg.tokens_per_sample}"
     )
@@ -104,7 +103,7 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
     ):
         require(
             getattr(cfg, name) == default,
-            f"--{name.replace('_', '-')} is a masked_lm option that position_masked_lm does not "
+            f"{flag(name)} is a masked_lm option that position_masked_lm does not "
             f"support; leave it at its default ({default}) or use --task masked_lm",
         )
 
