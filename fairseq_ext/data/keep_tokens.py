@@ -24,7 +24,7 @@ def read_keep_list(path: str) -> list[str]:
     if not tokens:
         raise FairseqExtError(
             f"--keep-tokens {path} lists no token; write one token per line "
-            "(python -m fairseq_ext.data.keep_tokens builds one from the data)"
+            "(data_prep/keep_tokens.py builds one from the data)"
         )
     return tokens
 

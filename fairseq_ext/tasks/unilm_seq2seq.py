@@ -115,14 +115,8 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
                 lost, total = count_unmapped(getattr(dataset, side), self.lookup, unk)
                 if lost:
                     logger.warning(
-                        "%s %s: %d of %d tokens (%.2f%%) are not in --keep-tokens %s and became "
-                        "<unk>",
-                        split,
-                        side,
-                        lost,
-                        total,
-                        100.0 * lost / total,
-                        self.cfg.keep_tokens,
+                        f"{split} {side}: {lost} of {total} tokens ({100.0 * lost / total:.2f}%) "
+                        f"are not in --keep-tokens {self.cfg.keep_tokens} and became <unk>"
                     )
                 setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
         self.datasets[split] = in_batch_order(dataset, self.cfg)
