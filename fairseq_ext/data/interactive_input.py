@@ -74,10 +74,8 @@ def refuse_beyond_source_positions(limit: int) -> Callable[[int, int], None]:
 
 class InteractiveInputLines:
     """The input lines of one task's session (fairseq-interactive, or the Python API), numbered
-    across the buffers fairseq reads them in. A task holds one and calls ``dataset`` from its
-    ``build_dataset_for_inference``: empty lines are answered and skipped, and the others must
-    pass the task's rule ``check_line(line, length)`` (1-based line number, tokens with
-    ``</s>``)."""
+    across fairseq's buffers: empty lines are answered and skipped, the others must pass the
+    task's ``check_line(line, length)`` (1-based line number, tokens with ``</s>``)."""
 
     def __init__(self, check_line: Callable[[int, int], None]):
         self.check_line, self.lines_seen = check_line, 0

@@ -218,10 +218,8 @@ def refuse_truncated_binaries(data: str, split: str) -> None:
 
 def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -> None:
     """One line on stderr when more than ``UNKNOWN_SHARE`` of the tokens of a binarized split are
-    ``<unk>``: a dictionary built from text that a sentencepiece model encoded holds all of its
-    pieces, so such a split was encoded with another model (text encoded with a 300-piece model
-    of the same language and binarized with the shipped model's dictionary: 3% ``<unk>``, decoded
-    at BLEU 0.00 without a word from fairseq) or holds a script the vocabulary lacks."""
+    ``<unk>``: a dictionary built from sentencepiece-encoded text holds all its pieces, so the
+    split was encoded with another model (or holds a script the vocabulary lacks)."""
     unknown = total = lines = 0
     for i in range(len(dataset)):
         tokens = dataset[i]
