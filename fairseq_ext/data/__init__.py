@@ -5,10 +5,8 @@
 # ruff: noqa: F401  (the names this package exports)
 
 from fairseq_ext.data.complete_batches import CompleteBatchesDataset, complete_batches
-from fairseq_ext.data.interactive_input import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.position_masking_dataset import (
     NO_POSITION_LABEL,
     POSITION_MASK_SOURCES,
-    FieldDataset,
     PositionMaskingDataset,
 )
