@@ -20,8 +20,8 @@ from fairseq_ext.masking.attention import (
     permutation_mask,
     prefix_lm_mask,
 )
+from fairseq_ext.masking.corruption import MASK_POSITION
 from fairseq_ext.masking.ngram_stream import ngram_stream_key_mask
-from fairseq_ext.masking.position_masking import MASK_POSITION
 from tests.helpers.families import build, dict_folder
 
 HALF = [torch.float16, torch.bfloat16]

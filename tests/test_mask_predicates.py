@@ -28,8 +28,7 @@ from fairseq_ext.masking import (
 )
 from fairseq_ext.masking.attention_variants import AttentionVariant
 from fairseq_ext.masking.derived import dense_mask, mask_at
-from fairseq_ext.masking.ngram_stream import decoding_keys, folded_keys
-from fairseq_ext.masking.relative_position import relative_position_bucket
+from fairseq_ext.masking.ngram_stream import decoding_keys, folded_keys, relative_position_bucket
 from fairseq_ext.models.unilm_init import prepare_unilm_model
 from fairseq_ext.models.unilm_transformer import UniLMTransformerModel, unilm_transformer_tiny
 from fairseq_ext.modules import MaskedTransformerLayer

@@ -12,8 +12,12 @@ from fairseq_ext.masking import (
     training_copy_weight,
     uniform_count_mask,
 )
-from fairseq_ext.masking.hybrid import decoder_fence, fence_pattern, random_copy_slots
-from fairseq_ext.masking.soft_copy import relative_position_copy_weights
+from fairseq_ext.masking.hybrid import (
+    decoder_fence,
+    fence_pattern,
+    random_copy_slots,
+    relative_position_copy_weights,
+)
 
 
 def _rows_masks(lengths, width, left=False):

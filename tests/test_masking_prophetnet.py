@@ -19,8 +19,8 @@ from fairseq_ext.masking.ngram_stream import (
     ngram_stream_key_mask,
     ngram_stream_mask,
     predicting_stream_main_mask,
+    relative_position_bucket,
 )
-from fairseq_ext.masking.relative_position import relative_position_bucket
 
 
 def brute_ngram_stream_mask(T, n):

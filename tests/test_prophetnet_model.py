@@ -22,8 +22,11 @@ from fairseq_ext.criterions.ngram_language_loss import NgramLanguageLoss, stream
 from fairseq_ext.data.mask_symbol import MASK_SYMBOL
 from fairseq_ext.data.mass_span_dataset import MassSpanDataset, span_lengths
 from fairseq_ext.masking import additive_attention_mask, ngram_stream_buckets
-from fairseq_ext.masking.ngram_stream import ngram_stream_key_mask, ngram_stream_mask
-from fairseq_ext.masking.relative_position import relative_position_bucket
+from fairseq_ext.masking.ngram_stream import (
+    ngram_stream_key_mask,
+    ngram_stream_mask,
+    relative_position_bucket,
+)
 from fairseq_ext.models.prophetnet import ProphetNetModel, prophetnet_tiny
 
 VOCAB = 40

@@ -1,11 +1,7 @@
-"""Batching that gives every example a batch: fairseq 0.12's ``batch_by_size`` drops a final
-batch whose size is no multiple of ``--required-batch-size-multiple``, and its
-``filter_indices_by_size`` stops on an example longer than the model's positions with a bare
-``Exception``. Each task of the plugin hands fairseq ``complete_batches(dataset, options)`` from
-its own ``get_batch_iterator``: that tail is one more batch, and an oversized example is one
-clear error unless the user asked fairseq to skip it (``--skip-invalid-size-inputs-valid-test``).
-An example longer than ``--max-tokens`` is one clear error too (``refuse_beyond_max_tokens``),
-and Ctrl-C ends a DataLoader worker only through the main process (``ignore_ctrl_c_in_worker``)."""
+"""Batching that gives every example a batch: fairseq 0.12's ``batch_by_size`` drops a final batch
+short of ``--required-batch-size-multiple``, and ``filter_indices_by_size`` stops on an oversized
+example with a bare ``Exception``; here the tail is one more batch, and an example beyond the
+model's positions or ``--max-tokens`` is one clear error (unless fairseq is told to skip it)."""
 
 from __future__ import annotations
 
@@ -30,12 +26,8 @@ def _plain(size):
 
 class CompleteBatchesDataset(BaseWrapperDataset):
     """Wraps a dataset so that ``batch_by_size`` covers every index it is given, and
-    ``filter_indices_by_size`` refuses an oversized example unless ``skip_oversized``.
-
-    Two wrappers of one dataset with the same ``skip_oversized`` are equal and hash alike, so
-    fairseq's own iterator cache (``FairseqTask.dataset_to_epoch_iter``, keyed by the dataset it
-    batches) finds the iterator it built for an earlier wrapper: a task wraps at every call and
-    keeps no cache of its own."""
+    ``filter_indices_by_size`` refuses an oversized example unless ``skip_oversized``. Wrappers
+    of one dataset are equal, so fairseq's iterator cache (keyed by the dataset) serves them."""
 
     def __init__(self, dataset: FairseqDataset, skip_oversized: bool = False):
         super().__init__(dataset)

@@ -32,10 +32,7 @@ def refuse_half_made_pair(
 ) -> None:
     """Every folder of ``data`` that holds a file of ``split`` (and its shards) for the pair
     ``source``-``target`` (None: inferred as fairseq does) holds both sides whole, each an
-    ``.idx`` and a ``.bin``. fairseq-preprocess binarizes every split of the source side, then
-    of the target side, each ``.bin`` before its ``.idx``: a killed run leaves a split without its
-    target side, which a sequence-to-sequence task would read as a source-only set (fairseq
-    then fails mid-training with an ``AttributeError``, at generation with a ``TypeError``)."""
+    ``.idx`` and a ``.bin``, as a killed fairseq-preprocess does not leave them."""
     for folder in utils.split_paths(data):
         pair = (source, target) if source and target else data_utils.infer_language_pair(folder)
         if None in pair:

@@ -6,6 +6,7 @@ take ends the session with one clear error, as fairseq-generate does for a binar
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Callable, Iterator
 
@@ -24,8 +25,7 @@ def utf8_lines(stream, name: str) -> Iterator[str]:
         except UnicodeDecodeError as exc:
             raise FairseqExtError(
                 f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column "
-                f"{exc.start + 1}); "
-                "convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8"
+                f"{exc.start + 1}); convert the text to UTF-8 first, e.g. iconv -f latin1 -t utf-8"
             ) from None
 
 
@@ -65,9 +65,8 @@ def refuse_beyond_source_positions(limit: int) -> Callable[[int, int], None]:
     def check(line: int, length: int) -> None:
         require(
             length <= limit,
-            f"input line {line} has {length} tokens, more than --max-source-positions "
-            f"{limit}, the model's positions (fixed when it was trained); split or "
-            "shorten the line",
+            f"input line {line} has {length} tokens, more than --max-source-positions {limit}, the "
+            "model's positions (fixed when it was trained); split or shorten the line",
         )
 
     return check
@@ -75,31 +74,38 @@ def refuse_beyond_source_positions(limit: int) -> Callable[[int, int], None]:
 
 class InteractiveInputLines:
     """The input lines of one task's session (fairseq-interactive, or the Python API), numbered
-    across the buffers fairseq reads them in. A task holds one and calls ``dataset`` from its
-    ``build_dataset_for_inference``: empty lines are answered and skipped, and the others must
-    pass the task's rule for a line."""
+    across fairseq's buffers: empty lines are answered and skipped, the others must pass the
+    task's ``check_line(line, length)`` (1-based line number, tokens with ``</s>``)."""
 
-    def __init__(self):
-        self.lines_seen = 0
+    def __init__(self, check_line: Callable[[int, int], None]):
+        self.check_line, self.lines_seen = check_line, 0
 
-    def dataset(
-        self, build, src_tokens, src_lengths, constraints, check_line: Callable[[int, int], None]
-    ):
+    def dataset(self, build, src_tokens, src_lengths, constraints):
         """``build(src_tokens, src_lengths, constraints=constraints)`` (fairseq's
         ``build_dataset_for_inference``) without the empty lines, once every other line passed
-        ``check_line(line, length)`` (1-based line number, tokens with ``</s>``)."""
+        ``check_line``."""
         first = self.lines_seen + 1
         empty = []
         for i, length in enumerate(int(n) for n in src_lengths):
             if length <= 1:  # only </s>
                 note(
                     f"input line {first + i} is empty: skipped, nothing is printed for id "
-                    f"{first + i - 1} "
-                    "(give one source sentence per line)"
+                    f"{first + i - 1} (give one source sentence per line)"
                 )
                 empty.append(i)
             else:
-                check_line(first + i, length)
+                self.check_line(first + i, length)
         self.lines_seen = first - 1 + len(src_lengths)
         dataset = build(src_tokens, src_lengths, constraints=constraints)
         return SkippedRows(dataset, empty) if empty else dataset
+
+
+def inference_dataset_hook(parent: type) -> Callable:
+    """The ``build_dataset_for_inference`` of a task on fairseq's task ``parent`` that holds an
+    ``InteractiveInputLines`` as ``input_lines``: ``parent``'s dataset of the lines it passes."""
+
+    def build_dataset_for_inference(task, src_tokens, src_lengths, constraints=None):
+        build = functools.partial(parent.build_dataset_for_inference, task)
+        return task.input_lines.dataset(build, src_tokens, src_lengths, constraints)
+
+    return build_dataset_for_inference

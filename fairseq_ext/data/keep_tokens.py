@@ -24,7 +24,7 @@ def read_keep_list(path: str) -> list[str]:
     if not tokens:
         raise FairseqExtError(
             f"--keep-tokens {path} lists no token; write one token per line "
-            "(python -m fairseq_ext.data.keep_tokens builds one from the data)"
+            "(data_prep/keep_tokens.py builds one from the data)"
         )
     return tokens
 
@@ -32,13 +32,9 @@ def read_keep_list(path: str) -> list[str]:
 def prune_dictionary(
     full: Dictionary, keep: Iterable[str], source: str = "--keep-tokens"
 ) -> tuple[Dictionary, torch.Tensor, torch.Tensor]:
-    """The pruned dictionary, the kept rows of ``full`` and the full -> pruned id map.
-
-    Returns:
-        ``(pruned, keep_ids, lookup)``: ``pruned`` has ``full``'s specials and the kept
-        tokens in ``full``'s order; ``keep_ids[i]`` is the full id of pruned token ``i``;
-        ``lookup[j]`` is the pruned id of full token ``j`` (``<unk>`` if not kept).
-    """
+    """``(pruned, keep_ids, lookup)``: ``full``'s specials and the kept tokens in ``full``'s order,
+    the full id of each pruned token, and the pruned id of each full token (``<unk>`` if not
+    kept)."""
     wanted = set()
     for i, token in enumerate(keep):
         if token not in full.indices:

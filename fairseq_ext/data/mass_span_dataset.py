@@ -39,9 +39,8 @@ class MassSpanDataset(FairseqDataset):
         # BERT's random replacement: uniform over the ordinary tokens before <mask>.
         require(
             mask_idx > dictionary.nspecial,
-            f"<mask> has id {mask_idx}, but the ordinary tokens that "
-            f"replace 10% of the span start at {dictionary.nspecial}; "
-            "add <mask> after the data's dictionary",
+            f"<mask> has id {mask_idx}, but the ordinary tokens that replace 10% of the span start "
+            f"at {dictionary.nspecial}; add <mask> after the data's dictionary",
         )
         self.replacement_weights = np.zeros(len(dictionary))
         self.replacement_weights[dictionary.nspecial : mask_idx] = 1.0 / (

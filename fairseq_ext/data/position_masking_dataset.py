@@ -19,20 +19,12 @@ POSITION_MASK_SOURCES = ("independent", "token_masked")
 
 
 class PositionMaskingDataset(BaseWrapperDataset):
-    """Wraps a dataset of token blocks (each starting with ``<s>``); item ``i`` is a dict:
-
-    * ``source``: the input ids after BERT token masking (80/10/10);
-    * ``target``: the original ids at the token-masked positions, padding elsewhere (the
-      ``target`` of fairseq's ``masked_lm``);
-    * ``positions``: the input position index of each token, ``MASK_POSITION`` where the
-      mask-position embedding replaces it (position masking, 90/5/5);
-    * ``position_target``: the original index at the position-masked tokens,
-      ``NO_POSITION_LABEL`` elsewhere.
-
-    The generator of each example is ``masking.example_rng(seed, epoch, index)``, fairseq's
-    ``MaskTokensDataset`` scheme, and draws the token masking first, so with
-    ``mask_special_tokens`` the token masking is fairseq's draw for draw.
-    """
+    """Token blocks (each starting with ``<s>``) as dicts of ``source`` (BERT's 80/10/10 token
+    masking), ``target`` (the original ids at the token-masked positions, else padding, as
+    ``masked_lm``), ``positions`` (``MASK_POSITION`` where position-masked, 90/5/5) and
+    ``position_target`` (the original index there, else ``NO_POSITION_LABEL``). Each example
+    draws from ``masking.example_rng(seed, epoch, index)`` as fairseq's ``MaskTokensDataset``,
+    token masking first, so with ``mask_special_tokens`` it is fairseq's draw for draw."""
 
     def __init__(
         self,

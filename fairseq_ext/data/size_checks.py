@@ -56,8 +56,7 @@ def refuse_unnamed_language_pair(cfg) -> None:
         require(
             data_utils.infer_language_pair(folder) != (None, None),
             f"{folder} holds no binarized pair (train.SRC-TGT.SRC.idx) to infer the languages "
-            "from: give -s "
-            "and -t, the languages fairseq-preprocess binarized",
+            "from: give -s and -t, the languages fairseq-preprocess binarized",
         )
 
 
@@ -82,8 +81,7 @@ def refuse_empty_lines(
     if row is not None:
         raise FairseqExtError(
             f"{split} {row_name} {row + 1} is empty: it has only {' and '.join(markers)} "
-            f"({int(bad.sum())} of "
-            f"the {len(bad)} in {data}); {fix}"
+            f"({int(bad.sum())} of the {len(bad)} in {data}); {fix}"
         )
 
 
@@ -105,8 +103,7 @@ def refuse_long_lines(
     limit_name = limit_name or f"{option} {limit}"
     fix = fix or (
         f"split or filter long lines before fairseq-preprocess (a larger {option} helps only a "
-        "model "
-        "trained with it: a trained model keeps the positions it was trained with)"
+        "model trained with it: a trained model keeps the positions it was trained with)"
     )
     counted = f" with {' and '.join(markers)}" if markers else ""
     sizes = np.asarray(sizes)
@@ -115,24 +112,50 @@ def refuse_long_lines(
     if row is not None:
         raise FairseqExtError(
             f"{split} {row_name} {row + 1} has {int(sizes[row])} tokens{counted}, more than "
-            f"{limit_name} "
-            f"({int(bad.sum())} of the {len(bad)}); {fix}"
+            f"{limit_name} ({int(bad.sum())} of the {len(bad)}); {fix}"
         )
 
 
-def _indexed_bytes(prefix: str) -> Optional[int]:
-    """How many bytes ``prefix.bin`` must have by ``prefix.idx`` (fairseq's mmap and cached
-    formats; None for another format or a missing ``.bin``)."""
+def check_pair_split(
+    dataset,
+    *,
+    split: str,
+    data: str,
+    unk: int,
+    evaluation: bool,
+    markers: tuple[str, ...] = ("</s>",),
+    long_lines: tuple = (),
+) -> None:
+    """The checks of a ``LanguagePairDataset``: no empty line on either side, none longer than
+    each ``(side, refuse_long_lines' keywords)`` of ``long_lines`` allows, and for an
+    ``evaluation`` split each side's share of ``<unk>`` (``note_unknown_share``)."""
+    sides = {"source": (dataset.src_sizes, dataset.src), "target": (dataset.tgt_sizes, dataset.tgt)}
+    for side, (sizes, _) in sides.items():
+        if sizes is not None:
+            refuse_empty_lines(
+                sizes, split=split, row_name=f"{side} line", data=data, markers=markers
+            )
+    for side, rule in long_lines:
+        if sides[side][0] is not None:
+            refuse_long_lines(sides[side][0], split=split, row_name=f"{side} line", **rule)
+    for side, (_, tokens) in sides.items():
+        if evaluation and tokens is not None:
+            note_unknown_share(tokens, unk, split=split, side=side, data=data)
+
+
+def _index(prefix: str) -> Optional[tuple[int, int]]:
+    """``(lines, bytes of prefix.bin)`` that ``prefix.idx`` indexes (fairseq's mmap and cached
+    formats; None for another format)."""
     impl = indexed_dataset.infer_dataset_impl(prefix)
     if impl == "mmap":
         index = indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
         if len(index) == 0:
-            return 0
+            return 0, 0
         pointer, size = index[len(index) - 1]
-        return int(pointer) + int(size) * np.dtype(index.dtype).itemsize
+        return len(index), int(pointer) + int(size) * np.dtype(index.dtype).itemsize
     if impl == "cached":
         index = indexed_dataset.IndexedDataset(prefix)
-        return int(index.data_offsets[-1]) * index.element_size
+        return len(index), int(index.data_offsets[-1]) * index.element_size
     return None
 
 
@@ -144,23 +167,11 @@ def _split_indexes(folder: str, split: str) -> set[str]:
     return {*glob.glob(stem + ".idx"), *glob.glob(stem + ".*.idx"), *glob.glob(stem + "[0-9]*.idx")}
 
 
-def _entries(prefix: str) -> Optional[int]:
-    """How many lines ``prefix.idx`` indexes (None for a format fairseq-preprocess does not
-    write)."""
-    impl = indexed_dataset.infer_dataset_impl(prefix)
-    if impl == "mmap":
-        return len(
-            indexed_dataset.MMapIndexedDataset.Index(indexed_dataset.index_file_path(prefix))
-        )
-    if impl == "cached":
-        return len(indexed_dataset.IndexedDataset(prefix))
-    return None
-
-
-def refuse_missing_or_empty_split(data: str, split: str) -> None:
-    """``split`` was binarized into one of the ``data`` folders and has at least one line;
-    fairseq would stop with a bare ``FileNotFoundError`` (or decode nothing and fail on the
-    score)."""
+def refuse_truncated_binaries(data: str, split: str) -> None:
+    """``split`` was binarized into the ``data`` folders (fairseq would stop with a bare
+    ``FileNotFoundError``), and each ``.idx`` of it (shards ``split1``, ... included) indexes at
+    least one line and no more bytes than its ``.bin`` has: an interrupted fairseq-preprocess or
+    copy leaves it shorter, and fairseq would fail inside numpy past its end."""
     folders = utils.split_paths(data)
     indexes = sorted(i for folder in folders for i in _split_indexes(folder, split))
     if not indexes:
@@ -174,61 +185,41 @@ def refuse_missing_or_empty_split(data: str, split: str) -> None:
         option = _SPLIT_OPTION.get(split.rstrip("0123456789"), "--testpref (or --validpref)")
         raise FairseqExtError(
             f"Dataset not found: {split} (no {split}*.idx in {data}); binarize it with "
-            f"fairseq-preprocess {option} "
-            f"PREFIX --destdir {folders[0]} "
-            "(with the same dictionaries), or name a split the folder has "
-            f"({', '.join(found) or 'none'}) with "
+            f"fairseq-preprocess {option} PREFIX --destdir {folders[0]} (with the same "
+            f"dictionaries), or name a split the folder has ({', '.join(found) or 'none'}) with "
             "--gen-subset/--valid-subset"
         )
     for index in indexes:
         prefix = index[: -len(".idx")]
         try:
-            entries = _entries(prefix)
-        except (AssertionError, ValueError, IndexError, OSError, struct.error):
-            continue  # refuse_truncated_binaries names the damaged index
+            found = _index(prefix)
+        except (AssertionError, ValueError, struct.error) as exc:
+            raise FairseqExtError(
+                f"cannot read {index} ({type(exc).__name__}): the binarized {split} split is "
+                "incomplete or not made by fairseq-preprocess; binarize it again with "
+                "fairseq-preprocess"
+            ) from None
+        if found is None:
+            continue
+        lines, expected = found
         require(
-            entries != 0,
+            lines != 0,
             f"the {split} split {prefix}.{{idx,bin}} is empty (0 lines): binarize it again from a "
             "non-empty text file, or name another split with --gen-subset/--valid-subset",
         )
-
-
-def refuse_truncated_binaries(data: str, split: str) -> None:
-    """``split`` is there with at least one line (``refuse_missing_or_empty_split``), and every
-    ``.bin`` of it (shards ``split1``, ... included) in the ``data`` folders is as long as its
-    ``.idx`` says. An interrupted fairseq-preprocess or copy leaves it shorter, and fairseq
-    would fail inside numpy at the first example past its end."""
-    refuse_missing_or_empty_split(data, split)
-    for folder in utils.split_paths(data):
-        for index in sorted(_split_indexes(folder, split)):
-            prefix = index[: -len(".idx")]
-            try:
-                expected = _indexed_bytes(prefix)
-            except (AssertionError, ValueError, struct.error) as exc:
-                raise FairseqExtError(
-                    f"cannot read {index} ({type(exc).__name__}): the binarized {split} split is "
-                    "incomplete "
-                    "or not made by fairseq-preprocess; binarize it again with fairseq-preprocess"
-                ) from None
-            if expected is None:
-                continue
-            actual = os.path.getsize(prefix + ".bin")
-            require(
-                actual >= expected,
-                f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized "
-                f"{split} "
-                "split is incomplete (an interrupted fairseq-preprocess or copy?); binarize it "
-                "again "
-                "with fairseq-preprocess",
-            )
+        actual = os.path.getsize(prefix + ".bin")
+        require(
+            actual >= expected,
+            f"{prefix}.bin has {actual} bytes but {index} indexes {expected}: the binarized "
+            f"{split} split is incomplete (an interrupted fairseq-preprocess or copy?); "
+            "binarize it again with fairseq-preprocess",
+        )
 
 
 def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -> None:
     """One line on stderr when more than ``UNKNOWN_SHARE`` of the tokens of a binarized split are
-    ``<unk>``: a dictionary built from text that a sentencepiece model encoded holds all of its
-    pieces, so such a split was encoded with another model (text encoded with a 300-piece model
-    of the same language and binarized with the shipped model's dictionary: 3% ``<unk>``, decoded
-    at BLEU 0.00 without a word from fairseq) or holds a script the vocabulary lacks."""
+    ``<unk>``: a dictionary built from sentencepiece-encoded text holds all its pieces, so the
+    split was encoded with another model (or holds a script the vocabulary lacks)."""
     unknown = total = lines = 0
     for i in range(len(dataset)):
         tokens = dataset[i]
@@ -236,12 +227,10 @@ def note_unknown_share(dataset, unk: int, *, split: str, side: str, data: str) -
         unknown, lines, total = unknown + count, lines + (count > 0), total + len(tokens)
     if total and unknown > UNKNOWN_SHARE * total:
         note(
-            f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} "
-            f"are <unk> ({unknown} "
-            f"of {total}, in {lines} of its {len(dataset)} lines): it was probably encoded with "
-            "another sentencepiece "
-            "model than the one the dictionary was built from (or holds characters the vocabulary "
-            "lacks); encode the "
-            "text with the checkpoint's own model (data_prep/spm.py encode --model SPM.model) and "
-            "binarize it again"
+            f"{100 * unknown / total:.1f}% of the {side} tokens of the {split} split in {data} are "
+            f"<unk> ({unknown} of {total}, in {lines} of its {len(dataset)} lines): it was "
+            "probably encoded with another sentencepiece model than the one the dictionary was "
+            "built from (or holds characters the vocabulary lacks); encode the text with the "
+            "checkpoint's own model (data_prep/spm.py encode --model SPM.model) and binarize it "
+            "again"
         )

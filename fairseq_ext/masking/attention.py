@@ -21,6 +21,7 @@ def _check_padding(padding: Tensor) -> None:
 
 def padded_dense_mask(rule: MaskMod, padding: Tensor, query_sees_itself: bool = True) -> Tensor:
     """``rule`` joined with ``predicates.padding(padding)`` as a dense ``(B, T, T)`` mask."""
+    _check_padding(padding)
     B, T = padding.shape
     allowed = predicates.and_masks(rule, predicates.padding(padding, query_sees_itself))
     return dense_mask(allowed, B, 1, T, T, device=padding.device)[:, 0]
@@ -28,13 +29,11 @@ def padded_dense_mask(rule: MaskMod, padding: Tensor, query_sees_itself: bool = 
 
 def bidirectional_mask(padding: Tensor) -> Tensor:
     """BERT's encoder: every token sees every non-padding token; ``padding`` is ``(B, T)`` bool."""
-    _check_padding(padding)
     return padded_dense_mask(predicates.bidirectional, padding)
 
 
 def causal_mask(padding: Tensor) -> Tensor:
     """Left to right: ``i`` sees non-padding ``j <= i``."""
-    _check_padding(padding)
     return padded_dense_mask(predicates.causal, padding)
 
 

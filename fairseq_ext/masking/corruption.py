@@ -1,5 +1,7 @@
-"""Which tokens are corrupted (a share per example, or CMLM's uniform count, Ghazvininejad
-et al. 2019, section 3) and what they become (BERT's 80/10/10, Devlin et al. 2019, section 3.1)."""
+"""Which tokens are corrupted (a share per example, CMLM's uniform count, Ghazvininejad et al.
+2019, section 3; MASS-style spans, Song et al. 2019, ProphetNet's pre-training noise, Qi et al.
+2020, section 2.4) and what they become (BERT's 80/10/10, Devlin et al. 2019, section 3.1), on
+token ids and on positions (position masking, Wagner et al. 2020, section 2.1)."""
 
 from __future__ import annotations
 
@@ -107,3 +109,110 @@ def uniform_count_mask(maskable: Tensor, generator: torch.Generator | None = Non
     scores = scores.masked_fill(~maskable, 2.0)
     rank = scores.argsort(dim=1).argsort(dim=1)
     return rank < k.unsqueeze(1)
+
+
+# Input-position code of a token whose position embedding is replaced by the learned
+# mask-position embedding.
+MASK_POSITION = -1
+
+
+class TokenMask(NamedTuple):
+    tokens: np.ndarray  # the corrupted input ids
+    chosen: np.ndarray  # bool, True at the tokens the MLM loss covers
+
+
+class PositionMask(NamedTuple):
+    positions: np.ndarray  # int64 input position index of each token, MASK_POSITION where masked
+    chosen: np.ndarray  # bool, True at the tokens whose original index the classifier predicts
+
+
+def bert_token_mask(
+    tokens: np.ndarray,
+    maskable: np.ndarray,
+    rng: np.random.Generator,
+    mask_idx: int,
+    mask_prob: float = 0.15,
+    leave_unmasked_prob: float = 0.1,
+    random_token_prob: float = 0.1,
+    replacement_weights: Optional[np.ndarray] = None,
+) -> TokenMask:
+    """BERT's token corruption (Devlin et al. 2019, section 3.1), equal to fairseq's
+    ``masked_lm`` noise draw for draw when every token is maskable."""
+    check_replacement_shares(leave_unmasked_prob, random_token_prob)
+    chosen = choose_share(maskable, mask_prob, rng)
+    replaced = replace_80_10_10(
+        tokens,
+        chosen,
+        rng,
+        mask_idx,
+        keep_prob=leave_unmasked_prob,
+        random_prob=random_token_prob,
+        replacement_weights=replacement_weights,
+    )
+    return TokenMask(replaced.values, chosen)
+
+
+def position_mask(
+    candidates: np.ndarray,
+    rng: np.random.Generator,
+    prob: float = 0.10,
+    keep_prob: float = 0.05,
+    random_prob: float = 0.05,
+) -> PositionMask:
+    """Position masking (Wagner et al. 2020, section 2.1): BERT's rule over the indices
+    ``0 .. L-1``, a masked one becoming ``MASK_POSITION``; the labels are the original indices."""
+    check_replacement_shares(keep_prob, random_prob)
+    size = len(candidates)
+    positions = np.arange(size, dtype=np.int64)
+    chosen = choose_share(candidates, prob, rng)
+    if not chosen.any():
+        return PositionMask(positions, chosen)
+    replaced = replace_80_10_10(
+        positions,
+        chosen,
+        rng,
+        MASK_POSITION,
+        keep_prob=keep_prob,
+        random_prob=random_prob,
+        replacement_weights=np.full(size, 1.0 / size),
+    )
+    return PositionMask(replaced.values, chosen)
+
+
+def _check_blocks(block_size: int, ratio: float) -> None:
+    if block_size < 1 or not 0.0 < ratio <= 1.0:
+        raise ValueError(f"need block_size >= 1 and 0 < ratio <= 1, got {block_size}, {ratio}")
+
+
+def block_span_length(block_tokens, ratio: float = 0.15) -> np.ndarray:
+    """``max(1, round(ratio * m))`` tokens for a block of ``m > 0``, else 0."""
+    m = np.asarray(block_tokens, dtype=np.int64)
+    return np.where(m > 0, np.maximum(1, np.round(ratio * m)), 0).astype(np.int64)
+
+
+def span_lengths(num_tokens, block_size: int = 64, ratio: float = 0.15) -> np.ndarray:
+    """How many tokens ``block_span_mask`` chooses in lines of ``num_tokens``."""
+    _check_blocks(block_size, ratio)
+    n = np.asarray(num_tokens, dtype=np.int64)
+    return n // block_size * block_span_length(block_size, ratio) + block_span_length(
+        n % block_size, ratio
+    )
+
+
+def block_span_mask(
+    maskable: np.ndarray, rng: np.random.Generator, block_size: int = 64, ratio: float = 0.15
+) -> np.ndarray:
+    """One span per block of ``block_size`` maskable positions, its start uniform; ``(T,)`` bool."""
+    maskable = np.asarray(maskable)
+    if maskable.ndim != 1 or maskable.dtype != bool:
+        raise ValueError("maskable must be a 1-D bool array")
+    check_example_rng(rng)
+    _check_blocks(block_size, ratio)
+    where = np.flatnonzero(maskable)
+    chosen = np.zeros(len(maskable), dtype=bool)
+    for start in range(0, len(where), block_size):
+        block = where[start : start + block_size]
+        span = int(block_span_length(len(block), ratio))
+        first = int(rng.integers(0, len(block) - span + 1))
+        chosen[block[first : first + span]] = True
+    return chosen

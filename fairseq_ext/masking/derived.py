@@ -17,17 +17,11 @@ def _leading_ones(index: Tensor, rank: int) -> Tensor:
     return index.view((1,) * (2 + rank - index.dim()) + tuple(index.shape))
 
 
-def _broadcast_shape(a: torch.Size, b: torch.Size) -> tuple:
-    rank = max(len(a), len(b))
-    a, b = (1,) * (rank - len(a)) + tuple(a), (1,) * (rank - len(b)) + tuple(b)
-    return tuple(max(x, y) for x, y in zip(a, b))
-
-
 def mask_at(
     mask_mod: MaskMod, q_idx: Tensor, kv_idx: Tensor, batch: int = 1, heads: int = 1
 ) -> Tensor:
     """``mask_mod`` at every example, head and broadcast index pair: ``(batch, heads, *S)``."""
-    shape = _broadcast_shape(q_idx.shape, kv_idx.shape)
+    shape = tuple(torch.broadcast_shapes(q_idx.shape, kv_idx.shape))
     rank = len(shape)
     b = torch.arange(batch, device=q_idx.device).view((batch,) + (1,) * (1 + rank))
     h = torch.arange(heads, device=q_idx.device).view((1, heads) + (1,) * rank)

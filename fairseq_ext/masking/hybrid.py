@@ -1,6 +1,7 @@
 """What a masked decoder slot gets in HI-CMLM (Wang et al. 2021): [MASK] (M), the copied
-source (Z) or ``(1 - w) M + w Z``; the decoding rules of section 3.2 (Table 1) and the training
-rule of section 3.3. Index 0 of a decoder input is ``<s>``; only masked slots get Z."""
+source (Z) or ``(1 - w) M + w Z``; the decoding rules of section 3.2 (Table 1), the training
+rule of section 3.3 and the soft copy Z (eq. 8-10). Index 0 of a decoder input is ``<s>``; only
+masked slots get Z."""
 
 from __future__ import annotations
 
@@ -102,3 +103,31 @@ def mix_decoder_input(mask_embeddings: Tensor, copied: Tensor, copy_weight: Tens
     """``torch.lerp(X, Z, w)``: ``w = 0`` gives ``X`` and ``w = 1`` gives ``Z`` exactly."""
     w = copy_weight.to(mask_embeddings.dtype).unsqueeze(-1)
     return torch.lerp(mask_embeddings, copied.to(mask_embeddings.dtype), w)
+
+
+def _relative_positions(mask: Tensor) -> Tensor:
+    """``i / L`` of each position ``i`` among the ``L`` non-pad ones of its row."""
+    lengths = mask.sum(dim=1, keepdim=True).clamp(min=1)
+    return (mask.long().cumsum(dim=1) - 1).float() / lengths.float()
+
+
+def relative_position_copy_weights(
+    tgt_mask: Tensor, src_mask: Tensor, temperature: float
+) -> Tensor:
+    """``alpha_ij = softmax_j(-|i / L_Y - j / L_X| / tau)`` (eq. 8-9) over non-pad positions:
+    ``(B, T, S)``."""
+    if not temperature > 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    pos_y, pos_x = _relative_positions(tgt_mask), _relative_positions(src_mask)
+    distance = -(pos_y.unsqueeze(2) - pos_x.unsqueeze(1)).abs()
+    logits = distance / temperature
+    logits = logits.masked_fill(~src_mask.unsqueeze(1), torch.finfo(logits.dtype).min)
+    return torch.softmax(logits, dim=-1)
+
+
+def soft_copy(
+    src_embeddings: Tensor, src_mask: Tensor, tgt_mask: Tensor, temperature: float
+) -> Tensor:
+    """``z_i = sum_j alpha_ij e_j`` (eq. 10): ``(B, T, C)``."""
+    weights = relative_position_copy_weights(tgt_mask, src_mask, temperature)
+    return torch.bmm(weights.to(src_embeddings.dtype), src_embeddings)

@@ -3,6 +3,7 @@ may attend), from elementwise tensor operations only."""
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Callable
 
@@ -36,14 +37,10 @@ def prefix_lm(segment_ids: Tensor) -> MaskMod:
 def permutation(ranks: Tensor, strict: bool = False) -> MaskMod:
     """XLNet's factorisation-order rule (Yang et al. 2019, section 2.2): ``rank[kv] <= rank[q]``
     (``<`` with ``strict``, the query stream); with ``ranks = arange(T)`` it is ``causal``."""
-    if strict:
+    before = operator.lt if strict else operator.le
 
-        def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-            return ranks[b, kv_idx] < ranks[b, q_idx]
-    else:
-
-        def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-            return ranks[b, kv_idx] <= ranks[b, q_idx]
+    def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        return before(ranks[b, kv_idx], ranks[b, q_idx])
 
     return mask_mod
 
@@ -51,14 +48,11 @@ def permutation(ranks: Tensor, strict: bool = False) -> MaskMod:
 def padding(padded: Tensor, query_sees_itself: bool = True) -> MaskMod:
     """No query sees a padded key; a padded query sees itself (nothing, without
     ``query_sees_itself``)."""
-    if query_sees_itself:
 
-        def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+    def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
+        if query_sees_itself:
             return torch.where(padded[b, q_idx], q_idx == kv_idx, ~padded[b, kv_idx])
-    else:
-
-        def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-            return ~padded[b, q_idx] & ~padded[b, kv_idx]
+        return ~padded[b, q_idx] & ~padded[b, kv_idx]
 
     return mask_mod
 
@@ -82,10 +76,7 @@ def _combined(mask_mods: tuple, combine: Callable[[Tensor, Tensor], Tensor], nam
         raise ValueError(f"{name} needs at least one mask_mod")
 
     def mask_mod(b: Tensor, h: Tensor, q_idx: Tensor, kv_idx: Tensor) -> Tensor:
-        allowed = mask_mods[0](b, h, q_idx, kv_idx)
-        for other in mask_mods[1:]:
-            allowed = combine(allowed, other(b, h, q_idx, kv_idx))
-        return allowed
+        return functools.reduce(combine, (rule(b, h, q_idx, kv_idx) for rule in mask_mods))
 
     return mask_mod
 

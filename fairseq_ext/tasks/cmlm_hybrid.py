@@ -4,7 +4,7 @@
 mask-predict decoding, on fairseq's ``translation_lev``; data the model cannot honour is
 refused, never skipped or clamped."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
 from fairseq.dataclass import ChoiceEnum
@@ -16,11 +16,13 @@ from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, Translat
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
 from fairseq_ext.common.config_fields import Range, check_config, option
 from fairseq_ext.common.errors import require
-from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
+from fairseq_ext.data.interactive_input import (
+    InteractiveInputLines,
+    inference_dataset_hook,
+    refuse_beyond_source_positions,
+)
 from fairseq_ext.data.size_checks import (
-    note_unknown_share,
-    refuse_empty_lines,
-    refuse_long_lines,
+    check_pair_split,
     refuse_missing_dictionary,
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
@@ -37,27 +39,20 @@ CMLM_NOISE = ChoiceEnum(["random_mask", "full_mask", "no_noise"])
 
 @dataclass
 class CMLMHybridConfig(TranslationLevenshteinConfig):
-    noise: CMLM_NOISE = field(
-        default="random_mask",
-        metadata={
-            "help": "random_mask: CMLM's uniform number of masked target tokens; "
-            "full_mask: mask every target token; no_noise: none"
-        },
+    noise: CMLM_NOISE = option(
+        "random_mask",
+        "random_mask: CMLM's uniform number of masked target tokens; "
+        "full_mask: mask every target token; no_noise: none",
     )
-    init_encoder_from: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "start training with the encoder (and shared embeddings) of this fairseq "
-            "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary"
-        },
+    init_encoder_from: Optional[str] = option(
+        None,
+        "start training with the encoder (and shared embeddings) of this fairseq "
+        "checkpoint, e.g. the autoregressive teacher; same sizes and dictionary",
     )
-    init_decoder_from: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "start training with every decoder weight of this checkpoint that the "
-            "CMLM decoder has under the same name (an autoregressive decoder's layers; "
-            "the length predictor stays new)"
-        },
+    init_decoder_from: Optional[str] = option(
+        None,
+        "start training with every decoder weight of this checkpoint that the CMLM decoder has "
+        "under the same name (an autoregressive decoder's layers; the length predictor stays new)",
     )
     length_offset: int = option(
         0,
@@ -76,14 +71,12 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "on Multi30k val",
         range=Range(0, 8),
     )
-    int8_decoding: bool = field(
-        default=False,
-        metadata={
-            "help": "decode on the CPU with int8 weights (torch's dynamic quantisation of every "
-            "Linear layer, as CTranslate2's int8): faster mask-predict, outputs not "
-            "identical (the BLEU change is measured in docs/results/speed.md); "
-            "fairseq-generate, fairseq-interactive and the hub only"
-        },
+    int8_decoding: bool = option(
+        False,
+        "decode on the CPU with int8 weights (torch's dynamic quantisation of every "
+        "Linear layer, as CTranslate2's int8): faster mask-predict, outputs not "
+        "identical (the BLEU change is measured in docs/results/speed.md); "
+        "fairseq-generate, fairseq-interactive and the hub only",
     )
 
 
@@ -92,10 +85,13 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
     """Conditional masked LM translation with a hybrid decoder input (HI-CMLM)."""
 
     cfg: CMLMHybridConfig
+    build_dataset_for_inference = inference_dataset_hook(TranslationLevenshteinTask)
 
     def __init__(self, cfg: CMLMHybridConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self.input_lines = InteractiveInputLines()
+        self.input_lines = InteractiveInputLines(
+            refuse_beyond_source_positions(cfg.max_source_positions)
+        )
 
     @classmethod
     def setup_task(cls, cfg, **kwargs):
@@ -111,41 +107,23 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
-        self._check_sizes(split, self.datasets[split])
-
-    def _check_sizes(self, split: str, dataset) -> None:
-        """Refuse what would otherwise be skipped, clamped or learnt as garbage."""
-        both = ("<s>", "</s>")  # translation_lev adds <s> to both sides
-        for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
-            if sizes is not None:
-                refuse_empty_lines(
-                    sizes, split=split, row_name=f"{side} line", data=self.cfg.data, markers=both
-                )
-        if split != self.cfg.train_subset:
-            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
-                if tokens is not None:
-                    note_unknown_share(
-                        tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data
-                    )
         limit = min(self.cfg.max_target_positions, MAX_NAT_TARGET_LENGTH)
-        if dataset.tgt_sizes is not None:
-            refuse_long_lines(
-                dataset.tgt_sizes,
-                split=split,
-                row_name="target line",
-                limit=limit,
-                markers=both,
-                limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
-                "see also --max-target-positions",
-                fix="split or filter long sentences before fairseq-preprocess",
-            )
-        limit = self.cfg.max_source_positions
-        refuse_long_lines(
-            dataset.src_sizes,
-            split=split,
-            row_name="source line",
+        target = dict(
             limit=limit,
-            option="--max-source-positions",
+            markers=("<s>", "</s>"),
+            limit_name=f"the {limit} a CMLM can predict: its length predictor has 256 classes, "
+            "see also --max-target-positions",
+            fix="split or filter long sentences before fairseq-preprocess",
+        )
+        source = dict(limit=self.cfg.max_source_positions, option="--max-source-positions")
+        check_pair_split(
+            self.datasets[split],
+            split=split,
+            data=self.cfg.data,
+            unk=self.src_dict.unk(),
+            evaluation=split != self.cfg.train_subset,
+            markers=("<s>", "</s>"),  # translation_lev adds <s> to both sides
+            long_lines=(("target", target), ("source", source)),
         )
 
     def inject_noise(self, target_tokens):
@@ -173,17 +151,6 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             if self.cfg.init_decoder_from:
                 init_part_from_checkpoint(model, "decoder", self.cfg.init_decoder_from)
         return model
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
-        refused."""
-        return self.input_lines.dataset(
-            super().build_dataset_for_inference,
-            src_tokens,
-            src_lengths,
-            constraints,
-            refuse_beyond_source_positions(self.cfg.max_source_positions),
-        )
 
     def build_generator(self, models, args, **unused):
         for model in models:

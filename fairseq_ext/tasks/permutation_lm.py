@@ -6,7 +6,7 @@ factorisation order (``masking.random_order``), validation in the natural order;
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Optional
 
@@ -38,12 +38,9 @@ BREAK_MODES = ChoiceEnum(["eos", "none"])
 
 @dataclass
 class PermutationLMConfig(FairseqDataclass):
-    data: Optional[str] = field(
-        default=None, metadata={"help": "fairseq-preprocess --only-source output"}
-    )
-    sample_break_mode: BREAK_MODES = field(
-        default="eos",
-        metadata={"help": "eos: one line is one sequence; none: blocks of --tokens-per-sample"},
+    data: Optional[str] = option(None, "fairseq-preprocess --only-source output")
+    sample_break_mode: BREAK_MODES = option(
+        "eos", "eos: one line is one sequence; none: blocks of --tokens-per-sample"
     )
     tokens_per_sample: int = option(
         512, "the longest sequence, <s> and </s> included", range=Range(3)
@@ -63,9 +60,7 @@ class PermutationLMTask(PluginTask, UniLMTask, FairseqTask):
         super().__init__(cfg)
         self.dictionary = dictionary
         self.attention_mask = None
-        self.model_positions: Optional[int] = (
-            None  # the one positions table, known once the model is built
-        )
+        self.model_positions: Optional[int] = None  # the one positions table, once built
 
     def default_attention_mask(self) -> str:
         """XLNet's random factorisation order (``UniLMTask``)."""

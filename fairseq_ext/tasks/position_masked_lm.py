@@ -6,7 +6,7 @@ original position as a label; with ``--position-mask-prob 0`` it is fairseq's ``
 
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from fairseq import utils
@@ -16,14 +16,10 @@ from fairseq.dataclass import ChoiceEnum
 from fairseq.tasks import register_task
 from fairseq.tasks.masked_lm import MaskedLMConfig, MaskedLMTask
 
-from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, flag, option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import PositionMaskingTask
-from fairseq_ext.data import (
-    NO_POSITION_LABEL,
-    POSITION_MASK_SOURCES,
-    PositionMaskingDataset,
-)
+from fairseq_ext.data import NO_POSITION_LABEL, POSITION_MASK_SOURCES, PositionMaskingDataset
 from fairseq_ext.data.language_model_batches import language_model_batches
 from fairseq_ext.data.size_checks import (
     refuse_empty_lines,
@@ -37,6 +33,11 @@ logger = logging.getLogger(__name__)
 
 POSITION_MASK_SOURCE_CHOICES = ChoiceEnum(list(POSITION_MASK_SOURCES))
 UNIT = Range(0, 1)
+# the options of the task that PositionMaskingDataset takes under the same names
+MASKING_OPTIONS = (
+    "mask_prob leave_unmasked_prob random_token_prob freq_weighted_replacement position_mask_prob "
+    "position_keep_prob position_random_prob position_mask_source mask_special_tokens"
+).split()
 
 
 @dataclass
@@ -59,17 +60,13 @@ class PositionMaskedLMConfig(MaskedLMConfig):
         "(section 2.1: 0.05)",
         range=UNIT,
     )
-    position_mask_source: POSITION_MASK_SOURCE_CHOICES = field(
-        default="independent",
-        metadata={
-            "help": "independent: position-masked tokens are drawn from all tokens; "
-            "token_masked: from the token-masked ones (--position-mask-prob is then "
-            "a fraction of those)"
-        },
+    position_mask_source: POSITION_MASK_SOURCE_CHOICES = option(
+        "independent",
+        "independent: position-masked tokens are drawn from all tokens; token_masked: from the "
+        "token-masked ones (--position-mask-prob is then a fraction of those)",
     )
-    mask_special_tokens: bool = field(
-        default=False,
-        metadata={"help": "let token masking choose <s> and </s> too, as fairseq's masked_lm does"},
+    mask_special_tokens: bool = option(
+        False, "let token masking choose <s> and </s> too, as fairseq's masked_lm does"
     )
 
 
@@ -79,21 +76,20 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
     check_config(cfg, PositionMaskedLMConfig)
     for name in ("mask_prob", "leave_unmasked_prob", "random_token_prob"):
         value = getattr(cfg, name)
-        require(0.0 <= value <= 1.0, f"--{name.replace('_', '-')} must be in [0, 1], got {value}")
+        require(0.0 <= value <= 1.0, f"{flag(name)} must be in [0, 1], got {value}")
     require(
         cfg.mask_prob > 0.0,
         "--mask-prob must be > 0: the MLM loss needs token-masked tokens (BERT uses 0.15)",
     )
-    require(
-        cfg.leave_unmasked_prob + cfg.random_token_prob <= 1.0,
-        f"--leave-unmasked-prob + --random-token-prob must be <= 1, got "
-        f"{cfg.leave_unmasked_prob} + {cfg.random_token_prob}",
-    )
-    require(
-        cfg.position_keep_prob + cfg.position_random_prob <= 1.0,
-        f"--position-keep-prob + --position-random-prob must be <= 1, got "
-        f"{cfg.position_keep_prob} + {cfg.position_random_prob}",
-    )
+    for keep, random in (
+        ("leave_unmasked_prob", "random_token_prob"),
+        ("position_keep_prob", "position_random_prob"),
+    ):
+        shares = getattr(cfg, keep), getattr(cfg, random)
+        require(
+            sum(shares) <= 1.0,
+            f"{flag(keep)} + {flag(random)} must be <= 1, got {shares[0]} + {shares[1]}",
+        )
     require(
         cfg.tokens_per_sample >= 2, f"--tokens-per-sample must be >= 2, got {cfg.tokens_per_sample}"
     )
@@ -107,7 +103,7 @@ def validate_config(cfg: PositionMaskedLMConfig) -> None:
     ):
         require(
             getattr(cfg, name) == default,
-            f"--{name.replace('_', '-')} is a masked_lm option that position_masked_lm does not "
+            f"{flag(name)} is a masked_lm option that position_masked_lm does not "
             f"support; leave it at its default ({default}) or use --task masked_lm",
         )
 
@@ -168,15 +164,7 @@ class PositionMaskedLMTask(PluginTask, PositionMaskingTask, MaskedLMTask):
             self.mask_idx,
             split,
             seed=cfg.seed,
-            mask_prob=cfg.mask_prob,
-            leave_unmasked_prob=cfg.leave_unmasked_prob,
-            random_token_prob=cfg.random_token_prob,
-            freq_weighted_replacement=cfg.freq_weighted_replacement,
-            position_mask_prob=cfg.position_mask_prob,
-            position_keep_prob=cfg.position_keep_prob,
-            position_random_prob=cfg.position_random_prob,
-            position_mask_source=cfg.position_mask_source,
-            mask_special_tokens=cfg.mask_special_tokens,
+            **{name: getattr(cfg, name) for name in MASKING_OPTIONS},
         )
         source = masked.field("source")
         net_input = {"src_positions": RightPadDataset(masked.field("positions"), pad_idx=0)}

@@ -6,7 +6,7 @@ masked in the encoder input and predicted with the future n-gram loss."""
 import glob
 import logging
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Optional
 
@@ -32,15 +32,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class ProphetNetDenoisingConfig(FairseqDataclass):
-    data: str = field(
-        default=MISSING, metadata={"help": "folder made by fairseq-preprocess --only-source"}
-    )
-    source_lang: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "language suffix of the files (e.g. 'article'); default: the one "
-            "dict.*.txt of the folder"
-        },
+    data: str = option(MISSING, "folder made by fairseq-preprocess --only-source")
+    source_lang: Optional[str] = option(
+        None,
+        "language suffix of the files (e.g. 'article'); default: the one dict.*.txt of the folder",
     )
     mask_ratio: float = option(
         0.15,

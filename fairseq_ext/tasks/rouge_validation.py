@@ -16,6 +16,7 @@ from fairseq.data import encoders
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
 from fairseq.dataclass.configs import GenerationConfig
 from fairseq.logging import metrics
+from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.analysis.rouge import ROUGE_TYPES, f1_sums
 from fairseq_ext.common.config_fields import check_config, option, option_value
@@ -30,23 +31,10 @@ GIGAWORD_DECODING = (
 )
 # fairseq-generate's options that its beam search (FairseqTask.build_generator) reads
 DECODING_OPTIONS = (
-    "beam",
-    "lenpen",
-    "unkpen",
-    "max_len_a",
-    "max_len_b",
-    "min_len",
-    "no_repeat_ngram_size",
-    "unnormalized",
-    "temperature",
-    "match_source_len",
-    "sampling",
-    "sampling_topk",
-    "sampling_topp",
-    "diverse_beam_groups",
-    "diverse_beam_strength",
-    "diversity_rate",
-)
+    "beam lenpen unkpen max_len_a max_len_b min_len no_repeat_ngram_size unnormalized temperature "
+    "match_source_len sampling sampling_topk sampling_topp diverse_beam_groups "
+    "diverse_beam_strength diversity_rate"
+).split()
 ROUGE_DETOK = ChoiceEnum(["sentencepiece", "wordpiece", "none"])
 UNK = "UNK"  # the OOV marker of the Gigaword references (data_prep/gigaword.sh)
 # examples/pretrained/minilm_gigaword.sh writes fairseq's <unk> as this before joining pieces
@@ -88,8 +76,12 @@ class RougeValidationConfig(FairseqDataclass):
     )
 
 
-def _decoding_option_kind(name: str) -> type:
-    return next(f.type for f in fields(GenerationConfig) if f.name == name)
+# the JSON values that fit a decoding option of each type, and how to say so
+VALUE_KINDS = {
+    bool: ((bool,), "true or false"),
+    int: ((int,), "a whole number"),
+    float: ((int, float), "a number"),
+}
 
 
 def decoding_args(text: str) -> Namespace:
@@ -107,47 +99,17 @@ def decoding_args(text: str) -> Namespace:
         isinstance(args, dict),
         f"--eval-rouge-args {text!r} is not a JSON object; give one of decoding options, {example}",
     )
+    kinds = {f.name: f.type for f in fields(GenerationConfig)}
     for name, value in args.items():
         require(
             name in DECODING_OPTIONS,
             f"--eval-rouge-args: {name!r} is not a decoding option of beam search; "
             f"the options are {', '.join(DECODING_OPTIONS)}",
         )
-        kind = _decoding_option_kind(name)
-        if kind is bool:
-            fits, what = isinstance(value, bool), "true or false"
-        elif kind is int:
-            fits, what = isinstance(value, int) and not isinstance(value, bool), "a whole number"
-        else:
-            fits, what = isinstance(value, (int, float)) and not isinstance(value, bool), "a number"
+        types, what = VALUE_KINDS[kinds[name]]
+        fits = isinstance(value, types) and isinstance(value, bool) == (kinds[name] is bool)
         require(fits, f"--eval-rouge-args: {name} must be {what}, got {json.dumps(value)}")
     return Namespace(**args)
-
-
-def rouge_requested(cfg) -> bool:
-    """``--eval-rouge`` of ``cfg``; off in a configuration saved before the option existed."""
-    return bool(getattr(cfg, "eval_rouge", False))
-
-
-def check_rouge_config(cfg) -> None:
-    """The ``--eval-rouge*`` options of ``cfg``, checked when the task is built, before a split is
-    loaded."""
-    if not rouge_requested(cfg):
-        return
-    check_config(cfg, RougeValidationConfig)
-    decoding_args(cfg.eval_rouge_args)
-    detok = option_value(cfg, "eval_rouge_detok")
-    require(
-        detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
-        f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; drop "
-        "one of them",
-    )
-    require(
-        detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
-        "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
-        "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer encoded "
-        "the data)",
-    )
 
 
 class PiecesToText:
@@ -206,11 +168,24 @@ class RougeValidation:
     (``rouge1``, ``rouge2``, ``rougeL``). Off (``--eval-rouge`` not given), each does nothing."""
 
     def __init__(self, cfg):
-        check_rouge_config(cfg)
-        self.cfg = cfg
-        self.on = rouge_requested(cfg)
-        self.generator = None
-        self.text: Optional[PiecesToText] = None
+        self.cfg, self.generator, self.text = cfg, None, None
+        self.on = bool(getattr(cfg, "eval_rouge", False))  # a configuration saved before it: off
+        if not self.on:
+            return
+        check_config(cfg, RougeValidationConfig)  # before a split is loaded
+        decoding_args(cfg.eval_rouge_args)
+        detok = option_value(cfg, "eval_rouge_detok")
+        require(
+            detok == "wordpiece" or not cfg.eval_rouge_wordpiece_tokenizer,
+            f"--eval-rouge-wordpiece-tokenizer is for --eval-rouge-detok wordpiece, not {detok}; "
+            "drop one of them",
+        )
+        require(
+            detok != "wordpiece" or cfg.eval_rouge_wordpiece_tokenizer,
+            "--eval-rouge-detok wordpiece joins pieces with the checkpoint's tokenizer: give "
+            "--eval-rouge-wordpiece-tokenizer DIR (the transformers folder whose tokenizer "
+            "encoded the data)",
+        )
 
     def prepare(self, task, model, from_checkpoint: bool) -> None:
         """The generator and the text of ``model``; a model loaded to decode is not validated."""
@@ -255,22 +230,30 @@ class RougeValidation:
     def reduce(self, logging_outputs) -> None:
         """``rouge1``, ``rouge2``, ``rougeL``: the summed F1 over the summed sentence count, x
         100."""
-        if not self.on:
+        keys = ["_rouge_sentences"] + [f"_{name}_f1_sum" for name in ROUGE_TYPES]
+        totals = {key: float(sum(log.get(key, 0) for log in logging_outputs)) for key in keys}
+        if not self.on or totals["_rouge_sentences"] <= 0:  # training batches, or none scored
             return
-
-        def total(key):
-            value = sum(log.get(key, 0) for log in logging_outputs)
-            return value.cpu().item() if hasattr(value, "cpu") else value
-
-        sentences = total("_rouge_sentences")
-        if sentences <= 0:  # training batches, or none was scored
-            return
-        metrics.log_scalar("_rouge_sentences", sentences)
+        for key, total in totals.items():
+            metrics.log_scalar(key, total)
         for name in ROUGE_TYPES:
-            metrics.log_scalar(f"_{name}_f1_sum", total(f"_{name}_f1_sum"))
             metrics.log_derived(
                 name,
                 lambda meters, name=name: (
                     100.0 * meters[f"_{name}_f1_sum"].sum / meters["_rouge_sentences"].sum
                 ),
             )
+
+
+def valid_step(task, sample, model, criterion):
+    """``TranslationTask.valid_step``, and with ``--eval-rouge`` the batch's ROUGE F1 sums: the
+    hook of a task that holds a ``RougeValidation`` as ``rouge`` (``valid_step = valid_step``)."""
+    loss, sample_size, logging_output = TranslationTask.valid_step(task, sample, model, criterion)
+    task.rouge.score(task, sample, model, logging_output)
+    return loss, sample_size, logging_output
+
+
+def reduce_metrics(task, logging_outputs, criterion):
+    """``TranslationTask.reduce_metrics``, and with ``--eval-rouge`` rouge1, rouge2 and rougeL."""
+    TranslationTask.reduce_metrics(task, logging_outputs, criterion)
+    task.rouge.reduce(logging_outputs)

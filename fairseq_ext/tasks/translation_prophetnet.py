@@ -10,17 +10,20 @@ from fairseq.tasks import register_task
 from fairseq.tasks.translation import TranslationTask
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
+from fairseq_ext.data.interactive_input import (
+    InteractiveInputLines,
+    inference_dataset_hook,
+    refuse_beyond_source_positions,
+)
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (
-    note_unknown_share,
-    refuse_empty_lines,
-    refuse_long_lines,
+    check_pair_split,
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
 )
 from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_order
 from fairseq_ext.generation.decoding_options import check_beam_search_options
+from fairseq_ext.tasks import rouge_validation
 from fairseq_ext.tasks.base import PluginTask
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
@@ -35,10 +38,16 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
     """Sequence-to-sequence fine-tuning and generation for ProphetNet."""
 
     cfg: TranslationProphetNetConfig
+    build_dataset_for_inference = inference_dataset_hook(TranslationTask)
+    valid_step = rouge_validation.valid_step
+    reduce_metrics = rouge_validation.reduce_metrics
+    load_dictionary = staticmethod(load_with_mask_symbol)  # with RoBERTa's <mask>
 
     def __init__(self, cfg: TranslationProphetNetConfig, src_dict, tgt_dict):
         super().__init__(cfg, src_dict, tgt_dict)
-        self.input_lines = InteractiveInputLines()
+        self.input_lines = InteractiveInputLines(
+            refuse_beyond_source_positions(cfg.max_source_positions)
+        )
         self.rouge = RougeValidation(cfg)
 
     @classmethod
@@ -52,38 +61,20 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 
-    @classmethod
-    def load_dictionary(cls, filename):
-        return load_with_mask_symbol(filename)
-
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
         super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
-        dataset = self.datasets[split]
-        sides = [
-            ("source", dataset.src_sizes, self.cfg.max_source_positions, "--max-source-positions")
-        ]
-        if dataset.tgt_sizes is not None:
-            sides.append(
-                (
-                    "target",
-                    dataset.tgt_sizes,
-                    self.cfg.max_target_positions,
-                    "--max-target-positions",
-                )
-            )
-        for side, sizes, limit, option in sides:
-            refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
-            if side == "target" or not self.cfg.truncate_source:
-                refuse_long_lines(
-                    sizes, split=split, row_name=f"{side} line", limit=limit, option=option
-                )
-        if split != self.cfg.train_subset:
-            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
-                if tokens is not None:
-                    note_unknown_share(
-                        tokens, self.src_dict.unk(), split=split, side=side, data=self.cfg.data
-                    )
+        dataset, cfg = self.datasets[split], self.cfg
+        source = ("source", dict(limit=cfg.max_source_positions, option="--max-source-positions"))
+        target = ("target", dict(limit=cfg.max_target_positions, option="--max-target-positions"))
+        check_pair_split(
+            dataset,
+            split=split,
+            data=cfg.data,
+            unk=self.src_dict.unk(),
+            evaluation=split != cfg.train_subset,
+            long_lines=(target,) if cfg.truncate_source else (source, target),
+        )
         self.datasets[split] = in_batch_order(dataset, self.cfg)
 
     def build_model(self, cfg, from_checkpoint=False):
@@ -92,28 +83,6 @@ class TranslationProphetNetTask(PluginTask, TranslationTask):
         model = super().build_model(cfg, from_checkpoint)
         self.rouge.prepare(self, model, from_checkpoint)
         return model
-
-    def valid_step(self, sample, model, criterion):
-        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
-        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
-        self.rouge.score(self, sample, model, logging_output)
-        return loss, sample_size, logging_output
-
-    def reduce_metrics(self, logging_outputs, criterion):
-        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
-        super().reduce_metrics(logging_outputs, criterion)
-        self.rouge.reduce(logging_outputs)
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines beyond ``--max-source-positions``
-        refused."""
-        return self.input_lines.dataset(
-            super().build_dataset_for_inference,
-            src_tokens,
-            src_lengths,
-            constraints,
-            refuse_beyond_source_positions(self.cfg.max_source_positions),
-        )
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """fairseq's beam search, for decoding options in range only."""

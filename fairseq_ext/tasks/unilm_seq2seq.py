@@ -6,16 +6,16 @@ that stays within the positions table and validation ROUGE (``--eval-rouge``,
 ``tasks.rouge_validation``)."""
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional
 
-from fairseq import utils
 from fairseq.tasks import register_task
-from fairseq.tasks.translation import TranslationTask, load_langpair_dataset
+from fairseq.tasks.translation import TranslationTask
 
+from fairseq_ext.common.config_fields import option
 from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.common.interfaces import UniLMTask
-from fairseq_ext.data import InteractiveInputLines
+from fairseq_ext.data.interactive_input import InteractiveInputLines, inference_dataset_hook
 from fairseq_ext.data.keep_tokens import (
     RemapTokensDataset,
     count_unmapped,
@@ -24,9 +24,8 @@ from fairseq_ext.data.keep_tokens import (
 )
 from fairseq_ext.data.mask_symbol import load_with_mask_symbol
 from fairseq_ext.data.size_checks import (
+    check_pair_split,
     first_bad_row,
-    note_unknown_share,
-    refuse_empty_lines,
     refuse_truncated_binaries,
     refuse_unnamed_language_pair,
 )
@@ -34,6 +33,7 @@ from fairseq_ext.data.unsorted_batches import UnsortedBatchesConfig, in_batch_or
 from fairseq_ext.generation import UniLMSequenceGenerator
 from fairseq_ext.generation.decoding_options import check_beam_search_options
 from fairseq_ext.models.unilm_init import prepare_unilm_model
+from fairseq_ext.tasks import rouge_validation
 from fairseq_ext.tasks.base import PluginTask
 from fairseq_ext.tasks.rouge_validation import RougeValidation, RougeValidationConfig
 
@@ -42,13 +42,10 @@ logger = logging.getLogger(__name__)
 
 @dataclass
 class UniLMSeq2SeqConfig(RougeValidationConfig, UnsortedBatchesConfig):
-    keep_tokens: Optional[str] = field(
-        default=None,
-        metadata={
-            "help": "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the "
-            "dictionary, embedding and output layer; pass the same FILE to "
-            "fairseq-generate"
-        },
+    keep_tokens: Optional[str] = option(
+        None,
+        "keep only these vocabulary tokens (one per line, e.g. a dict.txt) in the dictionary, "
+        "embedding and output layer; pass the same FILE to fairseq-generate",
     )
 
 
@@ -66,6 +63,10 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
     """UniLM seq2seq: ``<s> source </s> target </s>`` on one ``unilm_transformer`` stack."""
 
     cfg: UniLMSeq2SeqConfig
+    build_dataset_for_inference = inference_dataset_hook(TranslationTask)
+    valid_step = rouge_validation.valid_step
+    reduce_metrics = rouge_validation.reduce_metrics
+    load_dictionary = staticmethod(load_with_mask_symbol)  # with RoBERTa's <mask>
 
     def __init__(self, cfg: UniLMSeq2SeqConfig, src_dict, tgt_dict):
         require(
@@ -75,10 +76,8 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         )
         self.full_dictionary = src_dict
         self.keep_ids = self.lookup = None
-        self.model_positions: Optional[int] = (
-            None  # the one positions table, known once the model is built
-        )
-        self.input_lines = InteractiveInputLines()
+        self.model_positions: Optional[int] = None  # the one positions table, once built
+        self.input_lines = InteractiveInputLines(self.check_input_length)
         if cfg.keep_tokens:
             pruned, self.keep_ids, self.lookup = prune_dictionary(
                 src_dict, read_keep_list(cfg.keep_tokens), f"--keep-tokens {cfg.keep_tokens}"
@@ -102,70 +101,25 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         refuse_unnamed_language_pair(cfg)
         return super().setup_task(cfg, **kwargs)
 
-    @classmethod
-    def load_dictionary(cls, filename):
-        return load_with_mask_symbol(filename)
-
     def load_dataset(self, split, epoch=1, combine=False, **kwargs):
         refuse_truncated_binaries(self.cfg.data, split)
-        paths = utils.split_paths(self.cfg.data)
-        if split != self.cfg.train_subset:
-            paths = paths[:1]
-        src, tgt = self.cfg.source_lang, self.cfg.target_lang
-        dataset = load_langpair_dataset(
-            paths[(epoch - 1) % len(paths)],
-            split,
-            src,
-            self.full_dictionary,
-            tgt,
-            self.full_dictionary,
-            combine=combine,
-            dataset_impl=self.cfg.dataset_impl,
-            upsample_primary=self.cfg.upsample_primary,
-            left_pad_source=self.cfg.left_pad_source,
-            left_pad_target=self.cfg.left_pad_target,
-            max_source_positions=self.cfg.max_source_positions,
-            max_target_positions=self.cfg.max_target_positions,
-            load_alignments=self.cfg.load_alignments,
-            truncate_source=self.cfg.truncate_source,
-            num_buckets=self.cfg.num_batch_buckets,
-            shuffle=(split != "test"),
-            pad_to_multiple=self.cfg.required_seq_len_multiple,
-        )
-        self._check_empty(split, dataset)
-        if split != self.cfg.train_subset:
-            for side, tokens in (("source", dataset.src), ("target", dataset.tgt)):
-                if tokens is not None:
-                    note_unknown_share(
-                        tokens,
-                        self.full_dictionary.unk(),
-                        split=split,
-                        side=side,
-                        data=self.cfg.data,
-                    )
+        # the data's ids are the full dictionary's; fairseq reads only the specials of the task's
+        # dictionary, which keep their ids under --keep-tokens
+        super().load_dataset(split, epoch=epoch, combine=combine, **kwargs)
+        dataset = self.datasets[split]
+        unk = self.full_dictionary.unk()
+        evaluation = split != self.cfg.train_subset
+        check_pair_split(dataset, split=split, data=self.cfg.data, unk=unk, evaluation=evaluation)
         if self.lookup is not None:
-            unk = self.full_dictionary.unk()
             for side in ("src", "tgt"):
                 lost, total = count_unmapped(getattr(dataset, side), self.lookup, unk)
                 if lost:
                     logger.warning(
-                        "%s %s: %d of %d tokens (%.2f%%) are not in --keep-tokens %s and became "
-                        "<unk>",
-                        split,
-                        side,
-                        lost,
-                        total,
-                        100.0 * lost / total,
-                        self.cfg.keep_tokens,
+                        f"{split} {side}: {lost} of {total} tokens ({100.0 * lost / total:.2f}%) "
+                        f"are not in --keep-tokens {self.cfg.keep_tokens} and became <unk>"
                     )
                 setattr(dataset, side, RemapTokensDataset(getattr(dataset, side), self.lookup))
-            dataset.src_dict = dataset.tgt_dict = self.src_dict
         self.datasets[split] = in_batch_order(dataset, self.cfg)
-
-    def _check_empty(self, split: str, dataset) -> None:
-        for side, sizes in (("source", dataset.src_sizes), ("target", dataset.tgt_sizes)):
-            if sizes is not None:
-                refuse_empty_lines(sizes, split=split, row_name=f"{side} line", data=self.cfg.data)
 
     def get_batch_iterator(self, dataset, **options):
         """Every pair fits the model's positions (``check_model_positions``, once the model is
@@ -211,27 +165,6 @@ class UniLMSeq2SeqTask(PluginTask, UniLMTask, TranslationTask):
         self.model_positions = model.encoder.max_positions()
         self.rouge.prepare(self, model, from_checkpoint)
         return model
-
-    def valid_step(self, sample, model, criterion):
-        """fairseq's, and with ``--eval-rouge`` the batch's ROUGE F1 sums (``RougeValidation``)."""
-        loss, sample_size, logging_output = super().valid_step(sample, model, criterion)
-        self.rouge.score(self, sample, model, logging_output)
-        return loss, sample_size, logging_output
-
-    def reduce_metrics(self, logging_outputs, criterion):
-        """fairseq's, and with ``--eval-rouge`` rouge1, rouge2 and rougeL (``RougeValidation``)."""
-        super().reduce_metrics(logging_outputs, criterion)
-        self.rouge.reduce(logging_outputs)
-
-    def build_dataset_for_inference(self, src_tokens, src_lengths, constraints=None):
-        """Interactive input: empty lines skipped, lines refused by ``check_input_length``."""
-        return self.input_lines.dataset(
-            super().build_dataset_for_inference,
-            src_tokens,
-            src_lengths,
-            constraints,
-            self.check_input_length,
-        )
 
     def build_generator(self, models, args, seq_gen_cls=None, extra_gen_cls_kwargs=None, **kwargs):
         """Beam search within the positions table (``UniLMSequenceGenerator``), for decoding
