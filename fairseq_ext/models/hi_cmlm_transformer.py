@@ -2,11 +2,11 @@
 of the source embeddings by relative position (Z, eq. 8-10) or a mix (Wang et al. 2021, sections
 3.2-3.3); ``--hybrid-strategy all_mask --train-copy-share 0`` is ``cmlm_transformer``."""
 
-from __future__ import annotations
-
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch.nn.functional as F
+from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.nat import CMLMNATransformerModel
 from fairseq.models.nat.cmlm_transformer import cmlm_base_architecture
@@ -14,16 +14,20 @@ from fairseq.models.nat.fairseq_nat_model import ensemble_decoder
 from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
-from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.common.config_fields import (
-    add_config_args,
+    Range,
     check_config,
     fill_defaults,
+    option,
     option_value,
     set_sizes,
 )
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import (
+    FENCE_FIRST,
+    HYBRID_STRATEGIES,
+    PAPER_MASK_WEIGHT,
+    TRAINING_INPUTS,
     decoding_copies_source,
     mix_decoder_input,
     soft_copy,
@@ -31,8 +35,48 @@ from fairseq_ext.masking import (
     training_copy_weight,
 )
 from fairseq_ext.models.decoding_call import call_length_offset, call_strategy
-from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.models.shared_options import ConfiguredModel, StraightThroughConfig
 from fairseq_ext.modules import apply_straight_through_from_args
+
+UNIT = Range(0, 1)
+
+
+@dataclass
+class HiCMLMConfig(StraightThroughConfig):
+    hybrid_strategy: ChoiceEnum(HYBRID_STRATEGIES) = option(
+        "fence_replace",
+        "what a masked decoder slot gets at each mask-predict pass (section 3.2): M, Z, "
+        "mask_weight M + (1 - mask_weight) Z, or the fence (the paper's choice)",
+    )
+    copy_temperature: float = option(
+        0.2,
+        "tau of the relative-position soft copy Z (eq. 9; the paper's 0.2)",
+        range=Range(0, low_open=True),
+    )
+    mask_weight: float = option(
+        PAPER_MASK_WEIGHT,
+        f"weight of M for weighted_sum (section 3.2; the paper's best {PAPER_MASK_WEIGHT})",
+        range=UNIT,
+    )
+    fence_first: ChoiceEnum(FENCE_FIRST) = option(
+        FENCE_FIRST[0],
+        "what the first target word gets under fence_replace: mask (the paper's fence "
+        "(0,1,0,1,...), section 3.2) or copy",
+    )
+    train_decoder_input: ChoiceEnum(TRAINING_INPUTS) = option(
+        "paper",
+        "training input of the masked slots: paper (section 3.3: a random --train-copy-share of "
+        "them gets Z, for every strategy) or decoding_rule (the strategy's decoding input; an "
+        "ablation the paper does not run)",
+    )
+    train_copy_share: float = option(
+        0.5,
+        "with --train-decoder-input paper, the probability that a masked training slot gets Z "
+        "instead of M (section 3.3 gives none; 0.5 trains on as much Z as fence_replace feeds the "
+        "first pass); 0 with --hybrid-strategy all_mask is fairseq's cmlm_transformer",
+        range=UNIT,
+    )
+
 
 # fairseq's NAT length predictor has 256 classes: a target (with <s> and </s>) may have at
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
@@ -136,20 +180,15 @@ class HybridInputDecoder(NATransformerDecoder):
 
 
 @register_model("hi_cmlm_transformer")
-class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
+class HiCMLMTransformerModel(ConfiguredModel, CMLMNATransformerModel):
     """CMLM with a hybrid decoder input (``--hybrid-strategy``)."""
 
-    options_config = HiCMLMConfig  # the options it adds to CMLM's (config_fields.model_config)
+    options_config = HiCMLMConfig
 
     shape_options = (
         ("encoder.embed_positions.weight", "--max-source-positions"),
         ("decoder.embed_positions.weight", "--max-target-positions"),
     )
-
-    @classmethod
-    def add_args(cls, parser):
-        CMLMNATransformerModel.add_args(parser)
-        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):

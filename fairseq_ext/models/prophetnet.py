@@ -2,9 +2,8 @@
 tokens with n-stream self-attention (Qi et al. 2020, section 2.3); incremental decoding runs the
 main stream and stream 1 only."""
 
-from __future__ import annotations
-
 import math
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
 import torch
@@ -18,21 +17,41 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
-from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.common.config_fields import (
-    add_config_args,
+    Range,
     check_config,
     fill_defaults,
+    option,
     option_value,
     set_sizes,
     set_unset,
 )
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
-from fairseq_ext.models.prophetnet_config import ProphetNetConfig
+from fairseq_ext.models.shared_options import AttentionBackendConfig, ConfiguredModel
 from fairseq_ext.modules import ProphetNetDecoderLayer
 from fairseq_ext.modules.flex_attention import NgramStreamBlockMask, check_attention_backend
 from fairseq_ext.modules.ngram_self_attention import IncrementalState
+
+
+@dataclass
+class ProphetNetConfig(AttentionBackendConfig):
+    ngram: int = option(
+        2,
+        "number of predicting streams: tokens predicted at each step (section 2.3; 1 = next-token "
+        "prediction only, the paper uses 2)",
+        range=Range(1),
+    )
+    num_buckets: int = option(
+        32,
+        "relative-position buckets of the decoder self-attention (section 2.3; the paper's 32)",
+        range=Range(2),
+    )
+    relative_max_distance: int = option(
+        128,
+        "distances >= this share the last relative-position bucket; must exceed --num-buckets // 2 "
+        "(the paper's 128)",
+    )
 
 
 def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
@@ -130,20 +149,11 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             )
         return tables
 
-    def _key_mask(self, length: int, device) -> Tensor:
-        return self._tables(device).key_mask(length)
-
     def _self_attention_mask(self, length: int, device) -> Union[Tensor, NgramStreamBlockMask]:
         """The folded key mask, or the rule's block mask with ``--attention-backend flex``."""
         if self.attention_backend == "flex":
             return NgramStreamBlockMask(length, self.ngram, device)
-        return self._key_mask(length, device)
-
-    def _numbered_buckets(self, length: int, device) -> Tensor:
-        return self._tables(device).numbered_buckets(length)
-
-    def _step_tensors(self, step: int, device) -> tuple:
-        return self._tables(device).step(step)
+        return self._tables(device).key_mask(length)
 
     # --------------------------------------------------------------------------- forward
     def forward(
@@ -193,7 +203,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         device = prev_output_tokens.device
         if decoder_positions is None:
             positions = utils.make_positions(prev_output_tokens, self.padding_idx)
-            buckets = self._numbered_buckets(length, device)
+            buckets = self._tables(device).numbered_buckets(length)
         else:
             positions = decoder_positions
             buckets = ngram_stream_buckets(
@@ -244,7 +254,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             f"decoding step {step + 1} is beyond --max-target-positions "
             f"{self.max_target_positions}",
         )
-        buckets, key_mask = self._step_tensors(step, prev_output_tokens.device)
+        buckets, key_mask = self._tables(prev_output_tokens.device).step(step)
         position = self.padding_idx + 1 + step
         pos = self.embed_positions.weight[position : position + 2]
         main = self.embed_scale * self.embed_tokens(prev_output_tokens[:, -1:]) + pos[0]
@@ -265,12 +275,10 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
 
 
 @register_model("prophetnet")
-class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
+class ProphetNetModel(ConfiguredModel, TransformerModel):
     """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
 
-    options_config = (
-        ProphetNetConfig  # the options it adds to the Transformer's (config_fields.model_config)
-    )
+    options_config = ProphetNetConfig
 
     # Fine-tuning must keep pre-training's --ngram and positions: they are weight shapes.
     shape_options = (
@@ -280,11 +288,6 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
         ("encoder.embed_positions.weight", "--max-source-positions"),
         ("decoder.embed_positions.weight", "--max-target-positions"),
     )
-
-    @classmethod
-    def add_args(cls, parser):
-        TransformerModel.add_args(parser)
-        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):
