@@ -15,7 +15,7 @@ from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 from fairseq_ext.common.errors import note
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 from fairseq_ext.masking import mix_decoder_input
-from fairseq_ext.models.decoding_call import call_length_offset, in_call
+from fairseq_ext.models.decoding_call import call_option, in_call
 from fairseq_ext.modules.cross_attention_cache import cross_attention_cache
 
 
@@ -37,18 +37,13 @@ class _Slots:
     for them across passes."""
 
     def __init__(self, model, encoder_out: dict, src_tokens: torch.Tensor, beam: int):
-        decoder = model.decoder
+        decoder, device = model.decoder, src_tokens.device
         start = model.initialize_output_tokens(encoder_out, src_tokens)
         if beam > 1:
             start = model.regenerate_length_beam(start, beam)
         self.tokens, self.scores = start.output_tokens, start.output_scores
-        n = self.tokens.size(0)
-        self.sentence = torch.arange(
-            src_tokens.size(0), device=src_tokens.device
-        ).repeat_interleave(beam)
-        self.row = torch.arange(
-            n, device=src_tokens.device
-        )  # this row's index in the flattened batch
+        self.sentence = torch.arange(src_tokens.size(0), device=device).repeat_interleave(beam)
+        self.row = torch.arange(self.tokens.size(0), device=device)  # index in the flattened batch
         self.padding = self.tokens.eq(decoder.padding_idx)
         self.non_pad = ~self.padding
         self.positions = (
@@ -87,9 +82,8 @@ class _Slots:
         index = rows if self.kv_per_row else self.sentence
         for buffer in self.kv.values():
             for key in ("prev_key", "prev_value", "prev_key_padding_mask"):
-                if (
-                    buffer.get(key) is not None
-                ):  # contiguous: fairseq views (B, heads) as one dimension
+                # contiguous: fairseq views (B, heads) as one dimension
+                if buffer.get(key) is not None:
                     buffer[key] = buffer[key][index].contiguous()
         self.kv_per_row = True
 
@@ -117,15 +111,7 @@ def fairseq_extract_features(
         residual = x
         if layer.normalize_before:
             x = layer.self_attn_layer_norm(x)
-        x, _ = layer.self_attn(
-            query=x,
-            key=x,
-            value=x,
-            key_padding_mask=padding,
-            incremental_state=None,
-            need_weights=False,
-            attn_mask=None,
-        )
+        x, _ = layer.self_attn(x, x, x, key_padding_mask=padding, need_weights=False)
         if layer.c_attn is not None:
             tgt_len, bsz = x.size(0), x.size(1)
             x = x.view(tgt_len, bsz, layer.nh, layer.head_dim)
@@ -139,15 +125,7 @@ def fairseq_extract_features(
         residual = x
         if layer.normalize_before:
             x = layer.encoder_attn_layer_norm(x)
-        x, _ = layer.encoder_attn(
-            query=x,
-            key=enc,
-            value=enc,
-            key_padding_mask=enc_mask,
-            incremental_state=kv,
-            static_kv=True,
-            need_weights=False,
-        )
+        x, _ = layer.encoder_attn(x, enc, enc, enc_mask, kv, need_weights=False, static_kv=True)
         x = layer.residual_connection(layer.dropout_module(x), residual)
         if not layer.normalize_before:
             x = layer.encoder_attn_layer_norm(x)
@@ -251,13 +229,7 @@ def predict_masked(slots, decoder, encoder_out: dict, projection, unk: int) -> N
     its log-probability, in place (Ghazvininejad et al. 2019, section 3.1)."""
     masks = slots.tokens.eq(unk)
     features = fairseq_extract_features(
-        decoder,
-        slots.tokens,
-        encoder_out,
-        slots.padding,
-        slots.positions,
-        slots.copy,
-        slots.kv,
+        decoder, slots.tokens, encoder_out, slots.padding, slots.positions, slots.copy, slots.kv
     )
     logits = projection(decoder, features[masks])
     best, index = logits.max(-1)
@@ -326,9 +298,7 @@ def decode(
                         break
                     slots.keep((~done).nonzero(as_tuple=False).view(-1))
         if beam > 1:
-            best = (
-                torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
-            )
+            best = torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(1).tolist()
             finalized = [finalized[i * beam + b] for i, b in enumerate(best)]
-    note_emptied(finalized, call_length_offset(decoder.length_offset))
+    note_emptied(finalized, call_option("length_offset", decoder.length_offset))
     return [[_outside_inference_mode(hypo)] for hypo in finalized]

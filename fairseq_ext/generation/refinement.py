@@ -14,7 +14,7 @@ from fairseq_ext.common.errors import FairseqExtError, require
 from fairseq_ext.generation import lean_mask_predict
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 from fairseq_ext.generation.repeats import remove_consecutive_repeats
-from fairseq_ext.models.decoding_call import call_remove_repeats
+from fairseq_ext.models.decoding_call import call_option
 
 
 class _RefinementModel:
@@ -109,7 +109,7 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             for rows, part in self._length_sorted(sample):
                 for row, hypos in zip(rows, self._decode(model, part), strict=True):
                     finalized[row] = hypos
-        span = call_remove_repeats(self.remove_repeats)
+        span = call_option("remove_repeats", self.remove_repeats)
         if span:
             return [[remove_consecutive_repeats(h, span) for h in hypos] for hypos in finalized]
         return finalized

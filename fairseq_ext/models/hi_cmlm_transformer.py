@@ -34,7 +34,7 @@ from fairseq_ext.masking import (
     source_copy_weight,
     training_copy_weight,
 )
-from fairseq_ext.models.decoding_call import call_length_offset, call_strategy
+from fairseq_ext.models.decoding_call import call_option
 from fairseq_ext.models.shared_options import ConfiguredModel, StraightThroughConfig
 from fairseq_ext.modules import apply_straight_through_from_args
 
@@ -136,14 +136,14 @@ class HybridInputDecoder(NATransformerDecoder):
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
         """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
-        offset = call_length_offset(self.length_offset)
+        offset = call_option("length_offset", self.length_offset)
         return lengths if tgt_tokens is not None or not offset else lengths + offset
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""
         if self._training:
             return self._training_copy_weight is not None
-        return decoding_copies_source(call_strategy(self.hybrid_strategy))
+        return decoding_copies_source(call_option("strategy", self.hybrid_strategy))
 
     def copy_weight(self, prev_output_tokens):
         """Weight of Z per slot: the training input in ``training_input``, else the strategy's."""
@@ -151,7 +151,7 @@ class HybridInputDecoder(NATransformerDecoder):
             return self._training_copy_weight
         return source_copy_weight(
             prev_output_tokens.eq(self.unk),
-            call_strategy(self.hybrid_strategy),
+            call_option("strategy", self.hybrid_strategy),
             self.mask_weight,
             self.fence_first,
         )
