@@ -113,20 +113,7 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.layernorm_embedding = LayerNorm(embed_dim)
         self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
         self.layers = nn.ModuleList(
-            [
-                ProphetNetDecoderLayer(
-                    embed_dim,
-                    args.decoder_ffn_embed_dim,
-                    args.decoder_attention_heads,
-                    self.ngram,
-                    self.num_buckets,
-                    args.dropout,
-                    args.attention_dropout,
-                    args.activation_dropout,
-                    args.activation_fn,
-                )
-                for _ in range(args.decoder_layers)
-            ]
+            [ProphetNetDecoderLayer(args, embed_dim) for _ in range(args.decoder_layers)]
         )
         self.share_input_output_embed = args.share_decoder_input_output_embed
         self.output_projection = None

@@ -54,11 +54,7 @@ class MaskedSelfAttention(nn.Module):
     ) -> Tuple[Tensor, KeyValue]:
         """``x`` ``(B, T, C)``; ``allowed`` ``(B, T, S)`` bool over the past and new keys, or a
         ``BlockMask`` in a full pass; returns the output and all keys/values."""
-        q, k, v = (
-            self._heads(self.q_proj(x)),
-            self._heads(self.k_proj(x)),
-            self._heads(self.v_proj(x)),
-        )
+        q, k, v = (self._heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
         if past is not None:
             k = torch.cat([past[0], k], dim=2)
             v = torch.cat([past[1], v], dim=2)
