@@ -115,25 +115,16 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.layers = nn.ModuleList(
             [ProphetNetDecoderLayer(args, embed_dim) for _ in range(args.decoder_layers)]
         )
-        self.share_input_output_embed = args.share_decoder_input_output_embed
-        self.output_projection = None
-        if not self.share_input_output_embed:
-            self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
         self._fixed_tables: Dict[torch.device, NgramStreamTables] = {}
 
-    # ---------------------------------------------------------------- positions and masks
     def _tables(self, device) -> NgramStreamTables:
         """``masking.NgramStreamTables`` at ``--max-target-positions``, once per device."""
         device = torch.device(device)
         tables = self._fixed_tables.get(device)
         if tables is None:
-            tables = self._fixed_tables[device] = NgramStreamTables(
-                self.max_target_positions,
-                self.ngram,
-                self.num_buckets,
-                self.relative_max_distance,
-                device,
-            )
+            sizes = (self.max_target_positions, self.ngram, self.num_buckets)
+            tables = NgramStreamTables(*sizes, self.relative_max_distance, device)
+            self._fixed_tables[device] = tables
         return tables
 
     def _self_attention_mask(self, length: int, device) -> Union[Tensor, NgramStreamBlockMask]:
@@ -142,7 +133,6 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             return NgramStreamBlockMask(length, self.ngram, device)
         return self._tables(device).key_mask(length)
 
-    # --------------------------------------------------------------------------- forward
     def forward(
         self,
         prev_output_tokens: Tensor,
@@ -172,15 +162,31 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         incremental_state: Optional[IncrementalState] = None,
         decoder_positions: Optional[Tensor] = None,
     ) -> List[Tensor]:
-        """Final states of the predicting streams (incrementally stream 1, ``T = 1``)."""
+        """Final states of the predicting streams (incrementally stream 1 of the newest token,
+        the main stream's keys/values cached); the last layer computes the predicting rows only."""
         enc, enc_mask = None, None
         if encoder_out is not None:
             enc = encoder_out["encoder_out"][0]
             if encoder_out.get("encoder_padding_mask"):
                 enc_mask = encoder_out["encoder_padding_mask"][0]
-        if incremental_state is not None:
-            return self._extract_step(prev_output_tokens, enc, enc_mask, incremental_state)
+        if incremental_state is None:
+            rows, buckets, key_mask, first = self._rows(prev_output_tokens, decoder_positions)
+        else:
+            rows, buckets, key_mask, first = self._step_rows(prev_output_tokens)
+        x = self.dropout_module(self.layernorm_embedding(torch.cat(rows, dim=1))).transpose(0, 1)
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            if i == last:
+                buckets, key_mask = buckets[..., first:, :], key_mask[first:]
+            x = layer(
+                x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last
+            )
+        x = x.transpose(0, 1)
+        return [x[:, k * first : (k + 1) * first] for k in range(x.size(1) // first)]
 
+    def _rows(self, prev_output_tokens: Tensor, decoder_positions: Optional[Tensor]) -> tuple:
+        """A full pass's input rows ``[main, stream 1, ..., stream n]``, buckets, key mask and
+        length."""
         length = prev_output_tokens.size(1)
         require(
             length <= self.max_target_positions,
@@ -196,66 +202,28 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
             buckets = ngram_stream_buckets(
                 positions, self.ngram, self.num_buckets, self.relative_max_distance
             )
-        key_mask = self._self_attention_mask(length, device)
-        main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(
-            positions
-        )
+        tokens = self.embed_scale * self.embed_tokens(prev_output_tokens)
         ahead = self.embed_positions(positions + 1)
-        rows = [main] + [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
-        x = self.dropout_module(self.layernorm_embedding(torch.cat(rows, dim=1))).transpose(0, 1)
-        x = self._layers(x, enc, enc_mask, buckets, key_mask, length)
-        x = x.transpose(0, 1)
-        return [x[:, k * length : (k + 1) * length] for k in range(self.ngram)]
+        rows = [tokens + self.embed_positions(positions)]
+        rows += [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
+        return rows, buckets, self._self_attention_mask(length, device), length
 
-    def _layers(
-        self,
-        x: Tensor,
-        enc: Optional[Tensor],
-        enc_mask: Optional[Tensor],
-        buckets: Tensor,
-        key_mask: Union[Tensor, NgramStreamBlockMask],
-        first_predicting: int,
-        incremental_state: Optional[IncrementalState] = None,
-    ):
-        """All layers; the last computes the predicting rows only."""
-        last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            if i == last:
-                buckets, key_mask = buckets[..., first_predicting:, :], key_mask[first_predicting:]
-            x = layer(
-                x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last
-            )
-        return x
-
-    def _extract_step(
-        self,
-        prev_output_tokens: Tensor,
-        enc: Optional[Tensor],
-        enc_mask: Optional[Tensor],
-        incremental_state: IncrementalState,
-    ) -> List[Tensor]:
-        """The newest token's rows ``[main, stream 1]``, the main keys/values cached."""
+    def _step_rows(self, prev_output_tokens: Tensor) -> tuple:
+        """The newest token's rows ``[main, stream 1]``, buckets, key mask and 1."""
         step = prev_output_tokens.size(1) - 1
         require(
             step < self.max_target_positions,
             f"decoding step {step + 1} is beyond --max-target-positions "
             f"{self.max_target_positions}",
         )
-        buckets, key_mask = self._tables(prev_output_tokens.device).step(step)
         position = self.padding_idx + 1 + step
         pos = self.embed_positions.weight[position : position + 2]
         main = self.embed_scale * self.embed_tokens(prev_output_tokens[:, -1:]) + pos[0]
         ahead = (pos[1] + self.ngram_embeddings.weight[0]).expand_as(main)
-        x = self.dropout_module(
-            self.layernorm_embedding(torch.cat([main, ahead], dim=1))
-        ).transpose(0, 1)
-        x = self._layers(x, enc, enc_mask, buckets, key_mask, 1, incremental_state)
-        return [x.transpose(0, 1)]
+        return [main, ahead], *self._tables(prev_output_tokens.device).step(step), 1
 
     def output_layer(self, features: Tensor) -> Tensor:
-        if self.share_input_output_embed:
-            return F.linear(features, self.embed_tokens.weight)
-        return self.output_projection(features)
+        return F.linear(features, self.embed_tokens.weight)  # shared, as build_model sets
 
     def max_positions(self) -> int:
         return self.max_target_positions

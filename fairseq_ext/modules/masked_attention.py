@@ -20,11 +20,6 @@ KeyValue = Tuple[Tensor, Tensor]
 def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
     """A bool ``(B, T, S)`` or ``(T, S)`` mask as the additive ``(B, 1, T, S)`` mask of
     ``scaled_dot_product_attention``."""
-    if allowed.dtype != torch.bool or allowed.dim() not in (2, 3):
-        raise ValueError(
-            f"allowed must be a (B, T, S) or (T, S) bool tensor, got {tuple(allowed.shape)} "
-            f"{allowed.dtype}"
-        )
     if allowed.dim() == 2:
         allowed = allowed.unsqueeze(0)
     return additive_attention_mask(allowed, dtype).unsqueeze(1)
@@ -35,8 +30,6 @@ class MaskedSelfAttention(nn.Module):
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0):
         super().__init__()
-        if embed_dim % num_heads != 0:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
         self.dropout = dropout
@@ -58,10 +51,6 @@ class MaskedSelfAttention(nn.Module):
         if past is not None:
             k = torch.cat([past[0], k], dim=2)
             v = torch.cat([past[1], v], dim=2)
-        if allowed.shape[-2:] != (x.size(1), k.size(2)):
-            raise ValueError(
-                f"mask of shape {tuple(allowed.shape)} for {x.size(1)} queries and {k.size(2)} keys"
-            )
         if is_block_mask(allowed):
             out = flex_attend(q, k, v, allowed, training=self.training, dropout=self.dropout)
         else:

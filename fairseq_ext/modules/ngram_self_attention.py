@@ -40,8 +40,6 @@ class NgramSelfAttention(nn.Module):
         attention_dropout: float = 0.0,
     ):
         super().__init__()
-        if embed_dim % num_heads:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by {num_heads} heads")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
