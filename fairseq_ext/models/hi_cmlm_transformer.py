@@ -233,17 +233,13 @@ class HiCMLMTransformerModel(ConfiguredModel, CMLMNATransformerModel):
         return enc, min(dec, MAX_NAT_TARGET_LENGTH)
 
 
+# _wmt_en_de: the paper's WMT setting (section 4.1), base sizes trained with lr 5e-4, 20k warm-up
+@register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_wmt_en_de")
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer")
 def hi_cmlm_base_architecture(args):
     """``HiCMLMConfig``'s defaults on fairseq's CMLM base sizes (6+6 layers, 512 dims)."""
     fill_defaults(args, HiCMLMConfig)
     cmlm_base_architecture(args)
-
-
-@register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_wmt_en_de")
-def hi_cmlm_wmt_en_de(args):
-    """The paper's WMT setting (section 4.1): base sizes, trained with lr 5e-4, 20k warm-up."""
-    hi_cmlm_base_architecture(args)
 
 
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny")

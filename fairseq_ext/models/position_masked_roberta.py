@@ -228,17 +228,13 @@ def validate_position_args(args, task) -> None:
         )
 
 
+@register_model_architecture("position_masked_roberta", "position_masked_roberta_base")
 @register_model_architecture("position_masked_roberta", "position_masked_roberta")
 def position_masked_roberta_architecture(args):
-    """``PositionMaskedRobertaConfig``'s defaults on RoBERTa base."""
+    """``PositionMaskedRobertaConfig``'s defaults on RoBERTa base (the paper's model, section
+    3)."""
     fill_defaults(args, PositionMaskedRobertaConfig)
     roberta_base_architecture(args)
-
-
-@register_model_architecture("position_masked_roberta", "position_masked_roberta_base")
-def position_masked_roberta_base_architecture(args):
-    """BERT/RoBERTa base, the paper's model (section 3)."""
-    position_masked_roberta_architecture(args)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_large")

@@ -277,6 +277,7 @@ class ProphetNetModel(ConfiguredModel, TransformerModel):
         )
 
 
+@register_model_architecture("prophetnet", "prophetnet_base")
 @register_model_architecture("prophetnet", "prophetnet")
 def prophetnet_architecture(args):
     """``ProphetNetConfig``'s defaults and ProphetNet's choices on fairseq's Transformer."""
@@ -301,11 +302,6 @@ def prophetnet_architecture(args):
     ):
         setattr(args, flag, True)
     base_architecture(args)
-
-
-@register_model_architecture("prophetnet", "prophetnet_base")
-def prophetnet_base(args):
-    prophetnet_architecture(args)
 
 
 @register_model_architecture("prophetnet", "prophetnet_large")

@@ -217,10 +217,10 @@ class UniLMDecoder(FairseqIncrementalDecoder):
         if encoder_out is None:
             raise FairseqExtError("unilm_transformer's decoder needs the source (encoder_out)")
         if incremental_state is None or not self.stack.variant.incremental:
-            return self.stack.seq2seq_logits(encoder_out["src_tokens"][0], prev_output_tokens), {
-                "attn": None
-            }
-        return self._step(prev_output_tokens, encoder_out, incremental_state), {"attn": None}
+            logits = self.stack.seq2seq_logits(encoder_out["src_tokens"][0], prev_output_tokens)
+        else:
+            logits = self._step(prev_output_tokens, encoder_out, incremental_state)
+        return logits, {"attn": None}
 
     def _step(
         self,
@@ -245,25 +245,15 @@ class UniLMDecoder(FairseqIncrementalDecoder):
             self.set_incremental_state(incremental_state, "cache", cache)
             return stack.lm_head(encoder_out["sep_state"][0])
         cache = self.get_incremental_state(incremental_state, "cache")
-        padding = torch.cat(
-            [cache["padding"], cache["padding"].new_zeros(cache["padding"].size(0), 1)], 1
-        )
+        old = cache["padding"]
+        padding = torch.cat([old, old.new_zeros(old.size(0), 1)], 1)
         source_padding = encoder_out["source_padding"][0]
         n_source = (~source_padding).sum(1, keepdim=True)
         keys = padding.size(1)  # <s> source </s> and the target so far, the newest token last
-        segments = (
-            (torch.arange(keys, device=padding.device) >= source_padding.size(1))
-            .long()
-            .expand_as(padding)
-        )
-        allowed = step_mask(
-            predicates.and_masks(stack.attention_rule(segments), predicates.padding(padding)),
-            padding.size(0),
-            1,
-            keys - 1,
-            keys,
-            device=padding.device,
-        )[:, 0]
+        target = torch.arange(keys, device=padding.device) >= source_padding.size(1)
+        segments = target.long().expand_as(padding)
+        rule = predicates.and_masks(stack.attention_rule(segments), predicates.padding(padding))
+        allowed = step_mask(rule, padding.size(0), 1, keys - 1, keys, device=padding.device)[:, 0]
         token = prev_output_tokens[:, -1:]
         past = [(cache[f"k{i}"], cache[f"v{i}"]) for i in range(len(stack.layers))]
         x, kvs = stack.hidden_states(
