@@ -1,8 +1,5 @@
 """Checks of the numeric options of the plugin's generators, run when a task builds one: a
-value that fairseq clamps, ignores or stops on with an ``assert`` is one error naming the option.
-``MAX_PASSES`` bounds mask-predict's passes; ``decoding_call`` (``models.decoding_call``) gives one
-Python API call its own hybrid strategy and length offset, leaving the model unchanged.
-"""
+value that fairseq clamps, ignores or stops on with an ``assert`` is one error naming the option."""
 
 from __future__ import annotations
 
@@ -12,16 +9,13 @@ from fairseq.dataclass.configs import GenerationConfig
 
 from fairseq_ext.common.errors import require
 
-# A CMLM translation has at most 253 tokens to predict (the length predictor's 256 classes, less
-# <s> and </s>, and 255 the longest target), and with as many passes as tokens mask-predict already
-# fixes one token a pass (pass t re-masks floor(N (1 - (t + 1) / T)) of N tokens, Ghazvininejad et
-# al. 2019, section 3.1); more passes only repeat a mask count. Every pass costs a decoder run.
+# A CMLM translation has at most 253 tokens to predict (256 length classes less <s> and </s>);
+# with as many passes, mask-predict fixes one token a pass (Ghazvininejad et al. 2019, 3.1).
 MAX_PASSES = 253
 
 
 def generation_option(args, name: str) -> Any:
-    """``args.<name>``, or fairseq's default (``GenerationConfig``) where ``args`` lacks it
-    (e.g. the options of ``--eval-bleu-args``)."""
+    """``args.<name>``, or fairseq's default where ``args`` lacks it (``--eval-bleu-args``)."""
     value = getattr(args, name, None)
     return getattr(GenerationConfig, name) if value is None else value
 

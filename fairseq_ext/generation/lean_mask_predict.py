@@ -1,11 +1,7 @@
 """Mask-predict (Ghazvininejad et al. 2019, section 3) for ``hi_cmlm_transformer`` (Wang et
-al. 2021), as fairseq's ``IterativeRefinementGenerator`` decodes it over the CMLM pass, with what
-does not change between passes computed once per batch: the encoder, the length candidates
-(flattened into the batch), the padding mask and positions, the soft copy Z (eq. 8-10) and the
-cross-attention keys and values (``cross_attention_cache``). Per pass: the decoder layers
-(``fairseq_extract_features``), the vocabulary projection of the masked slots only and fairseq's
-re-masking, in place. The decoding state is the call's own, never set on the model.
-"""
+al. 2021), as fairseq's ``IterativeRefinementGenerator`` decodes it, with what does not change
+between passes (encoder, length candidates, padding, positions, the soft copy Z of eq. 8-10, the
+cross-attention keys and values) computed once per batch; the state is the call's own."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ def applies(model) -> bool:
 
 
 class _Slots:
-    """The decoding state of the rows (length candidates) still decoding, and what stays fixed
-    for them across passes."""
+    """The state of the rows (length candidates) still decoding, and what stays fixed for them."""
 
     def __init__(self, model, encoder_out: dict, src_tokens: torch.Tensor, beam: int):
         decoder, device = model.decoder, src_tokens.device
@@ -91,11 +86,9 @@ class _Slots:
 def fairseq_extract_features(
     decoder, tokens, encoder_out, padding, positions, copy, kv
 ) -> torch.Tensor:
-    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (its ``forward_embedding``
-    with ``HybridInputDecoder``'s mix of Z, and ``TransformerDecoderLayer.forward``, inlined) for
-    the layers ``applies`` accepts, whose cross-attention reads the keys and values ``kv``
-    (``cross_attention_cache``) handed to the call. ``padding``, ``positions`` and ``copy`` (Z)
-    are the slots' (None: none). ``tests/test_lean_mask_predict.py`` compares it with fairseq's."""
+    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (``forward_embedding`` with
+    ``HybridInputDecoder``'s mix of Z, and ``TransformerDecoderLayer.forward``, inlined) whose
+    cross-attention reads the cached ``kv``; ``tests/test_lean_mask_predict.py`` pins it."""
     x = decoder.embed_scale * decoder.embed_tokens(tokens)
     if decoder.project_in_dim is not None:
         x = decoder.project_in_dim(x)
@@ -150,9 +143,8 @@ def fairseq_extract_features(
 
 
 class VocabularyProjection:
-    """The output projection of the masked slots' features: for at most ``few_rows`` rows on the
-    CPU, the product with a cached contiguous transpose of the weight (faster there than
-    ``nn.Linear``'s, equal to float rounding); otherwise the decoder's ``output_layer``."""
+    """The output projection of the masked slots: for at most ``few_rows`` rows on the CPU, the
+    product with a cached transpose of the weight (faster there); else ``output_layer``."""
 
     few_rows = 32
 
@@ -185,8 +177,7 @@ def _hypothesis(
     keep: torch.Tensor,
     history: list[torch.Tensor] | None = None,
 ) -> dict:
-    """fairseq's hypothesis of one row (``IterativeRefinementGenerator.generate``'s
-    ``finalized_hypos``), with its ``history`` (the row's tokens in each kept state) if any."""
+    """fairseq's hypothesis of one row, with its ``history`` (its tokens in each kept state)."""
     positional = scores[keep]
     hypo = {
         "steps": step,
@@ -203,8 +194,7 @@ def _hypothesis(
 
 
 def _outside_inference_mode(hypo: dict) -> dict:
-    """A copy of ``hypo`` whose tensors accept in-place updates (fairseq-interactive divides the
-    positional scores in place; tensors made in inference mode refuse it)."""
+    """``hypo`` with tensors that accept fairseq-interactive's in-place division."""
     out = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in hypo.items()}
     if "history" in out:
         out["history"] = [_outside_inference_mode(h) for h in out["history"]]
@@ -255,10 +245,9 @@ def decode(
     projection: VocabularyProjection,
     history: bool = False,
 ) -> list[list[dict]]:
-    """The best hypothesis of each sentence of ``sample`` after ``max_iter + 1`` passes (fewer
-    for a row that ``adaptive`` termination stops: unchanged by a pass and no mask left), as
-    fairseq's generator gives it; ``history``: with fairseq's ``--retain-iter-history`` entries
-    (the start, then each pass's prediction and, but after the last pass, its re-masking)."""
+    """The best hypothesis of each sentence after ``max_iter + 1`` passes (fewer for a row that
+    ``adaptive`` stops: unchanged and no mask left), as fairseq's generator gives it; ``history``:
+    with fairseq's ``--retain-iter-history`` entries."""
     src_tokens, src_lengths = sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"]
     bsz, passes = src_tokens.size(0), max_iter + 1
     decoder = model.decoder

@@ -70,8 +70,7 @@ class NgramSelfAttention(nn.Module):
         predicting_only: bool = False,
     ) -> Tensor:
         """``x`` ``(R, B, C)``, rows ``[main, stream 1, ..., stream n]`` (incrementally
-        ``[main, stream 1]``); ``buckets`` and ``key_mask`` from ``masking.NgramStreamTables``.
-        ``predicting_only`` returns the predicting rows only (the decoder's last layer)."""
+        ``[main, stream 1]``); ``predicting_only``: return the predicting rows only."""
         rows, bsz, _ = x.shape
         first = self.first_predicting(rows, incremental_state is not None)
         k = self._heads(self.k_proj(x))
