@@ -135,11 +135,9 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
             "position_masked_roberta was built without its position head (the task does "
             "not mask positions); train it with --task position_masked_lm",
         )
-        given = (
-            None
-            if src_positions is None
-            else self.input_position_embeddings(src_tokens, src_positions)
-        )
+        given = None
+        if src_positions is not None:
+            given = self.input_position_embeddings(src_tokens, src_positions)
         encoder_out = self.sentence_encoder(
             src_tokens,
             return_all_hiddens=return_all_hiddens,

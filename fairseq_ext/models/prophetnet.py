@@ -259,22 +259,10 @@ class ProphetNetModel(ConfiguredModel, TransformerModel):
         model.apply(init_bert_params)
         return model
 
-    def forward(
-        self,
-        src_tokens,
-        src_lengths,
-        prev_output_tokens,
-        decoder_positions: Optional[Tensor] = None,
-        features_only: bool = False,
-        **unused,
-    ):
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
+        """The decoder's output (``decoder_positions``, ``features_only``: its options)."""
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
-        return self.decoder(
-            prev_output_tokens,
-            encoder_out=encoder_out,
-            features_only=features_only,
-            decoder_positions=decoder_positions,
-        )
+        return self.decoder(prev_output_tokens, encoder_out=encoder_out, **kwargs)
 
 
 @register_model_architecture("prophetnet", "prophetnet_base")
