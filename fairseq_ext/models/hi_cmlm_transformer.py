@@ -21,6 +21,7 @@ from fairseq_ext.common.config_fields import (
     option,
     option_value,
     set_sizes,
+    set_unset,
 )
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import (
@@ -252,10 +253,6 @@ def hi_cmlm_tiny_architecture(args):
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny_deep_shallow")
 def hi_cmlm_tiny_deep_shallow_architecture(args):
     """6 encoder layers, 1 decoder layer, 192 dims (Kasai et al. 2021, section 3)."""
-    set_sizes(
-        args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("encoder",)
-    )
-    set_sizes(
-        args, layers=1, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("decoder",)
-    )
+    set_unset(args, encoder_layers=6, decoder_layers=1)
+    set_sizes(args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4)
     hi_cmlm_base_architecture(args)
