@@ -17,14 +17,6 @@ from fairseq_ext.modules.flex_attention import BlockMask, flex_attend, is_block_
 KeyValue = Tuple[Tensor, Tensor]
 
 
-def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
-    """A bool ``(B, T, S)`` or ``(T, S)`` mask as the additive ``(B, 1, T, S)`` mask of
-    ``scaled_dot_product_attention``."""
-    if allowed.dim() == 2:
-        allowed = allowed.unsqueeze(0)
-    return additive_attention_mask(allowed, dtype).unsqueeze(1)
-
-
 class MaskedSelfAttention(nn.Module):
     """Multi-head self-attention with a per-example mask and optional cached keys/values."""
 
@@ -54,13 +46,12 @@ class MaskedSelfAttention(nn.Module):
         if is_block_mask(allowed):
             out = flex_attend(q, k, v, allowed, training=self.training, dropout=self.dropout)
         else:
-            out = F.scaled_dot_product_attention(
-                q,
-                k,
-                v,
-                attn_mask=sdpa_attention_mask(allowed, q.dtype),
-                dropout_p=self.dropout if self.training else 0.0,
+            # a bool (B, T, S) or (T, S) mask as SDPA's additive (B, 1, T, S) one
+            mask = additive_attention_mask(
+                allowed if allowed.dim() == 3 else allowed[None], q.dtype
             )
+            p = self.dropout if self.training else 0.0
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None], dropout_p=p)
         out = out.transpose(1, 2).reshape(x.size(0), x.size(1), self.embed_dim)
         return self.out_proj(out), (k, v)
 
