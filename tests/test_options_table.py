@@ -6,7 +6,7 @@ import dataclasses
 
 from fairseq_ext import options_table
 from fairseq_ext.common.config_fields import Range, option
-from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.models.hi_cmlm_transformer import HiCMLMConfig
 from tests.conftest import ROOT
 
 

@@ -93,7 +93,7 @@ def test_block_attention_equals_dense_attention_under_full_mask():
     got = attn(
         x,
         ngram_stream_buckets(positions, n, 8, 16),
-        model.decoder._key_mask(T, torch.device("cpu")),
+        model.decoder._tables("cpu").key_mask(T),
     )
 
     mask = ngram_stream_mask(T, n)
@@ -439,7 +439,7 @@ def test_num_buckets_is_honoured_everywhere():
             [model.decoder(prev[:, : t + 1], enc, incremental_state=state)[0] for t in range(30)], 1
         )
     assert torch.allclose(full, steps, atol=1e-5)
-    assert int(model.decoder._numbered_buckets(30, torch.device("cpu")).max()) == 4
+    assert int(model.decoder._tables("cpu").numbered_buckets(30).max()) == 4
 
 
 # ------------------------------------------------------------------ pre-training data
@@ -486,15 +486,15 @@ def test_decoder_tables_are_built_once_and_slice_to_every_length():
     dec = model.decoder
     for length in (1, 5, 17, 40):
         assert torch.equal(
-            dec._key_mask(length, "cpu"),
+            dec._tables("cpu").key_mask(length),
             additive_attention_mask(ngram_stream_key_mask(length, 3), torch.float32),
         )
         assert torch.equal(
-            dec._numbered_buckets(length, "cpu"),
+            dec._tables("cpu").numbered_buckets(length),
             ngram_stream_buckets(torch.arange(length), 3, 8, 16),
         )
     for step in (0, 3, 20, 39):
-        buckets, mask = dec._step_tensors(step, "cpu")
+        buckets, mask = dec._tables("cpu").step(step)
         d = torch.arange(step + 1)
         assert torch.equal(
             buckets[0], relative_position_bucket(d - step, 8, 16)

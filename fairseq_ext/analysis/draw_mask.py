@@ -40,8 +40,8 @@ from fairseq_ext.masking import (  # noqa: E402
     predicates,
     source_copy_weight,
 )
-from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
-from fairseq_ext.models.prophetnet_config import ProphetNetConfig
+from fairseq_ext.models.hi_cmlm_transformer import HiCMLMConfig
+from fairseq_ext.models.prophetnet import ProphetNetConfig
 
 # (label, text character, colour) per value of a picture's matrix
 ATTENTION_LEGEND = (("does not attend", ".", "#f2f2f2"), ("attends", "#", "#2f6db5"))

@@ -4,7 +4,7 @@ label-smoothed cross-entropy of every predicting stream weighted by ``alpha_j``.
 
 import math
 from argparse import Namespace
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import List
 
 import torch
@@ -31,12 +31,9 @@ class NgramLanguageLossConfig(FairseqDataclass):
     label_smoothing: float = option(
         0.0, "label smoothing epsilon", range=Range(0, 1, high_open=True)
     )
-    disable_ngram_loss: bool = field(
-        default=False,
-        metadata={
-            "help": "train with the next-token stream only (the other streams are "
-            "still computed and logged)"
-        },
+    disable_ngram_loss: bool = option(
+        False,
+        "train with the next-token stream only (the other streams are still computed and logged)",
     )
     sentence_avg: bool = II("optimization.sentence_avg")
 

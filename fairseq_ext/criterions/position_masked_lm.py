@@ -27,6 +27,16 @@ class PositionMaskedLMCriterionConfig(MaskedLmConfig):
     )
 
 
+# (logged name, summed key, the size it is divided by): losses in bits, accuracies in percent
+LOGGED = (
+    ("loss", "loss", "sample_size"),
+    ("mlm_loss", "mlm_loss", "sample_size"),
+    ("mlm_accuracy", "mlm_correct", "sample_size"),
+    ("position_loss", "position_loss", "position_sample_size"),
+    ("position_accuracy", "position_correct", "position_sample_size"),
+)
+
+
 @register_criterion("position_masked_lm", dataclass=PositionMaskedLMCriterionConfig)
 class PositionMaskedLMLoss(MaskedLmLoss):
     """fairseq's masked LM loss plus the weighted position classification loss."""
@@ -102,32 +112,20 @@ class PositionMaskedLMLoss(MaskedLmLoss):
 
     @staticmethod
     def reduce_metrics(logging_outputs) -> None:
-        total = lambda key: sum(log.get(key, 0) for log in logging_outputs)  # noqa: E731
-        sample_size = total("sample_size")
-        n_position = total("position_sample_size")
+        def total(key):
+            return sum(log.get(key, 0) for log in logging_outputs)
+
         # the number of examples the batches covered: a whole split at validation
         metrics.log_scalar_sum("examples", total("nsentences"), priority=900)
-        if sample_size > 0:
-            metrics.log_scalar(
-                "loss", total("loss") / sample_size / math.log(2), sample_size, round=3
-            )
-            metrics.log_scalar(
-                "mlm_loss", total("mlm_loss") / sample_size / math.log(2), sample_size, round=3
-            )
-            metrics.log_derived("ppl", lambda meters: utils.get_perplexity(meters["mlm_loss"].avg))
-            metrics.log_scalar(
-                "mlm_accuracy", 100.0 * total("mlm_correct") / sample_size, sample_size, round=2
-            )
-        if n_position > 0:
-            metrics.log_scalar(
-                "position_loss",
-                total("position_loss") / n_position / math.log(2),
-                n_position,
-                round=3,
-            )
-            metrics.log_scalar(
-                "position_accuracy",
-                100.0 * total("position_correct") / n_position,
-                n_position,
-                round=2,
-            )
+        for name, key, size_key in LOGGED:
+            size = total(size_key)
+            if size == 0:
+                continue
+            if name.endswith("accuracy"):
+                metrics.log_scalar(name, 100.0 * total(key) / size, size, round=2)
+                continue
+            metrics.log_scalar(name, total(key) / size / math.log(2), size, round=3)
+            if name == "mlm_loss":
+                metrics.log_derived(
+                    "ppl", lambda meters: utils.get_perplexity(meters["mlm_loss"].avg)
+                )

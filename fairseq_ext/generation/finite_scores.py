@@ -1,6 +1,6 @@
-"""Decoding stops at the first non-finite model output (NaN or +Inf: damaged weights, an
+"""Beam search that stops at the first non-finite model output (NaN or +Inf: damaged weights, an
 overflow in half precision) with one line naming the batch's sentences, instead of printing
-empty hypotheses or failing on fairseq's ``assert``."""
+empty hypotheses or failing on fairseq's ``assert``; ``unilm_transformer``'s beam search."""
 
 from __future__ import annotations
 
@@ -39,8 +39,23 @@ class FiniteScoresSequenceGenerator(SequenceGenerator):
 
         self.model.forward_decoder = checked_forward_decoder
 
-    def _generate(self, sample, prefix_tokens=None, constraints=None, bos_token=None):
+    def _generate(self, sample, *args, **kwargs):
         self._sample = sample
-        return super()._generate(
-            sample, prefix_tokens=prefix_tokens, constraints=constraints, bos_token=bos_token
-        )
+        return super()._generate(sample, *args, **kwargs)
+
+
+class UniLMSequenceGenerator(FiniteScoresSequenceGenerator):
+    """Beam search for ``unilm_transformer`` (Dong et al. 2019) whose ``max_len`` leaves room for
+    the source in the positions table both share (``<s> source </s> target``)."""
+
+    def __init__(self, models, tgt_dict, **kwargs):
+        super().__init__(models, tgt_dict, **kwargs)
+        self._configured_max_len = self.max_len
+        self._positions = min(m.encoder.max_positions() for m in self.model.models)
+
+    def _generate(self, sample, *args, **kwargs):
+        source_width = sample["net_input"]["src_tokens"].size(1)  # with </s>; <s> is position 0
+        # target token t (1-based) is fed at position source_width + t, and fairseq feeds
+        # token max_len too (the step that forces </s>): max_len <= positions - 1 - width
+        self.max_len = min(self._configured_max_len, self._positions - source_width)
+        return super()._generate(sample, *args, **kwargs)

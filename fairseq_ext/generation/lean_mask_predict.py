@@ -1,11 +1,7 @@
 """Mask-predict (Ghazvininejad et al. 2019, section 3) for ``hi_cmlm_transformer`` (Wang et
-al. 2021), as fairseq's ``IterativeRefinementGenerator`` decodes it over the CMLM pass, with what
-does not change between passes computed once per batch: the encoder, the length candidates
-(flattened into the batch), the padding mask and positions, the soft copy Z (eq. 8-10) and the
-cross-attention keys and values (``cross_attention_cache``). Per pass: the decoder layers
-(``fairseq_extract_features``), the vocabulary projection of the masked slots only and fairseq's
-re-masking, in place. The decoding state is the call's own, never set on the model.
-"""
+al. 2021), as fairseq's ``IterativeRefinementGenerator`` decodes it, with what does not change
+between passes (encoder, length candidates, padding, positions, the soft copy Z of eq. 8-10, the
+cross-attention keys and values) computed once per batch; the state is the call's own."""
 
 from __future__ import annotations
 
@@ -15,7 +11,7 @@ from fairseq.models.nat.cmlm_transformer import _skeptical_unmasking
 from fairseq_ext.common.errors import note
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 from fairseq_ext.masking import mix_decoder_input
-from fairseq_ext.models.decoding_call import call_length_offset, in_call
+from fairseq_ext.models.decoding_call import call_option, in_call
 from fairseq_ext.modules.cross_attention_cache import cross_attention_cache
 
 
@@ -33,22 +29,16 @@ def applies(model) -> bool:
 
 
 class _Slots:
-    """The decoding state of the rows (length candidates) still decoding, and what stays fixed
-    for them across passes."""
+    """The state of the rows (length candidates) still decoding, and what stays fixed for them."""
 
     def __init__(self, model, encoder_out: dict, src_tokens: torch.Tensor, beam: int):
-        decoder = model.decoder
+        decoder, device = model.decoder, src_tokens.device
         start = model.initialize_output_tokens(encoder_out, src_tokens)
         if beam > 1:
             start = model.regenerate_length_beam(start, beam)
         self.tokens, self.scores = start.output_tokens, start.output_scores
-        n = self.tokens.size(0)
-        self.sentence = torch.arange(
-            src_tokens.size(0), device=src_tokens.device
-        ).repeat_interleave(beam)
-        self.row = torch.arange(
-            n, device=src_tokens.device
-        )  # this row's index in the flattened batch
+        self.sentence = torch.arange(src_tokens.size(0), device=device).repeat_interleave(beam)
+        self.row = torch.arange(self.tokens.size(0), device=device)  # index in the flattened batch
         self.padding = self.tokens.eq(decoder.padding_idx)
         self.non_pad = ~self.padding
         self.positions = (
@@ -87,9 +77,8 @@ class _Slots:
         index = rows if self.kv_per_row else self.sentence
         for buffer in self.kv.values():
             for key in ("prev_key", "prev_value", "prev_key_padding_mask"):
-                if (
-                    buffer.get(key) is not None
-                ):  # contiguous: fairseq views (B, heads) as one dimension
+                # contiguous: fairseq views (B, heads) as one dimension
+                if buffer.get(key) is not None:
                     buffer[key] = buffer[key][index].contiguous()
         self.kv_per_row = True
 
@@ -97,11 +86,9 @@ class _Slots:
 def fairseq_extract_features(
     decoder, tokens, encoder_out, padding, positions, copy, kv
 ) -> torch.Tensor:
-    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (its ``forward_embedding``
-    with ``HybridInputDecoder``'s mix of Z, and ``TransformerDecoderLayer.forward``, inlined) for
-    the layers ``applies`` accepts, whose cross-attention reads the keys and values ``kv``
-    (``cross_attention_cache``) handed to the call. ``padding``, ``positions`` and ``copy`` (Z)
-    are the slots' (None: none). ``tests/test_lean_mask_predict.py`` compares it with fairseq's."""
+    """A copy of fairseq's ``NATransformerDecoder.extract_features`` (``forward_embedding`` with
+    ``HybridInputDecoder``'s mix of Z, and ``TransformerDecoderLayer.forward``, inlined) whose
+    cross-attention reads the cached ``kv``; ``tests/test_lean_mask_predict.py`` pins it."""
     x = decoder.embed_scale * decoder.embed_tokens(tokens)
     if decoder.project_in_dim is not None:
         x = decoder.project_in_dim(x)
@@ -117,15 +104,7 @@ def fairseq_extract_features(
         residual = x
         if layer.normalize_before:
             x = layer.self_attn_layer_norm(x)
-        x, _ = layer.self_attn(
-            query=x,
-            key=x,
-            value=x,
-            key_padding_mask=padding,
-            incremental_state=None,
-            need_weights=False,
-            attn_mask=None,
-        )
+        x, _ = layer.self_attn(x, x, x, key_padding_mask=padding, need_weights=False)
         if layer.c_attn is not None:
             tgt_len, bsz = x.size(0), x.size(1)
             x = x.view(tgt_len, bsz, layer.nh, layer.head_dim)
@@ -139,15 +118,7 @@ def fairseq_extract_features(
         residual = x
         if layer.normalize_before:
             x = layer.encoder_attn_layer_norm(x)
-        x, _ = layer.encoder_attn(
-            query=x,
-            key=enc,
-            value=enc,
-            key_padding_mask=enc_mask,
-            incremental_state=kv,
-            static_kv=True,
-            need_weights=False,
-        )
+        x, _ = layer.encoder_attn(x, enc, enc, enc_mask, kv, need_weights=False, static_kv=True)
         x = layer.residual_connection(layer.dropout_module(x), residual)
         if not layer.normalize_before:
             x = layer.encoder_attn_layer_norm(x)
@@ -172,9 +143,8 @@ def fairseq_extract_features(
 
 
 class VocabularyProjection:
-    """The output projection of the masked slots' features: for at most ``few_rows`` rows on the
-    CPU, the product with a cached contiguous transpose of the weight (faster there than
-    ``nn.Linear``'s, equal to float rounding); otherwise the decoder's ``output_layer``."""
+    """The output projection of the masked slots: for at most ``few_rows`` rows on the CPU, the
+    product with a cached transpose of the weight (faster there); else ``output_layer``."""
 
     few_rows = 32
 
@@ -207,8 +177,7 @@ def _hypothesis(
     keep: torch.Tensor,
     history: list[torch.Tensor] | None = None,
 ) -> dict:
-    """fairseq's hypothesis of one row (``IterativeRefinementGenerator.generate``'s
-    ``finalized_hypos``), with its ``history`` (the row's tokens in each kept state) if any."""
+    """fairseq's hypothesis of one row, with its ``history`` (its tokens in each kept state)."""
     positional = scores[keep]
     hypo = {
         "steps": step,
@@ -225,8 +194,7 @@ def _hypothesis(
 
 
 def _outside_inference_mode(hypo: dict) -> dict:
-    """A copy of ``hypo`` whose tensors accept in-place updates (fairseq-interactive divides the
-    positional scores in place; tensors made in inference mode refuse it)."""
+    """``hypo`` with tensors that accept fairseq-interactive's in-place division."""
     out = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in hypo.items()}
     if "history" in out:
         out["history"] = [_outside_inference_mode(h) for h in out["history"]]
@@ -251,13 +219,7 @@ def predict_masked(slots, decoder, encoder_out: dict, projection, unk: int) -> N
     its log-probability, in place (Ghazvininejad et al. 2019, section 3.1)."""
     masks = slots.tokens.eq(unk)
     features = fairseq_extract_features(
-        decoder,
-        slots.tokens,
-        encoder_out,
-        slots.padding,
-        slots.positions,
-        slots.copy,
-        slots.kv,
+        decoder, slots.tokens, encoder_out, slots.padding, slots.positions, slots.copy, slots.kv
     )
     logits = projection(decoder, features[masks])
     best, index = logits.max(-1)
@@ -283,10 +245,9 @@ def decode(
     projection: VocabularyProjection,
     history: bool = False,
 ) -> list[list[dict]]:
-    """The best hypothesis of each sentence of ``sample`` after ``max_iter + 1`` passes (fewer
-    for a row that ``adaptive`` termination stops: unchanged by a pass and no mask left), as
-    fairseq's generator gives it; ``history``: with fairseq's ``--retain-iter-history`` entries
-    (the start, then each pass's prediction and, but after the last pass, its re-masking)."""
+    """The best hypothesis of each sentence after ``max_iter + 1`` passes (fewer for a row that
+    ``adaptive`` stops: unchanged and no mask left), as fairseq's generator gives it; ``history``:
+    with fairseq's ``--retain-iter-history`` entries."""
     src_tokens, src_lengths = sample["net_input"]["src_tokens"], sample["net_input"]["src_lengths"]
     bsz, passes = src_tokens.size(0), max_iter + 1
     decoder = model.decoder
@@ -326,9 +287,7 @@ def decode(
                         break
                     slots.keep((~done).nonzero(as_tuple=False).view(-1))
         if beam > 1:
-            best = (
-                torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(dim=1).tolist()
-            )
+            best = torch.stack([f["score"] for f in finalized]).view(bsz, beam).argmax(1).tolist()
             finalized = [finalized[i * beam + b] for i, b in enumerate(best)]
-    note_emptied(finalized, call_length_offset(decoder.length_offset))
+    note_emptied(finalized, call_option("length_offset", decoder.length_offset))
     return [[_outside_inference_mode(hypo)] for hypo in finalized]

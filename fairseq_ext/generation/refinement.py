@@ -1,7 +1,6 @@
 """Mask-predict with a length beam for task ``cmlm_hybrid`` (Ghazvininejad et al. 2019,
 section 3): ``lean_mask_predict`` where it applies, else fairseq's ``IterativeRefinementGenerator``
-over the model's ``forward_decoder`` with three of its bugs fixed (``_RefinementModel``); then,
-if asked, consecutive repeats of up to N tokens are removed from the outputs (``repeats``)."""
+with three of its bugs fixed; then, if asked, consecutive repeats are removed (``repeats``)."""
 
 from __future__ import annotations
 
@@ -10,11 +9,11 @@ import copy
 import torch
 from fairseq.iterative_refinement_generator import IterativeRefinementGenerator
 
-from fairseq_ext.common.errors import FairseqExtError, require
+from fairseq_ext.common.errors import require
 from fairseq_ext.generation import lean_mask_predict
 from fairseq_ext.generation.finite_scores import refuse_non_finite
 from fairseq_ext.generation.repeats import remove_consecutive_repeats
-from fairseq_ext.models.decoding_call import call_remove_repeats
+from fairseq_ext.models.decoding_call import call_option
 
 
 class _RefinementModel:
@@ -33,8 +32,7 @@ class _RefinementModel:
         self.model.eval()
 
     def forward_encoder(self, inputs):
-        """The encoder output of ``sample``, repeated for each length candidate (``inputs``, the
-        sentences so repeated, give fairseq its number of rows)."""
+        """The encoder output of ``sample``, repeated for each length candidate."""
         net = self.sample["net_input"]
         self.encoder_out = self.model.forward_encoder([net["src_tokens"], net["src_lengths"]])
         refuse_non_finite(self.encoder_out["encoder_out"][0], self.sample, "encoder outputs")
@@ -65,15 +63,11 @@ class _RefinementModel:
 
 
 class MaskPredictGenerator(IterativeRefinementGenerator):
-    """fairseq's generator for one CMLM model (its options and its H/D/P, I and E lines);
-    ``lean``: decode with ``lean_mask_predict`` (``lean_mask_predict.applies``);
+    """fairseq's generator for one CMLM model; ``lean``: decode with ``lean_mask_predict``;
     ``remove_repeats``: remove consecutive repeats of up to that many tokens from each output
-    after the last pass (``--remove-repeats``, 0: none; a Python API call may choose otherwise,
-    ``decoding_call``)."""
+    (``--remove-repeats``, 0: none; a Python API call may choose otherwise, ``decoding_call``)."""
 
-    # On the CPU, a batch of more sentences decodes as sub-batches of this many sentences of
-    # similar source length (``_length_sorted``), the hypotheses returned in the batch's order.
-    cpu_chunk = 16
+    cpu_chunk = 16  # sentences of a CPU sub-batch of similar source lengths (_length_sorted)
 
     def __init__(self, tgt_dict, lean: bool = False, remove_repeats: int = 0, **kwargs):
         super().__init__(tgt_dict, **kwargs)
@@ -84,10 +78,10 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
 
     @torch.no_grad()
     def generate(self, models, sample, prefix_tokens=None, constraints=None):
-        if constraints is not None:
-            raise FairseqExtError(
-                "mask-predict cannot decode with lexical constraints; drop --constraints"
-            )
+        require(
+            constraints is None,
+            "mask-predict cannot decode with lexical constraints; drop --constraints",
+        )
         require(
             not self.reranking,
             "mask-predict here has no external reranker; drop --iter-decode-with-external-reranker",
@@ -109,15 +103,14 @@ class MaskPredictGenerator(IterativeRefinementGenerator):
             for rows, part in self._length_sorted(sample):
                 for row, hypos in zip(rows, self._decode(model, part), strict=True):
                     finalized[row] = hypos
-        span = call_remove_repeats(self.remove_repeats)
+        span = call_option("remove_repeats", self.remove_repeats)
         if span:
             return [[remove_consecutive_repeats(h, span) for h in hypos] for hypos in finalized]
         return finalized
 
     def _length_sorted(self, sample: dict):
-        """Sub-batches of ``cpu_chunk`` sentences of similar source length, each without the pad
-        columns it does not need, with their rows in ``sample``: on the CPU a pass costs in
-        proportion to the batch's padded size."""
+        """Sub-batches of ``cpu_chunk`` sentences of similar source length without the pad columns
+        they do not need, with their rows in ``sample`` (a CPU pass costs the padded size)."""
         net = sample["net_input"]
         src, lengths = net["src_tokens"], net["src_lengths"]
         for idx in lengths.argsort(stable=True).split(self.cpu_chunk):

@@ -1,7 +1,6 @@
-"""Removal of consecutive repeats from a non-autoregressive output, the post-processing of Lee
-et al. 2018's decoder (``--remove_repeats``: repeated tokens) and DA-Transformer's (Huang et al.
-2022; ``--decode-dedup``, and ``--decode-no-consecutive-repeated-ngram`` for spans): a parallel
-decoder may predict one token, or the pieces of one word ("▁a m ▁a m"), in neighbouring slots."""
+"""Removal of consecutive repeats from a non-autoregressive output (Lee et al. 2018's
+``--remove_repeats``; DA-Transformer's ``--decode-dedup`` and, for spans,
+``--decode-no-consecutive-repeated-ngram``, Huang et al. 2022)."""
 
 from __future__ import annotations
 
@@ -26,10 +25,8 @@ def kept_positions(tokens: list, span: int) -> list[int]:
 
 
 def remove_consecutive_repeats(hypo: dict, span: int = 1) -> dict:
-    """``hypo`` (a hypothesis as fairseq's generators give it) without its consecutive repeats of
-    at most ``span`` tokens (``kept_positions``; 1: each token equal to the one before it), and
-    without their positional scores; ``score`` (the mean by which the length beam chose the
-    hypothesis) and ``history`` stay as decoded."""
+    """fairseq's hypothesis ``hypo`` without its consecutive repeats of at most ``span`` tokens
+    and their positional scores; ``score`` and ``history`` stay as decoded."""
     tokens = hypo["tokens"]
     kept = kept_positions(tokens.tolist(), span)
     if len(kept) == len(tokens):

@@ -1,7 +1,6 @@
 """The decoding options of one Python API call, per thread: the hybrid strategy that fills masked
-slots (Wang et al. 2021, section 3.2) and the length offset, read by the HI-CMLM model instead of
-its own, and the removal of consecutive repeats (spans of up to N tokens), read by mask-predict's
-generator instead of its own; the model itself is never changed."""
+slots (Wang et al. 2021, section 3.2) and the length offset, read by the HI-CMLM model, and the
+longest consecutive repeat removed, read by mask-predict's generator; the model is never changed."""
 
 from __future__ import annotations
 
@@ -13,10 +12,9 @@ from typing import Iterator, Optional
 
 @dataclass(frozen=True)
 class DecodingCall:
-    """Decoding options of one call (None: as the model was loaded): the hybrid strategy that
-    fills masked slots (Wang et al. 2021, section 3.2), the tokens added to each predicted
-    target length and the longest consecutive repeat (in tokens) removed from the outputs (0:
-    none)."""
+    """Decoding options of one call (None: as the model was loaded): the hybrid strategy, the
+    tokens added to each predicted target length, the longest consecutive repeat (in tokens)
+    removed from the outputs (0: none)."""
 
     strategy: Optional[str] = None
     length_offset: Optional[int] = None
@@ -33,9 +31,7 @@ def decoding_call(
     length_offset: Optional[int] = None,
     remove_repeats: Optional[int] = None,
 ) -> Iterator[None]:
-    """Within the block, in this thread only, the HI-CMLM decoder fills masked slots by
-    ``strategy`` and adds ``length_offset`` to its predicted lengths, and mask-predict removes
-    consecutive repeats of up to ``remove_repeats`` tokens from its outputs (None: its own)."""
+    """Within the block, in this thread only, decoding uses these options (None: its own)."""
     token = _CALL.set(DecodingCall(strategy, length_offset, remove_repeats))
     try:
         yield
@@ -43,23 +39,10 @@ def decoding_call(
         _CALL.reset(token)
 
 
-def call_strategy(saved: str) -> str:
-    """The hybrid strategy of the call under way in this thread, else ``saved`` (the model's)."""
-    call = _CALL.get()
-    return saved if call is None or call.strategy is None else call.strategy
-
-
-def call_length_offset(saved: int) -> int:
-    """The length offset of the call under way in this thread, else ``saved`` (the model's)."""
-    call = _CALL.get()
-    return saved if call is None or call.length_offset is None else call.length_offset
-
-
-def call_remove_repeats(saved: int) -> int:
-    """The longest consecutive repeat (tokens) that the call under way in this thread removes,
-    else ``saved`` (the generator's)."""
-    call = _CALL.get()
-    return saved if call is None or call.remove_repeats is None else call.remove_repeats
+def call_option(name: str, saved):
+    """Option ``name`` of the call under way in this thread, else ``saved`` (the model's)."""
+    value = getattr(_CALL.get(), name, None)
+    return saved if value is None else value
 
 
 def in_call() -> bool:

@@ -2,11 +2,11 @@
 of the source embeddings by relative position (Z, eq. 8-10) or a mix (Wang et al. 2021, sections
 3.2-3.3); ``--hybrid-strategy all_mask --train-copy-share 0`` is ``cmlm_transformer``."""
 
-from __future__ import annotations
-
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 import torch.nn.functional as F
+from fairseq.dataclass import ChoiceEnum
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.nat import CMLMNATransformerModel
 from fairseq.models.nat.cmlm_transformer import cmlm_base_architecture
@@ -14,25 +14,70 @@ from fairseq.models.nat.fairseq_nat_model import ensemble_decoder
 from fairseq.models.nat.nonautoregressive_transformer import NATransformerDecoder
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 
-from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.common.config_fields import (
-    add_config_args,
+    Range,
     check_config,
     fill_defaults,
+    option,
     option_value,
     set_sizes,
+    set_unset,
 )
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import (
+    FENCE_FIRST,
+    HYBRID_STRATEGIES,
+    PAPER_MASK_WEIGHT,
+    TRAINING_INPUTS,
     decoding_copies_source,
     mix_decoder_input,
     soft_copy,
     source_copy_weight,
     training_copy_weight,
 )
-from fairseq_ext.models.decoding_call import call_length_offset, call_strategy
-from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
+from fairseq_ext.models.decoding_call import call_option
+from fairseq_ext.models.shared_options import ConfiguredModel, StraightThroughConfig
 from fairseq_ext.modules import apply_straight_through_from_args
+
+UNIT = Range(0, 1)
+
+
+@dataclass
+class HiCMLMConfig(StraightThroughConfig):
+    hybrid_strategy: ChoiceEnum(HYBRID_STRATEGIES) = option(
+        "fence_replace",
+        "what a masked decoder slot gets at each mask-predict pass (section 3.2): M, Z, "
+        "mask_weight M + (1 - mask_weight) Z, or the fence (the paper's choice)",
+    )
+    copy_temperature: float = option(
+        0.2,
+        "tau of the relative-position soft copy Z (eq. 9; the paper's 0.2)",
+        range=Range(0, low_open=True),
+    )
+    mask_weight: float = option(
+        PAPER_MASK_WEIGHT,
+        f"weight of M for weighted_sum (section 3.2; the paper's best {PAPER_MASK_WEIGHT})",
+        range=UNIT,
+    )
+    fence_first: ChoiceEnum(FENCE_FIRST) = option(
+        FENCE_FIRST[0],
+        "what the first target word gets under fence_replace: mask (the paper's fence "
+        "(0,1,0,1,...), section 3.2) or copy",
+    )
+    train_decoder_input: ChoiceEnum(TRAINING_INPUTS) = option(
+        "paper",
+        "training input of the masked slots: paper (section 3.3: a random --train-copy-share of "
+        "them gets Z, for every strategy) or decoding_rule (the strategy's decoding input; an "
+        "ablation the paper does not run)",
+    )
+    train_copy_share: float = option(
+        0.5,
+        "with --train-decoder-input paper, the probability that a masked training slot gets Z "
+        "instead of M (section 3.3 gives none; 0.5 trains on as much Z as fence_replace feeds the "
+        "first pass); 0 with --hybrid-strategy all_mask is fairseq's cmlm_transformer",
+        range=UNIT,
+    )
+
 
 # fairseq's NAT length predictor has 256 classes: a target (with <s> and </s>) may have at
 # most 255 tokens. Longer targets would be silently clamped, so the task refuses them.
@@ -92,14 +137,14 @@ class HybridInputDecoder(NATransformerDecoder):
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
         """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
-        offset = call_length_offset(self.length_offset)
+        offset = call_option("length_offset", self.length_offset)
         return lengths if tgt_tokens is not None or not offset else lengths + offset
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""
         if self._training:
             return self._training_copy_weight is not None
-        return decoding_copies_source(call_strategy(self.hybrid_strategy))
+        return decoding_copies_source(call_option("strategy", self.hybrid_strategy))
 
     def copy_weight(self, prev_output_tokens):
         """Weight of Z per slot: the training input in ``training_input``, else the strategy's."""
@@ -107,7 +152,7 @@ class HybridInputDecoder(NATransformerDecoder):
             return self._training_copy_weight
         return source_copy_weight(
             prev_output_tokens.eq(self.unk),
-            call_strategy(self.hybrid_strategy),
+            call_option("strategy", self.hybrid_strategy),
             self.mask_weight,
             self.fence_first,
         )
@@ -136,20 +181,15 @@ class HybridInputDecoder(NATransformerDecoder):
 
 
 @register_model("hi_cmlm_transformer")
-class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
+class HiCMLMTransformerModel(ConfiguredModel, CMLMNATransformerModel):
     """CMLM with a hybrid decoder input (``--hybrid-strategy``)."""
 
-    options_config = HiCMLMConfig  # the options it adds to CMLM's (config_fields.model_config)
+    options_config = HiCMLMConfig
 
     shape_options = (
         ("encoder.embed_positions.weight", "--max-source-positions"),
         ("decoder.embed_positions.weight", "--max-target-positions"),
     )
-
-    @classmethod
-    def add_args(cls, parser):
-        CMLMNATransformerModel.add_args(parser)
-        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):
@@ -194,17 +234,13 @@ class HiCMLMTransformerModel(CheckpointShapeCheckMixin, CMLMNATransformerModel):
         return enc, min(dec, MAX_NAT_TARGET_LENGTH)
 
 
+# _wmt_en_de: the paper's WMT setting (section 4.1), base sizes trained with lr 5e-4, 20k warm-up
+@register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_wmt_en_de")
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer")
 def hi_cmlm_base_architecture(args):
     """``HiCMLMConfig``'s defaults on fairseq's CMLM base sizes (6+6 layers, 512 dims)."""
     fill_defaults(args, HiCMLMConfig)
     cmlm_base_architecture(args)
-
-
-@register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_wmt_en_de")
-def hi_cmlm_wmt_en_de(args):
-    """The paper's WMT setting (section 4.1): base sizes, trained with lr 5e-4, 20k warm-up."""
-    hi_cmlm_base_architecture(args)
 
 
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny")
@@ -217,10 +253,6 @@ def hi_cmlm_tiny_architecture(args):
 @register_model_architecture("hi_cmlm_transformer", "hi_cmlm_transformer_tiny_deep_shallow")
 def hi_cmlm_tiny_deep_shallow_architecture(args):
     """6 encoder layers, 1 decoder layer, 192 dims (Kasai et al. 2021, section 3)."""
-    set_sizes(
-        args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("encoder",)
-    )
-    set_sizes(
-        args, layers=1, embed_dim=192, ffn_embed_dim=768, attention_heads=4, sides=("decoder",)
-    )
+    set_unset(args, encoder_layers=6, decoder_layers=1)
+    set_sizes(args, layers=6, embed_dim=192, ffn_embed_dim=768, attention_heads=4)
     hi_cmlm_base_architecture(args)

@@ -1,9 +1,8 @@
 """``position_masked_roberta``: RoBERTa plus a mask-position embedding and a position classifier
 (Wagner et al. 2020, section 2.1, Figure 2), built only for a task that masks positions."""
 
-from __future__ import annotations
-
 import logging
+from dataclasses import dataclass
 from typing import Optional
 
 import torch
@@ -16,22 +15,30 @@ from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from fairseq.utils import safe_getattr, safe_hasattr
 from torch import Tensor, nn
 
-from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.common.config_fields import add_config_args, check_config, fill_defaults, set_sizes
+from fairseq_ext.common.config_fields import check_config, fill_defaults, set_sizes
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.interfaces import PositionMaskingTask
 from fairseq_ext.masking import MASK_POSITION
-from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
-from fairseq_ext.models.position_masked_roberta_config import PositionMaskedRobertaConfig
+from fairseq_ext.models.shared_options import (
+    ConfiguredModel,
+    LayerNormEpsConfig,
+    StraightThroughConfig,
+    set_layernorm_eps,
+)
 from fairseq_ext.modules import apply_straight_through_from_args
 
 logger = logging.getLogger(__name__)
 
 POSITION_HEAD_KEYS = ("encoder.mask_position_embedding", "encoder.position_classifier.")
-# BERT's segment (token-type) embeddings in a converted checkpoint (fairseq_ext.convert.bert):
-# unilm_transformer reads them; this single-segment model has segment 0 folded into its
-# position embeddings and drops them.
+# a converted BERT's segment embeddings: this one-segment model has segment 0 in its positions
 SEGMENT_KEYS = ("encoder.sentence_encoder.embed_segments.",)
+SEGMENTS_DROPPED = "the checkpoint's segment embeddings (%s): one segment, part of the positions'"
+HEAD_DROPPED = "the pre-training position head of the checkpoint (%s): the task masks no positions"
+
+
+@dataclass
+class PositionMaskedRobertaConfig(StraightThroughConfig, LayerNormEpsConfig):
+    """The options ``position_masked_roberta`` adds to RoBERTa's."""
 
 
 class GivenPositionsTransformerEncoder(TransformerEncoder):
@@ -128,11 +135,9 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
             "position_masked_roberta was built without its position head (the task does "
             "not mask positions); train it with --task position_masked_lm",
         )
-        given = (
-            None
-            if src_positions is None
-            else self.input_position_embeddings(src_tokens, src_positions)
-        )
+        given = None
+        if src_positions is not None:
+            given = self.input_position_embeddings(src_tokens, src_positions)
         encoder_out = self.sentence_encoder(
             src_tokens,
             return_all_hiddens=return_all_hiddens,
@@ -149,23 +154,16 @@ class PositionMaskedRobertaEncoder(RobertaEncoder):
 
 
 @register_model("position_masked_roberta")
-class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
+class PositionMaskedRobertaModel(ConfiguredModel, RobertaModel):
     """RoBERTa with the mask-position embedding and the position classifier."""
 
-    options_config = (
-        PositionMaskedRobertaConfig  # the options it adds to RoBERTa's (config_fields.model_config)
-    )
+    options_config = PositionMaskedRobertaConfig
 
     shape_options = (
         ("embed_positions.weight", "--max-positions (--tokens-per-sample)"),
         ("position_classifier.weight", "--max-positions (--tokens-per-sample)"),
         ("position_classifier.bias", "--max-positions (--tokens-per-sample)"),
     )
-
-    @classmethod
-    def add_args(cls, parser):
-        RobertaModel.add_args(parser)
-        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):
@@ -197,28 +195,15 @@ class PositionMaskedRobertaModel(CheckpointShapeCheckMixin, RobertaModel):
     def upgrade_state_dict_named(self, state_dict, name):
         super().upgrade_state_dict_named(state_dict, name)
         prefix = name + "." if name else ""
-        segments = [k for k in state_dict if any(k.startswith(prefix + s) for s in SEGMENT_KEYS)]
-        for k in segments:
-            del state_dict[k]
-        if segments:
-            logger.info(
-                "position_masked_roberta: dropped the checkpoint's segment embeddings (%s): one "
-                "segment, whose embedding is part of the position embeddings",
-                ", ".join(segments),
+        heads = () if self.encoder.predicts_positions else POSITION_HEAD_KEYS
+        for starts, what in ((SEGMENT_KEYS, SEGMENTS_DROPPED), (heads, HEAD_DROPPED)):
+            dropped = sorted(
+                k for k in state_dict if k.startswith(tuple(prefix + s for s in starts))
             )
-        if self.encoder.predicts_positions:
-            return
-        dropped = [
-            k for k in state_dict if any(k.startswith(prefix + h) for h in POSITION_HEAD_KEYS)
-        ]
-        for k in dropped:
-            del state_dict[k]
-        if dropped:
-            logger.info(
-                "position_masked_roberta: dropped the pre-training position head of the "
-                "checkpoint (%s): the task does not mask positions",
-                ", ".join(sorted(dropped)),
-            )
+            for k in dropped:
+                del state_dict[k]
+            if dropped:
+                logger.info("position_masked_roberta: dropped " + what, ", ".join(dropped))
 
 
 def validate_position_args(args, task) -> None:
@@ -241,17 +226,13 @@ def validate_position_args(args, task) -> None:
         )
 
 
+@register_model_architecture("position_masked_roberta", "position_masked_roberta_base")
 @register_model_architecture("position_masked_roberta", "position_masked_roberta")
 def position_masked_roberta_architecture(args):
-    """``PositionMaskedRobertaConfig``'s defaults on RoBERTa base."""
+    """``PositionMaskedRobertaConfig``'s defaults on RoBERTa base (the paper's model, section
+    3)."""
     fill_defaults(args, PositionMaskedRobertaConfig)
     roberta_base_architecture(args)
-
-
-@register_model_architecture("position_masked_roberta", "position_masked_roberta_base")
-def position_masked_roberta_base_architecture(args):
-    """BERT/RoBERTa base, the paper's model (section 3)."""
-    position_masked_roberta_architecture(args)
 
 
 @register_model_architecture("position_masked_roberta", "position_masked_roberta_large")

@@ -2,9 +2,8 @@
 tokens with n-stream self-attention (Qi et al. 2020, section 2.3); incremental decoding runs the
 main stream and stream 1 only."""
 
-from __future__ import annotations
-
 import math
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Union
 
 import torch
@@ -18,21 +17,41 @@ from fairseq.modules.fairseq_dropout import FairseqDropout
 from fairseq.modules.transformer_sentence_encoder import init_bert_params
 from torch import Tensor, nn
 
-from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
 from fairseq_ext.common.config_fields import (
-    add_config_args,
+    Range,
     check_config,
     fill_defaults,
+    option,
     option_value,
     set_sizes,
     set_unset,
 )
 from fairseq_ext.common.errors import require
 from fairseq_ext.masking import NgramStreamTables, ngram_stream_buckets
-from fairseq_ext.models.prophetnet_config import ProphetNetConfig
+from fairseq_ext.models.shared_options import AttentionBackendConfig, ConfiguredModel
 from fairseq_ext.modules import ProphetNetDecoderLayer
 from fairseq_ext.modules.flex_attention import NgramStreamBlockMask, check_attention_backend
 from fairseq_ext.modules.ngram_self_attention import IncrementalState
+
+
+@dataclass
+class ProphetNetConfig(AttentionBackendConfig):
+    ngram: int = option(
+        2,
+        "number of predicting streams: tokens predicted at each step (section 2.3; 1 = next-token "
+        "prediction only, the paper uses 2)",
+        range=Range(1),
+    )
+    num_buckets: int = option(
+        32,
+        "relative-position buckets of the decoder self-attention (section 2.3; the paper's 32)",
+        range=Range(2),
+    )
+    relative_max_distance: int = option(
+        128,
+        "distances >= this share the last relative-position bucket; must exceed --num-buckets // 2 "
+        "(the paper's 128)",
+    )
 
 
 def validate_prophetnet_args(args, src_dict, tgt_dict) -> None:
@@ -94,58 +113,26 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         self.layernorm_embedding = LayerNorm(embed_dim)
         self.dropout_module = FairseqDropout(args.dropout, module_name=self.__class__.__name__)
         self.layers = nn.ModuleList(
-            [
-                ProphetNetDecoderLayer(
-                    embed_dim,
-                    args.decoder_ffn_embed_dim,
-                    args.decoder_attention_heads,
-                    self.ngram,
-                    self.num_buckets,
-                    args.dropout,
-                    args.attention_dropout,
-                    args.activation_dropout,
-                    args.activation_fn,
-                )
-                for _ in range(args.decoder_layers)
-            ]
+            [ProphetNetDecoderLayer(args, embed_dim) for _ in range(args.decoder_layers)]
         )
-        self.share_input_output_embed = args.share_decoder_input_output_embed
-        self.output_projection = None
-        if not self.share_input_output_embed:
-            self.output_projection = nn.Linear(embed_dim, len(dictionary), bias=False)
         self._fixed_tables: Dict[torch.device, NgramStreamTables] = {}
 
-    # ---------------------------------------------------------------- positions and masks
     def _tables(self, device) -> NgramStreamTables:
         """``masking.NgramStreamTables`` at ``--max-target-positions``, once per device."""
         device = torch.device(device)
         tables = self._fixed_tables.get(device)
         if tables is None:
-            tables = self._fixed_tables[device] = NgramStreamTables(
-                self.max_target_positions,
-                self.ngram,
-                self.num_buckets,
-                self.relative_max_distance,
-                device,
-            )
+            sizes = (self.max_target_positions, self.ngram, self.num_buckets)
+            tables = NgramStreamTables(*sizes, self.relative_max_distance, device)
+            self._fixed_tables[device] = tables
         return tables
-
-    def _key_mask(self, length: int, device) -> Tensor:
-        return self._tables(device).key_mask(length)
 
     def _self_attention_mask(self, length: int, device) -> Union[Tensor, NgramStreamBlockMask]:
         """The folded key mask, or the rule's block mask with ``--attention-backend flex``."""
         if self.attention_backend == "flex":
             return NgramStreamBlockMask(length, self.ngram, device)
-        return self._key_mask(length, device)
+        return self._tables(device).key_mask(length)
 
-    def _numbered_buckets(self, length: int, device) -> Tensor:
-        return self._tables(device).numbered_buckets(length)
-
-    def _step_tensors(self, step: int, device) -> tuple:
-        return self._tables(device).step(step)
-
-    # --------------------------------------------------------------------------- forward
     def forward(
         self,
         prev_output_tokens: Tensor,
@@ -175,15 +162,31 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         incremental_state: Optional[IncrementalState] = None,
         decoder_positions: Optional[Tensor] = None,
     ) -> List[Tensor]:
-        """Final states of the predicting streams (incrementally stream 1, ``T = 1``)."""
+        """Final states of the predicting streams (incrementally stream 1 of the newest token,
+        the main stream's keys/values cached); the last layer computes the predicting rows only."""
         enc, enc_mask = None, None
         if encoder_out is not None:
             enc = encoder_out["encoder_out"][0]
             if encoder_out.get("encoder_padding_mask"):
                 enc_mask = encoder_out["encoder_padding_mask"][0]
-        if incremental_state is not None:
-            return self._extract_step(prev_output_tokens, enc, enc_mask, incremental_state)
+        if incremental_state is None:
+            rows, buckets, key_mask, first = self._rows(prev_output_tokens, decoder_positions)
+        else:
+            rows, buckets, key_mask, first = self._step_rows(prev_output_tokens)
+        x = self.dropout_module(self.layernorm_embedding(torch.cat(rows, dim=1))).transpose(0, 1)
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            if i == last:
+                buckets, key_mask = buckets[..., first:, :], key_mask[first:]
+            x = layer(
+                x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last
+            )
+        x = x.transpose(0, 1)
+        return [x[:, k * first : (k + 1) * first] for k in range(x.size(1) // first)]
 
+    def _rows(self, prev_output_tokens: Tensor, decoder_positions: Optional[Tensor]) -> tuple:
+        """A full pass's input rows ``[main, stream 1, ..., stream n]``, buckets, key mask and
+        length."""
         length = prev_output_tokens.size(1)
         require(
             length <= self.max_target_positions,
@@ -193,84 +196,44 @@ class ProphetNetDecoder(FairseqIncrementalDecoder):
         device = prev_output_tokens.device
         if decoder_positions is None:
             positions = utils.make_positions(prev_output_tokens, self.padding_idx)
-            buckets = self._numbered_buckets(length, device)
+            buckets = self._tables(device).numbered_buckets(length)
         else:
             positions = decoder_positions
             buckets = ngram_stream_buckets(
                 positions, self.ngram, self.num_buckets, self.relative_max_distance
             )
-        key_mask = self._self_attention_mask(length, device)
-        main = self.embed_scale * self.embed_tokens(prev_output_tokens) + self.embed_positions(
-            positions
-        )
+        tokens = self.embed_scale * self.embed_tokens(prev_output_tokens)
         ahead = self.embed_positions(positions + 1)
-        rows = [main] + [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
-        x = self.dropout_module(self.layernorm_embedding(torch.cat(rows, dim=1))).transpose(0, 1)
-        x = self._layers(x, enc, enc_mask, buckets, key_mask, length)
-        x = x.transpose(0, 1)
-        return [x[:, k * length : (k + 1) * length] for k in range(self.ngram)]
+        rows = [tokens + self.embed_positions(positions)]
+        rows += [ahead + self.ngram_embeddings.weight[k] for k in range(self.ngram)]
+        return rows, buckets, self._self_attention_mask(length, device), length
 
-    def _layers(
-        self,
-        x: Tensor,
-        enc: Optional[Tensor],
-        enc_mask: Optional[Tensor],
-        buckets: Tensor,
-        key_mask: Union[Tensor, NgramStreamBlockMask],
-        first_predicting: int,
-        incremental_state: Optional[IncrementalState] = None,
-    ):
-        """All layers; the last computes the predicting rows only."""
-        last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            if i == last:
-                buckets, key_mask = buckets[..., first_predicting:, :], key_mask[first_predicting:]
-            x = layer(
-                x, enc, enc_mask, buckets, key_mask, incremental_state, predicting_only=i == last
-            )
-        return x
-
-    def _extract_step(
-        self,
-        prev_output_tokens: Tensor,
-        enc: Optional[Tensor],
-        enc_mask: Optional[Tensor],
-        incremental_state: IncrementalState,
-    ) -> List[Tensor]:
-        """The newest token's rows ``[main, stream 1]``, the main keys/values cached."""
+    def _step_rows(self, prev_output_tokens: Tensor) -> tuple:
+        """The newest token's rows ``[main, stream 1]``, buckets, key mask and 1."""
         step = prev_output_tokens.size(1) - 1
         require(
             step < self.max_target_positions,
             f"decoding step {step + 1} is beyond --max-target-positions "
             f"{self.max_target_positions}",
         )
-        buckets, key_mask = self._step_tensors(step, prev_output_tokens.device)
         position = self.padding_idx + 1 + step
         pos = self.embed_positions.weight[position : position + 2]
         main = self.embed_scale * self.embed_tokens(prev_output_tokens[:, -1:]) + pos[0]
         ahead = (pos[1] + self.ngram_embeddings.weight[0]).expand_as(main)
-        x = self.dropout_module(
-            self.layernorm_embedding(torch.cat([main, ahead], dim=1))
-        ).transpose(0, 1)
-        x = self._layers(x, enc, enc_mask, buckets, key_mask, 1, incremental_state)
-        return [x.transpose(0, 1)]
+        return [main, ahead], *self._tables(prev_output_tokens.device).step(step), 1
 
     def output_layer(self, features: Tensor) -> Tensor:
-        if self.share_input_output_embed:
-            return F.linear(features, self.embed_tokens.weight)
-        return self.output_projection(features)
+        return F.linear(features, self.embed_tokens.weight)  # shared, as build_model sets
 
     def max_positions(self) -> int:
         return self.max_target_positions
 
 
 @register_model("prophetnet")
-class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
+class ProphetNetModel(ConfiguredModel, TransformerModel):
     """Encoder-decoder with n-stream self-attention and future n-gram prediction."""
 
-    options_config = (
-        ProphetNetConfig  # the options it adds to the Transformer's (config_fields.model_config)
-    )
+    options_config = ProphetNetConfig
 
     # Fine-tuning must keep pre-training's --ngram and positions: they are weight shapes.
     shape_options = (
@@ -280,11 +243,6 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
         ("encoder.embed_positions.weight", "--max-source-positions"),
         ("decoder.embed_positions.weight", "--max-target-positions"),
     )
-
-    @classmethod
-    def add_args(cls, parser):
-        TransformerModel.add_args(parser)
-        add_config_args(parser, cls.options_config)
 
     @classmethod
     def build_model(cls, args, task):
@@ -301,24 +259,13 @@ class ProphetNetModel(CheckpointShapeCheckMixin, TransformerModel):
         model.apply(init_bert_params)
         return model
 
-    def forward(
-        self,
-        src_tokens,
-        src_lengths,
-        prev_output_tokens,
-        decoder_positions: Optional[Tensor] = None,
-        features_only: bool = False,
-        **unused,
-    ):
+    def forward(self, src_tokens, src_lengths, prev_output_tokens, **kwargs):
+        """The decoder's output (``decoder_positions``, ``features_only``: its options)."""
         encoder_out = self.encoder(src_tokens, src_lengths=src_lengths)
-        return self.decoder(
-            prev_output_tokens,
-            encoder_out=encoder_out,
-            features_only=features_only,
-            decoder_positions=decoder_positions,
-        )
+        return self.decoder(prev_output_tokens, encoder_out=encoder_out, **kwargs)
 
 
+@register_model_architecture("prophetnet", "prophetnet_base")
 @register_model_architecture("prophetnet", "prophetnet")
 def prophetnet_architecture(args):
     """``ProphetNetConfig``'s defaults and ProphetNet's choices on fairseq's Transformer."""
@@ -343,11 +290,6 @@ def prophetnet_architecture(args):
     ):
         setattr(args, flag, True)
     base_architecture(args)
-
-
-@register_model_architecture("prophetnet", "prophetnet_base")
-def prophetnet_base(args):
-    prophetnet_architecture(args)
 
 
 @register_model_architecture("prophetnet", "prophetnet_large")

@@ -1,10 +1,13 @@
-"""Options several models share, as configs the models' configs inherit."""
+"""Options several models share, as configs the models' configs inherit, and the base of the
+models that add a config to an argparse-configured fairseq model."""
 
 from dataclasses import dataclass
 
 from fairseq.dataclass import ChoiceEnum, FairseqDataclass
+from torch import nn
 
-from fairseq_ext.common.config_fields import Range, option
+from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
+from fairseq_ext.common.config_fields import Range, add_config_args, option
 from fairseq_ext.modules.flex_attention import ATTENTION_BACKENDS
 
 
@@ -35,3 +38,25 @@ class StraightThroughConfig(FairseqDataclass):
         "drop attention weights in the forward pass but pass their gradient through without the "
         "dropout mask (enhanced dropout gradient, Wagner et al. 2020, section 2.2)",
     )
+
+
+def set_layernorm_eps(model: nn.Module, eps: float) -> None:
+    """Set ``eps`` (``--layernorm-eps``) on every layer norm of ``model``."""
+    for module in model.modules():
+        if isinstance(module, nn.LayerNorm) or (
+            hasattr(module, "normalized_shape") and hasattr(module, "eps")
+        ):
+            module.eps = eps
+
+
+class ConfiguredModel(CheckpointShapeCheckMixin):
+    """Mix into a fairseq model configured by argparse (CMLM, Transformer, RoBERTa), first in the
+    bases: its options are the parent's plus the dataclass ``options_config``
+    (``config_fields.model_config``), and ``load_state_dict`` checks shapes first."""
+
+    options_config: type
+
+    @classmethod
+    def add_args(cls, parser):
+        super().add_args(parser)
+        add_config_args(parser, cls.options_config)

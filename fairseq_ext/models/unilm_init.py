@@ -64,15 +64,15 @@ def _check_structure(path: str, args: dict, model_args) -> None:
     )
 
 
-def _pretraining_dictionary(path: str, data: Optional[str]) -> Optional[str]:
-    """The dict.txt the checkpoint was trained with, when it is on this machine."""
+def _check_dictionary(path: str, data: Optional[str], dictionary: Dictionary) -> None:
+    """Refuse data whose dictionary differs from the dict.txt the checkpoint was trained with,
+    when that file is on this machine (beside the checkpoint or in its data folder)."""
     candidates = [os.path.join(os.path.dirname(os.path.abspath(path)), "dict.txt")]
     if data:
         candidates.append(os.path.join(str(data).split(os.pathsep)[0], "dict.txt"))
-    return next((c for c in candidates if os.path.isfile(c)), None)
-
-
-def _check_dictionary(path: str, dict_path: str, dictionary: Dictionary) -> None:
+    dict_path = next((c for c in candidates if os.path.isfile(c)), None)
+    if dict_path is None:
+        return
     pretrained = load_with_mask_symbol(dict_path)
     for i, (a, b) in enumerate(zip(pretrained.symbols, dictionary.symbols)):
         require(
@@ -99,16 +99,13 @@ def init_from_pretrained(
         f"--init-from {path}: no encoder.sentence_encoder.embed_tokens.weight; "
         "is it a fairseq roberta checkpoint?",
     )
-    if vocab.size(0) != len(dictionary):
-        raise FairseqExtError(
-            f"--init-from {path}: the checkpoint has {vocab.size(0)} vocabulary rows but the "
-            f"data's dictionary has {len(dictionary)} (with <mask>); binarize the data with the "
-            "pretrained model's dictionary: fairseq-preprocess --srcdict PRETRAINED/dict.txt "
-            "--joined-dictionary"
-        )
-    dict_path = _pretraining_dictionary(path, start.data)
-    if dict_path is not None:
-        _check_dictionary(path, dict_path, dictionary)
+    require(
+        vocab.size(0) == len(dictionary),
+        f"--init-from {path}: the checkpoint has {vocab.size(0)} vocabulary rows but the data's "
+        f"dictionary has {len(dictionary)} (with <mask>); binarize the data with the pretrained "
+        "model's dictionary: fairseq-preprocess --srcdict PRETRAINED/dict.txt --joined-dictionary",
+    )
+    _check_dictionary(path, start.data, dictionary)
     missing = [k for k in own if k not in theirs and k not in ZERO_INITIALISED]
     if missing:
         n_theirs = len({k.split(".")[2] for k in theirs if k.startswith("encoder.layers.")})

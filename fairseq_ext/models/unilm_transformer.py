@@ -2,24 +2,72 @@
 UniLM's seq2seq model (Dong et al. 2019), a left-to-right LM or XLNet's permutation LM (Yang et
 al. 2019), as Su 2019 explains."""
 
-from __future__ import annotations
-
+from dataclasses import dataclass
 from typing import Optional
 
+from fairseq.dataclass import ChoiceEnum
 from fairseq.models import FairseqEncoderDecoderModel, register_model, register_model_architecture
+from fairseq.utils import get_available_activation_fns
 from torch import Tensor
 
 from fairseq_ext.checkpoints.shapes import CheckpointShapeCheckMixin
-from fairseq_ext.common.config_fields import check_config, fill_defaults, option_value, set_unset
+from fairseq_ext.common.config_fields import (
+    Range,
+    check_config,
+    fill_defaults,
+    option,
+    option_value,
+    set_unset,
+)
 from fairseq_ext.common.errors import require
 from fairseq_ext.common.interfaces import UniLMTask
-from fairseq_ext.models.layer_norm_eps import set_layernorm_eps
-from fairseq_ext.models.unilm_config import UniLMTransformerConfig
-from fairseq_ext.models.unilm_decoder import UniLMDecoder
-from fairseq_ext.models.unilm_stack import UniLMStack
+from fairseq_ext.masking import ATTENTION_VARIANTS
+from fairseq_ext.models.shared_options import (
+    AttentionBackendConfig,
+    LayerNormEpsConfig,
+    set_layernorm_eps,
+)
+from fairseq_ext.models.unilm_stack import UniLMDecoder, UniLMStack
 from fairseq_ext.modules.flex_attention import check_attention_backend
 
 DEFAULT_ATTENTION_MASK = "prefix"  # under a task that is no UniLMTask: UniLM's own
+AT_LEAST_ONE = Range(1)
+DROPOUT = Range(0, 1, high_open=True)
+
+
+@dataclass
+class UniLMTransformerConfig(LayerNormEpsConfig, AttentionBackendConfig):
+    attention_mask: Optional[str] = option(
+        None,
+        "; ".join(f"{name}: {v.help}" for name, v in ATTENTION_VARIANTS.items())
+        + "; unset: the task's (prefix for unilm_seq2seq, permutation for permutation_lm)",
+        registry=ATTENTION_VARIANTS,
+    )
+    encoder_layers: int = option(12, "number of layers (BERT-base's 12)", range=AT_LEAST_ONE)
+    encoder_embed_dim: int = option(768, "model dimension (BERT-base's 768)", range=AT_LEAST_ONE)
+    encoder_ffn_embed_dim: int = option(
+        3072, "FFN dimension (BERT-base's 3072)", range=AT_LEAST_ONE
+    )
+    encoder_attention_heads: int = option(
+        12, "attention heads (BERT-base's 12)", range=AT_LEAST_ONE
+    )
+    max_positions: int = option(
+        512,
+        "positions of the whole sequence <s> source </s> target (BERT's 512; at least <s>, one "
+        "token, </s>)",
+        range=Range(3),
+    )
+    activation_fn: ChoiceEnum(get_available_activation_fns()) = option(
+        "gelu", "activation of the FFN and the LM head (BERT's gelu)"
+    )
+    dropout: float = option(0.1, "dropout probability (BERT's 0.1)", range=DROPOUT)
+    attention_dropout: float = option(0.1, "attention dropout (BERT's 0.1)", range=DROPOUT)
+    activation_dropout: float = option(0.0, "FFN activation dropout", range=DROPOUT)
+    init_from: Optional[str] = option(
+        None,
+        "initialise from a fairseq roberta (or position_masked_roberta) checkpoint trained with "
+        "the same dictionary (Su 2019 starts from BERT)",
+    )
 
 
 def validate_unilm_args(args) -> None:

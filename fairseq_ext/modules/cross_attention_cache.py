@@ -1,9 +1,6 @@
-"""The cross-attention keys and values of the encoder output, computed once per sentence for all
-mask-predict passes (Ghazvininejad et al. 2019, section 3: the source is encoded once), in
-fairseq's incremental-state buffers of each ``encoder_attn`` (read with ``static_kv``; ``B``
-sentences serve ``B * beam`` length candidates through fairseq's shared-keys path). The state is
-handed to each call (``lean_mask_predict.fairseq_extract_features``), never set on the layers.
-"""
+"""The cross-attention keys and values of the encoder output, computed once for all mask-predict
+passes (Ghazvininejad et al. 2019, section 3), in fairseq's incremental-state buffers (read with
+``static_kv``; ``B`` sentences serve ``B * beam`` length candidates)."""
 
 from __future__ import annotations
 

@@ -17,26 +17,11 @@ from fairseq_ext.modules.flex_attention import BlockMask, flex_attend, is_block_
 KeyValue = Tuple[Tensor, Tensor]
 
 
-def sdpa_attention_mask(allowed: Tensor, dtype: torch.dtype) -> Tensor:
-    """A bool ``(B, T, S)`` or ``(T, S)`` mask as the additive ``(B, 1, T, S)`` mask of
-    ``scaled_dot_product_attention``."""
-    if allowed.dtype != torch.bool or allowed.dim() not in (2, 3):
-        raise ValueError(
-            f"allowed must be a (B, T, S) or (T, S) bool tensor, got {tuple(allowed.shape)} "
-            f"{allowed.dtype}"
-        )
-    if allowed.dim() == 2:
-        allowed = allowed.unsqueeze(0)
-    return additive_attention_mask(allowed, dtype).unsqueeze(1)
-
-
 class MaskedSelfAttention(nn.Module):
     """Multi-head self-attention with a per-example mask and optional cached keys/values."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0):
         super().__init__()
-        if embed_dim % num_heads != 0:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by num_heads {num_heads}")
         self.embed_dim, self.num_heads = embed_dim, num_heads
         self.head_dim = embed_dim // num_heads
         self.dropout = dropout
@@ -54,28 +39,19 @@ class MaskedSelfAttention(nn.Module):
     ) -> Tuple[Tensor, KeyValue]:
         """``x`` ``(B, T, C)``; ``allowed`` ``(B, T, S)`` bool over the past and new keys, or a
         ``BlockMask`` in a full pass; returns the output and all keys/values."""
-        q, k, v = (
-            self._heads(self.q_proj(x)),
-            self._heads(self.k_proj(x)),
-            self._heads(self.v_proj(x)),
-        )
+        q, k, v = (self._heads(proj(x)) for proj in (self.q_proj, self.k_proj, self.v_proj))
         if past is not None:
             k = torch.cat([past[0], k], dim=2)
             v = torch.cat([past[1], v], dim=2)
-        if allowed.shape[-2:] != (x.size(1), k.size(2)):
-            raise ValueError(
-                f"mask of shape {tuple(allowed.shape)} for {x.size(1)} queries and {k.size(2)} keys"
-            )
         if is_block_mask(allowed):
             out = flex_attend(q, k, v, allowed, training=self.training, dropout=self.dropout)
         else:
-            out = F.scaled_dot_product_attention(
-                q,
-                k,
-                v,
-                attn_mask=sdpa_attention_mask(allowed, q.dtype),
-                dropout_p=self.dropout if self.training else 0.0,
+            # a bool (B, T, S) or (T, S) mask as SDPA's additive (B, 1, T, S) one
+            mask = additive_attention_mask(
+                allowed if allowed.dim() == 3 else allowed[None], q.dtype
             )
+            p = self.dropout if self.training else 0.0
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[:, None], dropout_p=p)
         out = out.transpose(1, 2).reshape(x.size(0), x.size(1), self.embed_dim)
         return self.out_proj(out), (k, v)
 

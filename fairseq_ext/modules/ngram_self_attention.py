@@ -1,5 +1,6 @@
 """ProphetNet's n-stream self-attention (Qi et al. 2020, section 2.3, eq. 3-5): shared
-projections, each query on the main keys and its own key, plus a T5 relative-position bias."""
+projections, each query on the main keys and its own key, plus a T5 relative-position bias; and
+the decoder layer around it (section 2)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ from typing import Dict, Optional, Union
 
 import torch
 import torch.nn.functional as F
+from fairseq import utils
 from fairseq.incremental_decoding_utils import with_incremental_state
+from fairseq.modules import LayerNorm, MultiheadAttention
 from fairseq.modules.fairseq_dropout import FairseqDropout
 from torch import Tensor, nn
 
@@ -37,8 +40,6 @@ class NgramSelfAttention(nn.Module):
         attention_dropout: float = 0.0,
     ):
         super().__init__()
-        if embed_dim % num_heads:
-            raise ValueError(f"embed_dim {embed_dim} is not divisible by {num_heads} heads")
         self.embed_dim = embed_dim
         self.num_heads = num_heads
         self.head_dim = embed_dim // num_heads
@@ -69,8 +70,7 @@ class NgramSelfAttention(nn.Module):
         predicting_only: bool = False,
     ) -> Tensor:
         """``x`` ``(R, B, C)``, rows ``[main, stream 1, ..., stream n]`` (incrementally
-        ``[main, stream 1]``); ``buckets`` and ``key_mask`` from ``masking.NgramStreamTables``.
-        ``predicting_only`` returns the predicting rows only (the decoder's last layer)."""
+        ``[main, stream 1]``); ``predicting_only``: return the predicting rows only."""
         rows, bsz, _ = x.shape
         first = self.first_predicting(rows, incremental_state is not None)
         k = self._heads(self.k_proj(x))
@@ -127,3 +127,60 @@ class NgramSelfAttention(nn.Module):
                 if cache.get(key) is not None:
                     cache[key] = cache[key].index_select(0, new_order)
             self.set_incremental_state(incremental_state, "main_stream", cache)
+
+
+class ProphetNetDecoderLayer(nn.Module):
+    """N-stream self-attention, encoder attention and feed-forward, post-norm, every parameter
+    shared by the streams; sizes and dropout from the model's ``args``."""
+
+    def __init__(self, args, embed_dim: int):
+        super().__init__()
+        heads, attention_dropout = args.decoder_attention_heads, args.attention_dropout
+        self.self_attn = NgramSelfAttention(
+            embed_dim, heads, args.ngram, args.num_buckets, attention_dropout
+        )
+        self.self_attn_layer_norm = LayerNorm(embed_dim)
+        self.encoder_attn = MultiheadAttention(
+            embed_dim, heads, dropout=attention_dropout, encoder_decoder_attention=True
+        )
+        self.encoder_attn_layer_norm = LayerNorm(embed_dim)
+        self.fc1 = nn.Linear(embed_dim, args.decoder_ffn_embed_dim)
+        self.fc2 = nn.Linear(args.decoder_ffn_embed_dim, embed_dim)
+        self.activation_fn = utils.get_activation_fn(args.activation_fn)
+        self.final_layer_norm = LayerNorm(embed_dim)
+        name = self.__class__.__name__
+        self.dropout_module = FairseqDropout(args.dropout, module_name=name)
+        self.activation_dropout_module = FairseqDropout(args.activation_dropout, module_name=name)
+
+    def forward(
+        self,
+        x: Tensor,
+        encoder_out: Optional[Tensor],
+        encoder_padding_mask: Optional[Tensor],
+        buckets: Tensor,
+        key_mask: Tensor,
+        incremental_state: Optional[IncrementalState] = None,
+        predicting_only: bool = False,
+    ) -> Tensor:
+        """``x`` ``(R, B, C)`` (see ``NgramSelfAttention.forward``)."""
+        residual = x
+        if predicting_only:
+            incremental = incremental_state is not None
+            residual = x[self.self_attn.first_predicting(x.size(0), incremental) :]
+        x = self.self_attn(x, buckets, key_mask, incremental_state, predicting_only)
+        x = self.self_attn_layer_norm(residual + self.dropout_module(x))
+        if encoder_out is not None:
+            residual = x
+            x, _ = self.encoder_attn(
+                x,
+                encoder_out,
+                encoder_out,
+                encoder_padding_mask,
+                incremental_state,
+                need_weights=False,
+                static_kv=True,
+            )
+            x = self.encoder_attn_layer_norm(residual + self.dropout_module(x))
+        residual = x
+        x = self.fc2(self.activation_dropout_module(self.activation_fn(self.fc1(x))))
+        return self.final_layer_norm(residual + self.dropout_module(x))

@@ -50,10 +50,8 @@ class StraightThroughDropout(FairseqDropout):
 
 
 def use_straight_through_attention_dropout(model: nn.Module) -> int:
-    """Give every ``MultiheadAttention`` of ``model`` a ``StraightThroughDropout``; returns how
-    many. The switched modules take fairseq's Python attention path (``skip_embed_dim_check``),
-    where ``dropout_module`` is applied; other attention modules call
-    ``straight_through_dropout`` themselves."""
+    """Give every ``MultiheadAttention`` of ``model`` a ``StraightThroughDropout`` (on fairseq's
+    Python attention path, where it is applied); returns how many."""
     switched = 0
     for module in model.modules():
         if isinstance(module, MultiheadAttention):
