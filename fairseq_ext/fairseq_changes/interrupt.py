@@ -1,8 +1,10 @@
 """The ``save-on-ctrl-c`` row: the first Ctrl-C in fairseq-train ends the update under way, saves
-``checkpoint_last.pt`` and says how to resume; a second Ctrl-C stops at once, as fairseq did."""
+``checkpoint_last.pt`` and says how to resume; a second Ctrl-C stops at once, as fairseq did. The
+``ctrl-c-in-workers`` row: a DataLoader worker leaves Ctrl-C to the main process."""
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
@@ -78,3 +80,28 @@ def saving_on_ctrl_c(original):
         raise KeyboardInterrupt
 
     return validate_and_save
+
+
+class _IgnoringCtrlC:
+    """A DataLoader's ``worker_init_fn``: SIGINT ignored in the worker, then ``then``'s. Ctrl-C
+    reaches the whole process group; the main process stops its workers itself."""
+
+    def __init__(self, then):
+        self.then = then
+
+    def __call__(self, worker_id: int) -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if self.then is not None:
+            self.then(worker_id)
+
+
+def ignoring_ctrl_c_in_workers(init):
+    """``torch.utils.data.DataLoader.__init__`` with ``_IgnoringCtrlC`` before its
+    ``worker_init_fn``."""
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.worker_init_fn = _IgnoringCtrlC(self.worker_init_fn)
+
+    return __init__
