@@ -27,7 +27,7 @@ def family_of(task_name: Optional[str]) -> Optional[frozenset]:
     return next((family for family in TASK_FAMILIES if task_name in family), None)
 
 
-def _get(section, key: str, default=None):
+def lookup(section, key: str, default=None):
     """``key`` of an ``argparse.Namespace`` or of a dict-like section (None: ``default``)."""
     if isinstance(section, argparse.Namespace):
         return getattr(section, key, default)
@@ -35,13 +35,13 @@ def _get(section, key: str, default=None):
 
 
 def trained_task(state: dict) -> Optional[str]:
-    name = _get(_get(state.get("cfg"), "task"), "_name")
+    name = lookup(lookup(state.get("cfg"), "task"), "_name")
     return name if name is not None else getattr(state.get("args"), "task", None)
 
 
 def trained_arch(state: dict) -> Optional[str]:
-    model = _get(state.get("cfg"), "model")
-    arch = _get(model, "arch") or _get(model, "_name")
+    model = lookup(state.get("cfg"), "model")
+    arch = lookup(model, "arch") or lookup(model, "_name")
     return arch if arch is not None else getattr(state.get("args"), "arch", None)
 
 
@@ -111,8 +111,8 @@ def check_dictionaries(path: str, state: dict, task, task_name: Optional[str]) -
     if not recorded:
         return
     ours = dict(task_dictionaries(task))
-    trained_cfg = _get(state.get("cfg"), "task")
-    trained_on, keep = _get(trained_cfg, "data"), _get(trained_cfg, "keep_tokens")
+    trained_cfg = lookup(state.get("cfg"), "task")
+    trained_on, keep = lookup(trained_cfg, "data"), lookup(trained_cfg, "keep_tokens")
     hint = f"; it was trained on {trained_on}" if trained_on else ""
     if keep and keep != getattr(getattr(task, "cfg", None), "keep_tokens", None):
         hint += f" with --keep-tokens {keep}: give the same --keep-tokens FILE"

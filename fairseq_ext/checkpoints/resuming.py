@@ -19,16 +19,8 @@ DEFAULT_RESTORE = "checkpoint_last.pt"  # fairseq's --restore-file: that of --sa
 NOTHING_TRAINED = "nothing was trained (fairseq-train would have started from update 0)"
 # model options that change neither the model nor what it learns, or act only at update 0
 FREE_ON_RESUME = frozenset(
-    {
-        "attention_backend",
-        "checkpoint_activations",
-        "offload_activations",
-        "min_params_to_wrap",
-        "export",
-        "init_from",
-        "encoder_embed_path",
-        "decoder_embed_path",
-    }
+    "attention_backend checkpoint_activations offload_activations min_params_to_wrap export "
+    "init_from encoder_embed_path decoder_embed_path".split()
 )
 
 

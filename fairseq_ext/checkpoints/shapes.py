@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Sequence, Union
 
@@ -23,18 +24,10 @@ DICTIONARY_FIX = (
 
 
 def _differences(checkpoint: Sequence[str], data: Sequence[str], shown: int = 3) -> str:
-    diffs = [
-        i
-        for i in range(max(len(checkpoint), len(data)))
-        if i >= len(checkpoint) or i >= len(data) or checkpoint[i] != data[i]
-    ][:shown]
-
-    def at(symbols, i):
-        return repr(symbols[i]) if i < len(symbols) else "nothing"
-
+    pairs = itertools.zip_longest(map(repr, checkpoint), map(repr, data), fillvalue="nothing")
+    diffs = [(i, a, b) for i, (a, b) in enumerate(pairs) if a != b][:shown]
     return "; ".join(
-        f"entry {i} is {at(checkpoint, i)} in the checkpoint's, {at(data, i)} in the data's"
-        for i in diffs
+        f"entry {i} is {a} in the checkpoint's, {b} in the data's" for i, a, b in diffs
     )
 
 
@@ -66,13 +59,8 @@ def dictionary_mismatch(
     )
 
 
-def _side(name: str) -> str:
-    return "target" if name.startswith(_TARGET_SIDE) or ".decoder." in name else "source"
-
-
 def _dimension_option(name: str, what: str) -> str:
-    stack = "decoder" if name.startswith("decoder.") else "encoder"
-    return f"--{stack}-{what}"
+    return f"--{'decoder' if name.startswith('decoder.') else 'encoder'}-{what}"
 
 
 def check_state_dict_shapes(
@@ -108,8 +96,9 @@ def check_state_dict_shapes(
                     f"{option} differs from the checkpoint's ({shapes}); use the --arch and "
                     f"{option} the checkpoint was trained with"
                 )
+            side = "target" if name.startswith(_TARGET_SIDE) or ".decoder." in name else "source"
             raise dictionary_mismatch(
-                _side(name),
+                side,
                 int(value.shape[0]),
                 int(mine.shape[0]),
                 rows_of=name,

@@ -51,8 +51,7 @@ PATCHES: tuple[Patch, ...] = (
         "fairseq.utils.import_user_module",
         "user_dir:loading_this_plugin",
         "`--user-dir` naming this package registers the plugin even when the package was imported "
-        "before (fairseq imports a user dir's `tasks` and `models` only on its first import). "
-        "Applied when `fairseq.utils` is imported. No hook: fairseq has none for a user dir",
+        "before (fairseq imports a user dir only once). No hook: fairseq has none for a user dir",
         "a `--user-dir` naming this package",
         scoped=False,
         at_import=True,
@@ -73,8 +72,7 @@ PATCHES: tuple[Patch, ...] = (
         "checkpoint_loading:guarded_loader",
         "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task "
         "checks `--model-overrides`, the task family and the dictionaries. No hook: a task's "
-        "`load_state_dict` gets no path, config or weights, and a model's "
-        "`upgrade_state_dict_named` runs after fairseq has read the file",
+        "`load_state_dict` gets no path, config or weights",
         CHECKPOINTS,
         scoped=False,
         since="fairseq 0.12, torch 2.6",
@@ -92,25 +90,22 @@ PATCHES: tuple[Patch, ...] = (
         "atomic-copy",
         "fairseq.file_io.PathManager.copy",
         "checkpoint_saving:atomic_copy",
-        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed, "
-        "leftovers of killed copies removed: a kill never leaves a half file. No hook: "
-        "`save_checkpoint` copies in place",
+        "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed: a "
+        "kill never leaves a half file. No hook: `save_checkpoint` copies in place",
     ),
     Patch(
         "save-full-disk",
         "fairseq.checkpoint_utils.torch_persistent_save",
         "checkpoint_saving:naming_full_disk",
-        "a local checkpoint is written in one attempt: a full disk is one line naming the last "
-        "good checkpoint (fairseq retried three times with a traceback), the partial file "
-        "removed. No hook: nothing of the plugin runs around the write",
+        "a full disk is one line naming the last good checkpoint at once (fairseq retried three "
+        "times, with a traceback). No hook: nothing of the plugin runs around the write",
     ),
     Patch(
         "save-dir-check",
         "fairseq.checkpoint_utils.verify_checkpoint_directory",
         "checkpoint_saving:checking_save_dir",
-        "a `--save-dir` that cannot be written is one line before the first update (for "
-        "fairseq-hydra-train and Python drivers). No hook: fairseq checks it before the task "
-        "exists",
+        "a `--save-dir` that cannot be written is one line before the first update. No hook: "
+        "fairseq checks it before the task exists",
     ),
     Patch(
         "resume-newest",
@@ -148,9 +143,9 @@ PATCHES: tuple[Patch, ...] = (
         "save-on-ctrl-c",
         "fairseq_cli.train.validate_and_save",
         "interrupt:saving_on_ctrl_c",
-        "the first Ctrl-C in fairseq-train (one process) ends the update, saves "
-        "`checkpoint_last.pt`, says the same command resumes, and ends with status 130; a second "
-        "stops at once (fairseq saved nothing). No hook: fairseq calls this after every update",
+        "the first Ctrl-C in fairseq-train (one process) saves `checkpoint_last.pt` after the "
+        "update and says how to resume; a second stops at once. No hook: fairseq calls this "
+        "after every update",
     ),
     Patch(
         "ctrl-c-in-workers",
@@ -190,9 +185,8 @@ PATCHES: tuple[Patch, ...] = (
         "quiet-setup",
         "fairseq.tasks.setup_task",
         "quiet:quiet_setup",
-        "the same for a task set up without fairseq's parser (`fairseq-hydra-train`, Python); "
-        "`FAIRSEQ_EXT_VERBOSE=1` keeps everything. Hook: a task's `setup_task` would serve; "
-        "this keeps the change in this table",
+        "the same without fairseq's parser (`fairseq-hydra-train`, Python). Hook: a task's "
+        "`setup_task` would serve; this keeps the change in this table",
         served="quiet:setup_served",
     ),
     Patch(
@@ -200,8 +194,7 @@ PATCHES: tuple[Patch, ...] = (
         "sys.excepthook",
         "one_line_errors:one_line_excepthook",
         "the plugin's input errors are one line; Ctrl-C in a command of the plugin's tasks ends "
-        "it by SIGINT (status 130) without a traceback; other exceptions unchanged. Hook: "
-        "Python's own",
+        "it by SIGINT (status 130) without a traceback. Hook: Python's own",
         EVERY_TASK,
         scoped=False,
     ),

@@ -10,62 +10,42 @@ import signal
 import sys
 import threading
 
+_requested = threading.Event()  # the first Ctrl-C came: stop where --max-update would
 
-class _CtrlC:
-    """SIGINT while training: the first sets ``requested`` (and gives SIGINT back to Python), so
-    that the loop stops where fairseq stops for ``--max-update``."""
 
-    requested = False
-    listening = False
-
-    @classmethod
-    def listen(cls, world_size: int) -> None:
-        """Catch the first SIGINT, in the main thread of a training of one process (the ranks of
-        a distributed training would stop at different updates and wait for each other)."""
-        if (
-            cls.listening
-            or world_size > 1
-            or threading.current_thread() is not threading.main_thread()
-        ):
-            return
-        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
-            return
-        signal.signal(signal.SIGINT, cls._first)
-        cls.listening = True
-
-    @classmethod
-    def _first(cls, signum, frame) -> None:
-        cls.requested = True
-        cls.stop_listening()
-        sys.stderr.write(
-            "\nCtrl-C: stopping after this update and saving checkpoint_last.pt "
-            "(Ctrl-C again stops at once, saving nothing)\n"
-        )
-        sys.stderr.flush()
-
-    @classmethod
-    def stop_listening(cls) -> None:
-        if cls.listening:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
-            cls.listening = False
+def _first_ctrl_c(signum, frame) -> None:
+    _requested.set()
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the second is Python's
+    sys.stderr.write(
+        "\nCtrl-C: stopping after this update and saving checkpoint_last.pt "
+        "(Ctrl-C again stops at once, saving nothing)\n"
+    )
+    sys.stderr.flush()
 
 
 def saving_on_ctrl_c(original):
-    """``fairseq_cli.train.validate_and_save``, which fairseq-train calls after every update: once
-    Ctrl-C was pressed, save the checkpoints fairseq saves mid-epoch (``checkpoint_last.pt``;
-    nothing with ``--no-save``), say what was saved and how to resume, and end as Ctrl-C ends
-    a command (``KeyboardInterrupt``: status 130, no traceback for the plugin's tasks)."""
+    """``fairseq_cli.train.validate_and_save``, called after every update: SIGINT is caught in the
+    main thread of a training of one process (the ranks of a distributed one would stop at
+    different updates); once it came, save the checkpoints fairseq saves mid-epoch
+    (``checkpoint_last.pt``; nothing with ``--no-save``), say how to resume, and end as Ctrl-C
+    ends a command (``KeyboardInterrupt``: status 130)."""
     from fairseq import checkpoint_utils
 
     def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):
-        _CtrlC.listen(cfg.distributed_training.distributed_world_size)
-        if not _CtrlC.requested:
+        if (
+            cfg.distributed_training.distributed_world_size == 1
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+            and not _requested.is_set()
+        ):
+            signal.signal(signal.SIGINT, _first_ctrl_c)
+        if not _requested.is_set():
             valid_losses, should_stop = original(
                 cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch
             )
-            if should_stop:
-                _CtrlC.stop_listening()
-            if should_stop or not _CtrlC.requested:
+            if should_stop and signal.getsignal(signal.SIGINT) is _first_ctrl_c:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+            if should_stop or not _requested.is_set():
                 return valid_losses, should_stop
         saved = checkpoint_utils.save_checkpoint(cfg.checkpoint, trainer, epoch_itr, None)
         last = os.path.join(cfg.checkpoint.save_dir, "checkpoint_last.pt")
