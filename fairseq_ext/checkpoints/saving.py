@@ -1,7 +1,7 @@
 """Saving checkpoints so that a kill or a full disk loses no more than the interval since the
 last complete one, and one training per ``--save-dir`` (``hold``: ``SAVE_DIR/train.lock`` names
 its pid, host and start time; a lock left by a killed run is taken over). Applied by
-``fairseq_changes.checkpoint_saving``."""
+``fairseq_changes.checkpoint_rows``."""
 
 from __future__ import annotations
 

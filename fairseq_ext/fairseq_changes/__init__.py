@@ -59,7 +59,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "allow-list",
         "torch.serialization.add_safe_globals",
-        "checkpoint_loading:allowing_fairseq_globals",
+        "checkpoint_rows:allowing_fairseq_globals",
         "called once (nothing replaced): torch's allow-list gains `argparse.Namespace` and numpy's "
         "array reconstruction, which fairseq's checkpoints pickle. Hook: torch's own",
         EVERY_TASK,
@@ -69,7 +69,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "checked-loading",
         "fairseq.checkpoint_utils.load_checkpoint_to_cpu",
-        "checkpoint_loading:guarded_loader",
+        "checkpoint_rows:guarded_loader",
         "an unreadable, foreign, non-finite or non-checkpoint file is one line; a load for a task "
         "checks `--model-overrides`, the task family and the dictionaries. No hook: a task's "
         "`load_state_dict` gets no path, config or weights",
@@ -80,7 +80,7 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "ensemble-task",
         "fairseq.checkpoint_utils.load_model_ensemble_and_task",
-        "checkpoint_loading:ensemble_loading",
+        "checkpoint_rows:ensemble_loading",
         "says which task the load is for (to `checked-loading`). No hook: fairseq hands "
         "`load_checkpoint_to_cpu` the path, not the task",
         CHECKPOINTS,
@@ -89,28 +89,28 @@ PATCHES: tuple[Patch, ...] = (
     Patch(
         "atomic-copy",
         "fairseq.file_io.PathManager.copy",
-        "checkpoint_saving:atomic_copy",
+        "checkpoint_rows:atomic_copy",
         "`checkpoint_last.pt`/`checkpoint_best.pt` are copied to a temporary name and renamed: a "
         "kill never leaves a half file. No hook: `save_checkpoint` copies in place",
     ),
     Patch(
         "save-full-disk",
         "fairseq.checkpoint_utils.torch_persistent_save",
-        "checkpoint_saving:naming_full_disk",
+        "checkpoint_rows:naming_full_disk",
         "a full disk is one line naming the last good checkpoint at once (fairseq retried three "
         "times, with a traceback). No hook: nothing of the plugin runs around the write",
     ),
     Patch(
         "save-dir-check",
         "fairseq.checkpoint_utils.verify_checkpoint_directory",
-        "checkpoint_saving:checking_save_dir",
+        "checkpoint_rows:checking_save_dir",
         "a `--save-dir` that cannot be written is one line before the first update. No hook: "
         "fairseq checks it before the task exists",
     ),
     Patch(
         "resume-newest",
         "fairseq.checkpoint_utils.load_checkpoint",
-        "checkpoint_saving:starting_safely",
+        "checkpoint_rows:starting_safely",
         "when training starts the trainer's task becomes the task the process trains. For a "
         "plugin task: one training per `--save-dir` (`train.lock`), leftovers of killed saves "
         "removed, a missing or stale `checkpoint_last.pt` replaced by the newest complete "
