@@ -34,6 +34,12 @@ def lookup(section, key: str, default=None):
     return section.get(key, default) if hasattr(section, "get") else default
 
 
+def option(cfg, group: str, name: str) -> Any:
+    """An option of a command's configuration: an ``argparse.Namespace`` (flat) or fairseq's
+    ``DictConfig`` (in groups)."""
+    return lookup(cfg if isinstance(cfg, argparse.Namespace) else lookup(cfg, group), name)
+
+
 def trained_task(state: dict) -> Optional[str]:
     name = lookup(lookup(state.get("cfg"), "task"), "_name")
     return name if name is not None else getattr(state.get("args"), "task", None)

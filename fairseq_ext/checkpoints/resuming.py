@@ -11,6 +11,7 @@ import re
 from argparse import Namespace
 from typing import Any, Optional
 
+from fairseq_ext.checkpoints.checks import option
 from fairseq_ext.checkpoints.saving import newest_complete_checkpoint
 from fairseq_ext.common.errors import FairseqExtError, note
 from fairseq_ext.common.paths import require_readable_file
@@ -22,15 +23,6 @@ FREE_ON_RESUME = frozenset(
     "attention_backend checkpoint_activations offload_activations min_params_to_wrap export "
     "init_from encoder_embed_path decoder_embed_path".split()
 )
-
-
-def option(cfg, group: str, name: str) -> Any:
-    """An option of a command's configuration: an ``argparse.Namespace`` (flat) or fairseq's
-    ``DictConfig`` (in groups)."""
-    if isinstance(cfg, Namespace):
-        return getattr(cfg, name, None)
-    section = cfg.get(group) if hasattr(cfg, "get") else getattr(cfg, group, None)
-    return None if section is None else section.get(name, None)
 
 
 def listing(folder: str) -> str:

@@ -14,8 +14,8 @@ from argparse import Namespace
 from typing import Any, Optional
 
 from fairseq_ext.checkpoints import resuming
+from fairseq_ext.checkpoints.checks import option
 from fairseq_ext.checkpoints.loading import require_file
-from fairseq_ext.checkpoints.resuming import option
 from fairseq_ext.common.errors import FairseqExtError
 from fairseq_ext.common.paths import (
     require_readable_file,
