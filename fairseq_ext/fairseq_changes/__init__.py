@@ -133,10 +133,11 @@ PATCHES: tuple[Patch, ...] = (
         "fairseq.distributed.utils.call_main",
         "preflight:checking_call_main",
         "the same for fairseq-train, -interactive (`--input`) and -validate, before a worker is "
-        "spawned; fairseq-train's start too: `--restore-file`, `--finetune-from-model`, "
-        "`--continue-once` and `--init-*-from` readable checkpoint files, no dangling "
-        "`checkpoint_last.pt`, `--seed` in range, the data folder's splits whole. No hook: "
-        "these commands build the model before they read `--input` or write `--save-dir`",
+        "spawned; fairseq-train's start too (`checkpoints.resuming`): `--restore-file`, "
+        "`--finetune-from-model`, `--continue-once` and `--init-*-from` readable checkpoint "
+        "files, no dangling `checkpoint_last.pt`, `--seed` in range, the data folder's "
+        "dictionaries and splits whole (a resume with other model options: `resume-newest`). "
+        "No hook: these commands build the model before they read `--input` or `--save-dir`",
         scoped=False,
     ),
     Patch(
