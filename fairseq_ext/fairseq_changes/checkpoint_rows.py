@@ -1,7 +1,5 @@
-"""The checkpoint rows (docs/fairseq-patches.md): ``allow-list``, ``checked-loading`` and
-``ensemble-task`` (fairseq's loaders with the checks of ``checkpoints.checks``), ``atomic-copy``,
-``save-full-disk``, ``save-dir-check`` and ``resume-newest`` (fairseq's saving and resuming with
-those of ``checkpoints.saving`` and ``checkpoints.resuming``)."""
+"""The rows about checkpoints (``allow-list`` to ``resume-newest``): fairseq's loading, saving and
+resuming with the checks of ``checkpoints.checks``, ``saving`` and ``resuming``."""
 
 from __future__ import annotations
 

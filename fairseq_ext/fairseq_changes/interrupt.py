@@ -24,11 +24,9 @@ def _first_ctrl_c(signum, frame) -> None:
 
 
 def saving_on_ctrl_c(original):
-    """``fairseq_cli.train.validate_and_save``, called after every update: SIGINT is caught in the
-    main thread of a training of one process (the ranks of a distributed one would stop at
-    different updates); once it came, save the checkpoints fairseq saves mid-epoch
-    (``checkpoint_last.pt``; nothing with ``--no-save``), say how to resume, and end as Ctrl-C
-    ends a command (``KeyboardInterrupt``: status 130)."""
+    """``fairseq_cli.train.validate_and_save``, called after every update: once SIGINT came (caught
+    in the main thread of a training of one process), save ``checkpoint_last.pt`` as fairseq does
+    mid-epoch, say how to resume, and raise ``KeyboardInterrupt`` (status 130)."""
     from fairseq import checkpoint_utils
 
     def validate_and_save(cfg, trainer, task, epoch_itr, valid_subsets, end_of_epoch):

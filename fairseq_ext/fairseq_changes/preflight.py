@@ -1,8 +1,6 @@
-"""The ``checked-paths``, ``checked-paths-generate`` and ``interactive-utf8`` rows: every path
-a command of the plugin is given, ``--seed`` and ``--model-overrides`` checked before any work
-(``check_command``); one line names the path or option, what is wrong and the fix. What
-fairseq-train starts from is ``checkpoints.resuming.check_training_start``'s; the data folder's
-checks are ``data.folder_checks``'; how a path is checked is ``common.paths``'."""
+"""The ``checked-paths``, ``checked-paths-generate`` and ``interactive-utf8`` rows: every path a
+command of the plugin is given, ``--seed`` and ``--model-overrides`` checked before any work
+(``check_command``), each problem one line naming the path or option and the fix."""
 
 from __future__ import annotations
 
