@@ -20,7 +20,7 @@ from fairseq_ext.checkpoints import (
     unsafe_globals,
 )
 from fairseq_ext.checkpoints.__main__ import main as checkpoints_main
-from fairseq_ext.checkpoints.allow_list import CorruptCheckpointError, UnsafeCheckpointError
+from fairseq_ext.checkpoints.loading import CorruptCheckpointError, UnsafeCheckpointError
 from tests.conftest import ROOT, generate_args, run, train_args
 
 NAMESPACE = "argparse.Namespace"

@@ -45,7 +45,7 @@ def test_checkpoint_families_are_the_registrys():
     """Which tasks share checkpoints comes from the registry alone: each family's tasks and
     fairseq's own that share them, every task in one family, only HI-CMLM's beyond
     ``translation``."""
-    from fairseq_ext.checkpoints.families import NON_AUTOREGRESSIVE, TASK_FAMILIES, family_of
+    from fairseq_ext.checkpoints.checks import NON_AUTOREGRESSIVE, TASK_FAMILIES, family_of
 
     assert TASK_FAMILIES == (
         frozenset({"cmlm_hybrid", "translation_lev"}),

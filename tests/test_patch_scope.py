@@ -179,8 +179,9 @@ except KeyboardInterrupt as exc:
 from fairseq.tasks import TASK_REGISTRY
 patch_scope.training(TASK_REGISTRY["translation"])
 print("training", patch_scope.serves())
-print(patch_scope.names_the_plugin(["data", "--arch", "hi_cmlm_transformer_tiny"]),
-      patch_scope.names_the_plugin(["data", "--task", "translation"]))
+from fairseq_ext.fairseq_changes import cli_help
+print(cli_help.help_served(None, ["data", "--arch", "hi_cmlm_transformer_tiny"]),
+      cli_help.help_served(None, ["data", "--task", "translation"]))
 """
 
 

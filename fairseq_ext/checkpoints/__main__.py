@@ -15,8 +15,7 @@ from fairseq_ext.fairseq_changes import quiet
 if __name__ == "__main__":  # before the imports below import fairseq
     quiet.hush_command(sys.argv[1:])
 
-from fairseq_ext.checkpoints.allow_list import pickled_globals, unsafe_globals  # noqa: E402
-from fairseq_ext.checkpoints.exporting import export_weights  # noqa: E402
+from fairseq_ext.checkpoints.loading import export_weights, pickled_globals, unsafe_globals  # noqa: E402
 from fairseq_ext.common.errors import note  # noqa: E402
 from fairseq_ext.fairseq_changes.one_line_errors import install_cli_excepthook  # noqa: E402
 

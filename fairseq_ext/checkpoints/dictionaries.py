@@ -1,15 +1,7 @@
-"""The dictionaries a checkpoint records: the symbols of its task's source and target
-dictionaries, in order.
-
-fairseq compares a checkpoint with the data only through the embedding shapes: data binarized
-with a dictionary of the same size but another order (``fairseq-preprocess`` without
-``--srcdict`` on a corpus that covers every piece) loads without a word and decodes garbage.
-So the plugin's tasks add the symbols to their ``state_dict()``, which fairseq's trainer saves
-as the checkpoint's ``task_state`` (``with_dictionaries``), and every load for a task compares
-them with the task's (``checks.check_dictionaries``). Checkpoints saved before the record moved
-into ``task_state`` hold it at the top level (``RECORD_KEY``); ``recorded_dictionaries`` reads
-both. Checkpoints without any record keep the size check of ``shapes``.
-"""
+"""The dictionaries a checkpoint records (the symbols of its task's source and target
+dictionaries, in order, in its ``task_state``; older checkpoints at the top level), which every
+load for a task compares with the task's: fairseq compares only the embedding shapes
+(docs/fairseq-patches.md). And the check of a ``dict.*.txt`` file."""
 
 from __future__ import annotations
 
@@ -23,7 +15,7 @@ RECORD_KEY = "dictionaries"
 
 
 def task_dictionaries(task) -> Iterable[tuple[str, Any]]:
-    """``(side, dictionary)`` of the task's source and target dictionaries that it has."""
+    """``(side, dictionary)`` of the source and target dictionaries the task has."""
     for side, attribute in (("source", "source_dictionary"), ("target", "target_dictionary")):
         try:
             dictionary = getattr(task, attribute)
@@ -33,20 +25,15 @@ def task_dictionaries(task) -> Iterable[tuple[str, Any]]:
             yield side, dictionary
 
 
-def record_dictionaries(task) -> dict[str, list[str]]:
-    """``{side: symbols}`` of the task's source and target dictionaries, for the checkpoint."""
-    return {side: list(dictionary.symbols) for side, dictionary in task_dictionaries(task)}
-
-
 def with_dictionaries(task_state: dict, task) -> dict:
-    """``task_state`` (what ``FairseqTask.state_dict`` returns) plus the task's dictionaries: what
-    a task of the plugin returns from ``state_dict()``."""
-    return {**task_state, RECORD_KEY: record_dictionaries(task)}
+    """``task_state`` (``FairseqTask.state_dict()``) with ``{side: symbols}`` of the task's
+    dictionaries: what a task of the plugin returns from ``state_dict()``."""
+    symbols = {side: list(d.symbols) for side, d in task_dictionaries(task)}
+    return {**task_state, RECORD_KEY: symbols}
 
 
 def recorded_dictionaries(state: dict) -> Optional[dict[str, list[str]]]:
-    """The dictionaries a loaded checkpoint records: in its ``task_state``, or (checkpoints saved
-    before the record moved there) at its top level; None without a record."""
+    """The dictionaries a loaded checkpoint records (``task_state``, or the top level), or None."""
     task_state = state.get("task_state")
     recorded = task_state.get(RECORD_KEY) if hasattr(task_state, "get") else None
     return recorded or state.get(RECORD_KEY) or None
@@ -58,13 +45,9 @@ OVERWRITE = "#fairseq:overwrite"
 
 
 def refuse_malformed_dictionary(path: str) -> None:
-    """A dictionary file (``dict.*.txt``) as fairseq's ``Dictionary.add_from_file`` reads it:
-    every line ``<token> <count>`` (optionally ``#fairseq:overwrite``), the count a whole number,
-    the text UTF-8, no token twice (nor one of ``FAIRSEQ_SYMBOLS``) unless marked
-    ``#fairseq:overwrite``. fairseq stops on the first bad line with a traceback (a
-    ``RuntimeError`` or ``ValueError``); here the file, the line and the fix are one
-    ``FairseqExtError``. Used by the commands' pre-flight, the Python API (both through
-    ``data.folder_checks.check_data_folder``) and the data scripts (``main``)."""
+    """A dictionary file as fairseq's ``Dictionary.add_from_file`` reads it: UTF-8 lines
+    ``<token> <count> [#fairseq:overwrite]``, no token twice (nor one of ``FAIRSEQ_SYMBOLS``)
+    unless marked ``#fairseq:overwrite``; the first bad line is one line, not a traceback."""
     fix = (
         "use the dict.*.txt fairseq-preprocess wrote, or rebuild it with fairseq-preprocess "
         "(without --srcdict)"
@@ -107,10 +90,8 @@ def refuse_malformed_dictionary(path: str) -> None:
 
 
 def main(paths: list[str]) -> int:
-    """Each dictionary file of ``paths`` checked (``refuse_cut_dictionary``,
-    ``refuse_malformed_dictionary``) before a data script hands it to ``fairseq-preprocess
-    --srcdict`` (``data_prep/common.sh``, ``sentence_prediction_data.py``); one line on stderr
-    and 1 for the first bad one, else 0."""
+    """Each dictionary file of ``paths`` checked before a data script hands it to
+    ``fairseq-preprocess --srcdict``: one line on stderr and 1 for the first bad one, else 0."""
     for path in paths:
         try:
             refuse_cut_dictionary(path)

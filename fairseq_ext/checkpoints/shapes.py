@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Sequence, Union
 
@@ -23,18 +24,10 @@ DICTIONARY_FIX = (
 
 
 def _differences(checkpoint: Sequence[str], data: Sequence[str], shown: int = 3) -> str:
-    diffs = [
-        i
-        for i in range(max(len(checkpoint), len(data)))
-        if i >= len(checkpoint) or i >= len(data) or checkpoint[i] != data[i]
-    ][:shown]
-
-    def at(symbols, i):
-        return repr(symbols[i]) if i < len(symbols) else "nothing"
-
+    pairs = itertools.zip_longest(map(repr, checkpoint), map(repr, data), fillvalue="nothing")
+    diffs = [(i, a, b) for i, (a, b) in enumerate(pairs) if a != b][:shown]
     return "; ".join(
-        f"entry {i} is {at(checkpoint, i)} in the checkpoint's, {at(data, i)} in the data's"
-        for i in diffs
+        f"entry {i} is {a} in the checkpoint's, {b} in the data's" for i, a, b in diffs
     )
 
 
@@ -66,15 +59,6 @@ def dictionary_mismatch(
     )
 
 
-def _side(name: str) -> str:
-    return "target" if name.startswith(_TARGET_SIDE) or ".decoder." in name else "source"
-
-
-def _dimension_option(name: str, what: str) -> str:
-    stack = "decoder" if name.startswith("decoder.") else "encoder"
-    return f"--{stack}-{what}"
-
-
 def check_state_dict_shapes(
     model: torch.nn.Module,
     state_dict: dict,
@@ -96,40 +80,33 @@ def check_state_dict_shapes(
             return 2
         return 0 if value.shape[1:] != mine.shape[1:] else 1
 
-    for name, value, mine in sorted(differing, key=vocabulary_first):
-        shapes = (
-            f"the checkpoint's {name} has shape {tuple(value.shape)}, "
-            f"this model's {tuple(mine.shape)}"
-        )
-        if name.endswith(_VOCAB_PARAMS):
-            if value.shape[1:] != mine.shape[1:]:
-                option = _dimension_option(name, "embed-dim")
-                raise FairseqExtError(
-                    f"{option} differs from the checkpoint's ({shapes}); use the --arch and "
-                    f"{option} the checkpoint was trained with"
-                )
-            raise dictionary_mismatch(
-                _side(name),
-                int(value.shape[0]),
-                int(mine.shape[0]),
-                rows_of=name,
-                hint=dictionary_hint,
-            )
-        for suffix, option in shape_options:
-            if name.endswith(suffix):
-                raise FairseqExtError(
-                    f"{option} differs from the checkpoint's ({shapes}); use the {option} the "
-                    "checkpoint was trained with"
-                )
-        if name.endswith(("fc1.weight", "fc1.bias", "fc2.weight")) and value.dim() >= 1:
-            option = _dimension_option(name, "ffn-embed-dim")
-            raise FairseqExtError(
-                f"{option} (or the embedding dimension) differs from the checkpoint's ({shapes}); "
-                f"use the --arch and {option} the checkpoint was trained with"
-            )
+    if not differing:
+        return
+    name, value, mine = min(differing, key=vocabulary_first)
+    shapes = (
+        f"the checkpoint's {name} has shape {tuple(value.shape)}, this model's {tuple(mine.shape)}"
+    )
+    stack = "decoder" if name.startswith("decoder.") else "encoder"
+    named = [option for suffix, option in shape_options if name.endswith(suffix)]
+    if name.endswith(_VOCAB_PARAMS) and value.shape[1:] == mine.shape[1:]:
+        side = "target" if name.startswith(_TARGET_SIDE) or ".decoder." in name else "source"
+        rows = (int(value.shape[0]), int(mine.shape[0]))
+        raise dictionary_mismatch(side, *rows, rows_of=name, hint=dictionary_hint)
+    if name.endswith(_VOCAB_PARAMS):
+        said, use = f"--{stack}-embed-dim", f"--arch and --{stack}-embed-dim"
+    elif named:
+        said = use = named[0]
+    elif name.endswith(("fc1.weight", "fc1.bias", "fc2.weight")) and value.dim() >= 1:
+        said = f"--{stack}-ffn-embed-dim (or the embedding dimension)"
+        use = f"--arch and --{stack}-ffn-embed-dim"
+    else:
         raise FairseqExtError(
             f"{shapes}; use the --arch and size options the checkpoint was trained with"
         )
+    raise FairseqExtError(
+        f"{said} differs from the checkpoint's ({shapes}); use the {use} the checkpoint was "
+        "trained with"
+    )
 
 
 def _key_list(text: str, kind: str) -> str:

@@ -10,6 +10,7 @@ from typing import NamedTuple, Optional
 import torch
 from torch import nn
 
+from fairseq_ext.checkpoints.checks import lookup
 from fairseq_ext.common.errors import require
 
 logger = logging.getLogger(__name__)
@@ -27,21 +28,12 @@ def load_start_checkpoint(path: str) -> StartCheckpoint:
 
     state = checkpoint_utils.load_checkpoint_to_cpu(path)
     cfg = state.get("cfg") or {}
-    options = cfg.get("model") if hasattr(cfg, "get") else None
-    if options is None:
-        options = state.get("args")
-    options = (
-        vars(options)
-        if isinstance(options, Namespace)
-        else dict(options)
-        if options is not None
-        else {}
+    options = lookup(cfg, "model")
+    options = options if options is not None else state.get("args")
+    options = vars(options) if isinstance(options, Namespace) else dict(options or {})
+    return StartCheckpoint(
+        state["model"], options, lookup(lookup(cfg, "task"), "data") or options.get("data")
     )
-    task = cfg.get("task") if hasattr(cfg, "get") else None
-    data = (
-        task.get("data") if hasattr(task, "get") else getattr(task, "data", None)
-    ) or options.get("data")
-    return StartCheckpoint(state["model"], options, data)
 
 
 def copy_weights(module: nn.Module, weights: dict, option: str, fix: str) -> list[str]:

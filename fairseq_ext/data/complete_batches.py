@@ -6,11 +6,9 @@ model's positions or ``--max-tokens`` is one clear error (unless fairseq is told
 from __future__ import annotations
 
 import os
-import signal
 from typing import Optional
 
 import numpy as np
-import torch.utils.data
 from fairseq.data import BaseWrapperDataset, FairseqDataset
 
 from fairseq_ext.common.errors import FairseqExtError
@@ -43,10 +41,6 @@ class CompleteBatchesDataset(BaseWrapperDataset):
     def __hash__(self):
         return hash((self.dataset, self.skip_oversized))
 
-    def __getitem__(self, index):
-        ignore_ctrl_c_in_worker()
-        return self.dataset[index]
-
     def filter_indices_by_size(self, indices, max_sizes):
         kept, ignored = self.dataset.filter_indices_by_size(indices, max_sizes)
         if len(ignored) and not self.skip_oversized:
@@ -76,17 +70,6 @@ class CompleteBatchesDataset(BaseWrapperDataset):
         if covered < len(indices):
             batches.append(np.asarray(indices[covered:], dtype=np.int64))
         return batches
-
-
-def ignore_ctrl_c_in_worker() -> None:
-    """In a DataLoader worker process, SIGINT ignored. Ctrl-C reaches the whole process group:
-    a worker it ends first can make the main process fail with ``DataLoader worker ... exited
-    unexpectedly`` instead of ending quietly; the main process stops its workers itself."""
-    if (
-        torch.utils.data.get_worker_info() is not None
-        and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN
-    ):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _indexed_file(dataset) -> Optional[tuple[str, int]]:

@@ -1,6 +1,5 @@
 """The ``help-after-options`` row: ``--help`` printed after the options of ``--task``, ``--arch``
-and
-``--criterion`` are added (fairseq 0.12 answers it in its first pass, before them), and a
+and ``--criterion`` are added (fairseq 0.12 answers it in its first pass, before them), and a
 registry option naming nothing registered answered with one line and the closest name."""
 
 from __future__ import annotations
@@ -13,12 +12,10 @@ from typing import Iterator, Optional
 
 from fairseq.models import ARCH_CONFIG_REGISTRY, ARCH_MODEL_REGISTRY
 
+from fairseq_ext.fairseq_changes import patch_scope
+
 HELP = ("-h", "--help")
-REGISTRY_OPTIONS = (
-    "--task",
-    "--arch",
-    "--criterion",
-)  # fairseq's options whose choices are registered names
+REGISTRY_OPTIONS = ("--task", "--arch", "--criterion")  # their choices are registered names
 
 
 def _registries() -> dict:
@@ -45,11 +42,15 @@ def _given(argv: Optional[list[str]]) -> dict[str, Optional[str]]:
     return {option: getattr(found, option[2:]) for option in REGISTRY_OPTIONS}
 
 
-def names_an_unknown_choice(argv: Optional[list[str]] = None) -> bool:
-    """Whether a command line gives ``--task``, ``--arch`` or ``--criterion`` a name nothing
-    registered."""
+def help_served(parser=None, input_args=None, *args, **kwargs) -> bool:
+    """Whether the options ``parse_args_and_arch`` is given (``input_args``; None: the process's)
+    name a ``--task``, ``--arch`` or ``--criterion`` of the plugin, or one nothing registered
+    (``--help`` is answered before any task exists)."""
     registries = _registries()
-    return any(v is not None and v not in registries[option] for option, v in _given(argv).items())
+    given = [(registries[o], v) for o, v in _given(input_args).items() if v is not None]
+    return patch_scope.all_tasks() or any(
+        v not in registry or patch_scope.defined_by_plugin(registry[v]) for registry, v in given
+    )
 
 
 def _choice_message(error: argparse.ArgumentError, argv: Optional[list[str]]) -> Optional[str]:
@@ -69,9 +70,7 @@ def _choice_message(error: argparse.ArgumentError, argv: Optional[list[str]]) ->
 
 
 @contextlib.contextmanager
-def one_line_choice_errors(
-    parser: argparse.ArgumentParser, argv: Optional[list[str]]
-) -> Iterator[None]:
+def one_line_choice_errors(parser: argparse.ArgumentParser, argv: list[str]) -> Iterator[None]:
     """While fairseq parses with ``parser``: an unknown ``--task``, ``--arch`` or ``--criterion``
     is one line and exit status 2; every other error is argparse's own."""
     before = parser.exit_on_error
@@ -88,27 +87,23 @@ def one_line_choice_errors(
         parser.exit_on_error = before
 
 
-def _architecture_defaults(argv: list[str]) -> dict:
-    """The values ``--arch``'s function gives the model options left unset, then its model's
-    dataclass defaults (fairseq's order)."""
-    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
-    finder.add_argument("--arch", "-a")
-    arch = finder.parse_known_args(argv)[0].arch
-    if arch not in ARCH_CONFIG_REGISTRY:
-        return {}
-    args = argparse.Namespace()
-    ARCH_CONFIG_REGISTRY[arch](args)
-    config = getattr(ARCH_MODEL_REGISTRY[arch], "__dataclass", None)
-    defaults = {**(vars(config()) if config is not None else {}), **vars(args)}
-    return {k: v for k, v in defaults.items() if not (isinstance(v, str) and v.startswith("${"))}
-
-
 def _print_help(parser: argparse.ArgumentParser, argv: list[str]) -> None:
-    defaults = _architecture_defaults(argv)
-    # a model's options carry no default (fairseq's SUPPRESS): the architecture sets them
-    parser.set_defaults(
-        **{k: v for k, v in defaults.items() if parser.get_default(k) is argparse.SUPPRESS}
-    )
+    """The help with defaults, a model's options showing what ``--arch``'s function and its
+    model's dataclass give them (fairseq's order; fairseq leaves them SUPPRESS)."""
+    arch = _given(argv)["--arch"]
+    if arch in ARCH_CONFIG_REGISTRY:
+        args = argparse.Namespace()
+        ARCH_CONFIG_REGISTRY[arch](args)
+        config = getattr(ARCH_MODEL_REGISTRY[arch], "__dataclass", None)
+        defaults = {**(vars(config()) if config is not None else {}), **vars(args)}
+        parser.set_defaults(
+            **{
+                k: v
+                for k, v in defaults.items()
+                if not (isinstance(v, str) and v.startswith("${"))
+                and parser.get_default(k) is argparse.SUPPRESS
+            }
+        )
     parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
     parser.print_help()
 
@@ -169,8 +164,8 @@ def missing_arch(task: Optional[str]) -> str:
 
 
 def _print_help_without_arch(parser: argparse.ArgumentParser, argv: list[str]) -> None:
-    """The help of a command without ``--arch``: the options of its task and criterion (which
-    fairseq's second pass would add), a line saying that ``--arch`` adds the model's."""
+    """The options of the task and criterion (which fairseq's second pass would add), and a line
+    saying that ``--arch`` adds the model's."""
     from fairseq.tasks import TASK_REGISTRY
 
     args, _ = parser.parse_known_args(argv)

@@ -22,8 +22,6 @@ class OutputInUseError(FairseqExtError):
 
 def process_alive(pid: int) -> bool:
     """Whether process ``pid`` of this host is running (another user's counts)."""
-    if pid == os.getpid():
-        return True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -34,9 +32,7 @@ def process_alive(pid: int) -> bool:
 
 
 class LockRecord(NamedTuple):
-    """What a lock file says about its holder: ``pid``, ``host`` and ``started`` (UTC), as
-    ``take_lock`` writes them on one line; ``host`` and ``started`` are empty in a record that
-    names the pid alone."""
+    """A lock file's line: ``pid``, ``host`` and ``started`` (UTC; the last two may be empty)."""
 
     pid: str
     host: str
@@ -52,8 +48,7 @@ def read_record(lock_path: str) -> Optional[LockRecord]:
         return None
     if not fields or not fields[0].isdigit():
         return None
-    fields += [""] * (3 - len(fields))
-    return LockRecord(*fields)
+    return LockRecord(*fields, *[""] * (3 - len(fields)))
 
 
 def describe(record: Optional[LockRecord]) -> str:
@@ -66,7 +61,7 @@ def describe(record: Optional[LockRecord]) -> str:
             with open(f"/proc/{record.pid}/cmdline", "rb") as f:
                 command = f.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
         except OSError:
-            command = ""
+            pass
     where = f" on {record.host}" if record.host else ""
     started = f", started {record.started}" if record.started else ""
     return f"process {record.pid}" + (f" ({command[:120]})" if command else "") + where + started
@@ -77,11 +72,10 @@ def _holder(lock_path: str) -> str:
 
 
 def take_lock(lock_path: str, refused: Callable[[], Exception]) -> tuple[int, Optional[LockRecord]]:
-    """An exclusive ``flock`` on ``lock_path`` (created if missing), with this process's pid, host
-    and start time written in it; ``refused()`` is raised while another process holds it. The
-    kernel releases the lock when its holder ends, however it ends. Returns the open descriptor
-    and the record found in the file before ours: a holder that ended without removing it (a
-    kill), or None."""
+    """An exclusive ``flock`` on ``lock_path`` (created if missing; released by the kernel when
+    its holder ends, however it ends) with this process's record written in it; ``refused()`` is
+    raised while another process holds it. Returns the descriptor and the record found before
+    ours (a holder killed before it removed the file), or None."""
     while True:
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -93,26 +87,34 @@ def take_lock(lock_path: str, refused: Callable[[], Exception]) -> tuple[int, Op
             same = os.fstat(fd).st_ino == os.stat(lock_path).st_ino
         except FileNotFoundError:  # the previous holder removed it after we opened it
             same = False
-        if same:
-            try:
-                previous = read_record(lock_path)
-                os.ftruncate(fd, 0)
-                started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
-                os.write(fd, f"{os.getpid()} {socket.gethostname()} {started}\n".encode())
-            except BaseException:  # a full disk: the caller says so
-                os.close(fd)
-                raise
-            return fd, previous
-        os.close(fd)
+        if not same:
+            os.close(fd)
+            continue
+        try:
+            previous = read_record(lock_path)
+            os.ftruncate(fd, 0)
+            started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+            os.write(fd, f"{os.getpid()} {socket.gethostname()} {started}\n".encode())
+        except BaseException:  # a full disk: the caller says so
+            os.close(fd)
+            raise
+        return fd, previous
 
 
 def release_lock(lock_path: str, fd: int) -> None:
     """Remove ``lock_path`` and let go of the lock ``take_lock`` gave as ``fd``."""
+    _remove(lock_path)
+    os.close(fd)
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+        return
     try:
-        os.remove(lock_path)
+        os.remove(path)
     except FileNotFoundError:
         pass
-    os.close(fd)
 
 
 class _ExclusiveTarget:
@@ -121,52 +123,33 @@ class _ExclusiveTarget:
     it and says why."""
 
     def __init__(self, path, option: str):
-        self.path = os.fspath(path)
+        self.path, self.option = os.fspath(path), option
         self.lock_path = self.path + ".lock"
         self.partial = f"{self.path}.partial-{os.getpid()}"
-        self.option = option
-        try:
-            self._lock_fd = self._acquire(option)
-        except OSError as exc:
-            if full_disk(exc):
-                self._remove(self.lock_path)
-                raise self._no_space() from None
-            raise
-        try:
-            for leftover in glob.glob(glob.escape(self.path) + ".partial-*"):
-                self._remove(leftover)  # we hold the lock: whoever wrote it is gone
-        except BaseException:
-            self._release()
-            raise
 
-    def _acquire(self, option: str) -> int:
         def refused() -> OutputInUseError:
             return OutputInUseError(
                 f"{self.path} is being written by {_holder(self.lock_path)}; wait for it to end "
                 f"or give another {option}"
             )
 
-        return take_lock(self.lock_path, refused)[0]
-
-    @staticmethod
-    def _remove(path: str) -> None:
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, ignore_errors=True)
-            return
         try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
-
-    def _release(self) -> None:
-        release_lock(self.lock_path, self._lock_fd)
+            self._lock_fd = take_lock(self.lock_path, refused)[0]
+        except OSError as exc:
+            if full_disk(exc):
+                _remove(self.lock_path)
+                raise self._no_space() from None
+            raise
+        try:
+            for leftover in glob.glob(glob.escape(self.path) + ".partial-*"):
+                _remove(leftover)  # we hold the lock: whoever wrote it is gone
+        except BaseException:
+            release_lock(self.lock_path, self._lock_fd)
+            raise
 
     def _no_space(self) -> NoSpaceError:
-        kept = (
-            f"the earlier complete {self.path} is kept"
-            if os.path.exists(self.path)
-            else "nothing was kept"
-        )
+        exists = os.path.exists(self.path)
+        kept = f"the earlier complete {self.path} is kept" if exists else "nothing was kept"
         return NoSpaceError(
             f"no space left on the device while writing {self.path}; {kept}. Free space there "
             f"(or give another {self.option}) and run the same command again"
@@ -175,24 +158,23 @@ class _ExclusiveTarget:
     def finish(
         self, written: str, failure: Optional[BaseException], raised: Optional[BaseException]
     ) -> None:
-        """Move ``written`` (the complete text) to ``path`` when there is no ``failure``; else
-        remove
-        the partial text, and raise the full disk as one line, or ``failure`` where it is not
-        ``raised`` (the exception already under way). The lock is released either way."""
+        """Without ``failure``, move ``written`` (the complete text) to ``path``; else remove the
+        partial text and raise a full disk as one line, or ``failure`` where it is not ``raised``
+        (the exception already under way). The lock is released either way."""
         try:
             if failure is None:
                 if os.path.exists(self.path):
                     note(f"replaced the earlier {self.path}")
                 os.replace(written, self.path)
-                self._remove(self.partial)  # the folder ``written`` was in, if any
+                _remove(self.partial)  # the folder ``written`` was in, if any
                 return
-            self._remove(self.partial)
+            _remove(self.partial)
             if full_disk(failure):
                 raise self._no_space() from None
             if failure is not raised:
                 raise failure
         finally:
-            self._release()
+            release_lock(self.lock_path, self._lock_fd)
 
 
 class exclusive_output(_ExclusiveTarget):  # noqa: N801  (used like open())
@@ -204,7 +186,7 @@ class exclusive_output(_ExclusiveTarget):  # noqa: N801  (used like open())
         try:
             self.file: IO = open(self.partial, mode, *args, **kwargs)
         except BaseException:
-            self._release()
+            release_lock(self.lock_path, self._lock_fd)
             raise
 
     def __enter__(self) -> IO:
@@ -220,12 +202,9 @@ class exclusive_output(_ExclusiveTarget):  # noqa: N801  (used like open())
 
 
 def generating_exclusively(main, cfg):
-    """``fairseq_cli.generate.main(cfg)`` with a ``--results-path``: its file
-    (``generate-SUBSET.txt``) written as ``exclusive_output`` writes. fairseq-generate opens the
-    file
-    itself, so its ``--results-path`` is, for the run, a folder of its own
-    (``DIR/generate-SUBSET.txt.partial-<pid>``), whose file is moved into place when the run ends
-    without an error."""
+    """``fairseq_cli.generate.main(cfg)`` whose ``--results-path`` file (``generate-SUBSET.txt``)
+    is written as ``exclusive_output`` writes: fairseq-generate opens the file itself, so its
+    ``--results-path`` is, for the run, a folder of its own (``FILE.partial-<pid>``)."""
     from fairseq.dataclass.utils import convert_namespace_to_omegaconf
     from omegaconf import DictConfig
 

@@ -5,7 +5,6 @@ line; every task with ``FAIRSEQ_EXT_PATCH_ALL=1``; the call itself where no task
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import contextvars
 import os
@@ -13,10 +12,8 @@ from typing import Any, Iterator, Optional
 
 ALL_TASKS = "FAIRSEQ_EXT_PATCH_ALL"  # "1": the changes serve fairseq's own tasks too
 SWITCH = "FAIRSEQ_EXT_PATCHES"  # "off": install() changes nothing; "off:NAME,NAME": not those
-PLUGIN_PACKAGE = "fairseq_ext."
-TASK_MARK = (
-    "fairseq_ext_task"  # the attribute an exception leaving a command gets: the command's task
-)
+TASK_MARK = "fairseq_ext_task"  # the attribute an exception leaving a command gets: its task
+YES = ("1", "on", "true", "yes")
 
 _COMMAND_TASK: contextvars.ContextVar[Optional[Any]] = contextvars.ContextVar(
     "fairseq_ext_command_task", default=None
@@ -25,7 +22,7 @@ _TRAINED: list[Any] = []  # the task this process trains (one entry), from the s
 
 
 def all_tasks() -> bool:
-    return os.environ.get(ALL_TASKS, "").strip().lower() in ("1", "on", "true", "yes")
+    return os.environ.get(ALL_TASKS, "").strip().lower() in YES
 
 
 def patch_off(name: str) -> bool:
@@ -37,9 +34,10 @@ def patch_off(name: str) -> bool:
     return value.startswith("off:") and name in {n.strip() for n in value[4:].split(",")}
 
 
-def _is_plugins(registered: Any) -> bool:
+def defined_by_plugin(registered: Any) -> bool:
+    """Whether a registered class (or an instance of it) is defined under ``fairseq_ext.``."""
     cls = registered if isinstance(registered, type) else type(registered)
-    return registered is not None and cls.__module__.startswith(PLUGIN_PACKAGE)
+    return registered is not None and cls.__module__.startswith("fairseq_ext.")
 
 
 def is_plugin_task(task: Any) -> bool:
@@ -48,7 +46,7 @@ def is_plugin_task(task: Any) -> bool:
         from fairseq.tasks import TASK_REGISTRY
 
         task = TASK_REGISTRY.get(task)
-    return _is_plugins(task)
+    return defined_by_plugin(task)
 
 
 def task_of_cfg(cfg: Any) -> Optional[str]:
@@ -58,19 +56,13 @@ def task_of_cfg(cfg: Any) -> Optional[str]:
     return task if isinstance(task, str) or task is None else getattr(task, "_name", None)
 
 
-def task_at_hand() -> Optional[Any]:
-    """The task of the command under way, else the task this process trains (None: neither)."""
-    command = _COMMAND_TASK.get()
-    if command is not None:
-        return command
-    return _TRAINED[0] if _TRAINED else None
-
-
 def serves(task: Any = None) -> bool:
-    """Whether a change serves a call for ``task`` (None: the call has none; module docstring)."""
+    """Whether a change serves a call for ``task`` (None: the command's task, else the trained
+    one, else the call itself; module docstring)."""
     if all_tasks():
         return True
-    task = task if task is not None else task_at_hand()
+    task = task if task is not None else _COMMAND_TASK.get()
+    task = task if task is not None else (_TRAINED or [None])[0]
     return True if task is None else is_plugin_task(task)
 
 
@@ -100,9 +92,8 @@ def training(task: Any) -> None:
 
 
 class ForTask:
-    """A command's ``main`` that runs under ``serving(task)``: what ``call_main`` hands fairseq, so
-    that a rank fairseq spawns (a new process, ``torch.multiprocessing.spawn`` pickles ``main``)
-    knows its task too."""
+    """A command's ``main`` run under ``serving(task)``: what ``call_main`` hands fairseq, so that
+    a rank fairseq spawns (``torch.multiprocessing.spawn`` pickles ``main``) knows its task."""
 
     def __init__(self, main, task: Optional[str]):
         self.main, self.task = main, task
@@ -110,30 +101,3 @@ class ForTask:
     def __call__(self, *args, **kwargs):
         with serving(self.task):
             return self.main(*args, **kwargs)
-
-
-def names_the_plugin(input_args: Optional[list[str]] = None) -> bool:
-    """Whether the options that fairseq's ``parse_args_and_arch`` is given to parse (``input_args``;
-    None: argparse's own default, the process's arguments) name a ``--task``, ``--arch`` or
-    ``--criterion`` of the plugin (or ``FAIRSEQ_EXT_PATCH_ALL=1``). For ``--help``, which is
-    answered before any configuration or task exists."""
-    from fairseq.criterions import CRITERION_REGISTRY
-    from fairseq.models import ARCH_MODEL_REGISTRY
-
-    finder = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    for flags in (("--task",), ("--arch", "-a"), ("--criterion",)):
-        finder.add_argument(*flags)
-    try:
-        found = finder.parse_known_args(
-            None if input_args is None else [str(a) for a in input_args]
-        )[0]
-    except (
-        argparse.ArgumentError
-    ):  # e.g. "--task" without its value: fairseq's own parser answers that
-        return False
-    return (
-        all_tasks()
-        or is_plugin_task(found.task)
-        or _is_plugins(ARCH_MODEL_REGISTRY.get(found.arch))
-        or _is_plugins(CRITERION_REGISTRY.get(found.criterion))
-    )

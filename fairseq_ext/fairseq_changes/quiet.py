@@ -9,21 +9,16 @@ import functools
 import logging
 import os
 import warnings
-from typing import Optional
 
 from fairseq_ext.fairseq_changes import patch_scope
+from fairseq_ext.fairseq_changes.patch_scope import YES
 
 LOGGERS = ("fairseq", "fairseq_cli", "hydra")
-PROGRESS = (
-    "fairseq.logging.progress_bar"  # logs as train_inner, train, valid (fairseq's rename_logger)
-)
+PROGRESS = "fairseq.logging.progress_bar"  # logs as train_inner, train, valid
 RESULTS = {  # logger: the start of each INFO message kept
     "fairseq_cli.train": ("num. shared model params", "done training", "early stop"),
     "fairseq.trainer": ("Loaded checkpoint",),
-    "fairseq.checkpoint_utils": (
-        "Saved checkpoint",
-        "loading pretrained model from",
-    ),  # --finetune-from-model
+    "fairseq.checkpoint_utils": ("Saved checkpoint", "loading pretrained model from"),
     "fairseq_cli.generate": ("Translated ",),
     "fairseq_cli.interactive": ("Type the input", "Total time"),
 }
@@ -45,20 +40,11 @@ VERBOSE_HELP = (
 _chosen: list[bool] = []  # the verbose of the last hush(): --verbose parsed, the hub's verbose=
 
 
-class _KeepResults(logging.Filter):
+def _keep_results(record: logging.LogRecord) -> bool:
     """Below WARNING, only the messages ``RESULTS`` names for the record's logger."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return record.levelno >= logging.WARNING or record.getMessage().startswith(
-            RESULTS.get(record.name, ())
-        )
-
-
-KEEP_RESULTS = _KeepResults()
-
-
-def _ours(entry: tuple) -> bool:
-    return entry[1] is not None and entry[1].pattern in NOISE
+    return record.levelno >= logging.WARNING or record.getMessage().startswith(
+        RESULTS.get(record.name, ())
+    )
 
 
 def hush(verbose: bool = False) -> None:
@@ -68,16 +54,15 @@ def hush(verbose: bool = False) -> None:
     _chosen[:] = [verbose]
     for name in LOGGERS:
         logging.getLogger(name).setLevel(logging.NOTSET if verbose else logging.WARNING)
-    kept = (
-        logging.NOTSET if verbose else max(logging.INFO, logging.getLogger().level)
-    )  # LOGLEVEL=WARNING holds
+    # LOGLEVEL=WARNING holds
+    kept = logging.NOTSET if verbose else max(logging.INFO, logging.getLogger().level)
     for name in (PROGRESS, *RESULTS):
         logger = logging.getLogger(name)
         logger.setLevel(kept)
-        logger.removeFilter(KEEP_RESULTS)
+        logger.removeFilter(_keep_results)
         if not verbose and name in RESULTS:
-            logger.addFilter(KEEP_RESULTS)
-    warnings.filters[:] = [entry for entry in warnings.filters if not _ours(entry)]
+            logger.addFilter(_keep_results)
+    warnings.filters[:] = [f for f in warnings.filters if f[1] is None or f[1].pattern not in NOISE]
     if not verbose:
         for message in NOISE:
             warnings.filterwarnings("ignore", message=message)
@@ -86,18 +71,7 @@ def hush(verbose: bool = False) -> None:
 def verbose_asked() -> bool:
     """Whether the last ``hush()`` of this process was ``hush(True)`` (``--verbose``, the hub's
     ``verbose=True``) or ``FAIRSEQ_EXT_VERBOSE=1`` is set."""
-    return (_chosen or [False])[-1] or os.environ.get(VERBOSE_ENV, "").strip().lower() in (
-        "1",
-        "on",
-        "true",
-        "yes",
-    )
-
-
-def _task_name(cfg) -> Optional[str]:
-    """The task that ``fairseq.tasks.setup_task`` is given: a name, or a config's ``_name``."""
-    name = getattr(cfg, "task", None)
-    return name if isinstance(name, str) else getattr(cfg, "_name", None)
+    return (_chosen or [False])[-1] or os.environ.get(VERBOSE_ENV, "").strip().lower() in YES
 
 
 def quiet_commands(parse_args_and_arch):
@@ -130,7 +104,10 @@ def quiet_setup(setup_task):
 
 
 def setup_served(cfg, **kwargs) -> bool:
-    return patch_scope.serves(_task_name(cfg))
+    """Whether ``setup_task(cfg)`` serves: ``cfg`` is a task's config (its ``_name``) or a
+    command's (its ``task``)."""
+    name = getattr(cfg, "task", None)
+    return patch_scope.serves(name if isinstance(name, str) else getattr(cfg, "_name", None))
 
 
 def hush_command(argv: list[str]) -> None:
