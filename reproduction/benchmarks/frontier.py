@@ -576,16 +576,20 @@ def cost(rows: list[dict], bsz: int) -> str | None:
     )
     rate = max(r["gflop_per_s"] for r in ours)
     budget = rate * 1000 / peer["sentences_per_s"]
+    fewest = min(_decoder_runs(r["setting"]) for r in ours)
+    fewest_bleu = max(r["bleu"] for r in ours if _decoder_runs(r["setting"]) == fewest)
     return (
         f"cost at batch {bsz}: the best mask-predict setting runs the whole decoder "
         f"{_decoder_runs(best['setting'])} times a sentence (passes x length beam), "
         f"{best['mflop_per_sentence']:,.0f} MFLOP at {best['gflop_per_s']:.1f} GFLOP/s; "
-        f"CTranslate2's int8 greedy decoding of the teacher one cached slot a step, "
-        f"{peer['mflop_per_sentence']:,.0f} MFLOP at {peer['gflop_per_s']:.1f} GFLOP/s. "
-        f"Its {peer['sentences_per_s']:.1f} sentences/s at {peer['bleu']:.2f} BLEU at the best "
-        f"mask-predict rate ({rate:.1f} GFLOP/s) allow {budget:,.0f} MFLOP a sentence: "
-        f"{(budget - once) / per_run:.1f} decoder runs of this student ({per_run:.1f} MFLOP each "
-        f"beside {once:.1f} once), at that BLEU"
+        f"CTranslate2's int8 greedy decoding of the teacher runs one cached slot a step, "
+        f"{peer['mflop_per_sentence']:,.0f} MFLOP at {peer['gflop_per_s']:.1f} GFLOP/s: "
+        f"{best['mflop_per_sentence'] / peer['mflop_per_sentence']:.1f}x the arithmetic at "
+        f"{best['gflop_per_s'] / peer['gflop_per_s']:.2f}x the rate. At the best mask-predict "
+        f"rate ({rate:.1f} GFLOP/s) its {peer['sentences_per_s']:.1f} sentences/s allow "
+        f"{budget:,.0f} MFLOP a sentence: {(budget - once) / per_run:.1f} decoder runs of this "
+        f"student ({per_run:.1f} MFLOP each beside {once:.1f} once), which would have to reach "
+        f"its {peer['bleu']:.2f} BLEU (this student with {fewest} runs: {fewest_bleu:.2f})"
     )
 
 
