@@ -49,6 +49,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from fairseq_ext.common.errors import require
+from fairseq_ext.generation.int8 import packing_engine
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import student_digest
 
@@ -434,6 +435,7 @@ def _run_all(device: str, quick: bool) -> dict:
         "skipped": skipped,
         "sentences": {str(k): v for k, v in sentences.items()},
         "rounds": QUICK_ROUNDS if quick else ROUNDS,
+        "int8_engine": packing_engine(),
     }
     return {"metrics": goals(rows, quality), "details": details, "goals": GOALS}
 
@@ -489,9 +491,10 @@ def render(result: dict) -> str:
         + "; ".join(f"{k} {v:.2f}" for k, v in d["whole_sample_bleu"].items())
     )
     parts += [f"- not measured: {s}" for s in d.get("skipped", [])]
+    engine = f" (int8 packed for torch's `{d['int8_engine']}` engine)" if "int8_engine" in d else ""
     parts.append(
-        f"- {result.get('hardware', '')}, {d['rounds']} interleaved rounds; student SHA-256 "
-        f"`{d['student_sha256']}`"
+        f"- {result.get('hardware', '')}{engine}, {d['rounds']} interleaved rounds; student "
+        f"SHA-256 `{d['student_sha256']}`"
     )
     return "\n".join(parts) + "\n"
 

@@ -232,6 +232,7 @@ def test_quick_run_writes_rows_the_page_and_the_figure(tmp_path, monkeypatch):
     table = frontier.render(result)
     assert all(f"| {r['setting']} |" in table for r in rows)
     assert "| MFLOP/sentence | GFLOP/s |" in table
+    assert f"(int8 packed for torch's `{result['details']['int8_engine']}` engine)" in table
     assert all(f"| {r['bleu']:.2f} | {r['mflop_per_sentence']:,.0f} |" in table for r in rows)
 
 
