@@ -1,7 +1,8 @@
 """``--int8-decoding`` (``fairseq_ext.generation.int8``): every Linear layer of the shipped student
-becomes torch's dynamically quantised int8 one; its outputs stay close to the float model's (the
-logits of a pass within the quantisation error, the hypotheses mostly the same tokens), it is
-what ``fairseq-generate --int8-decoding`` decodes, and it is refused for training."""
+becomes torch's dynamically quantised int8 one, packed for the fastest engine of the CPU; its
+outputs stay close to the float model's (the logits of a pass within the quantisation error, the
+hypotheses mostly the same tokens), it is what ``fairseq-generate --int8-decoding`` decodes, and it
+is refused for training."""
 
 from __future__ import annotations
 
@@ -99,6 +100,8 @@ def _int8_reference(x, weight, bias):
 def test_an_int8_layer_is_the_int8_product_and_the_engine_in_force_is_left_alone(
     student, monkeypatch
 ):
+    """Packed for ``packing_engine()`` (not for the engine in force, qnnpack here, which stays),
+    a layer computes dynamic int8 quantisation's product as an independent reference does."""
     from fairseq_ext.generation.int8 import QUANTIZED, packing_engine, quantize_for_decoding
 
     model, _ = student

@@ -2,7 +2,9 @@
 model decodes the input its own task binarises, so that the bench's outputs are what
 ``fairseq-generate`` prints on ``fairseq-preprocess`` data (the teacher without ``<s>``, the
 student with it); CTranslate2's conversion of the teacher decodes what fairseq's beam search
-does; the goals read the rows as issue 76 states them; the figure draws every row."""
+does; the goals read the rows as issue 76 states them; the figure draws every row; each row's
+FLOPs are counted by the shapes of its products (CTranslate2's are fairseq's of the same beam) and
+the cost line derives from them the decoder runs a student could afford."""
 
 import functools
 import json
