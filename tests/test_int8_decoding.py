@@ -1,11 +1,15 @@
 """``--int8-decoding`` (``fairseq_ext.generation.int8``): every Linear layer of the shipped student
-becomes torch's dynamically quantised int8 one; its outputs stay close to the float model's (the
-logits of a pass within the quantisation error, the hypotheses mostly the same tokens), it is
-what ``fairseq-generate --int8-decoding`` decodes, and it is refused for training."""
+becomes torch's dynamically quantised int8 one, packed for the fastest engine of the CPU; its
+outputs stay close to the float model's (the logits of a pass within the quantisation error, the
+hypotheses mostly the same tokens), it is what ``fairseq-generate --int8-decoding`` decodes, and it
+is refused for training."""
 
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from argparse import Namespace
 
 import pytest
@@ -77,6 +81,73 @@ def test_every_linear_layer_becomes_int8_and_a_pass_stays_within_the_quantisatio
     assert (
         int8_logits.argmax(-1) == float_logits.argmax(-1)
     ).float().mean() > 0.85  # 0.90-0.94 measured
+
+
+def _int8_reference(x, weight, bias):
+    """Dynamic int8 quantisation's product: the weights int8 per tensor, symmetric; the
+    activations of the call 7-bit unsigned over their own range (torch's ``reduce_range``);
+    the scales in float32 as torch keeps them, the integer product and the rescaling in float64."""
+    w = weight.double()
+    w_scale = (w.abs().max() / 127.5).float().double()
+    w_q = (w / w_scale).round().clamp(-128, 127)
+    lo, hi = x.min().clamp(max=0).double(), x.max().clamp(min=0).double()
+    x_scale = ((hi - lo) / 127).float()
+    zero = (-lo / x_scale.double()).round()
+    x_q = ((x * (1 / x_scale)).round() + zero.float()).clamp(0, 127).double()
+    return (x_q - zero) @ w_q.T * x_scale.double() * w_scale + bias.double()
+
+
+def test_an_int8_layer_is_the_int8_product_and_the_engine_in_force_is_left_alone(
+    student, monkeypatch
+):
+    """Packed for ``packing_engine()`` (not for the engine in force, qnnpack here, which stays),
+    a layer computes dynamic int8 quantisation's product as an independent reference does."""
+    from fairseq_ext.generation.int8 import QUANTIZED, packing_engine, quantize_for_decoding
+
+    model, _ = student
+    monkeypatch.setattr(torch.backends.quantized, "engine", "qnnpack")
+    q = quantize_for_decoding(copy.deepcopy(model))
+    assert torch.backends.quantized.engine == "qnnpack"
+    assert getattr(q, QUANTIZED) == packing_engine() != "qnnpack"
+    torch.manual_seed(0)
+    for name in ("decoder.layers.0.fc1", "decoder.output_projection"):
+        layer, int8_layer = model.get_submodule(name), q.get_submodule(name)
+        x = torch.randn(200, layer.in_features) * 3 + 0.5
+        bias = layer.bias if layer.bias is not None else torch.zeros(layer.out_features)
+        want = _int8_reference(x, layer.weight.detach(), bias.detach())
+        with torch.no_grad():
+            got = int8_layer(x).double()
+        rows = (got - want).abs().max(1).values / want.abs().max()  # 1e-7 measured; 8-bit: 3e-2
+        # but where an activation sits on a rounding tie, which the kernel's float32 may round
+        # the other way (0.003 in that row)
+        assert (rows < 1e-5).float().mean() > 0.98 and rows.max() < 0.01
+
+
+def test_a_cpu_with_amx_runs_the_layers_on_onednns_amx_kernels():
+    """``packing_engine``: oneDNN where the CPU has AMX tiles, else fbgemm; oneDNN's own log
+    (``ONEDNN_VERBOSE``) names the kernels that a batch-64-sized product ran."""
+    script = (
+        "import torch\n"
+        "from fairseq_ext.generation.int8 import quantize_for_decoding\n"
+        "m = quantize_for_decoding(torch.nn.Sequential(torch.nn.Linear(192, 768)).eval())\n"
+        "with torch.no_grad():\n"
+        "    m(torch.randn(3840, 192))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={**os.environ, "ONEDNN_VERBOSE": "1"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    kernels = [
+        line.split(",")[6] for line in proc.stdout.splitlines() if ",exec,cpu,matmul," in line
+    ]
+    if torch.cpu._is_amx_tile_supported():
+        assert kernels and all("amx" in k for k in kernels), kernels
+    else:
+        assert kernels == []  # fbgemm's kernels: oneDNN runs none
 
 
 def test_int8_hypotheses_are_mostly_the_float_ones(student):

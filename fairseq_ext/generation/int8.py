@@ -1,6 +1,7 @@
 """int8 weights for decoding on the CPU (``cmlm_hybrid --int8-decoding``): torch's dynamic
 quantisation of every ``nn.Linear`` in place (int8 weights, activations quantised per product),
-as CTranslate2's ``int8``. Not exact; docs/results/speed.md measures the BLEU change.
+as CTranslate2's ``int8``, packed for the fastest of torch's int8 engines on this CPU
+(``packing_engine``). Not exact; docs/results/speed.md measures the BLEU change and the speed.
 """
 
 from __future__ import annotations
@@ -11,12 +12,24 @@ import torch
 
 from fairseq_ext.common.errors import require
 
-QUANTIZED = "fairseq_ext_int8"  # set on a model once its Linear layers are int8
+QUANTIZED = "fairseq_ext_int8"  # set on a model once its Linear layers are int8: the engine
+
+
+def packing_engine() -> str:
+    """oneDNN where the CPU has AMX tiles (its int8 matrix products run on them), else torch's
+    ``x86`` engine (fbgemm), faster than oneDNN's without AMX (docs/results/speed.md), or the
+    engine in force where torch has neither (an ARM build)."""
+    engines = torch.backends.quantized.supported_engines
+    if getattr(torch.cpu, "_is_amx_tile_supported", lambda: False)() and "onednn" in engines:
+        return "onednn"
+    return "x86" if "x86" in engines else torch.backends.quantized.engine
 
 
 def quantize_for_decoding(model: torch.nn.Module) -> torch.nn.Module:
     """``model`` with every ``nn.Linear`` replaced by torch's dynamically quantised int8 one (in
-    place; a second call changes nothing). Refused for a model in training mode or on a GPU."""
+    place; a second call changes nothing), packed for ``packing_engine()``; torch's global
+    engine is left as it was (a layer runs the kernels it was packed for, whatever the engine
+    when it runs). Refused for a model in training mode or on a GPU."""
     if getattr(model, QUANTIZED, False):
         return model
     require(
@@ -36,12 +49,17 @@ def quantize_for_decoding(model: torch.nn.Module) -> torch.nn.Module:
     for module in model.modules():
         if isinstance(module, MultiheadAttention):
             module.skip_embed_dim_check = True
+    engine, before = packing_engine(), torch.backends.quantized.engine
     # torch announces the API's move to torchao; it is still torch's own
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         warnings.simplefilter("ignore", UserWarning)
-        torch.ao.quantization.quantize_dynamic(
-            model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
-        )
-    setattr(model, QUANTIZED, True)
+        try:
+            torch.backends.quantized.engine = engine
+            torch.ao.quantization.quantize_dynamic(
+                model, {torch.nn.Linear}, dtype=torch.qint8, inplace=True
+            )
+        finally:
+            torch.backends.quantized.engine = before
+    setattr(model, QUANTIZED, engine)
     return model

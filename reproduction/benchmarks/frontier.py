@@ -18,9 +18,13 @@ sentences of the shipped test sample:
 Every model is given the input its own task binarises (``own_inputs``). Speeds are sentences/s
 at batch 1 (``SENTENCES[1]`` sentences) and batch 64 (``SENTENCES[64]``), the median of
 ``ROUNDS`` interleaved rounds after a short warm-up (``common.interleaved_medians``), with the
-sacreBLEU of the very outputs timed and the 1-minute load average around each batch size. The
-quality of each model on the whole 500-sentence sample (teacher beam 5, the student's default
-10 passes and length beam 3) gives the student's distance from its teacher.
+sacreBLEU of the very outputs timed and the 1-minute load average around each batch size; beside
+them the arithmetic of that decoding, MFLOP a sentence (torch's ``FlopCounterMode`` on the very
+decoding after the timing: matrix products, 2 per multiply-add, an int8 product as its float
+shapes; CTranslate2's rows take fairseq's count of the same model and beam), and the effective
+GFLOP/s it ran at (MFLOP a sentence x sentences/s / 1000). The quality of each model on the
+whole 500-sentence sample (teacher beam 5, the student's default 10 passes and length beam 3)
+gives the student's distance from its teacher.
 
     python -m reproduction.benchmarks.run --only frontier      # writes results/cpu.json,
     frontier.png
@@ -28,7 +32,11 @@ quality of each model on the whole 500-sentence sample (teacher beam 5, the stud
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
+import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,8 +46,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from fairseq_ext.common.errors import require
+from fairseq_ext.generation.int8 import packing_engine
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import student_digest
 
@@ -86,14 +96,38 @@ GOALS = {
 
 @dataclass(frozen=True)
 class Decoder:
-    """One decoder setting: the model it decodes, how, and the function that decodes a list of
-    batches (its own input format) into pieces per sentence, in line order."""
+    """One decoder setting: the model it decodes, how, the function that decodes a list of
+    batches (its own input format) into pieces per sentence, in line order, and the FLOPs a
+    sentence of that decoding."""
 
     model: str
     engine: str
     setting: str
     decode: Callable[[list], list[list[str]]]
     batches: Callable[[int, int], list]  # (batch size, sentences) -> the batches decode takes
+    flops: Callable[[int, int], float]  # (batch size, sentences) -> FLOPs a sentence
+
+
+def _int8_product_flops(x_shape, *args, out_shape=None, **kwargs) -> int:
+    """FLOPs of an int8 ``Linear`` (``quantized::linear_dynamic``): its float product's."""
+    return 2 * math.prod(x_shape) * out_shape[-1]
+
+
+def flop_counter(decode, batches) -> Callable[[int, int], float]:
+    """``(batch size, sentences) -> FLOPs a sentence`` of ``decode`` over those batches, counted
+    by ``FlopCounterMode`` (once per size)."""
+
+    @functools.cache
+    def flops(bsz: int, n: int) -> float:
+        counter = FlopCounterMode(
+            display=False,
+            custom_mapping={torch.ops.quantized.linear_dynamic: _int8_product_flops},
+        )
+        with counter, torch.no_grad():
+            decode(batches(bsz, n))
+        return counter.get_total_flops() / n
+
+    return flops
 
 
 def _in_line_order(pairs: list[tuple[int, list[str]]]) -> list[list[str]]:
@@ -114,13 +148,12 @@ def _fairseq_decoder(
             ]
         )
 
-    return Decoder(
-        model_name,
-        engine,
-        setting,
-        decode,
-        lambda bsz, n: own_inputs.batches(task, sources[:n], bsz),
-    )
+    batches = functools.partial(_own_batches, task, sources)
+    return Decoder(model_name, engine, setting, decode, batches, flop_counter(decode, batches))
+
+
+def _own_batches(task, sources, bsz: int, n: int) -> list:
+    return own_inputs.batches(task, sources[:n], bsz)
 
 
 def setting_name(passes: int, length_beam: int, offset: int) -> str:
@@ -160,12 +193,14 @@ def _mask_predict(
             ]
         )
 
+    batches = functools.partial(_own_batches, task, sources)
     return Decoder(
         "student 3+1",
         engine,
         setting_name(passes, length_beam, offset),
         decode,
-        lambda bsz, n: own_inputs.batches(task, sources[:n], bsz),
+        batches,
+        flop_counter(decode, batches),
     )
 
 
@@ -205,26 +240,24 @@ def autoregressive_decoders(
     model_name: str, checkpoint: Path, data: Path, work: Path, engines=ENGINES
 ) -> list[Decoder]:
     """fairseq's beam search and CTranslate2 of one autoregressive checkpoint, each given the
-    checkpoint's own task's input (CTranslate2 the same pieces, without the ``</s>`` it adds)."""
+    checkpoint's own task's input (CTranslate2 the same pieces, without the ``</s>`` it adds);
+    CTranslate2's FLOPs are those of fairseq's beam search of the same beam."""
     import ctranslate2
 
     model, task, sources = own_inputs.load(checkpoint, data)
     src_pieces = [own_inputs.pieces(s, task.source_dictionary) for s in sources]
     out, converted = [], {}
+
+    @functools.cache
+    def fairseq(beam: int) -> Decoder:
+        generator = task.build_generator([model], Namespace(beam=beam))
+        setting = f"float32, beam {beam}"
+        return _fairseq_decoder(model_name, "fairseq", setting, generator, model, task, sources)
+
     for engine, dtype, beam in engines:
         setting = f"{dtype}, beam {beam}"
         if engine == "fairseq":
-            out.append(
-                _fairseq_decoder(
-                    model_name,
-                    "fairseq",
-                    setting,
-                    task.build_generator([model], Namespace(beam=beam)),
-                    model,
-                    task,
-                    sources,
-                )
-            )
+            out.append(fairseq(beam))
             continue
         if dtype not in converted:
             folder = convert_ctranslate2(checkpoint, dtype, work / f"ct2-{checkpoint.stem}-{dtype}")
@@ -249,6 +282,7 @@ def autoregressive_decoders(
                 setting,
                 decode,
                 lambda bsz, n: [src_pieces[i : min(i + bsz, n)] for i in range(0, n, bsz)],
+                fairseq(beam).flops,
             )
         )
     return out
@@ -263,7 +297,8 @@ def bleu(outputs: list[list[str]], refs: list[str], sp) -> float:
 
 def timed_rows(decoders: list[Decoder], sentences: dict[int, int], rounds: int) -> list[dict]:
     """A row per decoder and batch size: sentences/s (median of ``rounds`` interleaved rounds after
-    a warm-up on the first batches) and the BLEU of the outputs timed."""
+    a warm-up on the first batches), the BLEU of the outputs timed, the MFLOP a sentence of that
+    decoding (counted after the timing) and its effective GFLOP/s."""
     sp, rows = own_inputs.sentencepiece(), []
     for bsz, n in sentences.items():
         refs = own_inputs.references(n)
@@ -281,6 +316,7 @@ def timed_rows(decoders: list[Decoder], sentences: dict[int, int], rounds: int) 
         after = common.load_average()
         note = common.load_note(before, after, "cpu")
         for i, dec in enumerate(decoders):
+            mflop = dec.flops(bsz, n) / 1e6
             rows.append(
                 {
                     "model": dec.model,
@@ -290,6 +326,8 @@ def timed_rows(decoders: list[Decoder], sentences: dict[int, int], rounds: int) 
                     "sentences": n,
                     "sentences_per_s": round(n / secs[i], 2),
                     "bleu": round(bleu(outputs[i], refs, sp), 2),
+                    "mflop_per_sentence": round(mflop, 1),
+                    "gflop_per_s": round(mflop * n / secs[i] / 1000, 1),
                     "load_before": round(before, 2),
                     "load_after": round(after, 2),
                     "note": note,
@@ -397,6 +435,7 @@ def _run_all(device: str, quick: bool) -> dict:
         "skipped": skipped,
         "sentences": {str(k): v for k, v in sentences.items()},
         "rounds": QUICK_ROUNDS if quick else ROUNDS,
+        "int8_engine": packing_engine(),
     }
     return {"metrics": goals(rows, quality), "details": details, "goals": GOALS}
 
@@ -414,6 +453,8 @@ COLUMNS = [
     ("setting", "setting", ""),
     ("sentences/s", "sentences_per_s", ".1f"),
     ("sacreBLEU", "bleu", ".2f"),
+    ("MFLOP/sentence", "mflop_per_sentence", ",.0f"),
+    ("GFLOP/s", "gflop_per_s", ".1f"),
     ("frontier", "front", ""),
 ]
 
@@ -435,7 +476,9 @@ def render(result: dict) -> str:
         ]
         for r in sorted(rows, key=lambda r: -r["sentences_per_s"]):
             r = {**r, "front": "yes" if (r["sentences_per_s"], r["bleu"]) in front else ""}
-            parts.append("| " + " | ".join(format(r[k], f) for _, k, f in COLUMNS) + " |")
+            parts.append(
+                "| " + " | ".join(format(r[k], f) if k in r else "" for _, k, f in COLUMNS) + " |"
+            )
         parts.append("")
     m, g = result["metrics"], result.get("goals", {})
     for name, goal in g.items():
@@ -448,9 +491,10 @@ def render(result: dict) -> str:
         + "; ".join(f"{k} {v:.2f}" for k, v in d["whole_sample_bleu"].items())
     )
     parts += [f"- not measured: {s}" for s in d.get("skipped", [])]
+    engine = f" (int8 packed for torch's `{d['int8_engine']}` engine)" if "int8_engine" in d else ""
     parts.append(
-        f"- {result.get('hardware', '')}, {d['rounds']} interleaved rounds; student SHA-256 "
-        f"`{d['student_sha256']}`"
+        f"- {result.get('hardware', '')}{engine}, {d['rounds']} interleaved rounds; student "
+        f"SHA-256 `{d['student_sha256']}`"
     )
     return "\n".join(parts) + "\n"
 
@@ -512,9 +556,50 @@ def plot(result: dict, out: Path) -> bool:
     return True
 
 
+def _decoder_runs(setting: str) -> int:
+    """Full-length decoder runs a sentence of a mask-predict setting: passes x length beam."""
+    passes, length_beam = re.match(r"(\d+) passes, length beam (\d+)", setting).groups()
+    return int(passes) * int(length_beam)
+
+
+def cost(rows: list[dict], bsz: int) -> str | None:
+    """What decides the ranking at batch ``bsz`` (None without counts): the best mask-predict
+    setting's arithmetic and rate beside CTranslate2's int8 greedy decoding of the teacher, and
+    the decoder runs a student could afford to match that speed at the best mask-predict rate
+    (MFLOP against runs fitted over the mask-predict rows: the encoder's and the length
+    predictor's share once, the decoder's per run)."""
+    here = [r for r in rows if r["batch"] == bsz and "mflop_per_sentence" in r]
+    ours = [r for r in here if "mask-predict" in r["engine"]]
+    greedy = [r for r in here if _is(r, "CTranslate2", "int8, beam 1")]
+    if len(ours) < 2 or not greedy:
+        return None
+    best, peer = max(ours, key=lambda r: (r["bleu"], r["sentences_per_s"])), greedy[0]
+    per_run, once = statistics.linear_regression(
+        [_decoder_runs(r["setting"]) for r in ours], [r["mflop_per_sentence"] for r in ours]
+    )
+    rate = max(r["gflop_per_s"] for r in ours)
+    budget = rate * 1000 / peer["sentences_per_s"]
+    fewest = min(_decoder_runs(r["setting"]) for r in ours)
+    fewest_bleu = max(r["bleu"] for r in ours if _decoder_runs(r["setting"]) == fewest)
+    return (
+        f"cost at batch {bsz}: the best mask-predict setting runs the whole decoder "
+        f"{_decoder_runs(best['setting'])} times a sentence (passes x length beam), "
+        f"{best['mflop_per_sentence']:,.0f} MFLOP at {best['gflop_per_s']:.1f} GFLOP/s; "
+        f"CTranslate2's int8 greedy decoding of the teacher runs one cached slot a step, "
+        f"{peer['mflop_per_sentence']:,.0f} MFLOP at {peer['gflop_per_s']:.1f} GFLOP/s: "
+        f"{best['mflop_per_sentence'] / peer['mflop_per_sentence']:.1f}x the arithmetic at "
+        f"{best['gflop_per_s'] / peer['gflop_per_s']:.2f}x the rate. At the best mask-predict "
+        f"rate ({rate:.1f} GFLOP/s) its {peer['sentences_per_s']:.1f} sentences/s allow "
+        f"{budget:,.0f} MFLOP a sentence: {(budget - once) / per_run:.1f} decoder runs of this "
+        f"student ({per_run:.1f} MFLOP each beside {once:.1f} once), which would have to reach "
+        f"its {peer['bleu']:.2f} BLEU (this student with {fewest} runs: {fewest_bleu:.2f})"
+    )
+
+
 def summary(result: dict) -> str:
     """The speed page's summary lines: per batch size, the best mask-predict setting beside the
-    fastest autoregressive peer that is at least as good, and the goals met or not."""
+    fastest autoregressive peer that is at least as good, and what the cost of each says
+    (``cost``), and the goals met or not."""
     rows, lines = result["details"]["rows"], []
     for bsz in sorted({r["batch"] for r in rows}):
         here = [r for r in rows if r["batch"] == bsz]
@@ -536,7 +621,7 @@ def summary(result: dict) -> str:
                 f"({peer['sentences_per_s'] / ours['sentences_per_s']:.2f}x as fast at no lower "
                 "BLEU)"
             )
-        lines.append(f"- {said}")
+        lines += [f"- {said}"] + [f"- {c}" for c in [cost(rows, bsz)] if c]
     m, g = result["metrics"], result["goals"]
     goals = [f"`{k}` {m[k]} (goal {g[k]})" for k in g if k in m]
     lines.append(
