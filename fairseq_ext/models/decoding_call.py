@@ -1,7 +1,7 @@
 """The decoding options of one Python API call, per thread: the hybrid strategy that fills masked
-slots (Wang et al. 2021, section 3.2) and the length offset, read by the HI-CMLM model instead of
-its own, and the removal of consecutive repeats (spans of up to N tokens), read by mask-predict's
-generator instead of its own; the model itself is never changed."""
+slots (Wang et al. 2021, section 3.2) and the length offset and ratio, read by the HI-CMLM model
+instead of its own, and the removal of consecutive repeats (spans of up to N tokens), read by
+mask-predict's generator instead of its own; the model itself is never changed."""
 
 from __future__ import annotations
 
@@ -15,12 +15,13 @@ from typing import Iterator, Optional
 class DecodingCall:
     """Decoding options of one call (None: as the model was loaded): the hybrid strategy that
     fills masked slots (Wang et al. 2021, section 3.2), the tokens added to each predicted
-    target length and the longest consecutive repeat (in tokens) removed from the outputs (0:
-    none)."""
+    target length, the share of its tokens added on top (rounded down) and the longest
+    consecutive repeat (in tokens) removed from the outputs (0: none)."""
 
     strategy: Optional[str] = None
     length_offset: Optional[int] = None
     remove_repeats: Optional[int] = None
+    length_ratio: Optional[float] = None
 
 
 # per thread (and per asyncio task): ``contextvars`` gives each its own value
@@ -32,11 +33,13 @@ def decoding_call(
     strategy: Optional[str] = None,
     length_offset: Optional[int] = None,
     remove_repeats: Optional[int] = None,
+    length_ratio: Optional[float] = None,
 ) -> Iterator[None]:
     """Within the block, in this thread only, the HI-CMLM decoder fills masked slots by
-    ``strategy`` and adds ``length_offset`` to its predicted lengths, and mask-predict removes
-    consecutive repeats of up to ``remove_repeats`` tokens from its outputs (None: its own)."""
-    token = _CALL.set(DecodingCall(strategy, length_offset, remove_repeats))
+    ``strategy`` and adds ``length_offset`` and ``length_ratio`` of them to its predicted lengths,
+    and mask-predict removes consecutive repeats of up to ``remove_repeats`` tokens from its
+    outputs (None: its own)."""
+    token = _CALL.set(DecodingCall(strategy, length_offset, remove_repeats, length_ratio))
     try:
         yield
     finally:
@@ -53,6 +56,12 @@ def call_length_offset(saved: int) -> int:
     """The length offset of the call under way in this thread, else ``saved`` (the model's)."""
     call = _CALL.get()
     return saved if call is None or call.length_offset is None else call.length_offset
+
+
+def call_length_ratio(saved: float) -> float:
+    """The length ratio of the call under way in this thread, else ``saved`` (the model's)."""
+    call = _CALL.get()
+    return saved if call is None or call.length_ratio is None else call.length_ratio
 
 
 def call_remove_repeats(saved: int) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+import torch
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.nat import CMLMNATransformerModel
@@ -30,7 +31,7 @@ from fairseq_ext.masking import (
     source_copy_weight,
     training_copy_weight,
 )
-from fairseq_ext.models.decoding_call import call_length_offset, call_strategy
+from fairseq_ext.models.decoding_call import call_length_offset, call_length_ratio, call_strategy
 from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 from fairseq_ext.modules import apply_straight_through_from_args
 
@@ -77,6 +78,7 @@ class HybridInputDecoder(NATransformerDecoder):
         self.mask_weight = args.mask_weight
         self.fence_first = option_value(args, "fence_first")
         self.length_offset = 0  # set by cmlm_hybrid's generator (--length-offset)
+        self.length_ratio = 0.0  # and --length-ratio
         self._training = False
         self._training_copy_weight = None
 
@@ -90,10 +92,14 @@ class HybridInputDecoder(NATransformerDecoder):
             self._training, self._training_copy_weight = False, None
 
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
-        """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding."""
+        """fairseq's predicted lengths plus ``--length-offset`` and ``--length-ratio`` of their
+        tokens between ``<s>`` and ``</s>``, rounded down (or the call's), at decoding."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
-        offset = call_length_offset(self.length_offset)
-        return lengths if tgt_tokens is not None or not offset else lengths + offset
+        if tgt_tokens is not None:
+            return lengths
+        tokens = (lengths - 2).clamp(min=0).double()
+        added = torch.floor(tokens * call_length_ratio(self.length_ratio)).long()
+        return lengths + call_length_offset(self.length_offset) + added
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""

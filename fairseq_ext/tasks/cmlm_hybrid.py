@@ -14,7 +14,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
-from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, flag, option
 from fairseq_ext.common.errors import require
 from fairseq_ext.data import InteractiveInputLines, refuse_beyond_source_positions
 from fairseq_ext.data.size_checks import (
@@ -66,6 +66,14 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "distilled targets predicts short translations, and docs/results/speed.md chooses the "
         "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
+    )
+    length_ratio: float = option(
+        0.0,
+        "decoding: to every predicted target length add R times its tokens (not counting <s> "
+        "and </s>), rounded down, with --length-offset: more tokens where the length predictor "
+        "falls short of long translations, none for inputs of a few words; "
+        "docs/results/hi-cmlm.md chooses it on Multi30k val; hi_cmlm_transformer only",
+        range=Range(0, 1),
     )
     remove_repeats: int = option(
         0,
@@ -196,14 +204,15 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             )
         check_mask_predict_options(args)
         for model in models:
-            require(
-                hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
-                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which "
-                "predicts lengths without it; give a hi_cmlm_transformer checkpoint or drop "
-                "--length-offset",
-            )
-            if hasattr(model.decoder, "length_offset"):
-                model.decoder.length_offset = self.cfg.length_offset
+            for name in ("length_offset", "length_ratio"):
+                require(
+                    hasattr(model.decoder, name) or not getattr(self.cfg, name),
+                    f"{flag(name)}: the checkpoint's decoder is fairseq's CMLM decoder, which "
+                    f"predicts lengths without it; give a hi_cmlm_transformer checkpoint or drop "
+                    f"{flag(name)}",
+                )
+                if hasattr(model.decoder, name):
+                    setattr(model.decoder, name, getattr(self.cfg, name))
         if self.cfg.int8_decoding:
             for model in models:
                 quantize_for_decoding(model)
