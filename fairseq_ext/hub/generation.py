@@ -283,7 +283,7 @@ class HICMLMHubInterface(TextGenerator):
         length_beam: int | None = None,
         strategy: str | None = None,
         length_offset: int | None = None,
-        length_ratio: float | None = None,
+        length_offset_ramp: int | None = None,
         remove_repeats: int | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
@@ -293,7 +293,8 @@ class HICMLMHubInterface(TextGenerator):
     ):
         """Translate a sentence or a list of them (docs/python-api.md). Unset arguments keep
         ``from_pretrained``'s, else ``DEFAULT_GENERATION``, else the checkpoint's; ``strategy``,
-        ``length_offset``, ``length_ratio`` and ``remove_repeats`` are for this call alone."""
+        ``length_offset``, ``length_offset_ramp`` and ``remove_repeats`` are for this call
+        alone."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
         for name, option in HICMLM_ARGUMENTS.items():
             require(
@@ -324,11 +325,11 @@ class HICMLMHubInterface(TextGenerator):
         )
         decoding = {
             "length_offset": length_offset,
-            "length_ratio": length_ratio,
+            "length_offset_ramp": length_offset_ramp,
             "remove_repeats": remove_repeats,
         }
         for name, value in decoding.items():
-            self.check_number("translate", name, value)
+            self.check_integer("translate", name, value)
         arguments = (*HICMLM_ARGUMENTS, "strategy", *decoding, *CALL_ARGUMENTS)
         with decoding_call(strategy, **decoding):
             outputs = self.generate_text(
@@ -344,16 +345,16 @@ class HICMLMHubInterface(TextGenerator):
         self._warn_emptied(sentences, outputs, length_offset)
         return outputs
 
-    def check_number(self, method: str, name: str, value) -> None:
-        """``value`` None, or a number of the type and in the range of the task's option
-        ``name``."""
+    def check_integer(self, method: str, name: str, value) -> None:
+        """``value`` None, or an integer in the range of the task's option ``name``."""
         if value is None:
             return
-        option = {f.name: f for f in fields(getattr(type(self.task), "__dataclass"))}[name]
-        bounds, real = option.metadata["range"], option.type is float
-        if not isinstance(value, (int, float) if real else int) or isinstance(value, bool):
+        bounds = {f.name: f for f in fields(getattr(type(self.task), "__dataclass"))}[
+            name
+        ].metadata["range"]
+        if not isinstance(value, int) or isinstance(value, bool):
             raise TypeError(
-                f"{method}: {name} must be {'a number' if real else 'an integer'} {bounds}, got "
+                f"{method}: {name} must be an integer {bounds}, got "
                 f"{type(value).__name__} {value!r}"
             )
         require(value in bounds, f"{method}: {name} must be {bounds}, got {value}")

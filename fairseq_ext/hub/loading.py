@@ -144,13 +144,13 @@ def from_pretrained(
     verbose: bool = False,
     int8_decoding: bool = False,
     length_offset: int | None = None,
-    length_ratio: float | None = None,
+    length_offset_ramp: int | None = None,
     remove_repeats: int | None = None,
     **overrides,
 ):
     """Load ``model_dir`` on ``device`` (default CPU) in evaluation mode, behind its family's
     interface. ``overrides`` are fairseq options by name (tokenizer, generation defaults,
-    batching, model options); ``int8_decoding``, ``length_offset``, ``length_ratio`` and
+    batching, model options); ``int8_decoding``, ``length_offset``, ``length_offset_ramp`` and
     ``remove_repeats``: ``cmlm_hybrid`` only (unset: the interface's ``DEFAULT_DECODING``);
     ``verbose`` shows fairseq's log and warnings (docs/python-api.md)."""
     from fairseq_ext import plugin
@@ -214,12 +214,12 @@ def from_pretrained(
     ).eval()  # no dropout at inference
     given = {
         "length_offset": length_offset,
-        "length_ratio": length_ratio,
+        "length_offset_ramp": length_offset_ramp,
         "remove_repeats": remove_repeats,
     }
-    if hasattr(interface, "check_number"):  # the range of length_offset: check_config below
-        for key in ("length_ratio", "remove_repeats"):
-            interface.check_number("from_pretrained", key, given[key])
+    if hasattr(interface, "check_integer"):  # the range of length_offset: check_config below
+        for key in ("length_offset_ramp", "remove_repeats"):
+            interface.check_integer("from_pretrained", key, given[key])
     decoding = {"int8_decoding": int8_decoding, **getattr(interface, "DEFAULT_DECODING", {})}
     decoding.update((k, v) for k, v in given.items() if v is not None)  # given wins
     for option, value in decoding.items():
@@ -239,7 +239,7 @@ def from_pretrained(
             interface.task.cfg, getattr(type(interface.task), "__dataclass")
         )  # fairseq's register_task
     for model in getattr(interface, "models", []):  # as build_generator sets it; now, not in a call
-        for key in ("length_offset", "length_ratio"):
+        for key in ("length_offset", "length_offset_ramp"):
             if hasattr(getattr(model, "decoder", None), key):
                 setattr(model.decoder, key, getattr(interface.task.cfg, key))
     if int8_decoding:  # now, not lazily in a call: calls in several threads share the model

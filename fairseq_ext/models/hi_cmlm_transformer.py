@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-import torch
 import torch.nn.functional as F
 from fairseq.models import register_model, register_model_architecture
 from fairseq.models.nat import CMLMNATransformerModel
@@ -31,7 +30,11 @@ from fairseq_ext.masking import (
     source_copy_weight,
     training_copy_weight,
 )
-from fairseq_ext.models.decoding_call import call_length_offset, call_length_ratio, call_strategy
+from fairseq_ext.models.decoding_call import (
+    call_length_offset,
+    call_length_offset_ramp,
+    call_strategy,
+)
 from fairseq_ext.models.hi_cmlm_config import HiCMLMConfig
 from fairseq_ext.modules import apply_straight_through_from_args
 
@@ -78,7 +81,7 @@ class HybridInputDecoder(NATransformerDecoder):
         self.mask_weight = args.mask_weight
         self.fence_first = option_value(args, "fence_first")
         self.length_offset = 0  # set by cmlm_hybrid's generator (--length-offset)
-        self.length_ratio = 0.0  # and --length-ratio
+        self.length_offset_ramp = 0  # and --length-offset-ramp
         self._training = False
         self._training_copy_weight = None
 
@@ -92,14 +95,15 @@ class HybridInputDecoder(NATransformerDecoder):
             self._training, self._training_copy_weight = False, None
 
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
-        """fairseq's predicted lengths plus ``--length-offset`` and ``--length-ratio`` of their
-        tokens between ``<s>`` and ``</s>``, rounded down (or the call's), at decoding."""
+        """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding, one
+        token nearer 0 for each token (between ``<s>`` and ``</s>``) a length has fewer than
+        ``--length-offset-ramp``."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
-        if tgt_tokens is not None:
+        offset = call_length_offset(self.length_offset)
+        if tgt_tokens is not None or not offset:
             return lengths
-        tokens = (lengths - 2).clamp(min=0).double()
-        added = torch.floor(tokens * call_length_ratio(self.length_ratio)).long()
-        return lengths + call_length_offset(self.length_offset) + added
+        short_by = (call_length_offset_ramp(self.length_offset_ramp) + 2 - lengths).clamp(min=0)
+        return lengths + (abs(offset) - short_by).clamp(min=0) * (1 if offset > 0 else -1)
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""

@@ -67,13 +67,14 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
     )
-    length_ratio: float = option(
-        0.0,
-        "decoding: to every predicted target length add R times its tokens (not counting <s> "
-        "and </s>), rounded down, with --length-offset: more tokens where the length predictor "
-        "falls short of long translations, none for inputs of a few words; "
-        "docs/results/hi-cmlm.md chooses it on Multi30k val; hi_cmlm_transformer only",
-        range=Range(0, 1),
+    length_offset_ramp: int = option(
+        0,
+        "decoding: a predicted length of fewer than T tokens (not counting <s> and </s>) gets "
+        "--length-offset one token nearer 0 for each token it has fewer, down to none: the "
+        "offset lengthens the translations the length predictor makes too short, not those of "
+        "inputs of a few words (0: the offset at every length); docs/results/hi-cmlm.md "
+        "chooses it on Multi30k val; hi_cmlm_transformer only",
+        range=Range(0, 255),
     )
     remove_repeats: int = option(
         0,
@@ -204,7 +205,7 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             )
         check_mask_predict_options(args)
         for model in models:
-            for name in ("length_offset", "length_ratio"):
+            for name in ("length_offset", "length_offset_ramp"):
                 require(
                     hasattr(model.decoder, name) or not getattr(self.cfg, name),
                     f"{flag(name)}: the checkpoint's decoder is fairseq's CMLM decoder, which "
