@@ -234,10 +234,11 @@ class HICMLMHubInterface(TextGenerator):
 
     # as docs/results/hi-cmlm.md decodes; fairseq's defaults are 11 passes, length beam 1
     DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
-    # the length offset and the removal of consecutive repeated tokens that from_pretrained sets
+    # the length offset, its ramp and the removal of consecutive repeated tokens that
+    # from_pretrained sets
     # where it is not given them: chosen together on Multi30k val for the shipped student
     # (reproduction/hi_cmlm/remove_repeats.json, docs/results/hi-cmlm.md)
-    DEFAULT_DECODING = {"length_offset": 3, "remove_repeats": 3}
+    DEFAULT_DECODING = {"length_offset": 3, "length_offset_ramp": 9, "remove_repeats": 3}
 
     # generators kept, one per set of call options (a bound on the sets a server may send)
     KEPT_GENERATORS = 64
