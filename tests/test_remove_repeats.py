@@ -120,8 +120,9 @@ def test_fairseq_generate_and_the_api_remove_the_same_repeats(quickstart, quicks
     ]
     removed = detokenized(run([*cli, "--remove-repeats", "2"]).stdout)
     kept = detokenized(run(cli).stdout)
-    assert quickstart.translate(src, length_offset=2, remove_repeats=2) == removed
-    assert quickstart.translate(src, length_offset=2, remove_repeats=0) == kept
+    offset = {"length_offset": 2, "length_offset_ramp": 0}  # as the command's
+    assert quickstart.translate(src, remove_repeats=2, **offset) == removed
+    assert quickstart.translate(src, remove_repeats=0, **offset) == kept
     assert repeating(removed) < repeating(kept)
     assert (
         quickstart.task.cfg.remove_repeats == HICMLMHubInterface.DEFAULT_DECODING["remove_repeats"]
