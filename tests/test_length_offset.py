@@ -1,6 +1,9 @@
 """``--length-offset N`` (``cmlm_hybrid``): every target length the shipped student predicts at
 decoding grows by N before the length beam, and only at decoding (training predicts the
-reference's length as before); out of range and on fairseq's own CMLM decoder it is refused."""
+reference's length as before); ``--length-offset-ramp T`` shrinks it by a token for each token a
+predicted length has below T; out of range they are refused (the offset on fairseq's own CMLM
+decoder too); the hub's default leaves the translations of inputs of a few words as long as
+without an offset."""
 
 from __future__ import annotations
 
@@ -49,6 +52,125 @@ def test_decoding_lengths_are_fairseqs_prediction_plus_the_offset(student, offse
     assert (
         trained.tolist() == untouched.tolist()
     )  # training targets: the reference's length, no offset
+
+
+def ramped(offset: int, ramp: int, tokens: int) -> int:
+    """The tokens added to a predicted length of ``tokens`` (without <s> and </s>): the offset,
+    one token nearer 0 for each token below ``ramp``, and never past 0."""
+    size = max(0, abs(offset) - max(0, ramp - tokens))
+    return size if offset > 0 else -size
+
+
+@pytest.mark.parametrize("offset, ramp", [(3, 16), (-2, 14), (5, 255), (2, 0)])
+def test_the_ramp_shrinks_the_offset_of_short_predicted_lengths(student, offset, ramp):  # noqa: F811
+    model, task = student
+    sample = _sample(task, 8)
+    net = sample["net_input"]
+    with torch.no_grad():
+        encoder_out = model.forward_encoder([net["src_tokens"], net["src_lengths"]])
+        length_out = model.decoder.forward_length(normalize=True, encoder_out=encoder_out)
+        predicted = NATransformerDecoder.forward_length_prediction(
+            model.decoder, length_out, encoder_out
+        ).tolist()
+        task.cfg.length_offset, task.cfg.length_offset_ramp = offset, ramp
+        gen = task.build_generator(
+            [model], Namespace(iter_decode_max_iter=0, iter_decode_with_beam=1)
+        )
+        hypos = gen.generate([model], sample)
+    task.cfg.length_offset, task.cfg.length_offset_ramp = 0, 0
+    assert model.decoder.length_offset_ramp == ramp
+    want = [max(2, n + ramped(offset, ramp, n - 2)) for n in predicted]
+    assert [len(h[0]["tokens"]) for h in hypos] == want
+    # the ramp acts on this sample's lengths, and 0 leaves the offset as it was
+    assert (want != [max(2, n + offset) for n in predicted]) == (ramp > 0)
+
+
+def test_fairseq_generate_length_offset_ramp_lengthens_long_translations_only(tmp_path):
+    data = binarize(
+        MODEL / "spm.model",
+        tmp_path,
+        {"test": (read_sample("test", "en", 12), read_sample("test", "de", 12))},
+        srcdict=MODEL / "dict.txt",
+    )
+    lengths = {}
+    for options in (
+        ["--length-offset", "0"],
+        ["--length-offset", "3", "--length-offset-ramp", "14"],
+    ):
+        args = generate_args(data, MODEL / "checkpoint.pt", "--iter-decode-max-iter", "3")
+        proc = run([*args, *options])
+        lengths[len(options)] = {
+            line.split("\t")[0]: len(line.split("\t")[2].split())
+            for line in proc.stdout.splitlines()
+            if line.startswith("H-")
+        }
+    assert len(lengths[2]) == 12
+    assert lengths[4] == {k: n + ramped(3, 14, n) for k, n in lengths[2].items()}
+    assert len({ramped(3, 14, n) for n in lengths[2].values()}) >= 2  # the ramp acts
+
+
+@pytest.mark.parametrize("value", ["256", "-1"])
+def test_length_offset_ramp_out_of_range_is_one_line(tmp_path, value):
+    data = binarize(
+        MODEL / "spm.model",
+        tmp_path,
+        {"test": (read_sample("test", "en", 2), read_sample("test", "de", 2))},
+        srcdict=MODEL / "dict.txt",
+    )
+    args = generate_args(data, MODEL / "checkpoint.pt", f"--length-offset-ramp={value}")
+    proc = run(args, check=False)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert (
+        f"fairseq_ext: error: --length-offset-ramp must be in [0, 255], got {value}"
+        in proc.stderr.splitlines()
+    )
+
+
+def test_the_api_takes_the_ramp_per_call_as_at_load_and_refuses_bad_values():
+    from fairseq_ext import hub
+    from fairseq_ext.common.errors import FairseqExtError
+
+    sentences = read_sample("test", "en", 8)
+    model = hub.from_pretrained(MODEL, length_offset=3, length_offset_ramp=0, remove_repeats=0)
+    loaded = hub.from_pretrained(MODEL, length_offset=3, length_offset_ramp=255, remove_repeats=0)
+    plain = hub.from_pretrained(MODEL, length_offset=0, remove_repeats=0).translate(sentences)
+    assert loaded.translate(sentences) == plain  # every length is below 255 tokens: no offset
+    assert model.translate(sentences, length_offset_ramp=255) == plain
+    assert loaded.translate(sentences, length_offset_ramp=0) == model.translate(sentences)
+    assert model.translate(sentences) != plain
+    assert model.models[0].decoder.length_offset_ramp == 0  # the calls changed nothing
+    with pytest.raises(
+        FairseqExtError, match=r"^translate: length_offset_ramp must be in \[0, 255\], got 300$"
+    ):
+        model.translate("A dog runs.", length_offset_ramp=300)
+    with pytest.raises(
+        TypeError,
+        match=r"^translate: length_offset_ramp must be an integer in \[0, 255\], got str '9'$",
+    ):
+        model.translate("A dog runs.", length_offset_ramp="9")
+    with pytest.raises(
+        FairseqExtError,
+        match=r"^from_pretrained: length_offset_ramp must be in \[0, 255\], got -1$",
+    ):
+        hub.from_pretrained(MODEL, length_offset_ramp=-1)
+
+
+SHORT = ["A dog runs.", "A woman sings.", "Two men talk.", "The girl is smiling.", "A bird flies."]
+
+
+def test_the_default_length_rule_leaves_short_inputs_as_long_and_lengthens_long_ones():
+    """With the hub's defaults, inputs of a few words translate as without a length offset (the
+    same removal of repeats): the offset of 3 at every length, the previous default, lengthens
+    them ("Ein Hund rennt mit einer Min Hund rennt."). The test sample comes out longer."""
+    from fairseq_ext import hub
+
+    model = hub.from_pretrained(MODEL)
+    assert model.translate(SHORT) == model.translate(SHORT, length_offset=0)
+    words = [len(s.split()) for s in model.translate(SHORT, length_offset_ramp=0)]
+    assert words != [len(s.split()) for s in model.translate(SHORT, length_offset=0)]
+    sample = read_sample("test", "en", 40)
+    default, plain = model.translate(sample), model.translate(sample, length_offset=0)
+    assert sum(len(s.split()) for s in default) > sum(len(s.split()) for s in plain)
 
 
 def test_fairseq_generate_length_offset_lengthens_every_hypothesis(tmp_path):

@@ -2,8 +2,8 @@
 docs/results/hi-cmlm.md): it removes exactly the consecutive duplicates (N = 1, against
 itertools.groupby on random sequences) and the repeated spans of up to N tokens (against a
 rewrite of the sequence by regular expressions), fairseq-generate and the Python API agree, a
-per-call choice holds for its thread alone, and the hub's and ``make quickstart``'s defaults are
-the ones ``reproduction/hi_cmlm/remove_repeats.json`` chose on Multi30k val."""
+per-call choice holds for its thread alone, and the hub's and ``make quickstart``'s defaults (with
+the length rule) are the ones ``reproduction/hi_cmlm/remove_repeats.json`` chose on Multi30k val."""
 
 import itertools
 import json
@@ -120,8 +120,9 @@ def test_fairseq_generate_and_the_api_remove_the_same_repeats(quickstart, quicks
     ]
     removed = detokenized(run([*cli, "--remove-repeats", "2"]).stdout)
     kept = detokenized(run(cli).stdout)
-    assert quickstart.translate(src, length_offset=2, remove_repeats=2) == removed
-    assert quickstart.translate(src, length_offset=2, remove_repeats=0) == kept
+    offset = {"length_offset": 2, "length_offset_ramp": 0}  # as the command's
+    assert quickstart.translate(src, remove_repeats=2, **offset) == removed
+    assert quickstart.translate(src, remove_repeats=0, **offset) == kept
     assert repeating(removed) < repeating(kept)
     assert (
         quickstart.task.cfg.remove_repeats == HICMLMHubInterface.DEFAULT_DECODING["remove_repeats"]
@@ -158,7 +159,8 @@ def test_a_value_that_is_not_a_bool_is_one_error(quickstart):
 def test_the_defaults_are_those_chosen_on_validation(quickstart):
     """The hub's defaults and ``make quickstart``'s decoding flags are the setting the results
     file chose: the best val BLEU at the hub's passes and length beam among the settings with at
-    most 3 in 100 outputs repeating a word, and no lower than offset 2 without removal."""
+    most 3 in 100 outputs repeating a word, no lower than offset 2 without removal and no short
+    input lengthened (a constant offset lengthens them: the previous default 3 did)."""
     result = json.loads(RESULTS.read_text(encoding="utf-8"))
     chosen = result["chosen"]
     passes = quickstart.cfg.generation.iter_decode_max_iter + 1
@@ -169,16 +171,24 @@ def test_the_defaults_are_those_chosen_on_validation(quickstart):
         for r in result["rows"]
         if (r["passes"], r["length_beam"]) == (passes, beam) and r["remove_repeats"] != "words"
     ]
-    fit = [r for r in here if r["repeated_share"] <= 0.03]
+    names = ("length_offset", "length_offset_ramp", "remove_repeats")
+    offset_2 = next(r for r in here if tuple(r[k] for k in names) == (2, 0, 0))
+    fit = [
+        r
+        for r in here
+        if r["repeated_share"] <= 0.03
+        and r["bleu"] >= offset_2["bleu"]
+        and r["short_lengthened"] == 0
+    ]
     assert chosen == max(fit, key=lambda r: r["bleu"])
-    offset_2 = next(r for r in here if (r["length_offset"], r["remove_repeats"]) == (2, 0))
-    assert chosen["bleu"] >= offset_2["bleu"]
-    defaults = {k: chosen[k] for k in ("length_offset", "remove_repeats")}
+    offset_3 = next(r for r in here if tuple(r[k] for k in names) == (3, 0, 3))
+    assert offset_3["short_lengthened"] > 0 and chosen["repeated_share"] <= 0.03
+    defaults = {k: chosen[k] for k in names}
     assert HICMLMHubInterface.DEFAULT_DECODING == defaults
-    assert quickstart.task.cfg.length_offset == defaults["length_offset"]
-    assert quickstart.task.cfg.remove_repeats == defaults["remove_repeats"]
+    assert {k: getattr(quickstart.task.cfg, k) for k in names} == defaults
+    assert quickstart.models[0].decoder.length_offset_ramp == defaults["length_offset_ramp"]
     script = (ROOT / "examples" / "quickstart" / "run.sh").read_text(encoding="utf-8")
-    flags = f"--length-offset {chosen['length_offset']} --remove-repeats {chosen['remove_repeats']}"
+    flags = " ".join(f"--{k.replace('_', '-')} {chosen[k]}" for k in names)
     assert f"--iter-decode-max-iter {passes - 1} --iter-decode-with-beam {beam}" in script
     assert flags in script
 

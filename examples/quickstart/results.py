@@ -78,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         },
         "student_sha256": hashlib.sha256(shipped.read_bytes()).hexdigest(),
         "decoding": "mask-predict, 10 passes (--iter-decode-max-iter 9), length beam 3, "
-        "--length-offset 3, --remove-repeats 3 (per-pass BLEU: before the removal)",
+        "--length-offset 3, --length-offset-ramp 9, --remove-repeats 3 (per-pass BLEU: before the "
+        "removal)",
         "training_minutes_budget": args.minutes,
         "training": training(args.work / "train.log"),
         **{name: decoding(args.work, name, analysis) for name in DECODINGS},

@@ -199,10 +199,11 @@ class HICMLMHubInterface(TextGenerator):
 
     # as docs/results/hi-cmlm.md decodes; fairseq's defaults are 11 passes, length beam 1
     DEFAULT_GENERATION = {"iter_decode_max_iter": 9, "iter_decode_with_beam": 3}
-    # the length offset and the removal of consecutive repeated tokens that from_pretrained sets
+    # the length offset, its ramp and the removal of consecutive repeated tokens that
+    # from_pretrained sets
     # where it is not given them: chosen together on Multi30k val for the shipped student
     # (reproduction/hi_cmlm/remove_repeats.json, docs/results/hi-cmlm.md)
-    DEFAULT_DECODING = {"length_offset": 3, "remove_repeats": 3}
+    DEFAULT_DECODING = {"length_offset": 3, "length_offset_ramp": 9, "remove_repeats": 3}
 
     # generators kept, one per set of call options (a bound on the sets a server may send)
     KEPT_GENERATORS = 64
@@ -242,6 +243,7 @@ class HICMLMHubInterface(TextGenerator):
         length_beam: int | None = None,
         strategy: str | None = None,
         length_offset: int | None = None,
+        length_offset_ramp: int | None = None,
         remove_repeats: int | None = None,
         force_passes: bool | None = None,
         allow_empty: bool = True,
@@ -251,7 +253,8 @@ class HICMLMHubInterface(TextGenerator):
     ):
         """Translate a sentence or a list of them (docs/python-api.md). Unset arguments keep
         ``from_pretrained``'s, else ``DEFAULT_GENERATION``, else the checkpoint's; ``strategy``,
-        ``length_offset`` and ``remove_repeats`` are for this call alone."""
+        ``length_offset``, ``length_offset_ramp`` and ``remove_repeats`` are for this call
+        alone."""
         given = {"passes": passes, "length_beam": length_beam, "force_passes": force_passes}
         for name, option in HICMLM_ARGUMENTS.items():
             require(
@@ -277,10 +280,15 @@ class HICMLMHubInterface(TextGenerator):
             f"translate: strategy {strategy!r} is unknown; choose one of "
             f"{', '.join(HYBRID_STRATEGIES)}",
         )
-        self.check_integer("translate", "length_offset", length_offset)
-        self.check_integer("translate", "remove_repeats", remove_repeats)
-        arguments = (*HICMLM_ARGUMENTS, "strategy", "length_offset", "remove_repeats")
-        with decoding_call(strategy, length_offset, remove_repeats):
+        decoding = {
+            "length_offset": length_offset,
+            "length_offset_ramp": length_offset_ramp,
+            "remove_repeats": remove_repeats,
+        }
+        for name, value in decoding.items():
+            self.check_integer("translate", name, value)
+        arguments = (*HICMLM_ARGUMENTS, "strategy", *decoding)
+        with decoding_call(strategy, **decoding):
             outputs = self.generate_text(
                 "translate",
                 sentences,

@@ -138,14 +138,15 @@ def from_pretrained(
     verbose: bool = False,
     int8_decoding: bool = False,
     length_offset: int | None = None,
+    length_offset_ramp: int | None = None,
     remove_repeats: int | None = None,
     **overrides,
 ):
     """Load ``model_dir`` on ``device`` (default CPU) in evaluation mode, behind its family's
     interface. ``overrides`` are fairseq options by name (tokenizer, generation defaults,
-    batching, model options); ``int8_decoding``, ``length_offset`` and ``remove_repeats``:
-    ``cmlm_hybrid`` only (unset: the interface's ``DEFAULT_DECODING``); ``verbose`` shows
-    fairseq's log and warnings (docs/python-api.md)."""
+    batching, model options); ``int8_decoding``, ``length_offset``, ``length_offset_ramp`` and
+    ``remove_repeats``: ``cmlm_hybrid`` only (unset: the interface's ``DEFAULT_DECODING``);
+    ``verbose`` shows fairseq's log and warnings (docs/python-api.md)."""
     from fairseq_ext import plugin
     from fairseq_ext.fairseq_changes import quiet
 
@@ -200,9 +201,14 @@ def from_pretrained(
     refuse_unknown_overrides(loaded["args"], overrides)
     check_dictionary_record(folder / name, loaded)
     interface = _interface(loaded["args"], loaded["task"], loaded["models"], overrides).eval()
+    given = {
+        "length_offset": length_offset,
+        "length_offset_ramp": length_offset_ramp,
+        "remove_repeats": remove_repeats,
+    }
     if hasattr(interface, "check_integer"):  # the range of length_offset: check_config below
-        interface.check_integer("from_pretrained", "remove_repeats", remove_repeats)
-    given = {"length_offset": length_offset, "remove_repeats": remove_repeats}
+        for key in ("length_offset_ramp", "remove_repeats"):
+            interface.check_integer("from_pretrained", key, given[key])
     decoding = {"int8_decoding": int8_decoding, **getattr(interface, "DEFAULT_DECODING", {})}
     decoding.update((k, v) for k, v in given.items() if v is not None)  # given wins
     for option, value in decoding.items():
@@ -218,8 +224,9 @@ def from_pretrained(
 
         check_config(interface.task.cfg, getattr(type(interface.task), "__dataclass"))
     for model in getattr(interface, "models", []):  # as build_generator sets it; now, not in a call
-        if hasattr(getattr(model, "decoder", None), "length_offset"):
-            model.decoder.length_offset = interface.task.cfg.length_offset
+        for key in ("length_offset", "length_offset_ramp"):
+            if hasattr(getattr(model, "decoder", None), key):
+                setattr(model.decoder, key, getattr(interface.task.cfg, key))
     if int8_decoding:  # now, not lazily in a call: calls in several threads share the model
         from fairseq_ext.generation.int8 import quantize_for_decoding
 

@@ -122,6 +122,7 @@ class HybridInputDecoder(NATransformerDecoder):
         self.mask_weight = args.mask_weight
         self.fence_first = option_value(args, "fence_first")
         self.length_offset = 0  # set by cmlm_hybrid's generator (--length-offset)
+        self.length_offset_ramp = 0  # and --length-offset-ramp
         self._training = False
         self._training_copy_weight = None
 
@@ -135,10 +136,16 @@ class HybridInputDecoder(NATransformerDecoder):
             self._training, self._training_copy_weight = False, None
 
     def forward_length_prediction(self, length_out, encoder_out, tgt_tokens=None):
-        """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding."""
+        """fairseq's predicted lengths plus ``--length-offset`` (or the call's) at decoding, one
+        token nearer 0 for each token (between ``<s>`` and ``</s>``) a length has fewer than
+        ``--length-offset-ramp``."""
         lengths = super().forward_length_prediction(length_out, encoder_out, tgt_tokens)
         offset = call_option("length_offset", self.length_offset)
-        return lengths if tgt_tokens is not None or not offset else lengths + offset
+        if tgt_tokens is not None or not offset:
+            return lengths
+        ramp = call_option("length_offset_ramp", self.length_offset_ramp)
+        short_by = (ramp + 2 - lengths).clamp(min=0)
+        return lengths + (abs(offset) - short_by).clamp(min=0) * (1 if offset > 0 else -1)
 
     def copies_source(self) -> bool:
         """Whether this call can give a slot Z (else fairseq's own embedding path runs)."""

@@ -14,7 +14,7 @@ from fairseq.tasks.translation import EVAL_BLEU_ORDER
 from fairseq.tasks.translation_lev import TranslationLevenshteinConfig, TranslationLevenshteinTask
 
 from fairseq_ext.checkpoints.starting import init_part_from_checkpoint
-from fairseq_ext.common.config_fields import Range, check_config, option
+from fairseq_ext.common.config_fields import Range, check_config, flag, option
 from fairseq_ext.common.errors import require
 from fairseq_ext.data.interactive_input import (
     InteractiveInputLines,
@@ -61,6 +61,15 @@ class CMLMHybridConfig(TranslationLevenshteinConfig):
         "distilled targets predicts short translations, and docs/results/speed.md chooses the "
         "offset on Multi30k val; hi_cmlm_transformer only",
         range=Range(-16, 16),
+    )
+    length_offset_ramp: int = option(
+        0,
+        "decoding: a predicted length of fewer than T tokens (not counting <s> and </s>) gets "
+        "--length-offset one token nearer 0 for each token it has fewer, down to none: the "
+        "offset lengthens the translations the length predictor makes too short, not those of "
+        "inputs of a few words (0: the offset at every length); docs/results/hi-cmlm.md "
+        "chooses it on Multi30k val; hi_cmlm_transformer only",
+        range=Range(0, 255),
     )
     remove_repeats: int = option(
         0,
@@ -163,14 +172,15 @@ class CMLMHybridTask(PluginTask, TranslationLevenshteinTask):
             )
         check_mask_predict_options(args)
         for model in models:
-            require(
-                hasattr(model.decoder, "length_offset") or not self.cfg.length_offset,
-                "--length-offset: the checkpoint's decoder is fairseq's CMLM decoder, which "
-                "predicts lengths without it; give a hi_cmlm_transformer checkpoint or drop "
-                "--length-offset",
-            )
-            if hasattr(model.decoder, "length_offset"):
-                model.decoder.length_offset = self.cfg.length_offset
+            for name in ("length_offset", "length_offset_ramp"):
+                require(
+                    hasattr(model.decoder, name) or not getattr(self.cfg, name),
+                    f"{flag(name)}: the checkpoint's decoder is fairseq's CMLM decoder, which "
+                    f"predicts lengths without it; give a hi_cmlm_transformer checkpoint or drop "
+                    f"{flag(name)}",
+                )
+                if hasattr(model.decoder, name):
+                    setattr(model.decoder, name, getattr(self.cfg, name))
         if self.cfg.int8_decoding:
             for model in models:
                 quantize_for_decoding(model)
