@@ -49,7 +49,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.generation.int8 import packing_engine
+from fairseq_ext.generation.int8 import int8_engines
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import student_digest
 
@@ -435,7 +435,7 @@ def _run_all(device: str, quick: bool) -> dict:
         "skipped": skipped,
         "sentences": {str(k): v for k, v in sentences.items()},
         "rounds": QUICK_ROUNDS if quick else ROUNDS,
-        "int8_engine": packing_engine(),
+        "int8_engine": int8_engines(),
     }
     return {"metrics": goals(rows, quality), "details": details, "goals": GOALS}
 
