@@ -16,9 +16,10 @@ from torch.ao.nn.quantized.modules.linear import LinearPackedParams
 from fairseq_ext.common.errors import require
 
 QUANTIZED = "fairseq_ext_int8"  # set on a model once its Linear layers are int8: the engines
-# the multiply-adds from which oneDNN's AMX kernels beat fbgemm's, whose fixed cost a call is lower
-# (docs/results/speed.md: 192 -> 192 crosses between 150 and 600 rows, 192 -> 6,008 below 15)
-LARGE_PRODUCT = 1 << 24
+# the multiply-adds from which a product runs on oneDNN's AMX kernels rather than fbgemm's, whose
+# fixed cost a call is lower: 2^26 decoded fastest at batch 1 and 64 of 2^24, 2^26, 2^28
+# (docs/results/speed.md)
+LARGE_PRODUCT = 1 << 26
 
 
 @contextmanager
