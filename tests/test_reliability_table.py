@@ -825,6 +825,21 @@ CASES: list[tuple[str, str, tuple[str, ...]]] = [
         ),
     ),
     (
+        "the hub's default length offset (+3 tokens) on a sentence of a few words (`translate(\"A "
+        'dog runs.")`)',
+        "`Ein Hund rennt.`: the offset shrinks to 0 for predictions below `--length-offset-ramp` "
+        "(hub default 9, chosen on val with no short sentence of 20 lengthened); "
+        "`length_offset_ramp` per call and at load, out of range one line (before: `Ein Hund "
+        "rennt mit einer Min Hund rennt.`)",
+        (
+            "test_length_offset.py::"
+            "test_the_default_length_rule_leaves_short_inputs_as_long_and_lengthens_long_ones",
+            "test_length_offset.py::test_length_offset_ramp_out_of_range_is_one_line",
+            "test_length_offset.py::"
+            "test_the_api_takes_the_ramp_per_call_as_at_load_and_refuses_bad_values",
+        ),
+    ),
+    (
         "`python -m fairseq_ext.convert from-transformers` on a `config.json` that is random "
         "bytes, a JSON list, lacks `hidden_size`, has zero heads, text sizes, heads that do not "
         "divide `hidden_size`, more layers than the weights; a ProphetNet config without `ngram`",
