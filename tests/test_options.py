@@ -114,6 +114,13 @@ OUT_OF_RANGE = {
             ("-17", "--length-offset must be in [-16, 16]"),
         ],
     ),
+    ("task", "cmlm_hybrid", "--length-offset-ramp"): (
+        "hi_cmlm",
+        [
+            ("256", "--length-offset-ramp must be in [0, 255]"),
+            ("-1", "--length-offset-ramp must be in [0, 255]"),
+        ],
+    ),
     ("task", "cmlm_hybrid", "--remove-repeats"): (
         "hi_cmlm",
         [

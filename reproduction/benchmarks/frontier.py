@@ -49,7 +49,6 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from fairseq_ext.common.errors import require
-from fairseq_ext.generation.int8 import int8_engines
 from reproduction.benchmarks import common, own_inputs
 from reproduction.benchmarks.hicmlm import student_digest
 
@@ -427,6 +426,8 @@ def _run_all(device: str, quick: bool) -> dict:
             ],
             whole,
         )
+    from fairseq_ext.generation.int8 import int8_engines  # imports fairseq: after quiet.hush
+
     details = {
         "rows": rows,
         "whole_sample_bleu": quality,
