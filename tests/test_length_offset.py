@@ -20,27 +20,35 @@ from tests.test_int8_decoding import _sample, student  # noqa: F401  (the shippe
 MODEL = ROOT / "examples" / "quickstart" / "model"
 
 
-@pytest.mark.parametrize("offset", [-1, 0, 2, 5])
-def test_decoding_lengths_are_fairseqs_prediction_plus_the_offset(student, offset):  # noqa: F811
-    model, task = student
+def _decode_with(model, task, offset: int, ramp: int = 0):
+    """fairseq's own predicted lengths (with <s> and </s>) of 8 sample sentences, the length
+    logits and encoder output, and one pass's hypotheses with ``offset`` and ``ramp`` set."""
     sample = _sample(task, 8)
     net = sample["net_input"]
     with torch.no_grad():
         encoder_out = model.forward_encoder([net["src_tokens"], net["src_lengths"]])
         length_out = model.decoder.forward_length(normalize=True, encoder_out=encoder_out)
-        reference = NATransformerDecoder.forward_length_prediction(
+        predicted = NATransformerDecoder.forward_length_prediction(
             model.decoder, length_out, encoder_out
         )
-        task.cfg.length_offset = offset
+        task.cfg.length_offset, task.cfg.length_offset_ramp = offset, ramp
         gen = task.build_generator(
             [model], Namespace(iter_decode_max_iter=0, iter_decode_with_beam=1)
         )
         hypos = gen.generate([model], sample)
-        target = torch.full((8, 5), 7)
+    task.cfg.length_offset, task.cfg.length_offset_ramp = 0, 0
+    return predicted, length_out, encoder_out, hypos
+
+
+@pytest.mark.parametrize("offset", [-1, 0, 2, 5])
+def test_decoding_lengths_are_fairseqs_prediction_plus_the_offset(student, offset):  # noqa: F811
+    model, task = student
+    reference, length_out, encoder_out, hypos = _decode_with(model, task, offset)
+    target = torch.full((8, 5), 7)
+    with torch.no_grad():
         trained = model.decoder.forward_length_prediction(
             length_out, encoder_out, tgt_tokens=target
         )
-    task.cfg.length_offset = 0
     assert model.decoder.length_offset == offset
     lengths = torch.tensor(
         [len(h[0]["tokens"]) for h in hypos]
@@ -64,20 +72,8 @@ def ramped(offset: int, ramp: int, tokens: int) -> int:
 @pytest.mark.parametrize("offset, ramp", [(3, 16), (-2, 14), (5, 255), (2, 0)])
 def test_the_ramp_shrinks_the_offset_of_short_predicted_lengths(student, offset, ramp):  # noqa: F811
     model, task = student
-    sample = _sample(task, 8)
-    net = sample["net_input"]
-    with torch.no_grad():
-        encoder_out = model.forward_encoder([net["src_tokens"], net["src_lengths"]])
-        length_out = model.decoder.forward_length(normalize=True, encoder_out=encoder_out)
-        predicted = NATransformerDecoder.forward_length_prediction(
-            model.decoder, length_out, encoder_out
-        ).tolist()
-        task.cfg.length_offset, task.cfg.length_offset_ramp = offset, ramp
-        gen = task.build_generator(
-            [model], Namespace(iter_decode_max_iter=0, iter_decode_with_beam=1)
-        )
-        hypos = gen.generate([model], sample)
-    task.cfg.length_offset, task.cfg.length_offset_ramp = 0, 0
+    predicted, _, _, hypos = _decode_with(model, task, offset, ramp)
+    predicted = predicted.tolist()
     assert model.decoder.length_offset_ramp == ramp
     want = [max(2, n + ramped(offset, ramp, n - 2)) for n in predicted]
     assert [len(h[0]["tokens"]) for h in hypos] == want
